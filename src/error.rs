@@ -1,0 +1,178 @@
+//! The one error type of weir, with one mapping to SQLSTATE.
+//!
+//! Every layer returns `WeirError`; the server turns it into an
+//! ErrorResponse. Messages follow PostgreSQL's style: lowercase, no full
+//! stop, then an optional detail and hint.
+
+use std::fmt;
+
+/// What went wrong, by layer; decides the SQLSTATE users see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    Syntax,
+    UndefinedTable,
+    UndefinedColumn,
+    UndefinedFunction,
+    UndefinedObject,
+    UndefinedDatabase,
+    DuplicateTable,
+    DuplicateObject,
+    DuplicateDatabase,
+    DuplicateColumn,
+    AmbiguousColumn,
+    InvalidText,
+    DivisionByZero,
+    NumericOutOfRange,
+    FeatureNotSupported,
+    DatatypeMismatch,
+    Grouping,
+    NotNullViolation,
+    UniqueViolation,
+    InvalidParameterValue,
+    CardinalityViolation,
+    InFailedTransaction,
+    QueryCanceled,
+    InvalidDatetime,
+    StringDataTooLong,
+    Storage,
+    Corrupt,
+    /// Incremental read below the region's readable sequence (seed 001).
+    IncrementalQueryStale,
+    SnapshotFenceStale,
+    SequenceRangeUnsupported,
+    Internal,
+}
+
+impl ErrorKind {
+    /// The five-character SQLSTATE for this kind.
+    pub fn sqlstate(self) -> &'static str {
+        use ErrorKind::*;
+        match self {
+            Syntax => "42601",
+            UndefinedTable => "42P01",
+            UndefinedColumn => "42703",
+            UndefinedFunction => "42883",
+            UndefinedObject => "42704",
+            UndefinedDatabase => "3D000",
+            DuplicateTable => "42P07",
+            DuplicateObject => "42710",
+            DuplicateDatabase => "42P04",
+            DuplicateColumn => "42701",
+            AmbiguousColumn => "42702",
+            InvalidText => "22P02",
+            DivisionByZero => "22012",
+            NumericOutOfRange => "22003",
+            FeatureNotSupported => "0A000",
+            DatatypeMismatch => "42804",
+            Grouping => "42803",
+            NotNullViolation => "23502",
+            UniqueViolation => "23505",
+            InvalidParameterValue => "22023",
+            CardinalityViolation => "21000",
+            InFailedTransaction => "25P02",
+            QueryCanceled => "57014",
+            InvalidDatetime => "22007",
+            StringDataTooLong => "22001",
+            Storage => "58030",
+            Corrupt => "XX001",
+            IncrementalQueryStale => "WR001",
+            SnapshotFenceStale => "WR002",
+            SequenceRangeUnsupported => "WR003",
+            Internal => "XX000",
+        }
+    }
+}
+
+/// An error with a kind, a message and PostgreSQL's optional detail and hint.
+#[derive(Debug, Clone)]
+pub struct WeirError {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+}
+
+impl WeirError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        WeirError { kind, message: message.into(), detail: None, hint: None }
+    }
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+    pub fn sqlstate(&self) -> &'static str {
+        self.kind.sqlstate()
+    }
+}
+
+impl fmt::Display for WeirError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for WeirError {}
+
+pub type Result<T, E = WeirError> = std::result::Result<T, E>;
+
+/// Shorthand constructors, one per common kind.
+#[macro_export]
+macro_rules! err {
+    ($kind:ident, $($arg:tt)*) => {
+        $crate::error::WeirError::new($crate::error::ErrorKind::$kind, format!($($arg)*))
+    };
+}
+
+/// Return early with an error of the given kind.
+#[macro_export]
+macro_rules! bail {
+    ($kind:ident, $($arg:tt)*) => {
+        return Err($crate::err!($kind, $($arg)*))
+    };
+}
+
+impl From<arrow::error::ArrowError> for WeirError {
+    fn from(e: arrow::error::ArrowError) -> Self {
+        use arrow::error::ArrowError as A;
+        match e {
+            A::DivideByZero => WeirError::new(ErrorKind::DivisionByZero, "division by zero"),
+            A::ArithmeticOverflow(m) => {
+                let _ = m;
+                WeirError::new(ErrorKind::NumericOutOfRange, "value out of range")
+            }
+            A::CastError(m) => {
+                if m.contains("Overflow") || m.contains("overflow") || m.contains("out of range") || m.contains("Can't cast value") {
+                    WeirError::new(ErrorKind::NumericOutOfRange, "value out of range")
+                } else {
+                    WeirError::new(ErrorKind::InvalidText, m.to_lowercase())
+                }
+            }
+            A::ComputeError(m) if m.contains("Overflow") || m.contains("overflow") => {
+                WeirError::new(ErrorKind::NumericOutOfRange, "value out of range")
+            }
+            other => WeirError::new(ErrorKind::Internal, other.to_string()),
+        }
+    }
+}
+
+impl From<std::io::Error> for WeirError {
+    fn from(e: std::io::Error) -> Self {
+        WeirError::new(ErrorKind::Storage, format!("i/o error: {e}"))
+    }
+}
+
+impl From<sled::Error> for WeirError {
+    fn from(e: sled::Error) -> Self {
+        WeirError::new(ErrorKind::Storage, format!("metadata store error: {e}"))
+    }
+}
+
+impl From<parquet::errors::ParquetError> for WeirError {
+    fn from(e: parquet::errors::ParquetError) -> Self {
+        WeirError::new(ErrorKind::Storage, format!("parquet error: {e}"))
+    }
+}

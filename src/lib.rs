@@ -1,0 +1,14 @@
+//! weir: a time-series database that speaks the PostgreSQL protocol.
+//!
+//! Layers point one way: `server → sql → planner → exec → storage`;
+//! `catalog` sits below everything that needs names.
+
+pub mod error;
+pub mod config;
+pub mod types;
+pub mod catalog;
+pub mod storage;
+pub mod exec;
+pub mod planner;
+pub mod sql;
+pub mod server;

@@ -1,0 +1,1 @@
+//! planner (to be written)

@@ -1,0 +1,1 @@
+//! sql (to be written)

@@ -1,0 +1,1 @@
+//! types (to be written)
