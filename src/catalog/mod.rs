@@ -1,1 +1,267 @@
-//! catalog (to be written)
+//! The catalog: databases, tables, views and indexes, persisted in sled.
+//!
+//! Knows names and definitions only; it opens no region. May import
+//! `error` and `types`, never `storage`, `exec`, `planner`, `sql`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::RwLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::types::SqlType;
+use crate::{bail, err};
+
+/// One column of a table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ColumnDef {
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+    /// DEFAULT expression as SQL text, evaluated at insert time.
+    pub default: Option<String>,
+}
+
+/// A table's definition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TableDef {
+    pub id: u32,
+    pub database: String,
+    pub name: String,
+    pub columns: Vec<ColumnDef>,
+    /// Index of the TIME INDEX column.
+    pub time_index: Option<usize>,
+    /// Tag columns (PRIMARY KEY), as column indices.
+    pub primary_key: Vec<usize>,
+    pub append_mode: bool,
+    /// TTL in milliseconds; Some(0) means 'instant'.
+    pub ttl_ms: Option<i64>,
+    /// The original TTL text, for SHOW CREATE TABLE.
+    pub ttl_text: Option<String>,
+    pub regions: u32,
+}
+
+impl TableDef {
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+}
+
+/// A view: a name for a stored query.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ViewDef {
+    pub database: String,
+    pub name: String,
+    pub sql: String,
+    pub columns: Vec<String>,
+}
+
+/// An index: recorded; unique ones are enforced on plain tables.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexDef {
+    pub database: String,
+    pub name: String,
+    pub table: String,
+    pub columns: Vec<String>,
+    pub unique: bool,
+}
+
+#[derive(Default)]
+struct State {
+    databases: BTreeMap<String, ()>,
+    tables: BTreeMap<(String, String), TableDef>,
+    views: BTreeMap<(String, String), ViewDef>,
+    indexes: BTreeMap<(String, String), IndexDef>,
+}
+
+/// The catalog. Every change is written through to sled and flushed.
+pub struct Catalog {
+    tree: sled::Tree,
+    db: sled::Db,
+    state: RwLock<State>,
+}
+
+const DB_PREFIX: &str = "db/";
+const TABLE_PREFIX: &str = "table/";
+const VIEW_PREFIX: &str = "view/";
+const INDEX_PREFIX: &str = "index/";
+
+impl Catalog {
+    pub fn open(dir: &Path) -> Result<Catalog> {
+        let db = sled::open(dir.join("catalog"))?;
+        let tree = db.open_tree("catalog")?;
+        let mut state = State::default();
+        for item in tree.iter() {
+            let (k, v) = item?;
+            let key = String::from_utf8_lossy(&k).to_string();
+            let corrupt = |e: serde_json::Error| err!(Corrupt, "catalog entry {key} is corrupt: {e}");
+            if let Some(name) = key.strip_prefix(DB_PREFIX) {
+                state.databases.insert(name.to_string(), ());
+            } else if key.starts_with(TABLE_PREFIX) {
+                let t: TableDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.tables.insert((t.database.clone(), t.name.clone()), t);
+            } else if key.starts_with(VIEW_PREFIX) {
+                let t: ViewDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.views.insert((t.database.clone(), t.name.clone()), t);
+            } else if key.starts_with(INDEX_PREFIX) {
+                let t: IndexDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.indexes.insert((t.database.clone(), t.name.clone()), t);
+            }
+        }
+        let cat = Catalog { tree, db, state: RwLock::new(state) };
+        if !cat.database_exists("public") {
+            cat.create_database("public")?;
+        }
+        Ok(cat)
+    }
+
+    fn put(&self, key: String, value: Vec<u8>) -> Result<()> {
+        self.tree.insert(key.as_bytes(), value)?;
+        self.tree.flush()?;
+        Ok(())
+    }
+
+    fn del(&self, key: String) -> Result<()> {
+        self.tree.remove(key.as_bytes())?;
+        self.tree.flush()?;
+        Ok(())
+    }
+
+    pub fn database_exists(&self, name: &str) -> bool {
+        self.state.read().unwrap().databases.contains_key(name)
+    }
+
+    pub fn databases(&self) -> Vec<String> {
+        self.state.read().unwrap().databases.keys().cloned().collect()
+    }
+
+    pub fn create_database(&self, name: &str) -> Result<()> {
+        let mut st = self.state.write().unwrap();
+        if st.databases.contains_key(name) {
+            bail!(DuplicateDatabase, "database \"{name}\" already exists");
+        }
+        self.put(format!("{DB_PREFIX}{name}"), vec![])?;
+        st.databases.insert(name.to_string(), ());
+        Ok(())
+    }
+
+    /// Drop a database; returns the tables it held so their regions can go.
+    pub fn drop_database(&self, name: &str) -> Result<Vec<TableDef>> {
+        let mut st = self.state.write().unwrap();
+        if !st.databases.contains_key(name) {
+            bail!(UndefinedDatabase, "database \"{name}\" does not exist");
+        }
+        let tables: Vec<TableDef> = st.tables.values().filter(|t| t.database == name).cloned().collect();
+        for t in &tables {
+            self.del(format!("{TABLE_PREFIX}{}/{}", t.database, t.name))?;
+            st.tables.remove(&(t.database.clone(), t.name.clone()));
+        }
+        let views: Vec<(String, String)> = st.views.keys().filter(|k| k.0 == name).cloned().collect();
+        for k in views {
+            self.del(format!("{VIEW_PREFIX}{}/{}", k.0, k.1))?;
+            st.views.remove(&k);
+        }
+        let idx: Vec<(String, String)> = st.indexes.keys().filter(|k| k.0 == name).cloned().collect();
+        for k in idx {
+            self.del(format!("{INDEX_PREFIX}{}/{}", k.0, k.1))?;
+            st.indexes.remove(&k);
+        }
+        self.del(format!("{DB_PREFIX}{name}"))?;
+        st.databases.remove(name);
+        Ok(tables)
+    }
+
+    pub fn next_table_id(&self) -> Result<u32> {
+        Ok((self.db.generate_id()? + 1) as u32)
+    }
+
+    pub fn create_table(&self, def: TableDef) -> Result<()> {
+        let mut st = self.state.write().unwrap();
+        let key = (def.database.clone(), def.name.clone());
+        if st.tables.contains_key(&key) || st.views.contains_key(&key) {
+            bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
+        }
+        self.put(format!("{TABLE_PREFIX}{}/{}", def.database, def.name), serde_json::to_vec(&def).unwrap())?;
+        st.tables.insert(key, def);
+        Ok(())
+    }
+
+    pub fn drop_table(&self, database: &str, name: &str) -> Result<TableDef> {
+        let mut st = self.state.write().unwrap();
+        let key = (database.to_string(), name.to_string());
+        let Some(def) = st.tables.remove(&key) else {
+            bail!(UndefinedTable, "table \"{name}\" does not exist");
+        };
+        self.del(format!("{TABLE_PREFIX}{database}/{name}"))?;
+        let idx: Vec<(String, String)> =
+            st.indexes.iter().filter(|(k, v)| k.0 == database && v.table == name).map(|(k, _)| k.clone()).collect();
+        for k in idx {
+            self.del(format!("{INDEX_PREFIX}{}/{}", k.0, k.1))?;
+            st.indexes.remove(&k);
+        }
+        Ok(def)
+    }
+
+    pub fn table(&self, database: &str, name: &str) -> Option<TableDef> {
+        self.state.read().unwrap().tables.get(&(database.to_string(), name.to_string())).cloned()
+    }
+
+    pub fn tables(&self, database: &str) -> Vec<TableDef> {
+        self.state.read().unwrap().tables.values().filter(|t| t.database == database).cloned().collect()
+    }
+
+    pub fn all_tables(&self) -> Vec<TableDef> {
+        self.state.read().unwrap().tables.values().cloned().collect()
+    }
+
+    pub fn create_view(&self, def: ViewDef, or_replace: bool) -> Result<()> {
+        let mut st = self.state.write().unwrap();
+        let key = (def.database.clone(), def.name.clone());
+        if st.tables.contains_key(&key) || (st.views.contains_key(&key) && !or_replace) {
+            bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
+        }
+        self.put(format!("{VIEW_PREFIX}{}/{}", def.database, def.name), serde_json::to_vec(&def).unwrap())?;
+        st.views.insert(key, def);
+        Ok(())
+    }
+
+    pub fn drop_view(&self, database: &str, name: &str) -> Result<()> {
+        let mut st = self.state.write().unwrap();
+        if st.views.remove(&(database.to_string(), name.to_string())).is_none() {
+            bail!(UndefinedTable, "view \"{name}\" does not exist");
+        }
+        self.del(format!("{VIEW_PREFIX}{database}/{name}"))
+    }
+
+    pub fn view(&self, database: &str, name: &str) -> Option<ViewDef> {
+        self.state.read().unwrap().views.get(&(database.to_string(), name.to_string())).cloned()
+    }
+
+    pub fn views(&self, database: &str) -> Vec<ViewDef> {
+        self.state.read().unwrap().views.values().filter(|t| t.database == database).cloned().collect()
+    }
+
+    pub fn create_index(&self, def: IndexDef) -> Result<()> {
+        let mut st = self.state.write().unwrap();
+        let key = (def.database.clone(), def.name.clone());
+        if st.indexes.contains_key(&key) {
+            bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
+        }
+        self.put(format!("{INDEX_PREFIX}{}/{}", def.database, def.name), serde_json::to_vec(&def).unwrap())?;
+        st.indexes.insert(key, def);
+        Ok(())
+    }
+
+    pub fn drop_index(&self, database: &str, name: &str) -> Result<()> {
+        let mut st = self.state.write().unwrap();
+        if st.indexes.remove(&(database.to_string(), name.to_string())).is_none() {
+            bail!(UndefinedObject, "index \"{name}\" does not exist");
+        }
+        self.del(format!("{INDEX_PREFIX}{database}/{name}"))
+    }
+
+    pub fn indexes(&self, database: &str, table: &str) -> Vec<IndexDef> {
+        self.state.read().unwrap().indexes.values().filter(|i| i.database == database && i.table == table).cloned().collect()
+    }
+}

@@ -1,1 +1,208 @@
-//! exec (to be written)
+//! The executor: pull-based, vectorized operators over arrow batches
+//! (TiKV coprocessor style, seed 004).
+//!
+//! `next_batch(max_rows)` returns a batch, the rows of it still alive and
+//! whether the input is drained. A selection narrows the live rows instead
+//! of copying columns; the next operator that needs dense columns compacts.
+//! May import `storage`, `types`, `error`; never `planner`, `sql`, `server`.
+
+pub mod expr;
+pub mod functions;
+pub mod plan;
+
+mod aggregate;
+mod hash_agg;
+mod hash_join;
+mod limit;
+mod projection;
+mod scan;
+mod selection;
+mod set_op;
+mod sort;
+mod values;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow::datatypes::SchemaRef;
+
+use crate::error::Result;
+use crate::types::{value_at, Value};
+use crate::bail;
+use plan::Plan;
+
+/// Rows per batch: from MonetDB/X100's vector size, not tuned here.
+pub const BATCH_ROWS: usize = 1024;
+
+/// What a statement's execution may consult: time, identity, limits.
+#[derive(Debug, Clone)]
+pub struct ExecCtx {
+    /// `now()` for the whole statement, microseconds since the epoch.
+    pub statement_ts: i64,
+    pub database: String,
+    pub user: String,
+    pub settings: Arc<HashMap<String, String>>,
+    pub deadline: Option<Instant>,
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl ExecCtx {
+    /// Fail with 57014 when the statement ran out of time or was cancelled.
+    pub fn check(&self) -> Result<()> {
+        if self.cancel.load(Ordering::Relaxed) {
+            bail!(QueryCanceled, "canceling statement due to user request");
+        }
+        if let Some(d) = self.deadline {
+            if Instant::now() > d {
+                bail!(QueryCanceled, "canceling statement due to statement timeout");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One pull from an executor.
+pub struct BatchResult {
+    pub batch: RecordBatch,
+    /// Indices of the live rows; None = all rows are live.
+    pub logical_rows: Option<UInt32Array>,
+    pub is_drained: bool,
+}
+
+impl BatchResult {
+    /// The live rows as a dense batch.
+    pub fn into_dense(self) -> Result<RecordBatch> {
+        match self.logical_rows {
+            None => Ok(self.batch),
+            Some(idx) => take_batch(&self.batch, &idx),
+        }
+    }
+
+    pub fn live_rows(&self) -> usize {
+        self.logical_rows.as_ref().map(|l| l.len()).unwrap_or(self.batch.num_rows())
+    }
+}
+
+/// `take` over every column, keeping the row count for zero-column batches.
+pub fn take_batch(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
+    let cols: Vec<ArrayRef> =
+        batch.columns().iter().map(|c| arrow::compute::take(c.as_ref(), idx, None)).collect::<std::result::Result<_, _>>()?;
+    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(idx.len())))?)
+}
+
+/// A vectorized operator.
+pub trait BatchExecutor: Send {
+    fn schema(&self) -> SchemaRef;
+    fn next_batch(&mut self, max_rows: usize) -> Result<BatchResult>;
+}
+
+/// Build the executor tree for a plan.
+pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
+    Ok(match plan {
+        Plan::Scan { regions, request, columns } => Box::new(scan::TableScanExecutor::new(regions.0.clone(), request.clone(), columns)),
+        Plan::Memory { batches, columns } => Box::new(values::MemoryExecutor::new(batches.clone(), columns)),
+        Plan::Values { rows, columns } => Box::new(values::ValuesExecutor::new(rows.clone(), columns, ctx.clone())),
+        Plan::Filter { input, predicate } => Box::new(selection::SelectionExecutor::new(build(input, ctx)?, predicate.clone(), ctx.clone())),
+        Plan::Project { input, exprs, columns } => {
+            Box::new(projection::ProjectionExecutor::new(build(input, ctx)?, exprs.clone(), columns, ctx.clone()))
+        }
+        Plan::Aggregate { input, group_by, aggs, columns } => {
+            Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by.clone(), aggs.clone(), columns, ctx.clone()))
+        }
+        Plan::Distinct { input } => {
+            let cols = input.columns().to_vec();
+            let group_by = cols.iter().enumerate().map(|(i, c)| expr::Expr::Column { index: i, ty: c.ty }).collect();
+            Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by, vec![], &cols, ctx.clone()))
+        }
+        Plan::Sort { input, keys, limit } => Box::new(sort::SortExecutor::new(build(input, ctx)?, keys.clone(), *limit, ctx.clone())),
+        Plan::Limit { input, limit, offset } => Box::new(limit::LimitExecutor::new(build(input, ctx)?, *limit, *offset)),
+        Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Box::new(hash_join::HashJoinExecutor::new(
+            build(left, ctx)?,
+            build(right, ctx)?,
+            *kind,
+            left_keys.clone(),
+            right_keys.clone(),
+            condition.clone(),
+            columns,
+            ctx.clone(),
+        )),
+        Plan::SetOp { left, right, kind, all } => {
+            Box::new(set_op::SetOpExecutor::new(build(left, ctx)?, build(right, ctx)?, *kind, *all, plan.columns(), ctx.clone()))
+        }
+    })
+}
+
+/// Run a plan to completion.
+pub fn collect(plan: &Plan, ctx: &ExecCtx) -> Result<Vec<RecordBatch>> {
+    let mut exec = build(plan, ctx)?;
+    let mut out = Vec::new();
+    loop {
+        ctx.check()?;
+        let r = exec.next_batch(BATCH_ROWS)?;
+        let drained = r.is_drained;
+        let b = r.into_dense()?;
+        if b.num_rows() > 0 {
+            out.push(b);
+        }
+        if drained {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Run a plan and return its rows as values (subqueries, DDL helpers).
+pub fn collect_rows(plan: &Plan, ctx: &ExecCtx, limit: Option<usize>) -> Result<Vec<Vec<Value>>> {
+    let mut exec = build(plan, ctx)?;
+    let mut rows = Vec::new();
+    loop {
+        ctx.check()?;
+        let r = exec.next_batch(BATCH_ROWS)?;
+        let drained = r.is_drained;
+        let b = r.into_dense()?;
+        for i in 0..b.num_rows() {
+            rows.push(b.columns().iter().map(|c| value_at(c.as_ref(), i)).collect());
+            if limit.is_some_and(|l| rows.len() >= l) {
+                return Ok(rows);
+            }
+        }
+        if drained {
+            break;
+        }
+    }
+    Ok(rows)
+}
+
+/// Pull a child until drained, as dense batches.
+pub(crate) fn drain(child: &mut Box<dyn BatchExecutor>, ctx: &ExecCtx) -> Result<Vec<RecordBatch>> {
+    let mut out = Vec::new();
+    loop {
+        ctx.check()?;
+        let r = child.next_batch(BATCH_ROWS)?;
+        let drained = r.is_drained;
+        let b = r.into_dense()?;
+        if b.num_rows() > 0 {
+            out.push(b);
+        }
+        if drained {
+            return Ok(out);
+        }
+    }
+}
+
+/// An empty batch of a schema.
+pub(crate) fn empty_batch(schema: &SchemaRef) -> RecordBatch {
+    RecordBatch::new_empty(schema.clone())
+}
+
+/// Concatenate batches (zero-column batches keep their row count).
+pub(crate) fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    if schema.fields().is_empty() {
+        let n = batches.iter().map(|b| b.num_rows()).sum();
+        return Ok(RecordBatch::try_new_with_options(schema.clone(), vec![], &RecordBatchOptions::new().with_row_count(Some(n)))?);
+    }
+    Ok(arrow::compute::concat_batches(schema, batches)?)
+}

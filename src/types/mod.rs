@@ -1,1 +1,572 @@
-//! types (to be written)
+//! SQL types and scalar values, and their mapping to arrow and PostgreSQL.
+//!
+//! Imports nothing but `error`. Every other layer speaks these types.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::array::*;
+use arrow::datatypes::{DataType, TimeUnit};
+
+use crate::error::Result;
+
+/// Zone string of TIMESTAMP WITH TIME ZONE columns in arrow.
+pub const UTC: &str = "+00:00";
+
+/// A column type as users see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum SqlType {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    Text,
+    Varchar,
+    Timestamp,
+    TimestampTz,
+    Date,
+    Interval,
+    /// An untyped literal or NULL, before coercion decides.
+    Unknown,
+}
+
+impl SqlType {
+    pub fn to_arrow(self) -> DataType {
+        match self {
+            SqlType::Bool => DataType::Boolean,
+            SqlType::Int2 => DataType::Int16,
+            SqlType::Int4 => DataType::Int32,
+            SqlType::Int8 => DataType::Int64,
+            SqlType::Float4 => DataType::Float32,
+            SqlType::Float8 => DataType::Float64,
+            SqlType::Text | SqlType::Varchar | SqlType::Unknown => DataType::Utf8,
+            SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+            SqlType::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some(UTC.into())),
+            SqlType::Date => DataType::Date32,
+            // Intervals are kept as microseconds.
+            SqlType::Interval => DataType::Duration(TimeUnit::Microsecond),
+        }
+    }
+
+    pub fn from_arrow(dt: &DataType) -> SqlType {
+        match dt {
+            DataType::Boolean => SqlType::Bool,
+            DataType::Int8 | DataType::Int16 => SqlType::Int2,
+            DataType::Int32 => SqlType::Int4,
+            DataType::Int64 | DataType::UInt64 | DataType::UInt32 => SqlType::Int8,
+            DataType::Float32 => SqlType::Float4,
+            DataType::Float64 => SqlType::Float8,
+            DataType::Timestamp(_, Some(_)) => SqlType::TimestampTz,
+            DataType::Timestamp(_, None) => SqlType::Timestamp,
+            DataType::Date32 => SqlType::Date,
+            DataType::Duration(_) => SqlType::Interval,
+            DataType::Null => SqlType::Unknown,
+            _ => SqlType::Text,
+        }
+    }
+
+    /// PostgreSQL's type OID.
+    pub fn pg_oid(self) -> u32 {
+        match self {
+            SqlType::Bool => 16,
+            SqlType::Int2 => 21,
+            SqlType::Int4 => 23,
+            SqlType::Int8 => 20,
+            SqlType::Float4 => 700,
+            SqlType::Float8 => 701,
+            SqlType::Text | SqlType::Unknown => 25,
+            SqlType::Varchar => 1043,
+            SqlType::Timestamp => 1114,
+            SqlType::TimestampTz => 1184,
+            SqlType::Date => 1082,
+            SqlType::Interval => 1186,
+        }
+    }
+
+    /// The name PostgreSQL prints (format_type).
+    pub fn pg_name(self) -> &'static str {
+        match self {
+            SqlType::Bool => "boolean",
+            SqlType::Int2 => "smallint",
+            SqlType::Int4 => "integer",
+            SqlType::Int8 => "bigint",
+            SqlType::Float4 => "real",
+            SqlType::Float8 => "double precision",
+            SqlType::Text | SqlType::Unknown => "text",
+            SqlType::Varchar => "character varying",
+            SqlType::Timestamp => "timestamp without time zone",
+            SqlType::TimestampTz => "timestamp with time zone",
+            SqlType::Date => "date",
+            SqlType::Interval => "interval",
+        }
+    }
+
+    /// Short SQL spelling, for SHOW CREATE TABLE.
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            SqlType::Bool => "BOOLEAN",
+            SqlType::Int2 => "SMALLINT",
+            SqlType::Int4 => "INTEGER",
+            SqlType::Int8 => "BIGINT",
+            SqlType::Float4 => "REAL",
+            SqlType::Float8 => "DOUBLE PRECISION",
+            SqlType::Text | SqlType::Unknown => "TEXT",
+            SqlType::Varchar => "VARCHAR",
+            SqlType::Timestamp => "TIMESTAMP",
+            SqlType::TimestampTz => "TIMESTAMP WITH TIME ZONE",
+            SqlType::Date => "DATE",
+            SqlType::Interval => "INTERVAL",
+        }
+    }
+
+    pub fn is_integer(self) -> bool {
+        matches!(self, SqlType::Int2 | SqlType::Int4 | SqlType::Int8)
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, SqlType::Float4 | SqlType::Float8)
+    }
+    pub fn is_numeric(self) -> bool {
+        self.is_integer() || self.is_float()
+    }
+    pub fn is_text(self) -> bool {
+        matches!(self, SqlType::Text | SqlType::Varchar | SqlType::Unknown)
+    }
+    pub fn is_timestamp(self) -> bool {
+        matches!(self, SqlType::Timestamp | SqlType::TimestampTz)
+    }
+
+    fn numeric_rank(self) -> u8 {
+        match self {
+            SqlType::Int2 => 1,
+            SqlType::Int4 => 2,
+            SqlType::Int8 => 3,
+            SqlType::Float4 => 4,
+            SqlType::Float8 => 5,
+            _ => 0,
+        }
+    }
+
+    /// The common type two operands are coerced to, PostgreSQL-style.
+    pub fn common(a: SqlType, b: SqlType) -> Option<SqlType> {
+        use SqlType::*;
+        if a == b {
+            return Some(if a == Unknown { Text } else { a });
+        }
+        match (a, b) {
+            (Unknown, x) | (x, Unknown) => Some(x),
+            (x, y) if x.is_numeric() && y.is_numeric() => {
+                // int op float4 gives float8 in PostgreSQL.
+                if (x.is_integer() && y == Float4) || (y.is_integer() && x == Float4) {
+                    Some(Float8)
+                } else if x.numeric_rank() >= y.numeric_rank() {
+                    Some(x)
+                } else {
+                    Some(y)
+                }
+            }
+            (x, y) if x.is_text() && y.is_text() => Some(Text),
+            (Timestamp, TimestampTz) | (TimestampTz, Timestamp) => Some(TimestampTz),
+            (Date, Timestamp) | (Timestamp, Date) => Some(Timestamp),
+            (Date, TimestampTz) | (TimestampTz, Date) => Some(TimestampTz),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for SqlType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.pg_name())
+    }
+}
+
+/// One scalar value: literals, parameters, aggregate states, keys.
+#[derive(Debug, Clone)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+    /// Microseconds since the epoch (UTC).
+    Timestamp(i64),
+    /// Days since the epoch.
+    Date(i32),
+    /// Microseconds.
+    Interval(i64),
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The natural type of the value when nothing else decides.
+    pub fn natural_type(&self) -> SqlType {
+        match self {
+            Value::Null => SqlType::Unknown,
+            Value::Bool(_) => SqlType::Bool,
+            Value::Int(i) => {
+                if i32::try_from(*i).is_ok() {
+                    SqlType::Int4
+                } else {
+                    SqlType::Int8
+                }
+            }
+            Value::Float(_) => SqlType::Float8,
+            Value::Text(_) => SqlType::Unknown,
+            Value::Timestamp(_) => SqlType::Timestamp,
+            Value::Date(_) => SqlType::Date,
+            Value::Interval(_) => SqlType::Interval,
+        }
+    }
+
+    /// Total order used for sorting, MIN/MAX and keys; NULL sorts last.
+    pub fn total_cmp(&self, other: &Value) -> Ordering {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => Ordering::Equal,
+            (Null, _) => Ordering::Greater,
+            (_, Null) => Ordering::Less,
+            (Bool(a), Bool(b)) => a.cmp(b),
+            (Int(a), Int(b)) => a.cmp(b),
+            (Float(a), Float(b)) => a.total_cmp(b),
+            (Int(a), Float(b)) => (*a as f64).total_cmp(b),
+            (Float(a), Int(b)) => a.total_cmp(&(*b as f64)),
+            (Text(a), Text(b)) => a.cmp(b),
+            (Timestamp(a), Timestamp(b)) => a.cmp(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (Interval(a), Interval(b)) => a.cmp(b),
+            _ => format!("{self:?}").cmp(&format!("{other:?}")),
+        }
+    }
+}
+
+/// Read element `i` of an array as a value.
+pub fn value_at(array: &dyn Array, i: usize) -> Value {
+    if array.is_null(i) {
+        return Value::Null;
+    }
+    match array.data_type() {
+        DataType::Boolean => Value::Bool(array.as_boolean().value(i)),
+        DataType::Int8 => Value::Int(array.as_primitive::<arrow::datatypes::Int8Type>().value(i) as i64),
+        DataType::Int16 => Value::Int(array.as_primitive::<arrow::datatypes::Int16Type>().value(i) as i64),
+        DataType::Int32 => Value::Int(array.as_primitive::<arrow::datatypes::Int32Type>().value(i) as i64),
+        DataType::Int64 => Value::Int(array.as_primitive::<arrow::datatypes::Int64Type>().value(i)),
+        DataType::UInt32 => Value::Int(array.as_primitive::<arrow::datatypes::UInt32Type>().value(i) as i64),
+        DataType::UInt64 => Value::Int(array.as_primitive::<arrow::datatypes::UInt64Type>().value(i) as i64),
+        DataType::Float32 => Value::Float(array.as_primitive::<arrow::datatypes::Float32Type>().value(i) as f64),
+        DataType::Float64 => Value::Float(array.as_primitive::<arrow::datatypes::Float64Type>().value(i)),
+        DataType::Utf8 => Value::Text(array.as_string::<i32>().value(i).to_string()),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            Value::Timestamp(array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(i))
+        }
+        DataType::Date32 => Value::Date(array.as_primitive::<arrow::datatypes::Date32Type>().value(i)),
+        DataType::Duration(TimeUnit::Microsecond) => {
+            Value::Interval(array.as_primitive::<arrow::datatypes::DurationMicrosecondType>().value(i))
+        }
+        DataType::Null => Value::Null,
+        other => Value::Text(format!("<{other}>")),
+    }
+}
+
+/// Build an array of the given type from values (values must already fit).
+pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
+    let arr: ArrayRef = match ty {
+        SqlType::Bool => Arc::new(values.iter().map(|v| match v { Value::Bool(b) => Some(*b), _ => None }).collect::<BooleanArray>()),
+        SqlType::Int2 => Arc::new(values.iter().map(|v| as_i64(v).map(|x| x as i16)).collect::<Int16Array>()),
+        SqlType::Int4 => Arc::new(values.iter().map(|v| as_i64(v).map(|x| x as i32)).collect::<Int32Array>()),
+        SqlType::Int8 => Arc::new(values.iter().map(as_i64).collect::<Int64Array>()),
+        SqlType::Float4 => Arc::new(values.iter().map(|v| as_f64(v).map(|x| x as f32)).collect::<Float32Array>()),
+        SqlType::Float8 => Arc::new(values.iter().map(as_f64).collect::<Float64Array>()),
+        SqlType::Text | SqlType::Varchar | SqlType::Unknown => Arc::new(
+            values.iter().map(|v| match v { Value::Null => None, Value::Text(s) => Some(s.clone()), other => Some(format_value(other)) }).collect::<StringArray>(),
+        ),
+        SqlType::Timestamp => Arc::new(values.iter().map(|v| match v { Value::Timestamp(t) => Some(*t), _ => None }).collect::<TimestampMicrosecondArray>()),
+        SqlType::TimestampTz => Arc::new(
+            values.iter().map(|v| match v { Value::Timestamp(t) => Some(*t), _ => None }).collect::<TimestampMicrosecondArray>().with_timezone(UTC),
+        ),
+        SqlType::Date => Arc::new(values.iter().map(|v| match v { Value::Date(d) => Some(*d), _ => None }).collect::<Date32Array>()),
+        SqlType::Interval => Arc::new(values.iter().map(|v| match v { Value::Interval(d) => Some(*d), _ => None }).collect::<DurationMicrosecondArray>()),
+    };
+    Ok(arr)
+}
+
+fn as_i64(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::Bool(b) => Some(*b as i64),
+        Value::Float(f) => Some(f.round() as i64),
+        _ => None,
+    }
+}
+
+fn as_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// PostgreSQL's text output of a float8 (shortest round-trip form).
+pub fn format_f64(f: f64) -> String {
+    if f.is_nan() {
+        "NaN".into()
+    } else if f.is_infinite() {
+        if f > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+    } else if f == 0.0 {
+        if f.is_sign_negative() { "-0".into() } else { "0".into() }
+    } else {
+        let abs = f.abs();
+        if (1e-4..1e15).contains(&abs) {
+            format!("{f}")
+        } else {
+            // PostgreSQL switches to exponent form: 1e+16, 1.5e-05.
+            let s = format!("{f:e}");
+            let (mant, exp) = s.split_once('e').unwrap();
+            let exp: i32 = exp.parse().unwrap();
+            format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+        }
+    }
+}
+
+pub fn format_f32(f: f32) -> String {
+    if f.is_finite() && f != 0.0 && (1e-4..1e6).contains(&f.abs()) {
+        format!("{f}")
+    } else {
+        format_f64(f as f64)
+    }
+}
+
+/// Microseconds since the epoch as `YYYY-MM-DD HH:MM:SS[.ffffff]`.
+pub fn format_timestamp(us: i64) -> String {
+    let secs = us.div_euclid(1_000_000);
+    let frac = us.rem_euclid(1_000_000);
+    let dt = chrono::DateTime::from_timestamp(secs, 0).map(|d| d.naive_utc());
+    match dt {
+        Some(d) => {
+            let base = d.format("%Y-%m-%d %H:%M:%S").to_string();
+            if frac == 0 {
+                base
+            } else {
+                let f = format!("{frac:06}");
+                format!("{base}.{}", f.trim_end_matches('0'))
+            }
+        }
+        None => format!("{us}"),
+    }
+}
+
+pub fn format_date(days: i32) -> String {
+    let d = chrono::NaiveDate::from_num_days_from_ce_opt(days + 719_163);
+    d.map(|d| d.format("%Y-%m-%d").to_string()).unwrap_or_else(|| days.to_string())
+}
+
+/// PostgreSQL's interval output for a microsecond count.
+pub fn format_interval(us: i64) -> String {
+    let neg = us < 0;
+    let a = us.unsigned_abs();
+    let days = a / 86_400_000_000;
+    let rem = a % 86_400_000_000;
+    let h = rem / 3_600_000_000;
+    let m = (rem / 60_000_000) % 60;
+    let s = (rem / 1_000_000) % 60;
+    let frac = rem % 1_000_000;
+    let sign = if neg { "-" } else { "" };
+    let mut out = String::new();
+    if days > 0 {
+        out.push_str(&format!("{sign}{days} day{}", if days == 1 { "" } else { "s" }));
+    }
+    if rem > 0 || days == 0 {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&format!("{sign}{h:02}:{m:02}:{s:02}"));
+        if frac > 0 {
+            out.push_str(format!(".{frac:06}").trim_end_matches('0'));
+        }
+    }
+    out
+}
+
+/// PostgreSQL's text form of a value.
+pub fn format_value(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::Bool(b) => if *b { "t".into() } else { "f".into() },
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => format_f64(*f),
+        Value::Text(s) => s.clone(),
+        Value::Timestamp(t) => format_timestamp(*t),
+        Value::Date(d) => format_date(*d),
+        Value::Interval(i) => format_interval(*i),
+    }
+}
+
+/// Parse a timestamp literal: `2024-01-01`, `2024-01-01 10:00:00[.fff]`,
+/// the ISO `T` separator, and an optional `Z` or `+hh[:mm]` zone.
+pub fn parse_timestamp(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if let Ok(d) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(d.timestamp_micros());
+    }
+    let s2 = s.replace('T', " ");
+    let (body, zone) = split_zone(&s2);
+    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"] {
+        if let Ok(d) = chrono::NaiveDateTime::parse_from_str(body, fmt) {
+            return Some(d.and_utc().timestamp_micros() - zone * 1_000_000);
+        }
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(body, "%Y-%m-%d") {
+        return Some(d.and_hms_opt(0, 0, 0)?.and_utc().timestamp_micros() - zone * 1_000_000);
+    }
+    None
+}
+
+/// Split a trailing zone (`Z`, `+05`, `-03:30`, `+0530`) into seconds east.
+fn split_zone(s: &str) -> (&str, i64) {
+    let t = s.trim_end();
+    if let Some(b) = t.strip_suffix('Z').or_else(|| t.strip_suffix("UTC")).or_else(|| t.strip_suffix("utc")) {
+        return (b.trim_end(), 0);
+    }
+    // Look for a sign after the time part.
+    if let Some(pos) = t.rfind(['+', '-']) {
+        if pos > 10 {
+            let (b, z) = t.split_at(pos);
+            let sign = if z.starts_with('-') { -1 } else { 1 };
+            let digits: String = z[1..].chars().filter(|c| c.is_ascii_digit()).collect();
+            let (h, m) = match digits.len() {
+                1 | 2 => (digits.parse::<i64>().unwrap_or(0), 0),
+                4 => (digits[..2].parse().unwrap_or(0), digits[2..].parse().unwrap_or(0)),
+                _ => return (t, 0),
+            };
+            return (b.trim_end(), sign * (h * 3600 + m * 60));
+        }
+    }
+    (t, 0)
+}
+
+pub fn parse_date(s: &str) -> Option<i32> {
+    let d = chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").ok()?;
+    Some((d.and_hms_opt(0, 0, 0)?.and_utc().timestamp() / 86_400) as i32)
+}
+
+/// Parse an interval: `1 day`, `5 minutes`, `1h`, `30s`, `7d`, `00:05:00`,
+/// `1 day 02:00:00`, `300.000s`. Returns microseconds.
+pub fn parse_interval(s: &str) -> Option<i64> {
+    let s = s.trim().to_ascii_lowercase();
+    if s.is_empty() {
+        return None;
+    }
+    let mut total: f64 = 0.0;
+    let mut rest = s.as_str();
+    let mut any = false;
+    while !rest.is_empty() {
+        rest = rest.trim_start();
+        if rest.is_empty() {
+            break;
+        }
+        // hh:mm[:ss]
+        let tok_end = rest.find(' ').unwrap_or(rest.len());
+        let tok = &rest[..tok_end];
+        if tok.contains(':') {
+            let neg = tok.starts_with('-');
+            let parts: Vec<&str> = tok.trim_start_matches('-').split(':').collect();
+            let h: f64 = parts.first()?.parse().ok()?;
+            let m: f64 = parts.get(1).map(|p| p.parse().ok()).unwrap_or(Some(0.0))?;
+            let sec: f64 = parts.get(2).map(|p| p.parse().ok()).unwrap_or(Some(0.0))?;
+            let v = h * 3600.0 + m * 60.0 + sec;
+            total += if neg { -v } else { v };
+            rest = &rest[tok_end..];
+            any = true;
+            continue;
+        }
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+            .unwrap_or(rest.len());
+        if num_end == 0 {
+            return None;
+        }
+        let n: f64 = rest[..num_end].parse().ok()?;
+        rest = rest[num_end..].trim_start();
+        let unit_end = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
+        let unit = &rest[..unit_end];
+        rest = &rest[unit_end..];
+        let secs = match unit {
+            "us" | "microsecond" | "microseconds" => 1e-6,
+            "ms" | "millisecond" | "milliseconds" => 1e-3,
+            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
+            "h" | "hr" | "hrs" | "hour" | "hours" => 3600.0,
+            "d" | "day" | "days" => 86400.0,
+            "w" | "week" | "weeks" => 7.0 * 86400.0,
+            "mon" | "mons" | "month" | "months" => 30.0 * 86400.0,
+            "y" | "year" | "years" => 365.25 * 86400.0,
+            _ => return None,
+        };
+        total += n * secs;
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    Some((total * 1e6).round() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_round_trip() {
+        let t = parse_timestamp("2024-05-01T10:00:00.123Z").unwrap();
+        assert_eq!(format_timestamp(t), "2024-05-01 10:00:00.123");
+        assert_eq!(parse_timestamp("2024-05-01 10:00:00"), parse_timestamp("2024-05-01T10:00:00Z"));
+        assert_eq!(parse_timestamp("2024-05-01 12:00:00+02"), parse_timestamp("2024-05-01 10:00:00"));
+        assert_eq!(format_timestamp(parse_timestamp("2024-05-01").unwrap()), "2024-05-01 00:00:00");
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("7d"), Some(7 * 86_400_000_000));
+        assert_eq!(parse_interval("300.000s"), Some(300_000_000));
+        assert_eq!(parse_interval("1 day 02:00:00"), Some(93_600_000_000));
+        assert_eq!(format_interval(93_600_000_000), "1 day 02:00:00");
+        assert_eq!(parse_interval("bogus"), None);
+    }
+
+    #[test]
+    fn floats_print_like_postgres() {
+        assert_eq!(format_f64(1.5), "1.5");
+        assert_eq!(format_f64(1e16), "1e+16");
+        assert_eq!(format_f64(0.00001), "1e-05");
+        assert_eq!(format_f64(100.0), "100");
+    }
+}
+
+/// PostgreSQL's name for a type OID (format_type).
+pub fn pg_type_name(oid: u32) -> &'static str {
+    match oid {
+        16 => "boolean",
+        17 => "bytea",
+        18 => "\"char\"",
+        19 => "name",
+        20 => "bigint",
+        21 => "smallint",
+        23 => "integer",
+        25 => "text",
+        26 => "oid",
+        700 => "real",
+        701 => "double precision",
+        1043 => "character varying",
+        1082 => "date",
+        1114 => "timestamp without time zone",
+        1184 => "timestamp with time zone",
+        1186 => "interval",
+        1700 => "numeric",
+        _ => "unknown",
+    }
+}

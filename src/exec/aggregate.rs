@@ -1,0 +1,221 @@
+//! Aggregate function states, one slot per group: update over a batch,
+//! then finalize. The same states can serve partial aggregation later.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow::array::*;
+use arrow::datatypes::*;
+
+use super::expr::{cast_array, Key};
+use super::plan::{AggCall, AggFunc};
+use crate::error::Result;
+use crate::types::{value_at, values_to_array, SqlType, Value};
+use crate::err;
+
+enum State {
+    Count(Vec<i64>),
+    SumInt(Vec<Option<i64>>),
+    SumFloat(Vec<Option<f64>>),
+    Avg(Vec<(f64, i64)>),
+    MinMax { vals: Vec<Value>, is_min: bool },
+    Bool { vals: Vec<Option<bool>>, and: bool },
+    StringAgg(Vec<Option<String>>),
+    /// Welford: (n, mean, m2).
+    Var(Vec<(i64, f64, f64)>),
+}
+
+pub struct Accumulator {
+    pub call: AggCall,
+    state: State,
+    seen: HashSet<(usize, Key)>,
+}
+
+impl Accumulator {
+    pub fn new(call: &AggCall) -> Accumulator {
+        let input_ty = call.args.first().map(|a| a.ty()).unwrap_or(SqlType::Int8);
+        let state = match call.func {
+            AggFunc::CountStar | AggFunc::Count => State::Count(vec![]),
+            AggFunc::Sum if input_ty.is_integer() => State::SumInt(vec![]),
+            AggFunc::Sum => State::SumFloat(vec![]),
+            AggFunc::Avg => State::Avg(vec![]),
+            AggFunc::Min => State::MinMax { vals: vec![], is_min: true },
+            AggFunc::Max => State::MinMax { vals: vec![], is_min: false },
+            AggFunc::BoolAnd => State::Bool { vals: vec![], and: true },
+            AggFunc::BoolOr => State::Bool { vals: vec![], and: false },
+            AggFunc::StringAgg => State::StringAgg(vec![]),
+            AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => State::Var(vec![]),
+        };
+        Accumulator { call: call.clone(), state, seen: HashSet::new() }
+    }
+
+    pub fn resize(&mut self, groups: usize) {
+        match &mut self.state {
+            State::Count(v) => v.resize(groups, 0),
+            State::SumInt(v) => v.resize(groups, None),
+            State::SumFloat(v) => v.resize(groups, None),
+            State::Avg(v) => v.resize(groups, (0.0, 0)),
+            State::MinMax { vals, .. } => vals.resize(groups, Value::Null),
+            State::Bool { vals, .. } => vals.resize(groups, None),
+            State::StringAgg(v) => v.resize(groups, None),
+            State::Var(v) => v.resize(groups, (0, 0.0, 0.0)),
+        }
+    }
+
+    /// Fold rows into their groups. `args` are evaluated argument columns,
+    /// `filter` the FILTER (WHERE …) mask.
+    pub fn update(&mut self, groups: &[usize], args: &[ArrayRef], filter: Option<&BooleanArray>) -> Result<()> {
+        let n = groups.len();
+        let live = |i: usize| filter.is_none_or(|f| f.is_valid(i) && f.value(i));
+        if self.call.func == AggFunc::CountStar {
+            if let State::Count(v) = &mut self.state {
+                for (i, &g) in groups.iter().enumerate() {
+                    if live(i) {
+                        v[g] += 1;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let a = &args[0];
+        // DISTINCT: drop (group, value) pairs already seen.
+        let mut keep: Vec<bool> = (0..n).map(|i| live(i) && a.is_valid(i)).collect();
+        if self.call.distinct {
+            for i in 0..n {
+                if keep[i] {
+                    let k = Key::from(&value_at(a.as_ref(), i));
+                    if !self.seen.insert((groups[i], k)) {
+                        keep[i] = false;
+                    }
+                }
+            }
+        }
+        match &mut self.state {
+            State::Count(v) => {
+                for i in 0..n {
+                    if keep[i] {
+                        v[groups[i]] += 1;
+                    }
+                }
+            }
+            State::SumInt(v) => {
+                let c = cast_array(a, self.call.args[0].ty(), SqlType::Int8)?;
+                let c = c.as_primitive::<Int64Type>();
+                for i in 0..n {
+                    if keep[i] {
+                        let s = v[groups[i]].unwrap_or(0);
+                        v[groups[i]] = Some(s.checked_add(c.value(i)).ok_or_else(|| err!(NumericOutOfRange, "bigint out of range"))?);
+                    }
+                }
+            }
+            State::SumFloat(v) => {
+                let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
+                let c = c.as_primitive::<Float64Type>();
+                for i in 0..n {
+                    if keep[i] {
+                        v[groups[i]] = Some(v[groups[i]].unwrap_or(0.0) + c.value(i));
+                    }
+                }
+            }
+            State::Avg(v) => {
+                let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
+                let c = c.as_primitive::<Float64Type>();
+                for i in 0..n {
+                    if keep[i] {
+                        let s = &mut v[groups[i]];
+                        s.0 += c.value(i);
+                        s.1 += 1;
+                    }
+                }
+            }
+            State::Var(v) => {
+                let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
+                let c = c.as_primitive::<Float64Type>();
+                for i in 0..n {
+                    if keep[i] {
+                        let s = &mut v[groups[i]];
+                        let x = c.value(i);
+                        s.0 += 1;
+                        let d = x - s.1;
+                        s.1 += d / s.0 as f64;
+                        s.2 += d * (x - s.1);
+                    }
+                }
+            }
+            State::MinMax { vals, is_min } => {
+                for i in 0..n {
+                    if keep[i] {
+                        let x = value_at(a.as_ref(), i);
+                        let cur = &mut vals[groups[i]];
+                        let better = cur.is_null() || {
+                            let o = x.total_cmp(cur);
+                            if *is_min { o.is_lt() } else { o.is_gt() }
+                        };
+                        if better {
+                            *cur = x;
+                        }
+                    }
+                }
+            }
+            State::Bool { vals, and } => {
+                let b = a.as_boolean();
+                for i in 0..n {
+                    if keep[i] {
+                        let cur = vals[groups[i]].unwrap_or(*and);
+                        vals[groups[i]] = Some(if *and { cur && b.value(i) } else { cur || b.value(i) });
+                    }
+                }
+            }
+            State::StringAgg(vals) => {
+                let s = cast_array(a, self.call.args[0].ty(), SqlType::Text)?;
+                let s = s.as_string::<i32>();
+                let sep = args.get(1).map(|d| cast_array(d, SqlType::Text, SqlType::Text)).transpose()?;
+                for i in 0..n {
+                    if keep[i] {
+                        let sep = sep.as_ref().map(|d| d.as_string::<i32>()).filter(|d| d.is_valid(i)).map(|d| d.value(i).to_string()).unwrap_or_default();
+                        let cur = &mut vals[groups[i]];
+                        match cur {
+                            None => *cur = Some(s.value(i).to_string()),
+                            Some(c) => {
+                                c.push_str(&sep);
+                                c.push_str(s.value(i));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(&self) -> Result<ArrayRef> {
+        let ty = self.call.ty;
+        Ok(match &self.state {
+            State::Count(v) => Arc::new(Int64Array::from(v.clone())),
+            State::SumInt(v) => Arc::new(Int64Array::from(v.clone())),
+            State::SumFloat(v) => cast_array(&(Arc::new(Float64Array::from(v.clone())) as ArrayRef), SqlType::Float8, ty)?,
+            State::Avg(v) => {
+                let a: Float64Array = v.iter().map(|(s, c)| if *c == 0 { None } else { Some(s / *c as f64) }).collect();
+                Arc::new(a)
+            }
+            State::Var(v) => {
+                let f = self.call.func;
+                let a: Float64Array = v
+                    .iter()
+                    .map(|(n, _, m2)| {
+                        let (n, m2) = (*n as f64, *m2);
+                        let var = match f {
+                            AggFunc::VarPop | AggFunc::StddevPop => if n < 1.0 { return None } else { m2 / n },
+                            _ => if n < 2.0 { return None } else { m2 / (n - 1.0) },
+                        };
+                        Some(if matches!(f, AggFunc::StddevPop | AggFunc::StddevSamp) { var.sqrt() } else { var })
+                    })
+                    .collect();
+                Arc::new(a)
+            }
+            State::MinMax { vals, .. } => values_to_array(vals, ty)?,
+            State::Bool { vals, .. } => Arc::new(BooleanArray::from(vals.clone())),
+            State::StringAgg(v) => Arc::new(StringArray::from(v.clone())),
+        })
+    }
+}

@@ -1,0 +1,776 @@
+//! Bound expressions, evaluated a whole column at a time with arrow kernels.
+//!
+//! Types are decided by the planner: both sides of a binary operator
+//! arrive with the same type. Conditional parts (AND's right side, CASE
+//! branches) are evaluated only on the rows that need them, so
+//! `b <> 0 AND a / b > 1` never divides by zero.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use arrow::array::*;
+use arrow::compute::kernels::{boolean, cmp, numeric};
+use arrow::compute::{cast_with_options, take, CastOptions};
+use arrow::datatypes::*;
+
+use super::plan::Plan;
+use super::ExecCtx;
+use crate::error::Result;
+use crate::types::{format_value, value_at, values_to_array, SqlType, Value};
+use crate::{bail, err};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    Concat,
+}
+
+impl BinOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum SubqueryKind {
+    Scalar,
+    Exists { negated: bool },
+    In { expr: Box<Expr>, negated: bool },
+    /// `expr op ANY/ALL (subquery)`.
+    Quantified { expr: Box<Expr>, op: BinOp, all: bool },
+}
+
+/// A cache for subquery results: uncorrelated ones run once; correlated
+/// ones once per distinct outer row.
+#[derive(Debug, Default)]
+pub struct SubqueryCache {
+    pub results: Mutex<HashMap<Vec<Key>, Arc<Vec<Vec<Value>>>>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Column { index: usize, ty: SqlType },
+    /// A column of an enclosing query's row (correlated subquery).
+    Outer { depth: usize, index: usize, ty: SqlType },
+    Literal { value: Value, ty: SqlType },
+    Param { index: usize, ty: SqlType },
+    Binary { op: BinOp, left: Box<Expr>, right: Box<Expr>, ty: SqlType },
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    IsNull { expr: Box<Expr>, negated: bool },
+    /// IS [NOT] TRUE / FALSE.
+    IsBool { expr: Box<Expr>, value: bool, negated: bool },
+    IsDistinct { left: Box<Expr>, right: Box<Expr>, negated: bool },
+    Cast { expr: Box<Expr>, ty: SqlType },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, else_expr: Option<Box<Expr>>, ty: SqlType },
+    Func { name: String, args: Vec<Expr>, ty: SqlType },
+    Subquery { plan: Arc<Plan>, kind: SubqueryKind, correlated: bool, outer_refs: Vec<(usize, SqlType)>, cache: Arc<SubqueryCache>, ty: SqlType },
+}
+
+impl Expr {
+    pub fn lit(value: Value, ty: SqlType) -> Expr {
+        Expr::Literal { value, ty }
+    }
+
+    pub fn ty(&self) -> SqlType {
+        match self {
+            Expr::Column { ty, .. }
+            | Expr::Outer { ty, .. }
+            | Expr::Literal { ty, .. }
+            | Expr::Param { ty, .. }
+            | Expr::Binary { ty, .. }
+            | Expr::Cast { ty, .. }
+            | Expr::Case { ty, .. }
+            | Expr::Func { ty, .. }
+            | Expr::Subquery { ty, .. } => *ty,
+            Expr::Neg(e) => e.ty(),
+            Expr::Not(_)
+            | Expr::IsNull { .. }
+            | Expr::IsBool { .. }
+            | Expr::IsDistinct { .. }
+            | Expr::InList { .. }
+            | Expr::Like { .. } => SqlType::Bool,
+        }
+    }
+
+    /// Rebuild the tree, letting `f` replace nodes (None = keep and recurse).
+    pub fn map(&self, depth: usize, f: &dyn Fn(&Expr, usize) -> Option<Expr>) -> Expr {
+        if let Some(e) = f(self, depth) {
+            return e;
+        }
+        let b = |e: &Expr| Box::new(e.map(depth, f));
+        match self {
+            Expr::Column { .. } | Expr::Outer { .. } | Expr::Literal { .. } | Expr::Param { .. } => self.clone(),
+            Expr::Binary { op, left, right, ty } => Expr::Binary { op: *op, left: b(left), right: b(right), ty: *ty },
+            Expr::Not(e) => Expr::Not(b(e)),
+            Expr::Neg(e) => Expr::Neg(b(e)),
+            Expr::IsNull { expr, negated } => Expr::IsNull { expr: b(expr), negated: *negated },
+            Expr::IsBool { expr, value, negated } => Expr::IsBool { expr: b(expr), value: *value, negated: *negated },
+            Expr::IsDistinct { left, right, negated } => Expr::IsDistinct { left: b(left), right: b(right), negated: *negated },
+            Expr::Cast { expr, ty } => Expr::Cast { expr: b(expr), ty: *ty },
+            Expr::InList { expr, list, negated } => {
+                Expr::InList { expr: b(expr), list: list.iter().map(|e| e.map(depth, f)).collect(), negated: *negated }
+            }
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                Expr::Like { expr: b(expr), pattern: b(pattern), negated: *negated, case_insensitive: *case_insensitive }
+            }
+            Expr::Case { operand, whens, else_expr, ty } => Expr::Case {
+                operand: operand.as_ref().map(|e| b(e)),
+                whens: whens.iter().map(|(w, t)| (w.map(depth, f), t.map(depth, f))).collect(),
+                else_expr: else_expr.as_ref().map(|e| b(e)),
+                ty: *ty,
+            },
+            Expr::Func { name, args, ty } => Expr::Func { name: name.clone(), args: args.iter().map(|e| e.map(depth, f)).collect(), ty: *ty },
+            Expr::Subquery { plan, kind, correlated, outer_refs, cache: _, ty } => {
+                let kind = match kind {
+                    SubqueryKind::Scalar => SubqueryKind::Scalar,
+                    SubqueryKind::Exists { negated } => SubqueryKind::Exists { negated: *negated },
+                    SubqueryKind::In { expr, negated } => SubqueryKind::In { expr: b(expr), negated: *negated },
+                    SubqueryKind::Quantified { expr, op, all } => SubqueryKind::Quantified { expr: b(expr), op: *op, all: *all },
+                };
+                Expr::Subquery {
+                    plan: Arc::new(plan.map_exprs(depth + 1, f)),
+                    kind,
+                    correlated: *correlated,
+                    outer_refs: outer_refs.clone(),
+                    cache: Arc::new(SubqueryCache::default()),
+                    ty: *ty,
+                }
+            }
+        }
+    }
+
+    /// Visit every node (not descending into subquery plans).
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Binary { left, right, .. } | Expr::IsDistinct { left, right, .. } => {
+                left.walk(f);
+                right.walk(f);
+            }
+            Expr::Not(e) | Expr::Neg(e) | Expr::IsNull { expr: e, .. } | Expr::IsBool { expr: e, .. } | Expr::Cast { expr: e, .. } => e.walk(f),
+            Expr::InList { expr, list, .. } => {
+                expr.walk(f);
+                list.iter().for_each(|e| e.walk(f));
+            }
+            Expr::Like { expr, pattern, .. } => {
+                expr.walk(f);
+                pattern.walk(f);
+            }
+            Expr::Case { operand, whens, else_expr, .. } => {
+                if let Some(o) = operand {
+                    o.walk(f);
+                }
+                for (w, t) in whens {
+                    w.walk(f);
+                    t.walk(f);
+                }
+                if let Some(e) = else_expr {
+                    e.walk(f);
+                }
+            }
+            Expr::Func { args, .. } => args.iter().for_each(|e| e.walk(f)),
+            Expr::Subquery { kind, .. } => match kind {
+                SubqueryKind::In { expr, .. } | SubqueryKind::Quantified { expr, .. } => expr.walk(f),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    /// Columns of the input this expression reads.
+    pub fn columns_used(&self) -> Vec<usize> {
+        let mut v = Vec::new();
+        self.walk(&mut |e| {
+            if let Expr::Column { index, .. } = e {
+                v.push(*index);
+            }
+        });
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    pub fn has_subquery(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |e| {
+            if matches!(e, Expr::Subquery { .. }) {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// Renumber input columns through `map` (old index → new index).
+    pub fn remap_columns(&self, map: &dyn Fn(usize) -> usize) -> Expr {
+        self.map(0, &|e, d| match e {
+            Expr::Column { index, ty } if d == 0 => Some(Expr::Column { index: map(*index), ty: *ty }),
+            _ => None,
+        })
+    }
+
+    /// A constant expression (no columns, params resolved, no subqueries).
+    pub fn is_constant(&self) -> bool {
+        let mut c = true;
+        self.walk(&mut |e| {
+            if matches!(e, Expr::Column { .. } | Expr::Outer { .. } | Expr::Param { .. } | Expr::Subquery { .. }) {
+                c = false;
+            }
+            if let Expr::Func { name, .. } = e {
+                if matches!(name.as_str(), "random") {
+                    c = false;
+                }
+            }
+        });
+        c
+    }
+
+    /// Evaluate over a batch, producing an array of `batch.num_rows()`.
+    pub fn eval(&self, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
+        let n = batch.num_rows();
+        match self {
+            Expr::Column { index, .. } => Ok(batch.column(*index).clone()),
+            Expr::Literal { value, ty } => scalar_array(value, *ty, n),
+            Expr::Outer { .. } => bail!(Internal, "outer reference evaluated outside its subquery"),
+            Expr::Param { index, .. } => bail!(Internal, "parameter ${} was not bound", index + 1),
+            Expr::Binary { op, left, right, ty } => eval_binary(*op, left, right, *ty, batch, ctx),
+            Expr::Not(e) => {
+                let a = e.eval(batch, ctx)?;
+                Ok(Arc::new(boolean::not(a.as_boolean())?))
+            }
+            Expr::Neg(e) => {
+                let a = e.eval(batch, ctx)?;
+                Ok(numeric::neg(&a)?)
+            }
+            Expr::IsNull { expr, negated } => {
+                let a = expr.eval(batch, ctx)?;
+                Ok(Arc::new(if *negated { arrow::compute::is_not_null(&a)? } else { arrow::compute::is_null(&a)? }))
+            }
+            Expr::IsBool { expr, value, negated } => {
+                let a = expr.eval(batch, ctx)?;
+                let a = a.as_boolean();
+                let r: BooleanArray = a.iter().map(|v| Some((v == Some(*value)) != *negated)).collect();
+                Ok(Arc::new(r))
+            }
+            Expr::IsDistinct { left, right, negated } => {
+                let l = left.eval(batch, ctx)?;
+                let r = right.eval(batch, ctx)?;
+                let d = cmp::distinct(&l, &r)?;
+                Ok(Arc::new(if *negated { boolean::not(&d)? } else { d }))
+            }
+            Expr::Cast { expr, ty } => {
+                let a = expr.eval(batch, ctx)?;
+                cast_array(&a, expr.ty(), *ty)
+            }
+            Expr::InList { expr, list, negated } => eval_in_list(expr, list, *negated, batch, ctx),
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                let a = expr.eval(batch, ctx)?;
+                let p = pattern.eval(batch, ctx)?;
+                let a = cast_with_options(&a, &DataType::Utf8, &CastOptions::default())?;
+                let p = cast_with_options(&p, &DataType::Utf8, &CastOptions::default())?;
+                use arrow::compute::kernels::comparison as c;
+                let r = match (*negated, *case_insensitive) {
+                    (false, false) => c::like(&a, &p)?,
+                    (true, false) => c::nlike(&a, &p)?,
+                    (false, true) => c::ilike(&a, &p)?,
+                    (true, true) => c::nilike(&a, &p)?,
+                };
+                Ok(Arc::new(r))
+            }
+            Expr::Case { operand, whens, else_expr, ty } => eval_case(operand.as_deref(), whens, else_expr.as_deref(), *ty, batch, ctx),
+            Expr::Func { name, args, ty } => super::functions::eval_function(name, args, *ty, batch, ctx),
+            Expr::Subquery { .. } => eval_subquery(self, batch, ctx),
+        }
+    }
+}
+
+/// An array of `n` copies of a value.
+pub fn scalar_array(value: &Value, ty: SqlType, n: usize) -> Result<ArrayRef> {
+    let one = values_to_array(std::slice::from_ref(value), ty)?;
+    if n == 1 {
+        return Ok(one);
+    }
+    let idx = UInt32Array::from(vec![0u32; n]);
+    Ok(take(&one, &idx, None)?)
+}
+
+/// Evaluate `expr` only on rows where `mask` is true; other rows get NULL.
+pub fn eval_masked(expr: &Expr, batch: &RecordBatch, mask: &BooleanArray, ctx: &ExecCtx) -> Result<ArrayRef> {
+    let n = batch.num_rows();
+    let selected = mask.true_count();
+    if selected == n && mask.null_count() == 0 {
+        return expr.eval(batch, ctx);
+    }
+    if selected == 0 {
+        return Ok(new_null_array(&expr.ty().to_arrow(), n));
+    }
+    let sub = arrow::compute::filter_record_batch(batch, mask)?;
+    let vals = expr.eval(&sub, ctx)?;
+    // Scatter back: row i takes vals[k] where k counts selected rows.
+    let mut k = 0u32;
+    let idx: UInt32Array = (0..n)
+        .map(|i| {
+            if mask.is_valid(i) && mask.value(i) {
+                k += 1;
+                Some(k - 1)
+            } else {
+                None
+            }
+        })
+        .collect();
+    Ok(take(&vals, &idx, None)?)
+}
+
+fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
+    match op {
+        BinOp::And | BinOp::Or => {
+            let l = left.eval(batch, ctx)?;
+            let lb = l.as_boolean();
+            // Right side only where the left does not decide.
+            let need: BooleanArray = lb
+                .iter()
+                .map(|v| Some(match (op, v) {
+                    (BinOp::And, Some(false)) | (BinOp::Or, Some(true)) => false,
+                    _ => true,
+                }))
+                .collect();
+            let r = eval_masked(right, batch, &need, ctx)?;
+            let rb = r.as_boolean();
+            let out = if op == BinOp::And { boolean::and_kleene(lb, rb)? } else { boolean::or_kleene(lb, rb)? };
+            return Ok(Arc::new(out));
+        }
+        _ => {}
+    }
+    let l = left.eval(batch, ctx)?;
+    let r = right.eval(batch, ctx)?;
+    binary_arrays(op, &l, &r, left.ty(), ty)
+}
+
+/// Apply a binary operator to two arrays of the same type.
+pub fn binary_arrays(op: BinOp, l: &ArrayRef, r: &ArrayRef, operand_ty: SqlType, result_ty: SqlType) -> Result<ArrayRef> {
+    let l: &dyn Array = l.as_ref();
+    let r: &dyn Array = r.as_ref();
+    Ok(match op {
+        BinOp::Add | BinOp::Sub if operand_ty.is_timestamp() || operand_ty == SqlType::Date || operand_ty == SqlType::Interval => {
+            return temporal_arith(op, l, r, result_ty);
+        }
+        BinOp::Add => numeric::add(&l, &r).map_err(overflow(result_ty))?,
+        BinOp::Sub => numeric::sub(&l, &r).map_err(overflow(result_ty))?,
+        BinOp::Mul => numeric::mul(&l, &r).map_err(overflow(result_ty))?,
+        BinOp::Div | BinOp::Mod => {
+            if operand_ty.is_float() {
+                let rf = cast_with_options(r, &DataType::Float64, &CastOptions::default())?;
+                if rf.as_primitive::<Float64Type>().iter().any(|v| v == Some(0.0)) {
+                    bail!(DivisionByZero, "division by zero");
+                }
+            }
+            if op == BinOp::Div {
+                numeric::div(&l, &r).map_err(overflow(result_ty))?
+            } else {
+                numeric::rem(&l, &r).map_err(overflow(result_ty))?
+            }
+        }
+        BinOp::Eq => Arc::new(cmp::eq(&l, &r)?),
+        BinOp::NotEq => Arc::new(cmp::neq(&l, &r)?),
+        BinOp::Lt => Arc::new(cmp::lt(&l, &r)?),
+        BinOp::LtEq => Arc::new(cmp::lt_eq(&l, &r)?),
+        BinOp::Gt => Arc::new(cmp::gt(&l, &r)?),
+        BinOp::GtEq => Arc::new(cmp::gt_eq(&l, &r)?),
+        BinOp::Concat => {
+            let l = cast_array(&make_ref(l), operand_ty, SqlType::Text)?;
+            let r = cast_array(&make_ref(r), operand_ty, SqlType::Text)?;
+            let (l, r) = (l.as_string::<i32>(), r.as_string::<i32>());
+            let out: StringArray = l.iter().zip(r.iter()).map(|(a, b)| Some(format!("{}{}", a?, b?))).collect();
+            Arc::new(out)
+        }
+        BinOp::And | BinOp::Or => unreachable!("handled by eval_binary"),
+    })
+}
+
+fn make_ref(a: &dyn Array) -> ArrayRef {
+    make_array(a.to_data())
+}
+
+fn overflow(ty: SqlType) -> impl Fn(arrow::error::ArrowError) -> crate::error::WeirError {
+    move |e| match e {
+        arrow::error::ArrowError::ArithmeticOverflow(_) => {
+            let what = match ty {
+                SqlType::Int2 => "smallint",
+                SqlType::Int4 => "integer",
+                SqlType::Int8 => "bigint",
+                _ => "value",
+            };
+            err!(NumericOutOfRange, "{what} out of range")
+        }
+        other => other.into(),
+    }
+}
+
+/// timestamp ± interval, timestamp - timestamp, date ± integer days.
+fn temporal_arith(op: BinOp, l: &dyn Array, r: &dyn Array, result_ty: SqlType) -> Result<ArrayRef> {
+    let li = cast_with_options(l, &DataType::Int64, &CastOptions::default())?;
+    let ri = cast_with_options(r, &DataType::Int64, &CastOptions::default())?;
+    let out = if op == BinOp::Add { numeric::add(&li, &ri)? } else { numeric::sub(&li, &ri)? };
+    let target = result_ty.to_arrow();
+    Ok(cast_with_options(&out, &target, &CastOptions::default())?)
+}
+
+fn eval_in_list(expr: &Expr, list: &[Expr], negated: bool, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
+    let a = expr.eval(batch, ctx)?;
+    let n = batch.num_rows();
+    // acc = OR of equalities with SQL three-valued logic.
+    let mut acc = BooleanArray::from(vec![false; n]);
+    for item in list {
+        let v = item.eval(batch, ctx)?;
+        let eq = cmp::eq(&a, &v)?;
+        acc = boolean::or_kleene(&acc, &eq)?;
+    }
+    Ok(Arc::new(if negated { boolean::not(&acc)? } else { acc }))
+}
+
+fn eval_case(
+    operand: Option<&Expr>,
+    whens: &[(Expr, Expr)],
+    else_expr: Option<&Expr>,
+    ty: SqlType,
+    batch: &RecordBatch,
+    ctx: &ExecCtx,
+) -> Result<ArrayRef> {
+    let n = batch.num_rows();
+    let op_val = operand.map(|o| o.eval(batch, ctx)).transpose()?;
+    // Rows not yet decided by an earlier WHEN.
+    let mut remaining = BooleanArray::from(vec![true; n]);
+    let mut result = new_null_array(&ty.to_arrow(), n);
+    for (cond, then) in whens {
+        if remaining.true_count() == 0 {
+            break;
+        }
+        let c = eval_masked(cond, batch, &remaining, ctx)?;
+        let c = match &op_val {
+            Some(o) => {
+                let eq = cmp::eq(o, &c)?;
+                Arc::new(eq) as ArrayRef
+            }
+            None => c,
+        };
+        let c = c.as_boolean();
+        // hit = remaining AND c is true
+        let hit: BooleanArray = remaining.iter().zip(c.iter()).map(|(r, c)| Some(r == Some(true) && c == Some(true))).collect();
+        if hit.true_count() > 0 {
+            let t = eval_masked(then, batch, &hit, ctx)?;
+            let t = cast_array(&t, then.ty(), ty)?;
+            result = arrow::compute::kernels::zip::zip(&hit, &t, &result)?;
+        }
+        remaining = boolean::and(&remaining, &boolean::not(&hit)?)?;
+    }
+    if let Some(e) = else_expr {
+        if remaining.true_count() > 0 {
+            let t = eval_masked(e, batch, &remaining, ctx)?;
+            let t = cast_array(&t, e.ty(), ty)?;
+            result = arrow::compute::kernels::zip::zip(&remaining, &t, &result)?;
+        }
+    }
+    Ok(result)
+}
+
+/// Cast between SQL types with PostgreSQL's rules and error codes.
+pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> {
+    let target = to.to_arrow();
+    if a.data_type() == &target {
+        return Ok(a.clone());
+    }
+    if a.data_type() == &DataType::Null {
+        return Ok(new_null_array(&target, a.len()));
+    }
+    // Text to anything: parse each value with PostgreSQL's input rules.
+    if from.is_text() || a.data_type() == &DataType::Utf8 {
+        if to.is_text() {
+            return Ok(a.clone());
+        }
+        let s = a.as_string::<i32>();
+        let mut vals = Vec::with_capacity(s.len());
+        for v in s.iter() {
+            vals.push(match v {
+                None => Value::Null,
+                Some(t) => parse_text_as(t, to)?,
+            });
+        }
+        return values_to_array(&vals, to);
+    }
+    // Anything to text: PostgreSQL's output format.
+    if to.is_text() {
+        let out: StringArray = (0..a.len())
+            .map(|i| {
+                let v = value_at(a.as_ref(), i);
+                if v.is_null() { None } else { Some(format_value(&v)) }
+            })
+            .collect();
+        return Ok(Arc::new(out));
+    }
+    // Float to integer rounds (half away from zero is close enough to rint here).
+    if from.is_float() && to.is_integer() {
+        let f = cast_with_options(a, &DataType::Float64, &CastOptions::default())?;
+        let f = f.as_primitive::<Float64Type>();
+        let rounded: Float64Array = f.unary(|x| x.round_ties_even());
+        return int_cast(&(Arc::new(rounded) as ArrayRef), to);
+    }
+    if to.is_integer() && from.is_integer() {
+        return int_cast(a, to);
+    }
+    if to == SqlType::Bool && from.is_integer() {
+        let i = cast_with_options(a, &DataType::Int64, &CastOptions::default())?;
+        let out: BooleanArray = i.as_primitive::<Int64Type>().iter().map(|v| v.map(|x| x != 0)).collect();
+        return Ok(Arc::new(out));
+    }
+    if (from.is_timestamp() && to == SqlType::Date) || (from == SqlType::Date && to.is_timestamp()) || (from.is_timestamp() && to.is_timestamp()) {
+        return Ok(cast_with_options(a, &target, &CastOptions { safe: false, ..Default::default() })?);
+    }
+    if from.is_timestamp() || to.is_timestamp() || from == SqlType::Interval || to == SqlType::Interval {
+        if !(from.is_numeric() || to.is_numeric()) || from.is_timestamp() && to.is_numeric() {
+            bail!(FeatureNotSupported, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+        }
+        if from.is_numeric() && to.is_timestamp() {
+            bail!(DatatypeMismatch, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+        }
+    }
+    cast_with_options(a, &target, &CastOptions { safe: false, ..Default::default() }).map_err(|e| match e {
+        arrow::error::ArrowError::CastError(_) => err!(NumericOutOfRange, "{} out of range", to.pg_name()),
+        other => other.into(),
+    })
+}
+
+fn int_cast(a: &ArrayRef, to: SqlType) -> Result<ArrayRef> {
+    cast_with_options(a, &to.to_arrow(), &CastOptions { safe: false, ..Default::default() }).map_err(|_| {
+        let what = match to {
+            SqlType::Int2 => "smallint",
+            SqlType::Int4 => "integer",
+            _ => "bigint",
+        };
+        err!(NumericOutOfRange, "{what} out of range")
+    })
+}
+
+/// Parse one text value as a type, with PostgreSQL's errors.
+pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
+    let bad = || err!(InvalidText, "invalid input syntax for type {}: \"{}\"", to.pg_name(), t);
+    let s = t.trim();
+    Ok(match to {
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => {
+            let v: i64 = s.parse().map_err(|_| {
+                if !s.is_empty() && s.trim_start_matches(['-', '+']).chars().all(|c| c.is_ascii_digit()) {
+                    err!(NumericOutOfRange, "value \"{t}\" is out of range for type {}", to.pg_name())
+                } else {
+                    bad()
+                }
+            })?;
+            let ok = match to {
+                SqlType::Int2 => i16::try_from(v).is_ok(),
+                SqlType::Int4 => i32::try_from(v).is_ok(),
+                _ => true,
+            };
+            if !ok {
+                bail!(NumericOutOfRange, "value \"{t}\" is out of range for type {}", to.pg_name());
+            }
+            Value::Int(v)
+        }
+        SqlType::Float4 | SqlType::Float8 => {
+            let l = s.to_ascii_lowercase();
+            let v = match l.as_str() {
+                "nan" => f64::NAN,
+                "infinity" | "inf" | "+infinity" => f64::INFINITY,
+                "-infinity" | "-inf" => f64::NEG_INFINITY,
+                _ => s.parse::<f64>().map_err(|_| bad())?,
+            };
+            Value::Float(v)
+        }
+        SqlType::Bool => match s.to_ascii_lowercase().as_str() {
+            "t" | "true" | "yes" | "y" | "on" | "1" => Value::Bool(true),
+            "f" | "false" | "no" | "n" | "off" | "0" => Value::Bool(false),
+            _ => return Err(bad()),
+        },
+        SqlType::Timestamp | SqlType::TimestampTz => {
+            let l = s.to_ascii_lowercase();
+            if l == "now" {
+                Value::Timestamp(crate::exec::functions::now_micros())
+            } else if l == "epoch" {
+                Value::Timestamp(0)
+            } else {
+                Value::Timestamp(crate::types::parse_timestamp(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type {}: \"{}\"", to.pg_name(), t))?)
+            }
+        }
+        SqlType::Date => Value::Date(crate::types::parse_date(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type date: \"{t}\""))?),
+        SqlType::Interval => Value::Interval(crate::types::parse_interval(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\""))?),
+        SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
+    })
+}
+
+/// A hashable, comparable form of a value (for sets and group keys).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Key {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(u64),
+    Text(String),
+}
+
+impl From<&Value> for Key {
+    fn from(v: &Value) -> Key {
+        match v {
+            Value::Null => Key::Null,
+            Value::Bool(b) => Key::Bool(*b),
+            Value::Int(i) | Value::Timestamp(i) | Value::Interval(i) => Key::Int(*i),
+            Value::Date(d) => Key::Int(*d as i64),
+            Value::Float(f) => {
+                if f.fract() == 0.0 && f.abs() < 9e15 {
+                    Key::Int(*f as i64)
+                } else {
+                    Key::Float(if *f == 0.0 { 0 } else { f.to_bits() })
+                }
+            }
+            Value::Text(s) => Key::Text(s.clone()),
+        }
+    }
+}
+
+fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
+    let Expr::Subquery { plan, kind, correlated, outer_refs, cache, ty } = e else { unreachable!() };
+    let n = batch.num_rows();
+    // The outer values this subquery depends on, per row.
+    let outer_cols: Vec<ArrayRef> = outer_refs.iter().map(|(i, _)| batch.column(*i).clone()).collect();
+    let run = |row: usize| -> Result<Arc<Vec<Vec<Value>>>> {
+        let vals: Vec<Value> = if *correlated { outer_cols.iter().map(|c| value_at(c.as_ref(), row)).collect() } else { vec![] };
+        let key: Vec<Key> = vals.iter().map(Key::from).collect();
+        if let Some(r) = cache.results.lock().unwrap().get(&key) {
+            return Ok(r.clone());
+        }
+        let p = if *correlated {
+            let refs = outer_refs.clone();
+            plan.map_exprs(1, &|x, d| match x {
+                Expr::Outer { depth, index, ty } if *depth == d => {
+                    let pos = refs.iter().position(|(i, _)| i == index)?;
+                    Some(Expr::Literal { value: vals[pos].clone(), ty: *ty })
+                }
+                _ => None,
+            })
+        } else {
+            (**plan).clone()
+        };
+        let limit = if matches!(kind, SubqueryKind::Exists { .. }) { Some(1) } else { None };
+        let rows = Arc::new(super::collect_rows(&p, ctx, limit)?);
+        cache.results.lock().unwrap().insert(key, rows.clone());
+        Ok(rows)
+    };
+    match kind {
+        SubqueryKind::Scalar => {
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                let rows = run(i)?;
+                if rows.len() > 1 {
+                    bail!(CardinalityViolation, "more than one row returned by a subquery used as an expression");
+                }
+                out.push(rows.first().and_then(|r| r.first().cloned()).unwrap_or(Value::Null));
+            }
+            values_to_array(&out, *ty)
+        }
+        SubqueryKind::Exists { negated } => {
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                out.push(Some((!run(i)?.is_empty()) != *negated));
+            }
+            Ok(Arc::new(BooleanArray::from(out)))
+        }
+        SubqueryKind::In { expr, negated } => {
+            let probe = expr.eval(batch, ctx)?;
+            let mut sets: HashMap<usize, (HashSet<Key>, bool)> = HashMap::new();
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                let rows = run(i)?;
+                let ptr = Arc::as_ptr(&rows) as usize;
+                let (set, has_null) = sets.entry(ptr).or_insert_with(|| {
+                    let mut s = HashSet::new();
+                    let mut hn = false;
+                    for r in rows.iter() {
+                        if r[0].is_null() {
+                            hn = true;
+                        } else {
+                            s.insert(Key::from(&r[0]));
+                        }
+                    }
+                    (s, hn)
+                });
+                let v = value_at(probe.as_ref(), i);
+                let r = if rows.is_empty() {
+                    Some(false)
+                } else if v.is_null() {
+                    None
+                } else if set.contains(&Key::from(&v)) {
+                    Some(true)
+                } else if *has_null {
+                    None
+                } else {
+                    Some(false)
+                };
+                out.push(if *negated { r.map(|b| !b) } else { r });
+            }
+            Ok(Arc::new(BooleanArray::from(out)))
+        }
+        SubqueryKind::Quantified { expr, op, all } => {
+            let probe = expr.eval(batch, ctx)?;
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                let rows = run(i)?;
+                let v = value_at(probe.as_ref(), i);
+                let mut acc = Some(*all);
+                for r in rows.iter() {
+                    let c = compare_values(&v, &r[0], *op);
+                    acc = if *all {
+                        match (acc, c) {
+                            (Some(false), _) | (_, Some(false)) => Some(false),
+                            (Some(true), Some(true)) => Some(true),
+                            _ => None,
+                        }
+                    } else {
+                        match (acc, c) {
+                            (Some(true), _) | (_, Some(true)) => Some(true),
+                            (Some(false), Some(false)) => Some(false),
+                            _ => None,
+                        }
+                    };
+                }
+                out.push(acc);
+            }
+            Ok(Arc::new(BooleanArray::from(out)))
+        }
+    }
+}
+
+fn compare_values(a: &Value, b: &Value, op: BinOp) -> Option<bool> {
+    if a.is_null() || b.is_null() {
+        return None;
+    }
+    let o = a.total_cmp(b);
+    Some(match op {
+        BinOp::Eq => o.is_eq(),
+        BinOp::NotEq => o.is_ne(),
+        BinOp::Lt => o.is_lt(),
+        BinOp::LtEq => o.is_le(),
+        BinOp::Gt => o.is_gt(),
+        BinOp::GtEq => o.is_ge(),
+        _ => return None,
+    })
+}

@@ -1,0 +1,205 @@
+//! The physical plan the planner hands to the executor.
+//!
+//! Every node knows its output columns; expressions refer to input
+//! columns by position.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{Field, Schema, SchemaRef};
+
+use super::expr::Expr;
+use crate::storage::{Region, ScanRequest};
+use crate::types::SqlType;
+
+/// One output column of a plan node.
+#[derive(Debug, Clone)]
+pub struct PlanColumn {
+    pub name: String,
+    /// Table alias or name the column came from, for qualified names.
+    pub qualifier: Option<String>,
+    pub ty: SqlType,
+}
+
+impl PlanColumn {
+    pub fn new(name: impl Into<String>, ty: SqlType) -> Self {
+        PlanColumn { name: name.into(), qualifier: None, ty }
+    }
+}
+
+/// Build the arrow schema for plan columns.
+pub fn arrow_schema(cols: &[PlanColumn]) -> SchemaRef {
+    Arc::new(Schema::new(cols.iter().map(|c| Field::new(&c.name, c.ty.to_arrow(), true)).collect::<Vec<_>>()))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+    Right,
+    Full,
+    /// Rows of the left side with a match (EXISTS / IN rewrites).
+    Semi,
+    Anti,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOpKind {
+    Union,
+    Intersect,
+    Except,
+}
+
+/// An aggregate function call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+    BoolAnd,
+    BoolOr,
+    StringAgg,
+    StddevSamp,
+    StddevPop,
+    VarSamp,
+    VarPop,
+}
+
+#[derive(Debug, Clone)]
+pub struct AggCall {
+    pub func: AggFunc,
+    pub args: Vec<Expr>,
+    pub distinct: bool,
+    pub filter: Option<Expr>,
+    pub ty: SqlType,
+}
+
+#[derive(Debug, Clone)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub desc: bool,
+    pub nulls_first: bool,
+}
+
+/// The regions a scan reads (Debug prints their ids only).
+#[derive(Clone)]
+pub struct Regions(pub Vec<Arc<Region>>);
+
+impl std::fmt::Debug for Regions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|r| r.id)).finish()
+    }
+}
+
+/// A physical plan node.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Scan the regions of a table.
+    Scan { regions: Regions, request: ScanRequest, columns: Vec<PlanColumn> },
+    /// Batches computed at plan time (system tables, VALUES of constants).
+    Memory { batches: Vec<RecordBatch>, columns: Vec<PlanColumn> },
+    /// Rows of expressions (VALUES); each row evaluated over an empty input.
+    Values { rows: Vec<Vec<Expr>>, columns: Vec<PlanColumn> },
+    Filter { input: Box<Plan>, predicate: Expr },
+    Project { input: Box<Plan>, exprs: Vec<Expr>, columns: Vec<PlanColumn> },
+    Aggregate { input: Box<Plan>, group_by: Vec<Expr>, aggs: Vec<AggCall>, columns: Vec<PlanColumn> },
+    Sort { input: Box<Plan>, keys: Vec<SortKey>, limit: Option<usize> },
+    Limit { input: Box<Plan>, limit: Option<usize>, offset: usize },
+    /// Hash join on equality keys (empty keys = nested loop), with an
+    /// optional residual condition over the joined row.
+    Join {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        condition: Option<Expr>,
+        columns: Vec<PlanColumn>,
+    },
+    SetOp { left: Box<Plan>, right: Box<Plan>, kind: SetOpKind, all: bool },
+    Distinct { input: Box<Plan> },
+}
+
+impl Plan {
+    pub fn columns(&self) -> &[PlanColumn] {
+        match self {
+            Plan::Scan { columns, .. }
+            | Plan::Memory { columns, .. }
+            | Plan::Values { columns, .. }
+            | Plan::Project { columns, .. }
+            | Plan::Aggregate { columns, .. }
+            | Plan::Join { columns, .. } => columns,
+            Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } => {
+                input.columns()
+            }
+            Plan::SetOp { left, .. } => left.columns(),
+        }
+    }
+
+    /// Apply `f` to every expression of this node and its children,
+    /// including plans nested in subquery expressions (with depth + 1).
+    pub fn map_exprs(&self, depth: usize, f: &dyn Fn(&Expr, usize) -> Option<Expr>) -> Plan {
+        let m = |e: &Expr| e.map(depth, f);
+        let mp = |p: &Plan| Box::new(p.map_exprs(depth, f));
+        match self {
+            Plan::Scan { .. } | Plan::Memory { .. } => self.clone(),
+            Plan::Values { rows, columns } => Plan::Values {
+                rows: rows.iter().map(|r| r.iter().map(m).collect()).collect(),
+                columns: columns.clone(),
+            },
+            Plan::Filter { input, predicate } => Plan::Filter { input: mp(input), predicate: m(predicate) },
+            Plan::Project { input, exprs, columns } => {
+                Plan::Project { input: mp(input), exprs: exprs.iter().map(m).collect(), columns: columns.clone() }
+            }
+            Plan::Aggregate { input, group_by, aggs, columns } => Plan::Aggregate {
+                input: mp(input),
+                group_by: group_by.iter().map(m).collect(),
+                aggs: aggs
+                    .iter()
+                    .map(|a| AggCall {
+                        func: a.func,
+                        args: a.args.iter().map(m).collect(),
+                        distinct: a.distinct,
+                        filter: a.filter.as_ref().map(m),
+                        ty: a.ty,
+                    })
+                    .collect(),
+                columns: columns.clone(),
+            },
+            Plan::Sort { input, keys, limit } => Plan::Sort {
+                input: mp(input),
+                keys: keys.iter().map(|k| SortKey { expr: m(&k.expr), desc: k.desc, nulls_first: k.nulls_first }).collect(),
+                limit: *limit,
+            },
+            Plan::Limit { input, limit, offset } => Plan::Limit { input: mp(input), limit: *limit, offset: *offset },
+            Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Plan::Join {
+                left: mp(left),
+                right: mp(right),
+                kind: *kind,
+                left_keys: left_keys.iter().map(m).collect(),
+                right_keys: right_keys.iter().map(m).collect(),
+                condition: condition.as_ref().map(m),
+                columns: columns.clone(),
+            },
+            Plan::SetOp { left, right, kind, all } => Plan::SetOp { left: mp(left), right: mp(right), kind: *kind, all: *all },
+            Plan::Distinct { input } => Plan::Distinct { input: mp(input) },
+        }
+    }
+
+    /// Does any expression in this plan refer to an outer query at `depth`?
+    pub fn references_outer(&self, depth: usize) -> bool {
+        let found = std::cell::Cell::new(false);
+        self.map_exprs(depth, &|e, d| {
+            if let Expr::Outer { depth: od, .. } = e {
+                if *od == d {
+                    found.set(true);
+                }
+            }
+            None
+        });
+        found.get()
+    }
+}

@@ -1,0 +1,58 @@
+//! `TableScanExecutor`: reads the regions of a table through storage scans.
+
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, RecordBatchOptions};
+use arrow::datatypes::SchemaRef;
+
+use super::plan::{arrow_schema, PlanColumn};
+use super::{BatchExecutor, BatchResult};
+use crate::error::Result;
+use crate::storage::{Region, ScanRequest};
+
+pub struct TableScanExecutor {
+    regions: Vec<Arc<Region>>,
+    request: ScanRequest,
+    schema: SchemaRef,
+    pending: Vec<RecordBatch>,
+    next_region: usize,
+}
+
+impl TableScanExecutor {
+    pub fn new(regions: Vec<Arc<Region>>, request: ScanRequest, columns: &[PlanColumn]) -> Self {
+        TableScanExecutor { regions, request, schema: arrow_schema(columns), pending: Vec::new(), next_region: 0 }
+    }
+}
+
+impl BatchExecutor for TableScanExecutor {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn next_batch(&mut self, max_rows: usize) -> Result<BatchResult> {
+        while self.pending.is_empty() && self.next_region < self.regions.len() {
+            let mut batches = self.regions[self.next_region].scan(&self.request)?;
+            self.next_region += 1;
+            batches.reverse();
+            self.pending = batches;
+        }
+        let Some(b) = self.pending.pop() else {
+            return Ok(BatchResult { batch: super::empty_batch(&self.schema), logical_rows: None, is_drained: true });
+        };
+        let b = if b.num_rows() > max_rows {
+            let rest = b.slice(max_rows, b.num_rows() - max_rows);
+            self.pending.push(rest);
+            b.slice(0, max_rows)
+        } else {
+            b
+        };
+        // Re-label with the plan's schema (names and nullability).
+        let batch = RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            b.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+        )?;
+        let drained = self.pending.is_empty() && self.next_region >= self.regions.len();
+        Ok(BatchResult { batch, logical_rows: None, is_drained: drained })
+    }
+}
