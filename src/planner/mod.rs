@@ -1,1 +1,104 @@
-//! planner (to be written)
+//! The planner: binds names and types in sqlparser's AST and produces the
+//! executor's physical plan, pushing filters below joins and choosing hash
+//! join keys.
+//!
+//! May import `exec`, `storage`, `catalog`, `types`, `error`; never `sql`
+//! or `server`.
+
+mod bind;
+mod select;
+pub mod system;
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use crate::catalog::{Catalog, TableDef};
+use crate::error::Result;
+use crate::exec::plan::{Plan, PlanColumn};
+use crate::exec::ExecCtx;
+use crate::storage::{region_id, Region, StorageEngine};
+use crate::types::{SqlType, Value};
+use crate::{bail, err};
+
+pub use bind::{coerce, sql_type};
+
+/// Columns visible at one query level, and a link to the enclosing level.
+pub struct Scope<'a> {
+    pub columns: Vec<PlanColumn>,
+    pub parent: Option<&'a Scope<'a>>,
+    /// Columns of this scope referenced from inner (correlated) queries.
+    pub outer_refs: RefCell<Vec<(usize, SqlType)>>,
+}
+
+impl<'a> Scope<'a> {
+    pub fn new(columns: Vec<PlanColumn>, parent: Option<&'a Scope<'a>>) -> Scope<'a> {
+        Scope { columns, parent, outer_refs: RefCell::new(Vec::new()) }
+    }
+}
+
+/// Parameters of a statement: their types, and values once bound.
+#[derive(Debug, Default, Clone)]
+pub struct Params {
+    pub types: Vec<Option<SqlType>>,
+    /// None while describing a statement; Some at execution.
+    pub values: Option<Vec<Value>>,
+}
+
+/// Plans one statement against the catalog.
+pub struct Planner<'a> {
+    pub catalog: &'a Catalog,
+    pub storage: &'a StorageEngine,
+    pub database: String,
+    pub ctx: ExecCtx,
+    pub params: RefCell<Params>,
+}
+
+impl<'a> Planner<'a> {
+    pub fn new(catalog: &'a Catalog, storage: &'a StorageEngine, database: &str, ctx: ExecCtx, params: Params) -> Self {
+        Planner { catalog, storage, database: database.to_string(), ctx, params: RefCell::new(params) }
+    }
+
+    /// The regions of a table, opened.
+    pub fn regions(&self, def: &TableDef) -> Result<Vec<Arc<Region>>> {
+        (0..def.regions.max(1))
+            .map(|n| self.storage.region(region_id(def.id, n)).ok_or_else(|| err!(Internal, "region {n} of table {} is not open", def.name)))
+            .collect()
+    }
+
+    pub fn table(&self, name: &str) -> Result<TableDef> {
+        self.catalog.table(&self.database, name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))
+    }
+
+    /// The parameter types as known after planning (unknown → text).
+    pub fn param_types(&self) -> Vec<SqlType> {
+        self.params.borrow().types.iter().map(|t| t.unwrap_or(SqlType::Text)).collect()
+    }
+}
+
+/// Resolve an object name to (schema, name), lower-cased unless quoted.
+pub fn object_name(name: &sqlparser::ast::ObjectName) -> Result<(Option<String>, String)> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| match p {
+            sqlparser::ast::ObjectNamePart::Identifier(i) => Ok(ident(i)),
+            _ => bail!(FeatureNotSupported, "unsupported object name {name}"),
+        })
+        .collect::<Result<_>>()?;
+    match parts.len() {
+        1 => Ok((None, parts[0].clone())),
+        2 => Ok((Some(parts[0].clone()), parts[1].clone())),
+        3 => Ok((Some(parts[1].clone()), parts[2].clone())),
+        _ => bail!(Syntax, "improper qualified name (too many dotted names): {name}"),
+    }
+}
+
+/// An identifier as PostgreSQL folds it.
+pub fn ident(i: &sqlparser::ast::Ident) -> String {
+    if i.quote_style.is_some() { i.value.clone() } else { i.value.to_lowercase() }
+}
+
+/// Plan a query to completion and return its plan; helpers for callers.
+pub fn output_columns(plan: &Plan) -> Vec<PlanColumn> {
+    plan.columns().iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: if c.ty == SqlType::Unknown { SqlType::Text } else { c.ty } }).collect()
+}

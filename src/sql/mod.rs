@@ -1,1 +1,292 @@
-//! sql (to be written)
+//! Sessions and statements: parses SQL (sqlparser's PostgreSQL dialect
+//! plus weir's statements), runs DDL against the catalog, DML against
+//! storage, and queries through the planner and executor.
+//!
+//! May import `planner`, `exec`, `storage`, `catalog`, `types`, `error`;
+//! never `server`.
+
+mod ddl;
+mod dml;
+pub mod preparse;
+mod session_vars;
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::RecordBatch;
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::catalog::Catalog;
+use crate::config::Config;
+use crate::error::{Result, WeirError};
+use crate::exec::plan::PlanColumn;
+use crate::exec::ExecCtx;
+use crate::planner::{Params, Planner};
+use crate::storage::{region_id, RegionDescriptor, StorageEngine};
+use crate::types::SqlType;
+use crate::{bail, err};
+
+/// The database process state shared by all sessions.
+pub struct Engine {
+    pub catalog: Catalog,
+    pub storage: StorageEngine,
+    pub config: Config,
+}
+
+impl Engine {
+    /// Open the data directory: catalog, then every table's regions.
+    pub fn open(config: Config) -> Result<Arc<Engine>> {
+        let dir = std::path::PathBuf::from(&config.data_dir);
+        std::fs::create_dir_all(&dir).map_err(|e| err!(Storage, "cannot create data directory {}: {e}", dir.display()))?;
+        let catalog = Catalog::open(&dir)?;
+        let storage = StorageEngine::open(&dir.join("regions"), config.storage_config())?;
+        let engine = Engine { catalog, storage, config };
+        for t in engine.catalog.all_tables() {
+            engine.open_table_regions(&t)?;
+        }
+        Ok(Arc::new(engine))
+    }
+
+    pub fn open_table_regions(&self, t: &crate::catalog::TableDef) -> Result<()> {
+        let desc = ddl::region_descriptor(t);
+        for n in 0..t.regions.max(1) {
+            self.storage.open_region(region_id(t.id, n), desc.clone())?;
+        }
+        Ok(())
+    }
+
+    pub fn descriptor(t: &crate::catalog::TableDef) -> RegionDescriptor {
+        ddl::region_descriptor(t)
+    }
+}
+
+/// The result of one statement.
+#[derive(Debug)]
+pub enum QueryResult {
+    Rows { columns: Vec<PlanColumn>, batches: Vec<RecordBatch> },
+    /// A command tag such as `INSERT 0 3` or `CREATE TABLE`.
+    Command(String),
+    Empty,
+}
+
+/// Transaction state as PostgreSQL reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxState {
+    Idle,
+    InBlock,
+    Failed,
+}
+
+/// One client's session.
+pub struct Session {
+    pub engine: Arc<Engine>,
+    pub database: String,
+    pub user: String,
+    pub settings: HashMap<String, String>,
+    pub tx: TxState,
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// A statement parsed for the extended protocol.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub sql: String,
+    pub stmt: Option<Statement>,
+    pub param_types: Vec<SqlType>,
+    pub columns: Vec<PlanColumn>,
+}
+
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    let (sql, _) = preparse::strip_time_index(sql)?;
+    Parser::parse_sql(&PostgreSqlDialect {}, &sql).map_err(parse_error)
+}
+
+fn parse_error(e: sqlparser::parser::ParserError) -> WeirError {
+    let msg = e.to_string();
+    let msg = msg.trim_start_matches("sql parser error: ");
+    err!(Syntax, "syntax error: {msg}")
+}
+
+impl Session {
+    pub fn new(engine: Arc<Engine>, database: &str, user: &str) -> Session {
+        Session { engine, database: database.to_string(), user: user.to_string(), settings: session_vars::defaults(), tx: TxState::Idle, cancel: Arc::new(AtomicBool::new(false)) }
+    }
+
+    pub fn exec_ctx(&self) -> ExecCtx {
+        let timeout_ms: u64 = self.settings.get("statement_timeout").and_then(|s| session_vars::parse_ms(s)).unwrap_or(0);
+        ExecCtx {
+            statement_ts: crate::exec::functions::now_micros(),
+            database: self.database.clone(),
+            user: self.user.clone(),
+            settings: Arc::new(self.settings.clone()),
+            deadline: if timeout_ms > 0 { Some(Instant::now() + Duration::from_millis(timeout_ms)) } else { None },
+            cancel: self.cancel.clone(),
+        }
+    }
+
+    /// Run a simple-protocol query string: each statement in order, up to
+    /// the first error.
+    pub fn execute_sql(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
+        if let Some(call) = preparse::admin_call(sql) {
+            return match self.guard(|s| s.admin(call)) {
+                Ok(r) => (vec![r], None),
+                Err(e) => (vec![], Some(e)),
+            };
+        }
+        let stmts = match parse(sql) {
+            Ok(s) => s,
+            Err(e) => {
+                self.fail();
+                return (vec![], Some(e));
+            }
+        };
+        let mut out = Vec::new();
+        if stmts.is_empty() {
+            return (vec![QueryResult::Empty], None);
+        }
+        for s in &stmts {
+            match self.guard(|sess| sess.execute_statement(s, Params::default())) {
+                Ok(r) => out.push(r),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+        (out, None)
+    }
+
+    /// Run a statement, catching panics as internal errors so one bad
+    /// statement never takes the connection down.
+    pub fn guard(&mut self, f: impl FnOnce(&mut Session) -> Result<QueryResult>) -> Result<QueryResult> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)));
+        let r = match r {
+            Ok(r) => r,
+            Err(p) => {
+                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+                Err(err!(Internal, "internal error: {msg}"))
+            }
+        };
+        if r.is_err() {
+            self.fail();
+        }
+        r
+    }
+
+    fn fail(&mut self) {
+        if self.tx == TxState::InBlock {
+            self.tx = TxState::Failed;
+        }
+    }
+
+    /// Parse and describe one statement for the extended protocol.
+    pub fn prepare(&mut self, sql: &str, client_types: &[Option<SqlType>]) -> Result<Prepared> {
+        if preparse::admin_call(sql).is_some() {
+            return Ok(Prepared { sql: sql.to_string(), stmt: None, param_types: vec![], columns: vec![] });
+        }
+        let mut stmts = parse(sql)?;
+        if stmts.len() > 1 {
+            bail!(Syntax, "cannot insert multiple commands into a prepared statement");
+        }
+        let Some(stmt) = stmts.pop() else {
+            return Ok(Prepared { sql: sql.to_string(), stmt: None, param_types: vec![], columns: vec![] });
+        };
+        let mut param_types = client_types.to_vec();
+        let mut columns = vec![];
+        if let Statement::Query(q) = &stmt {
+            if self.tx != TxState::Failed {
+                let planner = Planner::new(&self.engine.catalog, &self.engine.storage, &self.database, self.exec_ctx(), Params { types: param_types.clone(), values: None });
+                let plan = planner.plan_query(q, None)?;
+                columns = crate::planner::output_columns(&plan);
+                param_types = planner.params.borrow().types.clone();
+            }
+        } else {
+            dml::infer_params(self, &stmt, &mut param_types)?;
+        }
+        let n = count_params(sql).max(param_types.len());
+        param_types.resize(n, None);
+        Ok(Prepared { sql: sql.to_string(), stmt: Some(stmt), param_types: param_types.iter().map(|t| t.unwrap_or(SqlType::Text)).collect(), columns })
+    }
+
+    /// Execute a prepared statement with bound parameter values.
+    pub fn execute_prepared(&mut self, p: &Prepared, values: Vec<crate::types::Value>) -> Result<QueryResult> {
+        let Some(stmt) = &p.stmt else {
+            if let Some(call) = preparse::admin_call(&p.sql) {
+                let call = call.to_string();
+                return self.guard(|s| s.admin(&call));
+            }
+            return Ok(QueryResult::Empty);
+        };
+        let params = Params { types: p.param_types.iter().map(|t| Some(*t)).collect(), values: Some(values) };
+        let stmt = stmt.clone();
+        self.guard(|s| s.execute_statement(&stmt, params))
+    }
+
+    pub fn planner(&self, params: Params) -> Planner<'_> {
+        Planner::new(&self.engine.catalog, &self.engine.storage, &self.database, self.exec_ctx(), params)
+    }
+
+    pub fn execute_statement(&mut self, stmt: &Statement, params: Params) -> Result<QueryResult> {
+        if self.tx == TxState::Failed && !matches!(stmt, Statement::Commit { .. } | Statement::Rollback { .. }) {
+            bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
+        }
+        match stmt {
+            Statement::Query(q) => {
+                let planner = self.planner(params);
+                let plan = planner.plan_query(q, None)?;
+                let columns = crate::planner::output_columns(&plan);
+                let batches = crate::exec::collect(&plan, &planner.ctx)?;
+                Ok(QueryResult::Rows { columns, batches })
+            }
+            Statement::StartTransaction { .. } => {
+                self.tx = TxState::InBlock;
+                Ok(QueryResult::Command("BEGIN".into()))
+            }
+            Statement::Commit { .. } => {
+                let tag = if self.tx == TxState::Failed { "ROLLBACK" } else { "COMMIT" };
+                self.tx = TxState::Idle;
+                Ok(QueryResult::Command(tag.into()))
+            }
+            Statement::Rollback { .. } => {
+                self.tx = TxState::Idle;
+                Ok(QueryResult::Command("ROLLBACK".into()))
+            }
+            Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => dml::execute(self, stmt, params),
+            Statement::Set(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => session_vars::execute(self, stmt),
+            _ => ddl::execute(self, stmt),
+        }
+    }
+
+    fn admin(&mut self, call: &str) -> Result<QueryResult> {
+        let expr = Parser::new(&PostgreSqlDialect {}).try_with_sql(call).and_then(|mut p| p.parse_expr()).map_err(parse_error)?;
+        ddl::admin(self, &expr)
+    }
+}
+
+/// The highest `$n` in a statement text.
+fn count_params(sql: &str) -> usize {
+    let b = sql.as_bytes();
+    let mut max = 0;
+    let mut i = 0;
+    let mut in_str = false;
+    while i < b.len() {
+        if b[i] == b'\'' {
+            in_str = !in_str;
+        } else if !in_str && b[i] == b'$' {
+            let mut j = i + 1;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j > i + 1 {
+                if let Ok(n) = sql[i + 1..j].parse::<usize>() {
+                    max = max.max(n);
+                }
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    max
+}

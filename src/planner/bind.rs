@@ -1,0 +1,773 @@
+//! Expression binding: names to column positions, literals and parameters
+//! to typed values, operators to PostgreSQL's coercions.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use sqlparser::ast::{self, BinaryOperator as BO, UnaryOperator as UO};
+
+use super::{ident, Planner, Scope};
+use crate::error::Result;
+use crate::exec::expr::{parse_text_as, BinOp, Expr, SubqueryCache, SubqueryKind};
+use crate::exec::functions::function_type;
+use crate::exec::plan::{AggCall, AggFunc};
+use crate::types::{SqlType, Value};
+use crate::{bail, err};
+
+/// Collects aggregate calls met while binding a SELECT list.
+#[derive(Default)]
+pub struct AggCollector {
+    pub calls: RefCell<Vec<AggCall>>,
+}
+
+/// The placeholder an aggregate call binds to, until the aggregate node
+/// exists: `__agg(k)`.
+pub fn agg_placeholder(k: usize, ty: SqlType) -> Expr {
+    Expr::Func { name: "__agg".into(), args: vec![Expr::lit(Value::Int(k as i64), SqlType::Int8)], ty }
+}
+
+pub fn agg_func(name: &str) -> Option<AggFunc> {
+    Some(match name {
+        "count" => AggFunc::Count,
+        "sum" => AggFunc::Sum,
+        "avg" => AggFunc::Avg,
+        "min" => AggFunc::Min,
+        "max" => AggFunc::Max,
+        "bool_and" | "every" => AggFunc::BoolAnd,
+        "bool_or" => AggFunc::BoolOr,
+        "string_agg" => AggFunc::StringAgg,
+        "stddev" | "stddev_samp" => AggFunc::StddevSamp,
+        "stddev_pop" => AggFunc::StddevPop,
+        "variance" | "var_samp" => AggFunc::VarSamp,
+        "var_pop" => AggFunc::VarPop,
+        _ => return None,
+    })
+}
+
+/// Coerce an expression to a type: literals are converted at plan time
+/// (so `'abc'::int` fails here with 22P02), the rest get a cast.
+pub fn coerce(e: Expr, ty: SqlType) -> Result<Expr> {
+    if e.ty() == ty {
+        return Ok(e);
+    }
+    match e {
+        Expr::Literal { value: Value::Null, .. } => Ok(Expr::lit(Value::Null, ty)),
+        Expr::Literal { value: Value::Text(s), ty: from } if from.is_text() => {
+            if ty.is_text() {
+                return Ok(Expr::lit(Value::Text(s), ty));
+            }
+            Ok(Expr::lit(parse_text_as(&s, ty)?, ty))
+        }
+        Expr::Param { index, .. } => Ok(Expr::Param { index, ty }),
+        e => {
+            let from = e.ty();
+            if from == SqlType::Unknown {
+                return Ok(Expr::Cast { expr: Box::new(e), ty });
+            }
+            Ok(Expr::Cast { expr: Box::new(e), ty })
+        }
+    }
+}
+
+/// Whether an implicit coercion between two types is allowed.
+fn comparable(a: SqlType, b: SqlType) -> Option<SqlType> {
+    SqlType::common(a, b)
+}
+
+pub fn parse_number(s: &str) -> Result<(Value, SqlType)> {
+    if let Ok(i) = s.parse::<i64>() {
+        let ty = if i32::try_from(i).is_ok() { SqlType::Int4 } else { SqlType::Int8 };
+        return Ok((Value::Int(i), ty));
+    }
+    let f: f64 = s.parse().map_err(|_| err!(Syntax, "invalid number \"{s}\""))?;
+    Ok((Value::Float(f), SqlType::Float8))
+}
+
+pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
+    use ast::DataType as D;
+    Ok(match dt {
+        D::Boolean | D::Bool => SqlType::Bool,
+        D::SmallInt(_) | D::Int2(_) | D::TinyInt(_) => SqlType::Int2,
+        D::Int(_) | D::Integer(_) | D::Int4(_) | D::MediumInt(_) => SqlType::Int4,
+        D::BigInt(_) | D::Int8(_) | D::Int64 | D::Signed | D::SignedInteger | D::Unsigned | D::UnsignedInteger => SqlType::Int8,
+        D::Real | D::Float4 | D::Float32 => SqlType::Float4,
+        D::Double(_) | D::DoublePrecision | D::Float8 | D::Float64 | D::Float(_) => SqlType::Float8,
+        D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Float8,
+        D::Text | D::String(_) | D::Char(_) | D::Character(_) | D::Clob(_) => SqlType::Text,
+        D::Varchar(_) | D::CharVarying(_) | D::CharacterVarying(_) | D::Nvarchar(_) => SqlType::Varchar,
+        D::Timestamp(_, tz) => match tz {
+            ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => SqlType::TimestampTz,
+            _ => SqlType::Timestamp,
+        },
+        D::Datetime(_) => SqlType::Timestamp,
+        D::Date => SqlType::Date,
+        D::Interval { .. } => SqlType::Interval,
+        D::Custom(name, _) => {
+            let n = name.to_string().to_lowercase();
+            match n.as_str() {
+                "timestamptz" => SqlType::TimestampTz,
+                "int" | "int4" => SqlType::Int4,
+                "string" | "name" | "regclass" | "oid" | "regtype" | "regproc" => SqlType::Text,
+                "float" => SqlType::Float8,
+                _ => bail!(UndefinedObject, "type \"{n}\" does not exist"),
+            }
+        }
+        other => bail!(FeatureNotSupported, "type {other} is not supported"),
+    })
+}
+
+impl<'a> Planner<'a> {
+    /// Resolve a (possibly qualified) column name through the scopes.
+    pub fn resolve_column(&self, parts: &[String], scope: &Scope) -> Result<Expr> {
+        let (qual, name) = match parts {
+            [n] => (None, n.as_str()),
+            [q, n] => (Some(q.as_str()), n.as_str()),
+            [_, q, n] | [_, _, q, n] => (Some(q.as_str()), n.as_str()),
+            _ => bail!(Syntax, "improper qualified name"),
+        };
+        let mut depth = 0;
+        let mut s = Some(scope);
+        while let Some(sc) = s {
+            let hits: Vec<usize> = sc
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.name == name && qual.is_none_or(|q| c.qualifier.as_deref() == Some(q)))
+                .map(|(i, _)| i)
+                .collect();
+            if hits.len() > 1 {
+                bail!(AmbiguousColumn, "column reference \"{name}\" is ambiguous");
+            }
+            if let Some(&i) = hits.first() {
+                let ty = sc.columns[i].ty;
+                if depth == 0 {
+                    return Ok(Expr::Column { index: i, ty });
+                }
+                let mut refs = sc.outer_refs.borrow_mut();
+                if !refs.iter().any(|(j, _)| *j == i) {
+                    refs.push((i, ty));
+                }
+                return Ok(Expr::Outer { depth, index: i, ty });
+            }
+            depth += 1;
+            s = sc.parent;
+        }
+        match qual {
+            Some(q) => {
+                let known = {
+                    let mut s = Some(scope);
+                    let mut k = false;
+                    while let Some(sc) = s {
+                        k |= sc.columns.iter().any(|c| c.qualifier.as_deref() == Some(q));
+                        s = sc.parent;
+                    }
+                    k
+                };
+                if known {
+                    bail!(UndefinedColumn, "column {q}.{name} does not exist")
+                } else {
+                    bail!(UndefinedTable, "missing FROM-clause entry for table \"{q}\"")
+                }
+            }
+            None => bail!(UndefinedColumn, "column \"{name}\" does not exist"),
+        }
+    }
+
+    pub fn bind_expr(&self, e: &ast::Expr, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
+        use ast::Expr as E;
+        Ok(match e {
+            E::Identifier(i) => self.resolve_column(&[ident(i)], scope)?,
+            E::CompoundIdentifier(parts) => self.resolve_column(&parts.iter().map(ident).collect::<Vec<_>>(), scope)?,
+            E::Nested(inner) => self.bind_expr(inner, scope, agg)?,
+            E::Value(v) => self.bind_value(&v.value)?,
+            E::TypedString(ts) => {
+                let ty = sql_type(&ts.data_type)?;
+                let s = match &ts.value.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                Expr::lit(parse_text_as(&s, ty)?, ty)
+            }
+            E::Cast { expr, data_type, .. } => {
+                let ty = sql_type(data_type)?;
+                let inner = self.bind_expr(expr, scope, agg)?;
+                match inner {
+                    Expr::Literal { .. } | Expr::Param { .. } => coerce(inner, ty)?,
+                    other => {
+                        if other.ty() == ty {
+                            other
+                        } else {
+                            Expr::Cast { expr: Box::new(other), ty }
+                        }
+                    }
+                }
+            }
+            E::UnaryOp { op, expr } => {
+                let inner = self.bind_expr(expr, scope, agg)?;
+                match op {
+                    UO::Not => Expr::Not(Box::new(coerce(inner, SqlType::Bool)?)),
+                    UO::Minus => match inner {
+                        Expr::Literal { value: Value::Int(i), .. } => {
+                            let v = -i;
+                            let ty = if i32::try_from(v).is_ok() { SqlType::Int4 } else { SqlType::Int8 };
+                            Expr::lit(Value::Int(v), ty)
+                        }
+                        Expr::Literal { value: Value::Float(f), ty } => Expr::lit(Value::Float(-f), ty),
+                        other => {
+                            let other = if other.ty() == SqlType::Unknown { coerce(other, SqlType::Float8)? } else { other };
+                            if !other.ty().is_numeric() && other.ty() != SqlType::Interval {
+                                bail!(UndefinedFunction, "operator does not exist: - {}", other.ty());
+                            }
+                            Expr::Neg(Box::new(other))
+                        }
+                    },
+                    UO::Plus => {
+                        if !inner.ty().is_numeric() && inner.ty() != SqlType::Unknown {
+                            bail!(UndefinedFunction, "operator does not exist: + {}", inner.ty());
+                        }
+                        inner
+                    }
+                    other => bail!(FeatureNotSupported, "unary operator {other} is not supported"),
+                }
+            }
+            E::BinaryOp { left, op, right } => {
+                let l = self.bind_expr(left, scope, agg)?;
+                let r = self.bind_expr(right, scope, agg)?;
+                self.bind_binary(op, l, r)?
+            }
+            E::IsNull(x) => Expr::IsNull { expr: Box::new(self.bind_expr(x, scope, agg)?), negated: false },
+            E::IsNotNull(x) => Expr::IsNull { expr: Box::new(self.bind_expr(x, scope, agg)?), negated: true },
+            E::IsTrue(x) => Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: true, negated: false },
+            E::IsNotTrue(x) => Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: true, negated: true },
+            E::IsFalse(x) => Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: false, negated: false },
+            E::IsNotFalse(x) => Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: false, negated: true },
+            E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+                let (l, r) = self.unify(self.bind_expr(a, scope, agg)?, self.bind_expr(b, scope, agg)?, "IS DISTINCT FROM")?;
+                Expr::IsDistinct { left: Box::new(l), right: Box::new(r), negated: matches!(e, E::IsNotDistinctFrom(..)) }
+            }
+            E::Between { expr, negated, low, high } => {
+                let x = self.bind_expr(expr, scope, agg)?;
+                let lo = self.bind_expr(low, scope, agg)?;
+                let hi = self.bind_expr(high, scope, agg)?;
+                let ge = self.bind_binary(&BO::GtEq, x.clone(), lo)?;
+                let le = self.bind_binary(&BO::LtEq, x, hi)?;
+                let both = Expr::Binary { op: BinOp::And, left: Box::new(ge), right: Box::new(le), ty: SqlType::Bool };
+                if *negated { Expr::Not(Box::new(both)) } else { both }
+            }
+            E::In { expr, target: ast::InTarget::List(list), negated, .. } => {
+                let x = self.bind_expr(expr, scope, agg)?;
+                let items: Vec<Expr> = list.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<_>>()?;
+                let mut ty = x.ty();
+                for i in &items {
+                    ty = comparable(ty, i.ty()).ok_or_else(|| err!(DatatypeMismatch, "IN types {} and {} cannot be matched", x.ty(), i.ty()))?;
+                }
+                let x = coerce(x, ty)?;
+                let items = items.into_iter().map(|i| coerce(i, ty)).collect::<Result<_>>()?;
+                Expr::InList { expr: Box::new(x), list: items, negated: *negated }
+            }
+            E::In { expr, target: ast::InTarget::Subquery(subquery), negated, .. } => {
+                let x = self.bind_expr(expr, scope, agg)?;
+                let (plan, correlated, outer_refs) = self.plan_subquery(subquery, scope)?;
+                let cols = plan.columns();
+                if cols.len() != 1 {
+                    bail!(Syntax, "subquery has too {} columns", if cols.len() > 1 { "many" } else { "few" });
+                }
+                let sty = cols[0].ty;
+                let ty = comparable(x.ty(), sty).ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), sty))?;
+                let plan = cast_plan_column(plan, ty);
+                Expr::Subquery {
+                    plan: Arc::new(plan),
+                    kind: SubqueryKind::In { expr: Box::new(coerce(x, ty)?), negated: *negated },
+                    correlated,
+                    outer_refs,
+                    cache: Arc::new(SubqueryCache::default()),
+                    ty: SqlType::Bool,
+                }
+            }
+            E::Exists { subquery, negated } => {
+                let (plan, correlated, outer_refs) = self.plan_subquery(subquery, scope)?;
+                Expr::Subquery { plan: Arc::new(plan), kind: SubqueryKind::Exists { negated: *negated }, correlated, outer_refs, cache: Arc::new(SubqueryCache::default()), ty: SqlType::Bool }
+            }
+            E::Subquery(q) => {
+                let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
+                let cols = plan.columns();
+                if cols.len() != 1 {
+                    bail!(Syntax, "subquery must return only one column");
+                }
+                let ty = if cols[0].ty == SqlType::Unknown { SqlType::Text } else { cols[0].ty };
+                Expr::Subquery { plan: Arc::new(plan), kind: SubqueryKind::Scalar, correlated, outer_refs, cache: Arc::new(SubqueryCache::default()), ty }
+            }
+            E::AnyOp { left, compare_op, right, .. } | E::AllOp { left, compare_op, right } => {
+                let all = matches!(e, E::AllOp { .. });
+                let x = self.bind_expr(left, scope, agg)?;
+                let op = binop(compare_op)?;
+                match right.as_ref() {
+                    E::Subquery(q) => {
+                        let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
+                        let sty = plan.columns()[0].ty;
+                        let ty = comparable(x.ty(), sty).ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), sty))?;
+                        let plan = cast_plan_column(plan, ty);
+                        Expr::Subquery {
+                            plan: Arc::new(plan),
+                            kind: SubqueryKind::Quantified { expr: Box::new(coerce(x, ty)?), op, all },
+                            correlated,
+                            outer_refs,
+                            cache: Arc::new(SubqueryCache::default()),
+                            ty: SqlType::Bool,
+                        }
+                    }
+                    _ => bail!(FeatureNotSupported, "ANY/ALL needs a subquery"),
+                }
+            }
+            E::Like { negated, expr, pattern, escape_char, .. } | E::ILike { negated, expr, pattern, escape_char, .. } => {
+                if escape_char.is_some() {
+                    bail!(FeatureNotSupported, "LIKE ... ESCAPE is not supported");
+                }
+                let x = self.bind_expr(expr, scope, agg)?;
+                let p = self.bind_expr(pattern, scope, agg)?;
+                Expr::Like {
+                    expr: Box::new(coerce(x, SqlType::Text)?),
+                    pattern: Box::new(coerce(p, SqlType::Text)?),
+                    negated: *negated,
+                    case_insensitive: matches!(e, E::ILike { .. }),
+                }
+            }
+            E::Case { operand, conditions, else_result, .. } => {
+                let op = operand.as_ref().map(|o| self.bind_expr(o, scope, agg)).transpose()?;
+                let mut whens = Vec::new();
+                let mut ty = SqlType::Unknown;
+                let mut op_ty = op.as_ref().map(|o| o.ty());
+                for c in conditions {
+                    let w = self.bind_expr(&c.condition, scope, agg)?;
+                    if let Some(ot) = op_ty {
+                        op_ty = Some(comparable(ot, w.ty()).ok_or_else(|| err!(DatatypeMismatch, "CASE types {} and {} cannot be matched", ot, w.ty()))?);
+                    }
+                    let t = self.bind_expr(&c.result, scope, agg)?;
+                    ty = SqlType::common(ty, t.ty()).ok_or_else(|| err!(DatatypeMismatch, "CASE types {} and {} cannot be matched", ty, t.ty()))?;
+                    whens.push((w, t));
+                }
+                let else_e = else_result.as_ref().map(|x| self.bind_expr(x, scope, agg)).transpose()?;
+                if let Some(x) = &else_e {
+                    ty = SqlType::common(ty, x.ty()).ok_or_else(|| err!(DatatypeMismatch, "CASE types {} and {} cannot be matched", ty, x.ty()))?;
+                }
+                if ty == SqlType::Unknown {
+                    ty = SqlType::Text;
+                }
+                let op = match (op, op_ty) {
+                    (Some(o), Some(t)) => Some(Box::new(coerce(o, t)?)),
+                    _ => None,
+                };
+                let whens = whens
+                    .into_iter()
+                    .map(|(w, t)| Ok((if let Some(ot) = op_ty { coerce(w, ot)? } else { coerce(w, SqlType::Bool)? }, coerce(t, ty)?)))
+                    .collect::<Result<_>>()?;
+                Expr::Case { operand: op, whens, else_expr: else_e.map(|x| coerce(x, ty)).transpose()?.map(Box::new), ty }
+            }
+            E::Function(f) => self.bind_function(f, scope, agg)?,
+            E::Extract { field, expr, .. } => {
+                let x = self.bind_expr(expr, scope, agg)?;
+                let x = if x.ty() == SqlType::Unknown { coerce(x, SqlType::Timestamp)? } else { x };
+                let field = field.to_string().to_lowercase();
+                Expr::Func { name: "date_part".into(), args: vec![Expr::lit(Value::Text(field), SqlType::Text), x], ty: SqlType::Float8 }
+            }
+            E::Floor { expr, .. } | E::Ceil { expr, .. } => {
+                let x = self.bind_expr(expr, scope, agg)?;
+                let x = if x.ty().is_integer() { x } else { coerce(x, SqlType::Float8)? };
+                let ty = x.ty();
+                Expr::Func { name: if matches!(e, E::Floor { .. }) { "floor".into() } else { "ceil".into() }, args: vec![x], ty }
+            }
+            E::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?];
+                args.push(coerce(match substring_from { Some(f) => self.bind_expr(f, scope, agg)?, None => Expr::lit(Value::Int(1), SqlType::Int4) }, SqlType::Int8)?);
+                if let Some(f) = substring_for {
+                    args.push(coerce(self.bind_expr(f, scope, agg)?, SqlType::Int8)?);
+                }
+                Expr::Func { name: "substr".into(), args, ty: SqlType::Text }
+            }
+            E::Trim { expr, trim_where, trim_what, .. } => {
+                let mut args = vec![coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?];
+                if let Some(w) = trim_what {
+                    args.push(coerce(self.bind_expr(w, scope, agg)?, SqlType::Text)?);
+                }
+                let name = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => "ltrim",
+                    Some(ast::TrimWhereField::Trailing) => "rtrim",
+                    _ => "btrim",
+                };
+                Expr::Func { name: name.into(), args, ty: SqlType::Text }
+            }
+            E::Position { expr, r#in } => {
+                let sub = coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?;
+                let s = coerce(self.bind_expr(r#in, scope, agg)?, SqlType::Text)?;
+                Expr::Func { name: "strpos".into(), args: vec![s, sub], ty: SqlType::Int4 }
+            }
+            E::AtTimeZone { timestamp, .. } => self.bind_expr(timestamp, scope, agg)?,
+            E::Interval(iv) => {
+                let s = match iv.value.as_ref() {
+                    E::Value(v) => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    other => other.to_string(),
+                };
+                let s = match &iv.leading_field {
+                    Some(f) => format!("{s} {f}"),
+                    None => s,
+                };
+                Expr::lit(parse_text_as(&s, SqlType::Interval)?, SqlType::Interval)
+            }
+            E::Tuple(_) => bail!(FeatureNotSupported, "row constructors are not supported"),
+            other => bail!(FeatureNotSupported, "expression {other} is not supported"),
+        })
+    }
+
+    fn bind_value(&self, v: &ast::Value) -> Result<Expr> {
+        Ok(match v {
+            ast::Value::Number(n, _) => {
+                let (v, ty) = parse_number(n)?;
+                Expr::lit(v, ty)
+            }
+            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: s, .. }) => {
+                Expr::lit(Value::Text(s.clone()), SqlType::Unknown)
+            }
+            ast::Value::Boolean(b) => Expr::lit(Value::Bool(*b), SqlType::Bool),
+            ast::Value::Null => Expr::lit(Value::Null, SqlType::Unknown),
+            ast::Value::Placeholder(p) => {
+                let idx: usize = p.trim_start_matches('$').parse().map_err(|_| err!(Syntax, "bad parameter {p}"))?;
+                if idx == 0 {
+                    bail!(Syntax, "there is no parameter $0");
+                }
+                let i = idx - 1;
+                let mut params = self.params.borrow_mut();
+                if params.types.len() <= i {
+                    params.types.resize(i + 1, None);
+                }
+                let ty = params.types[i];
+                match &params.values {
+                    Some(vals) => {
+                        let v = vals.get(i).cloned().ok_or_else(|| err!(Syntax, "there is no parameter ${idx}"))?;
+                        match ty {
+                            // Text parameters stay untyped so context decides, as PostgreSQL's unknown.
+                            Some(t) if !t.is_text() => Expr::lit(v, t),
+                            _ => Expr::lit(v.clone(), if matches!(v, Value::Text(_)) { SqlType::Unknown } else { v.natural_type() }),
+                        }
+                    }
+                    None => Expr::Param { index: i, ty: ty.unwrap_or(SqlType::Unknown) },
+                }
+            }
+            other => bail!(FeatureNotSupported, "literal {other} is not supported"),
+        })
+    }
+
+    /// Record the inferred type of parameters met in a typed context.
+    fn infer_param(&self, e: &Expr, ty: SqlType) {
+        if let Expr::Param { index, ty: SqlType::Unknown } = e {
+            let mut p = self.params.borrow_mut();
+            if p.types[*index].is_none() && ty != SqlType::Unknown {
+                p.types[*index] = Some(ty);
+            }
+        }
+    }
+
+    /// Bring two operands to their common type.
+    pub fn unify(&self, l: Expr, r: Expr, what: &str) -> Result<(Expr, Expr)> {
+        self.infer_param(&l, r.ty());
+        self.infer_param(&r, l.ty());
+        let (lt, rt) = (l.ty(), r.ty());
+        let ty = match (lt, rt) {
+            (SqlType::Unknown, SqlType::Unknown) => SqlType::Text,
+            _ => comparable(lt, rt).ok_or_else(|| err!(UndefinedFunction, "operator does not exist: {} {} {}", lt, what, rt))?,
+        };
+        Ok((coerce(l, ty)?, coerce(r, ty)?))
+    }
+
+    pub fn bind_binary(&self, op: &BO, l: Expr, r: Expr) -> Result<Expr> {
+        let bop = binop(op)?;
+        match bop {
+            BinOp::And | BinOp::Or => {
+                let l = coerce(l, SqlType::Bool)?;
+                let r = coerce(r, SqlType::Bool)?;
+                if l.ty() != SqlType::Bool || r.ty() != SqlType::Bool {
+                    bail!(DatatypeMismatch, "argument of {} must be type boolean", if bop == BinOp::And { "AND" } else { "OR" });
+                }
+                Ok(Expr::Binary { op: bop, left: Box::new(l), right: Box::new(r), ty: SqlType::Bool })
+            }
+            BinOp::Concat => {
+                let l = coerce(l, SqlType::Text)?;
+                let r = coerce(r, SqlType::Text)?;
+                Ok(Expr::Binary { op: bop, left: Box::new(l), right: Box::new(r), ty: SqlType::Text })
+            }
+            _ if bop.is_comparison() => {
+                let sym = op.to_string();
+                let (l, r) = self.unify(l, r, &sym)?;
+                Ok(Expr::Binary { op: bop, left: Box::new(l), right: Box::new(r), ty: SqlType::Bool })
+            }
+            _ => {
+                let (lt, rt) = (l.ty(), r.ty());
+                // Time arithmetic.
+                if lt.is_timestamp() || rt.is_timestamp() || lt == SqlType::Interval || rt == SqlType::Interval || lt == SqlType::Date {
+                    return self.bind_temporal(bop, l, r);
+                }
+                self.infer_param(&l, rt);
+                self.infer_param(&r, lt);
+                let (lt, rt) = (if lt == SqlType::Unknown && rt.is_numeric() { rt } else { lt }, if rt == SqlType::Unknown && lt.is_numeric() { lt } else { rt });
+                let (lt, rt) = (if lt == SqlType::Unknown { SqlType::Float8 } else { lt }, if rt == SqlType::Unknown { SqlType::Float8 } else { rt });
+                if !lt.is_numeric() || !rt.is_numeric() {
+                    bail!(UndefinedFunction, "operator does not exist: {} {} {}", lt, op, rt);
+                }
+                let ty = SqlType::common(lt, rt).unwrap();
+                let l = coerce(l, ty)?;
+                let r = coerce(r, ty)?;
+                Ok(Expr::Binary { op: bop, left: Box::new(l), right: Box::new(r), ty })
+            }
+        }
+    }
+
+    fn bind_temporal(&self, op: BinOp, l: Expr, r: Expr) -> Result<Expr> {
+        let (lt, rt) = (l.ty(), r.ty());
+        use SqlType::*;
+        let (l, r, ty) = match (op, lt, rt) {
+            (BinOp::Add | BinOp::Sub, Timestamp | TimestampTz, Interval | Unknown) => {
+                let r = coerce(r, Interval)?;
+                (l, r, lt)
+            }
+            (BinOp::Add, Interval | Unknown, Timestamp | TimestampTz) => {
+                let l = coerce(l, Interval)?;
+                (r, l, rt)
+            }
+            (BinOp::Sub, Timestamp | TimestampTz, Timestamp | TimestampTz | Unknown) => {
+                let r = coerce(r, lt)?;
+                let l2 = Expr::Cast { expr: Box::new(l), ty: Int8 };
+                let r2 = Expr::Cast { expr: Box::new(r), ty: Int8 };
+                let diff = Expr::Binary { op: BinOp::Sub, left: Box::new(l2), right: Box::new(r2), ty: Int8 };
+                return Ok(Expr::Cast { expr: Box::new(diff), ty: Interval });
+            }
+            (BinOp::Add | BinOp::Sub, Interval, Interval | Unknown) => (l, coerce(r, Interval)?, Interval),
+            (BinOp::Add | BinOp::Sub, Date, x) if x.is_integer() => {
+                let day = Expr::Binary { op: BinOp::Mul, left: Box::new(coerce(r, Int8)?), right: Box::new(Expr::lit(Value::Int(86_400_000_000), Int8)), ty: Int8 };
+                let l = Expr::Cast { expr: Box::new(l), ty: Timestamp };
+                let day = Expr::Cast { expr: Box::new(day), ty: Interval };
+                let sum = Expr::Binary { op, left: Box::new(l), right: Box::new(day), ty: Timestamp };
+                return Ok(Expr::Cast { expr: Box::new(sum), ty: Date });
+            }
+            (BinOp::Add | BinOp::Sub, Date, Interval) => (Expr::Cast { expr: Box::new(l), ty: Timestamp }, r, Timestamp),
+            _ => bail!(UndefinedFunction, "operator does not exist: {} {:?} {}", lt, op, rt),
+        };
+        Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r), ty })
+    }
+
+    fn bind_function(&self, f: &ast::Function, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
+        let name = f.name.0.last().map(|p| match p {
+            ast::ObjectNamePart::Identifier(i) => i.value.to_lowercase(),
+            _ => String::new(),
+        }).unwrap_or_default();
+        let (args, distinct, star) = match &f.args {
+            ast::FunctionArguments::None => (vec![], false, false),
+            ast::FunctionArguments::Subquery(_) => bail!(FeatureNotSupported, "function over a subquery is not supported"),
+            ast::FunctionArguments::List(list) => {
+                let distinct = matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+                let mut star = false;
+                let mut args = Vec::new();
+                for a in &list.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x.clone()),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        ast::FunctionArg::Named { arg: ast::FunctionArgExpr::Expr(x), .. } => args.push(x.clone()),
+                        _ => bail!(FeatureNotSupported, "unsupported function argument {a}"),
+                    }
+                }
+                (args, distinct, star)
+            }
+        };
+        if f.over.is_some() {
+            bail!(FeatureNotSupported, "window functions are not supported yet");
+        }
+        if let Some(func) = agg_func(&name) {
+            let Some(collector) = agg else {
+                bail!(Grouping, "aggregate functions are not allowed here");
+            };
+            // Arguments of an aggregate may not contain aggregates.
+            let mut bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, None)).collect::<Result<_>>()?;
+            let func = if func == AggFunc::Count && star { AggFunc::CountStar } else { func };
+            if func != AggFunc::CountStar && bound.is_empty() {
+                bail!(UndefinedFunction, "function {name}() does not exist");
+            }
+            let arg_ty = bound.first().map(|b| b.ty()).unwrap_or(SqlType::Int8);
+            let ty = match func {
+                AggFunc::CountStar | AggFunc::Count => SqlType::Int8,
+                AggFunc::Sum => {
+                    if arg_ty.is_integer() {
+                        SqlType::Int8
+                    } else if arg_ty.is_float() || arg_ty == SqlType::Unknown {
+                        if arg_ty == SqlType::Float4 { SqlType::Float4 } else { SqlType::Float8 }
+                    } else if arg_ty == SqlType::Interval {
+                        bail!(FeatureNotSupported, "sum(interval) is not supported")
+                    } else {
+                        bail!(UndefinedFunction, "function sum({arg_ty}) does not exist")
+                    }
+                }
+                AggFunc::Avg | AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp => {
+                    if !arg_ty.is_numeric() && arg_ty != SqlType::Unknown {
+                        bail!(UndefinedFunction, "function {name}({arg_ty}) does not exist");
+                    }
+                    SqlType::Float8
+                }
+                AggFunc::Min | AggFunc::Max => if arg_ty == SqlType::Unknown { SqlType::Text } else { arg_ty },
+                AggFunc::BoolAnd | AggFunc::BoolOr => SqlType::Bool,
+                AggFunc::StringAgg => SqlType::Text,
+            };
+            if matches!(func, AggFunc::Min | AggFunc::Max) && arg_ty == SqlType::Unknown {
+                bound[0] = coerce(bound[0].clone(), SqlType::Text)?;
+            }
+            if matches!(func, AggFunc::Sum | AggFunc::Avg) && arg_ty == SqlType::Unknown {
+                bound[0] = coerce(bound[0].clone(), SqlType::Float8)?;
+            }
+            let filter = f.filter.as_ref().map(|x| self.bind_expr(x, scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()?;
+            let mut calls = collector.calls.borrow_mut();
+            calls.push(AggCall { func, args: bound, distinct, filter, ty });
+            return Ok(agg_placeholder(calls.len() - 1, ty));
+        }
+        let mut bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, agg)).collect::<Result<_>>()?;
+        let name = match name.as_str() {
+            "ceiling" => "ceil".to_string(),
+            "char_length" | "character_length" => "length".to_string(),
+            "pow" => "power".to_string(),
+            "substring" => "substr".to_string(),
+            "datetrunc" => "date_trunc".to_string(),
+            _ => name,
+        };
+        // Argument coercions for common signatures.
+        match name.as_str() {
+            "date_trunc" | "date_part" => {
+                if bound.len() != 2 {
+                    bail!(UndefinedFunction, "function {name} needs 2 arguments");
+                }
+                bound[0] = coerce(bound[0].clone(), SqlType::Text)?;
+                if bound[1].ty() == SqlType::Unknown {
+                    bound[1] = coerce(bound[1].clone(), SqlType::Timestamp)?;
+                }
+            }
+            "date_bin" | "time_bucket" => {
+                if bound.len() < 2 {
+                    bail!(UndefinedFunction, "function {name} needs 2 or 3 arguments");
+                }
+                bound[0] = coerce(bound[0].clone(), SqlType::Interval)?;
+                if bound[1].ty() == SqlType::Unknown {
+                    bound[1] = coerce(bound[1].clone(), SqlType::Timestamp)?;
+                }
+                if bound.len() > 2 && bound[2].ty() == SqlType::Unknown {
+                    bound[2] = coerce(bound[2].clone(), SqlType::Timestamp)?;
+                }
+            }
+            "to_timestamp" | "sqrt" | "exp" | "ln" | "log" | "log10" | "power" | "cbrt" | "degrees" | "radians" | "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "atan2" => {
+                for b in bound.iter_mut() {
+                    *b = coerce(b.clone(), SqlType::Float8)?;
+                }
+            }
+            "round" | "trunc" => {
+                if !bound.is_empty() {
+                    bound[0] = coerce(bound[0].clone(), SqlType::Float8)?;
+                }
+                if bound.len() > 1 {
+                    bound[1] = coerce(bound[1].clone(), SqlType::Int8)?;
+                }
+            }
+            "abs" | "sign" => {
+                if !bound.is_empty() && !bound[0].ty().is_numeric() {
+                    bound[0] = coerce(bound[0].clone(), SqlType::Float8)?;
+                }
+            }
+            "mod" => {
+                if bound.len() == 2 {
+                    let (a, b) = self.unify(bound[0].clone(), bound[1].clone(), "%")?;
+                    bound = vec![a, b];
+                }
+            }
+            "coalesce" | "greatest" | "least" | "nullif" => {
+                let mut ty = SqlType::Unknown;
+                for b in &bound {
+                    ty = SqlType::common(ty, b.ty()).ok_or_else(|| err!(DatatypeMismatch, "{} types {} and {} cannot be matched", name.to_uppercase(), ty, b.ty()))?;
+                }
+                if ty == SqlType::Unknown {
+                    ty = SqlType::Text;
+                }
+                bound = bound.into_iter().map(|b| coerce(b, ty)).collect::<Result<_>>()?;
+            }
+            "lower" | "upper" | "length" | "trim" | "btrim" | "ltrim" | "rtrim" | "replace" | "substr" | "left" | "right" | "repeat" | "reverse" | "lpad" | "rpad" | "strpos" | "split_part" | "initcap" | "ascii" | "octet_length" => {
+                if let Some(b) = bound.first_mut() {
+                    if b.ty() == SqlType::Unknown {
+                        *b = coerce(b.clone(), SqlType::Text)?;
+                    }
+                }
+                for b in bound.iter_mut().skip(1) {
+                    if b.ty() == SqlType::Unknown {
+                        *b = coerce(b.clone(), SqlType::Text)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        let types: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
+        let ty = function_type(&name, &types).ok_or_else(|| {
+            let sig = types.iter().map(|t| t.pg_name()).collect::<Vec<_>>().join(", ");
+            err!(UndefinedFunction, "function {name}({sig}) does not exist").with_hint("No function matches the given name and argument types.")
+        })?;
+        Ok(Expr::Func { name, args: bound, ty })
+    }
+
+    /// Plan a subquery in a nested scope; returns the plan, whether it is
+    /// correlated and the outer columns it reads.
+    pub fn plan_subquery(&self, q: &ast::Query, scope: &Scope) -> Result<(crate::exec::plan::Plan, bool, Vec<(usize, SqlType)>)> {
+        let saved = std::mem::take(&mut *scope.outer_refs.borrow_mut());
+        let plan = self.plan_query(q, Some(scope));
+        let refs = std::mem::replace(&mut *scope.outer_refs.borrow_mut(), saved);
+        let plan = plan?;
+        {
+            let mut cur = scope.outer_refs.borrow_mut();
+            for r in &refs {
+                if !cur.iter().any(|(i, _)| *i == r.0) {
+                    cur.push(*r);
+                }
+            }
+        }
+        // A reference deeper than one level also makes it correlated.
+        let correlated = !refs.is_empty() || plan.references_outer(1);
+        Ok((plan, correlated, refs))
+    }
+}
+
+fn l_is_unknown(e: &Expr) -> bool {
+    e.ty() == SqlType::Unknown
+}
+
+/// Cast a one-column plan's output to a type.
+fn cast_plan_column(plan: crate::exec::plan::Plan, ty: SqlType) -> crate::exec::plan::Plan {
+    let cols = plan.columns().to_vec();
+    if cols[0].ty == ty {
+        return plan;
+    }
+    let expr = coerce(Expr::Column { index: 0, ty: cols[0].ty }, ty).unwrap_or(Expr::Cast { expr: Box::new(Expr::Column { index: 0, ty: cols[0].ty }), ty });
+    let mut c = cols[0].clone();
+    c.ty = ty;
+    crate::exec::plan::Plan::Project { input: Box::new(plan), exprs: vec![expr], columns: vec![c] }
+}
+
+pub fn binop(op: &BO) -> Result<BinOp> {
+    Ok(match op {
+        BO::Plus => BinOp::Add,
+        BO::Minus => BinOp::Sub,
+        BO::Multiply => BinOp::Mul,
+        BO::Divide => BinOp::Div,
+        BO::Modulo => BinOp::Mod,
+        BO::Eq => BinOp::Eq,
+        BO::NotEq => BinOp::NotEq,
+        BO::Lt => BinOp::Lt,
+        BO::LtEq => BinOp::LtEq,
+        BO::Gt => BinOp::Gt,
+        BO::GtEq => BinOp::GtEq,
+        BO::And => BinOp::And,
+        BO::Or => BinOp::Or,
+        BO::StringConcat => BinOp::Concat,
+        other => bail!(FeatureNotSupported, "operator {other} is not supported"),
+    })
+}

@@ -1,0 +1,813 @@
+//! Query planning: FROM with join ordering and filter pushdown, WHERE,
+//! GROUP BY / aggregates / HAVING, the select list, DISTINCT, set
+//! operations, ORDER BY and LIMIT.
+
+use std::collections::HashSet;
+
+use sqlparser::ast::{self, SetExpr, TableFactor};
+
+use super::bind::{agg_placeholder, AggCollector};
+use super::{ident, object_name, Planner, Scope};
+use crate::error::Result;
+use crate::exec::expr::{BinOp, Expr};
+use crate::exec::plan::{JoinKind, Plan, PlanColumn, SetOpKind, SortKey};
+use crate::storage::ScanRequest;
+use crate::types::{SqlType, Value};
+use crate::{bail, err};
+
+/// One relation of a FROM list, before join ordering.
+struct Rel {
+    plan: Plan,
+    columns: Vec<PlanColumn>,
+}
+
+impl<'a> Planner<'a> {
+    pub fn plan_query(&self, q: &ast::Query, outer: Option<&Scope>) -> Result<Plan> {
+        if q.with.is_some() {
+            bail!(FeatureNotSupported, "WITH queries are not supported yet");
+        }
+        let order_by: Vec<ast::OrderByExpr> = match &q.order_by {
+            None => vec![],
+            Some(ob) => match &ob.kind {
+                ast::OrderByKind::Expressions(v) => v.clone(),
+                ast::OrderByKind::All(_) => bail!(FeatureNotSupported, "ORDER BY ALL is not supported"),
+            },
+        };
+        let (limit, offset) = match &q.limit_clause {
+            None => (None, None),
+            Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (limit.clone(), offset.as_ref().map(|o| o.value.clone())),
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit.clone()), Some(offset.clone())),
+        };
+        let mut plan = match q.body.as_ref() {
+            SetExpr::Select(s) => self.plan_select(s, &order_by, outer)?,
+            other => {
+                let p = self.plan_set_expr(other, outer)?;
+                if order_by.is_empty() { p } else { self.order_by_output(p, &order_by, outer)? }
+            }
+        };
+        if limit.is_some() || offset.is_some() {
+            let lim = limit.map(|l| self.const_usize(&l, "LIMIT")).transpose()?.flatten();
+            let off = offset.map(|o| self.const_usize(&o, "OFFSET")).transpose()?.flatten().unwrap_or(0);
+            if let (Plan::Sort { limit: sl, .. }, Some(l)) = (&mut plan, lim) {
+                *sl = Some(l + off);
+            }
+            plan = Plan::Limit { input: Box::new(plan), limit: lim, offset: off };
+        }
+        Ok(plan)
+    }
+
+    /// A LIMIT/OFFSET value: a constant (NULL = no limit).
+    fn const_usize(&self, e: &ast::Expr, what: &str) -> Result<Option<usize>> {
+        let scope = Scope::new(vec![], None);
+        let b = self.bind_expr(e, &scope, None)?;
+        let b = super::coerce(b, SqlType::Int8)?;
+        let v = self.eval_const(&b)?;
+        match v {
+            Value::Null => Ok(None),
+            Value::Int(i) if i >= 0 => Ok(Some(i as usize)),
+            Value::Int(_) => bail!(InvalidParameterValue, "{what} must not be negative"),
+            _ => bail!(Syntax, "argument of {what} must be an integer"),
+        }
+    }
+
+    /// Evaluate a constant expression now.
+    pub fn eval_const(&self, e: &Expr) -> Result<Value> {
+        let unit = arrow::array::RecordBatch::try_new_with_options(
+            std::sync::Arc::new(arrow::datatypes::Schema::empty()),
+            vec![],
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(1)),
+        )?;
+        let a = e.eval(&unit, &self.ctx)?;
+        Ok(crate::types::value_at(a.as_ref(), 0))
+    }
+
+    fn plan_set_expr(&self, s: &SetExpr, outer: Option<&Scope>) -> Result<Plan> {
+        match s {
+            SetExpr::Select(sel) => self.plan_select(sel, &[], outer),
+            SetExpr::Query(q) => self.plan_query(q, outer),
+            SetExpr::Values(v) => self.plan_values(v, outer),
+            SetExpr::SetOperation { left, op, set_quantifier, right } => {
+                let l = self.plan_set_expr(left, outer)?;
+                let r = self.plan_set_expr(right, outer)?;
+                let (lc, rc) = (l.columns().to_vec(), r.columns().to_vec());
+                if lc.len() != rc.len() {
+                    bail!(Syntax, "each {} query must have the same number of columns", op.to_string().to_uppercase());
+                }
+                let mut types = Vec::new();
+                for (a, b) in lc.iter().zip(&rc) {
+                    let t = SqlType::common(a.ty, b.ty).ok_or_else(|| err!(DatatypeMismatch, "{} types {} and {} cannot be matched", op.to_string().to_uppercase(), a.ty, b.ty))?;
+                    types.push(if t == SqlType::Unknown { SqlType::Text } else { t });
+                }
+                let l = cast_columns(l, &types)?;
+                let r = cast_columns(r, &types)?;
+                let kind = match op {
+                    ast::SetOperator::Union => SetOpKind::Union,
+                    ast::SetOperator::Intersect => SetOpKind::Intersect,
+                    ast::SetOperator::Except | ast::SetOperator::Minus => SetOpKind::Except,
+                };
+                let all = matches!(set_quantifier, ast::SetQuantifier::All);
+                Ok(Plan::SetOp { left: Box::new(l), right: Box::new(r), kind, all })
+            }
+            _ => bail!(FeatureNotSupported, "unsupported query form"),
+        }
+    }
+
+    pub fn plan_values(&self, v: &ast::Values, outer: Option<&Scope>) -> Result<Plan> {
+        let scope = Scope::new(vec![], outer);
+        let mut rows: Vec<Vec<Expr>> = Vec::new();
+        for r in &v.rows {
+            rows.push(r.content.iter().map(|e| self.bind_expr(e, &scope, None)).collect::<Result<_>>()?);
+        }
+        let width = rows.first().map(|r| r.len()).unwrap_or(0);
+        if rows.iter().any(|r| r.len() != width) {
+            bail!(Syntax, "VALUES lists must all be the same length");
+        }
+        let mut types = vec![SqlType::Unknown; width];
+        for r in &rows {
+            for (i, e) in r.iter().enumerate() {
+                types[i] = SqlType::common(types[i], e.ty()).ok_or_else(|| err!(DatatypeMismatch, "VALUES types {} and {} cannot be matched", types[i], e.ty()))?;
+            }
+        }
+        let columns: Vec<PlanColumn> = types.iter().enumerate().map(|(i, t)| PlanColumn::new(format!("column{}", i + 1), *t)).collect();
+        let rows = rows
+            .into_iter()
+            .map(|r| r.into_iter().zip(&types).map(|(e, t)| super::coerce(e, if *t == SqlType::Unknown { SqlType::Unknown } else { *t })).collect::<Result<Vec<_>>>())
+            .collect::<Result<_>>()?;
+        Ok(Plan::Values { rows, columns })
+    }
+
+    /// ORDER BY over the output of a set operation: names or positions.
+    fn order_by_output(&self, plan: Plan, order_by: &[ast::OrderByExpr], outer: Option<&Scope>) -> Result<Plan> {
+        let cols = plan.columns().to_vec();
+        let scope = Scope::new(cols.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect(), outer);
+        let mut keys = Vec::new();
+        for o in order_by {
+            let expr = match &o.expr {
+                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                    let k = ordinal(&v.value, cols.len())?;
+                    Expr::Column { index: k, ty: cols[k].ty }
+                }
+                e => self.bind_expr(e, &scope, None)?,
+            };
+            keys.push(sort_key(expr, &o.options));
+        }
+        Ok(Plan::Sort { input: Box::new(plan), keys, limit: None })
+    }
+
+    fn plan_select(&self, s: &ast::Select, order_by: &[ast::OrderByExpr], outer: Option<&Scope>) -> Result<Plan> {
+        if !matches!(s.group_by, ast::GroupByExpr::Expressions(_, _)) {
+            bail!(FeatureNotSupported, "GROUP BY ALL is not supported");
+        }
+        // FROM and WHERE.
+        let (mut plan, columns) = self.plan_from(&s.from, s.selection.as_ref(), outer)?;
+        let scope = Scope::new(columns.clone(), outer);
+        let mut deferred_filter = None;
+        if let Some(w) = &s.selection {
+            // Conjuncts were already used in plan_from; only those with
+            // subqueries (or no columns at all) are applied here.
+            let conj = self.bind_where(w, &scope)?;
+            let rest: Vec<Expr> = conj.into_iter().filter(|c| deferred(c)).collect();
+            if !rest.is_empty() {
+                deferred_filter = Some(and_all(rest));
+            }
+        }
+        if let Some(f) = deferred_filter {
+            plan = Plan::Filter { input: Box::new(plan), predicate: f };
+        }
+
+        // Select list: expand wildcards, bind with aggregate collection.
+        let collector = AggCollector::default();
+        let mut items: Vec<(Expr, String)> = Vec::new();
+        for item in &s.projection {
+            match item {
+                ast::SelectItem::Wildcard(_) => {
+                    if columns.is_empty() && s.from.is_empty() {
+                        bail!(Syntax, "SELECT * with no tables specified is not valid");
+                    }
+                    for (i, c) in columns.iter().enumerate() {
+                        items.push((Expr::Column { index: i, ty: c.ty }, c.name.clone()));
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(kind, _) => {
+                    let q = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name(n)?.1,
+                        _ => bail!(FeatureNotSupported, "unsupported wildcard"),
+                    };
+                    let mut any = false;
+                    for (i, c) in columns.iter().enumerate() {
+                        if c.qualifier.as_deref() == Some(q.as_str()) {
+                            items.push((Expr::Column { index: i, ty: c.ty }, c.name.clone()));
+                            any = true;
+                        }
+                    }
+                    if !any {
+                        bail!(UndefinedTable, "missing FROM-clause entry for table \"{q}\"");
+                    }
+                }
+                ast::SelectItem::UnnamedExpr(e) => {
+                    let b = self.bind_expr(e, &scope, Some(&collector))?;
+                    items.push((b, output_name(e)));
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    let b = self.bind_expr(expr, &scope, Some(&collector))?;
+                    items.push((b, ident(alias)));
+                }
+                other => bail!(FeatureNotSupported, "select item {other} is not supported"),
+            }
+        }
+
+        // GROUP BY items: positions and output names refer to the list.
+        let group_asts: Vec<ast::Expr> = match &s.group_by {
+            ast::GroupByExpr::Expressions(v, _) => v.clone(),
+            _ => vec![],
+        };
+        let mut group_by: Vec<Expr> = Vec::new();
+        for g in &group_asts {
+            let e = match g {
+                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                    let k = ordinal(&v.value, items.len())?;
+                    items[k].0.clone()
+                }
+                ast::Expr::Identifier(i) if !columns.iter().any(|c| c.name == ident(i)) && items.iter().any(|(_, n)| *n == ident(i)) => {
+                    items.iter().find(|(_, n)| *n == ident(i)).unwrap().0.clone()
+                }
+                other => self.bind_expr(other, &scope, None)?,
+            };
+            if contains_agg(&e) {
+                bail!(Grouping, "aggregate functions are not allowed in GROUP BY");
+            }
+            group_by.push(e);
+        }
+        let having = s.having.as_ref().map(|h| self.bind_expr(h, &scope, Some(&collector))).transpose()?;
+
+        // ORDER BY keys, bound now so their aggregates are collected too.
+        enum OrderRef {
+            Output(usize),
+            Expr(Expr),
+        }
+        let mut order_refs = Vec::new();
+        for o in order_by {
+            let r = match &o.expr {
+                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => OrderRef::Output(ordinal(&v.value, items.len())?),
+                ast::Expr::Identifier(i) if items.iter().filter(|(_, n)| *n == ident(i)).count() >= 1 && {
+                    // Output names win over input columns for bare names.
+                    true
+                } => OrderRef::Output(items.iter().position(|(_, n)| *n == ident(i)).unwrap()),
+                e => OrderRef::Expr(self.bind_expr(e, &scope, Some(&collector))?),
+            };
+            order_refs.push((r, &o.options));
+        }
+
+        let aggs = collector.calls.into_inner();
+        let aggregated = !aggs.is_empty() || !group_by.is_empty() || having.is_some();
+        let mut proj: Vec<Expr> = items.iter().map(|(e, _)| e.clone()).collect();
+        let mut having = having;
+        let mut order_exprs: Vec<Option<Expr>> = order_refs.iter().map(|(r, _)| match r { OrderRef::Expr(e) => Some(e.clone()), _ => None }).collect();
+        if aggregated {
+            let ng = group_by.len();
+            let mut agg_cols: Vec<PlanColumn> = group_by.iter().enumerate().map(|(i, g)| PlanColumn::new(format!("group{i}"), g.ty())).collect();
+            for (i, a) in aggs.iter().enumerate() {
+                agg_cols.push(PlanColumn::new(format!("agg{i}"), a.ty));
+            }
+            let rewrite = |e: &Expr| post_agg(e, &group_by, ng);
+            proj = proj.iter().map(rewrite).collect::<Result<_>>()?;
+            having = having.as_ref().map(rewrite).transpose()?;
+            order_exprs = order_exprs.iter().map(|o| o.as_ref().map(rewrite).transpose()).collect::<Result<_>>()?;
+            plan = Plan::Aggregate { input: Box::new(plan), group_by: group_by.clone(), aggs, columns: agg_cols };
+            if let Some(h) = having {
+                plan = Plan::Filter { input: Box::new(plan), predicate: super::coerce(h, SqlType::Bool)? };
+            }
+        }
+
+        // Projection with hidden sort columns appended.
+        let mut out_cols: Vec<PlanColumn> = items.iter().zip(&proj).map(|((_, n), e)| PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown { SqlType::Text } else { e.ty() })).collect();
+        let visible = out_cols.len();
+        let mut keys = Vec::new();
+        for ((r, opts), oe) in order_refs.iter().zip(order_exprs) {
+            let idx = match r {
+                OrderRef::Output(k) => *k,
+                OrderRef::Expr(_) => {
+                    let e = oe.unwrap();
+                    // Reuse an identical output column when there is one.
+                    let dbg = format!("{e:?}");
+                    if let Some(k) = proj.iter().position(|p| format!("{p:?}") == dbg) {
+                        k
+                    } else {
+                        if s.distinct.is_some() {
+                            bail!(InvalidParameterValue, "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
+                        }
+                        proj.push(e.clone());
+                        out_cols.push(PlanColumn::new(format!("__order{}", proj.len()), e.ty()));
+                        proj.len() - 1
+                    }
+                }
+            };
+            keys.push(sort_key(Expr::Column { index: idx, ty: out_cols[idx].ty }, opts));
+        }
+        let proj: Vec<Expr> = proj.into_iter().map(|e| if e.ty() == SqlType::Unknown { super::coerce(e, SqlType::Text) } else { Ok(e) }).collect::<Result<_>>()?;
+        plan = Plan::Project { input: Box::new(plan), exprs: proj, columns: out_cols.clone() };
+        match &s.distinct {
+            Some(ast::Distinct::Distinct) => plan = Plan::Distinct { input: Box::new(plan) },
+            Some(ast::Distinct::On(_)) => bail!(FeatureNotSupported, "DISTINCT ON is not supported"),
+            _ => {}
+        }
+        if !keys.is_empty() {
+            plan = Plan::Sort { input: Box::new(plan), keys, limit: None };
+        }
+        if out_cols.len() > visible {
+            let exprs = (0..visible).map(|i| Expr::Column { index: i, ty: out_cols[i].ty }).collect();
+            plan = Plan::Project { input: Box::new(plan), exprs, columns: out_cols[..visible].to_vec() };
+        }
+        Ok(plan)
+    }
+
+    fn bind_where(&self, w: &ast::Expr, scope: &Scope) -> Result<Vec<Expr>> {
+        let mut conj = Vec::new();
+        split_and(w, &mut conj);
+        conj.iter()
+            .map(|c| {
+                let b = self.bind_expr(c, scope, None)?;
+                let b = super::coerce(b, SqlType::Bool)?;
+                if b.ty() != SqlType::Bool {
+                    bail!(DatatypeMismatch, "argument of WHERE must be type boolean, not type {}", b.ty());
+                }
+                Ok(b)
+            })
+            .collect()
+    }
+
+    /// Plan the FROM list with the WHERE conjuncts that can go below or
+    /// into joins. Returns the plan and its columns in FROM order.
+    fn plan_from(&self, from: &[ast::TableWithJoins], selection: Option<&ast::Expr>, outer: Option<&Scope>) -> Result<(Plan, Vec<PlanColumn>)> {
+        if from.is_empty() {
+            let plan = Plan::Values { rows: vec![vec![]], columns: vec![] };
+            return Ok((plan, vec![]));
+        }
+        // Relations of the top-level inner-join group, and extra ON conditions.
+        let mut rels: Vec<Rel> = Vec::new();
+        let mut on_conds: Vec<(ast::Expr, usize)> = Vec::new(); // (condition, rels needed so far)
+        for twj in from {
+            let mut cur = self.plan_factor(&twj.relation, outer)?;
+            let mut group_start = rels.len();
+            let mut pending_inner = true;
+            for j in &twj.joins {
+                use ast::JoinOperator as J;
+                let (kind, constraint) = match &j.join_operator {
+                    J::Join(c) | J::Inner(c) => (JoinKind::Inner, Some(c)),
+                    J::CrossJoin(c) => (JoinKind::Inner, Some(c)),
+                    J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c)),
+                    J::Right(c) | J::RightOuter(c) => (JoinKind::Right, Some(c)),
+                    J::FullOuter(c) => (JoinKind::Full, Some(c)),
+                    _ => bail!(FeatureNotSupported, "join type is not supported"),
+                };
+                let right = self.plan_factor(&j.relation, outer)?;
+                if kind == JoinKind::Inner && pending_inner {
+                    // Flatten into the group.
+                    rels.push(cur);
+                    cur = right;
+                    match constraint {
+                        Some(ast::JoinConstraint::On(e)) => on_conds.push((e.clone(), rels.len() + 1)),
+                        Some(ast::JoinConstraint::Using(cols)) => {
+                            let left_cols: Vec<PlanColumn> = rels[group_start..].iter().flat_map(|r| r.columns.clone()).collect();
+                            for c in cols {
+                                let name = object_name(c)?.1;
+                                let lq = left_cols.iter().rev().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in left table"))?;
+                                let rq = cur.columns.iter().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in right table"))?;
+                                let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+                                    .try_with_sql(&format!("\"{lq}\".\"{name}\" = \"{rq}\".\"{name}\""))
+                                    .and_then(|mut p| p.parse_expr())
+                                    .map_err(|e| err!(Syntax, "{e}"))?;
+                                on_conds.push((e, rels.len() + 1));
+                            }
+                        }
+                        Some(ast::JoinConstraint::Natural) => bail!(FeatureNotSupported, "NATURAL JOIN is not supported"),
+                        _ => {}
+                    }
+                    continue;
+                }
+                // An outer join: first join up what we have.
+                pending_inner = false;
+                let left = if rels.len() > group_start {
+                    rels.push(cur);
+                    let group: Vec<Rel> = rels.drain(group_start..).collect();
+                    let conds: Vec<ast::Expr> = on_conds.drain(..).map(|(e, _)| e).collect();
+                    self.join_group(group, &conds, None, outer)?
+                } else {
+                    cur
+                };
+                group_start = rels.len();
+                let mut cols = left.columns.clone();
+                cols.extend(right.columns.clone());
+                let scope = Scope::new(cols.clone(), outer);
+                let cond = match constraint {
+                    Some(ast::JoinConstraint::On(e)) => Some(super::coerce(self.bind_expr(e, &scope, None)?, SqlType::Bool)?),
+                    Some(ast::JoinConstraint::None) | None => None,
+                    _ => bail!(FeatureNotSupported, "USING / NATURAL for outer joins is not supported"),
+                };
+                let nl = left.columns.len();
+                let (lk, rk, residual) = split_equi(cond, nl);
+                let out_cols: Vec<PlanColumn> = cols;
+                cur = Rel {
+                    plan: Plan::Join { left: Box::new(left.plan), right: Box::new(right.plan), kind, left_keys: lk, right_keys: rk, condition: residual, columns: out_cols.clone() },
+                    columns: out_cols,
+                };
+            }
+            rels.push(cur);
+        }
+        let conds: Vec<ast::Expr> = on_conds.into_iter().map(|(e, _)| e).collect();
+        let rel = self.join_group(rels, &conds, selection, outer)?;
+        Ok((rel.plan, rel.columns))
+    }
+
+    /// Join a group of relations with inner-join conditions: filters go
+    /// below the joins, equalities become hash keys, greedy order.
+    fn join_group(&self, rels: Vec<Rel>, on: &[ast::Expr], selection: Option<&ast::Expr>, outer: Option<&Scope>) -> Result<Rel> {
+        let all_cols: Vec<PlanColumn> = rels.iter().flat_map(|r| r.columns.clone()).collect();
+        let scope = Scope::new(all_cols.clone(), outer);
+        let mut conj: Vec<Expr> = Vec::new();
+        for e in on {
+            conj.extend(self.bind_where(e, &scope)?);
+        }
+        if let Some(w) = selection {
+            conj.extend(self.bind_where(w, &scope)?.into_iter().filter(|c| !deferred(c)));
+        }
+        // Column ranges of each relation in the global layout.
+        let mut starts = Vec::new();
+        let mut s = 0;
+        for r in &rels {
+            starts.push(s);
+            s += r.columns.len();
+        }
+        let rel_of = |col: usize| starts.iter().rposition(|&st| st <= col).unwrap();
+        let rels_used = |e: &Expr| -> HashSet<usize> { e.columns_used().into_iter().map(rel_of).collect() };
+
+        let mut rels: Vec<Option<Rel>> = rels.into_iter().map(Some).collect();
+        let mut pending: Vec<(Expr, HashSet<usize>)> = Vec::new();
+        // Push single-relation conditions down.
+        for c in conj {
+            let used = rels_used(&c);
+            if used.len() == 1 {
+                let r = *used.iter().next().unwrap();
+                let st = starts[r];
+                let local = c.remap_columns(&|i| i - st);
+                let rel = rels[r].take().unwrap();
+                let plan = push_filter(rel.plan, local);
+                rels[r] = Some(Rel { plan, columns: rel.columns });
+            } else {
+                pending.push((c, used));
+            }
+        }
+        let n = rels.len();
+        // Greedy: start with the first relation.
+        let first = rels[0].take().unwrap();
+        let mut order: Vec<usize> = vec![0];
+        let mut layout: Vec<usize> = (starts[0]..starts[0] + first.columns.len()).collect(); // layout[k] = global col
+        let mut cur_plan = first.plan;
+        let mut cur_cols = first.columns;
+        let mut joined: HashSet<usize> = [0].into_iter().collect();
+        while order.len() < n {
+            // Prefer a relation linked by an equality to what is joined.
+            let pick = (0..n)
+                .filter(|r| rels[*r].is_some())
+                .find(|r| pending.iter().any(|(c, used)| used.contains(r) && used.iter().all(|u| *u == *r || joined.contains(u)) && is_equi(c)))
+                .unwrap_or_else(|| (0..n).find(|r| rels[*r].is_some()).unwrap());
+            let right = rels[pick].take().unwrap();
+            let mut new_joined = joined.clone();
+            new_joined.insert(pick);
+            let nl = layout.len();
+            let right_global: Vec<usize> = (starts[pick]..starts[pick] + right.columns.len()).collect();
+            let mut new_layout = layout.clone();
+            new_layout.extend(&right_global);
+            let pos_of = |g: usize| new_layout.iter().position(|&x| x == g).unwrap();
+            let mut lk = Vec::new();
+            let mut rk = Vec::new();
+            let mut residual = Vec::new();
+            let mut still = Vec::new();
+            for (c, used) in pending.drain(..) {
+                if used.iter().all(|u| new_joined.contains(u)) {
+                    let local = c.remap_columns(&pos_of);
+                    if let Some((l, r)) = equi_sides(&local, nl) {
+                        lk.push(l);
+                        rk.push(r.remap_columns(&|i| i - nl));
+                    } else {
+                        residual.push(local);
+                    }
+                } else {
+                    still.push((c, used));
+                }
+            }
+            pending = still;
+            let mut cols = cur_cols.clone();
+            cols.extend(right.columns.clone());
+            cur_plan = Plan::Join {
+                left: Box::new(cur_plan),
+                right: Box::new(right.plan),
+                kind: JoinKind::Inner,
+                left_keys: lk,
+                right_keys: rk,
+                condition: if residual.is_empty() { None } else { Some(and_all(residual)) },
+                columns: cols.clone(),
+            };
+            cur_cols = cols;
+            layout = new_layout;
+            joined = new_joined;
+            order.push(pick);
+        }
+        // Conditions with no columns at all (constants, outer references).
+        if !pending.is_empty() {
+            let pos_of = |g: usize| layout.iter().position(|&x| x == g).unwrap();
+            let rest: Vec<Expr> = pending.into_iter().map(|(c, _)| c.remap_columns(&pos_of)).collect();
+            cur_plan = Plan::Filter { input: Box::new(cur_plan), predicate: and_all(rest) };
+        }
+        // Restore FROM order.
+        let identity = layout.iter().enumerate().all(|(i, g)| i == *g);
+        if !identity {
+            let exprs: Vec<Expr> = (0..all_cols.len())
+                .map(|g| {
+                    let p = layout.iter().position(|&x| x == g).unwrap();
+                    Expr::Column { index: p, ty: all_cols[g].ty }
+                })
+                .collect();
+            cur_plan = Plan::Project { input: Box::new(cur_plan), exprs, columns: all_cols.clone() };
+        }
+        Ok(Rel { plan: cur_plan, columns: all_cols })
+    }
+
+    fn plan_factor(&self, f: &TableFactor, outer: Option<&Scope>) -> Result<Rel> {
+        match f {
+            TableFactor::Table { name, alias, args, .. } => {
+                if args.is_some() {
+                    bail!(FeatureNotSupported, "table functions are not supported");
+                }
+                let (schema, tname) = object_name(name)?;
+                let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| tname.clone());
+                let (plan, mut cols) = self.plan_table(schema.as_deref(), &tname)?;
+                for c in cols.iter_mut() {
+                    c.qualifier = Some(qual.clone());
+                }
+                if let Some(a) = alias {
+                    for (c, ac) in cols.iter_mut().zip(&a.columns) {
+                        c.name = ident(&ac.name);
+                    }
+                }
+                Ok(Rel { plan, columns: cols })
+            }
+            TableFactor::Derived { subquery, alias, lateral, .. } => {
+                if *lateral {
+                    bail!(FeatureNotSupported, "LATERAL is not supported");
+                }
+                let plan = self.plan_query(subquery, outer)?;
+                let qual = alias.as_ref().map(|a| ident(&a.name));
+                let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
+                for c in cols.iter_mut() {
+                    c.qualifier = qual.clone();
+                }
+                if let Some(a) = alias {
+                    for (c, ac) in cols.iter_mut().zip(&a.columns) {
+                        c.name = ident(&ac.name);
+                    }
+                }
+                Ok(Rel { plan, columns: cols })
+            }
+            TableFactor::NestedJoin { table_with_joins, alias } => {
+                let (plan, mut cols) = self.plan_from(std::slice::from_ref(table_with_joins), None, outer)?;
+                if let Some(a) = alias {
+                    for c in cols.iter_mut() {
+                        c.qualifier = Some(ident(&a.name));
+                    }
+                }
+                Ok(Rel { plan, columns: cols })
+            }
+            other => bail!(FeatureNotSupported, "FROM item {other} is not supported"),
+        }
+    }
+
+    /// A table, view or system table by name.
+    pub fn plan_table(&self, schema: Option<&str>, name: &str) -> Result<(Plan, Vec<PlanColumn>)> {
+        match schema {
+            Some("information_schema") | Some("pg_catalog") => {
+                return super::system::system_table(self, schema.unwrap(), name);
+            }
+            Some("public") | None => {}
+            Some(s) => bail!(UndefinedTable, "relation \"{s}.{name}\" does not exist"),
+        }
+        if let Some(def) = self.catalog.table(&self.database, name) {
+            let regions = self.regions(&def)?;
+            let cols: Vec<PlanColumn> = def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
+            let plan = Plan::Scan { regions: crate::exec::plan::Regions(regions), request: ScanRequest::default(), columns: cols.clone() };
+            return Ok((plan, cols));
+        }
+        if let Some(v) = self.catalog.view(&self.database, name) {
+            let stmts = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &v.sql).map_err(|e| err!(Syntax, "{e}"))?;
+            let Some(ast::Statement::Query(q)) = stmts.first() else { bail!(Internal, "view {name} is not a query") };
+            let plan = self.plan_query(q, None)?;
+            let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
+            for (c, n) in cols.iter_mut().zip(&v.columns) {
+                c.name = n.clone();
+            }
+            return Ok((plan, cols));
+        }
+        if schema.is_none() {
+            if let Ok(r) = super::system::system_table(self, "pg_catalog", name) {
+                return Ok(r);
+            }
+        }
+        bail!(UndefinedTable, "relation \"{name}\" does not exist")
+    }
+}
+
+/// Push a filter into a plan: merge into a scan's time range when it can.
+fn push_filter(plan: Plan, pred: Expr) -> Plan {
+    let pred = match plan {
+        Plan::Scan { .. } => pred,
+        Plan::Filter { input, predicate } => {
+            return Plan::Filter { input, predicate: Expr::Binary { op: BinOp::And, left: Box::new(predicate), right: Box::new(pred), ty: SqlType::Bool } };
+        }
+        other => return Plan::Filter { input: Box::new(other), predicate: pred },
+    };
+    Plan::Filter { input: Box::new(plan), predicate: pred }
+}
+
+fn split_and(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
+    match e {
+        ast::Expr::BinaryOp { left, op: ast::BinaryOperator::And, right } => {
+            split_and(left, out);
+            split_and(right, out);
+        }
+        ast::Expr::Nested(inner) if matches!(inner.as_ref(), ast::Expr::BinaryOp { op: ast::BinaryOperator::And, .. }) => split_and(inner, out),
+        other => out.push(other.clone()),
+    }
+}
+
+/// Conditions evaluated after the joins: subqueries, or no input columns.
+fn deferred(c: &Expr) -> bool {
+    c.has_subquery() || c.columns_used().is_empty()
+}
+
+pub fn and_all(mut v: Vec<Expr>) -> Expr {
+    let first = v.remove(0);
+    v.into_iter().fold(first, |acc, e| Expr::Binary { op: BinOp::And, left: Box::new(acc), right: Box::new(e), ty: SqlType::Bool })
+}
+
+fn is_equi(c: &Expr) -> bool {
+    matches!(c, Expr::Binary { op: BinOp::Eq, .. })
+}
+
+/// `l = r` where l reads only columns < nl and r only columns >= nl.
+fn equi_sides(c: &Expr, nl: usize) -> Option<(Expr, Expr)> {
+    if let Expr::Binary { op: BinOp::Eq, left, right, .. } = c {
+        let (lu, ru) = (left.columns_used(), right.columns_used());
+        if lu.is_empty() || ru.is_empty() {
+            return None;
+        }
+        if lu.iter().all(|&i| i < nl) && ru.iter().all(|&i| i >= nl) {
+            return Some(((**left).clone(), (**right).clone()));
+        }
+        if ru.iter().all(|&i| i < nl) && lu.iter().all(|&i| i >= nl) {
+            return Some(((**right).clone(), (**left).clone()));
+        }
+    }
+    None
+}
+
+/// Split an outer join condition into hash keys and a residual.
+fn split_equi(cond: Option<Expr>, nl: usize) -> (Vec<Expr>, Vec<Expr>, Option<Expr>) {
+    let Some(c) = cond else { return (vec![], vec![], None) };
+    let mut parts = Vec::new();
+    flatten_and(c, &mut parts);
+    let (mut lk, mut rk, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+    for p in parts {
+        if p.has_subquery() {
+            rest.push(p);
+            continue;
+        }
+        match equi_sides(&p, nl) {
+            Some((l, r)) => {
+                lk.push(l);
+                rk.push(r.remap_columns(&|i| i - nl));
+            }
+            None => rest.push(p),
+        }
+    }
+    (lk, rk, if rest.is_empty() { None } else { Some(and_all(rest)) })
+}
+
+fn flatten_and(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Binary { op: BinOp::And, left, right, .. } => {
+            flatten_and(*left, out);
+            flatten_and(*right, out);
+        }
+        other => out.push(other),
+    }
+}
+
+fn contains_agg(e: &Expr) -> bool {
+    let mut f = false;
+    e.walk(&mut |x| {
+        if let Expr::Func { name, .. } = x {
+            if name == "__agg" {
+                f = true;
+            }
+        }
+    });
+    f
+}
+
+/// Rewrite an expression over the aggregate's output: group expressions
+/// become their column, aggregates their slot; stray columns are errors.
+fn post_agg(e: &Expr, group_by: &[Expr], ng: usize) -> Result<Expr> {
+    let dbg = format!("{e:?}");
+    if let Some(k) = group_by.iter().position(|g| format!("{g:?}") == dbg) {
+        return Ok(Expr::Column { index: k, ty: e.ty() });
+    }
+    match e {
+        Expr::Func { name, args, ty } if name == "__agg" => {
+            let Expr::Literal { value: Value::Int(k), .. } = &args[0] else { unreachable!() };
+            Ok(Expr::Column { index: ng + *k as usize, ty: *ty })
+        }
+        Expr::Column { .. } => Err(err!(Grouping, "column must appear in the GROUP BY clause or be used in an aggregate function")),
+        Expr::Subquery { correlated: true, .. } => Err(err!(FeatureNotSupported, "correlated subqueries over grouped rows are not supported")),
+        other => {
+            // Recurse one level at a time so nested group expressions match.
+            let err_cell = std::cell::RefCell::new(None);
+            let out = other.map(0, &|x, d| {
+                if d > 0 || std::ptr::eq(x, other) {
+                    return None;
+                }
+                match post_agg(x, group_by, ng) {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        err_cell.borrow_mut().get_or_insert(e);
+                        Some(x.clone())
+                    }
+                }
+            });
+            match err_cell.into_inner() {
+                Some(e) => Err(e),
+                None => Ok(out),
+            }
+        }
+    }
+}
+
+fn ordinal(v: &ast::Value, n: usize) -> Result<usize> {
+    let ast::Value::Number(s, _) = v else { unreachable!() };
+    let k: usize = s.parse().map_err(|_| err!(Syntax, "non-integer constant in ORDER BY"))?;
+    if k == 0 || k > n {
+        bail!(InvalidParameterValue, "position {k} is not in select list");
+    }
+    Ok(k - 1)
+}
+
+fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> SortKey {
+    let desc = matches!(o.sort, Some(ast::OrderBySort::Desc));
+    let nulls_first = o.nulls_first.unwrap_or(desc);
+    SortKey { expr, desc, nulls_first }
+}
+
+/// PostgreSQL's output column name for an expression.
+fn output_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(i) => ident(i),
+        ast::Expr::CompoundIdentifier(p) => p.last().map(ident).unwrap_or_default(),
+        ast::Expr::Function(f) => f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default(),
+        ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => output_name(expr),
+            _ => data_type.to_string().to_lowercase().split('(').next().unwrap_or("?column?").to_string().replace("integer", "int4").replace("bigint", "int8").replace("smallint", "int2").replace("double precision", "float8").replace("real", "float4").replace("boolean", "bool"),
+        },
+        ast::Expr::Nested(inner) => output_name(inner),
+        ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Extract { .. } => "extract".into(),
+        ast::Expr::Exists { .. } => "exists".into(),
+        ast::Expr::Floor { .. } => "floor".into(),
+        ast::Expr::Ceil { .. } => "ceil".into(),
+        ast::Expr::Substring { .. } => "substring".into(),
+        ast::Expr::Trim { .. } => "btrim".into(),
+        ast::Expr::Position { .. } => "position".into(),
+        ast::Expr::Subquery(q) => match q.body.as_ref() {
+            SetExpr::Select(s) => match s.projection.first() {
+                Some(ast::SelectItem::UnnamedExpr(e)) => output_name(e),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        _ => "?column?".into(),
+    }
+}
+
+/// Cast a plan's output columns to the given types.
+fn cast_columns(plan: Plan, types: &[SqlType]) -> Result<Plan> {
+    let cols = plan.columns().to_vec();
+    if cols.iter().zip(types).all(|(c, t)| c.ty == *t) {
+        return Ok(plan);
+    }
+    let exprs = cols.iter().enumerate().map(|(i, c)| super::coerce(Expr::Column { index: i, ty: c.ty }, types[i])).collect::<Result<_>>()?;
+    let columns = cols.iter().zip(types).map(|(c, t)| PlanColumn { name: c.name.clone(), qualifier: None, ty: *t }).collect();
+    Ok(Plan::Project { input: Box::new(plan), exprs, columns })
+}
+
+pub fn unused(_: Value) -> Expr {
+    agg_placeholder(0, SqlType::Int8)
+}

@@ -1,0 +1,442 @@
+//! DDL and catalog statements: databases, tables, views, indexes, SHOW,
+//! DESCRIBE, and ADMIN functions.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, StringArray};
+use sqlparser::ast::{self, Statement};
+
+use super::{Engine, QueryResult, Session};
+use crate::catalog::{ColumnDef, IndexDef, TableDef, ViewDef};
+use crate::error::Result;
+use crate::exec::plan::{arrow_schema, PlanColumn};
+use crate::planner::{ident, object_name};
+use crate::storage::{region_id, RegionDescriptor};
+use crate::types::{parse_interval, SqlType};
+use crate::{bail, err};
+
+pub fn region_descriptor(t: &TableDef) -> RegionDescriptor {
+    let fields: Vec<arrow::datatypes::Field> = t
+        .columns
+        .iter()
+        .map(|c| arrow::datatypes::Field::new(&c.name, c.ty.to_arrow(), true))
+        .collect();
+    RegionDescriptor {
+        table_name: t.name.clone(),
+        schema: Arc::new(arrow::datatypes::Schema::new(fields)),
+        primary_key: t.primary_key.clone(),
+        time_index: t.time_index,
+        append_mode: t.append_mode,
+        ttl_ms: t.ttl_ms,
+    }
+}
+
+fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Result<QueryResult> {
+    let cols: Vec<PlanColumn> = names.iter().map(|n| PlanColumn::new(*n, SqlType::Text)).collect();
+    let arrays: Vec<ArrayRef> = (0..names.len()).map(|i| Arc::new(StringArray::from(rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>())) as ArrayRef).collect();
+    let b = RecordBatch::try_new(arrow_schema(&cols), arrays)?;
+    Ok(QueryResult::Rows { columns: cols, batches: vec![b] })
+}
+
+pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
+    let engine = s.engine.clone();
+    let cat = &engine.catalog;
+    match stmt {
+        Statement::CreateTable(ct) => create_table(s, ct),
+        Statement::CreateDatabase { db_name, if_not_exists, .. } => {
+            let name = object_name(db_name)?.1;
+            if cat.database_exists(&name) && *if_not_exists {
+                return Ok(QueryResult::Command("CREATE DATABASE".into()));
+            }
+            cat.create_database(&name)?;
+            Ok(QueryResult::Command("CREATE DATABASE".into()))
+        }
+        Statement::Drop { object_type, if_exists, names, .. } => {
+            let tag = match object_type {
+                ast::ObjectType::Table => "DROP TABLE",
+                ast::ObjectType::View => "DROP VIEW",
+                ast::ObjectType::Index => "DROP INDEX",
+                ast::ObjectType::Database => "DROP DATABASE",
+                ast::ObjectType::Schema => bail!(FeatureNotSupported, "a weir database has one schema, public"),
+                other => bail!(FeatureNotSupported, "DROP {other} is not supported"),
+            };
+            for n in names {
+                let name = object_name(n)?.1;
+                match object_type {
+                    ast::ObjectType::Table => {
+                        if cat.table(&s.database, &name).is_none() {
+                            if *if_exists {
+                                continue;
+                            }
+                            bail!(UndefinedTable, "table \"{name}\" does not exist");
+                        }
+                        let def = cat.drop_table(&s.database, &name)?;
+                        for r in 0..def.regions.max(1) {
+                            engine.storage.drop_region(region_id(def.id, r))?;
+                        }
+                    }
+                    ast::ObjectType::View => {
+                        if cat.view(&s.database, &name).is_none() && *if_exists {
+                            continue;
+                        }
+                        cat.drop_view(&s.database, &name)?;
+                    }
+                    ast::ObjectType::Index => {
+                        if let Err(e) = cat.drop_index(&s.database, &name) {
+                            if !*if_exists {
+                                return Err(e);
+                            }
+                        }
+                    }
+                    ast::ObjectType::Database => {
+                        if !cat.database_exists(&name) {
+                            if *if_exists {
+                                continue;
+                            }
+                            bail!(UndefinedDatabase, "database \"{name}\" does not exist");
+                        }
+                        if name == s.database {
+                            bail!(InvalidParameterValue, "cannot drop the currently open database");
+                        }
+                        for def in cat.drop_database(&name)? {
+                            for r in 0..def.regions.max(1) {
+                                engine.storage.drop_region(region_id(def.id, r))?;
+                            }
+                        }
+                    }
+                    _ => unreachable!(),
+                }
+            }
+            Ok(QueryResult::Command(tag.into()))
+        }
+        Statement::ShowTables { .. } => {
+            let mut names: Vec<String> = cat.tables(&s.database).into_iter().map(|t| t.name).collect();
+            names.sort();
+            text_rows(&["Tables"], names.into_iter().map(|n| vec![n]).collect())
+        }
+        Statement::ShowDatabases { .. } => text_rows(&["Database"], cat.databases().into_iter().map(|d| vec![d]).collect()),
+        Statement::ShowCreate { obj_name, .. } => {
+            let name = object_name(obj_name)?.1;
+            let def = cat.table(&s.database, &name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))?;
+            text_rows(&["Table", "Create Table"], vec![vec![name, show_create(&def)]])
+        }
+        Statement::ExplainTable { table_name, .. } => {
+            let name = object_name(table_name)?.1;
+            let def = cat.table(&s.database, &name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))?;
+            let rows = def
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let key = if def.primary_key.contains(&i) { "PRI" } else if def.time_index == Some(i) { "TIME INDEX" } else { "" };
+                    let sem = if def.time_index == Some(i) { "TIMESTAMP" } else if def.primary_key.contains(&i) { "TAG" } else { "FIELD" };
+                    vec![c.name.clone(), c.ty.sql_name().to_string(), key.to_string(), if c.nullable { "YES" } else { "NO" }.to_string(), c.default.clone().unwrap_or_default(), sem.to_string()]
+                })
+                .collect();
+            text_rows(&["Column", "Type", "Key", "Null", "Default", "Semantic Type"], rows)
+        }
+        Statement::CreateView(cv) => {
+            if cv.materialized {
+                bail!(FeatureNotSupported, "materialized views are flows in weir: use CREATE FLOW");
+            }
+            let name = object_name(&cv.name)?.1;
+            // Plan once to validate and learn the column names.
+            let plan = s.planner(Default::default()).plan_query(&cv.query, None)?;
+            let mut columns: Vec<String> = plan.columns().iter().map(|c| c.name.clone()).collect();
+            for (c, vc) in columns.iter_mut().zip(&cv.columns) {
+                *c = ident(&vc.name);
+            }
+            cat.create_view(ViewDef { database: s.database.clone(), name, sql: cv.query.to_string(), columns }, cv.or_replace)?;
+            Ok(QueryResult::Command("CREATE VIEW".into()))
+        }
+        Statement::CreateIndex(ci) => {
+            let table = object_name(&ci.table_name)?.1;
+            let def = cat.table(&s.database, &table).ok_or_else(|| err!(UndefinedTable, "relation \"{table}\" does not exist"))?;
+            let mut columns = Vec::new();
+            for c in &ci.columns {
+                let n = match &c.column.expr {
+                    ast::Expr::Identifier(i) => ident(i),
+                    other => other.to_string(),
+                };
+                if def.column_index(&n).is_none() {
+                    bail!(UndefinedColumn, "column \"{n}\" does not exist");
+                }
+                columns.push(n);
+            }
+            let name = match &ci.name {
+                Some(n) => object_name(n)?.1,
+                None => format!("{table}_{}_idx", columns.join("_")),
+            };
+            if ci.if_not_exists && cat.indexes(&s.database, &table).iter().any(|i| i.name == name) {
+                return Ok(QueryResult::Command("CREATE INDEX".into()));
+            }
+            cat.create_index(IndexDef { database: s.database.clone(), name, table, columns, unique: ci.unique })?;
+            Ok(QueryResult::Command("CREATE INDEX".into()))
+        }
+        Statement::Explain { statement, .. } => {
+            if let Statement::Query(q) = statement.as_ref() {
+                let plan = s.planner(Default::default()).plan_query(q, None)?;
+                let text = format!("{plan:#?}");
+                return text_rows(&["QUERY PLAN"], text.lines().map(|l| vec![l.to_string()]).collect());
+            }
+            bail!(FeatureNotSupported, "EXPLAIN supports queries only")
+        }
+        Statement::Analyze { .. } | Statement::Discard { .. } | Statement::Deallocate { .. } => Ok(QueryResult::Command(statement_tag(stmt))),
+        other => {
+            let text = other.to_string();
+            let word = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+            bail!(FeatureNotSupported, "{word} is not supported")
+        }
+    }
+}
+
+fn statement_tag(stmt: &Statement) -> String {
+    match stmt {
+        Statement::Analyze { .. } => "ANALYZE".into(),
+        Statement::Discard { .. } => "DISCARD ALL".into(),
+        _ => "DEALLOCATE".into(),
+    }
+}
+
+/// Milliseconds of a TTL string; 'instant' is 0, 'forever' is none.
+fn parse_ttl(s: &str) -> Result<Option<i64>> {
+    let l = s.trim().to_lowercase();
+    if l == "instant" {
+        return Ok(Some(0));
+    }
+    if l == "forever" || l.is_empty() {
+        return Ok(None);
+    }
+    let us = parse_interval(&l).ok_or_else(|| err!(InvalidParameterValue, "invalid ttl \"{s}\"").with_hint("use a duration such as '7d', '1h' or 'instant'"))?;
+    Ok(Some(us / 1000))
+}
+
+fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
+    let engine = s.engine.clone();
+    let cat = &engine.catalog;
+    let name = object_name(&ct.name)?.1;
+    if cat.table(&s.database, &name).is_some() || cat.view(&s.database, &name).is_some() {
+        if ct.if_not_exists {
+            return Ok(QueryResult::Command("CREATE TABLE".into()));
+        }
+        bail!(DuplicateTable, "relation \"{name}\" already exists");
+    }
+    if ct.query.is_some() {
+        bail!(FeatureNotSupported, "CREATE TABLE AS is not supported");
+    }
+    // The pre-parser turned TIME INDEX into a marker CHECK.
+    let mark = super::preparse::TIME_INDEX_MARK;
+    let mut time_index_col: Option<String> = None;
+    let mut columns: Vec<ColumnDef> = Vec::new();
+    let mut primary_key: Vec<String> = Vec::new();
+    for c in &ct.columns {
+        let cname = ident(&c.name);
+        if columns.iter().any(|x| x.name == cname) {
+            bail!(DuplicateColumn, "column \"{cname}\" specified more than once");
+        }
+        let ty = crate::planner::sql_type(&c.data_type)?;
+        let mut nullable = true;
+        let mut default = None;
+        for o in &c.options {
+            match &o.option {
+                ast::ColumnOption::NotNull => nullable = false,
+                ast::ColumnOption::Null => nullable = true,
+                ast::ColumnOption::Default(e) => default = Some(e.to_string()),
+                ast::ColumnOption::PrimaryKey(_) => {
+                    primary_key.push(cname.clone());
+                    nullable = false;
+                }
+                ast::ColumnOption::Unique(_) => {}
+                ast::ColumnOption::Check(c) if matches!(c.expr.as_ref(), ast::Expr::Identifier(i) if i.value == mark) => time_index_col = Some(cname.clone()),
+                _ => {}
+            }
+        }
+        columns.push(ColumnDef { name: cname, ty, nullable, default });
+    }
+    if columns.is_empty() {
+        bail!(Syntax, "a table needs at least one column");
+    }
+    let mut unique_sets: Vec<Vec<String>> = Vec::new();
+    for tc in &ct.constraints {
+        match tc {
+            ast::TableConstraint::PrimaryKey(pk) => {
+                for c in &pk.columns {
+                    primary_key.push(match &c.column.expr {
+                        ast::Expr::Identifier(i) => ident(i),
+                        other => other.to_string(),
+                    });
+                }
+            }
+            ast::TableConstraint::Check(c) if c.name.as_ref().is_some_and(|n| n.value == mark) => {
+                if let ast::Expr::Identifier(i) = c.expr.as_ref() {
+                    time_index_col = Some(ident(i));
+                }
+            }
+            ast::TableConstraint::Unique(u) => unique_sets.push(u.columns.iter().map(|c| c.column.expr.to_string().to_lowercase()).collect()),
+            _ => {}
+        }
+    }
+    let time_index = match &time_index_col {
+        Some(ti) => {
+            let i = columns.iter().position(|c| &c.name == ti).ok_or_else(|| err!(UndefinedColumn, "column \"{ti}\" named in TIME INDEX does not exist"))?;
+            if !columns[i].ty.is_timestamp() {
+                bail!(DatatypeMismatch, "TIME INDEX column \"{ti}\" must be a timestamp, not {}", columns[i].ty);
+            }
+            columns[i].nullable = false;
+            Some(i)
+        }
+        None => None,
+    };
+    let mut pk_idx = Vec::new();
+    for p in &primary_key {
+        let i = columns.iter().position(|c| &c.name == p).ok_or_else(|| err!(UndefinedColumn, "column \"{p}\" named in key does not exist"))?;
+        // With a time index, the time column is part of the identity already.
+        if Some(i) != time_index && !pk_idx.contains(&i) {
+            pk_idx.push(i);
+        }
+    }
+    // Options.
+    let mut ttl_ms = None;
+    let mut ttl_text = None;
+    let mut append_mode = false;
+    let mut regions = 1u32;
+    let opts: Vec<ast::SqlOption> = match &ct.table_options {
+        ast::CreateTableOptions::With(v) | ast::CreateTableOptions::Options(v) | ast::CreateTableOptions::Plain(v) | ast::CreateTableOptions::TableProperties(v) => v.clone(),
+        ast::CreateTableOptions::None => vec![],
+    };
+    for o in opts {
+        let ast::SqlOption::KeyValue { key, value } = o else { bail!(FeatureNotSupported, "unsupported table option") };
+        let k = key.to_string().to_lowercase().trim_matches('\'').trim_matches('"').to_string();
+        let v = match &value {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => s.clone(),
+                other => other.to_string(),
+            },
+            other => other.to_string(),
+        };
+        match k.as_str() {
+            "ttl" => {
+                ttl_ms = parse_ttl(&v)?;
+                ttl_text = Some(v);
+            }
+            "append_mode" => append_mode = matches!(v.to_lowercase().as_str(), "true" | "on" | "1"),
+            "regions" => {
+                regions = v.parse().map_err(|_| err!(InvalidParameterValue, "regions must be a positive integer, not \"{v}\""))?;
+                if regions == 0 || regions > 256 {
+                    bail!(InvalidParameterValue, "regions must be between 1 and 256");
+                }
+            }
+            other => return Err(err!(InvalidParameterValue, "unrecognized table option \"{other}\"").with_hint("weir knows ttl, append_mode and regions")),
+        }
+    }
+    if time_index.is_none() && (ttl_ms.is_some()) {
+        bail!(InvalidParameterValue, "ttl needs a TIME INDEX column");
+    }
+    if regions > 1 && pk_idx.is_empty() {
+        bail!(InvalidParameterValue, "regions > 1 needs a PRIMARY KEY to split rows by");
+    }
+    let def = TableDef { id: cat.next_table_id()?, database: s.database.clone(), name: name.clone(), columns, time_index, primary_key: pk_idx, append_mode, ttl_ms, ttl_text, regions };
+    // Regions first: a crash between the two leaves an orphan region
+    // directory, never a catalog entry without storage.
+    engine.open_table_regions(&def)?;
+    cat.create_table(def.clone())?;
+    for (k, u) in unique_sets.into_iter().enumerate() {
+        cat.create_index(IndexDef { database: s.database.clone(), name: format!("{name}_unique_{k}"), table: name.clone(), columns: u, unique: true })?;
+    }
+    if time_index.is_none() && !primary_key.is_empty() {
+        cat.create_index(IndexDef { database: s.database.clone(), name: format!("{name}_pkey"), table: name.clone(), columns: primary_key, unique: true })?;
+    }
+    let _ = Engine::descriptor;
+    Ok(QueryResult::Command("CREATE TABLE".into()))
+}
+
+pub fn show_create(t: &TableDef) -> String {
+    let mut lines: Vec<String> = t
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut l = format!("  \"{}\" {}", c.name, c.ty.sql_name());
+            if !c.nullable && t.time_index != Some(i) {
+                l.push_str(" NOT NULL");
+            }
+            if let Some(d) = &c.default {
+                l.push_str(&format!(" DEFAULT {d}"));
+            }
+            l
+        })
+        .collect();
+    if let Some(ti) = t.time_index {
+        lines.push(format!("  TIME INDEX (\"{}\")", t.columns[ti].name));
+    }
+    if !t.primary_key.is_empty() {
+        lines.push(format!("  PRIMARY KEY ({})", t.primary_key.iter().map(|&i| format!("\"{}\"", t.columns[i].name)).collect::<Vec<_>>().join(", ")));
+    }
+    let mut opts = Vec::new();
+    if let Some(ttl) = &t.ttl_text {
+        opts.push(format!("ttl = '{ttl}'"));
+    }
+    if t.append_mode {
+        opts.push("append_mode = 'true'".into());
+    }
+    if t.regions > 1 {
+        opts.push(format!("regions = {}", t.regions));
+    }
+    let mut s = format!("CREATE TABLE IF NOT EXISTS \"{}\" (\n{}\n)", t.name, lines.join(",\n"));
+    if !opts.is_empty() {
+        s.push_str(&format!("\nWITH (\n  {}\n)", opts.join(",\n  ")));
+    }
+    s
+}
+
+/// `ADMIN name(args)`.
+pub fn admin(s: &mut Session, e: &ast::Expr) -> Result<QueryResult> {
+    let ast::Expr::Function(f) = e else { bail!(Syntax, "ADMIN expects a function call") };
+    let name = f.name.to_string().to_lowercase();
+    let args: Vec<String> = match &f.args {
+        ast::FunctionArguments::List(l) => l
+            .args
+            .iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))) => match &v.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                },
+                other => other.to_string(),
+            })
+            .collect(),
+        _ => vec![],
+    };
+    let table = |s: &Session| -> Result<TableDef> {
+        let n = args.first().ok_or_else(|| err!(InvalidParameterValue, "{name} needs a table name"))?;
+        s.engine.catalog.table(&s.database, n).ok_or_else(|| err!(UndefinedTable, "relation \"{n}\" does not exist"))
+    };
+    let n: i64 = match name.as_str() {
+        "flush_table" => {
+            let t = table(s)?;
+            let mut n = 0;
+            for r in 0..t.regions.max(1) {
+                if let Some(reg) = s.engine.storage.region(region_id(t.id, r)) {
+                    reg.flush()?;
+                    n += 1;
+                }
+            }
+            n
+        }
+        "compact_table" => {
+            let t = table(s)?;
+            let mut n = 0;
+            for r in 0..t.regions.max(1) {
+                if let Some(reg) = s.engine.storage.region(region_id(t.id, r)) {
+                    reg.compact()?;
+                    n += 1;
+                }
+            }
+            n
+        }
+        other => bail!(UndefinedFunction, "admin function {other} does not exist"),
+    };
+    let cols = vec![PlanColumn::new(name.clone(), SqlType::Int8)];
+    let b = RecordBatch::try_new(arrow_schema(&cols), vec![Arc::new(arrow::array::Int64Array::from(vec![n]))])?;
+    Ok(QueryResult::Rows { columns: cols, batches: vec![b] })
+}

@@ -1,0 +1,391 @@
+//! INSERT, DELETE and UPDATE: rows are computed by the executor and
+//! written to the table's regions.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use sqlparser::ast::{self, Statement};
+
+use super::{QueryResult, Session};
+use crate::catalog::TableDef;
+use crate::error::Result;
+use crate::exec::expr::{cast_array, Expr};
+use crate::exec::plan::PlanColumn;
+use crate::planner::{coerce, ident, object_name, Params, Planner, Scope};
+use crate::storage::{Region, ScanRequest, ROWID_COLUMN};
+use crate::types::{SqlType, Value};
+use crate::{bail, err};
+
+fn table_scope(def: &TableDef) -> Vec<PlanColumn> {
+    def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(def.name.clone()), ty: c.ty }).collect()
+}
+
+fn table_name_of(stmt: &Statement) -> Result<String> {
+    Ok(match stmt {
+        Statement::Insert(i) => match &i.table {
+            ast::TableObject::TableName(n) => object_name(n)?.1,
+            _ => bail!(FeatureNotSupported, "INSERT into a table function is not supported"),
+        },
+        Statement::Delete(d) => {
+            let from = match &d.from {
+                ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
+            };
+            match from.first().map(|t| &t.relation) {
+                Some(ast::TableFactor::Table { name, .. }) => object_name(name)?.1,
+                _ => bail!(FeatureNotSupported, "DELETE needs one table"),
+            }
+        }
+        Statement::Update(u) => match &u.table.relation {
+            ast::TableFactor::Table { name, .. } => object_name(name)?.1,
+            _ => bail!(FeatureNotSupported, "UPDATE needs one table"),
+        },
+        _ => bail!(Internal, "not DML"),
+    })
+}
+
+/// Parameter types of INSERT ... VALUES ($1, ...): the target columns'.
+pub fn infer_params(s: &Session, stmt: &Statement, types: &mut Vec<Option<SqlType>>) -> Result<()> {
+    if let Statement::Insert(ins) = stmt {
+        let def = s.planner(Params::default()).table(&table_name_of(stmt)?)?;
+        let targets = target_columns(&def, &ins.columns)?;
+        if let Some(src) = &ins.source {
+            if let ast::SetExpr::Values(v) = src.body.as_ref() {
+                for row in &v.rows {
+                    for (k, e) in row.content.iter().enumerate() {
+                        if let ast::Expr::Value(val) = e {
+                            if let ast::Value::Placeholder(p) = &val.value {
+                                if let (Ok(n), Some(&c)) = (p.trim_start_matches('$').parse::<usize>(), targets.get(k)) {
+                                    if n >= 1 {
+                                        if types.len() < n {
+                                            types.resize(n, None);
+                                        }
+                                        types[n - 1].get_or_insert(def.columns[c].ty);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn target_columns(def: &TableDef, cols: &[ast::ObjectName]) -> Result<Vec<usize>> {
+    if cols.is_empty() {
+        return Ok((0..def.columns.len()).collect());
+    }
+    let mut out = Vec::new();
+    for c in cols {
+        let n = object_name(c)?.1;
+        let i = def.column_index(&n).ok_or_else(|| err!(UndefinedColumn, "column \"{n}\" of relation \"{}\" does not exist", def.name))?;
+        if out.contains(&i) {
+            bail!(DuplicateColumn, "column \"{n}\" specified more than once");
+        }
+        out.push(i);
+    }
+    Ok(out)
+}
+
+pub fn execute(s: &mut Session, stmt: &Statement, params: Params) -> Result<QueryResult> {
+    let name = table_name_of(stmt)?;
+    let planner = s.planner(params);
+    let def = planner.table(&name)?;
+    let regions = planner.regions(&def)?;
+    match stmt {
+        Statement::Insert(ins) => insert(&planner, &def, &regions, ins),
+        Statement::Delete(d) => {
+            let n = delete_where(&planner, &def, &regions, d.selection.as_ref())?;
+            Ok(QueryResult::Command(format!("DELETE {n}")))
+        }
+        Statement::Update(u) => update(&planner, &def, &regions, u),
+        _ => unreachable!(),
+    }
+}
+
+fn insert(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast::Insert) -> Result<QueryResult> {
+    if ins.on.is_some() {
+        bail!(FeatureNotSupported, "ON CONFLICT is not supported");
+    }
+    let targets = target_columns(def, &ins.columns)?;
+    let Some(src) = &ins.source else { bail!(FeatureNotSupported, "INSERT needs VALUES or a query") };
+    // Source rows as arrays per target column.
+    let (cols, nrows): (Vec<ArrayRef>, usize) = match src.body.as_ref() {
+        ast::SetExpr::Values(v) if src.order_by.is_none() && src.limit_clause.is_none() => {
+            let scope = Scope::new(vec![], None);
+            let mut per_col: Vec<Vec<Expr>> = vec![Vec::with_capacity(v.rows.len()); targets.len()];
+            for row in &v.rows {
+                if row.content.len() > targets.len() {
+                    bail!(Syntax, "INSERT has more expressions than target columns");
+                }
+                if row.content.len() < targets.len() {
+                    bail!(Syntax, "INSERT has more target columns than expressions");
+                }
+                for (k, e) in row.content.iter().enumerate() {
+                    let ty = def.columns[targets[k]].ty;
+                    let b = match e {
+                        ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() => default_expr(planner, def, targets[k])?,
+                        _ => planner.bind_expr(e, &scope, None)?,
+                    };
+                    per_col[k].push(assign_coerce(b, ty, &def.columns[targets[k]].name)?);
+                }
+            }
+            let n = v.rows.len();
+            let mut out = Vec::with_capacity(targets.len());
+            for (k, exprs) in per_col.iter().enumerate() {
+                let ty = def.columns[targets[k]].ty;
+                out.push(eval_column(planner, exprs, ty)?);
+            }
+            (out, n)
+        }
+        _ => {
+            let plan = planner.plan_query(src, None)?;
+            let pcols = plan.columns().to_vec();
+            if pcols.len() != targets.len() {
+                bail!(Syntax, "INSERT has {} target columns than expressions", if pcols.len() > targets.len() { "fewer" } else { "more" });
+            }
+            let batches = crate::exec::collect(&plan, &planner.ctx)?;
+            let schema = crate::exec::plan::arrow_schema(&pcols);
+            let all = if batches.is_empty() { RecordBatch::new_empty(schema) } else { arrow::compute::concat_batches(&schema, &batches)? };
+            let mut out = Vec::new();
+            for (k, c) in pcols.iter().enumerate() {
+                let ty = def.columns[targets[k]].ty;
+                if !assignable(c.ty, ty) {
+                    bail!(DatatypeMismatch, "column \"{}\" is of type {} but expression is of type {}", def.columns[targets[k]].name, ty, c.ty);
+                }
+                out.push(cast_array(all.column(k), c.ty, ty)?);
+            }
+            (out, all.num_rows())
+        }
+    };
+    if nrows == 0 {
+        return Ok(QueryResult::Command("INSERT 0 0".into()));
+    }
+    // Full-width batch: defaults and NULLs for the rest.
+    let mut full: Vec<Option<ArrayRef>> = vec![None; def.columns.len()];
+    for (k, &t) in targets.iter().enumerate() {
+        full[t] = Some(cols[k].clone());
+    }
+    let mut arrays = Vec::with_capacity(def.columns.len());
+    for (i, c) in def.columns.iter().enumerate() {
+        let a = match full[i].take() {
+            Some(a) => a,
+            None => {
+                let e = default_expr(planner, def, i)?;
+                eval_column(planner, &vec![e; 1], c.ty).and_then(|one| crate::exec::expr::scalar_array(&crate::types::value_at(one.as_ref(), 0), c.ty, nrows))?
+            }
+        };
+        if !c.nullable && a.null_count() > 0 {
+            return Err(err!(NotNullViolation, "null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, def.name));
+        }
+        arrays.push(a);
+    }
+    let batch = RecordBatch::try_new_with_options(
+        region_schema(def),
+        arrays,
+        &RecordBatchOptions::new().with_row_count(Some(nrows)),
+    )?;
+    check_unique(planner, def, regions, &batch)?;
+    write_routed(def, regions, &batch)?;
+    Ok(QueryResult::Command(format!("INSERT 0 {nrows}")))
+}
+
+/// Whether a value of type `from` may be stored in a column of type `to`.
+fn assignable(from: SqlType, to: SqlType) -> bool {
+    from == to || from == SqlType::Unknown || (from.is_numeric() && to.is_numeric()) || (from.is_text() && to.is_text()) || (from.is_timestamp() && to.is_timestamp()) || to.is_text() || (from == SqlType::Date && to.is_timestamp()) || (from == SqlType::Bool && to.is_integer())
+}
+
+fn assign_coerce(e: Expr, ty: SqlType, col: &str) -> Result<Expr> {
+    if !assignable(e.ty(), ty) {
+        bail!(DatatypeMismatch, "column \"{col}\" is of type {} but expression is of type {}", ty, e.ty());
+    }
+    coerce(e, ty)
+}
+
+fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Result<Expr> {
+    let c = &def.columns[col];
+    match &c.default {
+        None => Ok(Expr::lit(Value::Null, c.ty)),
+        Some(text) => {
+            let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+                .try_with_sql(text)
+                .and_then(|mut p| p.parse_expr())
+                .map_err(|e| err!(Syntax, "bad default for column {}: {e}", c.name))?;
+            let b = planner.bind_expr(&e, &Scope::new(vec![], None), None)?;
+            coerce(b, c.ty)
+        }
+    }
+}
+
+/// Evaluate a list of constant expressions into one column.
+fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Result<ArrayRef> {
+    // Fast path: all literals.
+    if exprs.iter().all(|e| matches!(e, Expr::Literal { .. })) {
+        let vals: Vec<Value> = exprs.iter().map(|e| if let Expr::Literal { value, .. } = e { value.clone() } else { unreachable!() }).collect();
+        let a = crate::types::values_to_array(&vals, ty)?;
+        // Integer literals must fit their column.
+        if ty.is_integer() {
+            for v in &vals {
+                if let Value::Int(i) = v {
+                    let ok = match ty {
+                        SqlType::Int2 => i16::try_from(*i).is_ok(),
+                        SqlType::Int4 => i32::try_from(*i).is_ok(),
+                        _ => true,
+                    };
+                    if !ok {
+                        bail!(NumericOutOfRange, "{} out of range", if ty == SqlType::Int2 { "smallint" } else { "integer" });
+                    }
+                }
+            }
+        }
+        return Ok(a);
+    }
+    let unit = RecordBatch::try_new_with_options(Arc::new(arrow::datatypes::Schema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))?;
+    let parts: Vec<ArrayRef> = exprs.iter().map(|e| e.eval(&unit, &planner.ctx).and_then(|a| cast_array(&a, e.ty(), ty))).collect::<Result<_>>()?;
+    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    Ok(arrow::compute::concat(&refs)?)
+}
+
+fn region_schema(def: &TableDef) -> arrow::datatypes::SchemaRef {
+    super::ddl::region_descriptor(def).schema
+}
+
+/// Write rows to the regions they belong to.
+fn write_routed(def: &TableDef, regions: &[Arc<Region>], batch: &RecordBatch) -> Result<()> {
+    if regions.len() <= 1 {
+        regions[0].write(batch)?;
+        return Ok(());
+    }
+    for (r, part) in crate::storage::route_rows(batch, &def.primary_key, regions.len() as u32)? {
+        if part.num_rows() > 0 {
+            regions[r as usize].write(&part)?;
+        }
+    }
+    Ok(())
+}
+
+/// Unique indexes on tables without a time index: refuse duplicates.
+fn check_unique(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batch: &RecordBatch) -> Result<()> {
+    if def.time_index.is_some() {
+        return Ok(());
+    }
+    let idx = planner.catalog.indexes(&def.database, &def.name);
+    for ix in idx.iter().filter(|i| i.unique) {
+        let cols: Vec<usize> = ix.columns.iter().filter_map(|c| def.column_index(c)).collect();
+        if cols.len() != ix.columns.len() {
+            continue;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let key = |b: &RecordBatch, i: usize| -> Option<Vec<crate::exec::expr::Key>> {
+            let k: Vec<Value> = cols.iter().map(|&c| crate::types::value_at(b.column(c).as_ref(), i)).collect();
+            if k.iter().any(|v| v.is_null()) {
+                return None;
+            }
+            Some(k.iter().map(crate::exec::expr::Key::from).collect())
+        };
+        for r in regions {
+            for b in r.scan(&ScanRequest { projection: Some(cols.clone()), ..Default::default() })? {
+                let remapped = RecordBatch::try_new_with_options(b.schema(), b.columns().to_vec(), &RecordBatchOptions::new().with_row_count(Some(b.num_rows())))?;
+                for i in 0..remapped.num_rows() {
+                    let k: Vec<Value> = (0..cols.len()).map(|c| crate::types::value_at(remapped.column(c).as_ref(), i)).collect();
+                    if !k.iter().any(|v| v.is_null()) {
+                        seen.insert(k.iter().map(crate::exec::expr::Key::from).collect::<Vec<_>>());
+                    }
+                }
+            }
+        }
+        for i in 0..batch.num_rows() {
+            if let Some(k) = key(batch, i) {
+                if !seen.insert(k) {
+                    bail!(UniqueViolation, "duplicate key value violates unique constraint \"{}\"", ix.name);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rows of a region matching a predicate, with their row ids.
+fn matching_rows(planner: &Planner, def: &TableDef, region: &Region, pred: Option<&Expr>) -> Result<Vec<RecordBatch>> {
+    let batches = region.scan(&ScanRequest { with_rowid: true, ..Default::default() })?;
+    let mut out = Vec::new();
+    for b in batches {
+        if b.num_rows() == 0 {
+            continue;
+        }
+        let b = match pred {
+            None => b,
+            Some(p) => {
+                // Evaluate over the user columns (row id is last, unused).
+                let m = p.eval(&b, &planner.ctx)?;
+                let m = m.as_any().downcast_ref::<BooleanArray>().expect("boolean predicate");
+                let m: BooleanArray = m.iter().map(|v| Some(v == Some(true))).collect();
+                arrow::compute::filter_record_batch(&b, &m)?
+            }
+        };
+        if b.num_rows() > 0 {
+            out.push(b);
+        }
+    }
+    let _ = def;
+    Ok(out)
+}
+
+fn bind_where(planner: &Planner, def: &TableDef, w: Option<&ast::Expr>) -> Result<Option<Expr>> {
+    let scope = Scope::new(table_scope(def), None);
+    w.map(|w| planner.bind_expr(w, &scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()
+}
+
+fn delete_where(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], w: Option<&ast::Expr>) -> Result<usize> {
+    let pred = bind_where(planner, def, w)?;
+    let mut n = 0;
+    for r in regions {
+        for b in matching_rows(planner, def, r, pred.as_ref())? {
+            n += b.num_rows();
+            r.delete(&b)?;
+        }
+    }
+    Ok(n)
+}
+
+fn update(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::Update) -> Result<QueryResult> {
+    if u.from.is_some() {
+        bail!(FeatureNotSupported, "UPDATE ... FROM is not supported");
+    }
+    let scope = Scope::new(table_scope(def), None);
+    let mut sets: Vec<(usize, Expr)> = Vec::new();
+    for a in &u.assignments {
+        let col = match &a.target {
+            ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
+            _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
+        };
+        let i = def.column_index(&col).ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
+        let e = match &a.value {
+            ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => default_expr(planner, def, i)?,
+            v => planner.bind_expr(v, &scope, None)?,
+        };
+        sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
+    }
+    let pred = bind_where(planner, def, u.selection.as_ref())?;
+    let mut n = 0;
+    for r in regions {
+        for old in matching_rows(planner, def, r, pred.as_ref())? {
+            let mut cols: Vec<ArrayRef> = old.columns()[..def.columns.len()].to_vec();
+            for (i, e) in &sets {
+                let a = e.eval(&old, &planner.ctx)?;
+                let a = cast_array(&a, e.ty(), def.columns[*i].ty)?;
+                if !def.columns[*i].nullable && a.null_count() > 0 {
+                    bail!(NotNullViolation, "null value in column \"{}\" of relation \"{}\" violates not-null constraint", def.columns[*i].name, def.name);
+                }
+                cols[*i] = a;
+            }
+            let new = RecordBatch::try_new_with_options(region_schema(def), cols, &RecordBatchOptions::new().with_row_count(Some(old.num_rows())))?;
+            n += old.num_rows();
+            r.delete(&old)?;
+            write_routed(def, regions, &new)?;
+        }
+    }
+    let _ = (ROWID_COLUMN, ident);
+    Ok(QueryResult::Command(format!("UPDATE {n}")))
+}
