@@ -216,7 +216,7 @@ mod tests {
             Arc::new(BooleanArray::from_iter((0..n).map(|i| (i % 3 != 0).then_some(i % 2 == 0)))),
             Arc::new(Int16Array::from_iter((0..n).map(|i| (i != 4).then_some(i as i16 * -7)))),
             Arc::new(Int32Array::from_iter((0..n).map(|i| Some(i as i32 * 1000)))),
-            Arc::new(Int64Array::from_iter_values((0..n).map(|i| i as i64 * i64::MAX / 20))),
+            Arc::new(Int64Array::from_iter_values((0..n).map(|i| i as i64 * (i64::MAX / 20)))),
             Arc::new(Float32Array::from_iter((0..n).map(|i| (i != 2).then_some(i as f32 / 3.0)))),
             Arc::new(Float64Array::from_iter((0..n).map(|i| Some(f64::from(i as u32).sqrt())))),
             Arc::new(StringArray::from_iter((0..n).map(|i| (i % 4 != 1).then(|| "é".repeat(i))))),

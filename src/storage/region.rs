@@ -947,3 +947,7 @@ impl Region {
     }
 }
 
+
+#[cfg(test)]
+#[path = "region_tests.rs"]
+mod tests;

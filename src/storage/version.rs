@@ -308,17 +308,25 @@ pub fn prune_versions(
     let mut history = 0;
     let mut distinct = true;
     let (mut based, mut base_seq, mut kept_in_group) = (false, 0, 0usize);
+    let mut prev_seq = None;
     for i in 0..n {
         if i == 0 || !k.same(i, i - 1) {
             based = false;
             kept_in_group = 0;
+            prev_seq = None;
         }
+        // One write batch repeating an identity: the later row (sorted
+        // first) wins and no snapshot ever saw the earlier one.
+        let s = seq.value(i);
+        if prev_seq == Some(s) {
+            continue;
+        }
+        prev_seq = Some(s);
         if let (Some(cut), Some(t)) = (ttl_cutoff, ts) {
             if t.is_valid(i) && t.value(i) < cut {
                 continue;
             }
         }
-        let s = seq.value(i);
         if s > horizon {
             keep[i] = true;
         } else if !based {
