@@ -1,20 +1,45 @@
-//! Storage: regions with sequence numbers (WAL, memtable; Parquet SSTs later).
+//! Storage: an LSM per region (WAL, memtable, Parquet SSTs, sled manifest).
 //!
 //! Owns every byte on disk except the catalog. May import `error` and
 //! `types` only: never `sql`, `planner`, `exec`, `server` or `flow`. Writes
 //! are reported to whoever subscribes through [`WriteListener`].
+//!
+//! Write path, naming every fsync: encode the batch → WAL append (fsync when
+//! `wal_fsync`) → memtable → acknowledge → notify. Flush: freeze the
+//! memtable, rotate the WAL → Parquet SST written to a temp object, fsync,
+//! rename, fsync the directory → manifest compare-and-set in sled (sled
+//! flush = fsync) → flushed sequence advances → old WAL segments deleted.
+//! A crash anywhere recovers from the manifest plus WAL replay; files the
+//! manifest does not name are garbage and removed at open.
 
+mod codec;
+mod memtable;
+mod meta;
+mod object;
 mod region;
+mod route;
+mod sst;
+mod version;
+mod wal;
 
-pub use region::Region;
+pub use meta::{FileMeta, Manifest, MetaKv, SledKv};
+pub use object::{LocalStore, ObjectStore};
+pub use region::{Region, RegionStats};
+pub use route::route_rows;
+pub use version::{OP_COLUMN, SEQ_COLUMN};
+pub use wal::{LocalLog, LogStore};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use arrow::datatypes::SchemaRef;
 
 use crate::error::Result;
+
+/// Name of the diff column of [`Region::changes`] (Int64, +1 / -1).
+pub const DIFF_COLUMN: &str = "__diff";
 
 /// A region's identity: table id in the high 32 bits, region number low.
 pub type RegionId = u64;
@@ -51,6 +76,18 @@ impl RegionDescriptor {
     }
 }
 
+/// How sequence bounds are served.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SeqMode {
+    /// Any range, across flushes (SSTs keep per-row sequences); fails with
+    /// `SequenceRangeUnsupported` when compaction discarded needed versions.
+    #[default]
+    Exact,
+    /// Seed 001's `memtable_only`: with a lower bound, only the memtable is
+    /// read, and a bound below the flushed sequence is `IncrementalQueryStale`.
+    MemtableOnly,
+}
+
 /// Sequence bounds of a scan (seed 001 fences).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SeqBounds {
@@ -58,6 +95,7 @@ pub struct SeqBounds {
     pub after: Option<SeqNo>,
     /// Inclusive snapshot upper bound.
     pub upto: Option<SeqNo>,
+    pub mode: SeqMode,
 }
 
 /// Equality filter on one column, used for pruning and filtering.
@@ -104,6 +142,7 @@ pub trait WriteListener: Send + Sync {
 pub struct StorageConfig {
     /// fsync the WAL on every write batch.
     pub wal_fsync: bool,
+    /// A region's memtable is flushed when it holds more than this.
     pub memtable_bytes_max: usize,
 }
 
@@ -113,23 +152,116 @@ impl Default for StorageConfig {
     }
 }
 
+/// More `[storage]` options, kept apart from [`StorageConfig`] so that
+/// existing struct literals of it still compile; pass them to
+/// [`StorageEngine::open_tuned`].
+#[derive(Debug, Clone)]
+pub struct StorageTuning {
+    /// All memtables together; above it the largest are flushed.
+    pub global_memtable_bytes_max: usize,
+    /// A region is flushed when its WAL holds more than this (instant-TTL
+    /// tables keep no memtable but still log sequences).
+    pub wal_bytes_max: u64,
+    /// Rows per Parquet row group (the pruning granule).
+    pub sst_row_group_rows_max: usize,
+    /// Check each SST's CRC at open (reads every file once).
+    pub sst_verify_crc: bool,
+    /// Time window of time-window compaction.
+    pub compaction_window_ms: i64,
+    /// Files below this size are "small" and merged by background compaction.
+    pub compaction_file_bytes_max: u64,
+    /// Background compaction merges a window once it has this many small files.
+    pub compaction_files_min: usize,
+    /// Period of the background flush/compaction thread; 0 = no thread.
+    pub background_interval_ms: u64,
+}
+
+impl Default for StorageTuning {
+    fn default() -> Self {
+        StorageTuning {
+            global_memtable_bytes_max: 512 << 20,
+            wal_bytes_max: 256 << 20,
+            sst_row_group_rows_max: 64 * 1024,
+            sst_verify_crc: true,
+            compaction_window_ms: 24 * 3600 * 1000,
+            compaction_file_bytes_max: 32 << 20,
+            compaction_files_min: 4,
+            background_interval_ms: 1000,
+        }
+    }
+}
+
+/// What all regions of an engine share.
+pub(crate) struct Shared {
+    pub config: StorageConfig,
+    pub tuning: StorageTuning,
+    pub root: PathBuf,
+    pub store: Arc<dyn ObjectStore>,
+    pub meta: Arc<dyn MetaKv>,
+    pub listeners: Mutex<Vec<Arc<dyn WriteListener>>>,
+    /// Bytes in all memtables (including frozen ones not yet flushed).
+    pub mem_used: AtomicUsize,
+    /// Wakes the background thread; true = stop.
+    pub wake: (Mutex<bool>, Condvar),
+}
+
+impl Shared {
+    fn kick(&self) {
+        self.wake.1.notify_all();
+    }
+}
+
 /// All regions of this process.
 pub struct StorageEngine {
-    dir: PathBuf,
-    config: StorageConfig,
-    regions: RwLock<HashMap<RegionId, Arc<Region>>>,
-    listeners: Arc<Mutex<Vec<Arc<dyn WriteListener>>>>,
+    shared: Arc<Shared>,
+    regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>>,
+    background: Option<std::thread::JoinHandle<()>>,
+    stopped: Arc<AtomicBool>,
 }
 
 impl StorageEngine {
     pub fn open(dir: &Path, config: StorageConfig) -> Result<StorageEngine> {
+        Self::open_tuned(dir, config, StorageTuning::default())
+    }
+
+    /// [`StorageEngine::open`] with the extra options.
+    pub fn open_tuned(dir: &Path, config: StorageConfig, tuning: StorageTuning) -> Result<StorageEngine> {
         std::fs::create_dir_all(dir)?;
-        Ok(StorageEngine {
-            dir: dir.to_path_buf(),
+        let meta: Arc<dyn MetaKv> = Arc::new(SledKv::open(&dir.join("meta"))?);
+        let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(dir));
+        Self::open_with(dir, config, tuning, store, meta)
+    }
+
+    /// Open with other implementations of the file and metadata seams.
+    pub fn open_with(
+        dir: &Path,
+        config: StorageConfig,
+        tuning: StorageTuning,
+        store: Arc<dyn ObjectStore>,
+        meta: Arc<dyn MetaKv>,
+    ) -> Result<StorageEngine> {
+        std::fs::create_dir_all(dir)?;
+        let interval = tuning.background_interval_ms;
+        let shared = Arc::new(Shared {
             config,
-            regions: RwLock::new(HashMap::new()),
-            listeners: Arc::new(Mutex::new(Vec::new())),
-        })
+            tuning,
+            root: dir.to_path_buf(),
+            store,
+            meta,
+            listeners: Mutex::new(Vec::new()),
+            mem_used: AtomicUsize::new(0),
+            wake: (Mutex::new(false), Condvar::new()),
+        });
+        let regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>> = Arc::new(RwLock::new(HashMap::new()));
+        let stopped = Arc::new(AtomicBool::new(false));
+        let background = (interval > 0).then(|| {
+            let (shared, regions, stopped) = (shared.clone(), regions.clone(), stopped.clone());
+            std::thread::Builder::new()
+                .name("weir-storage-bg".into())
+                .spawn(move || background_loop(shared, regions, stopped, interval))
+                .expect("spawn the storage background thread")
+        });
+        Ok(StorageEngine { shared, regions, background, stopped })
     }
 
     /// Create (or reopen after restart) a region; replays what it has on disk.
@@ -137,18 +269,28 @@ impl StorageEngine {
         if let Some(r) = self.regions.read().unwrap().get(&id) {
             return Ok(r.clone());
         }
-        let dir = self.dir.join(format!("region_{id:016x}"));
-        let region = Arc::new(Region::open(id, desc, &dir, self.config.clone(), self.listeners.clone())?);
-        self.regions.write().unwrap().insert(id, region.clone());
+        let mut regions = self.regions.write().unwrap();
+        if let Some(r) = regions.get(&id) {
+            return Ok(r.clone());
+        }
+        let region = Arc::new(Region::open(id, desc, self.shared.clone())?);
+        regions.insert(id, region.clone());
         Ok(region)
     }
 
-    /// Drop a region and delete its files.
+    /// Drop a region and delete its files and manifest.
     pub fn drop_region(&self, id: RegionId) -> Result<()> {
-        self.regions.write().unwrap().remove(&id);
-        let dir = self.dir.join(format!("region_{id:016x}"));
+        let region = self.regions.write().unwrap().remove(&id);
+        if let Some(r) = region {
+            r.close();
+        }
+        let dir = self.shared.root.join(region::region_dir_name(id));
         if dir.exists() {
             std::fs::remove_dir_all(dir)?;
+        }
+        let key = meta::manifest_key(id);
+        if let Some(old) = self.shared.meta.get(&key)? {
+            self.shared.meta.compare_and_set(&key, Some(&old), None)?;
         }
         Ok(())
     }
@@ -157,7 +299,90 @@ impl StorageEngine {
         self.regions.read().unwrap().get(&id).cloned()
     }
 
+    /// Every open region (for statistics views).
+    pub fn regions(&self) -> Vec<Arc<Region>> {
+        self.regions.read().unwrap().values().cloned().collect()
+    }
+
     pub fn subscribe(&self, listener: Arc<dyn WriteListener>) {
-        self.listeners.lock().unwrap().push(listener);
+        self.shared.listeners.lock().unwrap().push(listener);
+    }
+
+    /// Bytes held by all memtables.
+    pub fn memtable_bytes(&self) -> usize {
+        self.shared.mem_used.load(Ordering::Relaxed)
+    }
+
+    /// Flush memtables, largest first, until under the global budget.
+    pub fn enforce_memtable_budget(&self) -> Result<()> {
+        enforce_budget(&self.shared, &self.regions)
+    }
+}
+
+impl Drop for StorageEngine {
+    fn drop(&mut self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        *self.shared.wake.0.lock().unwrap() = true;
+        self.shared.kick();
+        if let Some(h) = self.background.take() {
+            let _ = h.join();
+        }
+        for r in self.regions.read().unwrap().values() {
+            r.close();
+        }
+    }
+}
+
+fn enforce_budget(shared: &Shared, regions: &RwLock<HashMap<RegionId, Arc<Region>>>) -> Result<()> {
+    let max = shared.tuning.global_memtable_bytes_max;
+    if shared.mem_used.load(Ordering::Relaxed) <= max {
+        return Ok(());
+    }
+    let mut all: Vec<Arc<Region>> = regions.read().unwrap().values().cloned().collect();
+    all.sort_by_key(|r| std::cmp::Reverse(r.memtable_bytes()));
+    for r in all {
+        if shared.mem_used.load(Ordering::Relaxed) <= max / 2 {
+            break;
+        }
+        if r.memtable_bytes() > 0 {
+            r.flush()?;
+        }
+    }
+    Ok(())
+}
+
+fn background_loop(
+    shared: Arc<Shared>,
+    regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>>,
+    stopped: Arc<AtomicBool>,
+    interval_ms: u64,
+) {
+    let period = std::time::Duration::from_millis(interval_ms);
+    loop {
+        {
+            let g = shared.wake.0.lock().unwrap();
+            if *g {
+                return;
+            }
+            let (g, _) = shared.wake.1.wait_timeout(g, period).unwrap();
+            if *g {
+                return;
+            }
+        }
+        if stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Err(e) = enforce_budget(&shared, &regions) {
+            tracing::warn!(error = %e, "background flush failed");
+        }
+        let all: Vec<Arc<Region>> = regions.read().unwrap().values().cloned().collect();
+        for r in all {
+            if stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            if let Err(e) = r.background_work() {
+                tracing::warn!(region = r.id, error = %e, "background storage work failed");
+            }
+        }
     }
 }

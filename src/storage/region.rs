@@ -1,63 +1,257 @@
-//! One region: memtable of write batches with sequences.
+//! One region: WAL + memtable + SSTs, sequences, fences, change log, TTL,
+//! flush and compaction.
 //!
-//! v0: in memory only; the WAL, flushes and SSTs replace the internals
-//! behind the same API.
+//! Owns a region's write path, read path and file lifecycle. Imports only
+//! `crate::error` (and arrow/parquet through sibling modules); never sql,
+//! planner, exec, server or flow.
 
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
-use arrow::compute::{concat_batches, filter_record_batch, take};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use arrow::row::{RowConverter, SortField};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions, Scalar, UInt64Array};
+use arrow::buffer::BooleanBuffer;
+use arrow::compute::kernels::cmp;
+use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 
-use super::{
-    RegionDescriptor, RegionId, ScanRequest, SeqNo, StorageConfig, WriteListener, WriteNotice,
-    ROWID_COLUMN,
+use super::codec::{decode_batch, encode_batch};
+use super::memtable::{Chunk, Memtable};
+use super::meta::{manifest_key, Manifest};
+use super::sst::{file_may_match, open_sst, read_sst, write_sst, PruneValue, SstFile, SstPredicate};
+use super::version::{
+    concat_all, newest_mask, prune_versions, put_mask, sort_versions, time_bounds, time_values, with_version, KeyEncoder, Keys,
+    Layout, OP_DELETE, OP_PUT,
 };
+use super::wal::{LocalLog, LogStore};
+use super::{RegionDescriptor, RegionId, ScanRequest, SeqMode, SeqNo, Shared, WriteNotice, DIFF_COLUMN};
 use crate::error::Result;
 
-struct Entry {
-    seq: SeqNo,
-    delete: bool,
-    /// User columns plus `__rowid` last.
-    batch: RecordBatch,
+/// WAL record op for a write that stores nothing (instant TTL).
+const OP_EMPTY: u8 = 2;
+
+pub(super) fn region_dir_name(id: RegionId) -> String {
+    format!("region_{id:016x}")
+}
+
+/// Observable state of a region (`information_schema.region_statistics`).
+#[derive(Debug, Clone, Default)]
+pub struct RegionStats {
+    pub memtable_rows: usize,
+    pub memtable_bytes: usize,
+    /// Memtables frozen and being flushed.
+    pub frozen_memtables: usize,
+    pub sst_count: usize,
+    pub sst_bytes: u64,
+    pub sst_rows: u64,
+    pub wal_bytes: u64,
+    pub last_seq: SeqNo,
+    pub flushed_seq: SeqNo,
+    /// Exact reads need snapshots at or above this (see [`Region::hold_versions`]).
+    pub history_seq: SeqNo,
+    pub generation: u64,
+    pub ssts_read: u64,
+    pub ssts_pruned: u64,
+    pub row_groups_read: u64,
+    pub row_groups_pruned: u64,
+    pub flushes: u64,
+    pub compactions: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    ssts_read: AtomicU64,
+    ssts_pruned: AtomicU64,
+    row_groups_read: AtomicU64,
+    row_groups_pruned: AtomicU64,
+    flushes: AtomicU64,
+    compactions: AtomicU64,
 }
 
 struct Inner {
-    entries: Vec<Entry>,
+    mem: Memtable,
+    /// Frozen memtables whose flush has not committed yet, oldest first.
+    frozen: Vec<Arc<Memtable>>,
+    log: Box<dyn LogStore>,
     last_seq: SeqNo,
     next_rowid: u64,
+    manifest: Arc<Manifest>,
+    /// The exact bytes in the metadata store, for compare-and-set.
+    manifest_bytes: Vec<u8>,
+    files: Arc<Vec<Arc<SstFile>>>,
 }
 
-/// A region: the unit of storage, sequencing and (later) distribution.
+/// What a read sees, taken under the lock in one step.
+struct Snapshot {
+    mem: Vec<RecordBatch>,
+    files: Arc<Vec<Arc<SstFile>>>,
+    flushed_seq: SeqNo,
+    history_seq: SeqNo,
+    last_seq: SeqNo,
+}
+
+/// A region: the unit of storage, sequencing and distribution.
 pub struct Region {
     pub id: RegionId,
     pub desc: RegionDescriptor,
+    layout: Layout,
+    keys: KeyEncoder,
+    shared: Arc<Shared>,
     inner: Mutex<Inner>,
-    listeners: Arc<Mutex<Vec<Arc<dyn WriteListener>>>>,
-    stored_schema: SchemaRef,
+    /// Serializes flushes.
+    flush_lock: Mutex<()>,
+    /// Serializes compactions.
+    compact_lock: Mutex<()>,
+    /// Serializes manifest edits (flush and compaction both commit).
+    manifest_lock: Mutex<()>,
+    holds: Mutex<BTreeMap<String, SeqNo>>,
+    next_file_id: AtomicU64,
+    closed: AtomicBool,
+    counters: Counters,
+}
+
+fn scalar_u64(v: u64) -> Scalar<UInt64Array> {
+    Scalar::new(UInt64Array::from(vec![v]))
+}
+
+fn scalar_i64(v: i64) -> Scalar<Int64Array> {
+    Scalar::new(Int64Array::from(vec![v]))
+}
+
+fn and(a: Option<BooleanArray>, b: BooleanArray) -> Result<Option<BooleanArray>> {
+    Ok(Some(match a {
+        None => b,
+        Some(a) => arrow::compute::and(&a, &b)?,
+    }))
+}
+
+/// Row filters of a read, on full-schema columns.
+struct RowFilter {
+    seq_after: Option<SeqNo>,
+    seq_upto: Option<SeqNo>,
+    time: Option<(i64, i64)>,
+    ttl_cutoff: Option<i64>,
+    eq: Vec<(usize, ArrayRef)>,
 }
 
 impl Region {
-    pub(super) fn open(
-        id: RegionId,
-        desc: RegionDescriptor,
-        _dir: &Path,
-        _config: StorageConfig,
-        listeners: Arc<Mutex<Vec<Arc<dyn WriteListener>>>>,
-    ) -> Result<Region> {
-        let mut fields: Vec<Field> = desc.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-        fields.push(Field::new(ROWID_COLUMN, DataType::UInt64, false));
-        let stored_schema = Arc::new(Schema::new(fields));
+    pub(super) fn open(id: RegionId, desc: RegionDescriptor, shared: Arc<Shared>) -> Result<Region> {
+        let layout = Layout::new(&desc);
+        let keys = KeyEncoder::new(&layout)?;
+        let dir = shared.root.join(region_dir_name(id));
+        let sst_prefix = format!("{}/sst/", region_dir_name(id));
+        let key = manifest_key(id);
+        let key_text = String::from_utf8_lossy(&key).into_owned();
+        let (mut manifest, old_bytes) = match shared.meta.get(&key)? {
+            Some(b) => (Manifest::decode(id, &b)?, Some(b)),
+            None => {
+                let wal_dir = dir.join("wal");
+                let has_wal = std::fs::read_dir(&wal_dir)
+                    .map(|rd| rd.flatten().any(|e| e.metadata().map(|m| m.len() > 0).unwrap_or(false)))
+                    .unwrap_or(false);
+                let has_sst = !shared.store.list(&sst_prefix)?.is_empty();
+                if has_wal || has_sst {
+                    return Err(crate::err!(Corrupt, "manifest {key_text} is missing")
+                        .with_detail(format!("region directory {} holds data but the metadata store has no manifest", dir.display()))
+                        .with_hint("restore the storage metadata directory from a backup"));
+                }
+                (Manifest { region_id: id, next_rowid: 1, next_file_id: 1, ..Default::default() }, None)
+            }
+        };
+        manifest.generation += 1;
+        manifest.version += 1;
+        let bytes = manifest.encode();
+        if !shared.meta.compare_and_set(&key, old_bytes.as_deref(), Some(&bytes))? {
+            crate::bail!(Storage, "manifest {key_text} changed while opening the region");
+        }
+        let mut files = Vec::with_capacity(manifest.files.len());
+        for fm in &manifest.files {
+            files.push(Arc::new(open_sst(&shared.store, fm, shared.tuning.sst_verify_crc)?));
+        }
+        // Files the manifest does not name: a flush or compaction that crashed
+        // before its commit.
+        let named: HashSet<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();
+        for path in shared.store.list(&sst_prefix)? {
+            if !named.contains(path.as_str()) {
+                tracing::info!(path = %path, "removing unreferenced sst");
+                shared.store.delete(&path)?;
+            }
+        }
+        let mut log = LocalLog::open(&dir.join("wal"), shared.config.wal_fsync)?;
+        let mut mem = Memtable::default();
+        let mut last_seq = manifest.flushed_seq;
+        let mut next_rowid = manifest.next_rowid.max(1);
+        let instant = desc.ttl_ms == Some(0);
+        log.read_from(manifest.flushed_seq + 1, &mut |seq, payload| {
+            if payload.len() < 9 {
+                crate::bail!(Corrupt, "wal record {seq} of region {id} is too short");
+            }
+            let op = payload[0];
+            let rowid_start = u64::from_le_bytes(payload[1..9].try_into().unwrap());
+            match op {
+                OP_PUT => {
+                    let user = decode_batch(&layout.user, &payload[9..])?;
+                    let n = user.num_rows() as u64;
+                    next_rowid = next_rowid.max(rowid_start + n);
+                    if !instant && n > 0 {
+                        let mut cols = user.columns().to_vec();
+                        cols.push(Arc::new(UInt64Array::from_iter_values(rowid_start..rowid_start + n)));
+                        mem.push(&layout, Chunk::new(&layout, with_version(&layout, cols, seq, OP_PUT)?, seq)?)?;
+                    }
+                }
+                OP_DELETE => {
+                    let stored = decode_batch(&layout.stored, &payload[9..])?;
+                    if !instant && stored.num_rows() > 0 {
+                        let full = with_version(&layout, stored.columns().to_vec(), seq, OP_DELETE)?;
+                        mem.push(&layout, Chunk::new(&layout, full, seq)?)?;
+                    }
+                }
+                OP_EMPTY => {}
+                other => crate::bail!(Corrupt, "wal record {seq} of region {id} has unknown op {other}"),
+            }
+            last_seq = seq;
+            Ok(())
+        })
+        .map_err(|e| {
+            let detail = e.message.clone();
+            crate::err!(Corrupt, "cannot replay the wal of region {id}")
+                .with_detail(detail)
+                .with_hint(format!("the wal lives in {}", dir.join("wal").display()))
+        })?;
+        shared.mem_used.fetch_add(mem.bytes, Ordering::Relaxed);
+        let next_file_id = manifest.next_file_id.max(1);
         Ok(Region {
             id,
             desc,
-            inner: Mutex::new(Inner { entries: Vec::new(), last_seq: 0, next_rowid: 1 }),
-            listeners,
-            stored_schema,
+            layout,
+            keys,
+            inner: Mutex::new(Inner {
+                mem,
+                frozen: Vec::new(),
+                log: Box::new(log),
+                last_seq,
+                next_rowid,
+                manifest: Arc::new(manifest),
+                manifest_bytes: bytes,
+                files: Arc::new(files),
+            }),
+            shared,
+            flush_lock: Mutex::new(()),
+            compact_lock: Mutex::new(()),
+            manifest_lock: Mutex::new(()),
+            holds: Mutex::new(BTreeMap::new()),
+            next_file_id: AtomicU64::new(next_file_id),
+            closed: AtomicBool::new(false),
+            counters: Counters::default(),
         })
+    }
+
+    /// Stop background work on this region (dropped or engine closing).
+    pub(super) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let inner = self.inner.lock().unwrap();
+        let bytes = inner.mem.bytes + inner.frozen.iter().map(|m| m.bytes).sum::<usize>();
+        drop(inner);
+        let _ = self.shared.mem_used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(bytes)));
     }
 
     /// Latest sequence written.
@@ -65,51 +259,112 @@ impl Region {
         self.inner.lock().unwrap().last_seq
     }
 
+    /// Every write up to this sequence is in SSTs.
+    pub fn flushed_seq(&self) -> SeqNo {
+        self.inner.lock().unwrap().manifest.flushed_seq
+    }
+
+    pub(super) fn memtable_bytes(&self) -> usize {
+        self.inner.lock().unwrap().mem.bytes
+    }
+
     /// Insert rows (all user columns, table order). Returns the sequence.
     pub fn write(&self, batch: &RecordBatch) -> Result<SeqNo> {
-        let n = batch.num_rows();
-        let seq;
-        {
-            let mut inner = self.inner.lock().unwrap();
-            let start = inner.next_rowid;
-            inner.next_rowid += n as u64;
-            let rowids: ArrayRef = Arc::new(UInt64Array::from_iter_values(start..start + n as u64));
-            let mut cols = batch.columns().to_vec();
-            cols.push(rowids);
-            let stored = RecordBatch::try_new(self.stored_schema.clone(), cols)?;
-            inner.last_seq += 1;
-            seq = inner.last_seq;
-            inner.entries.push(Entry { seq, delete: false, batch: stored });
+        if batch.num_columns() != self.layout.ncols {
+            crate::bail!(
+                Internal,
+                "write to region {} has {} columns, the table has {}",
+                self.id,
+                batch.num_columns(),
+                self.layout.ncols
+            );
         }
-        self.notify(seq, batch, n);
-        Ok(seq)
+        let user = RecordBatch::try_new_with_options(
+            self.layout.user.clone(),
+            batch.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+        )?;
+        self.append(OP_PUT, &user)
     }
 
     /// Delete rows as returned by a scan with `with_rowid` (all user columns
-    /// plus `__rowid`).
+    /// plus `__rowid`): a tombstone for each row's identity.
     pub fn delete(&self, rows: &RecordBatch) -> Result<SeqNo> {
-        let n = rows.num_rows();
-        let seq;
-        {
-            let mut inner = self.inner.lock().unwrap();
-            let stored = RecordBatch::try_new(self.stored_schema.clone(), rows.columns().to_vec())?;
-            inner.last_seq += 1;
-            seq = inner.last_seq;
-            inner.entries.push(Entry { seq, delete: true, batch: stored });
+        if rows.num_columns() != self.layout.ncols + 1 {
+            crate::bail!(
+                Internal,
+                "delete from region {} has {} columns, expected all {} columns plus __rowid",
+                self.id,
+                rows.num_columns(),
+                self.layout.ncols
+            );
         }
-        self.notify(seq, rows, n);
+        let stored = RecordBatch::try_new_with_options(
+            self.layout.stored.clone(),
+            rows.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(rows.num_rows())),
+        )?;
+        self.append(OP_DELETE, &stored)
+    }
+
+    fn append(&self, op: u8, batch: &RecordBatch) -> Result<SeqNo> {
+        let n = batch.num_rows();
+        let instant = self.desc.ttl_ms == Some(0);
+        let mut payload = Vec::with_capacity(64 + batch.get_array_memory_size());
+        payload.push(if instant { OP_EMPTY } else { op });
+        payload.extend_from_slice(&[0u8; 8]);
+        if !instant {
+            encode_batch(batch, &mut payload)?;
+        }
+        let cfg = &self.shared.config;
+        let tun = &self.shared.tuning;
+        let (seq, flush_needed) = {
+            let mut inner = self.inner.lock().unwrap();
+            let seq = inner.last_seq + 1;
+            let rowid_start = inner.next_rowid;
+            payload[1..9].copy_from_slice(&rowid_start.to_le_bytes());
+            let chunk = if !instant && n > 0 {
+                let mut cols = batch.columns().to_vec();
+                if op == OP_PUT {
+                    cols.push(Arc::new(UInt64Array::from_iter_values(rowid_start..rowid_start + n as u64)));
+                }
+                Some(Chunk::new(&self.layout, with_version(&self.layout, cols, seq, op)?, seq)?)
+            } else {
+                None
+            };
+            inner.log.append(seq, &payload)?;
+            inner.last_seq = seq;
+            if op == OP_PUT {
+                inner.next_rowid += n as u64;
+            }
+            if let Some(chunk) = chunk {
+                let delta = inner.mem.push(&self.layout, chunk)?;
+                if delta >= 0 {
+                    self.shared.mem_used.fetch_add(delta as usize, Ordering::Relaxed);
+                } else {
+                    self.shared.mem_used.fetch_sub((-delta) as usize, Ordering::Relaxed);
+                }
+            }
+            (seq, inner.mem.bytes > cfg.memtable_bytes_max || inner.log.bytes() > tun.wal_bytes_max)
+        };
+        self.notify(seq, batch, n);
+        if flush_needed {
+            // The write is durable and acknowledged; a failed flush is retried later.
+            if let Err(e) = self.flush() {
+                tracing::warn!(region = self.id, error = %e, "flush after write failed");
+            }
+        } else if self.shared.mem_used.load(Ordering::Relaxed) > tun.global_memtable_bytes_max {
+            if tun.background_interval_ms > 0 {
+                self.shared.kick();
+            } else if let Err(e) = self.flush() {
+                tracing::warn!(region = self.id, error = %e, "flush for the memtable budget failed");
+            }
+        }
         Ok(seq)
     }
 
     fn notify(&self, seq: SeqNo, batch: &RecordBatch, rows: usize) {
-        let time_range = self.desc.time_index.and_then(|ti| {
-            let col = batch.column(ti);
-            let col = arrow::compute::cast(col, &DataType::Int64).ok()?;
-            let a = col.as_any().downcast_ref::<arrow::array::Int64Array>()?;
-            let min = arrow::compute::min(a)?;
-            let max = arrow::compute::max(a)?;
-            Some((min, max))
-        });
+        let time_range = self.desc.time_index.and_then(|ti| time_bounds(batch.column(ti)).ok().flatten());
         let notice = WriteNotice {
             table_name: self.desc.table_name.clone(),
             region_id: self.id,
@@ -117,75 +372,582 @@ impl Region {
             time_range,
             rows,
         };
-        for l in self.listeners.lock().unwrap().iter() {
+        let listeners = self.shared.listeners.lock().unwrap().clone();
+        for l in listeners {
             l.on_write(&notice);
         }
     }
 
+    fn ttl_cutoff(&self) -> Option<i64> {
+        let ttl = self.desc.ttl_ms?;
+        self.desc.time_index?;
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as i64)
+            .unwrap_or(0);
+        Some(now_us.saturating_sub(ttl.saturating_mul(1000)))
+    }
+
+    /// The oldest sequence some reader still needs versions at.
+    fn horizon(&self) -> SeqNo {
+        self.holds.lock().unwrap().values().copied().min().unwrap_or(SeqNo::MAX)
+    }
+
+    /// Keep every version visible at snapshot `seq` and later (for exact
+    /// scans and [`Region::changes`] from `seq`) until released; calling it
+    /// again for the same holder moves the hold.
+    pub fn hold_versions(&self, holder: &str, seq: SeqNo) -> Result<()> {
+        let history = self.inner.lock().unwrap().manifest.history_seq;
+        if seq < history {
+            return Err(crate::err!(SequenceRangeUnsupported, "versions at sequence {seq} of region {} are gone", self.id)
+                .with_detail(format!("versions replaced at or before sequence {history} may have been compacted away"))
+                .with_hint("hold from a full snapshot at the current sequence instead"));
+        }
+        self.holds.lock().unwrap().insert(holder.to_string(), seq);
+        Ok(())
+    }
+
+    /// Drop a hold placed by [`Region::hold_versions`].
+    pub fn release_versions(&self, holder: &str) {
+        self.holds.lock().unwrap().remove(holder);
+    }
+
+    fn snapshot(&self, after: Option<SeqNo>, upto: Option<SeqNo>, time: Option<(i64, i64)>, with_mem: bool) -> Snapshot {
+        let inner = self.inner.lock().unwrap();
+        let mut mem = Vec::new();
+        if with_mem {
+            for m in inner.frozen.iter().map(|m| m.as_ref()).chain(std::iter::once(&inner.mem)) {
+                mem.extend(m.chunks().filter(|c| c.may_match(after, upto, time)).map(|c| c.batch.clone()));
+            }
+        }
+        Snapshot {
+            mem,
+            files: inner.files.clone(),
+            flushed_seq: inner.manifest.flushed_seq,
+            history_seq: inner.manifest.history_seq,
+            last_seq: inner.last_seq,
+        }
+    }
+
+    fn row_mask(&self, batch: &RecordBatch, cols: &[usize], f: &RowFilter) -> Result<Option<BooleanArray>> {
+        let pos = |c: usize| cols.iter().position(|&x| x == c).expect("filter column is read");
+        let mut mask = None;
+        if f.seq_after.is_some() || f.seq_upto.is_some() {
+            let seq = batch.column(pos(self.layout.seq()));
+            if let Some(a) = f.seq_after {
+                mask = and(mask, cmp::gt(seq, &scalar_u64(a))?)?;
+            }
+            if let Some(u) = f.seq_upto {
+                mask = and(mask, cmp::lt_eq(seq, &scalar_u64(u))?)?;
+            }
+        }
+        if let Some(ti) = self.layout.time_index {
+            if f.time.is_some() || f.ttl_cutoff.is_some() {
+                let t = time_values(batch.column(pos(ti)))?;
+                if let Some((lo, hi)) = f.time {
+                    mask = and(mask, cmp::gt_eq(&t, &scalar_i64(lo))?)?;
+                    mask = and(mask, cmp::lt(&t, &scalar_i64(hi))?)?;
+                }
+                if let Some(cut) = f.ttl_cutoff {
+                    mask = and(mask, cmp::gt_eq(&t, &scalar_i64(cut))?)?;
+                }
+            }
+        }
+        for (c, v) in &f.eq {
+            let col = batch.column(pos(*c));
+            let v = arrow::compute::cast(v, col.data_type())?;
+            mask = and(mask, cmp::eq(col, &Scalar::new(v))?)?;
+        }
+        Ok(mask)
+    }
+
+    /// Read full-schema columns `cols` (ascending, including identity, seq,
+    /// op and every filtered column) from the memtable and, when asked, the
+    /// SSTs. Returns the filtered batches and whether they come from one
+    /// source without duplicate identities.
+    fn read(&self, snap: &Snapshot, cols: &[usize], f: &RowFilter, with_ssts: bool) -> Result<(Vec<RecordBatch>, bool)> {
+        let mut out = Vec::new();
+        let mut sources = 0;
+        let mut distinct = true;
+        let keep = |b: RecordBatch, out: &mut Vec<RecordBatch>| -> Result<()> {
+            let b = match self.row_mask(&b, cols, f)? {
+                Some(m) => arrow::compute::filter_record_batch(&b, &m)?,
+                None => b,
+            };
+            if b.num_rows() > 0 {
+                out.push(b);
+            }
+            Ok(())
+        };
+        let before = out.len();
+        for b in &snap.mem {
+            keep(b.project(cols)?, &mut out)?;
+        }
+        if out.len() > before {
+            sources += 1;
+            distinct = false;
+        }
+        if with_ssts {
+            let eq: Vec<(usize, PruneValue)> =
+                f.eq.iter().filter_map(|(c, v)| PruneValue::from_array(v).map(|p| (*c, p))).collect();
+            let p = SstPredicate {
+                seq_after: f.seq_after,
+                seq_upto: f.seq_upto,
+                time: match (f.time, f.ttl_cutoff) {
+                    (Some((lo, hi)), Some(cut)) => Some((lo.max(cut), hi)),
+                    (Some(r), None) => Some(r),
+                    (None, Some(cut)) => Some((cut, i64::MAX)),
+                    (None, None) => None,
+                },
+                ts_col: self.layout.time_index,
+                eq: &eq,
+                seq_col: self.layout.seq(),
+            };
+            for file in snap.files.iter() {
+                if !file_may_match(&file.meta, &p) {
+                    self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                let (batches, read, pruned) = read_sst(file, cols, &p)?;
+                self.counters.row_groups_read.fetch_add(read as u64, Ordering::Relaxed);
+                self.counters.row_groups_pruned.fetch_add(pruned as u64, Ordering::Relaxed);
+                if read == 0 {
+                    self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
+                let before = out.len();
+                for b in batches {
+                    keep(b, &mut out)?;
+                }
+                if out.len() > before {
+                    sources += 1;
+                    distinct &= file.meta.distinct;
+                }
+            }
+        }
+        Ok((out, sources <= 1 && distinct))
+    }
+
+    fn key_cols(&self, batch: &RecordBatch, cols: &[usize]) -> Vec<ArrayRef> {
+        self.layout
+            .identity
+            .iter()
+            .map(|c| batch.column(cols.iter().position(|x| x == c).expect("identity is read")).clone())
+            .collect()
+    }
+
+    /// Newest version of each identity (tombstones included).
+    fn newest(&self, batch: &RecordBatch, cols: &[usize]) -> Result<RecordBatch> {
+        let keys = self.keys.encode(&self.key_cols(batch, cols))?;
+        let seq = batch.column(cols.iter().position(|&c| c == self.layout.seq()).unwrap()).as_primitive::<UInt64Type>();
+        super::version::filter(batch, newest_mask(&keys, seq))
+    }
+
     /// The visible rows: newest version of each identity, deletes dropped.
     pub fn scan(&self, req: &ScanRequest) -> Result<Vec<RecordBatch>> {
-        let inner = self.inner.lock().unwrap();
-        let ncols = self.desc.schema.fields().len();
-        let selected: Vec<&Entry> = inner
-            .entries
-            .iter()
-            .filter(|e| req.seq.after.is_none_or(|a| e.seq > a) && req.seq.upto.is_none_or(|u| e.seq <= u))
-            .collect();
-        if selected.is_empty() {
+        let b = req.seq;
+        let memtable_only = b.mode == SeqMode::MemtableOnly && b.after.is_some();
+        let snap = self.snapshot(b.after, b.upto, req.time_range, true);
+        match b.mode {
+            SeqMode::MemtableOnly => {
+                if let Some(a) = b.after {
+                    if a < snap.flushed_seq {
+                        return Err(crate::err!(
+                            IncrementalQueryStale,
+                            "incremental query on region {} is stale: given sequence {a} is below the minimum readable sequence {}",
+                            self.id,
+                            snap.flushed_seq
+                        )
+                        .with_detail(format!(
+                            "region_id={} given_seq={a} min_readable_seq={}",
+                            self.id, snap.flushed_seq
+                        ))
+                        .with_hint("run a full query, then continue incrementally from its sequence"));
+                    }
+                }
+                if let Some(u) = b.upto {
+                    if u < snap.flushed_seq {
+                        return Err(crate::err!(
+                            SnapshotFenceStale,
+                            "snapshot sequence {u} of region {} is already flushed",
+                            self.id
+                        )
+                        .with_detail(format!("region_id={} snapshot_seq={u} flushed_seq={}", self.id, snap.flushed_seq))
+                        .with_hint("run the query again without the snapshot bound"));
+                    }
+                }
+            }
+            SeqMode::Exact => {
+                if let Some(u) = b.upto {
+                    if u < snap.history_seq {
+                        return Err(self.range_unsupported(u, snap.history_seq));
+                    }
+                }
+            }
+        }
+        let ncols = self.layout.ncols;
+        let proj: Vec<usize> = req.projection.clone().unwrap_or_else(|| (0..ncols).collect());
+        if let Some(&bad) = proj.iter().find(|&&c| c >= ncols) {
+            crate::bail!(Internal, "projection column {bad} out of range for region {}", self.id);
+        }
+        let filter = RowFilter {
+            seq_after: b.after,
+            seq_upto: b.upto,
+            time: req.time_range.filter(|_| self.layout.time_index.is_some()),
+            ttl_cutoff: self.ttl_cutoff(),
+            // Only tag equalities are safe before dedup: every version of an
+            // identity shares its tags.
+            eq: req
+                .filters
+                .iter()
+                .filter(|e| self.layout.primary_key.contains(&e.column) && e.value.len() == 1)
+                .map(|e| (e.column, e.value.clone()))
+                .collect(),
+        };
+        let mut cols: Vec<usize> = proj.clone();
+        cols.extend(self.layout.identity.iter().copied());
+        cols.extend(filter.eq.iter().map(|e| e.0));
+        if filter.time.is_some() || filter.ttl_cutoff.is_some() {
+            cols.extend(self.layout.time_index);
+        }
+        cols.extend([self.layout.rowid(), self.layout.seq(), self.layout.op()]);
+        cols.sort_unstable();
+        cols.dedup();
+        if self.desc.ttl_ms == Some(0) {
             return Ok(vec![]);
         }
-        let batches: Vec<RecordBatch> = selected.iter().map(|e| e.batch.clone()).collect();
-        let all = concat_batches(&self.stored_schema, &batches)?;
-        let mut is_delete = Vec::with_capacity(all.num_rows());
-        for e in &selected {
-            is_delete.extend(std::iter::repeat_n(e.delete, e.batch.num_rows()));
+        let (batches, distinct) = self.read(&snap, &cols, &filter, !memtable_only)?;
+        if batches.is_empty() {
+            return Ok(vec![]);
         }
-        // Identity: (pk, ts) for last-write-wins tables, else the row id.
-        let key_cols: Vec<usize> = if self.desc.last_write_wins() {
-            let mut k = self.desc.primary_key.clone();
-            k.push(self.desc.time_index.unwrap());
-            k
+        let schema = self.layout.project(&cols);
+        let all = concat_all(&schema, &batches)?;
+        let opos = cols.iter().position(|&c| c == self.layout.op()).unwrap();
+        let visible = if distinct {
+            super::version::filter(&all, put_mask(all.column(opos)))?
         } else {
-            vec![ncols]
+            let newest = self.newest(&all, &cols)?;
+            super::version::filter(&newest, put_mask(newest.column(opos)))?
         };
-        let conv = RowConverter::new(
-            key_cols.iter().map(|&c| SortField::new(all.column(c).data_type().clone())).collect(),
-        )?;
-        let rows = conv.convert_columns(&key_cols.iter().map(|&c| all.column(c).clone()).collect::<Vec<_>>())?;
-        let mut latest: HashMap<arrow::row::Row<'_>, usize> = HashMap::with_capacity(all.num_rows());
-        for i in 0..all.num_rows() {
-            latest.insert(rows.row(i), i);
+        if visible.num_rows() == 0 {
+            return Ok(vec![]);
         }
-        let mut keep: Vec<u32> = latest.into_values().filter(|&i| !is_delete[i]).map(|i| i as u32).collect();
-        keep.sort_unstable();
-        let idx = arrow::array::UInt32Array::from(keep);
-        let mut cols: Vec<ArrayRef> = Vec::new();
-        let proj: Vec<usize> = req.projection.clone().unwrap_or_else(|| (0..ncols).collect());
-        let mut fields = Vec::new();
-        for &c in &proj {
-            cols.push(take(all.column(c), &idx, None)?);
-            fields.push(self.stored_schema.field(c).clone());
-        }
+        let mut out_cols: Vec<usize> = proj.iter().map(|c| cols.iter().position(|x| x == c).unwrap()).collect();
         if req.with_rowid {
-            cols.push(take(all.column(ncols), &idx, None)?);
-            fields.push(self.stored_schema.field(ncols).clone());
+            out_cols.push(cols.iter().position(|&c| c == self.layout.rowid()).unwrap());
         }
-        let out = RecordBatch::try_new_with_options(
-            Arc::new(Schema::new(fields)),
-            cols,
-            &arrow::array::RecordBatchOptions::new().with_row_count(Some(idx.len())),
-        )?;
-        // Time range filter.
-        let out = match (req.time_range, self.desc.time_index) {
-            (Some((lo, hi)), Some(ti)) if proj.contains(&ti) => {
-                let pos = proj.iter().position(|&c| c == ti).unwrap();
-                let t = arrow::compute::cast(out.column(pos), &DataType::Int64)?;
-                let t = t.as_any().downcast_ref::<arrow::array::Int64Array>().unwrap();
-                let mask: BooleanArray = t.iter().map(|v| Some(v.is_some_and(|v| v >= lo && v < hi))).collect();
-                filter_record_batch(&out, &mask)?
-            }
-            _ => out,
+        Ok(vec![visible.project(&out_cols)?])
+    }
+
+    fn range_unsupported(&self, seq: SeqNo, history: SeqNo) -> crate::error::WeirError {
+        crate::err!(SequenceRangeUnsupported, "sequence {seq} of region {} can no longer be read exactly", self.id)
+            .with_detail(format!(
+                "region_id={} given_seq={seq} history_seq={history}: versions replaced at or before {history} were discarded",
+                self.id
+            ))
+            .with_hint("hold versions with hold_versions before reading old snapshots, or run a full query")
+    }
+
+    /// The change log of (after, upto]: every user column plus an Int64
+    /// `__diff`, +1 for each row visible at `upto` but not at `after`, -1 for
+    /// each row visible at `after` but not at `upto` (replaced or deleted).
+    /// Retractions come first.
+    pub fn changes(&self, after: SeqNo, upto: SeqNo) -> Result<RecordBatch> {
+        let ncols = self.layout.ncols;
+        let mut fields: Vec<Field> = self.layout.user.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.push(Field::new(DIFF_COLUMN, DataType::Int64, false));
+        let out_schema = Arc::new(Schema::new(fields));
+        let snap = self.snapshot(Some(after), Some(upto), None, true);
+        if after < snap.history_seq {
+            return Err(self.range_unsupported(after, snap.history_seq));
+        }
+        let upto = upto.min(snap.last_seq);
+        if upto <= after || self.desc.ttl_ms == Some(0) {
+            return Ok(RecordBatch::new_empty(out_schema));
+        }
+        let cols: Vec<usize> = (0..self.layout.full.fields().len()).collect();
+        let schema = self.layout.full.clone();
+        let f_new = RowFilter { seq_after: Some(after), seq_upto: Some(upto), time: None, ttl_cutoff: None, eq: vec![] };
+        let (batches, _) = self.read(&snap, &cols, &f_new, true)?;
+        if batches.is_empty() {
+            return Ok(RecordBatch::new_empty(out_schema));
+        }
+        let new = self.newest(&concat_all(&schema, &batches)?, &cols)?;
+        // Earlier versions of the touched identities, as of `after`.
+        let time = match self.layout.time_index {
+            Some(ti) => time_bounds(new.column(ti))?.map(|(lo, hi)| (lo, hi.saturating_add(1))),
+            None => None,
         };
-        Ok(vec![out])
+        let old_snap = self.snapshot(None, Some(after), time, true);
+        let f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![] };
+        let (old_batches, _) = self.read(&old_snap, &cols, &f_old, true)?;
+        let new_keys = self.keys.encode(&self.key_cols(&new, &cols))?;
+        let old = if old_batches.is_empty() {
+            RecordBatch::new_empty(schema.clone())
+        } else {
+            let old_all = concat_all(&schema, &old_batches)?;
+            let old_keys = self.keys.encode(&self.key_cols(&old_all, &cols))?;
+            let touched = match (&new_keys, &old_keys) {
+                (Keys::RowId(n), Keys::RowId(o)) => {
+                    let set: HashSet<u64, super::version::FxBuild> = n.values().iter().copied().collect();
+                    BooleanBuffer::collect_bool(o.len(), |i| set.contains(&o.value(i)))
+                }
+                (Keys::Rows(n), Keys::Rows(o)) => {
+                    let set: HashSet<&[u8], super::version::FxBuild> = (0..n.num_rows()).map(|i| n.row(i).data()).collect();
+                    BooleanBuffer::collect_bool(o.num_rows(), |i| set.contains(o.row(i).data()))
+                }
+                _ => unreachable!("one key encoder"),
+            };
+            let old_touched = super::version::filter(&old_all, touched)?;
+            let newest_old = self.newest(&old_touched, &cols)?;
+            super::version::filter(&newest_old, put_mask(newest_old.column(self.layout.op())))?
+        };
+        let plus = super::version::filter(&new, put_mask(new.column(self.layout.op())))?;
+        let mut parts = Vec::new();
+        for (b, diff) in [(old, -1i64), (plus, 1)] {
+            if b.num_rows() == 0 {
+                continue;
+            }
+            let mut c: Vec<ArrayRef> = b.columns()[..ncols].to_vec();
+            c.push(Arc::new(Int64Array::from_value(diff, b.num_rows())));
+            parts.push(RecordBatch::try_new(out_schema.clone(), c)?);
+        }
+        if parts.is_empty() {
+            return Ok(RecordBatch::new_empty(out_schema));
+        }
+        concat_all(&out_schema, &parts)
+    }
+
+    fn sst_path(&self) -> String {
+        let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
+        format!("{}/sst/{id:020}.parquet", region_dir_name(self.id))
+    }
+
+    /// Commit a manifest edit with compare-and-set; `edit` sees the current one.
+    fn commit(&self, edit: impl FnOnce(&mut Manifest)) -> Result<(Arc<Manifest>, Vec<u8>)> {
+        let (mut m, old) = {
+            let inner = self.inner.lock().unwrap();
+            ((*inner.manifest).clone(), inner.manifest_bytes.clone())
+        };
+        edit(&mut m);
+        m.version += 1;
+        m.next_file_id = m.next_file_id.max(self.next_file_id.load(Ordering::SeqCst));
+        let bytes = m.encode();
+        if !self.shared.meta.compare_and_set(&manifest_key(self.id), Some(&old), Some(&bytes))? {
+            crate::bail!(Storage, "manifest of region {} changed under a commit", self.id);
+        }
+        Ok((Arc::new(m), bytes))
+    }
+
+    /// Write the memtable to an SST, commit it in the manifest, truncate the WAL.
+    pub fn flush(&self) -> Result<()> {
+        let _f = self.flush_lock.lock().unwrap();
+        if self.closed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let (frozen, upto) = {
+            let mut inner = self.inner.lock().unwrap();
+            if !inner.mem.is_empty() {
+                let mem = std::mem::take(&mut inner.mem);
+                inner.frozen.push(Arc::new(mem));
+            }
+            if inner.frozen.is_empty() && inner.last_seq == inner.manifest.flushed_seq {
+                return Ok(());
+            }
+            let next = inner.last_seq + 1;
+            inner.log.rotate(next)?;
+            (inner.frozen.clone(), inner.last_seq)
+        };
+        let batches: Vec<RecordBatch> = frozen.iter().flat_map(|m| m.chunks().map(|c| c.batch.clone())).collect();
+        let mut new_file = None;
+        let mut history = 0;
+        if !batches.is_empty() {
+            let all = concat_all(&self.layout.full, &batches)?;
+            let sorted = sort_versions(&self.layout, &all)?;
+            let pruned = prune_versions(&self.layout, &self.keys, &sorted, self.horizon(), false, None)?;
+            history = pruned.history_seq;
+            if pruned.batch.num_rows() > 0 {
+                new_file = Some(Arc::new(write_sst(
+                    &self.shared.store,
+                    &self.layout,
+                    self.sst_path(),
+                    &pruned.batch,
+                    self.shared.tuning.sst_row_group_rows_max,
+                    pruned.distinct,
+                )?));
+            }
+        }
+        let _m = self.manifest_lock.lock().unwrap();
+        let next_rowid = self.inner.lock().unwrap().next_rowid;
+        let (m, bytes) = self.commit(|m| {
+            m.flushed_seq = upto;
+            m.next_rowid = m.next_rowid.max(next_rowid);
+            m.history_seq = m.history_seq.max(history);
+            if let Some(f) = &new_file {
+                m.files.push(f.meta.clone());
+            }
+        })?;
+        let mut inner = self.inner.lock().unwrap();
+        inner.manifest = m;
+        inner.manifest_bytes = bytes;
+        if let Some(f) = new_file {
+            let mut files = (*inner.files).clone();
+            files.push(f);
+            inner.files = Arc::new(files);
+        }
+        let freed: usize = frozen.iter().map(|m| m.bytes).sum();
+        inner.frozen.retain(|m| !frozen.iter().any(|f| Arc::ptr_eq(f, m)));
+        let _ = self.shared.mem_used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(freed)));
+        if let Err(e) = inner.log.obsolete(upto) {
+            tracing::warn!(region = self.id, error = %e, "cannot delete flushed wal segments");
+        }
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Merge SSTs now: every time window with two or more files (or with
+    /// old versions, tombstones or expired rows) becomes one file. Returns
+    /// the number of input files merged.
+    pub fn compact(&self) -> Result<usize> {
+        self.compact_with(true)
+    }
+
+    /// Periodic work: flush over the thresholds, merge small files.
+    pub(super) fn background_work(&self) -> Result<()> {
+        let (cfg, tun) = (&self.shared.config, &self.shared.tuning);
+        let (mem, wal) = {
+            let inner = self.inner.lock().unwrap();
+            (inner.mem.bytes, inner.log.bytes())
+        };
+        if mem > cfg.memtable_bytes_max || wal > tun.wal_bytes_max {
+            self.flush()?;
+        }
+        self.compact_with(false)?;
+        Ok(())
+    }
+
+    fn compact_with(&self, force: bool) -> Result<usize> {
+        let _c = self.compact_lock.lock().unwrap();
+        if self.closed.load(Ordering::SeqCst) {
+            return Ok(0);
+        }
+        let cfg = &self.shared.tuning;
+        let files = self.inner.lock().unwrap().files.clone();
+        let cutoff = self.ttl_cutoff();
+        let window_us = cfg.compaction_window_ms.max(1).saturating_mul(1000);
+        let mut windows: BTreeMap<i64, Vec<Arc<SstFile>>> = BTreeMap::new();
+        for f in files.iter() {
+            let w = f.meta.time_range.map_or(0, |(min, _)| min.div_euclid(window_us));
+            windows.entry(w).or_default().push(f.clone());
+        }
+        let mut merged = 0;
+        for (_, group) in windows {
+            let expired = |f: &SstFile| cutoff.is_some_and(|c| f.meta.time_range.is_some_and(|(min, _)| min < c));
+            let pick: Vec<Arc<SstFile>> = if force {
+                group
+            } else {
+                group.into_iter().filter(|f| f.meta.bytes < cfg.compaction_file_bytes_max).collect()
+            };
+            let worth = if force {
+                pick.len() >= 2 || pick.iter().any(|f| !f.meta.distinct || expired(f))
+            } else {
+                pick.len() >= cfg.compaction_files_min.max(2)
+            };
+            if worth {
+                self.merge(&pick, cutoff)?;
+                merged += pick.len();
+            }
+        }
+        Ok(merged)
+    }
+
+    /// Replace `inputs` by one file holding the versions still readable.
+    fn merge(&self, inputs: &[Arc<SstFile>], cutoff: Option<i64>) -> Result<()> {
+        let cols: Vec<usize> = (0..self.layout.full.fields().len()).collect();
+        let all_pred = SstPredicate { seq_after: None, seq_upto: None, time: None, ts_col: None, eq: &[], seq_col: self.layout.seq() };
+        let mut batches = Vec::new();
+        for f in inputs {
+            batches.extend(read_sst(f, &cols, &all_pred)?.0);
+        }
+        // Tombstones may go only when no other file can hold what they delete.
+        let span = inputs.iter().filter_map(|f| f.meta.time_range).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let others = self.inner.lock().unwrap().files.clone();
+        let overlapping = others.iter().any(|o| {
+            !inputs.iter().any(|i| Arc::ptr_eq(i, o))
+                && match (span, o.meta.time_range) {
+                    (Some((lo, hi)), Some((min, max))) => min <= hi && max >= lo,
+                    _ => true,
+                }
+        });
+        let mut new_file = None;
+        let mut history = 0;
+        if !batches.is_empty() {
+            let all = concat_all(&self.layout.full, &batches)?;
+            let sorted = sort_versions(&self.layout, &all)?;
+            let pruned = prune_versions(&self.layout, &self.keys, &sorted, self.horizon(), !overlapping, cutoff)?;
+            history = pruned.history_seq;
+            if pruned.batch.num_rows() > 0 {
+                new_file = Some(Arc::new(write_sst(
+                    &self.shared.store,
+                    &self.layout,
+                    self.sst_path(),
+                    &pruned.batch,
+                    self.shared.tuning.sst_row_group_rows_max,
+                    pruned.distinct,
+                )?));
+            }
+        }
+        let _m = self.manifest_lock.lock().unwrap();
+        let gone: HashSet<&str> = inputs.iter().map(|f| f.meta.path.as_str()).collect();
+        let (m, bytes) = self.commit(|m| {
+            m.files.retain(|f| !gone.contains(f.path.as_str()));
+            if let Some(f) = &new_file {
+                m.files.push(f.meta.clone());
+            }
+            m.history_seq = m.history_seq.max(history);
+        })?;
+        let mut inner = self.inner.lock().unwrap();
+        inner.manifest = m;
+        inner.manifest_bytes = bytes;
+        let mut files: Vec<Arc<SstFile>> = inner.files.iter().filter(|f| !gone.contains(f.meta.path.as_str())).cloned().collect();
+        files.extend(new_file);
+        inner.files = Arc::new(files);
+        drop(inner);
+        for f in inputs {
+            f.mark_obsolete();
+        }
+        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Sizes, sequences and read counters.
+    pub fn stats(&self) -> RegionStats {
+        let inner = self.inner.lock().unwrap();
+        let c = &self.counters;
+        RegionStats {
+            memtable_rows: inner.mem.rows + inner.frozen.iter().map(|m| m.rows).sum::<usize>(),
+            memtable_bytes: inner.mem.bytes + inner.frozen.iter().map(|m| m.bytes).sum::<usize>(),
+            frozen_memtables: inner.frozen.len(),
+            sst_count: inner.files.len(),
+            sst_bytes: inner.files.iter().map(|f| f.meta.bytes).sum(),
+            sst_rows: inner.files.iter().map(|f| f.meta.rows).sum(),
+            wal_bytes: inner.log.bytes(),
+            last_seq: inner.last_seq,
+            flushed_seq: inner.manifest.flushed_seq,
+            history_seq: inner.manifest.history_seq,
+            generation: inner.manifest.generation,
+            ssts_read: c.ssts_read.load(Ordering::Relaxed),
+            ssts_pruned: c.ssts_pruned.load(Ordering::Relaxed),
+            row_groups_read: c.row_groups_read.load(Ordering::Relaxed),
+            row_groups_pruned: c.row_groups_pruned.load(Ordering::Relaxed),
+            flushes: c.flushes.load(Ordering::Relaxed),
+            compactions: c.compactions.load(Ordering::Relaxed),
+        }
     }
 }
+
+
+#[cfg(test)]
+#[path = "region_tests.rs"]
+mod tests;

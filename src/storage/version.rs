@@ -1,0 +1,422 @@
+//! Row versions: the hidden columns, row identity, dedup and version pruning.
+//!
+//! Owns the "full" schema every memtable chunk and SST uses (user columns,
+//! then `__rowid`, `__seq`, `__op`) and the kernels that pick the newest
+//! version of each identity or discard versions nobody can read any more.
+//! Imports only `crate::error` and arrow.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array,
+};
+use arrow::buffer::BooleanBuffer;
+use arrow::compute::{concat, filter_record_batch, lexsort_to_indices, take_record_batch, SortColumn, SortOptions};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, UInt64Type, UInt8Type};
+use arrow::row::{RowConverter, Rows, SortField};
+
+use super::{RegionDescriptor, SeqNo, ROWID_COLUMN};
+use crate::error::Result;
+
+pub const SEQ_COLUMN: &str = "__seq";
+pub const OP_COLUMN: &str = "__op";
+pub const OP_PUT: u8 = 0;
+pub const OP_DELETE: u8 = 1;
+
+/// A small multiplicative hasher for identity keys (FxHash's constant);
+/// SipHash costs more than the rest of a dedup.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub type FxBuild = BuildHasherDefault<FxHasher>;
+
+/// Column positions of a region's full schema.
+#[derive(Debug)]
+pub struct Layout {
+    pub user: SchemaRef,
+    /// User columns plus `__rowid`.
+    pub stored: SchemaRef,
+    /// Stored columns plus `__seq` and `__op`.
+    pub full: SchemaRef,
+    pub ncols: usize,
+    pub time_index: Option<usize>,
+    pub primary_key: Vec<usize>,
+    /// Identity columns (full-schema indices): (pk, time) or the row id.
+    pub identity: Vec<usize>,
+    /// SST order before `__seq` descending: pk, time, then the row id when
+    /// it is the identity (so versions of one identity are adjacent).
+    pub sort: Vec<usize>,
+}
+
+impl Layout {
+    pub fn new(desc: &RegionDescriptor) -> Layout {
+        let ncols = desc.schema.fields().len();
+        let mut fields: Vec<Field> = desc.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.push(Field::new(ROWID_COLUMN, DataType::UInt64, false));
+        let stored = Arc::new(Schema::new(fields.clone()));
+        fields.push(Field::new(SEQ_COLUMN, DataType::UInt64, false));
+        fields.push(Field::new(OP_COLUMN, DataType::UInt8, false));
+        let full = Arc::new(Schema::new(fields));
+        let identity = if desc.last_write_wins() {
+            let mut k = desc.primary_key.clone();
+            k.push(desc.time_index.unwrap());
+            k
+        } else {
+            vec![ncols]
+        };
+        let mut sort = desc.primary_key.clone();
+        sort.extend(desc.time_index);
+        if !desc.last_write_wins() {
+            sort.push(ncols);
+        }
+        Layout {
+            user: desc.schema.clone(),
+            stored,
+            full,
+            ncols,
+            time_index: desc.time_index,
+            primary_key: desc.primary_key.clone(),
+            identity,
+            sort,
+        }
+    }
+    pub fn rowid(&self) -> usize {
+        self.ncols
+    }
+    pub fn seq(&self) -> usize {
+        self.ncols + 1
+    }
+    pub fn op(&self) -> usize {
+        self.ncols + 2
+    }
+    /// Schema of a subset of full-schema columns.
+    pub fn project(&self, cols: &[usize]) -> SchemaRef {
+        Arc::new(self.full.project(cols).expect("columns in range"))
+    }
+}
+
+/// Full-schema batch from stored columns and one sequence / op.
+pub fn with_version(layout: &Layout, stored_cols: Vec<ArrayRef>, seq: SeqNo, op: u8) -> Result<RecordBatch> {
+    let n = stored_cols.first().map_or(0, |c| c.len());
+    let mut cols = stored_cols;
+    cols.push(Arc::new(UInt64Array::from_value(seq, n)));
+    cols.push(Arc::new(arrow::array::UInt8Array::from_value(op, n)));
+    Ok(RecordBatch::try_new_with_options(
+        layout.full.clone(),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(n)),
+    )?)
+}
+
+/// Concatenate batches of one schema column by column.
+pub fn concat_all(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    if batches.len() == 1 {
+        return Ok(batches[0].clone());
+    }
+    let n: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let mut cols = Vec::with_capacity(schema.fields().len());
+    for i in 0..schema.fields().len() {
+        let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
+        cols.push(if parts.is_empty() { arrow::array::new_empty_array(schema.field(i).data_type()) } else { concat(&parts)? });
+    }
+    Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?)
+}
+
+/// Time values as i64 (timestamps are reinterpreted, not converted).
+pub fn time_values(col: &ArrayRef) -> Result<ArrayRef> {
+    Ok(arrow::compute::cast(col, &DataType::Int64)?)
+}
+
+/// Min and max of a time column, ignoring nulls.
+pub fn time_bounds(col: &ArrayRef) -> Result<Option<(i64, i64)>> {
+    let t = time_values(col)?;
+    let t = t.as_primitive::<Int64Type>();
+    Ok(arrow::compute::min(t).zip(arrow::compute::max(t)))
+}
+
+/// Identity keys of some rows: either the row id or arrow rows of the key
+/// columns (one converter, so keys of different batches compare).
+pub enum Keys {
+    RowId(UInt64Array),
+    Rows(Rows),
+}
+
+pub struct KeyEncoder {
+    conv: Option<RowConverter>,
+}
+
+impl KeyEncoder {
+    pub fn new(layout: &Layout) -> Result<KeyEncoder> {
+        if layout.identity == [layout.rowid()] {
+            return Ok(KeyEncoder { conv: None });
+        }
+        let fields = layout.identity.iter().map(|&c| SortField::new(layout.full.field(c).data_type().clone())).collect();
+        Ok(KeyEncoder { conv: Some(RowConverter::new(fields)?) })
+    }
+    /// `key_cols` are the identity columns of the batch, in identity order.
+    pub fn encode(&self, key_cols: &[ArrayRef]) -> Result<Keys> {
+        Ok(match &self.conv {
+            None => Keys::RowId(key_cols[0].as_primitive::<UInt64Type>().clone()),
+            Some(c) => Keys::Rows(c.convert_columns(key_cols)?),
+        })
+    }
+}
+
+impl Keys {
+    pub fn same(&self, i: usize, j: usize) -> bool {
+        match self {
+            Keys::RowId(a) => a.value(i) == a.value(j),
+            Keys::Rows(r) => r.row(i) == r.row(j),
+        }
+    }
+}
+
+/// Mask of the rows that are the newest version of their identity (highest
+/// seq; within one seq the later row, as in one write batch).
+pub fn newest_mask(keys: &Keys, seq: &UInt64Array) -> BooleanBuffer {
+    let n = seq.len();
+    let mut keep = vec![false; n];
+    let seqs = seq.values();
+    match keys {
+        Keys::RowId(ids) => {
+            let mut best: HashMap<u64, u32, FxBuild> = HashMap::with_capacity_and_hasher(n, FxBuild::default());
+            for (i, &id) in ids.values().iter().enumerate() {
+                best.entry(id)
+                    .and_modify(|b| {
+                        if seqs[i] >= seqs[*b as usize] {
+                            *b = i as u32
+                        }
+                    })
+                    .or_insert(i as u32);
+            }
+            for b in best.into_values() {
+                keep[b as usize] = true;
+            }
+        }
+        Keys::Rows(rows) => {
+            let mut best: HashMap<&[u8], u32, FxBuild> = HashMap::with_capacity_and_hasher(n, FxBuild::default());
+            for i in 0..n {
+                best.entry(rows.row(i).data())
+                    .and_modify(|b| {
+                        if seqs[i] >= seqs[*b as usize] {
+                            *b = i as u32
+                        }
+                    })
+                    .or_insert(i as u32);
+            }
+            for b in best.into_values() {
+                keep[b as usize] = true;
+            }
+        }
+    }
+    BooleanBuffer::from(keep)
+}
+
+/// Mask of rows whose op is a put.
+pub fn put_mask(op: &ArrayRef) -> BooleanBuffer {
+    let op = op.as_primitive::<UInt8Type>();
+    BooleanBuffer::collect_bool(op.len(), |i| op.value(i) == OP_PUT)
+}
+
+pub fn filter(batch: &RecordBatch, mask: BooleanBuffer) -> Result<RecordBatch> {
+    if mask.count_set_bits() == batch.num_rows() {
+        return Ok(batch.clone());
+    }
+    Ok(filter_record_batch(batch, &BooleanArray::new(mask, None))?)
+}
+
+/// Sort a full-schema batch into SST order: sort columns ascending, then
+/// `__seq` descending, then the later row first.
+pub fn sort_versions(layout: &Layout, batch: &RecordBatch) -> Result<RecordBatch> {
+    let mut cols: Vec<SortColumn> = layout
+        .sort
+        .iter()
+        .map(|&c| SortColumn { values: batch.column(c).clone(), options: Some(SortOptions::default()) })
+        .collect();
+    let desc = Some(SortOptions { descending: true, nulls_first: false });
+    cols.push(SortColumn { values: batch.column(layout.seq()).clone(), options: desc });
+    cols.push(SortColumn { values: Arc::new(UInt32Array::from_iter_values(0..batch.num_rows() as u32)), options: desc });
+    let idx = lexsort_to_indices(&cols, None)?;
+    Ok(take_record_batch(batch, &idx)?)
+}
+
+/// What [`prune_versions`] kept.
+pub struct Pruned {
+    pub batch: RecordBatch,
+    /// Highest sequence of a version that made a discarded one unreadable.
+    pub history_seq: SeqNo,
+    /// No two kept rows share an identity.
+    pub distinct: bool,
+}
+
+/// Discard versions of a sorted full-schema batch that no snapshot at or
+/// above `horizon` can see: of each identity keep every version newer than
+/// the horizon and the newest one at or below it (a tombstone there goes
+/// too when `drop_tombstones`). Rows older than `ttl_cutoff` go as well.
+pub fn prune_versions(
+    layout: &Layout,
+    keys: &KeyEncoder,
+    batch: &RecordBatch,
+    horizon: SeqNo,
+    drop_tombstones: bool,
+    ttl_cutoff: Option<i64>,
+) -> Result<Pruned> {
+    let n = batch.num_rows();
+    let key_cols: Vec<ArrayRef> = layout.identity.iter().map(|&c| batch.column(c).clone()).collect();
+    let k = keys.encode(&key_cols)?;
+    let seq = batch.column(layout.seq()).as_primitive::<UInt64Type>().clone();
+    let op = batch.column(layout.op()).as_primitive::<UInt8Type>().clone();
+    let ts = match (ttl_cutoff, layout.time_index) {
+        (Some(_), Some(ti)) => Some(time_values(batch.column(ti))?),
+        _ => None,
+    };
+    let ts = ts.as_ref().map(|t| t.as_primitive::<Int64Type>());
+    let mut keep = vec![false; n];
+    let mut history = 0;
+    let mut distinct = true;
+    let (mut based, mut base_seq, mut kept_in_group) = (false, 0, 0usize);
+    let mut prev_seq = None;
+    for i in 0..n {
+        if i == 0 || !k.same(i, i - 1) {
+            based = false;
+            kept_in_group = 0;
+            prev_seq = None;
+        }
+        // One write batch repeating an identity: the later row (sorted
+        // first) wins and no snapshot ever saw the earlier one.
+        let s = seq.value(i);
+        if prev_seq == Some(s) {
+            continue;
+        }
+        prev_seq = Some(s);
+        if let (Some(cut), Some(t)) = (ttl_cutoff, ts) {
+            if t.is_valid(i) && t.value(i) < cut {
+                continue;
+            }
+        }
+        if s > horizon {
+            keep[i] = true;
+        } else if !based {
+            based = true;
+            base_seq = s;
+            if drop_tombstones && op.value(i) == OP_DELETE {
+                history = history.max(s);
+            } else {
+                keep[i] = true;
+            }
+        } else {
+            history = history.max(base_seq);
+        }
+        if keep[i] {
+            kept_in_group += 1;
+            if kept_in_group > 1 {
+                distinct = false;
+            }
+        }
+    }
+    let batch = filter(batch, BooleanBuffer::from(keep))?;
+    Ok(Pruned { batch, history_seq: history, distinct })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray, TimestampMicrosecondArray};
+    use arrow::datatypes::TimeUnit;
+
+    fn desc(append: bool) -> RegionDescriptor {
+        RegionDescriptor {
+            table_name: "t".into(),
+            schema: Arc::new(Schema::new(vec![
+                Field::new("host", DataType::Utf8, true),
+                Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), false),
+                Field::new("v", DataType::Int64, true),
+            ])),
+            primary_key: vec![0],
+            time_index: Some(1),
+            append_mode: append,
+            ttl_ms: None,
+        }
+    }
+
+    fn rows(layout: &Layout, data: &[(&str, i64, i64, u64, u8)]) -> RecordBatch {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter_values(data.iter().map(|r| r.0))),
+            Arc::new(TimestampMicrosecondArray::from_iter_values(data.iter().map(|r| r.1))),
+            Arc::new(Int64Array::from_iter_values(data.iter().map(|r| r.2))),
+            Arc::new(UInt64Array::from_iter_values(data.iter().enumerate().map(|(i, _)| i as u64))),
+            Arc::new(UInt64Array::from_iter_values(data.iter().map(|r| r.3))),
+            Arc::new(arrow::array::UInt8Array::from_iter_values(data.iter().map(|r| r.4))),
+        ];
+        RecordBatch::try_new(layout.full.clone(), cols).unwrap()
+    }
+
+    #[test]
+    fn newest_and_prune() {
+        let l = Layout::new(&desc(false));
+        let enc = KeyEncoder::new(&l).unwrap();
+        let b = rows(&l, &[("a", 1, 10, 1, 0), ("a", 1, 11, 3, 0), ("b", 1, 5, 2, 0), ("a", 1, 12, 5, 1), ("b", 2, 7, 4, 0)]);
+        let k = enc.encode(&l.identity.iter().map(|&c| b.column(c).clone()).collect::<Vec<_>>()).unwrap();
+        let m = newest_mask(&k, b.column(l.seq()).as_primitive::<UInt64Type>());
+        assert_eq!(m.iter().collect::<Vec<_>>(), vec![false, false, true, true, true]);
+
+        let sorted = sort_versions(&l, &b).unwrap();
+        let seqs = |b: &RecordBatch| b.column(l.seq()).as_primitive::<UInt64Type>().values().to_vec();
+        assert_eq!(seqs(&sorted), vec![5, 3, 1, 2, 4]);
+        // Horizon 3: keep seq 5 (above), 3 (newest at or below), drop 1.
+        let p = prune_versions(&l, &enc, &sorted, 3, false, None).unwrap();
+        assert_eq!(seqs(&p.batch), vec![5, 3, 2, 4]);
+        assert_eq!(p.history_seq, 3);
+        assert!(!p.distinct);
+        // Horizon max with tombstone dropping: "a" vanishes entirely.
+        let p = prune_versions(&l, &enc, &sorted, u64::MAX, true, None).unwrap();
+        assert_eq!(seqs(&p.batch), vec![2, 4]);
+        assert_eq!(p.history_seq, 5);
+        assert!(p.distinct);
+        // TTL cutoff drops ts < 2.
+        let p = prune_versions(&l, &enc, &sorted, u64::MAX, false, Some(2)).unwrap();
+        assert_eq!(seqs(&p.batch), vec![4]);
+    }
+
+    #[test]
+    fn fx_hasher_spreads() {
+        let mut a = FxHasher::default();
+        a.write(b"hello world!");
+        let mut b = FxHasher::default();
+        b.write(b"hello world?");
+        assert_ne!(a.finish(), b.finish());
+    }
+}
