@@ -1,1 +1,57 @@
-fn main(){}
+//! `weir`: start the server.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// weir: a time-series database that speaks the PostgreSQL protocol.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Config file (TOML); flags override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Data directory (default: ./weir-data).
+    #[arg(long)]
+    data_dir: Option<String>,
+    /// Address to listen on, HOST:PORT (port 0 picks a free one).
+    #[arg(long)]
+    listen: Option<String>,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_env("WEIR_LOG").unwrap_or_else(|_| "info".into())).with_writer(std::io::stderr).init();
+    let args = Args::parse();
+    let mut config = match &args.config {
+        Some(p) => weir::config::Config::load(p)?,
+        None => weir::config::Config::default(),
+    };
+    if let Some(d) = args.data_dir {
+        config.data_dir = d;
+    }
+    if let Some(l) = args.listen {
+        config.listen = l;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let listen = config.listen.clone();
+        let data_dir = config.data_dir.clone();
+        let engine = weir::sql::Engine::open(config).map_err(|e| anyhow::anyhow!("cannot open data directory {data_dir}: {}{}", e.message, e.detail.map(|d| format!(" ({d})")).unwrap_or_default()))?;
+        let listener = tokio::net::TcpListener::bind(&listen).await?;
+        let addr = listener.local_addr()?;
+        println!("weir listening on {addr}");
+        use std::io::Write;
+        std::io::stdout().flush()?;
+        tracing::info!(%addr, data_dir, "weir started");
+        let shutdown = async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            tracing::info!("shutting down");
+        };
+        weir::server::serve(engine, listener, shutdown).await?;
+        Ok::<_, anyhow::Error>(())
+    })
+}

@@ -1,1 +1,322 @@
-//! server (to be written)
+//! The PostgreSQL protocol front door (pgwire): startup, simple and
+//! extended query, result encoding with PostgreSQL's OIDs and formats.
+//!
+//! May import `sql` and below; nothing imports `server`.
+
+mod encode;
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::{stream, Sink, SinkExt};
+use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler};
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::{ClientInfo, PgWireServerHandlers, Type, METADATA_DATABASE, METADATA_USER};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tokio::net::TcpListener;
+
+use crate::error::WeirError;
+use crate::sql::{Engine, Prepared, QueryResult, Session, TxState};
+use crate::types::SqlType;
+
+fn pg_error(e: &WeirError) -> ErrorInfo {
+    let mut info = ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), e.message.clone());
+    info.detail = e.detail.clone();
+    info.hint = e.hint.clone();
+    info
+}
+
+fn user_error(e: &WeirError) -> PgWireError {
+    PgWireError::UserError(Box::new(pg_error(e)))
+}
+
+fn pg_type(ty: SqlType) -> Type {
+    Type::from_oid(ty.pg_oid()).unwrap_or(Type::TEXT)
+}
+
+fn sql_type_of(t: &Type) -> Option<SqlType> {
+    Some(match t.oid() {
+        16 => SqlType::Bool,
+        21 => SqlType::Int2,
+        23 => SqlType::Int4,
+        20 => SqlType::Int8,
+        700 => SqlType::Float4,
+        701 | 1700 => SqlType::Float8,
+        25 | 1043 | 1042 | 19 => SqlType::Text,
+        1114 => SqlType::Timestamp,
+        1184 => SqlType::TimestampTz,
+        1082 => SqlType::Date,
+        1186 => SqlType::Interval,
+        _ => return None,
+    })
+}
+
+/// One connection: its session and the pgwire handlers around it.
+pub struct Connection {
+    engine: Arc<Engine>,
+    session: Arc<Mutex<Option<Session>>>,
+    parser: Arc<WeirQueryParser>,
+}
+
+pub struct WeirQueryParser {
+    session: Arc<Mutex<Option<Session>>>,
+}
+
+struct Params;
+
+impl ServerParameterProvider for Params {
+    fn server_parameters<C: ClientInfo>(&self, client: &C) -> Option<std::collections::HashMap<String, String>> {
+        let mut m = std::collections::HashMap::new();
+        for (k, v) in [
+            ("server_version", "15.0"),
+            ("server_encoding", "UTF8"),
+            ("client_encoding", "UTF8"),
+            ("DateStyle", "ISO, MDY"),
+            ("TimeZone", "UTC"),
+            ("IntervalStyle", "postgres"),
+            ("integer_datetimes", "on"),
+            ("standard_conforming_strings", "on"),
+            ("is_superuser", "on"),
+            ("in_hot_standby", "off"),
+            ("default_transaction_read_only", "off"),
+            ("search_path", "\"$user\", public"),
+        ] {
+            m.insert(k.to_string(), v.to_string());
+        }
+        m.insert("application_name".into(), client.metadata().get("application_name").cloned().unwrap_or_default());
+        m.insert("session_authorization".into(), client.metadata().get(METADATA_USER).cloned().unwrap_or_default());
+        Some(m)
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Connection {
+    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            protocol_negotiation(client, startup).await?;
+            save_startup_parameters_to_metadata(client, startup);
+            let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_else(|| "weir".into());
+            let db = client.metadata().get(METADATA_DATABASE).cloned().unwrap_or_else(|| user.clone());
+            if !self.engine.catalog.database_exists(&db) {
+                return Err(PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), "3D000".into(), format!("database \"{db}\" does not exist")))));
+            }
+            let mut sess = Session::new(self.engine.clone(), &db, &user);
+            if let Some(app) = client.metadata().get("application_name") {
+                sess.settings.insert("application_name".into(), app.clone());
+            }
+            *self.session.lock().unwrap() = Some(sess);
+            finish_authentication(client, &Params).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Connection {
+    fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
+        let mut guard = self.session.lock().unwrap();
+        let s = guard.as_mut().expect("session after startup");
+        tokio::task::block_in_place(|| f(s))
+    }
+}
+
+/// Turn a statement result into a pgwire response.
+fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxState) -> PgWireResult<Response> {
+    Ok(match r {
+        QueryResult::Empty => Response::EmptyQuery,
+        QueryResult::Command(tag) => {
+            let t = tag_of(&tag);
+            if tx_before == TxState::Idle && tx_after != TxState::Idle {
+                Response::TransactionStart(t)
+            } else if tx_before != TxState::Idle && tx_after == TxState::Idle {
+                Response::TransactionEnd(t)
+            } else {
+                Response::Execution(t)
+            }
+        }
+        QueryResult::Rows { columns, batches } => {
+            let fields: Vec<FieldInfo> = columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| FieldInfo::new(c.name.clone(), None, None, pg_type(c.ty), formats.format_for(i)))
+                .collect();
+            let fields = Arc::new(fields);
+            let mut rows = Vec::new();
+            let mut enc = DataRowEncoder::new(fields.clone());
+            for b in &batches {
+                for i in 0..b.num_rows() {
+                    for (c, col) in columns.iter().zip(b.columns()) {
+                        let v = crate::types::value_at(col.as_ref(), i);
+                        enc.encode_field(&encode::Cell(v, c.ty))?;
+                    }
+                    rows.push(Ok(enc.take_row()));
+                }
+            }
+            Response::Query(QueryResponse::new(fields, stream::iter(rows)))
+        }
+    })
+}
+
+/// A command tag from its text: `INSERT 0 3` keeps the oid form.
+fn tag_of(tag: &str) -> Tag {
+    let parts: Vec<&str> = tag.split(' ').collect();
+    match parts.as_slice() {
+        ["INSERT", oid, n] => Tag::new("INSERT").with_oid(oid.parse().unwrap_or(0)).with_rows(n.parse().unwrap_or(0)),
+        [cmd, n] if n.chars().all(|c| c.is_ascii_digit()) && matches!(*cmd, "DELETE" | "UPDATE" | "SELECT" | "COPY" | "MOVE" | "FETCH") => Tag::new(cmd).with_rows(n.parse().unwrap_or(0)),
+        _ => Tag::new(tag),
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let query = query.to_string();
+        self.with_session(|s| {
+            let before = s.tx;
+            let (results, err) = s.execute_sql(&query);
+            let mut out = Vec::new();
+            let mut tx = before;
+            for r in results {
+                // Transaction state changes are seen per statement.
+                let after = match &r {
+                    QueryResult::Command(t) if t == "BEGIN" => TxState::InBlock,
+                    QueryResult::Command(t) if t == "COMMIT" || t == "ROLLBACK" => TxState::Idle,
+                    _ => tx,
+                };
+                out.push(response(r, &Format::UnifiedText, tx, after)?);
+                tx = after;
+            }
+            if let Some(e) = err {
+                out.push(Response::Error(Box::new(pg_error(&e))));
+            }
+            Ok(out)
+        })
+    }
+}
+
+#[async_trait]
+impl QueryParser for WeirQueryParser {
+    type Statement = Prepared;
+
+    async fn parse_sql<C>(&self, _client: &C, sql: &str, types: &[Option<Type>]) -> PgWireResult<Option<Prepared>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let client_types: Vec<Option<SqlType>> = types.iter().map(|t| t.as_ref().and_then(sql_type_of)).collect();
+        let mut guard = self.session.lock().unwrap();
+        let s = guard.as_mut().expect("session after startup");
+        let r = tokio::task::block_in_place(|| s.prepare(sql, &client_types));
+        match r {
+            Ok(p) => Ok(Some(p)),
+            Err(e) => Err(user_error(&e)),
+        }
+    }
+
+    fn get_parameter_types(&self, stmt: &Prepared) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.param_types.iter().map(|t| pg_type(*t)).collect())
+    }
+
+    fn get_result_schema(&self, stmt: &Prepared, column_format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(stmt
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| FieldInfo::new(c.name.clone(), None, None, pg_type(c.ty), column_format.map(|f| f.format_for(i)).unwrap_or(FieldFormat::Text)))
+            .collect())
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Connection {
+    type Statement = Prepared;
+    type QueryParser = WeirQueryParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, portal: &Portal<Prepared>, _max_rows: usize) -> PgWireResult<Response>
+    where
+        C: ClientInfo + pgwire::api::ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let prepared = &portal.statement.statement;
+        let mut values = Vec::with_capacity(portal.parameters.len());
+        for (i, raw) in portal.parameters.iter().enumerate() {
+            let ty = portal.statement.parameter_types.get(i).cloned().flatten().and_then(|t| sql_type_of(&t)).or_else(|| prepared.param_types.get(i).copied()).unwrap_or(SqlType::Text);
+            let binary = matches!(portal.parameter_format.format_for(i), FieldFormat::Binary);
+            values.push(encode::decode_param(raw.as_deref(), ty, binary).map_err(|e| user_error(&e))?);
+        }
+        let formats = portal.result_column_format.clone();
+        self.with_session(|s| {
+            let before = s.tx;
+            match s.execute_prepared(prepared, values) {
+                Ok(r) => {
+                    let after = s.tx;
+                    response(r, &formats, before, after)
+                }
+                Err(e) => Err(user_error(&e)),
+            }
+        })
+    }
+}
+
+impl PgWireServerHandlers for Connection {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::new(self.clone_handle())
+    }
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::new(self.clone_handle())
+    }
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        Arc::new(self.clone_handle())
+    }
+}
+
+impl Connection {
+    fn clone_handle(&self) -> Connection {
+        Connection { engine: self.engine.clone(), session: self.session.clone(), parser: self.parser.clone() }
+    }
+}
+
+/// Accept connections until `shutdown` resolves.
+pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => return Ok(()),
+            accepted = listener.accept() => {
+                let (socket, peer) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!("accept failed: {e}");
+                        continue;
+                    }
+                };
+                let session = Arc::new(Mutex::new(None));
+                let conn = Arc::new(Connection { engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }) });
+                tokio::spawn(async move {
+                    if let Err(e) = pgwire::tokio::process_socket(socket, None, conn).await {
+                        tracing::debug!("connection from {peer} ended: {e}");
+                    }
+                });
+            }
+        }
+    }
+}

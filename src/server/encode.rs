@@ -1,0 +1,119 @@
+//! Values to PostgreSQL text and binary formats, and parameters back.
+
+use std::error::Error;
+
+use bytes::{BufMut, BytesMut};
+use pgwire::api::Type;
+use pgwire::types::format::FormatOptions;
+use pgwire::types::ToSqlText;
+use postgres_types::{to_sql_checked, IsNull, ToSql};
+
+use crate::error::Result;
+use crate::exec::expr::parse_text_as;
+use crate::types::{format_f32, format_value, SqlType, Value};
+use crate::{bail, err};
+
+/// Microseconds between 1970-01-01 and PostgreSQL's epoch 2000-01-01.
+const PG_EPOCH_US: i64 = 946_684_800_000_000;
+const PG_EPOCH_DAYS: i32 = 10_957;
+
+/// One result cell with its column type.
+#[derive(Debug)]
+pub struct Cell(pub Value, pub SqlType);
+
+impl ToSql for Cell {
+    fn to_sql(&self, _ty: &Type, out: &mut BytesMut) -> std::result::Result<IsNull, Box<dyn Error + Sync + Send>> {
+        match (&self.0, self.1) {
+            (Value::Null, _) => return Ok(IsNull::Yes),
+            (Value::Bool(b), _) => out.put_u8(*b as u8),
+            (Value::Int(i), SqlType::Int2) => out.put_i16(*i as i16),
+            (Value::Int(i), SqlType::Int4) => out.put_i32(*i as i32),
+            (Value::Int(i), _) => out.put_i64(*i),
+            (Value::Float(f), SqlType::Float4) => out.put_f32(*f as f32),
+            (Value::Float(f), _) => out.put_f64(*f),
+            (Value::Timestamp(t), _) => out.put_i64(*t - PG_EPOCH_US),
+            (Value::Date(d), _) => out.put_i32(*d - PG_EPOCH_DAYS),
+            (Value::Interval(us), _) => {
+                out.put_i64(*us);
+                out.put_i32(0);
+                out.put_i32(0);
+            }
+            (Value::Text(s), _) => out.put_slice(s.as_bytes()),
+        }
+        Ok(IsNull::No)
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl ToSqlText for Cell {
+    fn to_sql_text(&self, _ty: &Type, out: &mut BytesMut, _opts: &FormatOptions) -> std::result::Result<IsNull, Box<dyn Error + Sync + Send>> {
+        match (&self.0, self.1) {
+            (Value::Null, _) => return Ok(IsNull::Yes),
+            (Value::Float(f), SqlType::Float4) => out.put_slice(format_f32(*f as f32).as_bytes()),
+            (v, _) => out.put_slice(format_value(v).as_bytes()),
+        }
+        Ok(IsNull::No)
+    }
+}
+
+/// Decode a Bind parameter.
+pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Value> {
+    let Some(b) = raw else { return Ok(Value::Null) };
+    if !binary {
+        let s = std::str::from_utf8(b).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?;
+        return parse_text_as(s, ty);
+    }
+    let need = |n: usize| -> Result<()> {
+        if b.len() != n {
+            bail!(InvalidParameterValue, "insufficient data left in message");
+        }
+        Ok(())
+    };
+    Ok(match ty {
+        SqlType::Bool => {
+            need(1)?;
+            Value::Bool(b[0] != 0)
+        }
+        SqlType::Int2 => {
+            need(2)?;
+            Value::Int(i16::from_be_bytes([b[0], b[1]]) as i64)
+        }
+        SqlType::Int4 => {
+            need(4)?;
+            Value::Int(i32::from_be_bytes(b.try_into().unwrap()) as i64)
+        }
+        SqlType::Int8 => {
+            need(8)?;
+            Value::Int(i64::from_be_bytes(b.try_into().unwrap()))
+        }
+        SqlType::Float4 => {
+            need(4)?;
+            Value::Float(f32::from_be_bytes(b.try_into().unwrap()) as f64)
+        }
+        SqlType::Float8 => {
+            need(8)?;
+            Value::Float(f64::from_be_bytes(b.try_into().unwrap()))
+        }
+        SqlType::Timestamp | SqlType::TimestampTz => {
+            need(8)?;
+            Value::Timestamp(i64::from_be_bytes(b.try_into().unwrap()) + PG_EPOCH_US)
+        }
+        SqlType::Date => {
+            need(4)?;
+            Value::Date(i32::from_be_bytes(b.try_into().unwrap()) + PG_EPOCH_DAYS)
+        }
+        SqlType::Interval => {
+            need(16)?;
+            let us = i64::from_be_bytes(b[..8].try_into().unwrap());
+            let days = i32::from_be_bytes(b[8..12].try_into().unwrap()) as i64;
+            let months = i32::from_be_bytes(b[12..].try_into().unwrap()) as i64;
+            Value::Interval(us + days * 86_400_000_000 + months * 30 * 86_400_000_000)
+        }
+        SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(String::from_utf8(b.to_vec()).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?),
+    })
+}
