@@ -73,7 +73,10 @@ impl TestServer {
         let logs = tempfile::Builder::new().prefix("weir-test-logs").tempdir()?;
         let out_path = logs.path().join("stdout.log");
         let err_path = logs.path().join("stderr.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        // WEIR_TEST_BIN runs another build (or a stand-in) with the same contract.
+        let bin = std::env::var("WEIR_TEST_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_weir").to_string());
+        let child = Command::new(bin)
             .arg("--data-dir")
             .arg(data_dir)
             .arg("--listen")
