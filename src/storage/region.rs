@@ -82,11 +82,21 @@ struct Inner {
 
 /// What a read sees, taken under the lock in one step.
 struct Snapshot {
-    mem: Vec<RecordBatch>,
+    /// Memtable chunks with their time ranges.
+    mem: Vec<(RecordBatch, Option<(i64, i64)>)>,
     files: Arc<Vec<Arc<SstFile>>>,
     flushed_seq: SeqNo,
     history_seq: SeqNo,
     last_seq: SeqNo,
+}
+
+/// Rows read from one memtable or SST.
+struct Source {
+    batches: Vec<RecordBatch>,
+    /// Time range the source may cover (None: unknown or no time index).
+    time: Option<(i64, i64)>,
+    /// No two rows share an identity.
+    distinct: bool,
 }
 
 /// A region: the unit of storage, sequencing and distribution.
@@ -417,7 +427,7 @@ impl Region {
         let mut mem = Vec::new();
         if with_mem {
             for m in inner.frozen.iter().map(|m| m.as_ref()).chain(std::iter::once(&inner.mem)) {
-                mem.extend(m.chunks().filter(|c| c.may_match(after, upto, time)).map(|c| c.batch.clone()));
+                mem.extend(m.chunks().filter(|c| c.may_match(after, upto, time)).map(|c| (c.batch.clone(), c.time_range)));
             }
         }
         Snapshot {
@@ -463,12 +473,10 @@ impl Region {
 
     /// Read full-schema columns `cols` (ascending, including identity, seq,
     /// op and every filtered column) from the memtable and, when asked, the
-    /// SSTs. Returns the filtered batches and whether they come from one
-    /// source without duplicate identities.
-    fn read(&self, snap: &Snapshot, cols: &[usize], f: &RowFilter, with_ssts: bool) -> Result<(Vec<RecordBatch>, bool)> {
+    /// SSTs: the filtered rows of each source that has any.
+    fn read(&self, snap: &Snapshot, cols: &[usize], f: &RowFilter, with_ssts: bool) -> Result<Vec<Source>> {
+        let mut sources = Vec::new();
         let mut out = Vec::new();
-        let mut sources = 0;
-        let mut distinct = true;
         let keep = |b: RecordBatch, out: &mut Vec<RecordBatch>| -> Result<()> {
             let b = match self.row_mask(&b, cols, f)? {
                 Some(m) => arrow::compute::filter_record_batch(&b, &m)?,
@@ -479,13 +487,18 @@ impl Region {
             }
             Ok(())
         };
-        let before = out.len();
-        for b in &snap.mem {
+        let mut mem_time: Option<(i64, i64)> = None;
+        let mut mem_untimed = false;
+        for (b, t) in &snap.mem {
             keep(b.project(cols)?, &mut out)?;
+            match t {
+                Some((lo, hi)) => mem_time = Some(mem_time.map_or((*lo, *hi), |(a, b)| (a.min(*lo), b.max(*hi)))),
+                None => mem_untimed = true,
+            }
         }
-        if out.len() > before {
-            sources += 1;
-            distinct = false;
+        if !out.is_empty() {
+            let time = if mem_untimed { None } else { mem_time };
+            sources.push(Source { batches: std::mem::take(&mut out), time, distinct: false });
         }
         if with_ssts {
             let eq: Vec<(usize, PruneValue)> =
@@ -516,17 +529,37 @@ impl Region {
                     continue;
                 }
                 self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
-                let before = out.len();
                 for b in batches {
                     keep(b, &mut out)?;
                 }
-                if out.len() > before {
-                    sources += 1;
-                    distinct &= file.meta.distinct;
+                if !out.is_empty() {
+                    sources.push(Source { batches: std::mem::take(&mut out), time: file.meta.time_range, distinct: file.meta.distinct });
                 }
             }
         }
-        Ok((out, sources <= 1 && distinct))
+        Ok(sources)
+    }
+
+    /// Split sources into groups that may share identities. With last write
+    /// wins the identity holds the time, so sources with disjoint time
+    /// ranges never need a dedup against each other; otherwise one group.
+    fn components(&self, mut sources: Vec<Source>) -> Vec<Vec<Source>> {
+        let timed = self.desc.last_write_wins() && sources.iter().all(|s| s.time.is_some());
+        if !timed || sources.len() <= 1 {
+            return if sources.is_empty() { vec![] } else { vec![sources] };
+        }
+        sources.sort_by_key(|s| s.time.unwrap().0);
+        let mut out: Vec<Vec<Source>> = Vec::new();
+        let mut end = i64::MIN;
+        for s in sources {
+            let (lo, hi) = s.time.unwrap();
+            match out.last_mut() {
+                Some(group) if lo <= end => group.push(s),
+                _ => out.push(vec![s]),
+            }
+            end = end.max(hi);
+        }
+        out
     }
 
     fn key_cols(&self, batch: &RecordBatch, cols: &[usize]) -> Vec<ArrayRef> {
@@ -617,27 +650,29 @@ impl Region {
         if self.desc.ttl_ms == Some(0) {
             return Ok(vec![]);
         }
-        let (batches, distinct) = self.read(&snap, &cols, &filter, !memtable_only)?;
-        if batches.is_empty() {
-            return Ok(vec![]);
-        }
+        let sources = self.read(&snap, &cols, &filter, !memtable_only)?;
         let schema = self.layout.project(&cols);
-        let all = concat_all(&schema, &batches)?;
         let opos = cols.iter().position(|&c| c == self.layout.op()).unwrap();
-        let visible = if distinct {
-            super::version::filter(&all, put_mask(all.column(opos)))?
-        } else {
-            let newest = self.newest(&all, &cols)?;
-            super::version::filter(&newest, put_mask(newest.column(opos)))?
-        };
-        if visible.num_rows() == 0 {
-            return Ok(vec![]);
-        }
         let mut out_cols: Vec<usize> = proj.iter().map(|c| cols.iter().position(|x| x == c).unwrap()).collect();
         if req.with_rowid {
             out_cols.push(cols.iter().position(|&c| c == self.layout.rowid()).unwrap());
         }
-        Ok(vec![visible.project(&out_cols)?])
+        let mut out = Vec::new();
+        for group in self.components(sources) {
+            let distinct = group.len() == 1 && group[0].distinct;
+            let batches: Vec<RecordBatch> = group.into_iter().flat_map(|s| s.batches).collect();
+            let all = concat_all(&schema, &batches)?;
+            let visible = if distinct {
+                super::version::filter(&all, put_mask(all.column(opos)))?
+            } else {
+                let newest = self.newest(&all, &cols)?;
+                super::version::filter(&newest, put_mask(newest.column(opos)))?
+            };
+            if visible.num_rows() > 0 {
+                out.push(visible.project(&out_cols)?);
+            }
+        }
+        Ok(out)
     }
 
     fn range_unsupported(&self, seq: SeqNo, history: SeqNo) -> crate::error::WeirError {
@@ -669,7 +704,7 @@ impl Region {
         let cols: Vec<usize> = (0..self.layout.full.fields().len()).collect();
         let schema = self.layout.full.clone();
         let f_new = RowFilter { seq_after: Some(after), seq_upto: Some(upto), time: None, ttl_cutoff: None, eq: vec![] };
-        let (batches, _) = self.read(&snap, &cols, &f_new, true)?;
+        let batches: Vec<RecordBatch> = self.read(&snap, &cols, &f_new, true)?.into_iter().flat_map(|s| s.batches).collect();
         if batches.is_empty() {
             return Ok(RecordBatch::new_empty(out_schema));
         }
@@ -681,7 +716,8 @@ impl Region {
         };
         let old_snap = self.snapshot(None, Some(after), time, true);
         let f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![] };
-        let (old_batches, _) = self.read(&old_snap, &cols, &f_old, true)?;
+        let old_batches: Vec<RecordBatch> =
+            self.read(&old_snap, &cols, &f_old, true)?.into_iter().flat_map(|s| s.batches).collect();
         let new_keys = self.keys.encode(&self.key_cols(&new, &cols))?;
         let old = if old_batches.is_empty() {
             RecordBatch::new_empty(schema.clone())
