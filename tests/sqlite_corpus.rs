@@ -35,26 +35,7 @@ use tokio_postgres::Config;
 
 const LABEL: &str = "postgresql";
 
-#[derive(Debug)]
-struct DbError {
-    msg: String,
-    sqlstate: Option<String>,
-}
-
-impl std::fmt::Display for DbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for DbError {}
-
-impl From<tokio_postgres::Error> for DbError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        let (msg, sqlstate) = common::format_error(&e);
-        DbError { msg, sqlstate }
-    }
-}
+use common::DbError;
 
 /// The column letters of the record being run, shared with the driver.
 type Letters = Arc<Mutex<Vec<char>>>;
@@ -147,6 +128,32 @@ impl AsyncDB for CorpusDb {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
+        // A connection found closed before sending is re-opened and the
+        // statement sent once more; after a FATAL error the next one reconnects.
+        let mut r = self.run_once(sql).await;
+        if r.as_ref().is_err_and(|e| e.closed) {
+            self.conn.drop_client();
+            r = self.run_once(sql).await;
+        }
+        if r.as_ref().is_err_and(|e| e.closed || e.fatal) {
+            self.conn.drop_client();
+        }
+        r
+    }
+
+    async fn shutdown(&mut self) {}
+
+    async fn sleep(dur: Duration) {
+        tokio::time::sleep(dur).await
+    }
+
+    fn error_sql_state(e: &DbError) -> Option<String> {
+        e.sqlstate.clone()
+    }
+}
+
+impl CorpusDb {
+    async fn run_once(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
         let letters = self.letters.lock().unwrap().clone();
         let limit = self.conn.timeout;
         let client = self.conn.client().await?;
@@ -164,10 +171,7 @@ impl AsyncDB for CorpusDb {
                 let mut vals = Vec::with_capacity(types.len());
                 for (i, ty) in types.iter().enumerate() {
                     let raw: common::RawValue = row.try_get(i)?;
-                    let v = common::decode(ty, raw.0).map_err(|m| DbError {
-                        msg: m,
-                        sqlstate: None,
-                    })?;
+                    let v = common::decode(ty, raw.0).map_err(DbError::new)?;
                     vals.push(format_value(letters.get(i).copied().unwrap_or('T'), ty, &v));
                 }
                 out.push(vals);
@@ -181,23 +185,11 @@ impl AsyncDB for CorpusDb {
             Some(r) => r,
             None => {
                 self.conn.drop_client();
-                Err(DbError {
-                    msg: format!("timeout: no answer in {limit:?}"),
-                    sqlstate: None,
-                })
+                Err(DbError::new(format!("timeout: no answer in {limit:?}")))
             }
         }
     }
 
-    async fn shutdown(&mut self) {}
-
-    async fn sleep(dur: Duration) {
-        tokio::time::sleep(dur).await
-    }
-
-    fn error_sql_state(e: &DbError) -> Option<String> {
-        e.sqlstate.clone()
-    }
 }
 
 /// SQLite's files list one value per line; accept that layout, or one row

@@ -266,6 +266,52 @@ pub fn format_error(e: &tokio_postgres::Error) -> (String, Option<String>) {
     }
 }
 
+/// An error for the sqllogictest drivers: the text sqllogictest matches, the
+/// SQLSTATE, and whether the connection is gone.
+#[derive(Debug)]
+pub struct DbError {
+    pub msg: String,
+    pub sqlstate: Option<String>,
+    /// The connection was already closed: the request was never sent.
+    pub closed: bool,
+    /// FATAL: the server ends the connection.
+    pub fatal: bool,
+}
+
+impl DbError {
+    pub fn new(msg: impl Into<String>) -> DbError {
+        DbError {
+            msg: msg.into(),
+            sqlstate: None,
+            closed: false,
+            fatal: false,
+        }
+    }
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for DbError {}
+
+impl From<tokio_postgres::Error> for DbError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        let (msg, sqlstate) = format_error(&e);
+        let fatal = e
+            .as_db_error()
+            .is_some_and(|d| matches!(d.severity(), "FATAL" | "PANIC"));
+        DbError {
+            msg,
+            sqlstate,
+            closed: e.is_closed(),
+            fatal,
+        }
+    }
+}
+
 /// The SQLSTATE of a failed call, or a panic-friendly description.
 pub fn sqlstate(r: Result<impl std::fmt::Debug, tokio_postgres::Error>) -> String {
     match r {
