@@ -277,7 +277,11 @@ fn db_name(rel: &str, mode: Mode, both: bool) -> String {
         })
         .collect();
     name.truncate(50);
-    let suffix = if both && mode == Mode::Extended { "_ext" } else { "" };
+    let suffix = if both && mode == Mode::Extended {
+        "_ext"
+    } else {
+        ""
+    };
     format!("slt_{name}{suffix}")
 }
 
@@ -448,11 +452,10 @@ fn real_main() -> anyhow::Result<usize> {
             println!("slt: started weir on {}", server.addr);
         }
         let base = server.config(None);
-        let admin = tokio::sync::Mutex::new(
-            Conn::new(base.clone(), QUERY_TIMEOUT)
-                .await
-                .map_err(|e| anyhow::anyhow!("connect to {}: {}", server.addr, common::format_error(&e).0))?,
-        );
+        let admin =
+            tokio::sync::Mutex::new(Conn::new(base.clone(), QUERY_TIMEOUT).await.map_err(|e| {
+                anyhow::anyhow!("connect to {}: {}", server.addr, common::format_error(&e).0)
+            })?);
         let started = Instant::now();
         let results: Vec<(String, Mode, Result<(), String>, Duration)> =
             futures::stream::iter(jobs.iter())

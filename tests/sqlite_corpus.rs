@@ -189,7 +189,6 @@ impl CorpusDb {
             }
         }
     }
-
 }
 
 /// SQLite's files list one value per line; accept that layout, or one row
@@ -273,10 +272,7 @@ struct Counts {
 
 type Runner = sqllogictest::Runner<
     CorpusDb,
-    Box<
-        dyn FnMut() -> futures::future::BoxFuture<'static, Result<CorpusDb, DbError>>
-            + Send,
-    >,
+    Box<dyn FnMut() -> futures::future::BoxFuture<'static, Result<CorpusDb, DbError>> + Send>,
 >;
 
 fn make_runner(config: &Config, letters: &Letters, timeout: Duration) -> Runner {
@@ -321,13 +317,20 @@ async fn run_file(
     let stem: String = name
         .trim_end_matches(".test")
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .take(50)
         .collect();
     let db = format!("corpus_{stem}");
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let records = sqllogictest::parse_with_name::<DefaultColumnType>(&preprocess(&text), name.as_str())
-        .map_err(|e| format!("parse {name}: {e}"))?;
+    let records =
+        sqllogictest::parse_with_name::<DefaultColumnType>(&preprocess(&text), name.as_str())
+            .map_err(|e| format!("parse {name}: {e}"))?;
 
     admin_exec(admin, &format!("DROP DATABASE IF EXISTS {db}")).await?;
     admin_exec(admin, &format!("CREATE DATABASE {db}")).await?;
@@ -419,11 +422,16 @@ fn real_main() -> anyhow::Result<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2)
         .max(1);
-    let log_path = std::env::var("WEIR_CORPUS_LOG").map(PathBuf::from).unwrap_or_else(|_| {
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("sqlite_corpus_failures.log")
-    });
+    let log_path = std::env::var("WEIR_CORPUS_LOG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("sqlite_corpus_failures.log")
+        });
 
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let mut files: Vec<PathBuf> = Vec::new();
     if args.is_empty() {
         for e in std::fs::read_dir(&dir)
@@ -439,7 +447,11 @@ fn real_main() -> anyhow::Result<()> {
         for a in args {
             let p = PathBuf::from(&a);
             let p = if p.exists() { p } else { dir.join(&a) };
-            anyhow::ensure!(p.exists(), "no corpus file {a} (looked in {})", dir.display());
+            anyhow::ensure!(
+                p.exists(),
+                "no corpus file {a} (looked in {})",
+                dir.display()
+            );
             files.push(p);
         }
     }
@@ -449,7 +461,12 @@ fn real_main() -> anyhow::Result<()> {
     }
     let log = Mutex::new(std::fs::File::create(&log_path)?);
     let server = TestServer::start()?;
-    println!("corpus: {} files from {}, server {}", files.len(), dir.display(), server.addr);
+    println!(
+        "corpus: {} files from {}, server {}",
+        files.len(),
+        dir.display(),
+        server.addr
+    );
     let base = server.config(None);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -42,7 +42,9 @@ impl TestServer {
         if let Some(url) = external_url() {
             return TestServer::external(&url);
         }
-        let data = tempfile::Builder::new().prefix("weir-test-data").tempdir()?;
+        let data = tempfile::Builder::new()
+            .prefix("weir-test-data")
+            .tempdir()?;
         let dir = data.path().to_path_buf();
         let mut s = TestServer::spawn(&dir)?;
         s._data = Some(data);
@@ -70,7 +72,9 @@ impl TestServer {
     /// Start `weir --data-dir DIR --listen 127.0.0.1:0` and wait for its
     /// `weir listening on HOST:PORT` line.
     pub fn spawn(data_dir: &Path) -> anyhow::Result<TestServer> {
-        let logs = tempfile::Builder::new().prefix("weir-test-logs").tempdir()?;
+        let logs = tempfile::Builder::new()
+            .prefix("weir-test-logs")
+            .tempdir()?;
         let out_path = logs.path().join("stdout.log");
         let err_path = logs.path().join("stderr.log");
         // WEIR_TEST_BIN runs another build (or a stand-in) with the same contract.
@@ -197,7 +201,9 @@ impl TestServer {
 
     /// Has the child exited (crashed)?
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// The last lines the server printed, for failure messages.
@@ -210,7 +216,10 @@ impl TestServer {
             let text = std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
             let from = lines.len().saturating_sub(40);
-            s.push_str(&format!("--- weir {name} (last {} lines)\n", lines.len() - from));
+            s.push_str(&format!(
+                "--- weir {name} (last {} lines)\n",
+                lines.len() - from
+            ));
             for l in &lines[from..] {
                 s.push_str(l);
                 s.push('\n');
@@ -424,7 +433,13 @@ pub fn decode(ty: &Type, raw: Option<&[u8]>) -> Result<Value, String> {
                 &h[20..]
             ))
         }
-        _ => return Err(format!("no decoder for type {} (oid {})", ty.name(), ty.oid())),
+        _ => {
+            return Err(format!(
+                "no decoder for type {} (oid {})",
+                ty.name(),
+                ty.oid()
+            ))
+        }
     };
     Ok(v)
 }
