@@ -47,7 +47,9 @@ fn run_script(module: &str, script: &str) {
         return;
     }
     let s = TestServer::start().expect("start server");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers").join(script);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/drivers")
+        .join(script);
     let out = Command::new(python())
         .arg(&path)
         .arg(url(&s))
@@ -58,7 +60,11 @@ fn run_script(module: &str, script: &str) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "{script} failed:\n{text}\n{}", s.log_tail());
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{text}\n{}",
+        s.log_tail()
+    );
     print!("{text}");
 }
 

@@ -47,32 +47,10 @@ impl Mode {
     }
 }
 
-#[derive(Debug)]
-struct DbError {
-    msg: String,
-    sqlstate: Option<String>,
-}
-
-impl std::fmt::Display for DbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for DbError {}
-
-impl From<tokio_postgres::Error> for DbError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        let (msg, sqlstate) = common::format_error(&e);
-        DbError { msg, sqlstate }
-    }
-}
+use common::DbError;
 
 fn err(msg: impl Into<String>) -> DbError {
-    DbError {
-        msg: msg.into(),
-        sqlstate: None,
-    }
+    DbError::new(msg)
 }
 
 struct SltDb {
@@ -134,6 +112,26 @@ fn column_type(ty: &Type) -> DefaultColumnType {
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl SltDb {
+    async fn run_once(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
+        let mode = self.mode;
+        let limit = self.conn.timeout;
+        let client = self.conn.client().await?;
+        let token = client.cancel_token();
+        let fut = async {
+            match mode {
+                Mode::Simple => SltDb::run_simple(client, sql).await,
+                Mode::Extended => SltDb::run_extended(client, sql).await,
+            }
+        };
+        match common::run_with_timeout(limit, token, fut).await {
+            Some(r) => r,
+            None => {
+                self.conn.drop_client();
+                Err(err(format!("timeout: no answer in {limit:?}")))
+            }
+        }
+    }
+
     async fn run_simple(
         client: &tokio_postgres::Client,
         sql: &str,
@@ -219,23 +217,17 @@ impl AsyncDB for SltDb {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
-        let mode = self.mode;
-        let limit = self.conn.timeout;
-        let client = self.conn.client().await?;
-        let token = client.cancel_token();
-        let fut = async {
-            match mode {
-                Mode::Simple => SltDb::run_simple(client, sql).await,
-                Mode::Extended => SltDb::run_extended(client, sql).await,
-            }
-        };
-        match common::run_with_timeout(limit, token, fut).await {
-            Some(r) => r,
-            None => {
-                self.conn.drop_client();
-                Err(err(format!("timeout: no answer in {limit:?}")))
-            }
+        // A connection found closed before sending is re-opened and the
+        // statement sent once more; after a FATAL error the next one reconnects.
+        let mut r = self.run_once(sql).await;
+        if r.as_ref().is_err_and(|e| e.closed) {
+            self.conn.drop_client();
+            r = self.run_once(sql).await;
         }
+        if r.as_ref().is_err_and(|e| e.closed || e.fatal) {
+            self.conn.drop_client();
+        }
+        r
     }
 
     async fn shutdown(&mut self) {}
@@ -285,7 +277,11 @@ fn db_name(rel: &str, mode: Mode, both: bool) -> String {
         })
         .collect();
     name.truncate(50);
-    let suffix = if both && mode == Mode::Extended { "_ext" } else { "" };
+    let suffix = if both && mode == Mode::Extended {
+        "_ext"
+    } else {
+        ""
+    };
     format!("slt_{name}{suffix}")
 }
 
@@ -456,11 +452,10 @@ fn real_main() -> anyhow::Result<usize> {
             println!("slt: started weir on {}", server.addr);
         }
         let base = server.config(None);
-        let admin = tokio::sync::Mutex::new(
-            Conn::new(base.clone(), QUERY_TIMEOUT)
-                .await
-                .map_err(|e| anyhow::anyhow!("connect to {}: {}", server.addr, common::format_error(&e).0))?,
-        );
+        let admin =
+            tokio::sync::Mutex::new(Conn::new(base.clone(), QUERY_TIMEOUT).await.map_err(|e| {
+                anyhow::anyhow!("connect to {}: {}", server.addr, common::format_error(&e).0)
+            })?);
         let started = Instant::now();
         let results: Vec<(String, Mode, Result<(), String>, Duration)> =
             futures::stream::iter(jobs.iter())

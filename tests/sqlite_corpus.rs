@@ -35,26 +35,7 @@ use tokio_postgres::Config;
 
 const LABEL: &str = "postgresql";
 
-#[derive(Debug)]
-struct DbError {
-    msg: String,
-    sqlstate: Option<String>,
-}
-
-impl std::fmt::Display for DbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for DbError {}
-
-impl From<tokio_postgres::Error> for DbError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        let (msg, sqlstate) = common::format_error(&e);
-        DbError { msg, sqlstate }
-    }
-}
+use common::DbError;
 
 /// The column letters of the record being run, shared with the driver.
 type Letters = Arc<Mutex<Vec<char>>>;
@@ -147,6 +128,32 @@ impl AsyncDB for CorpusDb {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
+        // A connection found closed before sending is re-opened and the
+        // statement sent once more; after a FATAL error the next one reconnects.
+        let mut r = self.run_once(sql).await;
+        if r.as_ref().is_err_and(|e| e.closed) {
+            self.conn.drop_client();
+            r = self.run_once(sql).await;
+        }
+        if r.as_ref().is_err_and(|e| e.closed || e.fatal) {
+            self.conn.drop_client();
+        }
+        r
+    }
+
+    async fn shutdown(&mut self) {}
+
+    async fn sleep(dur: Duration) {
+        tokio::time::sleep(dur).await
+    }
+
+    fn error_sql_state(e: &DbError) -> Option<String> {
+        e.sqlstate.clone()
+    }
+}
+
+impl CorpusDb {
+    async fn run_once(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
         let letters = self.letters.lock().unwrap().clone();
         let limit = self.conn.timeout;
         let client = self.conn.client().await?;
@@ -164,10 +171,7 @@ impl AsyncDB for CorpusDb {
                 let mut vals = Vec::with_capacity(types.len());
                 for (i, ty) in types.iter().enumerate() {
                     let raw: common::RawValue = row.try_get(i)?;
-                    let v = common::decode(ty, raw.0).map_err(|m| DbError {
-                        msg: m,
-                        sqlstate: None,
-                    })?;
+                    let v = common::decode(ty, raw.0).map_err(DbError::new)?;
                     vals.push(format_value(letters.get(i).copied().unwrap_or('T'), ty, &v));
                 }
                 out.push(vals);
@@ -181,22 +185,9 @@ impl AsyncDB for CorpusDb {
             Some(r) => r,
             None => {
                 self.conn.drop_client();
-                Err(DbError {
-                    msg: format!("timeout: no answer in {limit:?}"),
-                    sqlstate: None,
-                })
+                Err(DbError::new(format!("timeout: no answer in {limit:?}")))
             }
         }
-    }
-
-    async fn shutdown(&mut self) {}
-
-    async fn sleep(dur: Duration) {
-        tokio::time::sleep(dur).await
-    }
-
-    fn error_sql_state(e: &DbError) -> Option<String> {
-        e.sqlstate.clone()
     }
 }
 
@@ -281,10 +272,7 @@ struct Counts {
 
 type Runner = sqllogictest::Runner<
     CorpusDb,
-    Box<
-        dyn FnMut() -> futures::future::BoxFuture<'static, Result<CorpusDb, DbError>>
-            + Send,
-    >,
+    Box<dyn FnMut() -> futures::future::BoxFuture<'static, Result<CorpusDb, DbError>> + Send>,
 >;
 
 fn make_runner(config: &Config, letters: &Letters, timeout: Duration) -> Runner {
@@ -329,13 +317,20 @@ async fn run_file(
     let stem: String = name
         .trim_end_matches(".test")
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .take(50)
         .collect();
     let db = format!("corpus_{stem}");
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let records = sqllogictest::parse_with_name::<DefaultColumnType>(&preprocess(&text), name.as_str())
-        .map_err(|e| format!("parse {name}: {e}"))?;
+    let records =
+        sqllogictest::parse_with_name::<DefaultColumnType>(&preprocess(&text), name.as_str())
+            .map_err(|e| format!("parse {name}: {e}"))?;
 
     admin_exec(admin, &format!("DROP DATABASE IF EXISTS {db}")).await?;
     admin_exec(admin, &format!("CREATE DATABASE {db}")).await?;
@@ -427,11 +422,16 @@ fn real_main() -> anyhow::Result<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2)
         .max(1);
-    let log_path = std::env::var("WEIR_CORPUS_LOG").map(PathBuf::from).unwrap_or_else(|_| {
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("sqlite_corpus_failures.log")
-    });
+    let log_path = std::env::var("WEIR_CORPUS_LOG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("sqlite_corpus_failures.log")
+        });
 
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let mut files: Vec<PathBuf> = Vec::new();
     if args.is_empty() {
         for e in std::fs::read_dir(&dir)
@@ -447,7 +447,11 @@ fn real_main() -> anyhow::Result<()> {
         for a in args {
             let p = PathBuf::from(&a);
             let p = if p.exists() { p } else { dir.join(&a) };
-            anyhow::ensure!(p.exists(), "no corpus file {a} (looked in {})", dir.display());
+            anyhow::ensure!(
+                p.exists(),
+                "no corpus file {a} (looked in {})",
+                dir.display()
+            );
             files.push(p);
         }
     }
@@ -457,7 +461,12 @@ fn real_main() -> anyhow::Result<()> {
     }
     let log = Mutex::new(std::fs::File::create(&log_path)?);
     let server = TestServer::start()?;
-    println!("corpus: {} files from {}, server {}", files.len(), dir.display(), server.addr);
+    println!(
+        "corpus: {} files from {}, server {}",
+        files.len(),
+        dir.display(),
+        server.addr
+    );
     let base = server.config(None);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

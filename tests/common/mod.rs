@@ -42,7 +42,9 @@ impl TestServer {
         if let Some(url) = external_url() {
             return TestServer::external(&url);
         }
-        let data = tempfile::Builder::new().prefix("weir-test-data").tempdir()?;
+        let data = tempfile::Builder::new()
+            .prefix("weir-test-data")
+            .tempdir()?;
         let dir = data.path().to_path_buf();
         let mut s = TestServer::spawn(&dir)?;
         s._data = Some(data);
@@ -70,7 +72,9 @@ impl TestServer {
     /// Start `weir --data-dir DIR --listen 127.0.0.1:0` and wait for its
     /// `weir listening on HOST:PORT` line.
     pub fn spawn(data_dir: &Path) -> anyhow::Result<TestServer> {
-        let logs = tempfile::Builder::new().prefix("weir-test-logs").tempdir()?;
+        let logs = tempfile::Builder::new()
+            .prefix("weir-test-logs")
+            .tempdir()?;
         let out_path = logs.path().join("stdout.log");
         let err_path = logs.path().join("stderr.log");
         // WEIR_TEST_BIN runs another build (or a stand-in) with the same contract.
@@ -197,7 +201,9 @@ impl TestServer {
 
     /// Has the child exited (crashed)?
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// The last lines the server printed, for failure messages.
@@ -210,7 +216,10 @@ impl TestServer {
             let text = std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
             let from = lines.len().saturating_sub(40);
-            s.push_str(&format!("--- weir {name} (last {} lines)\n", lines.len() - from));
+            s.push_str(&format!(
+                "--- weir {name} (last {} lines)\n",
+                lines.len() - from
+            ));
             for l in &lines[from..] {
                 s.push_str(l);
                 s.push('\n');
@@ -263,6 +272,52 @@ pub fn format_error(e: &tokio_postgres::Error) -> (String, Option<String>) {
             src = inner.source();
         }
         (s, e.code().map(|c| c.code().to_string()))
+    }
+}
+
+/// An error for the sqllogictest drivers: the text sqllogictest matches, the
+/// SQLSTATE, and whether the connection is gone.
+#[derive(Debug)]
+pub struct DbError {
+    pub msg: String,
+    pub sqlstate: Option<String>,
+    /// The connection was already closed: the request was never sent.
+    pub closed: bool,
+    /// FATAL: the server ends the connection.
+    pub fatal: bool,
+}
+
+impl DbError {
+    pub fn new(msg: impl Into<String>) -> DbError {
+        DbError {
+            msg: msg.into(),
+            sqlstate: None,
+            closed: false,
+            fatal: false,
+        }
+    }
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for DbError {}
+
+impl From<tokio_postgres::Error> for DbError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        let (msg, sqlstate) = format_error(&e);
+        let fatal = e
+            .as_db_error()
+            .is_some_and(|d| matches!(d.severity(), "FATAL" | "PANIC"));
+        DbError {
+            msg,
+            sqlstate,
+            closed: e.is_closed(),
+            fatal,
+        }
     }
 }
 
@@ -378,7 +433,13 @@ pub fn decode(ty: &Type, raw: Option<&[u8]>) -> Result<Value, String> {
                 &h[20..]
             ))
         }
-        _ => return Err(format!("no decoder for type {} (oid {})", ty.name(), ty.oid())),
+        _ => {
+            return Err(format!(
+                "no decoder for type {} (oid {})",
+                ty.name(),
+                ty.oid()
+            ))
+        }
     };
     Ok(v)
 }
