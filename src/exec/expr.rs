@@ -511,7 +511,11 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
         }
         return values_to_array(&vals, to);
     }
-    // Anything to text: PostgreSQL's output format.
+    // Anything to text: PostgreSQL's output format (bool casts spell it out).
+    if to.is_text() && from == SqlType::Bool {
+        let out: StringArray = a.as_boolean().iter().map(|v| v.map(|b| if b { "true" } else { "false" })).collect();
+        return Ok(Arc::new(out));
+    }
     if to.is_text() {
         let out: StringArray = (0..a.len())
             .map(|i| {

@@ -26,7 +26,7 @@ pub fn function_type(name: &str, args: &[SqlType]) -> Option<SqlType> {
         "round" | "trunc" | "floor" | "ceil" | "ceiling" => if first.is_integer() && name != "round" && name != "trunc" { first } else if first.is_integer() { Float8 } else { first.max_float() },
         "sqrt" | "exp" | "ln" | "log" | "log10" | "power" | "pow" | "pi" | "random" | "cbrt" | "degrees" | "radians" | "sin" | "cos" | "tan" | "atan" | "asin" | "acos" | "atan2" => Float8,
         "mod" => first,
-        "coalesce" | "greatest" | "least" => args.iter().copied().try_fold(Unknown, SqlType::common)?,
+        "coalesce" | "greatest" | "least" => args.first().copied().unwrap_or(Text),
         "nullif" => first,
         "lower" | "upper" | "trim" | "btrim" | "ltrim" | "rtrim" | "substr" | "substring" | "replace" | "concat" | "concat_ws"
         | "left" | "right" | "repeat" | "reverse" | "lpad" | "rpad" | "initcap" | "to_char" | "split_part" | "chr" | "format_type" | "quote_ident" => Text,

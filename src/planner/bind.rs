@@ -191,6 +191,7 @@ impl<'a> Planner<'a> {
             E::Cast { expr, data_type, .. } => {
                 let ty = sql_type(data_type)?;
                 let inner = self.bind_expr(expr, scope, agg)?;
+                self.infer_param(&inner, ty);
                 match inner {
                     Expr::Literal { .. } | Expr::Param { .. } => coerce(inner, ty)?,
                     other => {
@@ -685,7 +686,7 @@ impl<'a> Planner<'a> {
             }
             "coalesce" | "greatest" | "least" | "nullif" => {
                 let mut ty = SqlType::Unknown;
-                for b in &bound {
+                for b in bound.iter().filter(|b| b.ty() != SqlType::Unknown || !matches!(b, Expr::Literal { value: Value::Null, .. })) {
                     ty = SqlType::common(ty, b.ty()).ok_or_else(|| err!(DatatypeMismatch, "{} types {} and {} cannot be matched", name.to_uppercase(), ty, b.ty()))?;
                 }
                 if ty == SqlType::Unknown {

@@ -248,6 +248,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
                 }
                 ast::ColumnOption::Unique(_) => {}
                 ast::ColumnOption::Check(c) if matches!(c.expr.as_ref(), ast::Expr::Identifier(i) if i.value == mark) => time_index_col = Some(cname.clone()),
+                ast::ColumnOption::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
                 _ => {}
             }
         }
@@ -272,6 +273,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
                     time_index_col = Some(ident(i));
                 }
             }
+            ast::TableConstraint::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
             ast::TableConstraint::Unique(u) => unique_sets.push(u.columns.iter().map(|c| c.column.expr.to_string().to_lowercase()).collect()),
             _ => {}
         }

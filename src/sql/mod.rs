@@ -201,6 +201,11 @@ impl Session {
                 columns = crate::planner::output_columns(&plan);
                 param_types = planner.params.borrow().types.clone();
             }
+        } else if matches!(stmt, Statement::ShowVariable { .. } | Statement::ShowVariables { .. } | Statement::ShowTables { .. } | Statement::ShowDatabases { .. } | Statement::ShowCreate { .. } | Statement::ExplainTable { .. } | Statement::Explain { .. }) {
+            // Read-only: run it to learn its columns.
+            if let Ok(QueryResult::Rows { columns: c, .. }) = self.execute_statement(&stmt, Params::default()) {
+                columns = c;
+            }
         } else {
             dml::infer_params(self, &stmt, &mut param_types)?;
         }
@@ -253,6 +258,7 @@ impl Session {
                 Ok(QueryResult::Command("ROLLBACK".into()))
             }
             Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => dml::execute(self, stmt, params),
+            _ if stmt.to_string().to_ascii_uppercase().starts_with("RESET") => session_vars::execute(self, stmt),
             Statement::Set(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => session_vars::execute(self, stmt),
             _ => ddl::execute(self, stmt),
         }

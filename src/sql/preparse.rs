@@ -35,6 +35,9 @@ fn quote(name: &str) -> String {
 /// Rewrite `TIME INDEX` clauses as marker CHECK constraints sqlparser
 /// accepts, remembering the column.
 pub fn strip_time_index(sql: &str) -> Result<(String, Extracted)> {
+    if !sql.to_ascii_lowercase().contains("index") {
+        return Ok((sql.to_string(), Extracted::default()));
+    }
     let dialect = PostgreSqlDialect {};
     let mut tokens = Tokenizer::new(&dialect, sql).tokenize().map_err(|e| err!(Syntax, "{e}"))?;
     let mut ex = Extracted::default();
@@ -90,7 +93,17 @@ pub fn strip_time_index(sql: &str) -> Result<(String, Extracted)> {
         }
         i += 1;
     }
-    let out: String = tokens.iter().map(|t| t.to_string()).collect();
+    if ex.time_index.is_none() {
+        return Ok((sql.to_string(), ex));
+    }
+    // Token's Display does not re-escape quotes inside string literals.
+    let out: String = tokens
+        .iter()
+        .map(|t| match t {
+            Token::SingleQuotedString(s) => format!("'{}'", s.replace('\'', "''")),
+            other => other.to_string(),
+        })
+        .collect();
     Ok((out, ex))
 }
 

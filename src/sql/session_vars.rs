@@ -104,6 +104,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             show(s, &name)
         }
         Statement::ShowVariables { .. } => show(s, "all"),
+        _ if stmt.to_string().to_ascii_uppercase().starts_with("RESET") => set_from_text(s, &stmt.to_string()),
         Statement::Set(_) => {
             let text = stmt.to_string();
             set_from_text(s, &text)
@@ -169,12 +170,18 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
         s.settings.insert(name, "UTC".into());
         return Ok(QueryResult::Command("SET".into()));
     }
+    if name == "datestyle" {
+        let v = value.to_uppercase();
+        let v = if v.contains(',') { v } else if v == "ISO" || v == "POSTGRES" || v == "SQL" || v == "GERMAN" { format!("{v}, MDY") } else { format!("ISO, {v}") };
+        s.settings.insert(name, v);
+        return Ok(QueryResult::Command("SET".into()));
+    }
     if name == "statement_timeout" && parse_ms(&value).is_none() {
         bail!(InvalidParameterValue, "invalid value for parameter \"statement_timeout\": \"{value}\"");
     }
-    if name.starts_with("flow.") {
-        s.settings.insert(name, value);
-        return Ok(QueryResult::Command("SET".into()));
+    // Custom settings need a dot (PostgreSQL's rule); flow.* are weir's.
+    if !name.contains('.') && !defaults().contains_key(&name) && !matches!(name.as_str(), "session_authorization" | "role" | "geqo" | "jit" | "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_mergejoin" | "enable_nestloop") {
+        bail!(UndefinedObject, "unrecognized configuration parameter \"{name}\"");
     }
     s.settings.insert(name, value);
     Ok(QueryResult::Command("SET".into()))

@@ -334,11 +334,16 @@ pub fn format_f64(f: f64) -> String {
 }
 
 pub fn format_f32(f: f32) -> String {
-    if f.is_finite() && f != 0.0 && (1e-4..1e6).contains(&f.abs()) {
-        format!("{f}")
-    } else {
-        format_f64(f as f64)
+    if !f.is_finite() || f == 0.0 {
+        return format_f64(f as f64);
     }
+    if (1e-4..1e6).contains(&f.abs()) {
+        return format!("{f}");
+    }
+    let s = format!("{f:e}");
+    let (mant, exp) = s.split_once('e').unwrap();
+    let exp: i32 = exp.parse().unwrap();
+    format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
 }
 
 /// Microseconds since the epoch as `YYYY-MM-DD HH:MM:SS[.ffffff]`.
