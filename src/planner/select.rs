@@ -616,16 +616,67 @@ impl<'a> Planner<'a> {
     }
 }
 
-/// Push a filter into a plan: merge into a scan's time range when it can.
+/// Push a filter into a plan: a scan also learns its time range and tag
+/// equalities from it, so storage can skip files and row groups. The
+/// filter stays above the scan: pruning is an optimisation, not the answer.
 fn push_filter(plan: Plan, pred: Expr) -> Plan {
     let pred = match plan {
-        Plan::Scan { .. } => pred,
+        Plan::Scan { regions, mut request, columns } => {
+            narrow_scan(&regions, &mut request, &pred);
+            return Plan::Filter { input: Box::new(Plan::Scan { regions, request, columns }), predicate: pred };
+        }
         Plan::Filter { input, predicate } => {
             return Plan::Filter { input, predicate: Expr::Binary { op: BinOp::And, left: Box::new(predicate), right: Box::new(pred), ty: SqlType::Bool } };
         }
         other => return Plan::Filter { input: Box::new(other), predicate: pred },
     };
     Plan::Filter { input: Box::new(plan), predicate: pred }
+}
+
+fn narrow_scan(regions: &crate::exec::plan::Regions, req: &mut ScanRequest, pred: &Expr) {
+    let Some(first) = regions.0.first() else { return };
+    let ti = first.desc.time_index;
+    let pk = first.desc.primary_key.clone();
+    let mut parts = Vec::new();
+    flatten_and(pred.clone(), &mut parts);
+    for p in parts {
+        let Expr::Binary { op, left, right, .. } = &p else { continue };
+        let (col, lit, op) = match (left.as_ref(), right.as_ref()) {
+            (Expr::Column { index, .. }, Expr::Literal { value, .. }) => (*index, value.clone(), *op),
+            (Expr::Literal { value, .. }, Expr::Column { index, .. }) => {
+                let flipped = match op {
+                    BinOp::Lt => BinOp::Gt,
+                    BinOp::LtEq => BinOp::GtEq,
+                    BinOp::Gt => BinOp::Lt,
+                    BinOp::GtEq => BinOp::LtEq,
+                    o => *o,
+                };
+                (*index, value.clone(), flipped)
+            }
+            _ => continue,
+        };
+        if Some(col) == ti {
+            let Value::Timestamp(t) = lit else { continue };
+            let (mut lo, mut hi) = req.time_range.unwrap_or((i64::MIN, i64::MAX));
+            match op {
+                BinOp::GtEq => lo = lo.max(t),
+                BinOp::Gt => lo = lo.max(t.saturating_add(1)),
+                BinOp::Lt => hi = hi.min(t),
+                BinOp::LtEq => hi = hi.min(t.saturating_add(1)),
+                BinOp::Eq => {
+                    lo = lo.max(t);
+                    hi = hi.min(t.saturating_add(1));
+                }
+                _ => continue,
+            }
+            req.time_range = Some((lo, hi));
+        } else if op == BinOp::Eq && pk.contains(&col) && !lit.is_null() {
+            let ty = SqlType::from_arrow(first.desc.schema.field(col).data_type());
+            if let Ok(a) = crate::types::values_to_array(&[lit], ty) {
+                req.filters.push(crate::storage::ColumnEq { column: col, value: a });
+            }
+        }
+    }
 }
 
 fn split_and(e: &ast::Expr, out: &mut Vec<ast::Expr>) {

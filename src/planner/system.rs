@@ -73,10 +73,55 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
                 for (n, r) in p.regions(&tdef)?.iter().enumerate() {
-                    rows.push(vec![t(&tdef.name), Value::Int(r.id as i64), Value::Int(n as i64), Value::Int(r.last_seq() as i64)]);
+                    let st = r.stats();
+                    let i = |v: u64| Value::Int(v as i64);
+                    rows.push(vec![
+                        t(&tdef.name),
+                        i(r.id),
+                        i(n as u64),
+                        i(st.memtable_rows as u64),
+                        i(st.memtable_bytes as u64),
+                        i(st.sst_count as u64),
+                        i(st.sst_bytes),
+                        i(st.sst_rows),
+                        i(st.wal_bytes),
+                        i(st.last_seq),
+                        i(st.flushed_seq),
+                        i(st.history_seq),
+                        i(st.generation),
+                        i(st.flushes),
+                        i(st.compactions),
+                        i(st.ssts_read),
+                        i(st.ssts_pruned),
+                        i(st.row_groups_read),
+                        i(st.row_groups_pruned),
+                    ]);
                 }
             }
-            table(&[("table_name", Text), ("region_id", Int8), ("region_number", Int4), ("latest_sequence", Int8)], rows)
+            table(
+                &[
+                    ("table_name", Text),
+                    ("region_id", Int8),
+                    ("region_number", Int4),
+                    ("memtable_rows", Int8),
+                    ("memtable_bytes", Int8),
+                    ("sst_count", Int8),
+                    ("sst_bytes", Int8),
+                    ("sst_rows", Int8),
+                    ("wal_bytes", Int8),
+                    ("latest_sequence", Int8),
+                    ("flushed_sequence", Int8),
+                    ("history_sequence", Int8),
+                    ("generation", Int8),
+                    ("flushes", Int8),
+                    ("compactions", Int8),
+                    ("ssts_read", Int8),
+                    ("ssts_pruned", Int8),
+                    ("row_groups_read", Int8),
+                    ("row_groups_pruned", Int8),
+                ],
+                rows,
+            )
         }
         ("pg_catalog", "pg_namespace") => table(&[("oid", Int8), ("nspname", Text)], vec![vec![Value::Int(11), t("pg_catalog")], vec![Value::Int(2200), t("public")], vec![Value::Int(13000), t("information_schema")]]),
         ("pg_catalog", "pg_database") => {

@@ -43,7 +43,7 @@ impl Engine {
         let dir = std::path::PathBuf::from(&config.data_dir);
         std::fs::create_dir_all(&dir).map_err(|e| err!(Storage, "cannot create data directory {}: {e}", dir.display()))?;
         let catalog = Catalog::open(&dir)?;
-        let storage = StorageEngine::open(&dir.join("regions"), config.storage_config())?;
+        let storage = StorageEngine::open_tuned(&dir.join("regions"), config.storage_config(), config.storage_tuning())?;
         let engine = Engine { catalog, storage, config };
         for t in engine.catalog.all_tables() {
             engine.open_table_regions(&t)?;
