@@ -32,7 +32,9 @@ fn main() -> anyhow::Result<()> {
     if let Some(l) = args.listen {
         config.listen = l;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // Deeply nested expressions recurse through parser, binder and evaluator:
+    // give worker threads room (64 MiB, a guess that covers the SQLite corpus).
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(64 << 20).build()?;
     rt.block_on(async move {
         let listen = config.listen.clone();
         let data_dir = config.data_dir.clone();
