@@ -34,6 +34,8 @@ pub struct StorageSection {
     pub compaction_files_min: usize,
     /// Period of the background flush/compaction thread; 0 = none.
     pub background_interval_ms: u64,
+    /// Largest COPY FROM STDIN payload held before it is written.
+    pub copy_buffer_bytes_max: usize,
 }
 
 impl Default for Config {
@@ -56,6 +58,7 @@ impl Default for StorageSection {
             compaction_file_bytes_max: t.compaction_file_bytes_max,
             compaction_files_min: t.compaction_files_min,
             background_interval_ms: t.background_interval_ms,
+            copy_buffer_bytes_max: 1 << 30,
         }
     }
 }

@@ -34,6 +34,8 @@ pub enum ErrorKind {
     QueryCanceled,
     InvalidDatetime,
     StringDataTooLong,
+    ProgramLimitExceeded,
+    BadCopyFileFormat,
     Storage,
     Corrupt,
     /// Incremental read below the region's readable sequence (seed 001).
@@ -73,6 +75,8 @@ impl ErrorKind {
             QueryCanceled => "57014",
             InvalidDatetime => "22007",
             StringDataTooLong => "22001",
+            ProgramLimitExceeded => "54000",
+            BadCopyFileFormat => "22P04",
             Storage => "58030",
             Corrupt => "XX001",
             IncrementalQueryStale => "WR001",

@@ -536,7 +536,7 @@ impl<'a> Planner<'a> {
                 let l = coerce(l, Interval)?;
                 (r, l, rt)
             }
-            (BinOp::Sub, Timestamp | TimestampTz, Timestamp | TimestampTz | Unknown) => {
+            (BinOp::Sub, Timestamp | TimestampTz, Timestamp | TimestampTz) => {
                 let r = coerce(r, lt)?;
                 let l2 = Expr::Cast { expr: Box::new(l), ty: Int8 };
                 let r2 = Expr::Cast { expr: Box::new(r), ty: Int8 };
@@ -737,9 +737,6 @@ impl<'a> Planner<'a> {
     }
 }
 
-fn l_is_unknown(e: &Expr) -> bool {
-    e.ty() == SqlType::Unknown
-}
 
 /// Cast a one-column plan's output to a type.
 fn cast_plan_column(plan: crate::exec::plan::Plan, ty: SqlType) -> crate::exec::plan::Plan {

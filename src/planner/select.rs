@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use sqlparser::ast::{self, SetExpr, TableFactor};
 
-use super::bind::{agg_placeholder, AggCollector};
+use super::bind::AggCollector;
 use super::{ident, object_name, Planner, Scope};
 use crate::error::Result;
 use crate::exec::expr::{BinOp, Expr};
@@ -620,17 +620,16 @@ impl<'a> Planner<'a> {
 /// equalities from it, so storage can skip files and row groups. The
 /// filter stays above the scan: pruning is an optimisation, not the answer.
 fn push_filter(plan: Plan, pred: Expr) -> Plan {
-    let pred = match plan {
+    match plan {
         Plan::Scan { regions, mut request, columns } => {
             narrow_scan(&regions, &mut request, &pred);
-            return Plan::Filter { input: Box::new(Plan::Scan { regions, request, columns }), predicate: pred };
+            Plan::Filter { input: Box::new(Plan::Scan { regions, request, columns }), predicate: pred }
         }
         Plan::Filter { input, predicate } => {
-            return Plan::Filter { input, predicate: Expr::Binary { op: BinOp::And, left: Box::new(predicate), right: Box::new(pred), ty: SqlType::Bool } };
+            Plan::Filter { input, predicate: Expr::Binary { op: BinOp::And, left: Box::new(predicate), right: Box::new(pred), ty: SqlType::Bool } }
         }
-        other => return Plan::Filter { input: Box::new(other), predicate: pred },
-    };
-    Plan::Filter { input: Box::new(plan), predicate: pred }
+        other => Plan::Filter { input: Box::new(other), predicate: pred },
+    }
 }
 
 fn narrow_scan(regions: &crate::exec::plan::Regions, req: &mut ScanRequest, pred: &Expr) {
@@ -857,8 +856,4 @@ fn cast_columns(plan: Plan, types: &[SqlType]) -> Result<Plan> {
     let exprs = cols.iter().enumerate().map(|(i, c)| super::coerce(Expr::Column { index: i, ty: c.ty }, types[i])).collect::<Result<_>>()?;
     let columns = cols.iter().zip(types).map(|(c, t)| PlanColumn { name: c.name.clone(), qualifier: None, ty: *t }).collect();
     Ok(Plan::Project { input: Box::new(plan), exprs, columns })
-}
-
-pub fn unused(_: Value) -> Expr {
-    agg_placeholder(0, SqlType::Int8)
 }

@@ -1,8 +1,6 @@
 //! System tables: `information_schema.*` and the parts of `pg_catalog`
 //! that psql, drivers and Grafana read. Built at plan time from the catalog.
 
-use std::sync::Arc;
-
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 
 use super::Planner;
@@ -146,8 +144,4 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
         }
         _ => bail!(UndefinedTable, "relation \"{schema}.{name}\" does not exist"),
     }
-}
-
-pub fn unused() -> Arc<()> {
-    Arc::new(())
 }

@@ -133,6 +133,7 @@ impl Connection {
 fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxState) -> PgWireResult<Response> {
     Ok(match r {
         QueryResult::Empty => Response::EmptyQuery,
+        QueryResult::CopyIn { columns } => Response::CopyIn(pgwire::api::results::CopyResponse::new(0, columns, stream::empty())),
         QueryResult::Command(tag) => {
             let t = tag_of(&tag);
             if tx_before == TxState::Idle && tx_after != TxState::Idle {
@@ -277,7 +278,43 @@ impl ExtendedQueryHandler for Connection {
     }
 }
 
+#[async_trait]
+impl pgwire::api::copy::CopyHandler for Connection {
+    async fn on_copy_data<C>(&self, _client: &mut C, copy_data: pgwire::messages::copy::CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.with_session(|s| s.copy_data(&copy_data.data)).map_err(|e| user_error(&e))
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: pgwire::messages::copy::CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let n = self.with_session(|s| s.copy_done()).map_err(|e| user_error(&e))?;
+        client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(n).into())).await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, _client: &mut C, fail: pgwire::messages::copy::CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.with_session(|s| s.copy_fail());
+        PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".into(), "57014".into(), format!("COPY from stdin failed: {}", fail.message))))
+    }
+}
+
 impl PgWireServerHandlers for Connection {
+    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
+        Arc::new(self.clone_handle())
+    }
     fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
         Arc::new(self.clone_handle())
     }

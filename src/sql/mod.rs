@@ -5,6 +5,7 @@
 //! May import `planner`, `exec`, `storage`, `catalog`, `types`, `error`;
 //! never `server`.
 
+pub mod copy;
 mod ddl;
 mod dml;
 pub mod preparse;
@@ -70,6 +71,8 @@ pub enum QueryResult {
     Rows { columns: Vec<PlanColumn>, batches: Vec<RecordBatch> },
     /// A command tag such as `INSERT 0 3` or `CREATE TABLE`.
     Command(String),
+    /// COPY FROM STDIN started: the client sends data next.
+    CopyIn { columns: usize },
     Empty,
 }
 
@@ -89,6 +92,8 @@ pub struct Session {
     pub settings: HashMap<String, String>,
     pub tx: TxState,
     pub cancel: Arc<AtomicBool>,
+    /// A COPY FROM STDIN in progress.
+    pub copy: Option<copy::CopyIn>,
 }
 
 /// A statement parsed for the extended protocol.
@@ -102,7 +107,8 @@ pub struct Prepared {
 
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     let (sql, _) = preparse::strip_time_index(sql)?;
-    Parser::parse_sql(&PostgreSqlDialect {}, &sql).map_err(parse_error)
+    // Generated SQL nests deeply; the worker stack is sized for this limit.
+    Parser::new(&PostgreSqlDialect {}).with_recursion_limit(2000).try_with_sql(&sql).and_then(|mut p| p.parse_statements()).map_err(parse_error)
 }
 
 fn parse_error(e: sqlparser::parser::ParserError) -> WeirError {
@@ -113,7 +119,7 @@ fn parse_error(e: sqlparser::parser::ParserError) -> WeirError {
 
 impl Session {
     pub fn new(engine: Arc<Engine>, database: &str, user: &str) -> Session {
-        Session { engine, database: database.to_string(), user: user.to_string(), settings: session_vars::defaults(), tx: TxState::Idle, cancel: Arc::new(AtomicBool::new(false)) }
+        Session { engine, database: database.to_string(), user: user.to_string(), settings: session_vars::defaults(), tx: TxState::Idle, cancel: Arc::new(AtomicBool::new(false)), copy: None }
     }
 
     pub fn exec_ctx(&self) -> ExecCtx {
@@ -257,11 +263,42 @@ impl Session {
                 self.tx = TxState::Idle;
                 Ok(QueryResult::Command("ROLLBACK".into()))
             }
+            Statement::Copy { .. } => copy::start(self, stmt),
             Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => dml::execute(self, stmt, params),
             _ if stmt.to_string().to_ascii_uppercase().starts_with("RESET") => session_vars::execute(self, stmt),
             Statement::Set(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => session_vars::execute(self, stmt),
             _ => ddl::execute(self, stmt),
         }
+    }
+
+    /// Data of a COPY in progress.
+    pub fn copy_data(&mut self, data: &[u8]) -> Result<()> {
+        match self.copy.as_mut() {
+            Some(c) => {
+                let r = c.push(data);
+                if r.is_err() {
+                    self.copy = None;
+                    self.fail();
+                }
+                r
+            }
+            None => bail!(Internal, "no COPY in progress"),
+        }
+    }
+
+    /// End of COPY data: parse and write everything, or nothing.
+    pub fn copy_done(&mut self) -> Result<usize> {
+        let Some(c) = self.copy.take() else { bail!(Internal, "no COPY in progress") };
+        let r = c.finish(self);
+        if r.is_err() {
+            self.fail();
+        }
+        r
+    }
+
+    pub fn copy_fail(&mut self) {
+        self.copy = None;
+        self.fail();
     }
 
     fn admin(&mut self, call: &str) -> Result<QueryResult> {

@@ -153,7 +153,7 @@ impl SqlType {
     pub fn common(a: SqlType, b: SqlType) -> Option<SqlType> {
         use SqlType::*;
         if a == b {
-            return Some(if a == Unknown { Text } else { a });
+            return Some(a);
         }
         match (a, b) {
             (Unknown, x) | (x, Unknown) => Some(x),

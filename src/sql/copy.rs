@@ -1,0 +1,290 @@
+//! COPY ... FROM STDIN: the bulk load path. Data is buffered (bounded by
+//! `copy_buffer_bytes_max`), parsed completely, then written: a bad row
+//! anywhere means nothing is written.
+
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, RecordBatchOptions};
+use sqlparser::ast::{self, CopyOption, CopySource, CopyTarget};
+
+use super::{QueryResult, Session};
+use crate::catalog::TableDef;
+use crate::error::Result;
+use crate::exec::expr::parse_text_as;
+use crate::planner::{ident, object_name};
+use crate::storage::region_id;
+use crate::types::{values_to_array, Value};
+use crate::{bail, err};
+
+/// A COPY FROM STDIN in progress on a session.
+#[derive(Debug)]
+pub struct CopyIn {
+    pub table: TableDef,
+    pub columns: Vec<usize>,
+    pub csv: bool,
+    pub delimiter: char,
+    pub null: String,
+    pub header: bool,
+    pub quote: char,
+    pub buffer: Vec<u8>,
+    pub buffer_bytes_max: usize,
+}
+
+pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
+    let ast::Statement::Copy { source, to, target, options, legacy_options, .. } = stmt else { unreachable!() };
+    if *to {
+        bail!(FeatureNotSupported, "COPY TO is not supported yet");
+    }
+    if !matches!(target, CopyTarget::Stdin) {
+        bail!(FeatureNotSupported, "COPY FROM a file is not supported; use COPY FROM STDIN");
+    }
+    let CopySource::Table { table_name, columns } = source else { bail!(FeatureNotSupported, "COPY of a query is not supported") };
+    let name = object_name(table_name)?.1;
+    let def = s.engine.catalog.table(&s.database, &name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))?;
+    let cols: Vec<usize> = if columns.is_empty() {
+        (0..def.columns.len()).collect()
+    } else {
+        columns.iter().map(|c| def.column_index(&ident(c)).ok_or_else(|| err!(UndefinedColumn, "column \"{}\" of relation \"{name}\" does not exist", ident(c)))).collect::<Result<_>>()?
+    };
+    let mut c = CopyIn {
+        table: def,
+        columns: cols,
+        csv: false,
+        delimiter: '\t',
+        null: "\\N".into(),
+        header: false,
+        quote: '"',
+        buffer: Vec::new(),
+        buffer_bytes_max: s.engine.config.storage.copy_buffer_bytes_max,
+    };
+    let mut null_set = false;
+    let mut delim_set = false;
+    for o in options {
+        match o {
+            CopyOption::Format(f) => match f.value.to_lowercase().as_str() {
+                "csv" => c.csv = true,
+                "text" => c.csv = false,
+                other => bail!(FeatureNotSupported, "COPY format \"{other}\" is not supported"),
+            },
+            CopyOption::Delimiter(d) => {
+                c.delimiter = *d;
+                delim_set = true;
+            }
+            CopyOption::Null(n) => {
+                c.null = n.clone();
+                null_set = true;
+            }
+            CopyOption::Header(h) => c.header = *h,
+            CopyOption::Quote(q) => c.quote = *q,
+            other => bail!(FeatureNotSupported, "COPY option {other} is not supported"),
+        }
+    }
+    for o in legacy_options {
+        match o {
+            ast::CopyLegacyOption::Csv(_) => c.csv = true,
+            ast::CopyLegacyOption::Delimiter(d) => {
+                c.delimiter = *d;
+                delim_set = true;
+            }
+            ast::CopyLegacyOption::Null(n) => {
+                c.null = n.clone();
+                null_set = true;
+            }
+            other => bail!(FeatureNotSupported, "COPY option {other} is not supported"),
+        }
+    }
+    if c.csv {
+        if !delim_set {
+            c.delimiter = ',';
+        }
+        if !null_set {
+            c.null = String::new();
+        }
+    }
+    let n = c.columns.len();
+    s.copy = Some(c);
+    Ok(QueryResult::CopyIn { columns: n })
+}
+
+impl CopyIn {
+    pub fn push(&mut self, data: &[u8]) -> Result<()> {
+        if self.buffer.len() + data.len() > self.buffer_bytes_max {
+            bail!(ProgramLimitExceeded, "COPY data exceeds copy_buffer_bytes_max ({} bytes)", self.buffer_bytes_max);
+        }
+        self.buffer.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Parse everything, then write. Returns the row count.
+    pub fn finish(self, s: &Session) -> Result<usize> {
+        let text = String::from_utf8(self.buffer.clone()).map_err(|_| err!(InvalidText, "invalid byte sequence for encoding \"UTF8\""))?;
+        let ncols = self.columns.len();
+        let mut per_col: Vec<Vec<Value>> = vec![Vec::new(); ncols];
+        let mut line_no = 0usize;
+        let records = if self.csv { csv_records(&text, self.delimiter, self.quote) } else { text_records(&text, self.delimiter) };
+        for rec in records {
+            line_no += 1;
+            if self.header && line_no == 1 {
+                continue;
+            }
+            if rec.len() == 1 && rec[0].0 == "\\." {
+                break;
+            }
+            if rec.len() == 1 && rec[0].0.is_empty() && ncols > 1 {
+                continue;
+            }
+            if rec.len() != ncols {
+                bail!(BadCopyFileFormat, "{} data for column at line {line_no}", if rec.len() < ncols { "missing" } else { "extra" });
+            }
+            for (k, (field, quoted)) in rec.into_iter().enumerate() {
+                let col = &self.table.columns[self.columns[k]];
+                let v = if !quoted && field == self.null {
+                    Value::Null
+                } else {
+                    parse_text_as(&field, col.ty).map_err(|e| e.with_detail(format!("COPY {}, line {line_no}, column {}", self.table.name, col.name)))?
+                };
+                per_col[k].push(v);
+            }
+        }
+        let nrows = per_col.first().map(|c| c.len()).unwrap_or(0);
+        if nrows == 0 {
+            return Ok(0);
+        }
+        let def = &self.table;
+        let mut arrays = Vec::with_capacity(def.columns.len());
+        for (i, c) in def.columns.iter().enumerate() {
+            let a = match self.columns.iter().position(|&x| x == i) {
+                Some(k) => values_to_array(&per_col[k], c.ty)?,
+                None => arrow::array::new_null_array(&c.ty.to_arrow(), nrows),
+            };
+            if !c.nullable && arrow::array::Array::null_count(&a) > 0 {
+                bail!(NotNullViolation, "null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, def.name);
+            }
+            arrays.push(a);
+        }
+        let schema = super::ddl::region_descriptor(def).schema;
+        let batch = RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
+        let regions: Vec<Arc<crate::storage::Region>> = (0..def.regions.max(1)).filter_map(|n| s.engine.storage.region(region_id(def.id, n))).collect();
+        if regions.len() <= 1 {
+            regions[0].write(&batch)?;
+        } else {
+            for (r, part) in crate::storage::route_rows(&batch, &def.primary_key, regions.len() as u32)? {
+                if part.num_rows() > 0 {
+                    regions[r as usize].write(&part)?;
+                }
+            }
+        }
+        Ok(nrows)
+    }
+}
+
+/// Text format: tab-separated, backslash escapes, `\N` for NULL.
+fn text_records(text: &str, delim: char) -> Vec<Vec<(String, bool)>> {
+    let mut out = Vec::new();
+    for line in text.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() {
+            continue;
+        }
+        if line == "\\." {
+            out.push(vec![("\\.".to_string(), false)]);
+            break;
+        }
+        let mut fields = Vec::new();
+        let mut cur = String::new();
+        let mut raw_null = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.next() {
+                    Some('N') if cur.is_empty() => {
+                        raw_null = true;
+                        cur.push_str("\\N");
+                    }
+                    Some('t') => cur.push('\t'),
+                    Some('n') => cur.push('\n'),
+                    Some('r') => cur.push('\r'),
+                    Some('\\') => cur.push('\\'),
+                    Some(o) => cur.push(o),
+                    None => {}
+                }
+            } else if c == delim {
+                fields.push((std::mem::take(&mut cur), false));
+                raw_null = false;
+            } else {
+                cur.push(c);
+            }
+        }
+        let _ = raw_null;
+        fields.push((cur, false));
+        out.push(fields);
+    }
+    out
+}
+
+/// CSV: quoted fields may hold delimiters, quotes ("") and newlines. A
+/// quoted empty string is not NULL.
+fn csv_records(text: &str, delim: char, quote: char) -> Vec<Vec<(String, bool)>> {
+    let mut out = Vec::new();
+    let mut fields = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut in_quotes = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_quotes {
+            if c == quote {
+                if chars.peek() == Some(&quote) {
+                    cur.push(quote);
+                    chars.next();
+                } else {
+                    in_quotes = false;
+                }
+            } else {
+                cur.push(c);
+            }
+        } else if c == quote {
+            in_quotes = true;
+            quoted = true;
+        } else if c == delim {
+            fields.push((std::mem::take(&mut cur), quoted));
+            quoted = false;
+        } else if c == '\n' || c == '\r' {
+            if c == '\r' && chars.peek() == Some(&'\n') {
+                chars.next();
+            }
+            fields.push((std::mem::take(&mut cur), quoted));
+            quoted = false;
+            let rec = std::mem::take(&mut fields);
+            if !(rec.len() == 1 && rec[0].0.is_empty() && !rec[0].1) {
+                out.push(rec);
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() || !fields.is_empty() || quoted {
+        fields.push((cur, quoted));
+        out.push(fields);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_and_newlines() {
+        let r = csv_records("a,\"b,c\",\"\"\n\"x\"\"y\",,\"line\nbreak\"\n", ',', '"');
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0], vec![("a".into(), false), ("b,c".into(), true), ("".into(), true)]);
+        assert_eq!(r[1], vec![("x\"y".into(), true), ("".into(), false), ("line\nbreak".into(), true)]);
+    }
+
+    #[test]
+    fn text_escapes() {
+        let r = text_records("1\ta\\tb\t\\N\n\\.\n", '\t');
+        assert_eq!(r[0], vec![("1".into(), false), ("a\tb".into(), false), ("\\N".into(), false)]);
+    }
+}

@@ -1,0 +1,64 @@
+//! COPY FROM STDIN: text and CSV, all or nothing, the connection usable
+//! after a bad payload, and the data durable across a restart.
+
+mod common;
+
+use common::TestServer;
+use futures::SinkExt;
+use tokio_postgres::Client;
+
+async fn copy(c: &Client, sql: &str, data: &str) -> Result<u64, tokio_postgres::Error> {
+    // Keep the statement alive until the copy ends: tokio-postgres closes a
+    // dropped statement with a Close message, and pgwire refuses messages
+    // other than CopyData/CopyDone/CopyFail/Sync/Flush during COPY.
+    let st = c.prepare(sql).await?;
+    let sink = c.copy_in(&st).await?;
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from(data.to_string())).await?;
+    let n = sink.finish().await;
+    drop(st);
+    n
+}
+
+async fn count(c: &Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).await.unwrap().get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_text_and_csv_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::spawn(dir.path()).unwrap();
+    let c = server.connect(None).await.unwrap();
+    c.batch_execute("CREATE TABLE cp (host TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, PRIMARY KEY (host))").await.unwrap();
+
+    let n = copy(&c, "COPY cp FROM STDIN", "a\t2024-01-01 00:00:00\t1.5\nb\t2024-01-01 00:00:01\t\\N\n").await.unwrap();
+    assert_eq!(n, 2);
+    let n = copy(&c, "COPY cp (host, ts, v) FROM STDIN WITH (FORMAT csv, HEADER true)", "host,ts,v\n\"c,d\",2024-01-01 00:00:02,3\n").await.unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(count(&c, "SELECT count(*) FROM cp").await, 3);
+    let v: Option<f64> = c.query_one("SELECT v FROM cp WHERE host = 'b'", &[]).await.unwrap().get(0);
+    assert_eq!(v, None);
+
+    // One bad row: nothing of the payload is written, and the error says where.
+    let e = copy(&c, "COPY cp FROM STDIN", "x\t2024-01-01 00:00:03\t1\ny\tnot a time\t2\n").await.unwrap_err();
+    let (msg, state) = common::format_error(&e);
+    assert_eq!(state.as_deref(), Some("22007"), "{msg}");
+    assert_eq!(count(&c, "SELECT count(*) FROM cp").await, 3);
+    // Wrong column count.
+    let e = copy(&c, "COPY cp FROM STDIN", "x\t2024-01-01 00:00:03\n").await.unwrap_err();
+    assert_eq!(common::format_error(&e).1.as_deref(), Some("22P04"));
+    // The connection still works; missing tables are 42P01.
+    let e = c.batch_execute("COPY nope FROM STDIN").await.unwrap_err();
+    assert_eq!(common::format_error(&e).1.as_deref(), Some("42P01"));
+    assert_eq!(count(&c, "SELECT count(*) FROM cp").await, 3);
+
+    // 10k rows in one COPY.
+    let mut data = String::new();
+    for i in 0..10_000 {
+        data.push_str(&format!("h{}\t2024-01-02 00:00:{:02}.{:06}\t{i}\n", i % 10, i % 60, i));
+    }
+    assert_eq!(copy(&c, "COPY cp FROM STDIN", &data).await.unwrap(), 10_000);
+    assert_eq!(count(&c, "SELECT count(*) FROM cp").await, 10_003);
+    drop(c);
+    drop(server);
+}
