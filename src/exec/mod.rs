@@ -102,7 +102,7 @@ pub trait BatchExecutor: Send {
 /// Build the executor tree for a plan.
 pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
     Ok(match plan {
-        Plan::Scan { regions, request, columns } => Box::new(scan::TableScanExecutor::new(regions.0.clone(), request.clone(), columns)),
+        Plan::Scan { regions, request, columns } => Box::new(scan::TableScanExecutor::new(regions.0.clone(), regions.1.clone(), request.clone(), columns)),
         Plan::Memory { batches, columns } => Box::new(values::MemoryExecutor::new(batches.clone(), columns)),
         Plan::Values { rows, columns } => Box::new(values::ValuesExecutor::new(rows.clone(), columns, ctx.clone())),
         Plan::Filter { input, predicate } => Box::new(selection::SelectionExecutor::new(build(input, ctx)?, predicate.clone(), ctx.clone())),

@@ -86,7 +86,7 @@ pub struct SortKey {
 
 /// The regions a scan reads (Debug prints their ids only).
 #[derive(Clone)]
-pub struct Regions(pub Vec<Arc<Region>>);
+pub struct Regions(pub Vec<Arc<Region>>, pub Vec<crate::storage::SeqBounds>);
 
 impl std::fmt::Debug for Regions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

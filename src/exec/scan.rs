@@ -12,6 +12,8 @@ use crate::storage::{Region, ScanRequest};
 
 pub struct TableScanExecutor {
     regions: Vec<Arc<Region>>,
+    /// Per-region sequence bounds (incremental reads); empty = the request's.
+    seqs: Vec<crate::storage::SeqBounds>,
     request: ScanRequest,
     schema: SchemaRef,
     pending: Vec<RecordBatch>,
@@ -19,8 +21,8 @@ pub struct TableScanExecutor {
 }
 
 impl TableScanExecutor {
-    pub fn new(regions: Vec<Arc<Region>>, request: ScanRequest, columns: &[PlanColumn]) -> Self {
-        TableScanExecutor { regions, request, schema: arrow_schema(columns), pending: Vec::new(), next_region: 0 }
+    pub fn new(regions: Vec<Arc<Region>>, seqs: Vec<crate::storage::SeqBounds>, request: ScanRequest, columns: &[PlanColumn]) -> Self {
+        TableScanExecutor { regions, seqs, request, schema: arrow_schema(columns), pending: Vec::new(), next_region: 0 }
     }
 }
 
@@ -31,7 +33,11 @@ impl BatchExecutor for TableScanExecutor {
 
     fn next_batch(&mut self, max_rows: usize) -> Result<BatchResult> {
         while self.pending.is_empty() && self.next_region < self.regions.len() {
-            let mut batches = self.regions[self.next_region].scan(&self.request)?;
+            let i = self.next_region;
+            let mut batches = match self.seqs.get(i) {
+                Some(seq) => self.regions[i].scan(&ScanRequest { seq: *seq, ..self.request.clone() })?,
+                None => self.regions[i].scan(&self.request)?,
+            };
             self.next_region += 1;
             batches.reverse();
             self.pending = batches;

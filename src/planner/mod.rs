@@ -6,6 +6,7 @@
 //! or `server`.
 
 mod bind;
+pub mod incremental;
 mod select;
 pub mod system;
 
@@ -51,11 +52,17 @@ pub struct Planner<'a> {
     pub database: String,
     pub ctx: ExecCtx,
     pub params: RefCell<Params>,
+    /// Seed 001 keys of this query, if any.
+    pub incremental: Option<incremental::IncrementalKeys>,
+    /// (region, snapshot sequence) of every source region scanned.
+    pub watermarks: RefCell<Vec<(u64, u64)>>,
 }
 
 impl<'a> Planner<'a> {
     pub fn new(catalog: &'a Catalog, storage: &'a StorageEngine, database: &str, ctx: ExecCtx, params: Params) -> Self {
-        Planner { catalog, storage, database: database.to_string(), ctx, params: RefCell::new(params) }
+        // Keys were validated when set; a bad combination fails at plan time.
+        let incremental = incremental::IncrementalKeys::from_settings(&ctx.settings).ok().flatten();
+        Planner { catalog, storage, database: database.to_string(), ctx, params: RefCell::new(params), incremental, watermarks: RefCell::new(Vec::new()) }
     }
 
     /// The regions of a table, opened.

@@ -594,7 +594,15 @@ impl<'a> Planner<'a> {
         if let Some(def) = self.catalog.table(&self.database, name) {
             let regions = self.regions(&def)?;
             let cols: Vec<PlanColumn> = def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
-            let plan = Plan::Scan { regions: crate::exec::plan::Regions(regions), request: ScanRequest::default(), columns: cols.clone() };
+            let mut seqs = Vec::new();
+            if let Some(keys) = self.incremental.as_ref().filter(|k| k.sink_table_id != Some(def.id)) {
+                for r in &regions {
+                    let b = keys.bounds(r.id, r.last_seq(), &def.name)?;
+                    self.watermarks.borrow_mut().push((r.id, b.upto.unwrap_or(0)));
+                    seqs.push(b);
+                }
+            }
+            let plan = Plan::Scan { regions: crate::exec::plan::Regions(regions, seqs), request: ScanRequest::default(), columns: cols.clone() };
             return Ok((plan, cols));
         }
         if let Some(v) = self.catalog.view(&self.database, name) {

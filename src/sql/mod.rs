@@ -244,11 +244,29 @@ impl Session {
         }
         match stmt {
             Statement::Query(q) => {
+                let keys = crate::planner::incremental::IncrementalKeys::from_settings(&self.settings)?;
                 let planner = self.planner(params);
-                let plan = planner.plan_query(q, None)?;
-                let columns = crate::planner::output_columns(&plan);
-                let batches = crate::exec::collect(&plan, &planner.ctx)?;
-                Ok(QueryResult::Rows { columns, batches })
+                let result = planner.plan_query(q, None).and_then(|plan| {
+                    let columns = crate::planner::output_columns(&plan);
+                    let batches = crate::exec::collect(&plan, &planner.ctx)?;
+                    Ok(QueryResult::Rows { columns, batches })
+                });
+                // Watermarks come with success only, complete or not at all
+                // they are never extra columns of the rows.
+                let marks = planner.watermarks.borrow().clone();
+                drop(planner);
+                if keys.as_ref().is_some_and(|k| k.return_region_seq) {
+                    match &result {
+                        Ok(_) => {
+                            let m: serde_json::Map<String, serde_json::Value> = marks.iter().map(|(r, s)| (r.to_string(), serde_json::Value::from(*s))).collect();
+                            self.settings.insert("flow.region_seqs".into(), serde_json::Value::Object(m).to_string());
+                        }
+                        Err(_) => {
+                            self.settings.remove("flow.region_seqs");
+                        }
+                    }
+                }
+                result
             }
             Statement::StartTransaction { .. } => {
                 self.tx = TxState::InBlock;

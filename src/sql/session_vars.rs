@@ -100,7 +100,11 @@ fn show(s: &Session, name: &str) -> Result<QueryResult> {
 pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
     match stmt {
         Statement::ShowVariable { variable } => {
-            let name = variable.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join(" ");
+            // `SHOW a.b` arrives as two identifiers; multi-word names
+            // (`transaction isolation level`, `time zone`) keep spaces.
+            let first = variable.first().map(|i| i.value.to_lowercase()).unwrap_or_default();
+            let sep = if variable.len() == 2 && !matches!(first.as_str(), "time" | "transaction" | "session") { "." } else { " " };
+            let name = variable.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join(sep);
             show(s, &name)
         }
         Statement::ShowVariables { .. } => show(s, "all"),
@@ -182,6 +186,17 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
     // Custom settings need a dot (PostgreSQL's rule); flow.* are weir's.
     if !name.contains('.') && !defaults().contains_key(&name) && !matches!(name.as_str(), "session_authorization" | "role" | "geqo" | "jit" | "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_mergejoin" | "enable_nestloop") {
         bail!(UndefinedObject, "unrecognized configuration parameter \"{name}\"");
+    }
+    if name.starts_with("flow.") {
+        // Validate the seed 001 keys as they are set (the mode may come
+        // before the map, so that one pairing is checked at query time).
+        let mut probe = s.settings.clone();
+        probe.insert(name.clone(), value.clone());
+        if let Err(e) = crate::planner::incremental::IncrementalKeys::from_settings(&probe) {
+            if !e.message.contains("needs a non-empty") {
+                return Err(e);
+            }
+        }
     }
     s.settings.insert(name, value);
     Ok(QueryResult::Command("SET".into()))
