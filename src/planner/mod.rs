@@ -6,6 +6,8 @@
 //! or `server`.
 
 mod bind;
+mod prune;
+pub use prune::prune_plan;
 pub mod incremental;
 mod select;
 pub mod system;
