@@ -166,8 +166,12 @@ class Weir:
             self.stop()
             raise RuntimeError(f"weir did not start (stdout: {line!r}); log tail:\n{self.log_tail()}")
         self.port = int(line.strip().rsplit(":", 1)[1])
-        self.conn = psycopg.connect(host="127.0.0.1", port=self.port, user="bench", dbname="public",
-                                    autocommit=True, connect_timeout=30)
+        try:
+            self.conn = psycopg.connect(host="127.0.0.1", port=self.port, user=os.environ.get("WEIR_BENCH_USER", "bench"),
+                                        dbname="public", autocommit=True, connect_timeout=30)
+        except Exception:
+            self.stop()
+            raise
 
     def log_tail(self, n=30):
         try:
@@ -197,6 +201,8 @@ class Weir:
         return time.perf_counter() - t0
 
     def stop(self):
+        if self.logf.closed:
+            return
         try:
             if getattr(self, "conn", None) is not None:
                 self.conn.close()

@@ -46,6 +46,8 @@ impl BinOp {
 #[derive(Debug, Clone)]
 pub enum SubqueryKind {
     Scalar,
+    /// `ARRAY(subquery)`: the first column's values as an array literal.
+    Array,
     Exists { negated: bool },
     In { expr: Box<Expr>, negated: bool },
     /// `expr op ANY/ALL (subquery)`.
@@ -138,6 +140,7 @@ impl Expr {
             Expr::Subquery { plan, kind, correlated, outer_refs, cache: _, ty } => {
                 let kind = match kind {
                     SubqueryKind::Scalar => SubqueryKind::Scalar,
+                    SubqueryKind::Array => SubqueryKind::Array,
                     SubqueryKind::Exists { negated } => SubqueryKind::Exists { negated: *negated },
                     SubqueryKind::In { expr, negated } => SubqueryKind::In { expr: b(expr), negated: *negated },
                     SubqueryKind::Quantified { expr, op, all } => SubqueryKind::Quantified { expr: b(expr), op: *op, all: *all },
@@ -690,6 +693,15 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
                 out.push(rows.first().and_then(|r| r.first().cloned()).unwrap_or(Value::Null));
             }
             values_to_array(&out, *ty)
+        }
+        SubqueryKind::Array => {
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                let rows = run(i)?;
+                let items: Vec<String> = rows.iter().map(|r| if r[0].is_null() { "NULL".to_string() } else { format_value(&r[0]) }).collect();
+                out.push(Value::Text(format!("{{{}}}", items.join(","))));
+            }
+            values_to_array(&out, SqlType::Text)
         }
         SubqueryKind::Exists { negated } => {
             let mut out = Vec::with_capacity(n);

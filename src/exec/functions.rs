@@ -38,9 +38,12 @@ pub fn function_type(name: &str, args: &[SqlType]) -> Option<SqlType> {
         "date_part" | "extract" => Float8,
         "version" | "current_database" | "current_schema" | "current_user" | "session_user" | "user" | "pg_get_userbyid" | "obj_description"
         | "col_description" | "pg_get_expr" | "pg_encoding_to_char" | "current_setting" | "pg_get_indexdef" | "pg_get_constraintdef"
-        | "pg_get_viewdef" | "shobj_description" | "pg_size_pretty" | "inet_server_addr" => Text,
+        | "pg_get_viewdef" | "shobj_description" | "pg_size_pretty" | "inet_server_addr" | "array_to_string" | "pg_get_statisticsobjdef_columns" => Text,
+        "pg_relation_is_publishable" => Bool,
         "pg_backend_pid" => Int4,
-        "pg_table_is_visible" | "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "pg_is_in_recovery" => Bool,
+        "array_subscript" => Unknown,
+        "array_upper" | "array_lower" | "array_length" | "cardinality" => Int4,
+        "regex_match" | "regex_imatch" | "array_any_eq" | "array_all_eq" | "pg_table_is_visible" | "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "pg_is_in_recovery" => Bool,
         "pg_total_relation_size" | "pg_relation_size" | "pg_database_size" => Int8,
         _ => return None,
     })
@@ -92,6 +95,14 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
             result = arrow::compute::kernels::zip::zip(&mask, &v, &result)?;
         }
         return Ok(result);
+    }
+    if name == "regex_match" || name == "regex_imatch" {
+        let s = args[0].eval(batch, ctx)?;
+        let p = args[1].eval(batch, ctx)?;
+        let flags = if name == "regex_imatch" { Some(StringArray::from(vec!["i"; n])) } else { None };
+        let r = arrow::compute::kernels::regexp::regexp_is_match(s.as_string::<i32>(), p.as_string::<i32>(), flags.as_ref())
+            .map_err(|e| err!(InvalidParameterValue, "invalid regular expression: {e}"))?;
+        return Ok(Arc::new(r));
     }
     if matches!(name, "date_trunc" | "date_bin" | "time_bucket") {
         return eval_time_bucket(name, args, ty, batch, ctx);
@@ -159,7 +170,7 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
     let f0 = || a.first().and_then(as_f);
     let s0 = || a.first().and_then(as_s);
     // NULL in → NULL out for strict functions.
-    let strict = !matches!(name, "concat" | "concat_ws" | "version" | "current_database" | "current_schema" | "current_user" | "session_user" | "user" | "now" | "current_timestamp" | "random" | "pi" | "pg_backend_pid" | "transaction_timestamp" | "statement_timestamp" | "clock_timestamp" | "localtimestamp" | "current_date" | "obj_description" | "col_description" | "shobj_description" | "pg_get_expr" | "current_setting");
+    let strict = !matches!(name, "concat" | "concat_ws" | "version" | "current_database" | "current_schema" | "current_user" | "session_user" | "user" | "now" | "current_timestamp" | "random" | "pi" | "pg_backend_pid" | "transaction_timestamp" | "statement_timestamp" | "clock_timestamp" | "localtimestamp" | "current_date" | "obj_description" | "col_description" | "shobj_description" | "pg_get_expr" | "current_setting" | "array_to_string");
     if strict && a.iter().any(|v| v.is_null()) {
         return Ok(Value::Null);
     }
@@ -334,7 +345,30 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         "current_user" | "session_user" | "user" => Value::Text(ctx.user.clone()),
         "pg_backend_pid" => Value::Int(std::process::id() as i64),
         "pg_get_userbyid" => Value::Text(ctx.user.clone()),
-        "obj_description" | "col_description" | "shobj_description" | "pg_get_expr" | "pg_get_indexdef" | "pg_get_constraintdef" | "pg_get_viewdef" => Value::Null,
+        "pg_get_statisticsobjdef_columns" | "obj_description" | "col_description" | "shobj_description" | "pg_get_indexdef" | "pg_get_constraintdef" | "pg_get_viewdef" | "array_to_string" => Value::Null,
+        "pg_get_expr" => a.first().cloned().unwrap_or(Value::Null),
+        "array_upper" | "array_length" | "cardinality" => {
+            let arr = s0().unwrap_or_default();
+            let inner = arr.trim_matches(|c| c == '{' || c == '}').trim();
+            if inner.is_empty() { Value::Null } else { Value::Int(inner.split(',').count() as i64) }
+        }
+        "array_lower" => {
+            let arr = s0().unwrap_or_default();
+            if arr.trim_matches(|c| c == '{' || c == '}').trim().is_empty() { Value::Null } else { Value::Int(1) }
+        }
+        "array_subscript" => {
+            let arr = s0().unwrap_or_default();
+            let k = as_i(&a[1]).unwrap_or(0);
+            let items: Vec<&str> = arr.trim_matches(|c| c == '{' || c == '}').split(',').map(|p| p.trim().trim_matches('"')).collect();
+            if k >= 1 && (k as usize) <= items.len() && !items[k as usize - 1].is_empty() { Value::Text(items[k as usize - 1].to_string()) } else { Value::Null }
+        }
+        "array_any_eq" | "array_all_eq" => {
+            // '{a,b,c}' as text: compare element-wise.
+            let x = s0().unwrap_or_default();
+            let arr = as_s(&a[1]).unwrap_or_default();
+            let items: Vec<&str> = arr.trim_matches(|c| c == '{' || c == '}').split(',').map(|p| p.trim().trim_matches('"')).filter(|p| !p.is_empty()).collect();
+            if name == "array_any_eq" { Value::Bool(items.contains(&x.as_str())) } else { Value::Bool(items.iter().all(|i| *i == x)) }
+        }
         "pg_encoding_to_char" => Value::Text("UTF8".into()),
         "format_type" => {
             let oid = as_i(&a[0]).unwrap_or(0) as u32;
@@ -342,7 +376,7 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         }
         "current_setting" => Value::Text(ctx.settings.get(&s0().unwrap_or_default().to_ascii_lowercase()).cloned().unwrap_or_default()),
         "pg_table_is_visible" | "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" => Value::Bool(true),
-        "pg_is_in_recovery" => Value::Bool(false),
+        "pg_is_in_recovery" | "pg_relation_is_publishable" => Value::Bool(false),
         "pg_total_relation_size" | "pg_relation_size" | "pg_database_size" => Value::Int(0),
         "pg_size_pretty" => Value::Text(format!("{} bytes", as_i(&a[0]).unwrap_or(0))),
         "inet_server_addr" => Value::Text("127.0.0.1".into()),

@@ -105,6 +105,7 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         Plan::Scan { regions, request, columns } => Box::new(scan::TableScanExecutor::new(regions.0.clone(), regions.1.clone(), request.clone(), columns)),
         Plan::Memory { batches, columns } => Box::new(values::MemoryExecutor::new(batches.clone(), columns)),
         Plan::Values { rows, columns } => Box::new(values::ValuesExecutor::new(rows.clone(), columns, ctx.clone())),
+        Plan::Series { args, columns } => Box::new(values::SeriesExecutor::new(args.clone(), columns, ctx.clone())),
         Plan::Filter { input, predicate } => Box::new(selection::SelectionExecutor::new(build(input, ctx)?, predicate.clone(), ctx.clone())),
         Plan::Project { input, exprs, columns } => {
             Box::new(projection::ProjectionExecutor::new(build(input, ctx)?, exprs.clone(), columns, ctx.clone()))

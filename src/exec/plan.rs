@@ -103,6 +103,9 @@ pub enum Plan {
     Memory { batches: Vec<RecordBatch>, columns: Vec<PlanColumn> },
     /// Rows of expressions (VALUES); each row evaluated over an empty input.
     Values { rows: Vec<Vec<Expr>>, columns: Vec<PlanColumn> },
+    /// generate_series(start, stop[, step]), arguments evaluated when run
+    /// (so correlated arguments work after substitution).
+    Series { args: Vec<Expr>, columns: Vec<PlanColumn> },
     Filter { input: Box<Plan>, predicate: Expr },
     Project { input: Box<Plan>, exprs: Vec<Expr>, columns: Vec<PlanColumn> },
     Aggregate { input: Box<Plan>, group_by: Vec<Expr>, aggs: Vec<AggCall>, columns: Vec<PlanColumn> },
@@ -129,6 +132,7 @@ impl Plan {
             Plan::Scan { columns, .. }
             | Plan::Memory { columns, .. }
             | Plan::Values { columns, .. }
+            | Plan::Series { columns, .. }
             | Plan::Project { columns, .. }
             | Plan::Aggregate { columns, .. }
             | Plan::Join { columns, .. } => columns,
@@ -150,6 +154,7 @@ impl Plan {
                 rows: rows.iter().map(|r| r.iter().map(m).collect()).collect(),
                 columns: columns.clone(),
             },
+            Plan::Series { args, columns } => Plan::Series { args: args.iter().map(m).collect(), columns: columns.clone() },
             Plan::Filter { input, predicate } => Plan::Filter { input: mp(input), predicate: m(predicate) },
             Plan::Project { input, exprs, columns } => {
                 Plan::Project { input: mp(input), exprs: exprs.iter().map(m).collect(), columns: columns.clone() }

@@ -94,3 +94,70 @@ impl BatchExecutor for MemoryExecutor {
         }
     }
 }
+
+/// `generate_series(start, stop[, step])` over int8.
+pub struct SeriesExecutor {
+    args: Vec<Expr>,
+    schema: SchemaRef,
+    ctx: ExecCtx,
+    next: Option<i64>,
+    stop: i64,
+    step: i64,
+    started: bool,
+}
+
+impl SeriesExecutor {
+    pub fn new(args: Vec<Expr>, columns: &[PlanColumn], ctx: ExecCtx) -> Self {
+        SeriesExecutor { args, schema: arrow_schema(columns), ctx, next: None, stop: 0, step: 1, started: false }
+    }
+
+    fn start(&mut self) -> Result<()> {
+        let unit = RecordBatch::try_new_with_options(std::sync::Arc::new(arrow::datatypes::Schema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))?;
+        let mut v = Vec::new();
+        for e in &self.args {
+            let a = cast_array(&e.eval(&unit, &self.ctx)?, e.ty(), crate::types::SqlType::Int8)?;
+            v.push(match crate::types::value_at(a.as_ref(), 0) {
+                crate::types::Value::Int(i) => Some(i),
+                _ => None,
+            });
+        }
+        self.step = v.get(2).copied().flatten().unwrap_or(1);
+        if self.step == 0 {
+            crate::bail!(InvalidParameterValue, "step size cannot equal zero");
+        }
+        if let (Some(Some(a)), Some(Some(b))) = (v.first(), v.get(1)) {
+            self.next = Some(*a);
+            self.stop = *b;
+        }
+        Ok(())
+    }
+}
+
+impl BatchExecutor for SeriesExecutor {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn next_batch(&mut self, max_rows: usize) -> Result<BatchResult> {
+        if !self.started {
+            self.started = true;
+            self.start()?;
+        }
+        let mut out = Vec::new();
+        while let Some(v) = self.next {
+            if (self.step > 0 && v > self.stop) || (self.step < 0 && v < self.stop) {
+                self.next = None;
+                break;
+            }
+            out.push(v);
+            self.next = v.checked_add(self.step);
+            if out.len() >= max_rows {
+                break;
+            }
+        }
+        let done = self.next.is_none_or(|v| (self.step > 0 && v > self.stop) || (self.step < 0 && v < self.stop));
+        let arr: ArrayRef = std::sync::Arc::new(arrow::array::Int64Array::from(out));
+        let batch = RecordBatch::try_new(self.schema.clone(), vec![arr])?;
+        Ok(BatchResult { batch, logical_rows: None, is_drained: done })
+    }
+}

@@ -102,12 +102,17 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         D::Datetime(_) => SqlType::Timestamp,
         D::Date => SqlType::Date,
         D::Interval { .. } => SqlType::Interval,
+        // Arrays are carried as their text form ('{1,2}') for catalog queries.
+        D::Array(_) => SqlType::Text,
         D::Custom(name, _) => {
-            let n = name.to_string().to_lowercase();
+            // pg_catalog.regtype and friends: the last part names the type.
+            let n = name.0.last().map(|p| p.to_string()).unwrap_or_default().to_lowercase();
+            let n = n.trim_matches('"').to_string();
             match n.as_str() {
                 "timestamptz" => SqlType::TimestampTz,
                 "int" | "int4" => SqlType::Int4,
-                "string" | "name" | "regclass" | "oid" | "regtype" | "regproc" => SqlType::Text,
+                "string" | "name" | "regclass" | "regtype" | "regproc" | "regnamespace" | "text" => SqlType::Text,
+                "oid" => SqlType::Int8,
                 "float" => SqlType::Float8,
                 _ => bail!(UndefinedObject, "type \"{n}\" does not exist"),
             }
@@ -234,8 +239,42 @@ impl<'a> Planner<'a> {
             E::BinaryOp { left, op, right } => {
                 let l = self.bind_expr(left, scope, agg)?;
                 let r = self.bind_expr(right, scope, agg)?;
-                self.bind_binary(op, l, r)?
+                let regex = match op {
+                    BO::PGRegexMatch => Some((false, false)),
+                    BO::PGRegexIMatch => Some((false, true)),
+                    BO::PGRegexNotMatch => Some((true, false)),
+                    BO::PGRegexNotIMatch => Some((true, true)),
+                    BO::PGCustomBinaryOperator(parts) => match parts.last().map(|s| s.as_str()) {
+                        Some("~") => Some((false, false)),
+                        Some("~*") => Some((false, true)),
+                        Some("!~") => Some((true, false)),
+                        Some("!~*") => Some((true, true)),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match regex {
+                    Some((negated, ci)) => {
+                        let m = Expr::Func {
+                            name: if ci { "regex_imatch".into() } else { "regex_match".into() },
+                            args: vec![coerce(l, SqlType::Text)?, coerce(r, SqlType::Text)?],
+                            ty: SqlType::Bool,
+                        };
+                        if negated { Expr::Not(Box::new(m)) } else { m }
+                    }
+                    None => self.bind_binary(op, l, r)?,
+                }
             }
+            E::Collate { expr, .. } => self.bind_expr(expr, scope, agg)?,
+            E::CompoundFieldAccess { root, access_chain } if access_chain.len() == 1 => match &access_chain[0] {
+                ast::AccessExpr::Subscript(ast::Subscript::Index { index }) => {
+                    let arr = coerce(self.bind_expr(root, scope, agg)?, SqlType::Text)?;
+                    let idx = coerce(self.bind_expr(index, scope, agg)?, SqlType::Int8)?;
+                    // The element is untyped text; context casts it.
+                    Expr::Func { name: "array_subscript".into(), args: vec![arr, idx], ty: SqlType::Unknown }
+                }
+                _ => bail!(FeatureNotSupported, "field access is not supported"),
+            },
             E::IsNull(x) => Expr::IsNull { expr: Box::new(self.bind_expr(x, scope, agg)?), negated: false },
             E::IsNotNull(x) => Expr::IsNull { expr: Box::new(self.bind_expr(x, scope, agg)?), negated: true },
             E::IsTrue(x) => Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: true, negated: false },
@@ -317,7 +356,12 @@ impl<'a> Planner<'a> {
                             ty: SqlType::Bool,
                         }
                     }
-                    _ => bail!(FeatureNotSupported, "ANY/ALL needs a subquery"),
+                    other => {
+                        // x op ANY(array): arrays are text literals here.
+                        let arr = coerce(self.bind_expr(other, scope, agg)?, SqlType::Text)?;
+                        let x = coerce(x, SqlType::Text)?;
+                        Expr::Func { name: if all { "array_all_eq".into() } else { "array_any_eq".into() }, args: vec![x, arr], ty: SqlType::Bool }
+                    }
                 }
             }
             E::Like { negated, expr, pattern, escape_char, .. } | E::ILike { negated, expr, pattern, escape_char, .. } => {
@@ -564,6 +608,10 @@ impl<'a> Planner<'a> {
         }).unwrap_or_default();
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, false),
+            ast::FunctionArguments::Subquery(q) if name == "array" => {
+                let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
+                return Ok(Expr::Subquery { plan: Arc::new(plan), kind: SubqueryKind::Array, correlated, outer_refs, cache: Arc::new(SubqueryCache::default()), ty: SqlType::Text });
+            }
             ast::FunctionArguments::Subquery(_) => bail!(FeatureNotSupported, "function over a subquery is not supported"),
             ast::FunctionArguments::List(list) => {
                 let distinct = matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));

@@ -167,6 +167,6 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
             let (r, _) = prune(*right, &(0..nl).collect());
             (Plan::SetOp { left: Box::new(l), right: Box::new(r), kind, all }, identity(n))
         }
-        other @ (Plan::Values { .. } | Plan::Memory { .. }) => (other, identity(n)),
+        other @ (Plan::Values { .. } | Plan::Memory { .. } | Plan::Series { .. }) => (other, identity(n)),
     }
 }

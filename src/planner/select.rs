@@ -535,10 +535,26 @@ impl<'a> Planner<'a> {
 
     fn plan_factor(&self, f: &TableFactor, outer: Option<&Scope>) -> Result<Rel> {
         match f {
-            TableFactor::Table { name, alias, args, .. } => {
-                if args.is_some() {
-                    bail!(FeatureNotSupported, "table functions are not supported");
+            TableFactor::Table { name, alias, args: Some(args), .. } => {
+                let (_, fname) = object_name(name)?;
+                if fname != "generate_series" {
+                    bail!(FeatureNotSupported, "table function {fname} is not supported");
                 }
+                let scope = Scope::new(vec![], outer);
+                let mut exprs = Vec::new();
+                for a in &args.args {
+                    let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else { bail!(FeatureNotSupported, "unsupported generate_series argument") };
+                    exprs.push(super::coerce(self.bind_expr(e, &scope, None)?, SqlType::Int8)?);
+                }
+                if !(2..=3).contains(&exprs.len()) {
+                    bail!(UndefinedFunction, "function generate_series needs 2 or 3 arguments");
+                }
+                let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| fname.clone());
+                let col_name = alias.as_ref().and_then(|a| a.columns.first()).map(|c| ident(&c.name)).unwrap_or_else(|| qual.clone());
+                let cols = vec![PlanColumn { name: col_name, qualifier: Some(qual), ty: SqlType::Int8 }];
+                Ok(Rel { plan: Plan::Series { args: exprs, columns: cols.clone() }, columns: cols })
+            }
+            TableFactor::Table { name, alias, .. } => {
                 let (schema, tname) = object_name(name)?;
                 let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| tname.clone());
                 let (plan, mut cols) = self.plan_table(schema.as_deref(), &tname)?;

@@ -121,23 +121,164 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
                 rows,
             )
         }
-        ("pg_catalog", "pg_namespace") => table(&[("oid", Int8), ("nspname", Text)], vec![vec![Value::Int(11), t("pg_catalog")], vec![Value::Int(2200), t("public")], vec![Value::Int(13000), t("information_schema")]]),
+        ("pg_catalog", "pg_namespace") => table(
+            &[("oid", Int8), ("nspname", Text), ("nspowner", Int8), ("nspacl", Text)],
+            vec![
+                vec![Value::Int(11), t("pg_catalog"), Value::Int(10), Value::Null],
+                vec![Value::Int(2200), t("public"), Value::Int(10), Value::Null],
+                vec![Value::Int(13000), t("information_schema"), Value::Int(10), Value::Null],
+            ],
+        ),
         ("pg_catalog", "pg_database") => {
-            let rows = p.catalog.databases().iter().enumerate().map(|(i, d)| vec![Value::Int(16000 + i as i64), t(d), Value::Int(6), t("C"), t("C"), Value::Bool(false), Value::Bool(true), Value::Int(-1)]).collect();
-            table(&[("oid", Int8), ("datname", Text), ("encoding", Int4), ("datcollate", Text), ("datctype", Text), ("datistemplate", Bool), ("datallowconn", Bool), ("datconnlimit", Int4)], rows)
+            let rows = p
+                .catalog
+                .databases()
+                .iter()
+                .enumerate()
+                .map(|(i, d)| vec![Value::Int(16000 + i as i64), t(d), Value::Int(10), Value::Int(6), t("C"), t("C"), Value::Null, t("c"), Value::Bool(false), Value::Bool(true), Value::Int(-1), Value::Null])
+                .collect();
+            table(
+                &[("oid", Int8), ("datname", Text), ("datdba", Int8), ("encoding", Int4), ("datcollate", Text), ("datctype", Text), ("daticulocale", Text), ("datlocprovider", Text), ("datistemplate", Bool), ("datallowconn", Bool), ("datconnlimit", Int4), ("datacl", Text)],
+                rows,
+            )
         }
         ("pg_catalog", "pg_class") => {
             let mut rows = Vec::new();
+            let row = |oid: i64, name: &str, kind: &str, has_index: bool| {
+                vec![
+                    Value::Int(oid),
+                    t(name),
+                    Value::Int(2200),
+                    t(kind),
+                    Value::Int(10),
+                    Value::Int(if kind == "r" { 2 } else { 0 }),
+                    Value::Int(0),
+                    Value::Bool(has_index),
+                    Value::Bool(false),
+                    Value::Bool(false),
+                    Value::Bool(false),
+                    Value::Bool(false),
+                    Value::Bool(false),
+                    Value::Int(0),
+                    Value::Int(0),
+                    t("p"),
+                    t("d"),
+                    Value::Int(0),
+                    Value::Float(-1.0),
+                    Value::Null,
+                    Value::Null,
+                    Value::Int(0),
+                ]
+            };
             for tdef in p.catalog.tables(db) {
-                rows.push(vec![Value::Int(table_oid(tdef.id)), t(&tdef.name), Value::Int(2200), t("r"), t("p"), Value::Float(0.0), Value::Bool(false)]);
+                rows.push(row(table_oid(tdef.id), &tdef.name, "r", false));
             }
-            table(&[("oid", Int8), ("relname", Text), ("relnamespace", Int8), ("relkind", Text), ("relpersistence", Text), ("reltuples", Float4), ("relhasindex", Bool)], rows)
+            for (i, v) in p.catalog.views(db).iter().enumerate() {
+                rows.push(row(60000 + i as i64, &v.name, "v", false));
+            }
+            table(
+                &[
+                    ("oid", Int8),
+                    ("relname", Text),
+                    ("relnamespace", Int8),
+                    ("relkind", Text),
+                    ("relowner", Int8),
+                    ("relam", Int8),
+                    ("relchecks", Int2),
+                    ("relhasindex", Bool),
+                    ("relhasrules", Bool),
+                    ("relhastriggers", Bool),
+                    ("relrowsecurity", Bool),
+                    ("relforcerowsecurity", Bool),
+                    ("relispartition", Bool),
+                    ("reltablespace", Int8),
+                    ("reloftype", Int8),
+                    ("relpersistence", Text),
+                    ("relreplident", Text),
+                    ("reltoastrelid", Int8),
+                    ("reltuples", Float4),
+                    ("reloptions", Text),
+                    ("relpartbound", Text),
+                    ("reltype", Int8),
+                ],
+                rows,
+            )
+        }
+        ("pg_catalog", "pg_am") => table(&[("oid", Int8), ("amname", Text), ("amtype", Text)], vec![vec![Value::Int(2), t("heap"), t("t")]]),
+        ("pg_catalog", "pg_attribute") => {
+            let mut rows = Vec::new();
+            for tdef in p.catalog.tables(db) {
+                for (i, c) in tdef.columns.iter().enumerate() {
+                    rows.push(vec![
+                        Value::Int(table_oid(tdef.id)),
+                        t(&c.name),
+                        Value::Int(c.ty.pg_oid() as i64),
+                        Value::Int(-1),
+                        Value::Int(i as i64 + 1),
+                        Value::Bool(!c.nullable),
+                        Value::Bool(c.default.is_some()),
+                        Value::Bool(false),
+                        Value::Int(0),
+                        t(""),
+                        t(""),
+                    ]);
+                }
+            }
+            for (vi, v) in p.catalog.views(db).iter().enumerate() {
+                if let Ok((_, cols)) = p.plan_table(None, &v.name) {
+                    for (i, c) in cols.iter().enumerate() {
+                        rows.push(vec![Value::Int(60000 + vi as i64), t(&c.name), Value::Int(c.ty.pg_oid() as i64), Value::Int(-1), Value::Int(i as i64 + 1), Value::Bool(false), Value::Bool(false), Value::Bool(false), Value::Int(0), t(""), t("")]);
+                    }
+                }
+            }
+            table(
+                &[
+                    ("attrelid", Int8),
+                    ("attname", Text),
+                    ("atttypid", Int8),
+                    ("atttypmod", Int4),
+                    ("attnum", Int2),
+                    ("attnotnull", Bool),
+                    ("atthasdef", Bool),
+                    ("attisdropped", Bool),
+                    ("attcollation", Int8),
+                    ("attidentity", Text),
+                    ("attgenerated", Text),
+                ],
+                rows,
+            )
+        }
+        ("pg_catalog", "pg_attrdef") => {
+            let mut rows = Vec::new();
+            for tdef in p.catalog.tables(db) {
+                for (i, c) in tdef.columns.iter().enumerate() {
+                    if let Some(d) = &c.default {
+                        rows.push(vec![Value::Int(table_oid(tdef.id)), Value::Int(i as i64 + 1), t(d)]);
+                    }
+                }
+            }
+            table(&[("adrelid", Int8), ("adnum", Int2), ("adbin", Text)], rows)
         }
         ("pg_catalog", "pg_type") => {
             let types = [Bool, Int2, Int4, Int8, Float4, Float8, Text, Varchar, Timestamp, TimestampTz, Date, Interval];
-            let rows = types.iter().map(|ty| vec![Value::Int(ty.pg_oid() as i64), t(&ty.pg_name().replace(' ', "_")), Value::Int(11), t("b"), Value::Int(0)]).collect();
-            table(&[("oid", Int8), ("typname", Text), ("typnamespace", Int8), ("typtype", Text), ("typelem", Int8)], rows)
+            let rows = types.iter().map(|ty| vec![Value::Int(ty.pg_oid() as i64), t(&ty.pg_name().replace(' ', "_")), Value::Int(11), t("b"), Value::Int(0), Value::Int(0), Value::Int(0)]).collect();
+            table(&[("oid", Int8), ("typname", Text), ("typnamespace", Int8), ("typtype", Text), ("typelem", Int8), ("typcollation", Int8), ("typrelid", Int8)], rows)
         }
+        ("pg_catalog", "pg_roles") | ("pg_catalog", "pg_user") => table(&[("oid", Int8), ("rolname", Text), ("rolsuper", Bool), ("usename", Text)], vec![vec![Value::Int(10), t(&p.ctx.user), Value::Bool(true), t(&p.ctx.user)]]),
+        ("pg_catalog", "pg_index") => table(
+            &[("indexrelid", Int8), ("indrelid", Int8), ("indisprimary", Bool), ("indisunique", Bool), ("indisclustered", Bool), ("indisvalid", Bool), ("indisreplident", Bool)],
+            vec![],
+        ),
+        ("pg_catalog", "pg_constraint") => table(&[("oid", Int8), ("conname", Text), ("conrelid", Int8), ("conindid", Int8), ("contype", Text), ("condeferrable", Bool), ("condeferred", Bool)], vec![]),
+        ("pg_catalog", "pg_collation") => table(&[("oid", Int8), ("collname", Text)], vec![vec![Value::Int(100), t("default")]]),
+        ("pg_catalog", "pg_extension") => table(&[("oid", Int8), ("extname", Text), ("extversion", Text)], vec![]),
+        ("pg_catalog", "pg_inherits") => table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], vec![]),
+        ("pg_catalog", "pg_description") => table(&[("objoid", Int8), ("classoid", Int8), ("objsubid", Int4), ("description", Text)], vec![]),
+        ("pg_catalog", "pg_policy") => table(&[("oid", Int8), ("polname", Text), ("polrelid", Int8), ("polcmd", Text), ("polpermissive", Bool), ("polroles", Text), ("polqual", Text), ("polwithcheck", Text)], vec![]),
+        ("pg_catalog", "pg_statistic_ext") => table(&[("oid", Int8), ("stxrelid", Int8), ("stxname", Text), ("stxnamespace", Int8), ("stxkind", Text), ("stxstattarget", Int4)], vec![]),
+        ("pg_catalog", "pg_publication") => table(&[("oid", Int8), ("pubname", Text), ("puballtables", Bool)], vec![]),
+        ("pg_catalog", "pg_publication_namespace") => table(&[("oid", Int8), ("pnpubid", Int8), ("pnnspid", Int8)], vec![]),
+        ("pg_catalog", "pg_publication_rel") => table(&[("oid", Int8), ("prpubid", Int8), ("prrelid", Int8), ("prqual", Text), ("prattrs", Text)], vec![]),
         ("pg_catalog", "pg_settings") => {
             let rows = p.ctx.settings.iter().map(|(k, v)| vec![t(k), t(v)]).collect();
             table(&[("name", Text), ("setting", Text)], rows)
