@@ -58,13 +58,15 @@ pub struct Planner<'a> {
     pub incremental: Option<incremental::IncrementalKeys>,
     /// (region, snapshot sequence) of every source region scanned.
     pub watermarks: RefCell<Vec<(u64, u64)>>,
+    /// WITH queries in scope, innermost last: name → (query, column names).
+    pub ctes: RefCell<Vec<(String, sqlparser::ast::Query, Vec<String>)>>,
 }
 
 impl<'a> Planner<'a> {
     pub fn new(catalog: &'a Catalog, storage: &'a StorageEngine, database: &str, ctx: ExecCtx, params: Params) -> Self {
         // Keys were validated when set; a bad combination fails at plan time.
         let incremental = incremental::IncrementalKeys::from_settings(&ctx.settings).ok().flatten();
-        Planner { catalog, storage, database: database.to_string(), ctx, params: RefCell::new(params), incremental, watermarks: RefCell::new(Vec::new()) }
+        Planner { catalog, storage, database: database.to_string(), ctx, params: RefCell::new(params), incremental, watermarks: RefCell::new(Vec::new()), ctes: RefCell::new(Vec::new()) }
     }
 
     /// The regions of a table, opened.
