@@ -193,7 +193,19 @@ class Weir:
         return time.perf_counter() - t0
 
     def sizes(self):
-        return {"regions": dir_bytes(os.path.join(self.data_dir, "regions")), "total": dir_bytes(self.data_dir)}
+        out = {"regions": dir_bytes(os.path.join(self.data_dir, "regions")), "total": dir_bytes(self.data_dir),
+               "sst": 0, "wal": 0, "sst_files": 0}
+        for root, _dirs, files in os.walk(os.path.join(self.data_dir, "regions")):
+            kind = os.path.basename(root)
+            for f in files:
+                try:
+                    n = os.lstat(os.path.join(root, f)).st_size
+                except FileNotFoundError:
+                    continue
+                if kind in ("sst", "wal"):
+                    out[kind] += n
+                    out["sst_files"] += kind == "sst"
+        return out
 
     def compact(self):
         t0 = time.perf_counter()
@@ -626,7 +638,8 @@ def main():
         extra = f"; after ADMIN compact_table('t') ({fmt_num(W.get('compact_s'), 2)} s) total " \
                 f"{fmt_mib(szc['total'])} MiB, incl. t2" if szc else ""
         print(f"- weir data dir: before flush {fmt_mib(W.get('data_bytes_before_flush'))} MiB, after flush regions/ "
-              f"{fmt_mib(sz.get('regions'))} MiB, total {fmt_mib(sz.get('total'))} MiB{extra}")
+              f"{fmt_mib(sz.get('regions'))} MiB (SST {fmt_mib(sz.get('sst'))} MiB in {sz.get('sst_files', 'n/a')} "
+              f"files, WAL {fmt_mib(sz.get('wal'))} MiB), total {fmt_mib(sz.get('total'))} MiB{extra}")
     if "sizes" in P:
         s = P["sizes"]
         print(f"- PostgreSQL t: heap {fmt_mib(s['heap'])} MiB, indexes {fmt_mib(s['indexes'])} MiB, "

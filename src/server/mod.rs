@@ -56,8 +56,13 @@ fn sql_type_of(t: &Type) -> Option<SqlType> {
     })
 }
 
+/// Running sessions by backend pid, for CancelRequest: (secret, flag).
+type CancelRegistry = Arc<Mutex<std::collections::HashMap<i32, (pgwire::messages::startup::SecretKey, Arc<std::sync::atomic::AtomicBool>)>>>;
+
 /// One connection: its session and the pgwire handlers around it.
 pub struct Connection {
+    cancels: CancelRegistry,
+    pid: i32,
     engine: Arc<Engine>,
     session: Arc<Mutex<Option<Session>>>,
     parser: Arc<WeirQueryParser>,
@@ -111,6 +116,11 @@ impl StartupHandler for Connection {
                 return Err(PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), "3D000".into(), format!("database \"{db}\" does not exist")))));
             }
             let mut sess = Session::new(self.engine.clone(), &db, &user);
+            // Backend key data for cancel requests: our pid counter and a
+            // secret from the clock and address (not cryptographic).
+            let secret = pgwire::messages::startup::SecretKey::I32((crate::exec::functions::now_micros() as i32) ^ (self.pid.wrapping_mul(0x5bd1_e995)));
+            client.set_pid_and_secret_key(self.pid, secret.clone());
+            self.cancels.lock().unwrap().insert(self.pid, (secret, sess.cancel.clone()));
             if let Some(app) = client.metadata().get("application_name") {
                 sess.settings.insert("application_name".into(), app.clone());
             }
@@ -311,7 +321,29 @@ impl pgwire::api::copy::CopyHandler for Connection {
     }
 }
 
+#[async_trait]
+impl pgwire::api::cancel::CancelHandler for Connection {
+    async fn on_cancel_request(&self, req: pgwire::messages::cancel::CancelRequest) {
+        use pgwire::messages::startup::SecretKey;
+        // The decoder hands 4-byte keys over as bytes: compare as bytes.
+        let bytes = |k: &SecretKey| match k {
+            SecretKey::I32(v) => v.to_be_bytes().to_vec(),
+            SecretKey::Bytes(b) => b.to_vec(),
+        };
+        let found = self.cancels.lock().unwrap().get(&req.pid).cloned();
+        tracing::debug!(pid = req.pid, known = found.is_some(), "cancel request");
+        if let Some((secret, flag)) = found {
+            if bytes(&secret) == bytes(&req.secret_key) {
+                flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 impl PgWireServerHandlers for Connection {
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        Arc::new(self.clone_handle())
+    }
     fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
         Arc::new(self.clone_handle())
     }
@@ -328,13 +360,15 @@ impl PgWireServerHandlers for Connection {
 
 impl Connection {
     fn clone_handle(&self) -> Connection {
-        Connection { engine: self.engine.clone(), session: self.session.clone(), parser: self.parser.clone() }
+        Connection { cancels: self.cancels.clone(), pid: self.pid, engine: self.engine.clone(), session: self.session.clone(), parser: self.parser.clone() }
     }
 }
 
 /// Accept connections until `shutdown` resolves.
 pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
     tokio::pin!(shutdown);
+    let cancels: CancelRegistry = Arc::new(Mutex::new(std::collections::HashMap::new()));
+    let mut next_pid: i32 = 1000;
     loop {
         tokio::select! {
             _ = &mut shutdown => return Ok(()),
@@ -347,11 +381,15 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                     }
                 };
                 let session = Arc::new(Mutex::new(None));
-                let conn = Arc::new(Connection { engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }) });
+                next_pid = if next_pid == i32::MAX { 1000 } else { next_pid + 1 };
+                let pid = next_pid;
+                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }) });
+                let registry = cancels.clone();
                 tokio::spawn(async move {
                     if let Err(e) = pgwire::tokio::process_socket(socket, None, conn).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
+                    registry.lock().unwrap().remove(&pid);
                 });
             }
         }

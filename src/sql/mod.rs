@@ -239,6 +239,8 @@ impl Session {
     }
 
     pub fn execute_statement(&mut self, stmt: &Statement, params: Params) -> Result<QueryResult> {
+        // A cancel request applies to the statement running when it came.
+        self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
         if self.tx == TxState::Failed && !matches!(stmt, Statement::Commit { .. } | Statement::Rollback { .. }) {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }
