@@ -520,10 +520,17 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
         return Ok(Arc::new(out));
     }
     if to.is_text() {
+        let tz = from == SqlType::TimestampTz;
         let out: StringArray = (0..a.len())
             .map(|i| {
                 let v = value_at(a.as_ref(), i);
-                if v.is_null() { None } else { Some(format_value(&v)) }
+                if v.is_null() {
+                    None
+                } else if tz {
+                    Some(format!("{}+00", format_value(&v)))
+                } else {
+                    Some(format_value(&v))
+                }
             })
             .collect();
         return Ok(Arc::new(out));

@@ -55,6 +55,11 @@ impl ToSqlText for Cell {
         match (&self.0, self.1) {
             (Value::Null, _) => return Ok(IsNull::Yes),
             (Value::Float(f), SqlType::Float4) => out.put_slice(format_f32(*f as f32).as_bytes()),
+            // Sessions are UTC: PostgreSQL prints the zone as +00.
+            (Value::Timestamp(t), SqlType::TimestampTz) => {
+                out.put_slice(crate::types::format_timestamp(*t).as_bytes());
+                out.put_slice(b"+00");
+            }
             (v, _) => out.put_slice(format_value(v).as_bytes()),
         }
         Ok(IsNull::No)
