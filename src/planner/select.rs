@@ -682,6 +682,14 @@ fn push_filter(plan: Plan, pred: Expr) -> Plan {
             Plan::Filter { input: Box::new(Plan::Scan { regions, request, columns }), predicate: pred }
         }
         Plan::Filter { input, predicate } => {
+            // Every conjunct narrows the scan, not only the first one.
+            let input = match *input {
+                Plan::Scan { regions, mut request, columns } => {
+                    narrow_scan(&regions, &mut request, &pred);
+                    Box::new(Plan::Scan { regions, request, columns })
+                }
+                other => Box::new(other),
+            };
             Plan::Filter { input, predicate: Expr::Binary { op: BinOp::And, left: Box::new(predicate), right: Box::new(pred), ty: SqlType::Bool } }
         }
         other => Plan::Filter { input: Box::new(other), predicate: pred },
