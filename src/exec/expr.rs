@@ -358,9 +358,59 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
         }
         _ => {}
     }
+    // A literal operand goes to the kernel as a scalar: no array of n
+    // copies per batch (the common `col op constant` case).
+    let scalar_ok = (op.is_comparison() || matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)) && !left.ty().is_timestamp() && left.ty() != SqlType::Date && left.ty() != SqlType::Interval;
+    if scalar_ok && batch.num_rows() > 1 {
+        if let Expr::Literal { value, ty: lt } = right {
+            let l = left.eval(batch, ctx)?;
+            let one = values_to_array(std::slice::from_ref(value), *lt)?;
+            if one.data_type() == l.data_type() {
+                return scalar_binary(op, &l, &Scalar::new(one), false, ty);
+            }
+        }
+        if let Expr::Literal { value, ty: lt } = left {
+            let r = right.eval(batch, ctx)?;
+            let one = values_to_array(std::slice::from_ref(value), *lt)?;
+            if one.data_type() == r.data_type() {
+                return scalar_binary(op, &r, &Scalar::new(one), true, ty);
+            }
+        }
+    }
+    if (left.ty().is_timestamp() || left.ty() == SqlType::Date) && op.is_comparison() && batch.num_rows() > 1 {
+        if let Expr::Literal { value, ty: lt } = right {
+            let l = left.eval(batch, ctx)?;
+            let one = values_to_array(std::slice::from_ref(value), *lt)?;
+            if one.data_type() == l.data_type() {
+                return scalar_binary(op, &l, &Scalar::new(one), false, ty);
+            }
+        }
+    }
     let l = left.eval(batch, ctx)?;
     let r = right.eval(batch, ctx)?;
     binary_arrays(op, &l, &r, left.ty(), ty)
+}
+
+/// `array op scalar` (or `scalar op array` when `flipped`).
+fn scalar_binary(op: BinOp, a: &ArrayRef, s: &Scalar<ArrayRef>, flipped: bool, result_ty: SqlType) -> Result<ArrayRef> {
+    let a: &dyn Array = a.as_ref();
+    macro_rules! both {
+        ($f:expr) => {
+            if flipped { $f(s, &a) } else { $f(&a, s) }
+        };
+    }
+    Ok(match op {
+        BinOp::Add => both!(numeric::add).map_err(overflow(result_ty))?,
+        BinOp::Sub => both!(numeric::sub).map_err(overflow(result_ty))?,
+        BinOp::Mul => both!(numeric::mul).map_err(overflow(result_ty))?,
+        BinOp::Eq => Arc::new(both!(cmp::eq)?),
+        BinOp::NotEq => Arc::new(both!(cmp::neq)?),
+        BinOp::Lt => Arc::new(both!(cmp::lt)?),
+        BinOp::LtEq => Arc::new(both!(cmp::lt_eq)?),
+        BinOp::Gt => Arc::new(both!(cmp::gt)?),
+        BinOp::GtEq => Arc::new(both!(cmp::gt_eq)?),
+        _ => unreachable!("only arithmetic and comparisons take the scalar path"),
+    })
 }
 
 /// Apply a binary operator to two arrays of the same type.

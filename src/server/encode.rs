@@ -122,3 +122,57 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(String::from_utf8(b.to_vec()).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?),
     })
 }
+
+/// A borrowed cell: encodes straight from an arrow array, no allocation
+/// for strings (the hot path of large results).
+#[derive(Debug)]
+pub enum CellRef<'a> {
+    Null,
+    Text(&'a str),
+    Owned(Cell),
+}
+
+impl<'a> CellRef<'a> {
+    pub fn at(array: &'a dyn arrow::array::Array, i: usize, ty: SqlType) -> CellRef<'a> {
+        use arrow::array::AsArray;
+        if array.is_null(i) {
+            return CellRef::Null;
+        }
+        if let arrow::datatypes::DataType::Utf8 = array.data_type() {
+            return CellRef::Text(array.as_string::<i32>().value(i));
+        }
+        CellRef::Owned(Cell(crate::types::value_at(array, i), ty))
+    }
+}
+
+impl ToSql for CellRef<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> std::result::Result<IsNull, Box<dyn Error + Sync + Send>> {
+        match self {
+            CellRef::Null => Ok(IsNull::Yes),
+            CellRef::Text(s) => {
+                out.put_slice(s.as_bytes());
+                Ok(IsNull::No)
+            }
+            CellRef::Owned(c) => c.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl ToSqlText for CellRef<'_> {
+    fn to_sql_text(&self, ty: &Type, out: &mut BytesMut, opts: &FormatOptions) -> std::result::Result<IsNull, Box<dyn Error + Sync + Send>> {
+        match self {
+            CellRef::Null => Ok(IsNull::Yes),
+            CellRef::Text(s) => {
+                out.put_slice(s.as_bytes());
+                Ok(IsNull::No)
+            }
+            CellRef::Owned(c) => c.to_sql_text(ty, out, opts),
+        }
+    }
+}

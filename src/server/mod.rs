@@ -166,8 +166,7 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
             for b in &batches {
                 for i in 0..b.num_rows() {
                     for (c, col) in columns.iter().zip(b.columns()) {
-                        let v = crate::types::value_at(col.as_ref(), i);
-                        enc.encode_field(&encode::Cell(v, c.ty))?;
+                        enc.encode_field(&encode::CellRef::at(col.as_ref(), i, c.ty))?;
                     }
                     rows.push(Ok(enc.take_row()));
                 }
