@@ -38,7 +38,20 @@ fn main() -> anyhow::Result<()> {
     rt.block_on(async move {
         let listen = config.listen.clone();
         let data_dir = config.data_dir.clone();
-        let engine = weir::sql::Engine::open(config).map_err(|e| anyhow::anyhow!("cannot open data directory {data_dir}: {}{}", e.message, e.detail.map(|d| format!(" ({d})")).unwrap_or_default()))?;
+        let engine = match weir::sql::Engine::open(config) {
+            Ok(e) => e,
+            Err(e) => {
+                // A clear message and a non-zero exit, never a panic.
+                eprintln!("weir: cannot open data directory {data_dir}: {}", e.message);
+                if let Some(d) = &e.detail {
+                    eprintln!("DETAIL: {d}");
+                }
+                if let Some(h) = &e.hint {
+                    eprintln!("HINT: {h}");
+                }
+                std::process::exit(1);
+            }
+        };
         let listener = tokio::net::TcpListener::bind(&listen).await?;
         let addr = listener.local_addr()?;
         println!("weir listening on {addr}");
