@@ -62,6 +62,40 @@ impl Accumulator {
         }
     }
 
+    /// Fold a whole batch into group 0 (aggregation without GROUP BY) with
+    /// arrow's aggregate kernels; falls back to `update` where there is none.
+    pub fn update_single(&mut self, args: &[ArrayRef], filter: Option<&BooleanArray>, n: usize) -> Result<()> {
+        if self.call.distinct || filter.is_some() {
+            return self.update(&vec![0; n], args, filter);
+        }
+        match (&mut self.state, self.call.func) {
+            (State::Count(v), AggFunc::CountStar) => v[0] += n as i64,
+            (State::Count(v), _) => v[0] += (args[0].len() - args[0].null_count()) as i64,
+            (State::SumFloat(v), _) => {
+                let c = cast_array(&args[0], self.call.args[0].ty(), SqlType::Float8)?;
+                if let Some(x) = arrow::compute::sum(c.as_primitive::<Float64Type>()) {
+                    v[0] = Some(v[0].unwrap_or(0.0) + x);
+                }
+            }
+            (State::Avg(v), _) => {
+                let c = cast_array(&args[0], self.call.args[0].ty(), SqlType::Float8)?;
+                let c = c.as_primitive::<Float64Type>();
+                if let Some(x) = arrow::compute::sum(c) {
+                    v[0].0 += x;
+                    v[0].1 += (c.len() - c.null_count()) as i64;
+                }
+            }
+            (State::SumInt(v), _) => {
+                let c = cast_array(&args[0], self.call.args[0].ty(), SqlType::Int8)?;
+                if let Some(x) = arrow::compute::sum_checked(c.as_primitive::<Int64Type>()).map_err(|_| err!(NumericOutOfRange, "bigint out of range"))? {
+                    v[0] = Some(v[0].unwrap_or(0).checked_add(x).ok_or_else(|| err!(NumericOutOfRange, "bigint out of range"))?);
+                }
+            }
+            _ => return self.update(&vec![0; n], args, filter),
+        }
+        Ok(())
+    }
+
     /// Fold rows into their groups. `args` are evaluated argument columns,
     /// `filter` the FILTER (WHERE …) mask.
     pub fn update(&mut self, groups: &[usize], args: &[ArrayRef], filter: Option<&BooleanArray>) -> Result<()> {

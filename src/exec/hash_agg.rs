@@ -65,11 +65,16 @@ impl HashAggExecutor {
                     let rows = converter.convert_columns(&keys)?;
                     for i in 0..n {
                         let row = rows.row(i);
-                        let next = group_rows.len();
-                        let g = *groups.entry(row.as_ref().into()).or_insert_with(|| {
-                            group_rows.push(row.owned());
-                            next
-                        });
+                        // Look up before inserting: no key allocation for known groups.
+                        let g = match groups.get(row.as_ref()) {
+                            Some(&g) => g,
+                            None => {
+                                let g = group_rows.len();
+                                groups.insert(row.as_ref().into(), g);
+                                group_rows.push(row.owned());
+                                g
+                            }
+                        };
                         group_idx.push(g);
                     }
                     for a in accs.iter_mut() {
@@ -80,7 +85,11 @@ impl HashAggExecutor {
                     let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(&batch, &self.ctx)).collect::<Result<_>>()?;
                     let filter = a.call.filter.as_ref().map(|f| f.eval(&batch, &self.ctx)).transpose()?;
                     let filter = filter.as_ref().map(|f| f.as_any().downcast_ref::<BooleanArray>().expect("filter is boolean"));
-                    a.update(&group_idx, &args, filter)?;
+                    if simple {
+                        a.update_single(&args, filter, n)?;
+                    } else {
+                        a.update(&group_idx, &args, filter)?;
+                    }
                 }
             }
             if drained {
