@@ -186,8 +186,21 @@ impl Session {
         }
     }
 
-    /// Parse and describe one statement for the extended protocol.
+    /// Parse and describe one statement for the extended protocol; a panic
+    /// becomes an internal error, as in `guard`.
     pub fn prepare(&mut self, sql: &str, client_types: &[Option<SqlType>]) -> Result<Prepared> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.prepare_inner(sql, client_types)));
+        let r = r.unwrap_or_else(|p| {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            Err(err!(Internal, "internal error: {msg}"))
+        });
+        if r.is_err() {
+            self.fail();
+        }
+        r
+    }
+
+    fn prepare_inner(&mut self, sql: &str, client_types: &[Option<SqlType>]) -> Result<Prepared> {
         if preparse::admin_call(sql).is_some() {
             return Ok(Prepared { sql: sql.to_string(), stmt: None, param_types: vec![], columns: vec![] });
         }
@@ -310,7 +323,7 @@ impl Session {
     /// End of COPY data: parse and write everything, or nothing.
     pub fn copy_done(&mut self) -> Result<usize> {
         let Some(c) = self.copy.take() else { bail!(Internal, "no COPY in progress") };
-        let r = c.finish(self);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.finish(self))).unwrap_or_else(|_| Err(err!(Internal, "internal error during COPY")));
         if r.is_err() {
             self.fail();
         }
