@@ -194,6 +194,16 @@ pub(crate) fn drain(child: &mut Box<dyn BatchExecutor>, ctx: &ExecCtx) -> Result
     }
 }
 
+/// The next slice of a fully computed output (sort, aggregation, set
+/// operations), advancing `pos`.
+pub(crate) fn next_slice(out: &RecordBatch, pos: &mut usize, max_rows: usize) -> BatchResult {
+    let n = out.num_rows();
+    let len = max_rows.min(n - *pos);
+    let batch = out.slice(*pos, len);
+    *pos += len;
+    BatchResult { batch, logical_rows: None, is_drained: *pos >= n }
+}
+
 /// An empty batch of a schema.
 pub(crate) fn empty_batch(schema: &SchemaRef) -> RecordBatch {
     RecordBatch::new_empty(schema.clone())

@@ -51,11 +51,6 @@ impl BatchExecutor for SortExecutor {
         if self.output.is_none() {
             self.output = Some(self.sort_all()?);
         }
-        let out = self.output.as_ref().unwrap();
-        let n = out.num_rows();
-        let len = max_rows.min(n - self.pos);
-        let batch = out.slice(self.pos, len);
-        self.pos += len;
-        Ok(BatchResult { batch, logical_rows: None, is_drained: self.pos >= n })
+        Ok(super::next_slice(self.output.as_ref().unwrap(), &mut self.pos, max_rows))
     }
 }
