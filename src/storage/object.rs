@@ -105,6 +105,10 @@ impl ObjectStore for LocalStore {
     }
 }
 
+/// Bytes `ChunkReader::get_read` fetches when nothing is prefetched: page
+/// headers (with their statistics) fit easily.
+const READ_AHEAD: u64 = 1 << 20;
+
 /// One object as a parquet `ChunkReader`, reading ranges through the store.
 #[derive(Clone)]
 pub struct ObjectReader {
@@ -123,13 +127,82 @@ impl parquet::file::reader::ChunkReader for ObjectReader {
     type T = std::io::Cursor<Bytes>;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        Ok(std::io::Cursor::new(self.get_bytes(start, (self.len - start) as usize)?))
+        // Page headers are read through this; reading to the end of the
+        // object for each would copy the file once per page.
+        let n = (self.len.saturating_sub(start)).min(READ_AHEAD) as usize;
+        Ok(std::io::Cursor::new(self.get_bytes(start, n)?))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         self.store
             .get_range(&self.path, start..start + length as u64)
             .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+    }
+}
+
+/// An [`ObjectReader`] with some byte ranges (the column chunks a read
+/// needs) fetched up front, coalesced, one store read each.
+#[derive(Clone)]
+pub struct PrefetchReader {
+    base: ObjectReader,
+    /// (start, bytes), sorted and disjoint.
+    parts: Arc<Vec<(u64, Bytes)>>,
+}
+
+impl PrefetchReader {
+    pub fn new(base: ObjectReader, mut ranges: Vec<(u64, u64)>) -> Result<PrefetchReader> {
+        ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (s, e) in ranges {
+            let e = e.min(base.len);
+            if s >= e {
+                continue;
+            }
+            match merged.last_mut() {
+                // Coalesce touching or nearly touching ranges.
+                Some(l) if s <= l.1 + 64 * 1024 => l.1 = l.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        let mut parts = Vec::with_capacity(merged.len());
+        for (s, e) in merged {
+            parts.push((s, base.store.get_range(&base.path, s..e)?));
+        }
+        Ok(PrefetchReader { base, parts: Arc::new(parts) })
+    }
+
+    /// The prefetched part holding byte `start`.
+    fn part(&self, start: u64) -> Option<&(u64, Bytes)> {
+        let i = self.parts.partition_point(|(s, _)| *s <= start);
+        let p = self.parts.get(i.checked_sub(1)?)?;
+        (start < p.0 + p.1.len() as u64).then_some(p)
+    }
+}
+
+impl parquet::file::reader::Length for PrefetchReader {
+    fn len(&self) -> u64 {
+        self.base.len
+    }
+}
+
+impl parquet::file::reader::ChunkReader for PrefetchReader {
+    type T = std::io::Cursor<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        match self.part(start) {
+            Some((s, b)) => Ok(std::io::Cursor::new(b.slice((start - s) as usize..))),
+            None => self.base.get_read(start),
+        }
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        if let Some((s, b)) = self.part(start) {
+            let off = (start - s) as usize;
+            if off + length <= b.len() {
+                return Ok(b.slice(off..off + length));
+            }
+        }
+        self.base.get_bytes(start, length)
     }
 }
 
