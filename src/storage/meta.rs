@@ -77,6 +77,10 @@ pub struct FileMeta {
     pub crc: u32,
     /// No two rows share an identity (no older versions, no tombstone pairs).
     pub distinct: bool,
+    /// Every row is a put (no tombstones): scans of a distinct file need
+    /// no `__op`. False for files written before this was recorded.
+    #[serde(default)]
+    pub puts_only: bool,
 }
 
 /// The durable state of one region besides its WAL.
@@ -151,6 +155,7 @@ mod tests {
             bytes: 100,
             crc: 42,
             distinct: true,
+            puts_only: true,
         });
         let key = manifest_key(7);
         assert!(kv.compare_and_set(&key, None, Some(&m.encode())).unwrap());

@@ -25,12 +25,6 @@ pub trait ObjectStore: Send + Sync {
     fn delete(&self, path: &str) -> Result<()>;
     /// Object paths under `prefix` (a directory-like prefix ending in `/`).
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
-    /// A streaming reader from `start` to the end. The default reads the
-    /// whole tail; a store that can seek should stream instead, since
-    /// parquet asks for a reader per column chunk.
-    fn open_read(&self, path: &str, start: u64, len: u64) -> Result<Box<dyn std::io::Read + Send>> {
-        Ok(Box::new(std::io::Cursor::new(self.get_range(path, start..len)?)))
-    }
 }
 
 /// [`ObjectStore`] on a local directory: write to a temp file, fsync,
@@ -66,15 +60,6 @@ impl ObjectStore for LocalStore {
         std::fs::rename(&tmp, &full).map_err(|e| io_err("rename", &tmp, e))?;
         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_err("sync", dir, e))?;
         Ok(())
-    }
-
-    fn open_read(&self, path: &str, start: u64, _len: u64) -> Result<Box<dyn std::io::Read + Send>> {
-        use std::io::{Seek, SeekFrom};
-        let full = self.full(path);
-        let mut f = File::open(&full).map_err(|e| io_err("open", &full, e))?;
-        f.seek(SeekFrom::Start(start)).map_err(|e| io_err("seek", &full, e))?;
-        // Buffered: page headers are read a few bytes at a time.
-        Ok(Box::new(std::io::BufReader::with_capacity(1 << 16, f)))
     }
 
     fn get_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
@@ -120,6 +105,10 @@ impl ObjectStore for LocalStore {
     }
 }
 
+/// Bytes `ChunkReader::get_read` fetches when nothing is prefetched: page
+/// headers (with their statistics) fit easily.
+const READ_AHEAD: u64 = 1 << 20;
+
 /// One object as a parquet `ChunkReader`, reading ranges through the store.
 #[derive(Clone)]
 pub struct ObjectReader {
@@ -135,19 +124,85 @@ impl parquet::file::reader::Length for ObjectReader {
 }
 
 impl parquet::file::reader::ChunkReader for ObjectReader {
-    type T = Box<dyn std::io::Read + Send>;
+    type T = std::io::Cursor<Bytes>;
 
-    // Parquet reads each column chunk through its own reader from `start`:
-    // stream it rather than copy the rest of the file every time (that copy
-    // was most of a full scan's time).
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        self.store.open_read(&self.path, start, self.len).map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+        // Page headers are read through this; reading to the end of the
+        // object for each would copy the file once per page.
+        let n = (self.len.saturating_sub(start)).min(READ_AHEAD) as usize;
+        Ok(std::io::Cursor::new(self.get_bytes(start, n)?))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         self.store
             .get_range(&self.path, start..start + length as u64)
             .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+    }
+}
+
+/// An [`ObjectReader`] with some byte ranges (the column chunks a read
+/// needs) fetched up front, coalesced, one store read each.
+#[derive(Clone)]
+pub struct PrefetchReader {
+    base: ObjectReader,
+    /// (start, bytes), sorted and disjoint.
+    parts: Arc<Vec<(u64, Bytes)>>,
+}
+
+impl PrefetchReader {
+    pub fn new(base: ObjectReader, mut ranges: Vec<(u64, u64)>) -> Result<PrefetchReader> {
+        ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (s, e) in ranges {
+            let e = e.min(base.len);
+            if s >= e {
+                continue;
+            }
+            match merged.last_mut() {
+                // Coalesce touching or nearly touching ranges.
+                Some(l) if s <= l.1 + 64 * 1024 => l.1 = l.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        let mut parts = Vec::with_capacity(merged.len());
+        for (s, e) in merged {
+            parts.push((s, base.store.get_range(&base.path, s..e)?));
+        }
+        Ok(PrefetchReader { base, parts: Arc::new(parts) })
+    }
+
+    /// The prefetched part holding byte `start`.
+    fn part(&self, start: u64) -> Option<&(u64, Bytes)> {
+        let i = self.parts.partition_point(|(s, _)| *s <= start);
+        let p = self.parts.get(i.checked_sub(1)?)?;
+        (start < p.0 + p.1.len() as u64).then_some(p)
+    }
+}
+
+impl parquet::file::reader::Length for PrefetchReader {
+    fn len(&self) -> u64 {
+        self.base.len
+    }
+}
+
+impl parquet::file::reader::ChunkReader for PrefetchReader {
+    type T = std::io::Cursor<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        match self.part(start) {
+            Some((s, b)) => Ok(std::io::Cursor::new(b.slice((start - s) as usize..))),
+            None => self.base.get_read(start),
+        }
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        if let Some((s, b)) = self.part(start) {
+            let off = (start - s) as usize;
+            if off + length <= b.len() {
+                return Ok(b.slice(off..off + length));
+            }
+        }
+        self.base.get_bytes(start, length)
     }
 }
 

@@ -19,7 +19,7 @@ use super::memtable::{Chunk, Memtable};
 use super::meta::{manifest_key, Manifest};
 use super::sst::{file_may_match, open_sst, read_sst, write_sst, PruneValue, SstFile, SstPredicate};
 use super::version::{
-    concat_all, newest_mask, prune_versions, put_mask, sort_versions, time_bounds, time_values, with_version, KeyEncoder, Keys,
+    concat_all, newest_mask, prune_versions, put_mask, sort_batches, time_bounds, time_values, with_version, KeyEncoder, Keys,
     Layout, OP_DELETE, OP_PUT,
 };
 use super::wal::{LocalLog, LogStore};
@@ -141,6 +141,24 @@ struct RowFilter {
     time: Option<(i64, i64)>,
     ttl_cutoff: Option<i64>,
     eq: Vec<(usize, ArrayRef)>,
+}
+
+/// The time range a read keeps, TTL included.
+fn sst_time(f: &RowFilter) -> Option<(i64, i64)> {
+    match (f.time, f.ttl_cutoff) {
+        (Some((lo, hi)), Some(cut)) => Some((lo.max(cut), hi)),
+        (Some(r), None) => Some(r),
+        (None, Some(cut)) => Some((cut, i64::MAX)),
+        (None, None) => None,
+    }
+}
+
+fn prune_eq(f: &RowFilter) -> Vec<(usize, PruneValue)> {
+    f.eq.iter().filter_map(|(c, v)| PruneValue::from_array(v).map(|p| (*c, p))).collect()
+}
+
+fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
+    a.0 <= b.1 && b.0 <= a.1
 }
 
 impl Region {
@@ -501,17 +519,11 @@ impl Region {
             sources.push(Source { batches: std::mem::take(&mut out), time, distinct: false });
         }
         if with_ssts {
-            let eq: Vec<(usize, PruneValue)> =
-                f.eq.iter().filter_map(|(c, v)| PruneValue::from_array(v).map(|p| (*c, p))).collect();
+            let eq = prune_eq(f);
             let p = SstPredicate {
                 seq_after: f.seq_after,
                 seq_upto: f.seq_upto,
-                time: match (f.time, f.ttl_cutoff) {
-                    (Some((lo, hi)), Some(cut)) => Some((lo.max(cut), hi)),
-                    (Some(r), None) => Some(r),
-                    (None, Some(cut)) => Some((cut, i64::MAX)),
-                    (None, None) => None,
-                },
+                time: sst_time(f),
                 ts_col: self.layout.time_index,
                 eq: &eq,
                 seq_col: self.layout.seq(),
@@ -575,6 +587,114 @@ impl Region {
         let keys = self.keys.encode(&self.key_cols(batch, cols))?;
         let seq = batch.column(cols.iter().position(|&c| c == self.layout.seq()).unwrap()).as_primitive::<UInt64Type>();
         super::version::filter(batch, newest_mask(&keys, seq))
+    }
+
+    /// SSTs of a snapshot that share no identity with any other source the
+    /// read may touch and hold one version per identity: their visible rows
+    /// need no dedup, so they are read alone with the fewest columns. Returns
+    /// them and the other files.
+    fn split_isolated(&self, snap: &Snapshot, f: &RowFilter) -> (Vec<Arc<SstFile>>, Vec<Arc<SstFile>>) {
+        let eq = prune_eq(f);
+        let p = SstPredicate {
+            seq_after: f.seq_after,
+            seq_upto: f.seq_upto,
+            time: sst_time(f),
+            ts_col: self.layout.time_index,
+            eq: &eq,
+            seq_col: self.layout.seq(),
+        };
+        let live: Vec<&Arc<SstFile>> = snap.files.iter().filter(|x| file_may_match(&x.meta, &p)).collect();
+        let nsources = live.len() + snap.mem.len();
+        let lww = self.desc.last_write_wins();
+        let (mut isolated, mut rest) = (Vec::new(), Vec::new());
+        for file in snap.files.iter() {
+            let is_live = live.iter().any(|l| Arc::ptr_eq(l, file));
+            let alone = nsources == 1
+                || (lww
+                    && file.meta.time_range.is_some_and(|r| {
+                        snap.mem.iter().all(|(_, t)| t.is_some_and(|t| !overlaps(r, t)))
+                            && live.iter().all(|o| Arc::ptr_eq(o, file) || o.meta.time_range.is_some_and(|t| !overlaps(r, t)))
+                    }));
+            if is_live && file.meta.distinct && alone {
+                isolated.push(file.clone());
+            } else {
+                rest.push(file.clone());
+            }
+        }
+        (isolated, rest)
+    }
+
+    /// Visible rows of an isolated SST (see [`Region::split_isolated`]),
+    /// projected: reads only the projected and filtered columns, `__op` when
+    /// the file has tombstones, `__seq` when the bounds cut through it.
+    fn read_isolated(&self, file: &SstFile, proj: &[usize], f: &RowFilter, with_rowid: bool, out: &mut Vec<RecordBatch>) -> Result<()> {
+        let m = &file.meta;
+        let seq_after = f.seq_after.filter(|&a| m.seq_range.0 <= a);
+        let seq_upto = f.seq_upto.filter(|&u| m.seq_range.1 > u);
+        let time = sst_time(f).filter(|&(lo, hi)| !m.time_range.is_some_and(|(a, b)| a >= lo && b < hi));
+        let (seq_col, op_col) = (self.layout.seq(), self.layout.op());
+        let mut cols: Vec<usize> = proj.to_vec();
+        cols.extend(f.eq.iter().map(|e| e.0));
+        if seq_after.is_some() || seq_upto.is_some() {
+            cols.push(seq_col);
+        }
+        if !m.puts_only {
+            cols.push(op_col);
+        }
+        if with_rowid {
+            cols.push(self.layout.rowid());
+        }
+        if cols.is_empty() && time.is_some() {
+            cols.extend(self.layout.time_index);
+        }
+        cols.sort_unstable();
+        cols.dedup();
+        let md = file.reader_meta.metadata();
+        if cols.is_empty() {
+            // Every row is visible and nothing needs decoding: row counts
+            // from the metadata.
+            self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
+            self.counters.row_groups_read.fetch_add(md.num_row_groups() as u64, Ordering::Relaxed);
+            if m.rows > 0 {
+                out.push(RecordBatch::try_new_with_options(
+                    Arc::new(Schema::empty()),
+                    vec![],
+                    &RecordBatchOptions::new().with_row_count(Some(m.rows as usize)),
+                )?);
+            }
+            return Ok(());
+        }
+        let eq = prune_eq(f);
+        let p = SstPredicate { seq_after, seq_upto, time, ts_col: self.layout.time_index, eq: &eq, seq_col };
+        let (batches, read, pruned) = read_sst(file, &cols, &p)?;
+        self.counters.row_groups_read.fetch_add(read as u64, Ordering::Relaxed);
+        self.counters.row_groups_pruned.fetch_add(pruned as u64, Ordering::Relaxed);
+        if read == 0 {
+            self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
+        let pos = |c: usize| cols.iter().position(|&x| x == c).unwrap();
+        let rf = RowFilter { seq_after, seq_upto, time: None, ttl_cutoff: None, eq: f.eq.clone() };
+        let opos = (!m.puts_only).then(|| pos(op_col));
+        let mut out_cols: Vec<usize> = proj.iter().map(|&c| pos(c)).collect();
+        if with_rowid {
+            out_cols.push(pos(self.layout.rowid()));
+        }
+        for b in batches {
+            let mut mask = self.row_mask(&b, &cols, &rf)?;
+            if let Some(o) = opos {
+                mask = and(mask, BooleanArray::new(put_mask(b.column(o)), None))?;
+            }
+            let b = match mask {
+                Some(m) => arrow::compute::filter_record_batch(&b, &m)?,
+                None => b,
+            };
+            if b.num_rows() > 0 {
+                out.push(b.project(&out_cols)?);
+            }
+        }
+        Ok(())
     }
 
     /// The visible rows: newest version of each identity, deletes dropped.
@@ -650,6 +770,17 @@ impl Region {
         if self.desc.ttl_ms == Some(0) {
             return Ok(vec![]);
         }
+        let mut out = Vec::new();
+        let mut snap = snap;
+        if !memtable_only {
+            let (isolated, rest) = self.split_isolated(&snap, &filter);
+            for file in &isolated {
+                self.read_isolated(file, &proj, &filter, req.with_rowid, &mut out)?;
+            }
+            if !isolated.is_empty() {
+                snap.files = Arc::new(rest);
+            }
+        }
         let sources = self.read(&snap, &cols, &filter, !memtable_only)?;
         let schema = self.layout.project(&cols);
         let opos = cols.iter().position(|&c| c == self.layout.op()).unwrap();
@@ -657,10 +788,18 @@ impl Region {
         if req.with_rowid {
             out_cols.push(cols.iter().position(|&c| c == self.layout.rowid()).unwrap());
         }
-        let mut out = Vec::new();
         for group in self.components(sources) {
             let distinct = group.len() == 1 && group[0].distinct;
             let batches: Vec<RecordBatch> = group.into_iter().flat_map(|s| s.batches).collect();
+            if distinct {
+                for b in batches {
+                    let visible = super::version::filter(&b, put_mask(b.column(opos)))?;
+                    if visible.num_rows() > 0 {
+                        out.push(visible.project(&out_cols)?);
+                    }
+                }
+                continue;
+            }
             let all = concat_all(&schema, &batches)?;
             let visible = if distinct {
                 super::version::filter(&all, put_mask(all.column(opos)))?
@@ -799,9 +938,12 @@ impl Region {
         let mut new_file = None;
         let mut history = 0;
         if !batches.is_empty() {
-            let all = concat_all(&self.layout.full, &batches)?;
-            let sorted = sort_versions(&self.layout, &all)?;
+            let sorted = sort_batches(&self.layout, &batches)?;
+            drop(batches);
+            // Peak memory: the frozen memtable plus the sorted copy (and the
+            // pruned one when versions go).
             let pruned = prune_versions(&self.layout, &self.keys, &sorted, self.horizon(), false, None)?;
+            drop(sorted);
             history = pruned.history_seq;
             if pruned.batch.num_rows() > 0 {
                 new_file = Some(Arc::new(write_sst(
@@ -919,9 +1061,10 @@ impl Region {
         let mut new_file = None;
         let mut history = 0;
         if !batches.is_empty() {
-            let all = concat_all(&self.layout.full, &batches)?;
-            let sorted = sort_versions(&self.layout, &all)?;
+            let sorted = sort_batches(&self.layout, &batches)?;
+            batches.clear();
             let pruned = prune_versions(&self.layout, &self.keys, &sorted, self.horizon(), !overlapping, cutoff)?;
+            drop(sorted);
             history = pruned.history_seq;
             if pruned.batch.num_rows() > 0 {
                 new_file = Some(Arc::new(write_sst(

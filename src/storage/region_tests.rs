@@ -436,6 +436,14 @@ fn random_model_with_restarts_and_change_log() {
                     let got = rows_of(&r.scan(&ScanRequest { time_range: Some((lo, hi)), ..Default::default() }).unwrap());
                     let want: Vec<Row> = model_rows(&model).into_iter().filter(|r| r.1 >= lo && r.1 < hi).collect();
                     assert_eq!(got, want, "seed {seed} step {step} range {lo}..{hi}");
+                    // Narrow projections (no identity columns asked for) count the same rows.
+                    for proj in [vec![], vec![2]] {
+                        let req = ScanRequest { projection: Some(proj.clone()), time_range: Some((lo, hi)), ..Default::default() };
+                        let n: usize = r.scan(&req).unwrap().iter().map(|b| b.num_rows()).sum();
+                        assert_eq!(n, want.len(), "seed {seed} step {step} range {lo}..{hi} projection {proj:?}");
+                    }
+                    let n: usize = r.scan(&ScanRequest { projection: Some(vec![]), ..Default::default() }).unwrap().iter().map(|b| b.num_rows()).sum();
+                    assert_eq!(n, model.len(), "seed {seed} step {step} count");
                 }
                 17 => {
                     // Restart; holds live in memory, so re-place the flow's.
@@ -576,4 +584,76 @@ fn concurrent_writes_scans_flushes_and_compactions() {
     maint.join().unwrap();
     assert_eq!(scan_all(&r).len(), 200);
     assert_eq!(r.last_seq(), 200);
+}
+
+/// Scan cost of one 1M-row SST (100 hosts, 1 s apart), like
+/// scripts/bench_storage.sh. Run in release:
+/// `cargo test --release --lib storage::region::tests::bench_scan_one_sst -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn bench_scan_one_sst() {
+    use arrow::array::Float64Array;
+    let d = RegionDescriptor {
+        table_name: "t".into(),
+        schema: Arc::new(Schema::new(vec![
+            Field::new("host", DataType::Utf8, true),
+            Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), false),
+            Field::new("usage", DataType::Float64, true),
+        ])),
+        primary_key: vec![0],
+        time_index: Some(1),
+        append_mode: false,
+        ttl_ms: None,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let e = StorageEngine::open_tuned(
+        dir.path(),
+        StorageConfig { wal_fsync: false, memtable_bytes_max: 4 << 30 },
+        StorageTuning { background_interval_ms: 0, global_memtable_bytes_max: 4 << 30, wal_bytes_max: 4 << 30, ..Default::default() },
+    )
+    .unwrap();
+    let r = e.open_region(1, d.clone()).unwrap();
+    let (n, hosts) = (1_000_000usize, 100usize);
+    let base = 1_700_000_000_000_000i64;
+    let hostnames: Vec<String> = (0..hosts).map(|h| format!("host_{h:03}")).collect();
+    for start in (0..n).step_by(100_000) {
+        let idx = start..(start + 100_000).min(n);
+        let b = RecordBatch::try_new(
+            d.schema.clone(),
+            vec![
+                Arc::new(StringArray::from_iter_values(idx.clone().map(|i| hostnames[i % hosts].as_str()))),
+                Arc::new(TimestampMicrosecondArray::from_iter_values(idx.clone().map(|i| base + (i / hosts) as i64 * 1_000_000))),
+                Arc::new(Float64Array::from_iter_values(idx.map(|i| ((i * 7919) % 1000) as f64 / 10.0))),
+            ],
+        )
+        .unwrap();
+        r.write(&b).unwrap();
+    }
+    let t = std::time::Instant::now();
+    r.flush().unwrap();
+    println!("flush {n} rows: {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    let span = (n / hosts) as i64 * 1_000_000;
+    let (lo, hi) = (base + span / 2, base + span / 2 + span / 100);
+    let cases: Vec<(&str, ScanRequest)> = vec![
+        ("proj [usage] (count+avg)", ScanRequest { projection: Some(vec![2]), ..Default::default() }),
+        ("proj [host] (count(*))", ScanRequest { projection: Some(vec![0]), ..Default::default() }),
+        ("proj [] (count(*))", ScanRequest { projection: Some(vec![]), ..Default::default() }),
+        ("all columns", ScanRequest::default()),
+        (
+            "1% slice [host,ts,usage]",
+            ScanRequest { projection: Some(vec![0, 1, 2]), time_range: Some((lo, hi)), ..Default::default() },
+        ),
+        ("1% slice [host,usage]", ScanRequest { projection: Some(vec![0, 2]), time_range: Some((lo, hi)), ..Default::default() }),
+    ];
+    for (name, req) in cases {
+        let mut best = f64::MAX;
+        let mut rows = 0;
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            let out = r.scan(&req).unwrap();
+            best = best.min(t.elapsed().as_secs_f64() * 1e3);
+            rows = out.iter().map(|b| b.num_rows()).sum::<usize>();
+        }
+        println!("{name:28} {rows:>8} rows  {best:7.1} ms");
+    }
 }

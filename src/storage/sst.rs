@@ -10,16 +10,30 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Int64Type};
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter, RowSelection,
+    RowSelector,
+};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::file::metadata::PageIndexPolicy;
+use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::basic::Compression;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::properties::WriterProperties;
 use parquet::file::statistics::Statistics;
 
 use super::meta::FileMeta;
-use super::object::{ObjectReader, ObjectStore};
-use super::version::{time_bounds, Layout};
+use super::object::{ObjectReader, ObjectStore, PrefetchReader};
+use super::version::{time_bounds, Layout, OP_PUT};
+
+/// Rows per data page: the page index then bounds the time range of each
+/// page, so a time slice decodes only the pages it overlaps (rows are sorted
+/// by (primary key, time), so row groups span all times of a few keys).
+const PAGE_ROWS: usize = 1024;
+
+fn reader_options() -> ArrowReaderOptions {
+    ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional)
+}
 use crate::error::{Result, WeirError};
 
 /// An SST known to the current manifest. Dropping the last handle of a file
@@ -66,6 +80,8 @@ pub fn write_sst(
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(row_group_rows.max(1)))
+        .set_data_page_row_count_limit(PAGE_ROWS)
+        .set_write_batch_size(PAGE_ROWS)
         .build();
     let mut w = ArrowWriter::try_new(Vec::new(), layout.full.clone(), Some(props))?;
     w.write(batch)?;
@@ -76,7 +92,10 @@ pub fn write_sst(
         Some(ti) => time_bounds(batch.column(ti))?,
         None => None,
     };
+    let op = batch.column(layout.op()).as_primitive::<arrow::datatypes::UInt8Type>();
+    let puts_only = op.values().iter().all(|&o| o == OP_PUT);
     let meta = FileMeta {
+        puts_only,
         path: path.clone(),
         time_range,
         seq_range,
@@ -85,7 +104,7 @@ pub fn write_sst(
         crc: crc32fast::hash(&buf),
         distinct,
     };
-    let reader_meta = ArrowReaderMetadata::load(&buf, ArrowReaderOptions::new())?;
+    let reader_meta = ArrowReaderMetadata::load(&buf, reader_options())?;
     store.put(&path, buf)?;
     Ok(SstFile { meta, reader_meta, store: store.clone(), obsolete: AtomicBool::new(false) })
 }
@@ -104,10 +123,10 @@ pub fn open_sst(store: &Arc<dyn ObjectStore>, meta: &FileMeta, verify_crc: bool)
         if crc != meta.crc {
             return Err(corrupt(path, format!("checksum {crc:08x}, the manifest says {:08x}", meta.crc)));
         }
-        ArrowReaderMetadata::load(&buf, ArrowReaderOptions::new())
+        ArrowReaderMetadata::load(&buf, reader_options())
     } else {
         let r = ObjectReader { store: store.clone(), path: path.clone(), len };
-        ArrowReaderMetadata::load(&r, ArrowReaderOptions::new())
+        ArrowReaderMetadata::load(&r, reader_options())
     }
     .map_err(|e| corrupt(path, e.to_string()))?;
     Ok(SstFile { meta: meta.clone(), reader_meta, store: store.clone(), obsolete: AtomicBool::new(false) })
@@ -208,28 +227,114 @@ pub fn file_may_match(meta: &FileMeta, p: &SstPredicate<'_>) -> bool {
     true
 }
 
+/// Rows of row group `rg` (of `rg_rows`) on pages whose time range may
+/// overlap [lo, hi), by the page index; None without one.
+fn page_selection(md: &parquet::file::metadata::ParquetMetaData, rg: usize, ts_col: usize, lo: i64, hi: i64) -> Option<Vec<RowSelector>> {
+    let pi = md.page_index_for_row_group(rg);
+    let ColumnIndexMetaData::INT64(ci) = pi.column_index(ts_col)? else { return None };
+    let locs = pi.page_locations(ts_col)?;
+    let rg_rows = md.row_group(rg).num_rows() as usize;
+    if locs.len() as u64 != ci.num_pages() {
+        return None;
+    }
+    let mut sel: Vec<RowSelector> = Vec::new();
+    let mut push = |skip: bool, n: usize| {
+        if n == 0 {
+            return;
+        }
+        match sel.last_mut() {
+            Some(l) if l.skip == skip => l.row_count += n,
+            _ => sel.push(if skip { RowSelector::skip(n) } else { RowSelector::select(n) }),
+        }
+    };
+    for (i, loc) in locs.iter().enumerate() {
+        let start = loc.first_row_index as usize;
+        let end = locs.get(i + 1).map_or(rg_rows, |l| l.first_row_index as usize);
+        let keep = match (ci.min_value(i), ci.max_value(i)) {
+            (Some(&min), Some(&max)) => min < hi && max >= lo,
+            // All-null page or no statistics: the time index is never null,
+            // but keep it to be safe.
+            _ => true,
+        };
+        push(!keep, end.saturating_sub(start));
+    }
+    Some(sel)
+}
+
 /// Read the columns `cols` (full-schema indices, ascending) of the row groups
-/// that may match. Returns the batches and the number of row groups read and
-/// pruned.
+/// that may match. With `p.time` and `p.ts_col`, only rows whose time is in
+/// the range are returned (pages outside it are not decoded). Returns the
+/// batches and the number of row groups read and pruned.
 pub fn read_sst(f: &SstFile, cols: &[usize], p: &SstPredicate<'_>) -> Result<(Vec<RecordBatch>, usize, usize)> {
     let md = f.reader_meta.metadata();
-    let rgs: Vec<usize> = (0..md.num_row_groups()).filter(|&i| rg_may_match(md.row_group(i), p)).collect();
+    let mut rgs: Vec<usize> = (0..md.num_row_groups()).filter(|&i| rg_may_match(md.row_group(i), p)).collect();
+    let time = p.time.zip(p.ts_col);
+    // Page-level time pruning.
+    let mut selection: Option<Vec<RowSelector>> = None;
+    if let Some(((lo, hi), tc)) = time {
+        let mut sel = Vec::new();
+        let mut any_pruned = false;
+        let mut kept = Vec::with_capacity(rgs.len());
+        for &rg in &rgs {
+            let rg_rows = md.row_group(rg).num_rows() as usize;
+            let s = page_selection(md, rg, tc, lo, hi).unwrap_or_else(|| vec![RowSelector::select(rg_rows)]);
+            if s.iter().all(|x| x.skip) {
+                continue;
+            }
+            any_pruned |= s.iter().any(|x| x.skip);
+            kept.push(rg);
+            sel.extend(s);
+        }
+        rgs = kept;
+        if any_pruned {
+            selection = Some(sel);
+        }
+    }
     let pruned = md.num_row_groups() - rgs.len();
     if rgs.is_empty() {
         return Ok((vec![], 0, pruned));
     }
     let nread = rgs.len();
+    let schema = md.file_metadata().schema_descr();
+    // One read per needed column chunk instead of one per page.
+    let mut fetch: Vec<usize> = cols.to_vec();
+    if let Some((_, tc)) = time {
+        fetch.push(tc);
+    }
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &rg in &rgs {
+        for &c in &fetch {
+            let (start, len) = md.row_group(rg).column(c).byte_range();
+            ranges.push((start, start + len));
+        }
+    }
     let reader = ObjectReader { store: f.store.clone(), path: f.meta.path.clone(), len: f.meta.bytes };
-    let mask = ProjectionMask::roots(md.file_metadata().schema_descr(), cols.iter().copied());
-    let r = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, f.reader_meta.clone())
+    let reader = PrefetchReader::new(reader, ranges).map_err(|e| corrupt(&f.meta.path, e.message.clone()))?;
+    let mask = ProjectionMask::roots(schema, cols.iter().copied());
+    let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, f.reader_meta.clone())
         .with_projection(mask)
         .with_row_groups(rgs)
-        .with_batch_size(64 * 1024)
-        .build()
-        .map_err(|e| corrupt(&f.meta.path, e.to_string()))?;
+        .with_batch_size(64 * 1024);
+    if let Some(sel) = selection {
+        b = b.with_row_selection(RowSelection::from(sel));
+    }
+    if let Some(((lo, hi), tc)) = time {
+        let pred = ArrowPredicateFn::new(ProjectionMask::roots(schema, [tc]), move |batch: RecordBatch| {
+            let t = arrow::compute::cast(batch.column(0), &DataType::Int64)?;
+            let t = t.as_primitive::<Int64Type>();
+            let v = t.values();
+            let mask = arrow::buffer::BooleanBuffer::collect_bool(t.len(), |i| v[i] >= lo && v[i] < hi);
+            Ok(arrow::array::BooleanArray::new(mask, t.nulls().cloned()))
+        });
+        b = b.with_row_filter(RowFilter::new(vec![Box::new(pred)]));
+    }
+    let r = b.build().map_err(|e| corrupt(&f.meta.path, e.to_string()))?;
     let mut out = Vec::new();
     for b in r {
-        out.push(b.map_err(|e| corrupt(&f.meta.path, e.to_string()))?);
+        let b = b.map_err(|e| corrupt(&f.meta.path, e.to_string()))?;
+        if b.num_rows() > 0 {
+            out.push(b);
+        }
     }
     Ok((out, nread, pruned))
 }

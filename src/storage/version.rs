@@ -273,6 +273,51 @@ pub fn sort_versions(layout: &Layout, batch: &RecordBatch) -> Result<RecordBatch
     Ok(take_record_batch(batch, &idx)?)
 }
 
+/// [`sort_versions`] of the concatenation of `batches`, without
+/// materializing it: only the sort columns are concatenated, the rest is
+/// gathered straight from the inputs.
+pub fn sort_batches(layout: &Layout, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    if batches.len() == 1 {
+        return sort_versions(layout, &batches[0]);
+    }
+    let cat = |c: usize| -> Result<ArrayRef> {
+        let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
+        Ok(concat(&parts)?)
+    };
+    let n: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let mut cols: Vec<SortColumn> = Vec::with_capacity(layout.sort.len() + 2);
+    for &c in &layout.sort {
+        cols.push(SortColumn { values: cat(c)?, options: Some(SortOptions::default()) });
+    }
+    let desc = Some(SortOptions { descending: true, nulls_first: false });
+    cols.push(SortColumn { values: cat(layout.seq())?, options: desc });
+    cols.push(SortColumn { values: Arc::new(UInt32Array::from_iter_values(0..n as u32)), options: desc });
+    let idx = lexsort_to_indices(&cols, None)?;
+    drop(cols);
+    let mut starts = Vec::with_capacity(batches.len());
+    let mut acc = 0usize;
+    for b in batches {
+        starts.push(acc);
+        acc += b.num_rows();
+    }
+    let pairs: Vec<(usize, usize)> = idx
+        .values()
+        .iter()
+        .map(|&i| {
+            let i = i as usize;
+            let b = starts.partition_point(|&s| s <= i) - 1;
+            (b, i - starts[b])
+        })
+        .collect();
+    drop(idx);
+    let mut out = Vec::with_capacity(layout.full.fields().len());
+    for c in 0..layout.full.fields().len() {
+        let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
+        out.push(arrow::compute::interleave(&parts, &pairs)?);
+    }
+    Ok(RecordBatch::try_new_with_options(layout.full.clone(), out, &RecordBatchOptions::new().with_row_count(Some(n)))?)
+}
+
 /// What [`prune_versions`] kept.
 pub struct Pruned {
     pub batch: RecordBatch,
