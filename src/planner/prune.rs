@@ -41,10 +41,8 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
     let n = plan.columns().len();
     match plan {
         Plan::Scan { regions, mut request, columns } => {
-            let mut keep: Vec<usize> = need.iter().copied().collect();
-            if keep.is_empty() {
-                keep.push(0);
-            }
+            // An empty projection is fine: storage answers with row counts.
+            let keep: Vec<usize> = need.iter().copied().collect();
             if keep.len() == columns.len() {
                 return (Plan::Scan { regions, request, columns }, identity(n));
             }
