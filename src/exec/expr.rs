@@ -763,7 +763,7 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
         SubqueryKind::Exists { negated } => {
             let mut out = Vec::with_capacity(n);
             for i in 0..n {
-                out.push(Some((!run(i)?.is_empty()) != *negated));
+                out.push(Some(run(i)?.is_empty() == *negated));
             }
             Ok(Arc::new(BooleanArray::from(out)))
         }

@@ -129,7 +129,7 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
             }
             let rrefs: Vec<&Expr> = right_keys.iter().collect();
             let (lu, ru) = match (used(&refs, nl + nr), used(&rrefs, nr)) {
-                (Some(mut a), Some(b)) if !matches!(kind, JoinKind::Semi | JoinKind::Anti) || true => {
+                (Some(mut a), Some(b)) => {
                     a.extend(need.iter().copied());
                     let l: BTreeSet<usize> = a.iter().copied().filter(|&i| i < nl).collect();
                     let mut r: BTreeSet<usize> = a.iter().copied().filter(|&i| i >= nl && i < nl + nr).map(|i| i - nl).collect();
