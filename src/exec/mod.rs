@@ -20,6 +20,7 @@ mod selection;
 mod set_op;
 mod sort;
 mod values;
+mod window;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -118,6 +119,7 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
             let group_by = cols.iter().enumerate().map(|(i, c)| expr::Expr::Column { index: i, ty: c.ty }).collect();
             Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by, vec![], &cols, ctx.clone()))
         }
+        Plan::Window { input, calls, columns } => Box::new(window::WindowExecutor::new(build(input, ctx)?, calls.clone(), columns, ctx.clone())),
         Plan::Sort { input, keys, limit } => Box::new(sort::SortExecutor::new(build(input, ctx)?, keys.clone(), *limit, ctx.clone())),
         Plan::Limit { input, limit, offset } => Box::new(limit::LimitExecutor::new(build(input, ctx)?, *limit, *offset)),
         Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Box::new(hash_join::HashJoinExecutor::new(

@@ -77,6 +77,39 @@ pub struct AggCall {
     pub ty: SqlType,
 }
 
+/// A window function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFunc {
+    RowNumber,
+    Rank,
+    DenseRank,
+    Lag,
+    Lead,
+    FirstValue,
+    LastValue,
+    Agg(AggFunc),
+}
+
+/// The frame of a window aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFrame {
+    /// PostgreSQL's default: the whole partition without ORDER BY, else from
+    /// the partition start through the current row's peers.
+    Default,
+    /// ROWS BETWEEN n PRECEDING (None = UNBOUNDED) AND CURRENT ROW.
+    RowsPreceding(Option<usize>),
+}
+
+#[derive(Debug, Clone)]
+pub struct WindowCall {
+    pub func: WindowFunc,
+    pub args: Vec<Expr>,
+    pub partition_by: Vec<Expr>,
+    pub order_by: Vec<SortKey>,
+    pub frame: WindowFrame,
+    pub ty: SqlType,
+}
+
 #[derive(Debug, Clone)]
 pub struct SortKey {
     pub expr: Expr,
@@ -110,6 +143,8 @@ pub enum Plan {
     Project { input: Box<Plan>, exprs: Vec<Expr>, columns: Vec<PlanColumn> },
     Aggregate { input: Box<Plan>, group_by: Vec<Expr>, aggs: Vec<AggCall>, columns: Vec<PlanColumn> },
     Sort { input: Box<Plan>, keys: Vec<SortKey>, limit: Option<usize> },
+    /// Window functions: the input's columns plus one column per call.
+    Window { input: Box<Plan>, calls: Vec<WindowCall>, columns: Vec<PlanColumn> },
     Limit { input: Box<Plan>, limit: Option<usize>, offset: usize },
     /// Hash join on equality keys (empty keys = nested loop), with an
     /// optional residual condition over the joined row.
@@ -135,6 +170,7 @@ impl Plan {
             | Plan::Series { columns, .. }
             | Plan::Project { columns, .. }
             | Plan::Aggregate { columns, .. }
+            | Plan::Window { columns, .. }
             | Plan::Join { columns, .. } => columns,
             Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } => {
                 input.columns()
@@ -180,6 +216,21 @@ impl Plan {
                 limit: *limit,
             },
             Plan::Limit { input, limit, offset } => Plan::Limit { input: mp(input), limit: *limit, offset: *offset },
+            Plan::Window { input, calls, columns } => Plan::Window {
+                input: mp(input),
+                calls: calls
+                    .iter()
+                    .map(|c| WindowCall {
+                        func: c.func,
+                        args: c.args.iter().map(m).collect(),
+                        partition_by: c.partition_by.iter().map(m).collect(),
+                        order_by: c.order_by.iter().map(|k| SortKey { expr: m(&k.expr), desc: k.desc, nulls_first: k.nulls_first }).collect(),
+                        frame: c.frame,
+                        ty: c.ty,
+                    })
+                    .collect(),
+                columns: columns.clone(),
+            },
             Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Plan::Join {
                 left: mp(left),
                 right: mp(right),

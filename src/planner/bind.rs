@@ -18,6 +18,13 @@ use crate::{bail, err};
 #[derive(Default)]
 pub struct AggCollector {
     pub calls: RefCell<Vec<AggCall>>,
+    /// Window function calls, bound to `__win(k)` placeholders.
+    pub windows: RefCell<Vec<crate::exec::plan::WindowCall>>,
+}
+
+/// The placeholder a window call binds to until the window node exists.
+pub fn window_placeholder(k: usize, ty: SqlType) -> Expr {
+    Expr::Func { name: "__win".into(), args: vec![Expr::lit(Value::Int(k as i64), SqlType::Int8)], ty }
 }
 
 /// The placeholder an aggregate call binds to, until the aggregate node
@@ -628,8 +635,8 @@ impl<'a> Planner<'a> {
                 (args, distinct, star)
             }
         };
-        if f.over.is_some() {
-            bail!(FeatureNotSupported, "window functions are not supported yet");
+        if let Some(over) = &f.over {
+            return self.bind_window(&name, &args, star, distinct, over, scope, agg);
         }
         if let Some(func) = agg_func(&name) {
             let Some(collector) = agg else {
@@ -762,6 +769,83 @@ impl<'a> Planner<'a> {
             err!(UndefinedFunction, "function {name}({sig}) does not exist").with_hint("No function matches the given name and argument types.")
         })?;
         Ok(Expr::Func { name, args: bound, ty })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bind_window(&self, name: &str, args: &[ast::Expr], star: bool, distinct: bool, over: &ast::WindowType, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
+        use crate::exec::plan::{SortKey, WindowCall, WindowFrame, WindowFunc};
+        let Some(collector) = agg else { bail!(Grouping, "window functions are not allowed here") };
+        let ast::WindowType::WindowSpec(spec) = over else { bail!(FeatureNotSupported, "named windows are not supported") };
+        if distinct {
+            bail!(FeatureNotSupported, "DISTINCT is not implemented for window functions");
+        }
+        // Arguments and keys may use aggregates (window over GROUP BY).
+        let bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, Some(collector))).collect::<Result<_>>()?;
+        let partition_by = spec.partition_by.iter().map(|e| self.bind_expr(e, scope, Some(collector))).collect::<Result<Vec<_>>>()?;
+        let mut order_by = Vec::new();
+        for o in &spec.order_by {
+            let e = self.bind_expr(&o.expr, scope, Some(collector))?;
+            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            order_by.push(SortKey { expr: e, desc, nulls_first: o.options.nulls_first.unwrap_or(desc) });
+        }
+        let frame = match &spec.window_frame {
+            None => WindowFrame::Default,
+            Some(fr) => {
+                let end_current = matches!(fr.end_bound, None | Some(ast::WindowFrameBound::CurrentRow));
+                match (&fr.units, &fr.start_bound, end_current) {
+                    (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::Preceding(None), true) => WindowFrame::RowsPreceding(None),
+                    (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::Preceding(Some(n)), true) => {
+                        let nb = coerce(self.bind_expr(n, scope, None)?, SqlType::Int8)?;
+                        match self.eval_const(&nb)? {
+                            Value::Int(k) if k >= 0 => WindowFrame::RowsPreceding(Some(k as usize)),
+                            _ => bail!(InvalidParameterValue, "frame offset must be a non-negative integer"),
+                        }
+                    }
+                    (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::CurrentRow, true) => WindowFrame::RowsPreceding(Some(0)),
+                    (ast::WindowFrameUnits::Range, ast::WindowFrameBound::Preceding(None), true) => WindowFrame::Default,
+                    _ => bail!(FeatureNotSupported, "this window frame is not supported; use the default frame or ROWS BETWEEN n PRECEDING AND CURRENT ROW"),
+                }
+            }
+        };
+        let arg_ty = bound.first().map(|b| b.ty()).unwrap_or(SqlType::Int8);
+        let (func, ty) = match name {
+            "row_number" => (WindowFunc::RowNumber, SqlType::Int8),
+            "rank" => (WindowFunc::Rank, SqlType::Int8),
+            "dense_rank" => (WindowFunc::DenseRank, SqlType::Int8),
+            "lag" => (WindowFunc::Lag, arg_ty),
+            "lead" => (WindowFunc::Lead, arg_ty),
+            "first_value" => (WindowFunc::FirstValue, arg_ty),
+            "last_value" => (WindowFunc::LastValue, arg_ty),
+            other => match agg_func(other) {
+                Some(AggFunc::Count) if star => (WindowFunc::Agg(AggFunc::CountStar), SqlType::Int8),
+                Some(a @ (AggFunc::Count | AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max)) => {
+                    let ty = match a {
+                        AggFunc::Count => SqlType::Int8,
+                        AggFunc::Sum if arg_ty.is_integer() => SqlType::Int8,
+                        AggFunc::Sum | AggFunc::Avg => SqlType::Float8,
+                        _ => arg_ty,
+                    };
+                    (WindowFunc::Agg(a), ty)
+                }
+                _ => bail!(UndefinedFunction, "window function {other} does not exist"),
+            },
+        };
+        if matches!(func, WindowFunc::Lag | WindowFunc::Lead | WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::Agg(_)) && bound.is_empty() && func != WindowFunc::Agg(AggFunc::CountStar) {
+            bail!(UndefinedFunction, "function {name}() needs an argument");
+        }
+        let mut bound = bound;
+        if matches!(func, WindowFunc::Lag | WindowFunc::Lead) {
+            if bound.len() > 1 {
+                bound[1] = coerce(bound[1].clone(), SqlType::Int8)?;
+            }
+            if bound.len() > 2 {
+                bound[2] = coerce(bound[2].clone(), arg_ty)?;
+            }
+        }
+        let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
+        let mut w = collector.windows.borrow_mut();
+        w.push(WindowCall { func, args: bound, partition_by, order_by, frame, ty });
+        Ok(window_placeholder(w.len() - 1, ty))
     }
 
     /// Plan a subquery in a nested scope; returns the plan, whether it is

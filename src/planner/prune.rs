@@ -155,6 +155,11 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
             let _ = columns;
             (Plan::Join { left: Box::new(lp), right: Box::new(rp), kind, left_keys, right_keys, condition, columns: cols }, out_map)
         }
+        Plan::Window { input, calls, columns } => {
+            let inner_n = input.columns().len();
+            let (p, _) = prune(*input, &(0..inner_n).collect());
+            (Plan::Window { input: Box::new(p), calls, columns }, identity(n))
+        }
         Plan::Distinct { input } => {
             let (p, _) = prune(*input, &(0..n).collect());
             (Plan::Distinct { input: Box::new(p) }, identity(n))

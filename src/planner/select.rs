@@ -271,6 +271,7 @@ impl<'a> Planner<'a> {
             order_refs.push((r, &o.options));
         }
 
+        let windows = collector.windows.take();
         let aggs = collector.calls.into_inner();
         let aggregated = !aggs.is_empty() || !group_by.is_empty() || having.is_some();
         let mut proj: Vec<Expr> = items.iter().map(|(e, _)| e.clone()).collect();
@@ -290,6 +291,43 @@ impl<'a> Planner<'a> {
             if let Some(h) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: super::coerce(h, SqlType::Bool)? };
             }
+        }
+
+        // Window functions run over the (aggregated) rows, before the
+        // projection; their placeholders become the window node's columns.
+        if !windows.is_empty() {
+            let ng = group_by.len();
+            let rw = |e: &Expr| if aggregated { post_agg(e, &group_by, ng) } else { Ok(e.clone()) };
+            let calls: Vec<crate::exec::plan::WindowCall> = windows
+                .iter()
+                .map(|c| {
+                    Ok(crate::exec::plan::WindowCall {
+                        func: c.func,
+                        args: c.args.iter().map(rw).collect::<Result<_>>()?,
+                        partition_by: c.partition_by.iter().map(rw).collect::<Result<_>>()?,
+                        order_by: c.order_by.iter().map(|k| Ok(SortKey { expr: rw(&k.expr)?, desc: k.desc, nulls_first: k.nulls_first })).collect::<Result<_>>()?,
+                        frame: c.frame,
+                        ty: c.ty,
+                    })
+                })
+                .collect::<Result<_>>()?;
+            let mut cols = plan.columns().to_vec();
+            let base = cols.len();
+            for (k, c) in calls.iter().enumerate() {
+                cols.push(PlanColumn::new(format!("window{k}"), c.ty));
+            }
+            plan = Plan::Window { input: Box::new(plan), calls, columns: cols };
+            let place = |e: &Expr| {
+                e.map(0, &|x, d| match x {
+                    Expr::Func { name, args, ty } if d == 0 && name == "__win" => match &args[0] {
+                        Expr::Literal { value: Value::Int(k), .. } => Some(Expr::Column { index: base + *k as usize, ty: *ty }),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+            };
+            proj = proj.iter().map(place).collect();
+            order_exprs = order_exprs.iter().map(|o| o.as_ref().map(place)).collect();
         }
 
         // Projection with hidden sort columns appended.
