@@ -59,6 +59,26 @@ async fn copy_text_and_csv_all_or_nothing() {
     }
     assert_eq!(copy(&c, "COPY cp FROM STDIN", &data).await.unwrap(), 10_000);
     assert_eq!(count(&c, "SELECT count(*) FROM cp").await, 10_003);
+
+    // COPY TO STDOUT, text and CSV, from a table and from a query.
+    let out = copy_out(&c, "COPY (SELECT host, v FROM cp WHERE host IN ('a', 'b') ORDER BY host) TO STDOUT").await;
+    assert_eq!(out, "a\t1.5\nb\t\\N\n");
+    let out = copy_out(&c, "COPY (SELECT host FROM cp WHERE host = 'c,d') TO STDOUT WITH (FORMAT csv, HEADER true)").await;
+    assert_eq!(out, "host\n\"c,d\"\n");
+    let out = copy_out(&c, "COPY cp TO STDOUT").await;
+    assert_eq!(out.lines().count(), 10_003);
     drop(c);
     drop(server);
+}
+
+async fn copy_out(c: &Client, sql: &str) -> String {
+    use futures::StreamExt;
+    let st = c.prepare(sql).await.unwrap();
+    let stream = c.copy_out(&st).await.unwrap();
+    futures::pin_mut!(stream);
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        out.extend_from_slice(&chunk.unwrap());
+    }
+    String::from_utf8(out).unwrap()
 }

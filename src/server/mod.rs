@@ -144,6 +144,13 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
     Ok(match r {
         QueryResult::Empty => Response::EmptyQuery,
         QueryResult::CopyIn { columns } => Response::CopyIn(pgwire::api::results::CopyResponse::new(0, columns, stream::empty())),
+        QueryResult::CopyOut { columns, lines } => {
+            let data = lines.into_iter().map(|mut l| {
+                l.push('\n');
+                Ok(pgwire::messages::copy::CopyData::new(bytes::Bytes::from(l)))
+            });
+            Response::CopyOut(pgwire::api::results::CopyResponse::new(0, columns, stream::iter(data.collect::<Vec<_>>())))
+        }
         QueryResult::Command(tag) => {
             let t = tag_of(&tag);
             if tx_before == TxState::Idle && tx_after != TxState::Idle {

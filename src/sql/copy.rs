@@ -33,7 +33,7 @@ pub struct CopyIn {
 pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
     let ast::Statement::Copy { source, to, target, options, legacy_options, .. } = stmt else { unreachable!() };
     if *to {
-        bail!(FeatureNotSupported, "COPY TO is not supported yet");
+        return copy_out(s, source, target, options, legacy_options);
     }
     if !matches!(target, CopyTarget::Stdin) {
         bail!(FeatureNotSupported, "COPY FROM a file is not supported; use COPY FROM STDIN");
@@ -287,4 +287,98 @@ mod tests {
         let r = text_records("1\ta\\tb\t\\N\n\\.\n", '\t');
         assert_eq!(r[0], vec![("1".into(), false), ("a\tb".into(), false), ("\\N".into(), false)]);
     }
+}
+
+/// COPY table|query TO STDOUT, text or CSV: the rows as lines.
+fn copy_out(s: &mut Session, source: &CopySource, target: &CopyTarget, options: &[CopyOption], legacy: &[ast::CopyLegacyOption]) -> Result<QueryResult> {
+    if !matches!(target, CopyTarget::Stdout) {
+        bail!(FeatureNotSupported, "COPY TO a file is not supported; use COPY TO STDOUT");
+    }
+    let mut csv = false;
+    let mut header = false;
+    let mut delim: Option<char> = None;
+    let mut null: Option<String> = None;
+    for o in options {
+        match o {
+            CopyOption::Format(f) => match f.value.to_lowercase().as_str() {
+                "csv" => csv = true,
+                "text" => csv = false,
+                other => bail!(FeatureNotSupported, "COPY format \"{other}\" is not supported"),
+            },
+            CopyOption::Delimiter(d) => delim = Some(*d),
+            CopyOption::Null(n) => null = Some(n.clone()),
+            CopyOption::Header(h) => header = *h,
+            other => bail!(FeatureNotSupported, "COPY option {other} is not supported"),
+        }
+    }
+    for o in legacy {
+        match o {
+            ast::CopyLegacyOption::Csv(_) => csv = true,
+            ast::CopyLegacyOption::Delimiter(d) => delim = Some(*d),
+            ast::CopyLegacyOption::Null(n) => null = Some(n.clone()),
+            other => bail!(FeatureNotSupported, "COPY option {other} is not supported"),
+        }
+    }
+    let delim = delim.unwrap_or(if csv { ',' } else { '\t' });
+    let null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() });
+    let sql = match source {
+        CopySource::Table { table_name, columns } => {
+            let cols = if columns.is_empty() { "*".to_string() } else { columns.iter().map(|c| format!("\"{}\"", ident(c))).collect::<Vec<_>>().join(", ") };
+            format!("SELECT {cols} FROM {table_name}")
+        }
+        CopySource::Query(q) => q.to_string(),
+    };
+    let stmts = super::parse(&sql)?;
+    let Some(ast::Statement::Query(q)) = stmts.first() else { bail!(Syntax, "COPY needs a table or a query") };
+    let r = s.execute_statement(&ast::Statement::Query(q.clone()), Default::default())?;
+    let QueryResult::Rows { columns, batches } = r else { bail!(Internal, "COPY query returned no rows") };
+    let mut lines = Vec::new();
+    if header && csv {
+        lines.push(columns.iter().map(|c| csv_field(&c.name, delim)).collect::<Vec<_>>().join(&delim.to_string()));
+    }
+    for b in &batches {
+        for i in 0..b.num_rows() {
+            let mut fields = Vec::with_capacity(columns.len());
+            for (c, col) in columns.iter().zip(b.columns()) {
+                let v = crate::types::value_at(col.as_ref(), i);
+                let text = match &v {
+                    Value::Null => {
+                        fields.push(null.clone());
+                        continue;
+                    }
+                    Value::Timestamp(t) if c.ty == crate::types::SqlType::TimestampTz => format!("{}+00", crate::types::format_timestamp(*t)),
+                    other => crate::types::format_value(other),
+                };
+                fields.push(if csv { csv_field(&text, delim) } else { text_field(&text, delim) });
+            }
+            lines.push(fields.join(&delim.to_string()));
+        }
+    }
+    Ok(QueryResult::CopyOut { columns: columns.len(), lines })
+}
+
+fn csv_field(s: &str, delim: char) -> String {
+    if s.is_empty() || s.contains(delim) || s.contains('"') || s.contains('\n') || s.contains('\r') {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn text_field(s: &str, delim: char) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' if delim == '\t' => out.push_str("\\t"),
+            c if c == delim => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }

@@ -73,6 +73,8 @@ pub enum QueryResult {
     Command(String),
     /// COPY FROM STDIN started: the client sends data next.
     CopyIn { columns: usize },
+    /// COPY TO STDOUT: one text line per row (without the newline).
+    CopyOut { columns: usize, lines: Vec<String> },
     Empty,
 }
 
