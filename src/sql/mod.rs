@@ -139,6 +139,24 @@ impl Session {
     /// Run a simple-protocol query string: each statement in order, up to
     /// the first error.
     pub fn execute_sql(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
+        if sql.to_ascii_lowercase().contains("admin") && sql.contains(';') && preparse::split_first_statement(sql).1.trim() != "" {
+            // ADMIN is not sqlparser's: run the statements one by one.
+            let mut out = Vec::new();
+            let mut rest = sql;
+            while !rest.trim().is_empty() {
+                let (head, tail) = preparse::split_first_statement(rest);
+                rest = tail;
+                if head.trim().is_empty() {
+                    continue;
+                }
+                let (more, err) = self.execute_sql(head);
+                out.extend(more.into_iter().filter(|r| !matches!(r, QueryResult::Empty)));
+                if err.is_some() {
+                    return (out, err);
+                }
+            }
+            return (out, None);
+        }
         if let Some(call) = preparse::admin_call(sql) {
             return match self.guard(|s| s.admin(call)) {
                 Ok(r) => (vec![r], None),

@@ -117,9 +117,29 @@ pub fn admin_call(sql: &str) -> Option<&str> {
     }
 }
 
+/// Split at the first `;` outside quotes: (first statement, the rest).
+pub fn split_first_statement(sql: &str) -> (&str, &str) {
+    let mut quote: Option<char> = None;
+    for (i, c) in sql.char_indices() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, ';') => return (&sql[..i], &sql[i + 1..]),
+            _ => {}
+        }
+    }
+    (sql, "")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn admin_then_more() {
+        assert_eq!(split_first_statement("flush_table('a;b'); SELECT 1"), ("flush_table('a;b')", " SELECT 1"));
+        assert_eq!(split_first_statement("flush_table('t')"), ("flush_table('t')", ""));
+    }
 
     #[test]
     fn strips_both_forms() {
