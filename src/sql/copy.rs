@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::exec::expr::parse_text_as;
 use crate::planner::{ident, object_name};
 use crate::storage::region_id;
-use crate::types::{values_to_array, Value};
+use crate::types::Value;
 use crate::{bail, err};
 
 /// A COPY FROM STDIN in progress on a session.
@@ -119,7 +119,8 @@ impl CopyIn {
     pub fn finish(self, s: &Session) -> Result<usize> {
         let text = String::from_utf8(self.buffer.clone()).map_err(|_| err!(InvalidText, "invalid byte sequence for encoding \"UTF8\""))?;
         let ncols = self.columns.len();
-        let mut per_col: Vec<Vec<Value>> = vec![Vec::new(); ncols];
+        // Values go straight into arrow builders: no Value kept per cell.
+        let mut per_col: Vec<ColumnBuilder> = self.columns.iter().map(|&c| ColumnBuilder::new(self.table.columns[c].ty)).collect();
         let mut line_no = 0usize;
         let records = if self.csv { csv_records(&text, self.delimiter, self.quote) } else { text_records(&text, self.delimiter) };
         for rec in records {
@@ -146,7 +147,8 @@ impl CopyIn {
                 per_col[k].push(v);
             }
         }
-        let nrows = per_col.first().map(|c| c.len()).unwrap_or(0);
+        let nrows = per_col.first().map(|c| c.len).unwrap_or(0);
+        let mut per_col: Vec<Option<arrow::array::ArrayRef>> = per_col.into_iter().map(|b| Some(b.finish())).collect();
         if nrows == 0 {
             return Ok(0);
         }
@@ -154,7 +156,7 @@ impl CopyIn {
         let mut arrays = Vec::with_capacity(def.columns.len());
         for (i, c) in def.columns.iter().enumerate() {
             let a = match self.columns.iter().position(|&x| x == i) {
-                Some(k) => values_to_array(&per_col[k], c.ty)?,
+                Some(k) => per_col[k].take().expect("each column once"),
                 None => arrow::array::new_null_array(&c.ty.to_arrow(), nrows),
             };
             if !c.nullable && arrow::array::Array::null_count(&a) > 0 {
@@ -381,4 +383,52 @@ fn text_field(s: &str, delim: char) -> String {
         }
     }
     out
+}
+
+/// An arrow builder for one column of a SQL type.
+struct ColumnBuilder {
+    ty: crate::types::SqlType,
+    inner: Box<dyn arrow::array::ArrayBuilder>,
+    len: usize,
+}
+
+impl ColumnBuilder {
+    fn new(ty: crate::types::SqlType) -> ColumnBuilder {
+        ColumnBuilder { ty, inner: arrow::array::make_builder(&ty.to_arrow(), 1024), len: 0 }
+    }
+
+    fn push(&mut self, v: Value) {
+        use arrow::array::*;
+        use crate::types::SqlType as T;
+        self.len += 1;
+        let b = self.inner.as_any_mut();
+        macro_rules! put {
+            ($builder:ty, $val:expr) => {
+                b.downcast_mut::<$builder>().expect("builder matches the column type").append_option($val)
+            };
+        }
+        let int = |v: &Value| if let Value::Int(i) = v { Some(*i) } else { None };
+        match self.ty {
+            T::Bool => put!(BooleanBuilder, if let Value::Bool(x) = v { Some(x) } else { None }),
+            T::Int2 => put!(Int16Builder, int(&v).map(|i| i as i16)),
+            T::Int4 => put!(Int32Builder, int(&v).map(|i| i as i32)),
+            T::Int8 => put!(Int64Builder, int(&v)),
+            T::Float4 => put!(Float32Builder, if let Value::Float(x) = v { Some(x as f32) } else { None }),
+            T::Float8 => put!(Float64Builder, if let Value::Float(x) = v { Some(x) } else { None }),
+            T::Text | T::Varchar | T::Unknown => put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None }),
+            T::Timestamp | T::TimestampTz => put!(TimestampMicrosecondBuilder, if let Value::Timestamp(x) = v { Some(x) } else { None }),
+            T::Date => put!(Date32Builder, if let Value::Date(x) = v { Some(x) } else { None }),
+            T::Interval => put!(DurationMicrosecondBuilder, if let Value::Interval(x) = v { Some(x) } else { None }),
+        }
+    }
+
+    fn finish(mut self) -> arrow::array::ArrayRef {
+        let a = self.inner.finish();
+        // Builders know no time zone: relabel TIMESTAMPTZ.
+        if self.ty == crate::types::SqlType::TimestampTz {
+            arrow::compute::cast(&a, &self.ty.to_arrow()).expect("timestamp relabel")
+        } else {
+            a
+        }
+    }
 }
