@@ -11,6 +11,7 @@ pub mod functions;
 pub mod plan;
 
 mod aggregate;
+mod distinct_on;
 mod hash_agg;
 mod hash_join;
 mod limit;
@@ -120,6 +121,7 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
             Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by, vec![], &cols, ctx.clone()))
         }
         Plan::Window { input, calls, columns } => Box::new(window::WindowExecutor::new(build(input, ctx)?, calls.clone(), columns, ctx.clone())),
+        Plan::DistinctOn { input, keys } => Box::new(distinct_on::DistinctOnExecutor::new(build(input, ctx)?, keys.clone(), ctx.clone())),
         Plan::Sort { input, keys, limit } => Box::new(sort::SortExecutor::new(build(input, ctx)?, keys.clone(), *limit, ctx.clone())),
         Plan::Limit { input, limit, offset } => Box::new(limit::LimitExecutor::new(build(input, ctx)?, *limit, *offset)),
         Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Box::new(hash_join::HashJoinExecutor::new(

@@ -159,6 +159,8 @@ pub enum Plan {
     },
     SetOp { left: Box<Plan>, right: Box<Plan>, kind: SetOpKind, all: bool },
     Distinct { input: Box<Plan> },
+    /// DISTINCT ON: the first row of each key, in input order.
+    DistinctOn { input: Box<Plan>, keys: Vec<Expr> },
 }
 
 impl Plan {
@@ -172,7 +174,7 @@ impl Plan {
             | Plan::Aggregate { columns, .. }
             | Plan::Window { columns, .. }
             | Plan::Join { columns, .. } => columns,
-            Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } => {
+            Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } | Plan::DistinctOn { input, .. } => {
                 input.columns()
             }
             Plan::SetOp { left, .. } => left.columns(),
@@ -242,6 +244,7 @@ impl Plan {
             },
             Plan::SetOp { left, right, kind, all } => Plan::SetOp { left: mp(left), right: mp(right), kind: *kind, all: *all },
             Plan::Distinct { input } => Plan::Distinct { input: mp(input) },
+            Plan::DistinctOn { input, keys } => Plan::DistinctOn { input: mp(input), keys: keys.iter().map(m).collect() },
         }
     }
 

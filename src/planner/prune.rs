@@ -160,6 +160,10 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
             let (p, _) = prune(*input, &(0..inner_n).collect());
             (Plan::Window { input: Box::new(p), calls, columns }, identity(n))
         }
+        Plan::DistinctOn { input, keys } => {
+            let (p, _) = prune(*input, &(0..n).collect());
+            (Plan::DistinctOn { input: Box::new(p), keys }, identity(n))
+        }
         Plan::Distinct { input } => {
             let (p, _) = prune(*input, &(0..n).collect());
             (Plan::Distinct { input: Box::new(p) }, identity(n))

@@ -272,6 +272,11 @@ impl<'a> Planner<'a> {
         }
 
         let windows = collector.windows.take();
+        // DISTINCT ON keys, bound like ORDER BY keys.
+        let mut distinct_on: Vec<Expr> = match &s.distinct {
+            Some(ast::Distinct::On(exprs)) => exprs.iter().map(|e| self.bind_expr(e, &scope, Some(&collector))).collect::<Result<_>>()?,
+            _ => vec![],
+        };
         let aggs = collector.calls.into_inner();
         let aggregated = !aggs.is_empty() || !group_by.is_empty() || having.is_some();
         let mut proj: Vec<Expr> = items.iter().map(|(e, _)| e.clone()).collect();
@@ -287,6 +292,7 @@ impl<'a> Planner<'a> {
             proj = proj.iter().map(rewrite).collect::<Result<_>>()?;
             having = having.as_ref().map(rewrite).transpose()?;
             order_exprs = order_exprs.iter().map(|o| o.as_ref().map(rewrite).transpose()).collect::<Result<_>>()?;
+            distinct_on = distinct_on.iter().map(rewrite).collect::<Result<_>>()?;
             plan = Plan::Aggregate { input: Box::new(plan), group_by: group_by.clone(), aggs, columns: agg_cols };
             if let Some(h) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: super::coerce(h, SqlType::Bool)? };
@@ -328,6 +334,7 @@ impl<'a> Planner<'a> {
             };
             proj = proj.iter().map(place).collect();
             order_exprs = order_exprs.iter().map(|o| o.as_ref().map(place)).collect();
+            distinct_on = distinct_on.iter().map(place).collect();
         }
 
         // Projection with hidden sort columns appended.
@@ -344,7 +351,7 @@ impl<'a> Planner<'a> {
                     if let Some(k) = proj.iter().position(|p| format!("{p:?}") == dbg) {
                         k
                     } else {
-                        if s.distinct.is_some() {
+                        if matches!(s.distinct, Some(ast::Distinct::Distinct)) {
                             bail!(InvalidParameterValue, "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
                         }
                         proj.push(e.clone());
@@ -355,15 +362,32 @@ impl<'a> Planner<'a> {
             };
             keys.push(sort_key(Expr::Column { index: idx, ty: out_cols[idx].ty }, opts));
         }
+        // DISTINCT ON keys become (hidden) output columns too.
+        let mut distinct_on_cols = Vec::new();
+        for e in &distinct_on {
+            let dbg = format!("{e:?}");
+            let k = match proj.iter().position(|p| format!("{p:?}") == dbg) {
+                Some(k) => k,
+                None => {
+                    proj.push(e.clone());
+                    out_cols.push(PlanColumn::new(format!("__distinct{}", proj.len()), e.ty()));
+                    proj.len() - 1
+                }
+            };
+            distinct_on_cols.push(Expr::Column { index: k, ty: out_cols[k].ty });
+        }
         let proj: Vec<Expr> = proj.into_iter().map(|e| if e.ty() == SqlType::Unknown { super::coerce(e, SqlType::Text) } else { Ok(e) }).collect::<Result<_>>()?;
         plan = Plan::Project { input: Box::new(plan), exprs: proj, columns: out_cols.clone() };
         match &s.distinct {
             Some(ast::Distinct::Distinct) => plan = Plan::Distinct { input: Box::new(plan) },
-            Some(ast::Distinct::On(_)) => bail!(FeatureNotSupported, "DISTINCT ON is not supported"),
             _ => {}
         }
         if !keys.is_empty() {
             plan = Plan::Sort { input: Box::new(plan), keys, limit: None };
+        }
+        if !distinct_on_cols.is_empty() {
+            // The first row of each key in ORDER BY order, as PostgreSQL.
+            plan = Plan::DistinctOn { input: Box::new(plan), keys: distinct_on_cols };
         }
         if out_cols.len() > visible {
             let exprs = (0..visible).map(|i| Expr::Column { index: i, ty: out_cols[i].ty }).collect();
