@@ -262,3 +262,63 @@ impl Plan {
         found.get()
     }
 }
+
+impl Plan {
+    /// EXPLAIN: one line per node, children indented.
+    pub fn explain(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.explain_into(0, &mut out);
+        out
+    }
+
+    fn explain_into(&self, depth: usize, out: &mut Vec<String>) {
+        let pad = "  ".repeat(depth);
+        let names = |cols: &[PlanColumn]| cols.iter().map(|c| c.name.clone()).collect::<Vec<_>>().join(", ");
+        let line = match self {
+            Plan::Scan { regions, request, columns } => {
+                let mut l = format!("Scan {} ({} region{})", regions.0.first().map(|r| r.desc.table_name.clone()).unwrap_or_default(), regions.0.len(), if regions.0.len() == 1 { "" } else { "s" });
+                l.push_str(&format!(" columns: [{}]", names(columns)));
+                if let Some((lo, hi)) = request.time_range {
+                    let f = |t: i64| if t == i64::MIN || t == i64::MAX { "-".to_string() } else { crate::types::format_timestamp(t) };
+                    l.push_str(&format!(" time: [{}, {})", f(lo), f(hi)));
+                }
+                if !request.filters.is_empty() {
+                    l.push_str(&format!(" tag filters: {}", request.filters.len()));
+                }
+                if !regions.1.is_empty() {
+                    l.push_str(" incremental");
+                }
+                l
+            }
+            Plan::Memory { batches, columns } => format!("Memory rows: {} columns: [{}]", batches.iter().map(|b| b.num_rows()).sum::<usize>(), names(columns)),
+            Plan::Values { rows, .. } => format!("Values rows: {}", rows.len()),
+            Plan::Series { .. } => "GenerateSeries".to_string(),
+            Plan::Filter { .. } => "Selection".to_string(),
+            Plan::Project { columns, .. } => format!("Projection [{}]", names(columns)),
+            Plan::Aggregate { group_by, aggs, .. } => format!("{} group keys: {} aggregates: {}", if group_by.is_empty() { "SimpleAggregate" } else { "HashAggregate" }, group_by.len(), aggs.iter().map(|a| format!("{:?}", a.func)).collect::<Vec<_>>().join(", ")),
+            Plan::Window { calls, .. } => format!("Window [{}]", calls.iter().map(|c| format!("{:?}", c.func)).collect::<Vec<_>>().join(", ")),
+            Plan::Sort { keys, limit, .. } => format!("{} keys: {}", if limit.is_some() { "TopN" } else { "Sort" }, keys.len()) + &limit.map(|l| format!(" limit: {l}")).unwrap_or_default(),
+            Plan::Limit { limit, offset, .. } => format!("Limit {} offset {offset}", limit.map(|l| l.to_string()).unwrap_or_else(|| "all".into())),
+            Plan::Join { kind, left_keys, condition, .. } => format!("{} {:?} keys: {}{}", if left_keys.is_empty() { "NestedLoopJoin" } else { "HashJoin" }, kind, left_keys.len(), if condition.is_some() { " with condition" } else { "" }),
+            Plan::SetOp { kind, all, .. } => format!("{kind:?}{}", if *all { " ALL" } else { "" }),
+            Plan::Distinct { .. } => "Distinct".to_string(),
+            Plan::DistinctOn { keys, .. } => format!("DistinctOn keys: {}", keys.len()),
+        };
+        out.push(format!("{pad}{line}"));
+        match self {
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input }
+            | Plan::DistinctOn { input, .. } => input.explain_into(depth + 1, out),
+            Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => {
+                left.explain_into(depth + 1, out);
+                right.explain_into(depth + 1, out);
+            }
+            _ => {}
+        }
+    }
+}

@@ -175,9 +175,8 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
         }
         Statement::Explain { statement, .. } => {
             if let Statement::Query(q) = statement.as_ref() {
-                let plan = s.planner(Default::default()).plan_query(q, None)?;
-                let text = format!("{plan:#?}");
-                return text_rows(&["QUERY PLAN"], text.lines().map(|l| vec![l.to_string()]).collect());
+                let plan = crate::planner::prune_plan(s.planner(Default::default()).plan_query(q, None)?);
+                return text_rows(&["QUERY PLAN"], plan.explain().into_iter().map(|l| vec![l]).collect());
             }
             bail!(FeatureNotSupported, "EXPLAIN supports queries only")
         }
