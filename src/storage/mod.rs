@@ -27,7 +27,7 @@ pub use object::{LocalStore, ObjectStore};
 pub use region::{Region, RegionStats};
 pub use route::route_rows;
 pub use version::{OP_COLUMN, SEQ_COLUMN};
-pub use wal::{LocalLog, LogStore};
+pub use wal::{LocalLog, LogStore, LogSync};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
