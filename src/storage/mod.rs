@@ -4,8 +4,10 @@
 //! `types` only: never `sql`, `planner`, `exec`, `server` or `flow`. Writes
 //! are reported to whoever subscribes through [`WriteListener`].
 //!
-//! Write path, naming every fsync: encode the batch → WAL append (fsync when
-//! `wal_fsync`) → memtable → acknowledge → notify. Flush: freeze the
+//! Write path, naming every fsync: encode the batch → WAL append → group
+//! commit (one writer fsyncs, when `wal_fsync`, for every record appended
+//! so far, outside the region lock) → memtable, in sequence order →
+//! acknowledge → notify. See `region.rs` for the visibility invariant. Flush: freeze the
 //! memtable, rotate the WAL → Parquet SST written to a temp object, fsync,
 //! rename, fsync the directory → manifest compare-and-set in sled (sled
 //! flush = fsync) → flushed sequence advances → old WAL segments deleted.
@@ -27,7 +29,7 @@ pub use object::{LocalStore, ObjectStore};
 pub use region::{Region, RegionStats};
 pub use route::route_rows;
 pub use version::{OP_COLUMN, SEQ_COLUMN};
-pub use wal::{LocalLog, LogStore};
+pub use wal::{LocalLog, LogStore, LogSync};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

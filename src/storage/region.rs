@@ -4,10 +4,33 @@
 //! Owns a region's write path, read path and file lifecycle. Imports only
 //! `crate::error` (and arrow/parquet through sibling modules); never sql,
 //! planner, exec, server or flow.
+//!
+//! Write path with group commit. Under the region lock a writer takes the
+//! next sequence (`appended_seq + 1`) and row ids, appends its WAL record
+//! without syncing and queues its memtable chunk in `pending`. With
+//! `wal_fsync` it then waits: if no sync is running it becomes the leader,
+//! takes the highest appended sequence as its target and fsyncs the WAL
+//! *outside* the lock, while later writers append and wait on `synced`; then
+//! it publishes, under the lock, every pending chunk up to the target. The
+//! next waiter whose sequence is still unpublished leads the next sync. A
+//! write is acknowledged (returns) only once published.
+//!
+//! Invariant: `pending` holds exactly the sequences `last_seq + 1 ..=
+//! appended_seq`, in order; the memtables (plus SSTs) hold the rows of
+//! every sequence `<= last_seq` and of none above it; with `wal_fsync`,
+//! every record `<= last_seq` is fsynced. Publishing moves a prefix of
+//! `pending` into the memtable in sequence order and raises `last_seq` in
+//! the same critical section, so `last_seq` (what [`Region::last_seq`]
+//! reports and scans use as a snapshot bound) never has a gap below it and
+//! a reader never sees a row that a crash could take away. A failed fsync
+//! poisons the region's write path: the unpublished writes fail (they may
+//! or may not survive a crash, as with any write that returned an error)
+//! and later writes fail until the region is reopened, because the kernel
+//! may have dropped the dirty pages (retrying fsync could report success).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions, Scalar, UInt64Array};
 use arrow::buffer::BooleanBuffer;
@@ -55,6 +78,8 @@ pub struct RegionStats {
     pub row_groups_pruned: u64,
     pub flushes: u64,
     pub compactions: u64,
+    /// WAL fsyncs of writes (one may cover many writes: group commit).
+    pub wal_syncs: u64,
 }
 
 #[derive(Default)]
@@ -65,6 +90,7 @@ struct Counters {
     row_groups_pruned: AtomicU64,
     flushes: AtomicU64,
     compactions: AtomicU64,
+    wal_syncs: AtomicU64,
 }
 
 struct Inner {
@@ -72,7 +98,17 @@ struct Inner {
     /// Frozen memtables whose flush has not committed yet, oldest first.
     frozen: Vec<Arc<Memtable>>,
     log: Box<dyn LogStore>,
+    /// Highest published sequence: visible, and durable when the WAL syncs.
     last_seq: SeqNo,
+    /// Highest sequence appended to the WAL (published or not).
+    appended_seq: SeqNo,
+    /// Appended, not yet published writes (`last_seq + 1 ..= appended_seq`)
+    /// with their memtable chunks.
+    pending: VecDeque<(SeqNo, Option<Chunk>)>,
+    /// A group-commit leader is syncing the WAL.
+    syncing: bool,
+    /// Set when a WAL sync failed: the write path is closed.
+    wal_failed: Option<String>,
     next_rowid: u64,
     manifest: Arc<Manifest>,
     /// The exact bytes in the metadata store, for compare-and-set.
@@ -107,6 +143,8 @@ pub struct Region {
     keys: KeyEncoder,
     shared: Arc<Shared>,
     inner: Mutex<Inner>,
+    /// Signalled (with `inner`) when a group-commit sync ends.
+    synced: Condvar,
     /// Serializes flushes.
     flush_lock: Mutex<()>,
     /// Serializes compactions.
@@ -257,12 +295,17 @@ impl Region {
                 frozen: Vec::new(),
                 log: Box::new(log),
                 last_seq,
+                appended_seq: last_seq,
+                pending: VecDeque::new(),
+                syncing: false,
+                wal_failed: None,
                 next_rowid,
                 manifest: Arc::new(manifest),
                 manifest_bytes: bytes,
                 files: Arc::new(files),
             }),
             shared,
+            synced: Condvar::new(),
             flush_lock: Mutex::new(()),
             compact_lock: Mutex::new(()),
             manifest_lock: Mutex::new(()),
@@ -282,7 +325,8 @@ impl Region {
         let _ = self.shared.mem_used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(bytes)));
     }
 
-    /// Latest sequence written.
+    /// Latest acknowledged sequence: every write up to it is visible (and
+    /// durable when the WAL syncs), none after it; a gap-free snapshot bound.
     pub fn last_seq(&self) -> SeqNo {
         self.inner.lock().unwrap().last_seq
     }
@@ -348,7 +392,10 @@ impl Region {
         let tun = &self.shared.tuning;
         let (seq, flush_needed) = {
             let mut inner = self.inner.lock().unwrap();
-            let seq = inner.last_seq + 1;
+            if let Some(e) = &inner.wal_failed {
+                return Err(self.wal_failed_error(e));
+            }
+            let seq = inner.appended_seq + 1;
             let rowid_start = inner.next_rowid;
             payload[1..9].copy_from_slice(&rowid_start.to_le_bytes());
             let chunk = if !instant && n > 0 {
@@ -360,18 +407,16 @@ impl Region {
             } else {
                 None
             };
-            inner.log.append(seq, &payload)?;
-            inner.last_seq = seq;
+            inner.log.append_unsynced(seq, &payload)?;
+            inner.appended_seq = seq;
             if op == OP_PUT {
                 inner.next_rowid += n as u64;
             }
-            if let Some(chunk) = chunk {
-                let delta = inner.mem.push(&self.layout, chunk)?;
-                if delta >= 0 {
-                    self.shared.mem_used.fetch_add(delta as usize, Ordering::Relaxed);
-                } else {
-                    self.shared.mem_used.fetch_sub((-delta) as usize, Ordering::Relaxed);
-                }
+            inner.pending.push_back((seq, chunk));
+            if self.shared.config.wal_fsync {
+                inner = self.wait_synced(inner, seq)?;
+            } else {
+                self.publish(&mut inner, seq)?;
             }
             (seq, inner.mem.bytes > cfg.memtable_bytes_max || inner.log.bytes() > tun.wal_bytes_max)
         };
@@ -389,6 +434,65 @@ impl Region {
             }
         }
         Ok(seq)
+    }
+
+    /// Group commit: return once `seq` is published, leading a WAL sync when
+    /// none is running (see the module header).
+    fn wait_synced<'a>(&'a self, mut inner: MutexGuard<'a, Inner>, seq: SeqNo) -> Result<MutexGuard<'a, Inner>> {
+        loop {
+            if inner.last_seq >= seq {
+                return Ok(inner);
+            }
+            if let Some(e) = &inner.wal_failed {
+                return Err(self.wal_failed_error(e));
+            }
+            if inner.syncing {
+                inner = self.synced.wait(inner).unwrap();
+                continue;
+            }
+            inner.syncing = true;
+            let target = inner.appended_seq;
+            let handle = inner.log.sync_handle();
+            drop(inner);
+            let synced = match handle {
+                Some(h) => h.sync(),
+                None => Ok(()),
+            };
+            self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+            inner = self.inner.lock().unwrap();
+            inner.syncing = false;
+            let published = synced.and_then(|()| self.publish(&mut inner, target));
+            if let Err(e) = published {
+                tracing::error!(region = self.id, error = %e, "wal sync failed; writes to the region fail until it is reopened");
+                inner.wal_failed = Some(e.to_string());
+            }
+            self.synced.notify_all();
+        }
+    }
+
+    /// Move the pending writes up to `upto` into the memtable, in sequence
+    /// order, and make them visible.
+    fn publish(&self, inner: &mut Inner, upto: SeqNo) -> Result<()> {
+        while inner.pending.front().is_some_and(|p| p.0 <= upto) {
+            let (seq, chunk) = inner.pending.pop_front().unwrap();
+            debug_assert_eq!(seq, inner.last_seq + 1, "published sequences are dense");
+            if let Some(chunk) = chunk {
+                let delta = inner.mem.push(&self.layout, chunk)?;
+                if delta >= 0 {
+                    self.shared.mem_used.fetch_add(delta as usize, Ordering::Relaxed);
+                } else {
+                    self.shared.mem_used.fetch_sub((-delta) as usize, Ordering::Relaxed);
+                }
+            }
+            inner.last_seq = seq;
+        }
+        Ok(())
+    }
+
+    fn wal_failed_error(&self, cause: &str) -> crate::error::WeirError {
+        crate::err!(Storage, "the wal of region {} could not be synced; writes fail until the region is reopened", self.id)
+            .with_detail(cause.to_string())
+            .with_hint("check the disk, then restart the server; writes acknowledged before the failure are safe")
     }
 
     fn notify(&self, seq: SeqNo, batch: &RecordBatch, rows: usize) {
@@ -930,7 +1034,9 @@ impl Region {
             if inner.frozen.is_empty() && inner.last_seq == inner.manifest.flushed_seq {
                 return Ok(());
             }
-            let next = inner.last_seq + 1;
+            // Unpublished writes stay in the WAL past the rotation: the new
+            // segment starts after every appended record.
+            let next = inner.appended_seq + 1;
             inner.log.rotate(next)?;
             (inner.frozen.clone(), inner.last_seq)
         };
@@ -1122,6 +1228,7 @@ impl Region {
             row_groups_pruned: c.row_groups_pruned.load(Ordering::Relaxed),
             flushes: c.flushes.load(Ordering::Relaxed),
             compactions: c.compactions.load(Ordering::Relaxed),
+            wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
         }
     }
 }

@@ -7,10 +7,17 @@
 //! payload. At open every segment is checked: a torn or corrupt tail of the
 //! last segment is cut (a crash while appending); damage in an older segment
 //! is a `Corrupt` error, because acknowledged writes would be lost.
+//!
+//! Group commit: [`LogStore::append_unsynced`] only writes (under the
+//! caller's lock); [`LogStore::sync_handle`] hands out the open segment so
+//! one caller can fsync every record appended so far without holding that
+//! lock. Rotation fsyncs the segment it closes, so a handle to the newest
+//! segment covers every record appended before it was taken.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::SeqNo;
 use crate::error::Result;
@@ -24,7 +31,20 @@ const RECORD_BYTES_MAX: usize = 1 << 31;
 /// shared log service later).
 pub trait LogStore: Send {
     /// Append one record; it is durable on return when the log syncs.
-    fn append(&mut self, seq: SeqNo, payload: &[u8]) -> Result<()>;
+    fn append(&mut self, seq: SeqNo, payload: &[u8]) -> Result<()> {
+        self.append_unsynced(seq, payload)?;
+        match self.sync_handle() {
+            Some(h) => h.sync(),
+            None => Ok(()),
+        }
+    }
+    /// Append one record without waiting for it to be durable; sync with
+    /// [`LogStore::sync_handle`].
+    fn append_unsynced(&mut self, seq: SeqNo, payload: &[u8]) -> Result<()>;
+    /// When the log syncs: a handle that makes every record appended so far
+    /// durable, usable without `&mut self` (for group commit). None when the
+    /// log does not sync.
+    fn sync_handle(&self) -> Option<Arc<dyn LogSync>>;
     /// Call `f` for every record with a sequence `>= from`, in order.
     fn read_from(&mut self, from: SeqNo, f: &mut dyn FnMut(SeqNo, &[u8]) -> Result<()>) -> Result<()>;
     /// Start a new segment so that records after `next_seq - 1` can be kept
@@ -36,6 +56,18 @@ pub trait LogStore: Send {
     fn last_seq(&self) -> Option<SeqNo>;
     /// Bytes held by the log.
     fn bytes(&self) -> u64;
+}
+
+/// Makes the records appended before it was taken durable.
+pub trait LogSync: Send + Sync {
+    fn sync(&self) -> Result<()>;
+}
+
+impl LogSync for File {
+    fn sync(&self) -> Result<()> {
+        self.sync_data()?;
+        Ok(())
+    }
 }
 
 struct Segment {
@@ -50,7 +82,8 @@ pub struct LocalLog {
     fsync: bool,
     /// Oldest first; the last one is open for appends.
     segments: Vec<Segment>,
-    file: File,
+    /// Shared with sync handles, which may outlive a rotation.
+    file: Arc<File>,
     last_seq: Option<SeqNo>,
     frame: Vec<u8>,
 }
@@ -147,13 +180,13 @@ impl LocalLog {
             sync_dir(dir)?;
             segments.push(Segment { first_seq: 1, path, bytes: 0 });
         }
-        let file = OpenOptions::new().append(true).open(&segments.last().unwrap().path)?;
+        let file = Arc::new(OpenOptions::new().append(true).open(&segments.last().unwrap().path)?);
         Ok(LocalLog { dir: dir.to_path_buf(), fsync, segments, file, last_seq, frame: Vec::new() })
     }
 }
 
 impl LogStore for LocalLog {
-    fn append(&mut self, seq: SeqNo, payload: &[u8]) -> Result<()> {
+    fn append_unsynced(&mut self, seq: SeqNo, payload: &[u8]) -> Result<()> {
         assert!(self.last_seq.is_none_or(|l| seq > l), "wal sequence must increase");
         let len = 8 + payload.len();
         if len >= RECORD_BYTES_MAX {
@@ -166,18 +199,19 @@ impl LogStore for LocalLog {
         self.frame.extend_from_slice(payload);
         let crc = crc32fast::hash(&self.frame[8..]);
         self.frame[4..8].copy_from_slice(&crc.to_le_bytes());
-        if let Err(e) = self.file.write_all(&self.frame) {
+        if let Err(e) = (&*self.file).write_all(&self.frame) {
             // Leave no half record behind for the next append to follow.
             let seg = self.segments.last().unwrap();
             let _ = self.file.set_len(seg.bytes);
             return Err(e.into());
         }
-        if self.fsync {
-            self.file.sync_data()?;
-        }
         self.segments.last_mut().unwrap().bytes += self.frame.len() as u64;
         self.last_seq = Some(seq);
         Ok(())
+    }
+
+    fn sync_handle(&self) -> Option<Arc<dyn LogSync>> {
+        self.fsync.then(|| self.file.clone() as Arc<dyn LogSync>)
     }
 
     fn read_from(&mut self, from: SeqNo, f: &mut dyn FnMut(SeqNo, &[u8]) -> Result<()>) -> Result<()> {
@@ -211,7 +245,7 @@ impl LogStore for LocalLog {
             self.file.sync_data()?;
         }
         let path = self.dir.join(segment_name(next_seq));
-        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let file = Arc::new(OpenOptions::new().create(true).append(true).open(&path)?);
         sync_dir(&self.dir)?;
         self.file = file;
         self.segments.push(Segment { first_seq: next_seq, path, bytes: 0 });
