@@ -70,10 +70,7 @@ impl Config {
     }
 
     pub fn storage_config(&self) -> crate::storage::StorageConfig {
-        crate::storage::StorageConfig {
-            wal_fsync: self.storage.wal_fsync != "never",
-            memtable_bytes_max: self.storage.memtable_bytes_max,
-        }
+        crate::storage::StorageConfig { wal_fsync: self.storage.wal_fsync != "never", memtable_bytes_max: self.storage.memtable_bytes_max }
     }
 
     pub fn storage_tuning(&self) -> crate::storage::StorageTuning {

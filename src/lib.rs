@@ -3,12 +3,12 @@
 //! Layers point one way: `server → sql → planner → exec → storage`;
 //! `catalog` sits below everything that needs names.
 
-pub mod error;
-pub mod config;
-pub mod types;
 pub mod catalog;
-pub mod storage;
+pub mod config;
+pub mod error;
 pub mod exec;
 pub mod planner;
-pub mod sql;
 pub mod server;
+pub mod sql;
+pub mod storage;
+pub mod types;

@@ -33,7 +33,9 @@ async fn copy_text_and_csv_all_or_nothing() {
 
     let n = copy(&c, "COPY cp FROM STDIN", "a\t2024-01-01 00:00:00\t1.5\nb\t2024-01-01 00:00:01\t\\N\n").await.unwrap();
     assert_eq!(n, 2);
-    let n = copy(&c, "COPY cp (host, ts, v) FROM STDIN WITH (FORMAT csv, HEADER true)", "host,ts,v\n\"c,d\",2024-01-01 00:00:02,3\n").await.unwrap();
+    let n = copy(&c, "COPY cp (host, ts, v) FROM STDIN WITH (FORMAT csv, HEADER true)", "host,ts,v\n\"c,d\",2024-01-01 00:00:02,3\n")
+        .await
+        .unwrap();
     assert_eq!(n, 1);
     assert_eq!(count(&c, "SELECT count(*) FROM cp").await, 3);
     let v: Option<f64> = c.query_one("SELECT v FROM cp WHERE host = 'b'", &[]).await.unwrap().get(0);

@@ -20,15 +20,9 @@ fn in_ci() -> bool {
 
 /// Can the interpreter import `module`? Otherwise fail under CI, skip locally.
 fn have(module: &str) -> bool {
-    let ok = Command::new(python())
-        .args(["-c", &format!("import {module}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let ok = Command::new(python()).args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success());
     if !ok {
-        let msg = format!(
-            "python module {module} is missing for {} (pip install 'psycopg[binary]' asyncpg)",
-            python()
-        );
+        let msg = format!("python module {module} is missing for {} (pip install 'psycopg[binary]' asyncpg)", python());
         assert!(!in_ci(), "{msg}");
         eprintln!("SKIPPED: {msg}");
     }
@@ -47,24 +41,10 @@ fn run_script(module: &str, script: &str) {
         return;
     }
     let s = TestServer::start().expect("start server");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/drivers")
-        .join(script);
-    let out = Command::new(python())
-        .arg(&path)
-        .arg(url(&s))
-        .output()
-        .expect("run python");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "{script} failed:\n{text}\n{}",
-        s.log_tail()
-    );
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers").join(script);
+    let out = Command::new(python()).arg(&path).arg(url(&s)).output().expect("run python");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{script} failed:\n{text}\n{}", s.log_tail());
     print!("{text}");
 }
 

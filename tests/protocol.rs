@@ -30,17 +30,9 @@ fn host_port(s: &TestServer) -> String {
 /// A database of its own for one test (tests in this file run in parallel).
 async fn fresh_db(s: &TestServer, name: &str) -> Client {
     let admin = s.connect(None).await.expect("connect");
-    admin
-        .simple_query(&format!("DROP DATABASE IF EXISTS {name}"))
-        .await
-        .expect("drop database");
-    admin
-        .simple_query(&format!("CREATE DATABASE {name}"))
-        .await
-        .expect("create database");
-    s.connect(Some(name))
-        .await
-        .expect("connect to new database")
+    admin.simple_query(&format!("DROP DATABASE IF EXISTS {name}")).await.expect("drop database");
+    admin.simple_query(&format!("CREATE DATABASE {name}")).await.expect("create database");
+    s.connect(Some(name)).await.expect("connect to new database")
 }
 
 async fn assert_serving(s: &TestServer, after: &str) {
@@ -48,19 +40,12 @@ async fn assert_serving(s: &TestServer, after: &str) {
         .await
         .unwrap_or_else(|_| panic!("connect timed out after {after}\n{}", s.log_tail()))
         .unwrap_or_else(|e| panic!("no new connection after {after}: {e}\n{}", s.log_tail()));
-    let rows = c
-        .simple_query("SELECT 1")
-        .await
-        .unwrap_or_else(|e| panic!("SELECT 1 failed after {after}: {e}"));
+    let rows = c.simple_query("SELECT 1").await.unwrap_or_else(|e| panic!("SELECT 1 failed after {after}: {e}"));
     assert!(rows.iter().any(|m| matches!(m, SimpleQueryMessage::Row(_))));
 }
 
 async fn one_value(c: &Client, sql: &str) -> Option<String> {
-    for m in c
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-    {
+    for m in c.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}")) {
         if let SimpleQueryMessage::Row(r) = m {
             return r.get(0).map(str::to_string);
         }
@@ -95,11 +80,7 @@ impl Msg {
         None
     }
     fn cstr(&self) -> String {
-        let end = self
-            .body
-            .iter()
-            .position(|b| *b == 0)
-            .unwrap_or(self.body.len());
+        let end = self.body.iter().position(|b| *b == 0).unwrap_or(self.body.len());
         String::from_utf8_lossy(&self.body[..end]).into_owned()
     }
 }
@@ -111,9 +92,7 @@ fn cstr(out: &mut Vec<u8>, s: &str) {
 
 impl Raw {
     async fn connect(addr: &str) -> Raw {
-        Raw {
-            s: TcpStream::connect(addr).await.expect("tcp connect"),
-        }
+        Raw { s: TcpStream::connect(addr).await.expect("tcp connect") }
     }
 
     async fn startup(s: &TestServer) -> (Raw, Vec<Msg>) {
@@ -130,10 +109,7 @@ impl Raw {
         pkt.extend(body);
         r.s.write_all(&pkt).await.unwrap();
         let msgs = r.until_ready().await;
-        assert!(
-            msgs.iter().any(|m| m.tag == b'R'),
-            "no AuthenticationOk: {msgs:?}"
-        );
+        assert!(msgs.iter().any(|m| m.tag == b'R'), "no AuthenticationOk: {msgs:?}");
         (r, msgs)
     }
 
@@ -152,10 +128,7 @@ impl Raw {
         }
         let len = u32::from_be_bytes(head[1..5].try_into().unwrap()) as usize;
         let mut body = vec![0u8; len.saturating_sub(4)];
-        tokio::time::timeout(Duration::from_secs(10), self.s.read_exact(&mut body))
-            .await
-            .ok()?
-            .ok()?;
+        tokio::time::timeout(Duration::from_secs(10), self.s.read_exact(&mut body)).await.ok()?.ok()?;
         Some(Msg { tag: head[0], body })
     }
 
@@ -204,9 +177,7 @@ async fn garbage_and_truncated_input_do_not_kill_the_server() {
 
     // Random garbage instead of a startup packet.
     let mut t = TcpStream::connect(&addr).await.unwrap();
-    let _ = t
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n\xff\xfe\x00\x01garbage")
-        .await;
+    let _ = t.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n\xff\xfe\x00\x01garbage").await;
     drain(&mut t).await;
     drop(t);
     assert_serving(&s, "HTTP garbage").await;
@@ -218,10 +189,7 @@ async fn garbage_and_truncated_input_do_not_kill_the_server() {
     assert_serving(&s, "truncated startup packet").await;
 
     // A length that is absurd (2 GiB) and a length below the minimum.
-    for head in [
-        [0x7f, 0xff, 0xff, 0xff, 0, 3, 0, 0],
-        [0, 0, 0, 2, 0, 3, 0, 0],
-    ] {
+    for head in [[0x7f, 0xff, 0xff, 0xff, 0, 3, 0, 0], [0, 0, 0, 2, 0, 3, 0, 0]] {
         let mut t = TcpStream::connect(&addr).await.unwrap();
         let _ = t.write_all(&head).await;
         drain(&mut t).await;
@@ -269,53 +237,29 @@ async fn startup_parameters_and_command_tags() {
     let mut params = std::collections::HashMap::new();
     for m in msgs.iter().filter(|m| m.tag == b'S') {
         let parts: Vec<&[u8]> = m.body.split(|b| *b == 0).collect();
-        params.insert(
-            String::from_utf8_lossy(parts[0]).into_owned(),
-            String::from_utf8_lossy(parts[1]).into_owned(),
-        );
+        params.insert(String::from_utf8_lossy(parts[0]).into_owned(), String::from_utf8_lossy(parts[1]).into_owned());
     }
-    let get = |k: &str| {
-        params
-            .get(k)
-            .cloned()
-            .unwrap_or_else(|| panic!("no ParameterStatus {k}: {params:?}"))
-    };
+    let get = |k: &str| params.get(k).cloned().unwrap_or_else(|| panic!("no ParameterStatus {k}: {params:?}"));
     let v = get("server_version");
-    assert!(
-        version_ok(&v, s.is_external()),
-        "server_version {v:?} is not plain"
-    );
+    assert!(version_ok(&v, s.is_external()), "server_version {v:?} is not plain");
     assert_eq!(get("server_encoding"), "UTF8");
     assert_eq!(get("client_encoding"), "UTF8");
-    assert!(
-        get("DateStyle").starts_with("ISO"),
-        "DateStyle {:?}",
-        get("DateStyle")
-    );
+    assert!(get("DateStyle").starts_with("ISO"), "DateStyle {:?}", get("DateStyle"));
     assert_eq!(get("integer_datetimes"), "on");
     assert_eq!(get("standard_conforming_strings"), "on");
     let _ = get("TimeZone");
 
     r.query("DROP TABLE IF EXISTS proto_tags").await;
     let cases: [(&str, &str); 5] = [
-        (
-            "CREATE TABLE proto_tags (a INTEGER, b TEXT)",
-            "CREATE TABLE",
-        ),
-        (
-            "INSERT INTO proto_tags VALUES (1, 'x'), (2, 'y'), (3, 'z')",
-            "INSERT 0 3",
-        ),
+        ("CREATE TABLE proto_tags (a INTEGER, b TEXT)", "CREATE TABLE"),
+        ("INSERT INTO proto_tags VALUES (1, 'x'), (2, 'y'), (3, 'z')", "INSERT 0 3"),
         ("SELECT a FROM proto_tags WHERE a > 1", "SELECT 2"),
         ("DELETE FROM proto_tags WHERE a = 1", "DELETE 1"),
         ("DROP TABLE proto_tags", "DROP TABLE"),
     ];
     for (sql, tag) in cases {
         let out = r.query(sql).await;
-        let c = out
-            .iter()
-            .find(|m| m.tag == b'C')
-            .unwrap_or_else(|| panic!("{sql}: no CommandComplete: {out:?}"));
+        let c = out.iter().find(|m| m.tag == b'C').unwrap_or_else(|| panic!("{sql}: no CommandComplete: {out:?}"));
         assert_eq!(c.cstr(), tag, "{sql}");
         assert_eq!(out.last().map(|m| m.tag), Some(b'Z'));
     }
@@ -329,10 +273,7 @@ async fn startup_parameters_and_command_tags() {
 fn version_ok(v: &str, external: bool) -> bool {
     let plain = |s: &str| {
         let parts: Vec<&str> = s.split('.').collect();
-        parts.len() >= 2
-            && parts
-                .iter()
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
     };
     if external {
         // PostgreSQL says `15.18 (Debian ...)`: the leading word is plain.
@@ -346,9 +287,7 @@ fn version_ok(v: &str, external: bool) -> bool {
 async fn sql_errors_have_sqlstates_and_the_connection_keeps_working() {
     let s = server();
     let c = fresh_db(&s, "proto_errors").await;
-    c.batch_execute("CREATE TABLE pe (a INTEGER, b TEXT)")
-        .await
-        .unwrap();
+    c.batch_execute("CREATE TABLE pe (a INTEGER, b TEXT)").await.unwrap();
     let cases: &[(&str, &str)] = &[
         ("SELEC 1", "42601"),
         ("SELECT * FROM", "42601"),
@@ -362,32 +301,18 @@ async fn sql_errors_have_sqlstates_and_the_connection_keeps_working() {
         ("INSERT INTO pe (no_such_column) VALUES (1)", "42703"),
         ("INSERT INTO pe VALUES ('x', 'y')", "22P02"),
         // Also 0A000 in PostgreSQL; weir has no CHECK constraints yet.
-        (
-            "CREATE TABLE pe_check (a INTEGER CHECK (a > (SELECT 1)))",
-            "0A000",
-        ),
+        ("CREATE TABLE pe_check (a INTEGER CHECK (a > (SELECT 1)))", "0A000"),
     ];
     for (sql, want) in cases {
-        assert_eq!(
-            sqlstate(c.simple_query(sql).await),
-            *want,
-            "simple query {sql}"
-        );
-        assert_eq!(
-            one_value(&c, "SELECT 1").await.as_deref(),
-            Some("1"),
-            "after {sql}"
-        );
+        assert_eq!(sqlstate(c.simple_query(sql).await), *want, "simple query {sql}");
+        assert_eq!(one_value(&c, "SELECT 1").await.as_deref(), Some("1"), "after {sql}");
         // The same through the extended protocol.
         let got = match c.prepare(sql).await {
             Err(e) => sqlstate(Err::<(), _>(e)),
             Ok(st) => sqlstate(c.query(&st, &[]).await.map(|r| r.len())),
         };
         assert_eq!(got, *want, "extended {sql}");
-        let row = c
-            .query_one("SELECT 1::int4", &[])
-            .await
-            .expect("after extended error");
+        let row = c.query_one("SELECT 1::int4", &[]).await.expect("after extended error");
         assert_eq!(row.get::<_, i32>(0), 1);
     }
 }
@@ -395,11 +320,7 @@ async fn sql_errors_have_sqlstates_and_the_connection_keeps_working() {
 #[tokio::test]
 async fn missing_database_is_3d000() {
     let s = server();
-    let e = s
-        .connect(Some("no_such_database_at_all"))
-        .await
-        .err()
-        .expect("must fail");
+    let e = s.connect(Some("no_such_database_at_all")).await.err().expect("must fail");
     assert_eq!(e.code().map(|c| c.code()), Some("3D000"), "{e}");
     assert_serving(&s, "missing database").await;
 }
@@ -410,26 +331,9 @@ async fn extended_protocol_types_params_and_errors() {
     let c = fresh_db(&s, "proto_ext").await;
 
     // Result column types (RowDescription OIDs) and binary values.
-    let st = c
-        .prepare(
-            "SELECT 1::int4, 2::int8, 3::int2, 1.5::float8, 2.5::real, 'x'::text, true, NULL::int4",
-        )
-        .await
-        .unwrap();
+    let st = c.prepare("SELECT 1::int4, 2::int8, 3::int2, 1.5::float8, 2.5::real, 'x'::text, true, NULL::int4").await.unwrap();
     let types: Vec<Type> = st.columns().iter().map(|c| c.type_().clone()).collect();
-    assert_eq!(
-        types,
-        [
-            Type::INT4,
-            Type::INT8,
-            Type::INT2,
-            Type::FLOAT8,
-            Type::FLOAT4,
-            Type::TEXT,
-            Type::BOOL,
-            Type::INT4
-        ]
-    );
+    assert_eq!(types, [Type::INT4, Type::INT8, Type::INT2, Type::FLOAT8, Type::FLOAT4, Type::TEXT, Type::BOOL, Type::INT4]);
     let row = c.query_one(&st, &[]).await.unwrap();
     assert_eq!(row.get::<_, i32>(0), 1);
     assert_eq!(row.get::<_, i64>(1), 2);
@@ -441,65 +345,31 @@ async fn extended_protocol_types_params_and_errors() {
     assert_eq!(row.get::<_, Option<i32>>(7), None);
 
     // Parameter types are inferred (ParameterDescription) and binary params work.
-    let st = c
-        .prepare("SELECT $1::int8 + 1, $2::text, $3::float8 * 2, $4::bool")
-        .await
-        .unwrap();
-    assert_eq!(
-        st.params(),
-        [Type::INT8, Type::TEXT, Type::FLOAT8, Type::BOOL]
-    );
-    let row = c
-        .query_one(&st, &[&41i64, &"hi", &1.25f64, &false])
-        .await
-        .unwrap();
+    let st = c.prepare("SELECT $1::int8 + 1, $2::text, $3::float8 * 2, $4::bool").await.unwrap();
+    assert_eq!(st.params(), [Type::INT8, Type::TEXT, Type::FLOAT8, Type::BOOL]);
+    let row = c.query_one(&st, &[&41i64, &"hi", &1.25f64, &false]).await.unwrap();
     assert_eq!(row.get::<_, i64>(0), 42);
     assert_eq!(row.get::<_, &str>(1), "hi");
     assert_eq!(row.get::<_, f64>(2), 2.5);
     assert!(!row.get::<_, bool>(3));
 
-    c.batch_execute("CREATE TABLE pp (id INTEGER, name TEXT, score DOUBLE PRECISION)")
-        .await
-        .unwrap();
-    let ins = c
-        .prepare("INSERT INTO pp VALUES ($1, $2, $3)")
-        .await
-        .unwrap();
+    c.batch_execute("CREATE TABLE pp (id INTEGER, name TEXT, score DOUBLE PRECISION)").await.unwrap();
+    let ins = c.prepare("INSERT INTO pp VALUES ($1, $2, $3)").await.unwrap();
     assert_eq!(ins.params(), [Type::INT4, Type::TEXT, Type::FLOAT8]);
     for i in 0..5i32 {
-        let n = c
-            .execute(&ins, &[&i, &format!("n{i}"), &(i as f64 / 2.0)])
-            .await
-            .unwrap();
+        let n = c.execute(&ins, &[&i, &format!("n{i}"), &(i as f64 / 2.0)]).await.unwrap();
         assert_eq!(n, 1);
     }
     let none: Option<f64> = None;
-    c.execute(&ins, &[&5i32, &"null score", &none])
-        .await
-        .unwrap();
-    let rows = c
-        .query(
-            "SELECT id, name FROM pp WHERE id >= $1 AND score IS NOT NULL ORDER BY id",
-            &[&3i32],
-        )
-        .await
-        .unwrap();
+    c.execute(&ins, &[&5i32, &"null score", &none]).await.unwrap();
+    let rows = c.query("SELECT id, name FROM pp WHERE id >= $1 AND score IS NOT NULL ORDER BY id", &[&3i32]).await.unwrap();
     let got: Vec<(i32, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     assert_eq!(got, vec![(3, "n3".to_string()), (4, "n4".to_string())]);
 
     // An error at Parse, at Bind/Execute, then the connection still works.
     assert_eq!(sqlstate(c.prepare("SELEC $1").await), "42601");
-    assert_eq!(
-        sqlstate(c.query("SELECT 1 / $1::int4", &[&0i32]).await),
-        "22012"
-    );
-    assert_eq!(
-        sqlstate(
-            c.query("SELECT * FROM pp_missing WHERE id = $1", &[&1i32])
-                .await
-        ),
-        "42P01"
-    );
+    assert_eq!(sqlstate(c.query("SELECT 1 / $1::int4", &[&0i32]).await), "22012");
+    assert_eq!(sqlstate(c.query("SELECT * FROM pp_missing WHERE id = $1", &[&1i32]).await), "42P01");
     let row = c.query_one("SELECT count(*) FROM pp", &[]).await.unwrap();
     assert_eq!(row.get::<_, i64>(0), 6);
 
@@ -563,14 +433,8 @@ async fn empty_queries_and_multi_statement_simple_queries() {
     let s = server();
     let c = fresh_db(&s, "proto_multi").await;
     for q in ["", "-- ping", "   "] {
-        let msgs = c
-            .simple_query(q)
-            .await
-            .unwrap_or_else(|e| panic!("{q:?}: {e}"));
-        assert!(
-            !msgs.iter().any(|m| matches!(m, SimpleQueryMessage::Row(_))),
-            "{q:?}"
-        );
+        let msgs = c.simple_query(q).await.unwrap_or_else(|e| panic!("{q:?}: {e}"));
+        assert!(!msgs.iter().any(|m| matches!(m, SimpleQueryMessage::Row(_))), "{q:?}");
     }
     c.batch_execute("").await.expect("empty batch");
 
@@ -594,16 +458,9 @@ async fn empty_queries_and_multi_statement_simple_queries() {
     assert_eq!(values, vec!["3", "3", "2", "1"]);
 
     // A failing statement stops the rest of the query string.
-    let e = c
-        .simple_query("INSERT INTO m VALUES (10); SELECT 1/0; INSERT INTO m VALUES (11)")
-        .await;
+    let e = c.simple_query("INSERT INTO m VALUES (10); SELECT 1/0; INSERT INTO m VALUES (11)").await;
     assert_eq!(sqlstate(e), "22012");
-    assert_eq!(
-        one_value(&c, "SELECT count(*) FROM m WHERE a = 11")
-            .await
-            .as_deref(),
-        Some("0")
-    );
+    assert_eq!(one_value(&c, "SELECT count(*) FROM m WHERE a = 11").await.as_deref(), Some("0"));
     assert_eq!(one_value(&c, "SELECT 1").await.as_deref(), Some("1"));
 }
 
@@ -612,8 +469,5 @@ async fn show_server_version_is_plain() {
     let s = server();
     let c = s.connect(None).await.unwrap();
     let v = one_value(&c, "SHOW server_version").await.unwrap();
-    assert!(
-        version_ok(&v, s.is_external()),
-        "SHOW server_version = {v:?}"
-    );
+    assert!(version_ok(&v, s.is_external()), "SHOW server_version = {v:?}");
 }

@@ -17,8 +17,7 @@ use std::time::Duration;
 use common::TestServer;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
-const WEIR_DDL: &str =
-    "CREATE TABLE t (host TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, PRIMARY KEY (host))";
+const WEIR_DDL: &str = "CREATE TABLE t (host TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, PRIMARY KEY (host))";
 const PLAIN_DDL: &str = "CREATE TABLE t (host TEXT, ts TIMESTAMP, v DOUBLE PRECISION)";
 
 /// `2024-01-01 00:00:00` plus `secs`, as PostgreSQL prints a timestamp.
@@ -28,15 +27,10 @@ fn ts(secs: i64) -> String {
 }
 
 async fn rows(c: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    let msgs = c
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let msgs = c.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     msgs.into_iter()
         .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => {
-                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
-            }
+            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect()),
             _ => None,
         })
         .collect()
@@ -64,24 +58,14 @@ async fn create_table(s: &TestServer, c: &Client) -> bool {
 
 async fn fresh_db(s: &TestServer, name: &str) -> Client {
     let admin = s.connect(None).await.expect("connect");
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-        .await
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .unwrap();
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     s.connect(Some(name)).await.unwrap()
 }
 
 fn restart(s: &mut TestServer, dir: &Path) {
     let clean = s.stop(Duration::from_secs(15));
-    assert!(
-        clean,
-        "weir did not exit within 15 s of SIGTERM\n{}",
-        s.log_tail()
-    );
+    assert!(clean, "weir did not exit within 15 s of SIGTERM\n{}", s.log_tail());
     *s = TestServer::spawn(dir).expect("restart weir on the same data dir");
 }
 
@@ -100,10 +84,7 @@ async fn write_sigterm_restart_read_back() {
         values.push(format!("('h{}', '{}', {})", i % 7, ts(i), i as f64 / 4.0));
     }
     for chunk in values.chunks(50) {
-        let n = c
-            .execute(&format!("INSERT INTO t VALUES {}", chunk.join(", ")), &[])
-            .await
-            .unwrap();
+        let n = c.execute(&format!("INSERT INTO t VALUES {}", chunk.join(", ")), &[]).await.unwrap();
         assert_eq!(n, chunk.len() as u64);
     }
     c.batch_execute(
@@ -118,67 +99,29 @@ async fn write_sigterm_restart_read_back() {
     )
     .await
     .unwrap();
-    c.batch_execute("CREATE TABLE gone (a INTEGER); DROP TABLE gone")
-        .await
-        .unwrap();
+    c.batch_execute("CREATE TABLE gone (a INTEGER); DROP TABLE gone").await.unwrap();
     drop(c);
 
     let check = |c: Client| async move {
         assert_eq!(
             rows(&c, "SELECT count(*), sum(v), min(ts), max(ts) FROM t").await,
-            vec![vec![
-                Some("200".to_string()),
-                Some("4975".to_string()),
-                Some(ts(0)),
-                Some(ts(199))
-            ]]
+            vec![vec![Some("200".to_string()), Some("4975".to_string()), Some(ts(0)), Some(ts(199))]]
         );
         assert_eq!(
-            rows(
-                &c,
-                "SELECT host, ts, v FROM t WHERE ts = '2024-01-01 00:01:40'"
-            )
-            .await,
+            rows(&c, "SELECT host, ts, v FROM t WHERE ts = '2024-01-01 00:01:40'").await,
             vec![vec![Some("h2".into()), Some(ts(100)), Some("25".into())]]
         );
         assert_eq!(
-            rows(
-                &c,
-                "SELECT b, s, i, g, r, d, x, vc, ts FROM types ORDER BY ts"
-            )
-            .await,
+            rows(&c, "SELECT b, s, i, g, r, d, x, vc, ts FROM types ORDER BY ts").await,
             vec![
-                [
-                    "t",
-                    "-3",
-                    "2147483647",
-                    "9223372036854775807",
-                    "1.5",
-                    "-0.25",
-                    "it's",
-                    "",
-                    "2024-02-29 12:34:56.789"
-                ]
-                .iter()
-                .map(|v| Some(v.to_string()))
-                .collect::<Vec<_>>(),
-                vec![
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    Some("2024-03-01 00:00:00".into())
-                ],
+                ["t", "-3", "2147483647", "9223372036854775807", "1.5", "-0.25", "it's", "", "2024-02-29 12:34:56.789"]
+                    .iter()
+                    .map(|v| Some(v.to_string()))
+                    .collect::<Vec<_>>(),
+                vec![None, None, None, None, None, None, None, None, Some("2024-03-01 00:00:00".into())],
             ]
         );
-        assert_eq!(
-            common::sqlstate(c.simple_query("SELECT * FROM gone").await),
-            "42P01"
-        );
+        assert_eq!(common::sqlstate(c.simple_query("SELECT * FROM gone").await), "42P01");
     };
 
     if external {
@@ -196,23 +139,11 @@ async fn write_sigterm_restart_read_back() {
     }
     // Last write wins on (primary key, time index), also across a restart.
     let c = s.connect(Some("restart_basic")).await.unwrap();
-    c.batch_execute("INSERT INTO t VALUES ('h2', '2024-01-01 00:01:40', 99)")
-        .await
-        .unwrap();
+    c.batch_execute("INSERT INTO t VALUES ('h2', '2024-01-01 00:01:40', 99)").await.unwrap();
     restart(&mut s, data.path());
     let c = s.connect(Some("restart_basic")).await.unwrap();
-    assert_eq!(
-        rows(
-            &c,
-            "SELECT v FROM t WHERE host = 'h2' AND ts = '2024-01-01 00:01:40'"
-        )
-        .await,
-        vec![vec![Some("99".to_string())]]
-    );
-    assert_eq!(
-        rows(&c, "SELECT count(*) FROM t").await,
-        vec![vec![Some("200".to_string())]]
-    );
+    assert_eq!(rows(&c, "SELECT v FROM t WHERE host = 'h2' AND ts = '2024-01-01 00:01:40'").await, vec![vec![Some("99".to_string())]]);
+    assert_eq!(rows(&c, "SELECT count(*) FROM t").await, vec![vec![Some("200".to_string())]]);
 }
 
 const WRITERS: usize = 4;
@@ -225,11 +156,7 @@ fn batch_rows(round: usize, w: usize, k: i64) -> Vec<(String, String, String)> {
         .map(|j| {
             let n = k * BATCH + j;
             let secs = round as i64 * 10_000_000 + n;
-            (
-                format!("w{w}"),
-                ts(secs),
-                format!("{}", round as i64 * 100_000 + n),
-            )
+            (format!("w{w}"), ts(secs), format!("{}", round as i64 * 100_000 + n))
         })
         .collect()
 }
@@ -240,25 +167,13 @@ struct WriterLog {
     inflight: Option<i64>,
 }
 
-async fn writer(
-    client: Client,
-    round: usize,
-    w: usize,
-    stop: Arc<AtomicBool>,
-    log: Arc<Mutex<WriterLog>>,
-) {
+async fn writer(client: Client, round: usize, w: usize, stop: Arc<AtomicBool>, log: Arc<Mutex<WriterLog>>) {
     let mut k = 0i64;
     while !stop.load(Ordering::Relaxed) {
-        let vals: Vec<String> = batch_rows(round, w, k)
-            .into_iter()
-            .map(|(h, t, v)| format!("('{h}', '{t}', {v})"))
-            .collect();
+        let vals: Vec<String> = batch_rows(round, w, k).into_iter().map(|(h, t, v)| format!("('{h}', '{t}', {v})")).collect();
         log.lock().unwrap().inflight = Some(k);
-        let r = tokio::time::timeout(
-            Duration::from_secs(10),
-            client.execute(&format!("INSERT INTO t VALUES {}", vals.join(", ")), &[]),
-        )
-        .await;
+        let r =
+            tokio::time::timeout(Duration::from_secs(10), client.execute(&format!("INSERT INTO t VALUES {}", vals.join(", ")), &[])).await;
         match r {
             Ok(Ok(n)) => {
                 assert_eq!(n, BATCH as u64, "INSERT of {BATCH} rows reported {n}");
@@ -280,10 +195,7 @@ async fn verify(c: &Client, model: &mut Model, round: usize, logs: &[Arc<Mutex<W
     let mut actual: HashMap<(String, String), Vec<String>> = HashMap::new();
     for r in rows(c, "SELECT host, ts, v FROM t").await {
         let [h, t, v]: [Option<String>; 3] = r.try_into().unwrap();
-        actual
-            .entry((h.unwrap(), t.unwrap()))
-            .or_default()
-            .push(v.unwrap());
+        actual.entry((h.unwrap(), t.unwrap())).or_default().push(v.unwrap());
     }
     let dups: Vec<_> = actual.iter().filter(|(_, v)| v.len() > 1).take(5).collect();
     assert!(dups.is_empty(), "round {round}: duplicated rows: {dups:?}");
@@ -303,25 +215,14 @@ async fn verify(c: &Client, model: &mut Model, round: usize, logs: &[Arc<Mutex<W
     }
     for (key, v) in &certain {
         match actual.get(key) {
-            None => panic!(
-                "round {round}: acknowledged row {key:?} lost ({} rows stored, {} expected)",
-                actual.len(),
-                certain.len()
-            ),
+            None => panic!("round {round}: acknowledged row {key:?} lost ({} rows stored, {} expected)", actual.len(), certain.len()),
             Some(got) => assert_eq!(&got[0], v, "round {round}: row {key:?} has the wrong value"),
         }
     }
     let mut extra = actual.len() - certain.len();
     for batch in maybe {
-        let present = batch
-            .iter()
-            .filter(|(h, t, _)| actual.contains_key(&(h.clone(), t.clone())))
-            .count();
-        assert!(
-            present == 0 || present == batch.len(),
-            "round {round}: a batch was stored partially ({present} of {} rows)",
-            batch.len()
-        );
+        let present = batch.iter().filter(|(h, t, _)| actual.contains_key(&(h.clone(), t.clone()))).count();
+        assert!(present == 0 || present == batch.len(), "round {round}: a batch was stored partially ({present} of {} rows)", batch.len());
         if present > 0 {
             for (h, t, v) in batch {
                 assert_eq!(actual[&(h.clone(), t.clone())][0], v);
@@ -353,13 +254,7 @@ async fn concurrent_ingest_kill9_restart_loop() {
         let mut tasks = Vec::new();
         for (w, log) in logs.iter().enumerate() {
             let client = s.connect(Some("restart_kill")).await.unwrap();
-            tasks.push(tokio::spawn(writer(
-                client,
-                round,
-                w,
-                stop.clone(),
-                log.clone(),
-            )));
+            tasks.push(tokio::spawn(writer(client, round, w, stop.clone(), log.clone())));
         }
         tokio::time::sleep(Duration::from_millis(300 + 150 * round as u64)).await;
         if external {
@@ -371,21 +266,12 @@ async fn concurrent_ingest_kill9_restart_loop() {
             t.await.expect("writer panicked");
         }
         let acked: usize = logs.iter().map(|l| l.lock().unwrap().acked.len()).sum();
-        assert!(
-            acked > 0,
-            "round {round}: no batch was acknowledged before the kill"
-        );
+        assert!(acked > 0, "round {round}: no batch was acknowledged before the kill");
         if !external {
             s = TestServer::spawn(data.path()).expect("restart after kill -9");
         }
-        let c = s
-            .connect(Some("restart_kill"))
-            .await
-            .unwrap_or_else(|e| panic!("connect after restart: {e}\n{}", s.log_tail()));
+        let c = s.connect(Some("restart_kill")).await.unwrap_or_else(|e| panic!("connect after restart: {e}\n{}", s.log_tail()));
         verify(&c, &mut model, round, &logs).await;
-        eprintln!(
-            "round {round}: {acked} batches acknowledged, {} rows in the model",
-            model.len()
-        );
+        eprintln!("round {round}: {acked} batches acknowledged, {} rows in the model", model.len());
     }
 }

@@ -60,21 +60,8 @@ struct SltDb {
 
 /// `-- params: a | b | NULL` lines in the SQL.
 fn params_of(sql: &str) -> Option<Vec<Option<String>>> {
-    let line = sql
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("-- params:"))?;
-    Some(
-        line.split('|')
-            .map(|p| p.trim())
-            .map(|p| {
-                if p == "NULL" {
-                    None
-                } else {
-                    Some(p.to_string())
-                }
-            })
-            .collect(),
-    )
+    let line = sql.lines().find_map(|l| l.trim().strip_prefix("-- params:"))?;
+    Some(line.split('|').map(|p| p.trim()).map(|p| if p == "NULL" { None } else { Some(p.to_string()) }).collect())
 }
 
 /// Simple mode: `$n` → quoted literal (highest n first so `$1` ≠ `$10`).
@@ -102,9 +89,7 @@ fn column_type(ty: &Type) -> DefaultColumnType {
     match *ty {
         Type::INT2 | Type::INT4 | Type::INT8 | Type::OID => DefaultColumnType::Integer,
         Type::FLOAT4 | Type::FLOAT8 | Type::NUMERIC => DefaultColumnType::FloatingPoint,
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
-            DefaultColumnType::Text
-        }
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => DefaultColumnType::Text,
         _ => DefaultColumnType::Any,
     }
 }
@@ -132,10 +117,7 @@ impl SltDb {
         }
     }
 
-    async fn run_simple(
-        client: &tokio_postgres::Client,
-        sql: &str,
-    ) -> Result<DBOutput<DefaultColumnType>, DbError> {
+    async fn run_simple(client: &tokio_postgres::Client, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
         let sql = match params_of(sql) {
             Some(p) => substitute(sql, &p),
             None => sql.to_string(),
@@ -166,27 +148,15 @@ impl SltDb {
             }
         }
         Ok(match ncols {
-            Some(n) => DBOutput::Rows {
-                types: vec![DefaultColumnType::Any; n],
-                rows,
-            },
+            Some(n) => DBOutput::Rows { types: vec![DefaultColumnType::Any; n], rows },
             None => DBOutput::StatementComplete(last_count),
         })
     }
 
-    async fn run_extended(
-        client: &tokio_postgres::Client,
-        sql: &str,
-    ) -> Result<DBOutput<DefaultColumnType>, DbError> {
-        let params: Vec<common::TextParam> = params_of(sql)
-            .unwrap_or_default()
-            .into_iter()
-            .map(common::TextParam)
-            .collect();
-        let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
-            .iter()
-            .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
-            .collect();
+    async fn run_extended(client: &tokio_postgres::Client, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
+        let params: Vec<common::TextParam> = params_of(sql).unwrap_or_default().into_iter().map(common::TextParam).collect();
+        let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync)).collect();
         let stmt = client.prepare(sql).await?;
         if stmt.columns().is_empty() {
             let n = client.execute(&stmt, &refs).await?;
@@ -204,10 +174,7 @@ impl SltDb {
             }
             out.push(vals);
         }
-        Ok(DBOutput::Rows {
-            types: types.iter().map(column_type).collect(),
-            rows: out,
-        })
+        Ok(DBOutput::Rows { types: types.iter().map(column_type).collect(), rows: out })
     }
 }
 
@@ -266,22 +233,9 @@ fn find_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// `query/select.slt` + mode → `slt_query_select[_ext]`, at most 63 bytes.
 fn db_name(rel: &str, mode: Mode, both: bool) -> String {
     let stem = rel.strip_suffix(".slt").unwrap_or(rel);
-    let mut name: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let mut name: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
     name.truncate(50);
-    let suffix = if both && mode == Mode::Extended {
-        "_ext"
-    } else {
-        ""
-    };
+    let suffix = if both && mode == Mode::Extended { "_ext" } else { "" };
     format!("slt_{name}{suffix}")
 }
 
@@ -302,37 +256,19 @@ struct Job {
 async fn admin_exec(admin: &tokio::sync::Mutex<Conn>, sql: &str) -> anyhow::Result<()> {
     let mut a = admin.lock().await;
     let client = a.client().await?;
-    client
-        .simple_query(sql)
-        .await
-        .map_err(|e| anyhow::anyhow!("{sql}: {}", common::format_error(&e).0))?;
+    client.simple_query(sql).await.map_err(|e| anyhow::anyhow!("{sql}: {}", common::format_error(&e).0))?;
     Ok(())
 }
 
-async fn run_job(
-    job: &Job,
-    base: &Config,
-    admin: &tokio::sync::Mutex<Conn>,
-    complete: bool,
-    labels: &[String],
-) -> Result<(), String> {
-    admin_exec(admin, &format!("DROP DATABASE IF EXISTS {}", job.db))
-        .await
-        .map_err(|e| e.to_string())?;
-    admin_exec(admin, &format!("CREATE DATABASE {}", job.db))
-        .await
-        .map_err(|e| e.to_string())?;
+async fn run_job(job: &Job, base: &Config, admin: &tokio::sync::Mutex<Conn>, complete: bool, labels: &[String]) -> Result<(), String> {
+    admin_exec(admin, &format!("DROP DATABASE IF EXISTS {}", job.db)).await.map_err(|e| e.to_string())?;
+    admin_exec(admin, &format!("CREATE DATABASE {}", job.db)).await.map_err(|e| e.to_string())?;
     let mut config = base.clone();
     config.dbname(&job.db);
     let mode = job.mode;
     let mut runner = sqllogictest::Runner::new(move || {
         let config = config.clone();
-        async move {
-            Ok::<_, DbError>(SltDb {
-                conn: Conn::new(config, QUERY_TIMEOUT).await?,
-                mode,
-            })
-        }
+        async move { Ok::<_, DbError>(SltDb { conn: Conn::new(config, QUERY_TIMEOUT).await?, mode }) }
     });
     for l in labels {
         runner.add_label(l);
@@ -340,13 +276,7 @@ async fn run_job(
     runner.set_var("__DATABASE__".into(), job.db.clone());
     let result = if complete {
         runner
-            .update_test_file(
-                &job.path,
-                " ",
-                sqllogictest::default_validator,
-                sqllogictest::default_normalizer,
-                keep_written_types,
-            )
+            .update_test_file(&job.path, " ", sqllogictest::default_validator, sqllogictest::default_normalizer, keep_written_types)
             .await
             .map_err(|e| e.to_string())
     } else {
@@ -385,36 +315,20 @@ fn main() {
 
 fn real_main() -> anyhow::Result<usize> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sql-tests");
-    let mut filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let mut filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     if let Ok(f) = std::env::var("WEIR_SLT_FILTER") {
         filters.extend(f.split(',').filter(|s| !s.is_empty()).map(String::from));
     }
-    let complete = std::env::var("WEIR_SLT_COMPLETE").is_ok_and(|v| v == "1" || v == "true")
-        || std::env::args().any(|a| a == "--complete");
-    let jobs_n: usize = std::env::var("WEIR_SLT_JOBS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
-        .clamp(1, 16);
-    let labels: Vec<String> = std::env::var("WEIR_SLT_LABELS")
-        .unwrap_or_default()
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect();
+    let complete = std::env::var("WEIR_SLT_COMPLETE").is_ok_and(|v| v == "1" || v == "true") || std::env::args().any(|a| a == "--complete");
+    let jobs_n: usize = std::env::var("WEIR_SLT_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(3).clamp(1, 16);
+    let labels: Vec<String> =
+        std::env::var("WEIR_SLT_LABELS").unwrap_or_default().split(',').filter(|s| !s.is_empty()).map(String::from).collect();
 
     let mut files = Vec::new();
     find_files(&root, &mut files);
     let mut jobs = Vec::new();
     for path in files {
-        let rel = path
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let rel = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
         if !filters.is_empty() && !filters.iter().any(|f| rel.contains(f.as_str())) {
             continue;
         }
@@ -428,22 +342,14 @@ fn real_main() -> anyhow::Result<usize> {
             &[Mode::Simple]
         };
         for &mode in modes {
-            jobs.push(Job {
-                db: db_name(&rel, mode, both),
-                path: path.clone(),
-                rel: rel.clone(),
-                mode,
-            });
+            jobs.push(Job { db: db_name(&rel, mode, both), path: path.clone(), rel: rel.clone(), mode });
         }
     }
     if jobs.is_empty() {
         anyhow::bail!("no .slt files under {} match {filters:?}", root.display());
     }
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let server = Arc::new(TestServer::start()?);
     rt.block_on(async move {
         if server.is_external() {
@@ -452,42 +358,31 @@ fn real_main() -> anyhow::Result<usize> {
             println!("slt: started weir on {}", server.addr);
         }
         let base = server.config(None);
-        let admin =
-            tokio::sync::Mutex::new(Conn::new(base.clone(), QUERY_TIMEOUT).await.map_err(|e| {
-                anyhow::anyhow!("connect to {}: {}", server.addr, common::format_error(&e).0)
-            })?);
+        let admin = tokio::sync::Mutex::new(
+            Conn::new(base.clone(), QUERY_TIMEOUT)
+                .await
+                .map_err(|e| anyhow::anyhow!("connect to {}: {}", server.addr, common::format_error(&e).0))?,
+        );
         let started = Instant::now();
-        let results: Vec<(String, Mode, Result<(), String>, Duration)> =
-            futures::stream::iter(jobs.iter())
-                .map(|job| {
-                    let base = &base;
-                    let admin = &admin;
-                    let labels = &labels;
-                    async move {
-                        let t = Instant::now();
-                        let r = run_job(job, base, admin, complete, labels).await;
-                        let el = t.elapsed();
-                        match &r {
-                            Ok(()) => println!(
-                                "ok     {} [{}] ({:.2}s)",
-                                job.rel,
-                                job.mode.name(),
-                                el.as_secs_f64()
-                            ),
-                            Err(e) => println!(
-                                "FAILED {} [{}] ({:.2}s)\n{}",
-                                job.rel,
-                                job.mode.name(),
-                                el.as_secs_f64(),
-                                e
-                            ),
-                        }
-                        (job.rel.clone(), job.mode, r, el)
+        let results: Vec<(String, Mode, Result<(), String>, Duration)> = futures::stream::iter(jobs.iter())
+            .map(|job| {
+                let base = &base;
+                let admin = &admin;
+                let labels = &labels;
+                async move {
+                    let t = Instant::now();
+                    let r = run_job(job, base, admin, complete, labels).await;
+                    let el = t.elapsed();
+                    match &r {
+                        Ok(()) => println!("ok     {} [{}] ({:.2}s)", job.rel, job.mode.name(), el.as_secs_f64()),
+                        Err(e) => println!("FAILED {} [{}] ({:.2}s)\n{}", job.rel, job.mode.name(), el.as_secs_f64(), e),
                     }
-                })
-                .buffer_unordered(jobs_n)
-                .collect()
-                .await;
+                    (job.rel.clone(), job.mode, r, el)
+                }
+            })
+            .buffer_unordered(jobs_n)
+            .collect()
+            .await;
         let failed: Vec<_> = results.iter().filter(|r| r.2.is_err()).collect();
         let passed = results.len() - failed.len();
         if !failed.is_empty() {

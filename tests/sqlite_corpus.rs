@@ -27,9 +27,7 @@ use std::time::{Duration, Instant};
 
 use common::{Conn, TestServer, Value};
 use futures::StreamExt;
-use sqllogictest::{
-    AsyncDB, ColumnType, Condition, DBOutput, DefaultColumnType, QueryExpect, Record,
-};
+use sqllogictest::{AsyncDB, ColumnType, Condition, DBOutput, DefaultColumnType, QueryExpect, Record};
 use tokio_postgres::types::Type;
 use tokio_postgres::Config;
 
@@ -114,9 +112,7 @@ fn format_value(letter: char, ty: &Type, v: &Value) -> String {
             if s.is_empty() {
                 "(empty)".into()
             } else {
-                s.chars()
-                    .map(|c| if (' '..='~').contains(&c) { c } else { '@' })
-                    .collect()
+                s.chars().map(|c| if (' '..='~').contains(&c) { c } else { '@' }).collect()
             }
         }
     }
@@ -176,10 +172,7 @@ impl CorpusDb {
                 }
                 out.push(vals);
             }
-            Ok(DBOutput::Rows {
-                types: vec![DefaultColumnType::Any; types.len()],
-                rows: out,
-            })
+            Ok(DBOutput::Rows { types: vec![DefaultColumnType::Any; types.len()], rows: out })
         };
         match common::run_with_timeout(limit, token, fut).await {
             Some(r) => r,
@@ -193,11 +186,7 @@ impl CorpusDb {
 
 /// SQLite's files list one value per line; accept that layout, or one row
 /// per line as sqllogictest-rs writes it.
-fn corpus_validator(
-    normalizer: sqllogictest::Normalizer,
-    actual: &[Vec<String>],
-    expected: &[String],
-) -> bool {
+fn corpus_validator(normalizer: sqllogictest::Normalizer, actual: &[Vec<String>], expected: &[String]) -> bool {
     let expected: Vec<String> = expected.iter().map(normalizer).collect();
     let flat: Vec<String> = actual.iter().flatten().map(normalizer).collect();
     flat == expected || sqllogictest::default_validator(normalizer, actual, &expected)
@@ -240,10 +229,7 @@ fn preprocess(text: &str) -> String {
             continue;
         }
         if trimmed == "halt" {
-            let conds: Vec<Condition> = pending
-                .iter()
-                .filter_map(|&i| condition_line(&out[i]))
-                .collect();
+            let conds: Vec<Condition> = pending.iter().filter_map(|&i| condition_line(&out[i])).collect();
             if !skipped(&conds) {
                 out.truncate(pending.first().copied().unwrap_or(out.len()));
                 break;
@@ -270,25 +256,15 @@ struct Counts {
     skipped: u64,
 }
 
-type Runner = sqllogictest::Runner<
-    CorpusDb,
-    Box<dyn FnMut() -> futures::future::BoxFuture<'static, Result<CorpusDb, DbError>> + Send>,
->;
+type Runner = sqllogictest::Runner<CorpusDb, Box<dyn FnMut() -> futures::future::BoxFuture<'static, Result<CorpusDb, DbError>> + Send>>;
 
 fn make_runner(config: &Config, letters: &Letters, timeout: Duration) -> Runner {
     let config = config.clone();
     let letters = letters.clone();
-    let make: Box<
-        dyn FnMut() -> futures::future::BoxFuture<'static, Result<CorpusDb, DbError>> + Send,
-    > = Box::new(move || {
+    let make: Box<dyn FnMut() -> futures::future::BoxFuture<'static, Result<CorpusDb, DbError>> + Send> = Box::new(move || {
         let config = config.clone();
         let letters = letters.clone();
-        Box::pin(async move {
-            Ok(CorpusDb {
-                conn: Conn::new(config, timeout).await?,
-                letters,
-            })
-        })
+        Box::pin(async move { Ok(CorpusDb { conn: Conn::new(config, timeout).await?, letters }) })
     });
     let mut r = sqllogictest::Runner::new(make);
     r.add_label(LABEL);
@@ -299,11 +275,7 @@ fn make_runner(config: &Config, letters: &Letters, timeout: Duration) -> Runner 
 async fn admin_exec(admin: &tokio::sync::Mutex<Conn>, sql: &str) -> Result<(), String> {
     let mut a = admin.lock().await;
     let client = a.client().await.map_err(|e| common::format_error(&e).0)?;
-    client
-        .simple_query(sql)
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("{sql}: {}", common::format_error(&e).0))
+    client.simple_query(sql).await.map(|_| ()).map_err(|e| format!("{sql}: {}", common::format_error(&e).0))
 }
 
 async fn run_file(
@@ -317,20 +289,13 @@ async fn run_file(
     let stem: String = name
         .trim_end_matches(".test")
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
         .take(50)
         .collect();
     let db = format!("corpus_{stem}");
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let records =
-        sqllogictest::parse_with_name::<DefaultColumnType>(&preprocess(&text), name.as_str())
-            .map_err(|e| format!("parse {name}: {e}"))?;
+        sqllogictest::parse_with_name::<DefaultColumnType>(&preprocess(&text), name.as_str()).map_err(|e| format!("parse {name}: {e}"))?;
 
     admin_exec(admin, &format!("DROP DATABASE IF EXISTS {db}")).await?;
     admin_exec(admin, &format!("CREATE DATABASE {db}")).await?;
@@ -345,9 +310,7 @@ async fn run_file(
 
     for record in records {
         let conds = match &record {
-            Record::Statement { conditions, .. } | Record::Query { conditions, .. } => {
-                conditions.clone()
-            }
+            Record::Statement { conditions, .. } | Record::Query { conditions, .. } => conditions.clone(),
             Record::HashThreshold { .. } | Record::Control(_) => {
                 state.push(record.clone());
                 let _ = runner.run_async(record).await;
@@ -359,11 +322,7 @@ async fn run_file(
             counts.skipped += 1;
             continue;
         }
-        if let Record::Query {
-            expected: QueryExpect::Results { types, .. },
-            ..
-        } = &record
-        {
+        if let Record::Query { expected: QueryExpect::Results { types, .. }, .. } = &record {
             *letters.lock().unwrap() = types.iter().map(|t| t.to_char()).collect();
         }
         let loc = match &record {
@@ -408,35 +367,17 @@ fn main() {
 fn real_main() -> anyhow::Result<()> {
     let dir = std::env::var("WEIR_SLT_CORPUS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/sqllogictest/sqlite")
-        });
-    let timeout = Duration::from_secs(
-        std::env::var("WEIR_CORPUS_TIMEOUT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(10),
-    );
-    let jobs: usize = std::env::var("WEIR_CORPUS_JOBS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2)
-        .max(1);
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/sqllogictest/sqlite"));
+    let timeout = Duration::from_secs(std::env::var("WEIR_CORPUS_TIMEOUT").ok().and_then(|v| v.parse().ok()).unwrap_or(10));
+    let jobs: usize = std::env::var("WEIR_CORPUS_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(2).max(1);
     let log_path = std::env::var("WEIR_CORPUS_LOG")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("sqlite_corpus_failures.log")
-        });
+        .unwrap_or_else(|_| Path::new(env!("CARGO_TARGET_TMPDIR")).join("sqlite_corpus_failures.log"));
 
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let mut files: Vec<PathBuf> = Vec::new();
     if args.is_empty() {
-        for e in std::fs::read_dir(&dir)
-            .map_err(|e| anyhow::anyhow!("corpus dir {}: {e}", dir.display()))?
-        {
+        for e in std::fs::read_dir(&dir).map_err(|e| anyhow::anyhow!("corpus dir {}: {e}", dir.display()))? {
             let p = e?.path();
             if p.extension().is_some_and(|x| x == "test") {
                 files.push(p);
@@ -447,11 +388,7 @@ fn real_main() -> anyhow::Result<()> {
         for a in args {
             let p = PathBuf::from(&a);
             let p = if p.exists() { p } else { dir.join(&a) };
-            anyhow::ensure!(
-                p.exists(),
-                "no corpus file {a} (looked in {})",
-                dir.display()
-            );
+            anyhow::ensure!(p.exists(), "no corpus file {a} (looked in {})", dir.display());
             files.push(p);
         }
     }
@@ -461,48 +398,37 @@ fn real_main() -> anyhow::Result<()> {
     }
     let log = Mutex::new(std::fs::File::create(&log_path)?);
     let server = TestServer::start()?;
-    println!(
-        "corpus: {} files from {}, server {}",
-        files.len(),
-        dir.display(),
-        server.addr
-    );
+    println!("corpus: {} files from {}, server {}", files.len(), dir.display(), server.addr);
     let base = server.config(None);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async {
         let admin = tokio::sync::Mutex::new(
-            Conn::new(base.clone(), timeout)
-                .await
-                .map_err(|e| anyhow::anyhow!("connect: {}", common::format_error(&e).0))?,
+            Conn::new(base.clone(), timeout).await.map_err(|e| anyhow::anyhow!("connect: {}", common::format_error(&e).0))?,
         );
         let start = Instant::now();
-        let results: Vec<(String, Result<Counts, String>, Duration)> =
-            futures::stream::iter(files.iter())
-                .map(|f| {
-                    let (base, admin, log) = (&base, &admin, &log);
-                    async move {
-                        let t = Instant::now();
-                        let r = run_file(f, base, admin, timeout, log).await;
-                        let name = f.file_name().unwrap().to_string_lossy().to_string();
-                        match &r {
-                            Ok(c) => println!(
-                                "{name:40} passed {:6} failed {:6} skipped {:6} {:8.1}s",
-                                c.passed,
-                                c.failed,
-                                c.skipped,
-                                t.elapsed().as_secs_f64()
-                            ),
-                            Err(e) => println!("{name:40} ERROR {e}"),
-                        }
-                        (name, r, t.elapsed())
+        let results: Vec<(String, Result<Counts, String>, Duration)> = futures::stream::iter(files.iter())
+            .map(|f| {
+                let (base, admin, log) = (&base, &admin, &log);
+                async move {
+                    let t = Instant::now();
+                    let r = run_file(f, base, admin, timeout, log).await;
+                    let name = f.file_name().unwrap().to_string_lossy().to_string();
+                    match &r {
+                        Ok(c) => println!(
+                            "{name:40} passed {:6} failed {:6} skipped {:6} {:8.1}s",
+                            c.passed,
+                            c.failed,
+                            c.skipped,
+                            t.elapsed().as_secs_f64()
+                        ),
+                        Err(e) => println!("{name:40} ERROR {e}"),
                     }
-                })
-                .buffer_unordered(jobs)
-                .collect()
-                .await;
+                    (name, r, t.elapsed())
+                }
+            })
+            .buffer_unordered(jobs)
+            .collect()
+            .await;
         let mut total = Counts::default();
         let mut errors = 0;
         for (_, r, _) in &results {

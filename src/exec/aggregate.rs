@@ -9,17 +9,23 @@ use arrow::datatypes::*;
 
 use super::expr::{cast_array, Key};
 use super::plan::{AggCall, AggFunc};
+use crate::err;
 use crate::error::Result;
 use crate::types::{value_at, values_to_array, SqlType, Value};
-use crate::err;
 
 enum State {
     Count(Vec<i64>),
     SumInt(Vec<Option<i64>>),
     SumFloat(Vec<Option<f64>>),
     Avg(Vec<(f64, i64)>),
-    MinMax { vals: Vec<Value>, is_min: bool },
-    Bool { vals: Vec<Option<bool>>, and: bool },
+    MinMax {
+        vals: Vec<Value>,
+        is_min: bool,
+    },
+    Bool {
+        vals: Vec<Option<bool>>,
+        and: bool,
+    },
     StringAgg(Vec<Option<String>>),
     /// Welford: (n, mean, m2).
     Var(Vec<(i64, f64, f64)>),
@@ -87,7 +93,9 @@ impl Accumulator {
             }
             (State::SumInt(v), _) => {
                 let c = cast_array(&args[0], self.call.args[0].ty(), SqlType::Int8)?;
-                if let Some(x) = arrow::compute::sum_checked(c.as_primitive::<Int64Type>()).map_err(|_| err!(NumericOutOfRange, "bigint out of range"))? {
+                if let Some(x) = arrow::compute::sum_checked(c.as_primitive::<Int64Type>())
+                    .map_err(|_| err!(NumericOutOfRange, "bigint out of range"))?
+                {
                     v[0] = Some(v[0].unwrap_or(0).checked_add(x).ok_or_else(|| err!(NumericOutOfRange, "bigint out of range"))?);
                 }
             }
@@ -183,7 +191,11 @@ impl Accumulator {
                         let cur = &mut vals[groups[i]];
                         let better = cur.is_null() || {
                             let o = x.total_cmp(cur);
-                            if *is_min { o.is_lt() } else { o.is_gt() }
+                            if *is_min {
+                                o.is_lt()
+                            } else {
+                                o.is_gt()
+                            }
                         };
                         if better {
                             *cur = x;
@@ -206,7 +218,12 @@ impl Accumulator {
                 let sep = args.get(1).map(|d| cast_array(d, SqlType::Text, SqlType::Text)).transpose()?;
                 for i in 0..n {
                     if keep[i] {
-                        let sep = sep.as_ref().map(|d| d.as_string::<i32>()).filter(|d| d.is_valid(i)).map(|d| d.value(i).to_string()).unwrap_or_default();
+                        let sep = sep
+                            .as_ref()
+                            .map(|d| d.as_string::<i32>())
+                            .filter(|d| d.is_valid(i))
+                            .map(|d| d.value(i).to_string())
+                            .unwrap_or_default();
                         let cur = &mut vals[groups[i]];
                         match cur {
                             None => *cur = Some(s.value(i).to_string()),
@@ -239,8 +256,20 @@ impl Accumulator {
                     .map(|(n, _, m2)| {
                         let (n, m2) = (*n as f64, *m2);
                         let var = match f {
-                            AggFunc::VarPop | AggFunc::StddevPop => if n < 1.0 { return None } else { m2 / n },
-                            _ => if n < 2.0 { return None } else { m2 / (n - 1.0) },
+                            AggFunc::VarPop | AggFunc::StddevPop => {
+                                if n < 1.0 {
+                                    return None;
+                                } else {
+                                    m2 / n
+                                }
+                            }
+                            _ => {
+                                if n < 2.0 {
+                                    return None;
+                                } else {
+                                    m2 / (n - 1.0)
+                                }
+                            }
                         };
                         Some(if matches!(f, AggFunc::StddevPop | AggFunc::StddevSamp) { var.sqrt() } else { var })
                     })

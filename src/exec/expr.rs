@@ -48,10 +48,19 @@ pub enum SubqueryKind {
     Scalar,
     /// `ARRAY(subquery)`: the first column's values as an array literal.
     Array,
-    Exists { negated: bool },
-    In { expr: Box<Expr>, negated: bool },
+    Exists {
+        negated: bool,
+    },
+    In {
+        expr: Box<Expr>,
+        negated: bool,
+    },
     /// `expr op ANY/ALL (subquery)`.
-    Quantified { expr: Box<Expr>, op: BinOp, all: bool },
+    Quantified {
+        expr: Box<Expr>,
+        op: BinOp,
+        all: bool,
+    },
 }
 
 /// A cache for subquery results: uncorrelated ones run once; correlated
@@ -63,24 +72,81 @@ pub struct SubqueryCache {
 
 #[derive(Debug, Clone)]
 pub enum Expr {
-    Column { index: usize, ty: SqlType },
+    Column {
+        index: usize,
+        ty: SqlType,
+    },
     /// A column of an enclosing query's row (correlated subquery).
-    Outer { depth: usize, index: usize, ty: SqlType },
-    Literal { value: Value, ty: SqlType },
-    Param { index: usize, ty: SqlType },
-    Binary { op: BinOp, left: Box<Expr>, right: Box<Expr>, ty: SqlType },
+    Outer {
+        depth: usize,
+        index: usize,
+        ty: SqlType,
+    },
+    Literal {
+        value: Value,
+        ty: SqlType,
+    },
+    Param {
+        index: usize,
+        ty: SqlType,
+    },
+    Binary {
+        op: BinOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+        ty: SqlType,
+    },
     Not(Box<Expr>),
     Neg(Box<Expr>),
-    IsNull { expr: Box<Expr>, negated: bool },
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
     /// IS [NOT] TRUE / FALSE.
-    IsBool { expr: Box<Expr>, value: bool, negated: bool },
-    IsDistinct { left: Box<Expr>, right: Box<Expr>, negated: bool },
-    Cast { expr: Box<Expr>, ty: SqlType },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, else_expr: Option<Box<Expr>>, ty: SqlType },
-    Func { name: String, args: Vec<Expr>, ty: SqlType },
-    Subquery { plan: Arc<Plan>, kind: SubqueryKind, correlated: bool, outer_refs: Vec<(usize, SqlType)>, cache: Arc<SubqueryCache>, ty: SqlType },
+    IsBool {
+        expr: Box<Expr>,
+        value: bool,
+        negated: bool,
+    },
+    IsDistinct {
+        left: Box<Expr>,
+        right: Box<Expr>,
+        negated: bool,
+    },
+    Cast {
+        expr: Box<Expr>,
+        ty: SqlType,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        else_expr: Option<Box<Expr>>,
+        ty: SqlType,
+    },
+    Func {
+        name: String,
+        args: Vec<Expr>,
+        ty: SqlType,
+    },
+    Subquery {
+        plan: Arc<Plan>,
+        kind: SubqueryKind,
+        correlated: bool,
+        outer_refs: Vec<(usize, SqlType)>,
+        cache: Arc<SubqueryCache>,
+        ty: SqlType,
+    },
 }
 
 impl Expr {
@@ -136,7 +202,9 @@ impl Expr {
                 else_expr: else_expr.as_ref().map(|e| b(e)),
                 ty: *ty,
             },
-            Expr::Func { name, args, ty } => Expr::Func { name: name.clone(), args: args.iter().map(|e| e.map(depth, f)).collect(), ty: *ty },
+            Expr::Func { name, args, ty } => {
+                Expr::Func { name: name.clone(), args: args.iter().map(|e| e.map(depth, f)).collect(), ty: *ty }
+            }
             Expr::Subquery { plan, kind, correlated, outer_refs, cache: _, ty } => {
                 let kind = match kind {
                     SubqueryKind::Scalar => SubqueryKind::Scalar,
@@ -165,7 +233,9 @@ impl Expr {
                 left.walk(f);
                 right.walk(f);
             }
-            Expr::Not(e) | Expr::Neg(e) | Expr::IsNull { expr: e, .. } | Expr::IsBool { expr: e, .. } | Expr::Cast { expr: e, .. } => e.walk(f),
+            Expr::Not(e) | Expr::Neg(e) | Expr::IsNull { expr: e, .. } | Expr::IsBool { expr: e, .. } | Expr::Cast { expr: e, .. } => {
+                e.walk(f)
+            }
             Expr::InList { expr, list, .. } => {
                 expr.walk(f);
                 list.iter().for_each(|e| e.walk(f));
@@ -346,10 +416,12 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
             // Right side only where the left does not decide.
             let need: BooleanArray = lb
                 .iter()
-                .map(|v| Some(match (op, v) {
-                    (BinOp::And, Some(false)) | (BinOp::Or, Some(true)) => false,
-                    _ => true,
-                }))
+                .map(|v| {
+                    Some(match (op, v) {
+                        (BinOp::And, Some(false)) | (BinOp::Or, Some(true)) => false,
+                        _ => true,
+                    })
+                })
                 .collect();
             let r = eval_masked(right, batch, &need, ctx)?;
             let rb = r.as_boolean();
@@ -360,7 +432,10 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
     }
     // A literal operand goes to the kernel as a scalar: no array of n
     // copies per batch (the common `col op constant` case).
-    let scalar_ok = (op.is_comparison() || matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)) && !left.ty().is_timestamp() && left.ty() != SqlType::Date && left.ty() != SqlType::Interval;
+    let scalar_ok = (op.is_comparison() || matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul))
+        && !left.ty().is_timestamp()
+        && left.ty() != SqlType::Date
+        && left.ty() != SqlType::Interval;
     if scalar_ok && batch.num_rows() > 1 {
         if let Expr::Literal { value, ty: lt } = right {
             let l = left.eval(batch, ctx)?;
@@ -396,7 +471,11 @@ fn scalar_binary(op: BinOp, a: &ArrayRef, s: &Scalar<ArrayRef>, flipped: bool, r
     let a: &dyn Array = a.as_ref();
     macro_rules! both {
         ($f:expr) => {
-            if flipped { $f(s, &a) } else { $f(&a, s) }
+            if flipped {
+                $f(s, &a)
+            } else {
+                $f(&a, s)
+            }
         };
     }
     Ok(match op {
@@ -600,7 +679,10 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
         let out: BooleanArray = i.as_primitive::<Int64Type>().iter().map(|v| v.map(|x| x != 0)).collect();
         return Ok(Arc::new(out));
     }
-    if (from.is_timestamp() && to == SqlType::Date) || (from == SqlType::Date && to.is_timestamp()) || (from.is_timestamp() && to.is_timestamp()) {
+    if (from.is_timestamp() && to == SqlType::Date)
+        || (from == SqlType::Date && to.is_timestamp())
+        || (from.is_timestamp() && to.is_timestamp())
+    {
         return Ok(cast_with_options(a, &target, &CastOptions { safe: false, ..Default::default() })?);
     }
     if from.is_timestamp() || to.is_timestamp() || from == SqlType::Interval || to == SqlType::Interval {
@@ -673,11 +755,18 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
             } else if l == "epoch" {
                 Value::Timestamp(0)
             } else {
-                Value::Timestamp(crate::types::parse_timestamp(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type {}: \"{}\"", to.pg_name(), t))?)
+                Value::Timestamp(
+                    crate::types::parse_timestamp(s)
+                        .ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type {}: \"{}\"", to.pg_name(), t))?,
+                )
             }
         }
-        SqlType::Date => Value::Date(crate::types::parse_date(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type date: \"{t}\""))?),
-        SqlType::Interval => Value::Interval(crate::types::parse_interval(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\""))?),
+        SqlType::Date => {
+            Value::Date(crate::types::parse_date(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type date: \"{t}\""))?)
+        }
+        SqlType::Interval => Value::Interval(
+            crate::types::parse_interval(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\""))?,
+        ),
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
     })
 }
@@ -755,7 +844,8 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
             let mut out = Vec::with_capacity(n);
             for i in 0..n {
                 let rows = run(i)?;
-                let items: Vec<String> = rows.iter().map(|r| if r[0].is_null() { "NULL".to_string() } else { format_value(&r[0]) }).collect();
+                let items: Vec<String> =
+                    rows.iter().map(|r| if r[0].is_null() { "NULL".to_string() } else { format_value(&r[0]) }).collect();
                 out.push(Value::Text(format!("{{{}}}", items.join(","))));
             }
             values_to_array(&out, SqlType::Text)

@@ -22,28 +22,75 @@ pub fn function_type(name: &str, args: &[SqlType]) -> Option<SqlType> {
     use SqlType::*;
     let first = args.first().copied().unwrap_or(Unknown);
     Some(match name {
-        "abs" | "sign" => if first == Unknown { Float8 } else { first },
-        "round" | "trunc" | "floor" | "ceil" | "ceiling" => if first.is_integer() && name != "round" && name != "trunc" { first } else if first.is_integer() { Float8 } else { first.max_float() },
-        "sqrt" | "exp" | "ln" | "log" | "log10" | "power" | "pow" | "pi" | "random" | "cbrt" | "degrees" | "radians" | "sin" | "cos" | "tan" | "atan" | "asin" | "acos" | "atan2" => Float8,
+        "abs" | "sign" => {
+            if first == Unknown {
+                Float8
+            } else {
+                first
+            }
+        }
+        "round" | "trunc" | "floor" | "ceil" | "ceiling" => {
+            if first.is_integer() && name != "round" && name != "trunc" {
+                first
+            } else if first.is_integer() {
+                Float8
+            } else {
+                first.max_float()
+            }
+        }
+        "sqrt" | "exp" | "ln" | "log" | "log10" | "power" | "pow" | "pi" | "random" | "cbrt" | "degrees" | "radians" | "sin" | "cos"
+        | "tan" | "atan" | "asin" | "acos" | "atan2" => Float8,
         "mod" => first,
         "coalesce" | "greatest" | "least" => args.first().copied().unwrap_or(Text),
         "nullif" => first,
-        "lower" | "upper" | "trim" | "btrim" | "ltrim" | "rtrim" | "substr" | "substring" | "replace" | "concat" | "concat_ws"
-        | "left" | "right" | "repeat" | "reverse" | "lpad" | "rpad" | "initcap" | "to_char" | "split_part" | "chr" | "format_type" | "quote_ident" => Text,
+        "lower" | "upper" | "trim" | "btrim" | "ltrim" | "rtrim" | "substr" | "substring" | "replace" | "concat" | "concat_ws" | "left"
+        | "right" | "repeat" | "reverse" | "lpad" | "rpad" | "initcap" | "to_char" | "split_part" | "chr" | "format_type"
+        | "quote_ident" => Text,
         "length" | "char_length" | "character_length" | "octet_length" | "strpos" | "position" | "ascii" => Int4,
         "now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp" | "clock_timestamp" | "to_timestamp" => TimestampTz,
         "localtimestamp" => Timestamp,
         "current_date" => Date,
-        "date_trunc" | "date_bin" | "time_bucket" => if args.last().copied() == Some(TimestampTz) { TimestampTz } else { Timestamp },
+        "date_trunc" | "date_bin" | "time_bucket" => {
+            if args.last().copied() == Some(TimestampTz) {
+                TimestampTz
+            } else {
+                Timestamp
+            }
+        }
         "date_part" | "extract" => Float8,
-        "version" | "current_database" | "current_schema" | "current_user" | "session_user" | "user" | "pg_get_userbyid" | "obj_description"
-        | "col_description" | "pg_get_expr" | "pg_encoding_to_char" | "current_setting" | "pg_get_indexdef" | "pg_get_constraintdef"
-        | "pg_get_viewdef" | "shobj_description" | "pg_size_pretty" | "inet_server_addr" | "array_to_string" | "pg_get_statisticsobjdef_columns" => Text,
+        "version"
+        | "current_database"
+        | "current_schema"
+        | "current_user"
+        | "session_user"
+        | "user"
+        | "pg_get_userbyid"
+        | "obj_description"
+        | "col_description"
+        | "pg_get_expr"
+        | "pg_encoding_to_char"
+        | "current_setting"
+        | "pg_get_indexdef"
+        | "pg_get_constraintdef"
+        | "pg_get_viewdef"
+        | "shobj_description"
+        | "pg_size_pretty"
+        | "inet_server_addr"
+        | "array_to_string"
+        | "pg_get_statisticsobjdef_columns" => Text,
         "pg_relation_is_publishable" => Bool,
         "pg_backend_pid" => Int4,
         "array_subscript" => Unknown,
         "array_upper" | "array_lower" | "array_length" | "cardinality" => Int4,
-        "regex_match" | "regex_imatch" | "array_any_eq" | "array_all_eq" | "pg_table_is_visible" | "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "pg_is_in_recovery" => Bool,
+        "regex_match"
+        | "regex_imatch"
+        | "array_any_eq"
+        | "array_all_eq"
+        | "pg_table_is_visible"
+        | "has_table_privilege"
+        | "has_schema_privilege"
+        | "has_database_privilege"
+        | "pg_is_in_recovery" => Bool,
         "pg_total_relation_size" | "pg_relation_size" | "pg_database_size" => Int8,
         _ => return None,
     })
@@ -51,7 +98,11 @@ pub fn function_type(name: &str, args: &[SqlType]) -> Option<SqlType> {
 
 impl SqlType {
     fn max_float(self) -> SqlType {
-        if self == SqlType::Float4 { SqlType::Float4 } else { SqlType::Float8 }
+        if self == SqlType::Float4 {
+            SqlType::Float4
+        } else {
+            SqlType::Float8
+        }
     }
 }
 
@@ -143,7 +194,11 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
                     }
                     let better = best.is_null() || {
                         let o = v.total_cmp(&best);
-                        if name == "greatest" { o.is_gt() } else { o.is_lt() }
+                        if name == "greatest" {
+                            o.is_gt()
+                        } else {
+                            o.is_lt()
+                        }
                     };
                     if better {
                         best = v;
@@ -170,7 +225,33 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
     let f0 = || a.first().and_then(as_f);
     let s0 = || a.first().and_then(as_s);
     // NULL in → NULL out for strict functions.
-    let strict = !matches!(name, "concat" | "concat_ws" | "version" | "current_database" | "current_schema" | "current_user" | "session_user" | "user" | "now" | "current_timestamp" | "random" | "pi" | "pg_backend_pid" | "transaction_timestamp" | "statement_timestamp" | "clock_timestamp" | "localtimestamp" | "current_date" | "obj_description" | "col_description" | "shobj_description" | "pg_get_expr" | "current_setting" | "array_to_string");
+    let strict = !matches!(
+        name,
+        "concat"
+            | "concat_ws"
+            | "version"
+            | "current_database"
+            | "current_schema"
+            | "current_user"
+            | "session_user"
+            | "user"
+            | "now"
+            | "current_timestamp"
+            | "random"
+            | "pi"
+            | "pg_backend_pid"
+            | "transaction_timestamp"
+            | "statement_timestamp"
+            | "clock_timestamp"
+            | "localtimestamp"
+            | "current_date"
+            | "obj_description"
+            | "col_description"
+            | "shobj_description"
+            | "pg_get_expr"
+            | "current_setting"
+            | "array_to_string"
+    );
     if strict && a.iter().any(|v| v.is_null()) {
         return Ok(Value::Null);
     }
@@ -187,8 +268,14 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             }
         }
         "trunc" => Value::Float(f0().unwrap().trunc()),
-        "floor" => match &a[0] { Value::Int(i) => Value::Int(*i), v => Value::Float(as_f(v).unwrap().floor()) },
-        "ceil" | "ceiling" => match &a[0] { Value::Int(i) => Value::Int(*i), v => Value::Float(as_f(v).unwrap().ceil()) },
+        "floor" => match &a[0] {
+            Value::Int(i) => Value::Int(*i),
+            v => Value::Float(as_f(v).unwrap().floor()),
+        },
+        "ceil" | "ceiling" => match &a[0] {
+            Value::Int(i) => Value::Int(*i),
+            v => Value::Float(as_f(v).unwrap().ceil()),
+        },
         "sqrt" => {
             let f = f0().unwrap();
             if f < 0.0 {
@@ -248,7 +335,11 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             let mut start = true;
             for c in s.chars() {
                 if c.is_alphanumeric() {
-                    if start { out.extend(c.to_uppercase()) } else { out.extend(c.to_lowercase()) }
+                    if start {
+                        out.extend(c.to_uppercase())
+                    } else {
+                        out.extend(c.to_lowercase())
+                    }
                     start = false;
                 } else {
                     out.push(c);
@@ -327,7 +418,9 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             Value::Text(a[1..].iter().filter_map(as_s).collect::<Vec<_>>().join(&sep))
         }
         "quote_ident" => Value::Text(format!("\"{}\"", s0().unwrap().replace('"', "\"\""))),
-        "now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp" | "localtimestamp" => Value::Timestamp(ctx.statement_ts),
+        "now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp" | "localtimestamp" => {
+            Value::Timestamp(ctx.statement_ts)
+        }
         "clock_timestamp" => Value::Timestamp(now_micros()),
         "current_date" => Value::Date((ctx.statement_ts.div_euclid(86_400_000_000)) as i32),
         "to_timestamp" => {
@@ -339,35 +432,65 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             date_part(&field, &a[1])?
         }
         "to_char" => Value::Text(crate::types::format_value(&a[0])),
-        "version" => Value::Text(format!("PostgreSQL 15.0 (weir {}) on x86_64-pc-linux-gnu, compiled by rustc, 64-bit", env!("CARGO_PKG_VERSION"))),
+        "version" => {
+            Value::Text(format!("PostgreSQL 15.0 (weir {}) on x86_64-pc-linux-gnu, compiled by rustc, 64-bit", env!("CARGO_PKG_VERSION")))
+        }
         "current_database" => Value::Text(ctx.database.clone()),
         "current_schema" => Value::Text("public".into()),
         "current_user" | "session_user" | "user" => Value::Text(ctx.user.clone()),
         "pg_backend_pid" => Value::Int(std::process::id() as i64),
         "pg_get_userbyid" => Value::Text(ctx.user.clone()),
-        "pg_get_statisticsobjdef_columns" | "obj_description" | "col_description" | "shobj_description" | "pg_get_indexdef" | "pg_get_constraintdef" | "pg_get_viewdef" | "array_to_string" => Value::Null,
+        "pg_get_statisticsobjdef_columns"
+        | "obj_description"
+        | "col_description"
+        | "shobj_description"
+        | "pg_get_indexdef"
+        | "pg_get_constraintdef"
+        | "pg_get_viewdef"
+        | "array_to_string" => Value::Null,
         "pg_get_expr" => a.first().cloned().unwrap_or(Value::Null),
         "array_upper" | "array_length" | "cardinality" => {
             let arr = s0().unwrap_or_default();
             let inner = arr.trim_matches(|c| c == '{' || c == '}').trim();
-            if inner.is_empty() { Value::Null } else { Value::Int(inner.split(',').count() as i64) }
+            if inner.is_empty() {
+                Value::Null
+            } else {
+                Value::Int(inner.split(',').count() as i64)
+            }
         }
         "array_lower" => {
             let arr = s0().unwrap_or_default();
-            if arr.trim_matches(|c| c == '{' || c == '}').trim().is_empty() { Value::Null } else { Value::Int(1) }
+            if arr.trim_matches(|c| c == '{' || c == '}').trim().is_empty() {
+                Value::Null
+            } else {
+                Value::Int(1)
+            }
         }
         "array_subscript" => {
             let arr = s0().unwrap_or_default();
             let k = as_i(&a[1]).unwrap_or(0);
             let items: Vec<&str> = arr.trim_matches(|c| c == '{' || c == '}').split(',').map(|p| p.trim().trim_matches('"')).collect();
-            if k >= 1 && (k as usize) <= items.len() && !items[k as usize - 1].is_empty() { Value::Text(items[k as usize - 1].to_string()) } else { Value::Null }
+            if k >= 1 && (k as usize) <= items.len() && !items[k as usize - 1].is_empty() {
+                Value::Text(items[k as usize - 1].to_string())
+            } else {
+                Value::Null
+            }
         }
         "array_any_eq" | "array_all_eq" => {
             // '{a,b,c}' as text: compare element-wise.
             let x = s0().unwrap_or_default();
             let arr = as_s(&a[1]).unwrap_or_default();
-            let items: Vec<&str> = arr.trim_matches(|c| c == '{' || c == '}').split(',').map(|p| p.trim().trim_matches('"')).filter(|p| !p.is_empty()).collect();
-            if name == "array_any_eq" { Value::Bool(items.contains(&x.as_str())) } else { Value::Bool(items.iter().all(|i| *i == x)) }
+            let items: Vec<&str> = arr
+                .trim_matches(|c| c == '{' || c == '}')
+                .split(',')
+                .map(|p| p.trim().trim_matches('"'))
+                .filter(|p| !p.is_empty())
+                .collect();
+            if name == "array_any_eq" {
+                Value::Bool(items.contains(&x.as_str()))
+            } else {
+                Value::Bool(items.iter().all(|i| *i == x))
+            }
         }
         "pg_encoding_to_char" => Value::Text("UTF8".into()),
         "format_type" => {
@@ -461,7 +584,11 @@ fn eval_time_bucket(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch,
     let origin = if args.len() > 2 {
         let o = cast_array(&args[2].eval(batch, ctx)?, args[2].ty(), SqlType::Timestamp)?;
         let o = o.as_primitive::<TimestampMicrosecondType>();
-        if o.is_null(0) { 0 } else { o.value(0) }
+        if o.is_null(0) {
+            0
+        } else {
+            o.value(0)
+        }
     } else {
         0
     };
@@ -481,7 +608,9 @@ fn eval_time_bucket(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch,
     } else {
         let stride = match &arg0 {
             Value::Interval(i) => *i,
-            Value::Text(s) => crate::types::parse_interval(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{s}\""))?,
+            Value::Text(s) => {
+                crate::types::parse_interval(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{s}\""))?
+            }
             Value::Int(i) => *i * 1_000_000,
             Value::Null => return Ok(new_null_array(&ty.to_arrow(), batch.num_rows())),
             _ => bail!(DatatypeMismatch, "{name} stride must be an interval"),

@@ -59,7 +59,11 @@ impl HashAggExecutor {
                         .zip(&key_types)
                         .map(|(e, t)| {
                             let a = e.eval(&batch, &self.ctx)?;
-                            if a.data_type() != t { cast_array(&a, e.ty(), e.ty()) } else { Ok(a) }
+                            if a.data_type() != t {
+                                cast_array(&a, e.ty(), e.ty())
+                            } else {
+                                Ok(a)
+                            }
                         })
                         .collect::<Result<_>>()?;
                     let rows = converter.convert_columns(&keys)?;
@@ -97,11 +101,7 @@ impl HashAggExecutor {
             }
         }
         let ngroups = if simple { 1 } else { group_rows.len() };
-        let mut cols: Vec<ArrayRef> = if simple {
-            vec![]
-        } else {
-            converter.convert_rows(group_rows.iter().map(|r| r.row()))?
-        };
+        let mut cols: Vec<ArrayRef> = if simple { vec![] } else { converter.convert_rows(group_rows.iter().map(|r| r.row()))? };
         for a in &accs {
             cols.push(a.finish()?);
         }
@@ -109,7 +109,13 @@ impl HashAggExecutor {
         let cols: Vec<ArrayRef> = cols
             .into_iter()
             .zip(&self.columns)
-            .map(|(c, pc)| if c.data_type() != &pc.ty.to_arrow() { cast_array(&c, crate::types::SqlType::from_arrow(c.data_type()), pc.ty) } else { Ok(c) })
+            .map(|(c, pc)| {
+                if c.data_type() != &pc.ty.to_arrow() {
+                    cast_array(&c, crate::types::SqlType::from_arrow(c.data_type()), pc.ty)
+                } else {
+                    Ok(c)
+                }
+            })
             .collect::<Result<_>>()?;
         Ok(RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(ngroups)))?)
     }

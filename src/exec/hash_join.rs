@@ -166,8 +166,13 @@ impl HashJoinExecutor {
             JoinKind::Semi | JoinKind::Anti => {
                 let want = self.kind == JoinKind::Semi;
                 let idx: UInt32Array = (0..left.num_rows()).filter(|&i| left_matched[i] == want).map(|i| i as u32).collect();
-                let cols: Vec<ArrayRef> = left.columns().iter().map(|c| take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
-                Ok(RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(idx.len())))?)
+                let cols: Vec<ArrayRef> =
+                    left.columns().iter().map(|c| take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
+                Ok(RecordBatch::try_new_with_options(
+                    self.schema.clone(),
+                    cols,
+                    &RecordBatchOptions::new().with_row_count(Some(idx.len())),
+                )?)
             }
             JoinKind::Left | JoinKind::Full => {
                 let unmatched: Vec<u32> = (0..left.num_rows()).filter(|&i| !left_matched[i]).map(|i| i as u32).collect();

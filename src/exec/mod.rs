@@ -31,9 +31,9 @@ use std::time::Instant;
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow::datatypes::SchemaRef;
 
+use crate::bail;
 use crate::error::Result;
 use crate::types::{value_at, Value};
-use crate::bail;
 use plan::Plan;
 
 /// Rows per batch: from MonetDB/X100's vector size, not tuned here.
@@ -104,11 +104,15 @@ pub trait BatchExecutor: Send {
 /// Build the executor tree for a plan.
 pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
     Ok(match plan {
-        Plan::Scan { regions, request, columns } => Box::new(scan::TableScanExecutor::new(regions.0.clone(), regions.1.clone(), request.clone(), columns)),
+        Plan::Scan { regions, request, columns } => {
+            Box::new(scan::TableScanExecutor::new(regions.0.clone(), regions.1.clone(), request.clone(), columns))
+        }
         Plan::Memory { batches, columns } => Box::new(values::MemoryExecutor::new(batches.clone(), columns)),
         Plan::Values { rows, columns } => Box::new(values::ValuesExecutor::new(rows.clone(), columns, ctx.clone())),
         Plan::Series { args, columns } => Box::new(values::SeriesExecutor::new(args.clone(), columns, ctx.clone())),
-        Plan::Filter { input, predicate } => Box::new(selection::SelectionExecutor::new(build(input, ctx)?, predicate.clone(), ctx.clone())),
+        Plan::Filter { input, predicate } => {
+            Box::new(selection::SelectionExecutor::new(build(input, ctx)?, predicate.clone(), ctx.clone()))
+        }
         Plan::Project { input, exprs, columns } => {
             Box::new(projection::ProjectionExecutor::new(build(input, ctx)?, exprs.clone(), columns, ctx.clone()))
         }
@@ -120,7 +124,9 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
             let group_by = cols.iter().enumerate().map(|(i, c)| expr::Expr::Column { index: i, ty: c.ty }).collect();
             Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by, vec![], &cols, ctx.clone()))
         }
-        Plan::Window { input, calls, columns } => Box::new(window::WindowExecutor::new(build(input, ctx)?, calls.clone(), columns, ctx.clone())),
+        Plan::Window { input, calls, columns } => {
+            Box::new(window::WindowExecutor::new(build(input, ctx)?, calls.clone(), columns, ctx.clone()))
+        }
         Plan::DistinctOn { input, keys } => Box::new(distinct_on::DistinctOnExecutor::new(build(input, ctx)?, keys.clone(), ctx.clone())),
         Plan::Sort { input, keys, limit } => Box::new(sort::SortExecutor::new(build(input, ctx)?, keys.clone(), *limit, ctx.clone())),
         Plan::Limit { input, limit, offset } => Box::new(limit::LimitExecutor::new(build(input, ctx)?, *limit, *offset)),

@@ -131,21 +131,58 @@ impl std::fmt::Debug for Regions {
 #[derive(Debug, Clone)]
 pub enum Plan {
     /// Scan the regions of a table.
-    Scan { regions: Regions, request: ScanRequest, columns: Vec<PlanColumn> },
+    Scan {
+        regions: Regions,
+        request: ScanRequest,
+        columns: Vec<PlanColumn>,
+    },
     /// Batches computed at plan time (system tables, VALUES of constants).
-    Memory { batches: Vec<RecordBatch>, columns: Vec<PlanColumn> },
+    Memory {
+        batches: Vec<RecordBatch>,
+        columns: Vec<PlanColumn>,
+    },
     /// Rows of expressions (VALUES); each row evaluated over an empty input.
-    Values { rows: Vec<Vec<Expr>>, columns: Vec<PlanColumn> },
+    Values {
+        rows: Vec<Vec<Expr>>,
+        columns: Vec<PlanColumn>,
+    },
     /// generate_series(start, stop[, step]), arguments evaluated when run
     /// (so correlated arguments work after substitution).
-    Series { args: Vec<Expr>, columns: Vec<PlanColumn> },
-    Filter { input: Box<Plan>, predicate: Expr },
-    Project { input: Box<Plan>, exprs: Vec<Expr>, columns: Vec<PlanColumn> },
-    Aggregate { input: Box<Plan>, group_by: Vec<Expr>, aggs: Vec<AggCall>, columns: Vec<PlanColumn> },
-    Sort { input: Box<Plan>, keys: Vec<SortKey>, limit: Option<usize> },
+    Series {
+        args: Vec<Expr>,
+        columns: Vec<PlanColumn>,
+    },
+    Filter {
+        input: Box<Plan>,
+        predicate: Expr,
+    },
+    Project {
+        input: Box<Plan>,
+        exprs: Vec<Expr>,
+        columns: Vec<PlanColumn>,
+    },
+    Aggregate {
+        input: Box<Plan>,
+        group_by: Vec<Expr>,
+        aggs: Vec<AggCall>,
+        columns: Vec<PlanColumn>,
+    },
+    Sort {
+        input: Box<Plan>,
+        keys: Vec<SortKey>,
+        limit: Option<usize>,
+    },
     /// Window functions: the input's columns plus one column per call.
-    Window { input: Box<Plan>, calls: Vec<WindowCall>, columns: Vec<PlanColumn> },
-    Limit { input: Box<Plan>, limit: Option<usize>, offset: usize },
+    Window {
+        input: Box<Plan>,
+        calls: Vec<WindowCall>,
+        columns: Vec<PlanColumn>,
+    },
+    Limit {
+        input: Box<Plan>,
+        limit: Option<usize>,
+        offset: usize,
+    },
     /// Hash join on equality keys (empty keys = nested loop), with an
     /// optional residual condition over the joined row.
     Join {
@@ -157,10 +194,20 @@ pub enum Plan {
         condition: Option<Expr>,
         columns: Vec<PlanColumn>,
     },
-    SetOp { left: Box<Plan>, right: Box<Plan>, kind: SetOpKind, all: bool },
-    Distinct { input: Box<Plan> },
+    SetOp {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: SetOpKind,
+        all: bool,
+    },
+    Distinct {
+        input: Box<Plan>,
+    },
     /// DISTINCT ON: the first row of each key, in input order.
-    DistinctOn { input: Box<Plan>, keys: Vec<Expr> },
+    DistinctOn {
+        input: Box<Plan>,
+        keys: Vec<Expr>,
+    },
 }
 
 impl Plan {
@@ -174,9 +221,11 @@ impl Plan {
             | Plan::Aggregate { columns, .. }
             | Plan::Window { columns, .. }
             | Plan::Join { columns, .. } => columns,
-            Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } | Plan::DistinctOn { input, .. } => {
-                input.columns()
-            }
+            Plan::Filter { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input }
+            | Plan::DistinctOn { input, .. } => input.columns(),
             Plan::SetOp { left, .. } => left.columns(),
         }
     }
@@ -188,10 +237,9 @@ impl Plan {
         let mp = |p: &Plan| Box::new(p.map_exprs(depth, f));
         match self {
             Plan::Scan { .. } | Plan::Memory { .. } => self.clone(),
-            Plan::Values { rows, columns } => Plan::Values {
-                rows: rows.iter().map(|r| r.iter().map(m).collect()).collect(),
-                columns: columns.clone(),
-            },
+            Plan::Values { rows, columns } => {
+                Plan::Values { rows: rows.iter().map(|r| r.iter().map(m).collect()).collect(), columns: columns.clone() }
+            }
             Plan::Series { args, columns } => Plan::Series { args: args.iter().map(m).collect(), columns: columns.clone() },
             Plan::Filter { input, predicate } => Plan::Filter { input: mp(input), predicate: m(predicate) },
             Plan::Project { input, exprs, columns } => {
@@ -226,7 +274,11 @@ impl Plan {
                         func: c.func,
                         args: c.args.iter().map(m).collect(),
                         partition_by: c.partition_by.iter().map(m).collect(),
-                        order_by: c.order_by.iter().map(|k| SortKey { expr: m(&k.expr), desc: k.desc, nulls_first: k.nulls_first }).collect(),
+                        order_by: c
+                            .order_by
+                            .iter()
+                            .map(|k| SortKey { expr: m(&k.expr), desc: k.desc, nulls_first: k.nulls_first })
+                            .collect(),
                         frame: c.frame,
                         ty: c.ty,
                     })
@@ -276,7 +328,12 @@ impl Plan {
         let names = |cols: &[PlanColumn]| cols.iter().map(|c| c.name.clone()).collect::<Vec<_>>().join(", ");
         let line = match self {
             Plan::Scan { regions, request, columns } => {
-                let mut l = format!("Scan {} ({} region{})", regions.0.first().map(|r| r.desc.table_name.clone()).unwrap_or_default(), regions.0.len(), if regions.0.len() == 1 { "" } else { "s" });
+                let mut l = format!(
+                    "Scan {} ({} region{})",
+                    regions.0.first().map(|r| r.desc.table_name.clone()).unwrap_or_default(),
+                    regions.0.len(),
+                    if regions.0.len() == 1 { "" } else { "s" }
+                );
                 l.push_str(&format!(" columns: [{}]", names(columns)));
                 if let Some((lo, hi)) = request.time_range {
                     let f = |t: i64| if t == i64::MIN || t == i64::MAX { "-".to_string() } else { crate::types::format_timestamp(t) };
@@ -290,16 +347,36 @@ impl Plan {
                 }
                 l
             }
-            Plan::Memory { batches, columns } => format!("Memory rows: {} columns: [{}]", batches.iter().map(|b| b.num_rows()).sum::<usize>(), names(columns)),
+            Plan::Memory { batches, columns } => {
+                format!("Memory rows: {} columns: [{}]", batches.iter().map(|b| b.num_rows()).sum::<usize>(), names(columns))
+            }
             Plan::Values { rows, .. } => format!("Values rows: {}", rows.len()),
             Plan::Series { .. } => "GenerateSeries".to_string(),
             Plan::Filter { .. } => "Selection".to_string(),
             Plan::Project { columns, .. } => format!("Projection [{}]", names(columns)),
-            Plan::Aggregate { group_by, aggs, .. } => format!("{} group keys: {} aggregates: {}", if group_by.is_empty() { "SimpleAggregate" } else { "HashAggregate" }, group_by.len(), aggs.iter().map(|a| format!("{:?}", a.func)).collect::<Vec<_>>().join(", ")),
-            Plan::Window { calls, .. } => format!("Window [{}]", calls.iter().map(|c| format!("{:?}", c.func)).collect::<Vec<_>>().join(", ")),
-            Plan::Sort { keys, limit, .. } => format!("{} keys: {}", if limit.is_some() { "TopN" } else { "Sort" }, keys.len()) + &limit.map(|l| format!(" limit: {l}")).unwrap_or_default(),
-            Plan::Limit { limit, offset, .. } => format!("Limit {} offset {offset}", limit.map(|l| l.to_string()).unwrap_or_else(|| "all".into())),
-            Plan::Join { kind, left_keys, condition, .. } => format!("{} {:?} keys: {}{}", if left_keys.is_empty() { "NestedLoopJoin" } else { "HashJoin" }, kind, left_keys.len(), if condition.is_some() { " with condition" } else { "" }),
+            Plan::Aggregate { group_by, aggs, .. } => format!(
+                "{} group keys: {} aggregates: {}",
+                if group_by.is_empty() { "SimpleAggregate" } else { "HashAggregate" },
+                group_by.len(),
+                aggs.iter().map(|a| format!("{:?}", a.func)).collect::<Vec<_>>().join(", ")
+            ),
+            Plan::Window { calls, .. } => {
+                format!("Window [{}]", calls.iter().map(|c| format!("{:?}", c.func)).collect::<Vec<_>>().join(", "))
+            }
+            Plan::Sort { keys, limit, .. } => {
+                format!("{} keys: {}", if limit.is_some() { "TopN" } else { "Sort" }, keys.len())
+                    + &limit.map(|l| format!(" limit: {l}")).unwrap_or_default()
+            }
+            Plan::Limit { limit, offset, .. } => {
+                format!("Limit {} offset {offset}", limit.map(|l| l.to_string()).unwrap_or_else(|| "all".into()))
+            }
+            Plan::Join { kind, left_keys, condition, .. } => format!(
+                "{} {:?} keys: {}{}",
+                if left_keys.is_empty() { "NestedLoopJoin" } else { "HashJoin" },
+                kind,
+                left_keys.len(),
+                if condition.is_some() { " with condition" } else { "" }
+            ),
             Plan::SetOp { kind, all, .. } => format!("{kind:?}{}", if *all { " ALL" } else { "" }),
             Plan::Distinct { .. } => "Distinct".to_string(),
             Plan::DistinctOn { keys, .. } => format!("DistinctOn keys: {}", keys.len()),

@@ -23,12 +23,23 @@ pub struct SetOpExecutor {
 }
 
 impl SetOpExecutor {
-    pub fn new(left: Box<dyn BatchExecutor>, right: Box<dyn BatchExecutor>, kind: SetOpKind, all: bool, columns: &[PlanColumn], ctx: ExecCtx) -> Self {
+    pub fn new(
+        left: Box<dyn BatchExecutor>,
+        right: Box<dyn BatchExecutor>,
+        kind: SetOpKind,
+        all: bool,
+        columns: &[PlanColumn],
+        ctx: ExecCtx,
+    ) -> Self {
         SetOpExecutor { left, right, kind, all, schema: arrow_schema(columns), ctx, output: None, pos: 0 }
     }
 
     fn relabel(&self, b: &RecordBatch) -> Result<RecordBatch> {
-        Ok(RecordBatch::try_new_with_options(self.schema.clone(), b.columns().to_vec(), &RecordBatchOptions::new().with_row_count(Some(b.num_rows())))?)
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            b.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+        )?)
     }
 
     fn compute(&mut self) -> Result<RecordBatch> {

@@ -58,7 +58,8 @@ impl BatchExecutor for ValuesExecutor {
                 }
             })
             .collect::<Result<_>>()?;
-        let batch = RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(self.rows.len())))?;
+        let batch =
+            RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(self.rows.len())))?;
         Ok(BatchResult { batch, logical_rows: None, is_drained: true })
     }
 }
@@ -112,7 +113,11 @@ impl SeriesExecutor {
     }
 
     fn start(&mut self) -> Result<()> {
-        let unit = RecordBatch::try_new_with_options(std::sync::Arc::new(arrow::datatypes::Schema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))?;
+        let unit = RecordBatch::try_new_with_options(
+            std::sync::Arc::new(arrow::datatypes::Schema::empty()),
+            vec![],
+            &RecordBatchOptions::new().with_row_count(Some(1)),
+        )?;
         let mut v = Vec::new();
         for e in &self.args {
             let a = cast_array(&e.eval(&unit, &self.ctx)?, e.ty(), crate::types::SqlType::Int8)?;

@@ -9,9 +9,9 @@ use arrow::row::{RowConverter, SortField};
 
 use super::plan::{arrow_schema, AggFunc, PlanColumn, WindowCall, WindowFrame, WindowFunc};
 use super::{BatchExecutor, BatchResult, ExecCtx};
+use crate::err;
 use crate::error::Result;
 use crate::types::{value_at, values_to_array, Value};
-use crate::err;
 
 pub struct WindowExecutor {
     child: Box<dyn BatchExecutor>,
@@ -45,7 +45,8 @@ impl WindowExecutor {
         }
         let part: Vec<ArrayRef> = call.partition_by.iter().map(|e| e.eval(input, &self.ctx)).collect::<Result<_>>()?;
         let ord: Vec<ArrayRef> = call.order_by.iter().map(|k| k.expr.eval(input, &self.ctx)).collect::<Result<_>>()?;
-        let mut sort_cols: Vec<SortColumn> = part.iter().map(|a| SortColumn { values: a.clone(), options: Some(SortOptions::default()) }).collect();
+        let mut sort_cols: Vec<SortColumn> =
+            part.iter().map(|a| SortColumn { values: a.clone(), options: Some(SortOptions::default()) }).collect();
         for (k, a) in call.order_by.iter().zip(&ord) {
             sort_cols.push(SortColumn { values: a.clone(), options: Some(SortOptions { descending: k.desc, nulls_first: k.nulls_first }) });
         }
@@ -177,7 +178,9 @@ fn fold(f: AggFunc, vals: &[Value]) -> Result<Value> {
             let mut flt: Option<f64> = None;
             for v in live {
                 match v {
-                    Value::Int(i) => int = Some(int.unwrap_or(0).checked_add(*i).ok_or_else(|| err!(NumericOutOfRange, "bigint out of range"))?),
+                    Value::Int(i) => {
+                        int = Some(int.unwrap_or(0).checked_add(*i).ok_or_else(|| err!(NumericOutOfRange, "bigint out of range"))?)
+                    }
                     Value::Float(x) => flt = Some(flt.unwrap_or(0.0) + x),
                     _ => {}
                 }
@@ -199,7 +202,11 @@ fn fold(f: AggFunc, vals: &[Value]) -> Result<Value> {
                 }
                 c += 1;
             }
-            if c == 0 { Value::Null } else { Value::Float(s / c as f64) }
+            if c == 0 {
+                Value::Null
+            } else {
+                Value::Float(s / c as f64)
+            }
         }
         AggFunc::Min | AggFunc::Max => {
             let mut best: Option<&Value> = None;
@@ -208,7 +215,11 @@ fn fold(f: AggFunc, vals: &[Value]) -> Result<Value> {
                     None => true,
                     Some(b) => {
                         let o = v.total_cmp(b);
-                        if f == AggFunc::Min { o.is_lt() } else { o.is_gt() }
+                        if f == AggFunc::Min {
+                            o.is_lt()
+                        } else {
+                            o.is_gt()
+                        }
                     }
                 };
                 if better {

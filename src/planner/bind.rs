@@ -267,7 +267,11 @@ impl<'a> Planner<'a> {
                             args: vec![coerce(l, SqlType::Text)?, coerce(r, SqlType::Text)?],
                             ty: SqlType::Bool,
                         };
-                        if negated { Expr::Not(Box::new(m)) } else { m }
+                        if negated {
+                            Expr::Not(Box::new(m))
+                        } else {
+                            m
+                        }
                     }
                     None => self.bind_binary(op, l, r)?,
                 }
@@ -284,10 +288,18 @@ impl<'a> Planner<'a> {
             },
             E::IsNull(x) => Expr::IsNull { expr: Box::new(self.bind_expr(x, scope, agg)?), negated: false },
             E::IsNotNull(x) => Expr::IsNull { expr: Box::new(self.bind_expr(x, scope, agg)?), negated: true },
-            E::IsTrue(x) => Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: true, negated: false },
-            E::IsNotTrue(x) => Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: true, negated: true },
-            E::IsFalse(x) => Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: false, negated: false },
-            E::IsNotFalse(x) => Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: false, negated: true },
+            E::IsTrue(x) => {
+                Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: true, negated: false }
+            }
+            E::IsNotTrue(x) => {
+                Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: true, negated: true }
+            }
+            E::IsFalse(x) => {
+                Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: false, negated: false }
+            }
+            E::IsNotFalse(x) => {
+                Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: false, negated: true }
+            }
             E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
                 let (l, r) = self.unify(self.bind_expr(a, scope, agg)?, self.bind_expr(b, scope, agg)?, "IS DISTINCT FROM")?;
                 Expr::IsDistinct { left: Box::new(l), right: Box::new(r), negated: matches!(e, E::IsNotDistinctFrom(..)) }
@@ -299,14 +311,19 @@ impl<'a> Planner<'a> {
                 let ge = self.bind_binary(&BO::GtEq, x.clone(), lo)?;
                 let le = self.bind_binary(&BO::LtEq, x, hi)?;
                 let both = Expr::Binary { op: BinOp::And, left: Box::new(ge), right: Box::new(le), ty: SqlType::Bool };
-                if *negated { Expr::Not(Box::new(both)) } else { both }
+                if *negated {
+                    Expr::Not(Box::new(both))
+                } else {
+                    both
+                }
             }
             E::In { expr, target: ast::InTarget::List(list), negated, .. } => {
                 let x = self.bind_expr(expr, scope, agg)?;
                 let items: Vec<Expr> = list.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<_>>()?;
                 let mut ty = x.ty();
                 for i in &items {
-                    ty = comparable(ty, i.ty()).ok_or_else(|| err!(DatatypeMismatch, "IN types {} and {} cannot be matched", x.ty(), i.ty()))?;
+                    ty = comparable(ty, i.ty())
+                        .ok_or_else(|| err!(DatatypeMismatch, "IN types {} and {} cannot be matched", x.ty(), i.ty()))?;
                 }
                 let x = coerce(x, ty)?;
                 let items = items.into_iter().map(|i| coerce(i, ty)).collect::<Result<_>>()?;
@@ -333,7 +350,14 @@ impl<'a> Planner<'a> {
             }
             E::Exists { subquery, negated } => {
                 let (plan, correlated, outer_refs) = self.plan_subquery(subquery, scope)?;
-                Expr::Subquery { plan: Arc::new(plan), kind: SubqueryKind::Exists { negated: *negated }, correlated, outer_refs, cache: Arc::new(SubqueryCache::default()), ty: SqlType::Bool }
+                Expr::Subquery {
+                    plan: Arc::new(plan),
+                    kind: SubqueryKind::Exists { negated: *negated },
+                    correlated,
+                    outer_refs,
+                    cache: Arc::new(SubqueryCache::default()),
+                    ty: SqlType::Bool,
+                }
             }
             E::Subquery(q) => {
                 let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
@@ -342,7 +366,14 @@ impl<'a> Planner<'a> {
                     bail!(Syntax, "subquery must return only one column");
                 }
                 let ty = if cols[0].ty == SqlType::Unknown { SqlType::Text } else { cols[0].ty };
-                Expr::Subquery { plan: Arc::new(plan), kind: SubqueryKind::Scalar, correlated, outer_refs, cache: Arc::new(SubqueryCache::default()), ty }
+                Expr::Subquery {
+                    plan: Arc::new(plan),
+                    kind: SubqueryKind::Scalar,
+                    correlated,
+                    outer_refs,
+                    cache: Arc::new(SubqueryCache::default()),
+                    ty,
+                }
             }
             E::AnyOp { left, compare_op, right, .. } | E::AllOp { left, compare_op, right } => {
                 let all = matches!(e, E::AllOp { .. });
@@ -352,7 +383,8 @@ impl<'a> Planner<'a> {
                     E::Subquery(q) => {
                         let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
                         let sty = plan.columns()[0].ty;
-                        let ty = comparable(x.ty(), sty).ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), sty))?;
+                        let ty = comparable(x.ty(), sty)
+                            .ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), sty))?;
                         let plan = cast_plan_column(plan, ty);
                         Expr::Subquery {
                             plan: Arc::new(plan),
@@ -367,7 +399,11 @@ impl<'a> Planner<'a> {
                         // x op ANY(array): arrays are text literals here.
                         let arr = coerce(self.bind_expr(other, scope, agg)?, SqlType::Text)?;
                         let x = coerce(x, SqlType::Text)?;
-                        Expr::Func { name: if all { "array_all_eq".into() } else { "array_any_eq".into() }, args: vec![x, arr], ty: SqlType::Bool }
+                        Expr::Func {
+                            name: if all { "array_all_eq".into() } else { "array_any_eq".into() },
+                            args: vec![x, arr],
+                            ty: SqlType::Bool,
+                        }
                     }
                 }
             }
@@ -392,15 +428,20 @@ impl<'a> Planner<'a> {
                 for c in conditions {
                     let w = self.bind_expr(&c.condition, scope, agg)?;
                     if let Some(ot) = op_ty {
-                        op_ty = Some(comparable(ot, w.ty()).ok_or_else(|| err!(DatatypeMismatch, "CASE types {} and {} cannot be matched", ot, w.ty()))?);
+                        op_ty = Some(
+                            comparable(ot, w.ty())
+                                .ok_or_else(|| err!(DatatypeMismatch, "CASE types {} and {} cannot be matched", ot, w.ty()))?,
+                        );
                     }
                     let t = self.bind_expr(&c.result, scope, agg)?;
-                    ty = SqlType::common(ty, t.ty()).ok_or_else(|| err!(DatatypeMismatch, "CASE types {} and {} cannot be matched", ty, t.ty()))?;
+                    ty = SqlType::common(ty, t.ty())
+                        .ok_or_else(|| err!(DatatypeMismatch, "CASE types {} and {} cannot be matched", ty, t.ty()))?;
                     whens.push((w, t));
                 }
                 let else_e = else_result.as_ref().map(|x| self.bind_expr(x, scope, agg)).transpose()?;
                 if let Some(x) = &else_e {
-                    ty = SqlType::common(ty, x.ty()).ok_or_else(|| err!(DatatypeMismatch, "CASE types {} and {} cannot be matched", ty, x.ty()))?;
+                    ty = SqlType::common(ty, x.ty())
+                        .ok_or_else(|| err!(DatatypeMismatch, "CASE types {} and {} cannot be matched", ty, x.ty()))?;
                 }
                 if ty == SqlType::Unknown {
                     ty = SqlType::Text;
@@ -430,7 +471,13 @@ impl<'a> Planner<'a> {
             }
             E::Substring { expr, substring_from, substring_for, .. } => {
                 let mut args = vec![coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?];
-                args.push(coerce(match substring_from { Some(f) => self.bind_expr(f, scope, agg)?, None => Expr::lit(Value::Int(1), SqlType::Int4) }, SqlType::Int8)?);
+                args.push(coerce(
+                    match substring_from {
+                        Some(f) => self.bind_expr(f, scope, agg)?,
+                        None => Expr::lit(Value::Int(1), SqlType::Int4),
+                    },
+                    SqlType::Int8,
+                )?);
                 if let Some(f) = substring_for {
                     args.push(coerce(self.bind_expr(f, scope, agg)?, SqlType::Int8)?);
                 }
@@ -479,7 +526,9 @@ impl<'a> Planner<'a> {
                 let (v, ty) = parse_number(n)?;
                 Expr::lit(v, ty)
             }
-            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: s, .. }) => {
+            ast::Value::SingleQuotedString(s)
+            | ast::Value::EscapedStringLiteral(s)
+            | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: s, .. }) => {
                 Expr::lit(Value::Text(s.clone()), SqlType::Unknown)
             }
             ast::Value::Boolean(b) => Expr::lit(Value::Bool(*b), SqlType::Bool),
@@ -562,8 +611,12 @@ impl<'a> Planner<'a> {
                 }
                 self.infer_param(&l, rt);
                 self.infer_param(&r, lt);
-                let (lt, rt) = (if lt == SqlType::Unknown && rt.is_numeric() { rt } else { lt }, if rt == SqlType::Unknown && lt.is_numeric() { lt } else { rt });
-                let (lt, rt) = (if lt == SqlType::Unknown { SqlType::Float8 } else { lt }, if rt == SqlType::Unknown { SqlType::Float8 } else { rt });
+                let (lt, rt) = (
+                    if lt == SqlType::Unknown && rt.is_numeric() { rt } else { lt },
+                    if rt == SqlType::Unknown && lt.is_numeric() { lt } else { rt },
+                );
+                let (lt, rt) =
+                    (if lt == SqlType::Unknown { SqlType::Float8 } else { lt }, if rt == SqlType::Unknown { SqlType::Float8 } else { rt });
                 if !lt.is_numeric() || !rt.is_numeric() {
                     bail!(UndefinedFunction, "operator does not exist: {} {} {}", lt, op, rt);
                 }
@@ -596,7 +649,12 @@ impl<'a> Planner<'a> {
             }
             (BinOp::Add | BinOp::Sub, Interval, Interval | Unknown) => (l, coerce(r, Interval)?, Interval),
             (BinOp::Add | BinOp::Sub, Date, x) if x.is_integer() => {
-                let day = Expr::Binary { op: BinOp::Mul, left: Box::new(coerce(r, Int8)?), right: Box::new(Expr::lit(Value::Int(86_400_000_000), Int8)), ty: Int8 };
+                let day = Expr::Binary {
+                    op: BinOp::Mul,
+                    left: Box::new(coerce(r, Int8)?),
+                    right: Box::new(Expr::lit(Value::Int(86_400_000_000), Int8)),
+                    ty: Int8,
+                };
                 let l = Expr::Cast { expr: Box::new(l), ty: Timestamp };
                 let day = Expr::Cast { expr: Box::new(day), ty: Interval };
                 let sum = Expr::Binary { op, left: Box::new(l), right: Box::new(day), ty: Timestamp };
@@ -609,15 +667,27 @@ impl<'a> Planner<'a> {
     }
 
     fn bind_function(&self, f: &ast::Function, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
-        let name = f.name.0.last().map(|p| match p {
-            ast::ObjectNamePart::Identifier(i) => i.value.to_lowercase(),
-            _ => String::new(),
-        }).unwrap_or_default();
+        let name = f
+            .name
+            .0
+            .last()
+            .map(|p| match p {
+                ast::ObjectNamePart::Identifier(i) => i.value.to_lowercase(),
+                _ => String::new(),
+            })
+            .unwrap_or_default();
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, false),
             ast::FunctionArguments::Subquery(q) if name == "array" => {
                 let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
-                return Ok(Expr::Subquery { plan: Arc::new(plan), kind: SubqueryKind::Array, correlated, outer_refs, cache: Arc::new(SubqueryCache::default()), ty: SqlType::Text });
+                return Ok(Expr::Subquery {
+                    plan: Arc::new(plan),
+                    kind: SubqueryKind::Array,
+                    correlated,
+                    outer_refs,
+                    cache: Arc::new(SubqueryCache::default()),
+                    ty: SqlType::Text,
+                });
             }
             ast::FunctionArguments::Subquery(_) => bail!(FeatureNotSupported, "function over a subquery is not supported"),
             ast::FunctionArguments::List(list) => {
@@ -655,7 +725,11 @@ impl<'a> Planner<'a> {
                     if arg_ty.is_integer() {
                         SqlType::Int8
                     } else if arg_ty.is_float() || arg_ty == SqlType::Unknown {
-                        if arg_ty == SqlType::Float4 { SqlType::Float4 } else { SqlType::Float8 }
+                        if arg_ty == SqlType::Float4 {
+                            SqlType::Float4
+                        } else {
+                            SqlType::Float8
+                        }
                     } else if arg_ty == SqlType::Interval {
                         bail!(FeatureNotSupported, "sum(interval) is not supported")
                     } else {
@@ -668,7 +742,13 @@ impl<'a> Planner<'a> {
                     }
                     SqlType::Float8
                 }
-                AggFunc::Min | AggFunc::Max => if arg_ty == SqlType::Unknown { SqlType::Text } else { arg_ty },
+                AggFunc::Min | AggFunc::Max => {
+                    if arg_ty == SqlType::Unknown {
+                        SqlType::Text
+                    } else {
+                        arg_ty
+                    }
+                }
                 AggFunc::BoolAnd | AggFunc::BoolOr => SqlType::Bool,
                 AggFunc::StringAgg => SqlType::Text,
             };
@@ -715,7 +795,8 @@ impl<'a> Planner<'a> {
                     bound[2] = coerce(bound[2].clone(), SqlType::Timestamp)?;
                 }
             }
-            "to_timestamp" | "sqrt" | "exp" | "ln" | "log" | "log10" | "power" | "cbrt" | "degrees" | "radians" | "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "atan2" => {
+            "to_timestamp" | "sqrt" | "exp" | "ln" | "log" | "log10" | "power" | "cbrt" | "degrees" | "radians" | "sin" | "cos" | "tan"
+            | "asin" | "acos" | "atan" | "atan2" => {
                 for b in bound.iter_mut() {
                     *b = coerce(b.clone(), SqlType::Float8)?;
                 }
@@ -742,14 +823,16 @@ impl<'a> Planner<'a> {
             "coalesce" | "greatest" | "least" | "nullif" => {
                 let mut ty = SqlType::Unknown;
                 for b in bound.iter().filter(|b| b.ty() != SqlType::Unknown || !matches!(b, Expr::Literal { value: Value::Null, .. })) {
-                    ty = SqlType::common(ty, b.ty()).ok_or_else(|| err!(DatatypeMismatch, "{} types {} and {} cannot be matched", name.to_uppercase(), ty, b.ty()))?;
+                    ty = SqlType::common(ty, b.ty())
+                        .ok_or_else(|| err!(DatatypeMismatch, "{} types {} and {} cannot be matched", name.to_uppercase(), ty, b.ty()))?;
                 }
                 if ty == SqlType::Unknown {
                     ty = SqlType::Text;
                 }
                 bound = bound.into_iter().map(|b| coerce(b, ty)).collect::<Result<_>>()?;
             }
-            "lower" | "upper" | "length" | "trim" | "btrim" | "ltrim" | "rtrim" | "replace" | "substr" | "left" | "right" | "repeat" | "reverse" | "lpad" | "rpad" | "strpos" | "split_part" | "initcap" | "ascii" | "octet_length" => {
+            "lower" | "upper" | "length" | "trim" | "btrim" | "ltrim" | "rtrim" | "replace" | "substr" | "left" | "right" | "repeat"
+            | "reverse" | "lpad" | "rpad" | "strpos" | "split_part" | "initcap" | "ascii" | "octet_length" => {
                 if let Some(b) = bound.first_mut() {
                     if b.ty() == SqlType::Unknown {
                         *b = coerce(b.clone(), SqlType::Text)?;
@@ -766,13 +849,23 @@ impl<'a> Planner<'a> {
         let types: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
         let ty = function_type(&name, &types).ok_or_else(|| {
             let sig = types.iter().map(|t| t.pg_name()).collect::<Vec<_>>().join(", ");
-            err!(UndefinedFunction, "function {name}({sig}) does not exist").with_hint("No function matches the given name and argument types.")
+            err!(UndefinedFunction, "function {name}({sig}) does not exist")
+                .with_hint("No function matches the given name and argument types.")
         })?;
         Ok(Expr::Func { name, args: bound, ty })
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn bind_window(&self, name: &str, args: &[ast::Expr], star: bool, distinct: bool, over: &ast::WindowType, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
+    fn bind_window(
+        &self,
+        name: &str,
+        args: &[ast::Expr],
+        star: bool,
+        distinct: bool,
+        over: &ast::WindowType,
+        scope: &Scope,
+        agg: Option<&AggCollector>,
+    ) -> Result<Expr> {
         use crate::exec::plan::{SortKey, WindowCall, WindowFrame, WindowFunc};
         let Some(collector) = agg else { bail!(Grouping, "window functions are not allowed here") };
         let ast::WindowType::WindowSpec(spec) = over else { bail!(FeatureNotSupported, "named windows are not supported") };
@@ -803,7 +896,10 @@ impl<'a> Planner<'a> {
                     }
                     (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::CurrentRow, true) => WindowFrame::RowsPreceding(Some(0)),
                     (ast::WindowFrameUnits::Range, ast::WindowFrameBound::Preceding(None), true) => WindowFrame::Default,
-                    _ => bail!(FeatureNotSupported, "this window frame is not supported; use the default frame or ROWS BETWEEN n PRECEDING AND CURRENT ROW"),
+                    _ => bail!(
+                        FeatureNotSupported,
+                        "this window frame is not supported; use the default frame or ROWS BETWEEN n PRECEDING AND CURRENT ROW"
+                    ),
                 }
             }
         };
@@ -830,7 +926,10 @@ impl<'a> Planner<'a> {
                 _ => bail!(UndefinedFunction, "window function {other} does not exist"),
             },
         };
-        if matches!(func, WindowFunc::Lag | WindowFunc::Lead | WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::Agg(_)) && bound.is_empty() && func != WindowFunc::Agg(AggFunc::CountStar) {
+        if matches!(func, WindowFunc::Lag | WindowFunc::Lead | WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::Agg(_))
+            && bound.is_empty()
+            && func != WindowFunc::Agg(AggFunc::CountStar)
+        {
             bail!(UndefinedFunction, "function {name}() needs an argument");
         }
         let mut bound = bound;
@@ -869,14 +968,14 @@ impl<'a> Planner<'a> {
     }
 }
 
-
 /// Cast a one-column plan's output to a type.
 fn cast_plan_column(plan: crate::exec::plan::Plan, ty: SqlType) -> crate::exec::plan::Plan {
     let cols = plan.columns().to_vec();
     if cols[0].ty == ty {
         return plan;
     }
-    let expr = coerce(Expr::Column { index: 0, ty: cols[0].ty }, ty).unwrap_or(Expr::Cast { expr: Box::new(Expr::Column { index: 0, ty: cols[0].ty }), ty });
+    let expr = coerce(Expr::Column { index: 0, ty: cols[0].ty }, ty)
+        .unwrap_or(Expr::Cast { expr: Box::new(Expr::Column { index: 0, ty: cols[0].ty }), ty });
     let mut c = cols[0].clone();
     c.ty = ty;
     crate::exec::plan::Plan::Project { input: Box::new(plan), exprs: vec![expr], columns: vec![c] }

@@ -32,19 +32,36 @@ impl IncrementalKeys {
         let mut keys = IncrementalKeys::default();
         if let Some(m) = mode {
             if !m.eq_ignore_ascii_case("memtable_only") {
-                return Err(err!(InvalidParameterValue, "invalid flow.incremental_mode \"{m}\"").with_hint("the only mode is memtable_only"));
+                return Err(
+                    err!(InvalidParameterValue, "invalid flow.incremental_mode \"{m}\"").with_hint("the only mode is memtable_only")
+                );
             }
             keys.memtable_only = true;
         }
         if let Some(t) = after_text {
-            let v: serde_json::Value = serde_json::from_str(t).map_err(|e| err!(InvalidParameterValue, "flow.incremental_after_seqs is not valid JSON: {e}"))?;
-            let serde_json::Value::Object(map) = v else { bail!(InvalidParameterValue, "flow.incremental_after_seqs must be a JSON object of region id to sequence") };
+            let v: serde_json::Value =
+                serde_json::from_str(t).map_err(|e| err!(InvalidParameterValue, "flow.incremental_after_seqs is not valid JSON: {e}"))?;
+            let serde_json::Value::Object(map) = v else {
+                bail!(InvalidParameterValue, "flow.incremental_after_seqs must be a JSON object of region id to sequence")
+            };
             for (k, v) in map {
-                let region: u64 = k.parse().map_err(|_| err!(InvalidParameterValue, "flow.incremental_after_seqs: region id \"{k}\" is not an unsigned integer"))?;
+                let region: u64 = k.parse().map_err(|_| {
+                    err!(InvalidParameterValue, "flow.incremental_after_seqs: region id \"{k}\" is not an unsigned integer")
+                })?;
                 let seq: u64 = match &v {
-                    serde_json::Value::Number(n) => n.as_u64().ok_or_else(|| err!(InvalidParameterValue, "flow.incremental_after_seqs: sequence for region {k} is not an unsigned integer"))?,
-                    serde_json::Value::String(s) => s.parse().map_err(|_| err!(InvalidParameterValue, "flow.incremental_after_seqs: sequence \"{s}\" for region {k} is not an unsigned integer"))?,
-                    other => bail!(InvalidParameterValue, "flow.incremental_after_seqs: sequence for region {k} must be a number or a string, not {other}"),
+                    serde_json::Value::Number(n) => n.as_u64().ok_or_else(|| {
+                        err!(InvalidParameterValue, "flow.incremental_after_seqs: sequence for region {k} is not an unsigned integer")
+                    })?,
+                    serde_json::Value::String(s) => s.parse().map_err(|_| {
+                        err!(
+                            InvalidParameterValue,
+                            "flow.incremental_after_seqs: sequence \"{s}\" for region {k} is not an unsigned integer"
+                        )
+                    })?,
+                    other => bail!(
+                        InvalidParameterValue,
+                        "flow.incremental_after_seqs: sequence for region {k} must be a number or a string, not {other}"
+                    ),
                 };
                 keys.after.insert(region, seq);
             }
@@ -60,7 +77,8 @@ impl IncrementalKeys {
             };
         }
         if let Some(s) = sink {
-            keys.sink_table_id = Some(s.parse().map_err(|_| err!(InvalidParameterValue, "flow.sink_table_id must be a table id, not \"{s}\""))?);
+            keys.sink_table_id =
+                Some(s.parse().map_err(|_| err!(InvalidParameterValue, "flow.sink_table_id must be a table id, not \"{s}\""))?);
         }
         Ok(Some(keys))
     }
@@ -74,7 +92,8 @@ impl IncrementalKeys {
             return Ok(SeqBounds { after: None, upto: Some(last_seq), mode: SeqMode::Exact });
         }
         let Some(&after) = self.after.get(&region) else {
-            return Err(err!(InvalidParameterValue, "incremental query has no sequence for region {region} of table \"{table}\"").with_hint("give every scanned region an entry in flow.incremental_after_seqs"));
+            return Err(err!(InvalidParameterValue, "incremental query has no sequence for region {region} of table \"{table}\"")
+                .with_hint("give every scanned region an entry in flow.incremental_after_seqs"));
         };
         Ok(SeqBounds { after: Some(after), upto: Some(last_seq), mode })
     }

@@ -66,13 +66,24 @@ impl<'a> Planner<'a> {
     pub fn new(catalog: &'a Catalog, storage: &'a StorageEngine, database: &str, ctx: ExecCtx, params: Params) -> Self {
         // Keys were validated when set; a bad combination fails at plan time.
         let incremental = incremental::IncrementalKeys::from_settings(&ctx.settings).ok().flatten();
-        Planner { catalog, storage, database: database.to_string(), ctx, params: RefCell::new(params), incremental, watermarks: RefCell::new(Vec::new()), ctes: RefCell::new(Vec::new()) }
+        Planner {
+            catalog,
+            storage,
+            database: database.to_string(),
+            ctx,
+            params: RefCell::new(params),
+            incremental,
+            watermarks: RefCell::new(Vec::new()),
+            ctes: RefCell::new(Vec::new()),
+        }
     }
 
     /// The regions of a table, opened.
     pub fn regions(&self, def: &TableDef) -> Result<Vec<Arc<Region>>> {
         (0..def.regions.max(1))
-            .map(|n| self.storage.region(region_id(def.id, n)).ok_or_else(|| err!(Internal, "region {n} of table {} is not open", def.name)))
+            .map(|n| {
+                self.storage.region(region_id(def.id, n)).ok_or_else(|| err!(Internal, "region {n} of table {} is not open", def.name))
+            })
             .collect()
     }
 
@@ -106,10 +117,17 @@ pub fn object_name(name: &sqlparser::ast::ObjectName) -> Result<(Option<String>,
 
 /// An identifier as PostgreSQL folds it.
 pub fn ident(i: &sqlparser::ast::Ident) -> String {
-    if i.quote_style.is_some() { i.value.clone() } else { i.value.to_lowercase() }
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
 }
 
 /// Plan a query to completion and return its plan; helpers for callers.
 pub fn output_columns(plan: &Plan) -> Vec<PlanColumn> {
-    plan.columns().iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: if c.ty == SqlType::Unknown { SqlType::Text } else { c.ty } }).collect()
+    plan.columns()
+        .iter()
+        .map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: if c.ty == SqlType::Unknown { SqlType::Text } else { c.ty } })
+        .collect()
 }

@@ -95,7 +95,13 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
                     let group_by = group_by.iter().map(|e| remap(e, &m)).collect();
                     let aggs = aggs
                         .iter()
-                        .map(|a| AggCall { func: a.func, args: a.args.iter().map(|e| remap(e, &m)).collect(), distinct: a.distinct, filter: a.filter.as_ref().map(|f| remap(f, &m)), ty: a.ty })
+                        .map(|a| AggCall {
+                            func: a.func,
+                            args: a.args.iter().map(|e| remap(e, &m)).collect(),
+                            distinct: a.distinct,
+                            filter: a.filter.as_ref().map(|f| remap(f, &m)),
+                            ty: a.ty,
+                        })
                         .collect();
                     (Plan::Aggregate { input: Box::new(p), group_by, aggs, columns }, identity(n))
                 }
@@ -111,7 +117,8 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
                 Some(mut u) => {
                     u.extend(need.iter().copied());
                     let (p, m) = prune(*input, &u);
-                    let keys = keys.iter().map(|k| SortKey { expr: remap(&k.expr, &m), desc: k.desc, nulls_first: k.nulls_first }).collect();
+                    let keys =
+                        keys.iter().map(|k| SortKey { expr: remap(&k.expr, &m), desc: k.desc, nulls_first: k.nulls_first }).collect();
                     (Plan::Sort { input: Box::new(p), keys, limit }, m)
                 }
             }

@@ -55,7 +55,11 @@ impl<'a> Planner<'a> {
             SetExpr::Select(s) => self.plan_select(s, &order_by, outer)?,
             other => {
                 let p = self.plan_set_expr(other, outer)?;
-                if order_by.is_empty() { p } else { self.order_by_output(p, &order_by, outer)? }
+                if order_by.is_empty() {
+                    p
+                } else {
+                    self.order_by_output(p, &order_by, outer)?
+                }
             }
         };
         if limit.is_some() || offset.is_some() {
@@ -108,7 +112,9 @@ impl<'a> Planner<'a> {
                 }
                 let mut types = Vec::new();
                 for (a, b) in lc.iter().zip(&rc) {
-                    let t = SqlType::common(a.ty, b.ty).ok_or_else(|| err!(DatatypeMismatch, "{} types {} and {} cannot be matched", op.to_string().to_uppercase(), a.ty, b.ty))?;
+                    let t = SqlType::common(a.ty, b.ty).ok_or_else(|| {
+                        err!(DatatypeMismatch, "{} types {} and {} cannot be matched", op.to_string().to_uppercase(), a.ty, b.ty)
+                    })?;
                     types.push(if t == SqlType::Unknown { SqlType::Text } else { t });
                 }
                 let l = cast_columns(l, &types)?;
@@ -138,13 +144,19 @@ impl<'a> Planner<'a> {
         let mut types = vec![SqlType::Unknown; width];
         for r in &rows {
             for (i, e) in r.iter().enumerate() {
-                types[i] = SqlType::common(types[i], e.ty()).ok_or_else(|| err!(DatatypeMismatch, "VALUES types {} and {} cannot be matched", types[i], e.ty()))?;
+                types[i] = SqlType::common(types[i], e.ty())
+                    .ok_or_else(|| err!(DatatypeMismatch, "VALUES types {} and {} cannot be matched", types[i], e.ty()))?;
             }
         }
         let columns: Vec<PlanColumn> = types.iter().enumerate().map(|(i, t)| PlanColumn::new(format!("column{}", i + 1), *t)).collect();
         let rows = rows
             .into_iter()
-            .map(|r| r.into_iter().zip(&types).map(|(e, t)| super::coerce(e, if *t == SqlType::Unknown { SqlType::Unknown } else { *t })).collect::<Result<Vec<_>>>())
+            .map(|r| {
+                r.into_iter()
+                    .zip(&types)
+                    .map(|(e, t)| super::coerce(e, if *t == SqlType::Unknown { SqlType::Unknown } else { *t }))
+                    .collect::<Result<Vec<_>>>()
+            })
             .collect::<Result<_>>()?;
         Ok(Plan::Values { rows, columns })
     }
@@ -262,10 +274,14 @@ impl<'a> Planner<'a> {
         for o in order_by {
             let r = match &o.expr {
                 ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => OrderRef::Output(ordinal(&v.value, items.len())?),
-                ast::Expr::Identifier(i) if items.iter().filter(|(_, n)| *n == ident(i)).count() >= 1 && {
-                    // Output names win over input columns for bare names.
-                    true
-                } => OrderRef::Output(items.iter().position(|(_, n)| *n == ident(i)).unwrap()),
+                ast::Expr::Identifier(i)
+                    if items.iter().filter(|(_, n)| *n == ident(i)).count() >= 1 && {
+                        // Output names win over input columns for bare names.
+                        true
+                    } =>
+                {
+                    OrderRef::Output(items.iter().position(|(_, n)| *n == ident(i)).unwrap())
+                }
                 e => OrderRef::Expr(self.bind_expr(e, &scope, Some(&collector))?),
             };
             order_refs.push((r, &o.options));
@@ -281,10 +297,17 @@ impl<'a> Planner<'a> {
         let aggregated = !aggs.is_empty() || !group_by.is_empty() || having.is_some();
         let mut proj: Vec<Expr> = items.iter().map(|(e, _)| e.clone()).collect();
         let mut having = having;
-        let mut order_exprs: Vec<Option<Expr>> = order_refs.iter().map(|(r, _)| match r { OrderRef::Expr(e) => Some(e.clone()), _ => None }).collect();
+        let mut order_exprs: Vec<Option<Expr>> = order_refs
+            .iter()
+            .map(|(r, _)| match r {
+                OrderRef::Expr(e) => Some(e.clone()),
+                _ => None,
+            })
+            .collect();
         if aggregated {
             let ng = group_by.len();
-            let mut agg_cols: Vec<PlanColumn> = group_by.iter().enumerate().map(|(i, g)| PlanColumn::new(format!("group{i}"), g.ty())).collect();
+            let mut agg_cols: Vec<PlanColumn> =
+                group_by.iter().enumerate().map(|(i, g)| PlanColumn::new(format!("group{i}"), g.ty())).collect();
             for (i, a) in aggs.iter().enumerate() {
                 agg_cols.push(PlanColumn::new(format!("agg{i}"), a.ty));
             }
@@ -311,7 +334,11 @@ impl<'a> Planner<'a> {
                         func: c.func,
                         args: c.args.iter().map(rw).collect::<Result<_>>()?,
                         partition_by: c.partition_by.iter().map(rw).collect::<Result<_>>()?,
-                        order_by: c.order_by.iter().map(|k| Ok(SortKey { expr: rw(&k.expr)?, desc: k.desc, nulls_first: k.nulls_first })).collect::<Result<_>>()?,
+                        order_by: c
+                            .order_by
+                            .iter()
+                            .map(|k| Ok(SortKey { expr: rw(&k.expr)?, desc: k.desc, nulls_first: k.nulls_first }))
+                            .collect::<Result<_>>()?,
                         frame: c.frame,
                         ty: c.ty,
                     })
@@ -338,7 +365,11 @@ impl<'a> Planner<'a> {
         }
 
         // Projection with hidden sort columns appended.
-        let mut out_cols: Vec<PlanColumn> = items.iter().zip(&proj).map(|((_, n), e)| PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown { SqlType::Text } else { e.ty() })).collect();
+        let mut out_cols: Vec<PlanColumn> = items
+            .iter()
+            .zip(&proj)
+            .map(|((_, n), e)| PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown { SqlType::Text } else { e.ty() }))
+            .collect();
         let visible = out_cols.len();
         let mut keys = Vec::new();
         for ((r, opts), oe) in order_refs.iter().zip(order_exprs) {
@@ -376,7 +407,10 @@ impl<'a> Planner<'a> {
             };
             distinct_on_cols.push(Expr::Column { index: k, ty: out_cols[k].ty });
         }
-        let proj: Vec<Expr> = proj.into_iter().map(|e| if e.ty() == SqlType::Unknown { super::coerce(e, SqlType::Text) } else { Ok(e) }).collect::<Result<_>>()?;
+        let proj: Vec<Expr> = proj
+            .into_iter()
+            .map(|e| if e.ty() == SqlType::Unknown { super::coerce(e, SqlType::Text) } else { Ok(e) })
+            .collect::<Result<_>>()?;
         plan = Plan::Project { input: Box::new(plan), exprs: proj, columns: out_cols.clone() };
         match &s.distinct {
             Some(ast::Distinct::Distinct) => plan = Plan::Distinct { input: Box::new(plan) },
@@ -413,7 +447,12 @@ impl<'a> Planner<'a> {
 
     /// Plan the FROM list with the WHERE conjuncts that can go below or
     /// into joins. Returns the plan and its columns in FROM order.
-    fn plan_from(&self, from: &[ast::TableWithJoins], selection: Option<&ast::Expr>, outer: Option<&Scope>) -> Result<(Plan, Vec<PlanColumn>)> {
+    fn plan_from(
+        &self,
+        from: &[ast::TableWithJoins],
+        selection: Option<&ast::Expr>,
+        outer: Option<&Scope>,
+    ) -> Result<(Plan, Vec<PlanColumn>)> {
         if from.is_empty() {
             let plan = Plan::Values { rows: vec![vec![]], columns: vec![] };
             return Ok((plan, vec![]));
@@ -446,8 +485,14 @@ impl<'a> Planner<'a> {
                             let left_cols: Vec<PlanColumn> = rels[group_start..].iter().flat_map(|r| r.columns.clone()).collect();
                             for c in cols {
                                 let name = object_name(c)?.1;
-                                let lq = left_cols.iter().rev().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in left table"))?;
-                                let rq = cur.columns.iter().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in right table"))?;
+                                let lq =
+                                    left_cols.iter().rev().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| {
+                                        err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in left table")
+                                    })?;
+                                let rq =
+                                    cur.columns.iter().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| {
+                                        err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in right table")
+                                    })?;
                                 let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
                                     .try_with_sql(&format!("\"{lq}\".\"{name}\" = \"{rq}\".\"{name}\""))
                                     .and_then(|mut p| p.parse_expr())
@@ -483,7 +528,15 @@ impl<'a> Planner<'a> {
                 let (lk, rk, residual) = split_equi(cond, nl);
                 let out_cols: Vec<PlanColumn> = cols;
                 cur = Rel {
-                    plan: Plan::Join { left: Box::new(left.plan), right: Box::new(right.plan), kind, left_keys: lk, right_keys: rk, condition: residual, columns: out_cols.clone() },
+                    plan: Plan::Join {
+                        left: Box::new(left.plan),
+                        right: Box::new(right.plan),
+                        kind,
+                        left_keys: lk,
+                        right_keys: rk,
+                        condition: residual,
+                        columns: out_cols.clone(),
+                    },
                     columns: out_cols,
                 };
             }
@@ -544,7 +597,9 @@ impl<'a> Planner<'a> {
             // Prefer a relation linked by an equality to what is joined.
             let pick = (0..n)
                 .filter(|r| rels[*r].is_some())
-                .find(|r| pending.iter().any(|(c, used)| used.contains(r) && used.iter().all(|u| *u == *r || joined.contains(u)) && is_equi(c)))
+                .find(|r| {
+                    pending.iter().any(|(c, used)| used.contains(r) && used.iter().all(|u| *u == *r || joined.contains(u)) && is_equi(c))
+                })
                 .unwrap_or_else(|| (0..n).find(|r| rels[*r].is_some()).unwrap());
             let right = rels[pick].take().unwrap();
             let mut new_joined = joined.clone();
@@ -618,7 +673,9 @@ impl<'a> Planner<'a> {
                 let scope = Scope::new(vec![], outer);
                 let mut exprs = Vec::new();
                 for a in &args.args {
-                    let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else { bail!(FeatureNotSupported, "unsupported generate_series argument") };
+                    let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
+                        bail!(FeatureNotSupported, "unsupported generate_series argument")
+                    };
                     exprs.push(super::coerce(self.bind_expr(e, &scope, None)?, SqlType::Int8)?);
                 }
                 if !(2..=3).contains(&exprs.len()) {
@@ -703,7 +760,8 @@ impl<'a> Planner<'a> {
         }
         if let Some(def) = self.catalog.table(&self.database, name) {
             let regions = self.regions(&def)?;
-            let cols: Vec<PlanColumn> = def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
+            let cols: Vec<PlanColumn> =
+                def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
             let mut seqs = Vec::new();
             if let Some(keys) = self.incremental.as_ref().filter(|k| k.sink_table_id != Some(def.id)) {
                 for r in &regions {
@@ -712,11 +770,13 @@ impl<'a> Planner<'a> {
                     seqs.push(b);
                 }
             }
-            let plan = Plan::Scan { regions: crate::exec::plan::Regions(regions, seqs), request: ScanRequest::default(), columns: cols.clone() };
+            let plan =
+                Plan::Scan { regions: crate::exec::plan::Regions(regions, seqs), request: ScanRequest::default(), columns: cols.clone() };
             return Ok((plan, cols));
         }
         if let Some(v) = self.catalog.view(&self.database, name) {
-            let stmts = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &v.sql).map_err(|e| err!(Syntax, "{e}"))?;
+            let stmts =
+                sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &v.sql).map_err(|e| err!(Syntax, "{e}"))?;
             let Some(ast::Statement::Query(q)) = stmts.first() else { bail!(Internal, "view {name} is not a query") };
             let plan = self.plan_query(q, None)?;
             let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
@@ -752,7 +812,10 @@ fn push_filter(plan: Plan, pred: Expr) -> Plan {
                 }
                 other => Box::new(other),
             };
-            Plan::Filter { input, predicate: Expr::Binary { op: BinOp::And, left: Box::new(predicate), right: Box::new(pred), ty: SqlType::Bool } }
+            Plan::Filter {
+                input,
+                predicate: Expr::Binary { op: BinOp::And, left: Box::new(predicate), right: Box::new(pred), ty: SqlType::Bool },
+            }
         }
         other => Plan::Filter { input: Box::new(other), predicate: pred },
     }
@@ -810,7 +873,9 @@ fn split_and(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
             split_and(left, out);
             split_and(right, out);
         }
-        ast::Expr::Nested(inner) if matches!(inner.as_ref(), ast::Expr::BinaryOp { op: ast::BinaryOperator::And, .. }) => split_and(inner, out),
+        ast::Expr::Nested(inner) if matches!(inner.as_ref(), ast::Expr::BinaryOp { op: ast::BinaryOperator::And, .. }) => {
+            split_and(inner, out)
+        }
         other => out.push(other.clone()),
     }
 }
@@ -903,7 +968,9 @@ fn post_agg(e: &Expr, group_by: &[Expr], ng: usize) -> Result<Expr> {
             Ok(Expr::Column { index: ng + *k as usize, ty: *ty })
         }
         Expr::Column { .. } => Err(err!(Grouping, "column must appear in the GROUP BY clause or be used in an aggregate function")),
-        Expr::Subquery { correlated: true, .. } => Err(err!(FeatureNotSupported, "correlated subqueries over grouped rows are not supported")),
+        Expr::Subquery { correlated: true, .. } => {
+            Err(err!(FeatureNotSupported, "correlated subqueries over grouped rows are not supported"))
+        }
         other => {
             // Recurse one level at a time so nested group expressions match.
             let err_cell = std::cell::RefCell::new(None);
@@ -950,7 +1017,19 @@ fn output_name(e: &ast::Expr) -> String {
         ast::Expr::Function(f) => f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default(),
         ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
             ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => output_name(expr),
-            _ => data_type.to_string().to_lowercase().split('(').next().unwrap_or("?column?").to_string().replace("integer", "int4").replace("bigint", "int8").replace("smallint", "int2").replace("double precision", "float8").replace("real", "float4").replace("boolean", "bool"),
+            _ => data_type
+                .to_string()
+                .to_lowercase()
+                .split('(')
+                .next()
+                .unwrap_or("?column?")
+                .to_string()
+                .replace("integer", "int4")
+                .replace("bigint", "int8")
+                .replace("smallint", "int2")
+                .replace("double precision", "float8")
+                .replace("real", "float4")
+                .replace("boolean", "bool"),
         },
         ast::Expr::Nested(inner) => output_name(inner),
         ast::Expr::Case { .. } => "case".into(),
@@ -979,7 +1058,8 @@ fn cast_columns(plan: Plan, types: &[SqlType]) -> Result<Plan> {
     if cols.iter().zip(types).all(|(c, t)| c.ty == *t) {
         return Ok(plan);
     }
-    let exprs = cols.iter().enumerate().map(|(i, c)| super::coerce(Expr::Column { index: i, ty: c.ty }, types[i])).collect::<Result<_>>()?;
+    let exprs =
+        cols.iter().enumerate().map(|(i, c)| super::coerce(Expr::Column { index: i, ty: c.ty }, types[i])).collect::<Result<_>>()?;
     let columns = cols.iter().zip(types).map(|(c, t)| PlanColumn { name: c.name.clone(), qualifier: None, ty: *t }).collect();
     Ok(Plan::Project { input: Box::new(plan), exprs, columns })
 }

@@ -4,10 +4,10 @@
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 
 use super::Planner;
+use crate::bail;
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, Plan, PlanColumn};
 use crate::types::{values_to_array, SqlType, Value};
-use crate::bail;
 
 fn table(cols: &[(&str, SqlType)], rows: Vec<Vec<Value>>) -> Result<(Plan, Vec<PlanColumn>)> {
     let columns: Vec<PlanColumn> = cols.iter().map(|(n, t)| PlanColumn::new(*n, *t)).collect();
@@ -16,7 +16,8 @@ fn table(cols: &[(&str, SqlType)], rows: Vec<Vec<Value>>) -> Result<(Plan, Vec<P
         let vals: Vec<Value> = rows.iter().map(|r| r[i].clone()).collect();
         arrays.push(values_to_array(&vals, *t)?);
     }
-    let batch = RecordBatch::try_new_with_options(arrow_schema(&columns), arrays, &RecordBatchOptions::new().with_row_count(Some(rows.len())))?;
+    let batch =
+        RecordBatch::try_new_with_options(arrow_schema(&columns), arrays, &RecordBatchOptions::new().with_row_count(Some(rows.len())))?;
     Ok((Plan::Memory { batches: vec![batch], columns: columns.clone() }, columns))
 }
 
@@ -47,7 +48,13 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
                 for (i, c) in tdef.columns.iter().enumerate() {
-                    let role = if tdef.time_index == Some(i) { "TIMESTAMP" } else if tdef.primary_key.contains(&i) { "TAG" } else { "FIELD" };
+                    let role = if tdef.time_index == Some(i) {
+                        "TIMESTAMP"
+                    } else if tdef.primary_key.contains(&i) {
+                        "TAG"
+                    } else {
+                        "FIELD"
+                    };
                     rows.push(vec![
                         t(db),
                         t("public"),
@@ -62,11 +69,24 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
                 }
             }
             table(
-                &[("table_catalog", Text), ("table_schema", Text), ("table_name", Text), ("column_name", Text), ("ordinal_position", Int4), ("data_type", Text), ("is_nullable", Text), ("column_default", Text), ("semantic_type", Text)],
+                &[
+                    ("table_catalog", Text),
+                    ("table_schema", Text),
+                    ("table_name", Text),
+                    ("column_name", Text),
+                    ("ordinal_position", Int4),
+                    ("data_type", Text),
+                    ("is_nullable", Text),
+                    ("column_default", Text),
+                    ("semantic_type", Text),
+                ],
                 rows,
             )
         }
-        ("information_schema", "schemata") => table(&[("catalog_name", Text), ("schema_name", Text)], vec![vec![t(db), t("public")], vec![t(db), t("information_schema")], vec![t(db), t("pg_catalog")]]),
+        ("information_schema", "schemata") => table(
+            &[("catalog_name", Text), ("schema_name", Text)],
+            vec![vec![t(db), t("public")], vec![t(db), t("information_schema")], vec![t(db), t("pg_catalog")]],
+        ),
         ("information_schema", "region_statistics") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
@@ -137,10 +157,38 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
                 .databases()
                 .iter()
                 .enumerate()
-                .map(|(i, d)| vec![Value::Int(16000 + i as i64), t(d), Value::Int(10), Value::Int(6), t("C"), t("C"), Value::Null, t("c"), Value::Bool(false), Value::Bool(true), Value::Int(-1), Value::Null])
+                .map(|(i, d)| {
+                    vec![
+                        Value::Int(16000 + i as i64),
+                        t(d),
+                        Value::Int(10),
+                        Value::Int(6),
+                        t("C"),
+                        t("C"),
+                        Value::Null,
+                        t("c"),
+                        Value::Bool(false),
+                        Value::Bool(true),
+                        Value::Int(-1),
+                        Value::Null,
+                    ]
+                })
                 .collect();
             table(
-                &[("oid", Int8), ("datname", Text), ("datdba", Int8), ("encoding", Int4), ("datcollate", Text), ("datctype", Text), ("daticulocale", Text), ("datlocprovider", Text), ("datistemplate", Bool), ("datallowconn", Bool), ("datconnlimit", Int4), ("datacl", Text)],
+                &[
+                    ("oid", Int8),
+                    ("datname", Text),
+                    ("datdba", Int8),
+                    ("encoding", Int4),
+                    ("datcollate", Text),
+                    ("datctype", Text),
+                    ("daticulocale", Text),
+                    ("datlocprovider", Text),
+                    ("datistemplate", Bool),
+                    ("datallowconn", Bool),
+                    ("datconnlimit", Int4),
+                    ("datacl", Text),
+                ],
                 rows,
             )
         }
@@ -206,7 +254,9 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
                 rows,
             )
         }
-        ("pg_catalog", "pg_am") => table(&[("oid", Int8), ("amname", Text), ("amtype", Text)], vec![vec![Value::Int(2), t("heap"), t("t")]]),
+        ("pg_catalog", "pg_am") => {
+            table(&[("oid", Int8), ("amname", Text), ("amtype", Text)], vec![vec![Value::Int(2), t("heap"), t("t")]])
+        }
         ("pg_catalog", "pg_attribute") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
@@ -229,7 +279,19 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
             for (vi, v) in p.catalog.views(db).iter().enumerate() {
                 if let Ok((_, cols)) = p.plan_table(None, &v.name) {
                     for (i, c) in cols.iter().enumerate() {
-                        rows.push(vec![Value::Int(60000 + vi as i64), t(&c.name), Value::Int(c.ty.pg_oid() as i64), Value::Int(-1), Value::Int(i as i64 + 1), Value::Bool(false), Value::Bool(false), Value::Bool(false), Value::Int(0), t(""), t("")]);
+                        rows.push(vec![
+                            Value::Int(60000 + vi as i64),
+                            t(&c.name),
+                            Value::Int(c.ty.pg_oid() as i64),
+                            Value::Int(-1),
+                            Value::Int(i as i64 + 1),
+                            Value::Bool(false),
+                            Value::Bool(false),
+                            Value::Bool(false),
+                            Value::Int(0),
+                            t(""),
+                            t(""),
+                        ]);
                     }
                 }
             }
@@ -263,24 +325,91 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
         }
         ("pg_catalog", "pg_type") => {
             let types = [Bool, Int2, Int4, Int8, Float4, Float8, Text, Varchar, Timestamp, TimestampTz, Date, Interval];
-            let rows = types.iter().map(|ty| vec![Value::Int(ty.pg_oid() as i64), t(&ty.pg_name().replace(' ', "_")), Value::Int(11), t("b"), Value::Int(0), Value::Int(0), Value::Int(0)]).collect();
-            table(&[("oid", Int8), ("typname", Text), ("typnamespace", Int8), ("typtype", Text), ("typelem", Int8), ("typcollation", Int8), ("typrelid", Int8)], rows)
+            let rows = types
+                .iter()
+                .map(|ty| {
+                    vec![
+                        Value::Int(ty.pg_oid() as i64),
+                        t(&ty.pg_name().replace(' ', "_")),
+                        Value::Int(11),
+                        t("b"),
+                        Value::Int(0),
+                        Value::Int(0),
+                        Value::Int(0),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("oid", Int8),
+                    ("typname", Text),
+                    ("typnamespace", Int8),
+                    ("typtype", Text),
+                    ("typelem", Int8),
+                    ("typcollation", Int8),
+                    ("typrelid", Int8),
+                ],
+                rows,
+            )
         }
-        ("pg_catalog", "pg_roles") | ("pg_catalog", "pg_user") => table(&[("oid", Int8), ("rolname", Text), ("rolsuper", Bool), ("usename", Text)], vec![vec![Value::Int(10), t(&p.ctx.user), Value::Bool(true), t(&p.ctx.user)]]),
+        ("pg_catalog", "pg_roles") | ("pg_catalog", "pg_user") => table(
+            &[("oid", Int8), ("rolname", Text), ("rolsuper", Bool), ("usename", Text)],
+            vec![vec![Value::Int(10), t(&p.ctx.user), Value::Bool(true), t(&p.ctx.user)]],
+        ),
         ("pg_catalog", "pg_index") => table(
-            &[("indexrelid", Int8), ("indrelid", Int8), ("indisprimary", Bool), ("indisunique", Bool), ("indisclustered", Bool), ("indisvalid", Bool), ("indisreplident", Bool)],
+            &[
+                ("indexrelid", Int8),
+                ("indrelid", Int8),
+                ("indisprimary", Bool),
+                ("indisunique", Bool),
+                ("indisclustered", Bool),
+                ("indisvalid", Bool),
+                ("indisreplident", Bool),
+            ],
             vec![],
         ),
-        ("pg_catalog", "pg_constraint") => table(&[("oid", Int8), ("conname", Text), ("conrelid", Int8), ("conindid", Int8), ("contype", Text), ("condeferrable", Bool), ("condeferred", Bool)], vec![]),
+        ("pg_catalog", "pg_constraint") => table(
+            &[
+                ("oid", Int8),
+                ("conname", Text),
+                ("conrelid", Int8),
+                ("conindid", Int8),
+                ("contype", Text),
+                ("condeferrable", Bool),
+                ("condeferred", Bool),
+            ],
+            vec![],
+        ),
         ("pg_catalog", "pg_collation") => table(&[("oid", Int8), ("collname", Text)], vec![vec![Value::Int(100), t("default")]]),
         ("pg_catalog", "pg_extension") => table(&[("oid", Int8), ("extname", Text), ("extversion", Text)], vec![]),
-        ("pg_catalog", "pg_inherits") => table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], vec![]),
-        ("pg_catalog", "pg_description") => table(&[("objoid", Int8), ("classoid", Int8), ("objsubid", Int4), ("description", Text)], vec![]),
-        ("pg_catalog", "pg_policy") => table(&[("oid", Int8), ("polname", Text), ("polrelid", Int8), ("polcmd", Text), ("polpermissive", Bool), ("polroles", Text), ("polqual", Text), ("polwithcheck", Text)], vec![]),
-        ("pg_catalog", "pg_statistic_ext") => table(&[("oid", Int8), ("stxrelid", Int8), ("stxname", Text), ("stxnamespace", Int8), ("stxkind", Text), ("stxstattarget", Int4)], vec![]),
+        ("pg_catalog", "pg_inherits") => {
+            table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], vec![])
+        }
+        ("pg_catalog", "pg_description") => {
+            table(&[("objoid", Int8), ("classoid", Int8), ("objsubid", Int4), ("description", Text)], vec![])
+        }
+        ("pg_catalog", "pg_policy") => table(
+            &[
+                ("oid", Int8),
+                ("polname", Text),
+                ("polrelid", Int8),
+                ("polcmd", Text),
+                ("polpermissive", Bool),
+                ("polroles", Text),
+                ("polqual", Text),
+                ("polwithcheck", Text),
+            ],
+            vec![],
+        ),
+        ("pg_catalog", "pg_statistic_ext") => table(
+            &[("oid", Int8), ("stxrelid", Int8), ("stxname", Text), ("stxnamespace", Int8), ("stxkind", Text), ("stxstattarget", Int4)],
+            vec![],
+        ),
         ("pg_catalog", "pg_publication") => table(&[("oid", Int8), ("pubname", Text), ("puballtables", Bool)], vec![]),
         ("pg_catalog", "pg_publication_namespace") => table(&[("oid", Int8), ("pnpubid", Int8), ("pnnspid", Int8)], vec![]),
-        ("pg_catalog", "pg_publication_rel") => table(&[("oid", Int8), ("prpubid", Int8), ("prrelid", Int8), ("prqual", Text), ("prattrs", Text)], vec![]),
+        ("pg_catalog", "pg_publication_rel") => {
+            table(&[("oid", Int8), ("prpubid", Int8), ("prrelid", Int8), ("prqual", Text), ("prattrs", Text)], vec![])
+        }
         ("pg_catalog", "pg_settings") => {
             let rows = p.ctx.settings.iter().map(|(k, v)| vec![t(k), t(v)]).collect();
             table(&[("name", Text), ("setting", Text)], rows)

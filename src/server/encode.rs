@@ -51,7 +51,12 @@ impl ToSql for Cell {
 }
 
 impl ToSqlText for Cell {
-    fn to_sql_text(&self, _ty: &Type, out: &mut BytesMut, _opts: &FormatOptions) -> std::result::Result<IsNull, Box<dyn Error + Sync + Send>> {
+    fn to_sql_text(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+        _opts: &FormatOptions,
+    ) -> std::result::Result<IsNull, Box<dyn Error + Sync + Send>> {
         match (&self.0, self.1) {
             (Value::Null, _) => return Ok(IsNull::Yes),
             (Value::Float(f), SqlType::Float4) => out.put_slice(format_f32(*f as f32).as_bytes()),
@@ -119,7 +124,9 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
             let months = i32::from_be_bytes(b[12..].try_into().unwrap()) as i64;
             Value::Interval(us + days * 86_400_000_000 + months * 30 * 86_400_000_000)
         }
-        SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(String::from_utf8(b.to_vec()).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?),
+        SqlType::Text | SqlType::Varchar | SqlType::Unknown => {
+            Value::Text(String::from_utf8(b.to_vec()).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?)
+        }
     })
 }
 
@@ -165,7 +172,12 @@ impl ToSql for CellRef<'_> {
 }
 
 impl ToSqlText for CellRef<'_> {
-    fn to_sql_text(&self, ty: &Type, out: &mut BytesMut, opts: &FormatOptions) -> std::result::Result<IsNull, Box<dyn Error + Sync + Send>> {
+    fn to_sql_text(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+        opts: &FormatOptions,
+    ) -> std::result::Result<IsNull, Box<dyn Error + Sync + Send>> {
         match self {
             CellRef::Null => Ok(IsNull::Yes),
             CellRef::Text(s) => {

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures::{stream, Sink, SinkExt};
-use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler};
+use pgwire::api::auth::{
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler,
+};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
@@ -57,7 +59,8 @@ fn sql_type_of(t: &Type) -> Option<SqlType> {
 }
 
 /// Running sessions by backend pid, for CancelRequest: (secret, flag).
-type CancelRegistry = Arc<Mutex<std::collections::HashMap<i32, (pgwire::messages::startup::SecretKey, Arc<std::sync::atomic::AtomicBool>)>>>;
+type CancelRegistry =
+    Arc<Mutex<std::collections::HashMap<i32, (pgwire::messages::startup::SecretKey, Arc<std::sync::atomic::AtomicBool>)>>>;
 
 /// One connection: its session and the pgwire handlers around it.
 pub struct Connection {
@@ -113,12 +116,18 @@ impl StartupHandler for Connection {
             let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_else(|| "weir".into());
             let db = client.metadata().get(METADATA_DATABASE).cloned().unwrap_or_else(|| user.clone());
             if !self.engine.catalog.database_exists(&db) {
-                return Err(PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), "3D000".into(), format!("database \"{db}\" does not exist")))));
+                return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                    "FATAL".into(),
+                    "3D000".into(),
+                    format!("database \"{db}\" does not exist"),
+                ))));
             }
             let mut sess = Session::new(self.engine.clone(), &db, &user);
             // Backend key data for cancel requests: our pid counter and a
             // secret from the clock and address (not cryptographic).
-            let secret = pgwire::messages::startup::SecretKey::I32((crate::exec::functions::now_micros() as i32) ^ (self.pid.wrapping_mul(0x5bd1_e995)));
+            let secret = pgwire::messages::startup::SecretKey::I32(
+                (crate::exec::functions::now_micros() as i32) ^ (self.pid.wrapping_mul(0x5bd1_e995)),
+            );
             client.set_pid_and_secret_key(self.pid, secret.clone());
             self.cancels.lock().unwrap().insert(self.pid, (secret, sess.cancel.clone()));
             if let Some(app) = client.metadata().get("application_name") {
@@ -188,7 +197,9 @@ fn tag_of(tag: &str) -> Tag {
     let parts: Vec<&str> = tag.split(' ').collect();
     match parts.as_slice() {
         ["INSERT", oid, n] => Tag::new("INSERT").with_oid(oid.parse().unwrap_or(0)).with_rows(n.parse().unwrap_or(0)),
-        [cmd, n] if n.chars().all(|c| c.is_ascii_digit()) && matches!(*cmd, "DELETE" | "UPDATE" | "SELECT" | "COPY" | "MOVE" | "FETCH") => Tag::new(cmd).with_rows(n.parse().unwrap_or(0)),
+        [cmd, n] if n.chars().all(|c| c.is_ascii_digit()) && matches!(*cmd, "DELETE" | "UPDATE" | "SELECT" | "COPY" | "MOVE" | "FETCH") => {
+            Tag::new(cmd).with_rows(n.parse().unwrap_or(0))
+        }
         _ => Tag::new(tag),
     }
 }
@@ -252,7 +263,15 @@ impl QueryParser for WeirQueryParser {
             .columns
             .iter()
             .enumerate()
-            .map(|(i, c)| FieldInfo::new(c.name.clone(), None, None, pg_type(c.ty), column_format.map(|f| f.format_for(i)).unwrap_or(FieldFormat::Text)))
+            .map(|(i, c)| {
+                FieldInfo::new(
+                    c.name.clone(),
+                    None,
+                    None,
+                    pg_type(c.ty),
+                    column_format.map(|f| f.format_for(i)).unwrap_or(FieldFormat::Text),
+                )
+            })
             .collect())
     }
 }
@@ -276,7 +295,15 @@ impl ExtendedQueryHandler for Connection {
         let prepared = &portal.statement.statement;
         let mut values = Vec::with_capacity(portal.parameters.len());
         for (i, raw) in portal.parameters.iter().enumerate() {
-            let ty = portal.statement.parameter_types.get(i).cloned().flatten().and_then(|t| sql_type_of(&t)).or_else(|| prepared.param_types.get(i).copied()).unwrap_or(SqlType::Text);
+            let ty = portal
+                .statement
+                .parameter_types
+                .get(i)
+                .cloned()
+                .flatten()
+                .and_then(|t| sql_type_of(&t))
+                .or_else(|| prepared.param_types.get(i).copied())
+                .unwrap_or(SqlType::Text);
             let binary = matches!(portal.parameter_format.format_for(i), FieldFormat::Binary);
             values.push(encode::decode_param(raw.as_deref(), ty, binary).map_err(|e| user_error(&e))?);
         }
@@ -323,7 +350,11 @@ impl pgwire::api::copy::CopyHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         self.with_session(|s| s.copy_fail());
-        PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".into(), "57014".into(), format!("COPY from stdin failed: {}", fail.message))))
+        PgWireError::UserError(Box::new(ErrorInfo::new(
+            "ERROR".into(),
+            "57014".into(),
+            format!("COPY from stdin failed: {}", fail.message),
+        )))
     }
 }
 
@@ -366,7 +397,13 @@ impl PgWireServerHandlers for Connection {
 
 impl Connection {
     fn clone_handle(&self) -> Connection {
-        Connection { cancels: self.cancels.clone(), pid: self.pid, engine: self.engine.clone(), session: self.session.clone(), parser: self.parser.clone() }
+        Connection {
+            cancels: self.cancels.clone(),
+            pid: self.pid,
+            engine: self.engine.clone(),
+            session: self.session.clone(),
+            parser: self.parser.clone(),
+        }
     }
 }
 

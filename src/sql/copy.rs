@@ -44,7 +44,13 @@ pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
     let cols: Vec<usize> = if columns.is_empty() {
         (0..def.columns.len()).collect()
     } else {
-        columns.iter().map(|c| def.column_index(&ident(c)).ok_or_else(|| err!(UndefinedColumn, "column \"{}\" of relation \"{name}\" does not exist", ident(c)))).collect::<Result<_>>()?
+        columns
+            .iter()
+            .map(|c| {
+                def.column_index(&ident(c))
+                    .ok_or_else(|| err!(UndefinedColumn, "column \"{}\" of relation \"{name}\" does not exist", ident(c)))
+            })
+            .collect::<Result<_>>()?
     };
     let mut c = CopyIn {
         table: def,
@@ -142,7 +148,8 @@ impl CopyIn {
                 let v = if !quoted && field == self.null {
                     Value::Null
                 } else {
-                    parse_text_as(&field, col.ty).map_err(|e| e.with_detail(format!("COPY {}, line {line_no}, column {}", self.table.name, col.name)))?
+                    parse_text_as(&field, col.ty)
+                        .map_err(|e| e.with_detail(format!("COPY {}, line {line_no}, column {}", self.table.name, col.name)))?
                 };
                 per_col[k].push(v);
             }
@@ -166,7 +173,8 @@ impl CopyIn {
         }
         let schema = super::ddl::region_descriptor(def).schema;
         let batch = RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
-        let regions: Vec<Arc<crate::storage::Region>> = (0..def.regions.max(1)).filter_map(|n| s.engine.storage.region(region_id(def.id, n))).collect();
+        let regions: Vec<Arc<crate::storage::Region>> =
+            (0..def.regions.max(1)).filter_map(|n| s.engine.storage.region(region_id(def.id, n))).collect();
         if regions.len() <= 1 {
             regions[0].write(&batch)?;
         } else {
@@ -292,7 +300,13 @@ mod tests {
 }
 
 /// COPY table|query TO STDOUT, text or CSV: the rows as lines.
-fn copy_out(s: &mut Session, source: &CopySource, target: &CopyTarget, options: &[CopyOption], legacy: &[ast::CopyLegacyOption]) -> Result<QueryResult> {
+fn copy_out(
+    s: &mut Session,
+    source: &CopySource,
+    target: &CopyTarget,
+    options: &[CopyOption],
+    legacy: &[ast::CopyLegacyOption],
+) -> Result<QueryResult> {
     if !matches!(target, CopyTarget::Stdout) {
         bail!(FeatureNotSupported, "COPY TO a file is not supported; use COPY TO STDOUT");
     }
@@ -325,7 +339,11 @@ fn copy_out(s: &mut Session, source: &CopySource, target: &CopyTarget, options: 
     let null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() });
     let sql = match source {
         CopySource::Table { table_name, columns } => {
-            let cols = if columns.is_empty() { "*".to_string() } else { columns.iter().map(|c| format!("\"{}\"", ident(c))).collect::<Vec<_>>().join(", ") };
+            let cols = if columns.is_empty() {
+                "*".to_string()
+            } else {
+                columns.iter().map(|c| format!("\"{}\"", ident(c))).collect::<Vec<_>>().join(", ")
+            };
             format!("SELECT {cols} FROM {table_name}")
         }
         CopySource::Query(q) => q.to_string(),
@@ -348,7 +366,9 @@ fn copy_out(s: &mut Session, source: &CopySource, target: &CopyTarget, options: 
                         fields.push(null.clone());
                         continue;
                     }
-                    Value::Timestamp(t) if c.ty == crate::types::SqlType::TimestampTz => format!("{}+00", crate::types::format_timestamp(*t)),
+                    Value::Timestamp(t) if c.ty == crate::types::SqlType::TimestampTz => {
+                        format!("{}+00", crate::types::format_timestamp(*t))
+                    }
                     other => crate::types::format_value(other),
                 };
                 fields.push(if csv { csv_field(&text, delim) } else { text_field(&text, delim) });
@@ -398,8 +418,8 @@ impl ColumnBuilder {
     }
 
     fn push(&mut self, v: Value) {
-        use arrow::array::*;
         use crate::types::SqlType as T;
+        use arrow::array::*;
         self.len += 1;
         let b = self.inner.as_any_mut();
         macro_rules! put {

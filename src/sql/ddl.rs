@@ -16,11 +16,8 @@ use crate::types::{parse_interval, SqlType};
 use crate::{bail, err};
 
 pub fn region_descriptor(t: &TableDef) -> RegionDescriptor {
-    let fields: Vec<arrow::datatypes::Field> = t
-        .columns
-        .iter()
-        .map(|c| arrow::datatypes::Field::new(&c.name, c.ty.to_arrow(), true))
-        .collect();
+    let fields: Vec<arrow::datatypes::Field> =
+        t.columns.iter().map(|c| arrow::datatypes::Field::new(&c.name, c.ty.to_arrow(), true)).collect();
     RegionDescriptor {
         table_name: t.name.clone(),
         schema: Arc::new(arrow::datatypes::Schema::new(fields)),
@@ -33,7 +30,8 @@ pub fn region_descriptor(t: &TableDef) -> RegionDescriptor {
 
 fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Result<QueryResult> {
     let cols: Vec<PlanColumn> = names.iter().map(|n| PlanColumn::new(*n, SqlType::Text)).collect();
-    let arrays: Vec<ArrayRef> = (0..names.len()).map(|i| Arc::new(StringArray::from(rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>())) as ArrayRef).collect();
+    let arrays: Vec<ArrayRef> =
+        (0..names.len()).map(|i| Arc::new(StringArray::from(rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>())) as ArrayRef).collect();
     let b = RecordBatch::try_new(arrow_schema(&cols), arrays)?;
     Ok(QueryResult::Rows { columns: cols, batches: vec![b] })
 }
@@ -128,9 +126,28 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
-                    let key = if def.primary_key.contains(&i) { "PRI" } else if def.time_index == Some(i) { "TIME INDEX" } else { "" };
-                    let sem = if def.time_index == Some(i) { "TIMESTAMP" } else if def.primary_key.contains(&i) { "TAG" } else { "FIELD" };
-                    vec![c.name.clone(), c.ty.sql_name().to_string(), key.to_string(), if c.nullable { "YES" } else { "NO" }.to_string(), c.default.clone().unwrap_or_default(), sem.to_string()]
+                    let key = if def.primary_key.contains(&i) {
+                        "PRI"
+                    } else if def.time_index == Some(i) {
+                        "TIME INDEX"
+                    } else {
+                        ""
+                    };
+                    let sem = if def.time_index == Some(i) {
+                        "TIMESTAMP"
+                    } else if def.primary_key.contains(&i) {
+                        "TAG"
+                    } else {
+                        "FIELD"
+                    };
+                    vec![
+                        c.name.clone(),
+                        c.ty.sql_name().to_string(),
+                        key.to_string(),
+                        if c.nullable { "YES" } else { "NO" }.to_string(),
+                        c.default.clone().unwrap_or_default(),
+                        sem.to_string(),
+                    ]
                 })
                 .collect();
             text_rows(&["Column", "Type", "Key", "Null", "Default", "Semantic Type"], rows)
@@ -180,7 +197,9 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             }
             bail!(FeatureNotSupported, "EXPLAIN supports queries only")
         }
-        Statement::Analyze { .. } | Statement::Discard { .. } | Statement::Deallocate { .. } => Ok(QueryResult::Command(statement_tag(stmt))),
+        Statement::Analyze { .. } | Statement::Discard { .. } | Statement::Deallocate { .. } => {
+            Ok(QueryResult::Command(statement_tag(stmt)))
+        }
         other => {
             let text = other.to_string();
             let word = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
@@ -206,7 +225,8 @@ fn parse_ttl(s: &str) -> Result<Option<i64>> {
     if l == "forever" || l.is_empty() {
         return Ok(None);
     }
-    let us = parse_interval(&l).ok_or_else(|| err!(InvalidParameterValue, "invalid ttl \"{s}\"").with_hint("use a duration such as '7d', '1h' or 'instant'"))?;
+    let us = parse_interval(&l)
+        .ok_or_else(|| err!(InvalidParameterValue, "invalid ttl \"{s}\"").with_hint("use a duration such as '7d', '1h' or 'instant'"))?;
     Ok(Some(us / 1000))
 }
 
@@ -246,7 +266,9 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
                     nullable = false;
                 }
                 ast::ColumnOption::Unique(_) => {}
-                ast::ColumnOption::Check(c) if matches!(c.expr.as_ref(), ast::Expr::Identifier(i) if i.value == mark) => time_index_col = Some(cname.clone()),
+                ast::ColumnOption::Check(c) if matches!(c.expr.as_ref(), ast::Expr::Identifier(i) if i.value == mark) => {
+                    time_index_col = Some(cname.clone())
+                }
                 ast::ColumnOption::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
                 _ => {}
             }
@@ -273,13 +295,18 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
                 }
             }
             ast::TableConstraint::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
-            ast::TableConstraint::Unique(u) => unique_sets.push(u.columns.iter().map(|c| c.column.expr.to_string().to_lowercase()).collect()),
+            ast::TableConstraint::Unique(u) => {
+                unique_sets.push(u.columns.iter().map(|c| c.column.expr.to_string().to_lowercase()).collect())
+            }
             _ => {}
         }
     }
     let time_index = match &time_index_col {
         Some(ti) => {
-            let i = columns.iter().position(|c| &c.name == ti).ok_or_else(|| err!(UndefinedColumn, "column \"{ti}\" named in TIME INDEX does not exist"))?;
+            let i = columns
+                .iter()
+                .position(|c| &c.name == ti)
+                .ok_or_else(|| err!(UndefinedColumn, "column \"{ti}\" named in TIME INDEX does not exist"))?;
             if !columns[i].ty.is_timestamp() {
                 bail!(DatatypeMismatch, "TIME INDEX column \"{ti}\" must be a timestamp, not {}", columns[i].ty);
             }
@@ -290,7 +317,8 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
     };
     let mut pk_idx = Vec::new();
     for p in &primary_key {
-        let i = columns.iter().position(|c| &c.name == p).ok_or_else(|| err!(UndefinedColumn, "column \"{p}\" named in key does not exist"))?;
+        let i =
+            columns.iter().position(|c| &c.name == p).ok_or_else(|| err!(UndefinedColumn, "column \"{p}\" named in key does not exist"))?;
         // With a time index, the time column is part of the identity already.
         if Some(i) != time_index && !pk_idx.contains(&i) {
             pk_idx.push(i);
@@ -302,7 +330,10 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
     let mut append_mode = false;
     let mut regions = 1u32;
     let opts: Vec<ast::SqlOption> = match &ct.table_options {
-        ast::CreateTableOptions::With(v) | ast::CreateTableOptions::Options(v) | ast::CreateTableOptions::Plain(v) | ast::CreateTableOptions::TableProperties(v) => v.clone(),
+        ast::CreateTableOptions::With(v)
+        | ast::CreateTableOptions::Options(v)
+        | ast::CreateTableOptions::Plain(v)
+        | ast::CreateTableOptions::TableProperties(v) => v.clone(),
         ast::CreateTableOptions::None => vec![],
     };
     for o in opts {
@@ -327,7 +358,10 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
                     bail!(InvalidParameterValue, "regions must be between 1 and 256");
                 }
             }
-            other => return Err(err!(InvalidParameterValue, "unrecognized table option \"{other}\"").with_hint("weir knows ttl, append_mode and regions")),
+            other => {
+                return Err(err!(InvalidParameterValue, "unrecognized table option \"{other}\"")
+                    .with_hint("weir knows ttl, append_mode and regions"))
+            }
         }
     }
     if time_index.is_none() && (ttl_ms.is_some()) {
@@ -336,16 +370,39 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
     if regions > 1 && pk_idx.is_empty() {
         bail!(InvalidParameterValue, "regions > 1 needs a PRIMARY KEY to split rows by");
     }
-    let def = TableDef { id: cat.next_table_id()?, database: s.database.clone(), name: name.clone(), columns, time_index, primary_key: pk_idx, append_mode, ttl_ms, ttl_text, regions };
+    let def = TableDef {
+        id: cat.next_table_id()?,
+        database: s.database.clone(),
+        name: name.clone(),
+        columns,
+        time_index,
+        primary_key: pk_idx,
+        append_mode,
+        ttl_ms,
+        ttl_text,
+        regions,
+    };
     // Regions first: a crash between the two leaves an orphan region
     // directory, never a catalog entry without storage.
     engine.open_table_regions(&def)?;
     cat.create_table(def.clone())?;
     for (k, u) in unique_sets.into_iter().enumerate() {
-        cat.create_index(IndexDef { database: s.database.clone(), name: format!("{name}_unique_{k}"), table: name.clone(), columns: u, unique: true })?;
+        cat.create_index(IndexDef {
+            database: s.database.clone(),
+            name: format!("{name}_unique_{k}"),
+            table: name.clone(),
+            columns: u,
+            unique: true,
+        })?;
     }
     if time_index.is_none() && !primary_key.is_empty() {
-        cat.create_index(IndexDef { database: s.database.clone(), name: format!("{name}_pkey"), table: name.clone(), columns: primary_key, unique: true })?;
+        cat.create_index(IndexDef {
+            database: s.database.clone(),
+            name: format!("{name}_pkey"),
+            table: name.clone(),
+            columns: primary_key,
+            unique: true,
+        })?;
     }
     let _ = Engine::descriptor;
     Ok(QueryResult::Command("CREATE TABLE".into()))
@@ -371,7 +428,10 @@ pub fn show_create(t: &TableDef) -> String {
         lines.push(format!("  TIME INDEX (\"{}\")", t.columns[ti].name));
     }
     if !t.primary_key.is_empty() {
-        lines.push(format!("  PRIMARY KEY ({})", t.primary_key.iter().map(|&i| format!("\"{}\"", t.columns[i].name)).collect::<Vec<_>>().join(", ")));
+        lines.push(format!(
+            "  PRIMARY KEY ({})",
+            t.primary_key.iter().map(|&i| format!("\"{}\"", t.columns[i].name)).collect::<Vec<_>>().join(", ")
+        ));
     }
     let mut opts = Vec::new();
     if let Some(ttl) = &t.ttl_text {

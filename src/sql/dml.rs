@@ -125,7 +125,9 @@ fn insert(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast:
                 for (k, e) in row.content.iter().enumerate() {
                     let ty = def.columns[targets[k]].ty;
                     let b = match e {
-                        ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() => default_expr(planner, def, targets[k])?,
+                        ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() => {
+                            default_expr(planner, def, targets[k])?
+                        }
                         _ => planner.bind_expr(e, &scope, None)?,
                     };
                     per_col[k].push(assign_coerce(b, ty, &def.columns[targets[k]].name)?);
@@ -152,7 +154,13 @@ fn insert(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast:
             for (k, c) in pcols.iter().enumerate() {
                 let ty = def.columns[targets[k]].ty;
                 if !assignable(c.ty, ty) {
-                    bail!(DatatypeMismatch, "column \"{}\" is of type {} but expression is of type {}", def.columns[targets[k]].name, ty, c.ty);
+                    bail!(
+                        DatatypeMismatch,
+                        "column \"{}\" is of type {} but expression is of type {}",
+                        def.columns[targets[k]].name,
+                        ty,
+                        c.ty
+                    );
                 }
                 out.push(cast_array(all.column(k), c.ty, ty)?);
             }
@@ -173,19 +181,21 @@ fn insert(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast:
             Some(a) => a,
             None => {
                 let e = default_expr(planner, def, i)?;
-                eval_column(planner, &vec![e; 1], c.ty).and_then(|one| crate::exec::expr::scalar_array(&crate::types::value_at(one.as_ref(), 0), c.ty, nrows))?
+                eval_column(planner, &vec![e; 1], c.ty)
+                    .and_then(|one| crate::exec::expr::scalar_array(&crate::types::value_at(one.as_ref(), 0), c.ty, nrows))?
             }
         };
         if !c.nullable && a.null_count() > 0 {
-            return Err(err!(NotNullViolation, "null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, def.name));
+            return Err(err!(
+                NotNullViolation,
+                "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                c.name,
+                def.name
+            ));
         }
         arrays.push(a);
     }
-    let batch = RecordBatch::try_new_with_options(
-        region_schema(def),
-        arrays,
-        &RecordBatchOptions::new().with_row_count(Some(nrows)),
-    )?;
+    let batch = RecordBatch::try_new_with_options(region_schema(def), arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
     check_unique(planner, def, regions, &batch)?;
     write_routed(def, regions, &batch)?;
     Ok(QueryResult::Command(format!("INSERT 0 {nrows}")))
@@ -193,7 +203,14 @@ fn insert(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast:
 
 /// Whether a value of type `from` may be stored in a column of type `to`.
 fn assignable(from: SqlType, to: SqlType) -> bool {
-    from == to || from == SqlType::Unknown || (from.is_numeric() && to.is_numeric()) || (from.is_text() && to.is_text()) || (from.is_timestamp() && to.is_timestamp()) || to.is_text() || (from == SqlType::Date && to.is_timestamp()) || (from == SqlType::Bool && to.is_integer())
+    from == to
+        || from == SqlType::Unknown
+        || (from.is_numeric() && to.is_numeric())
+        || (from.is_text() && to.is_text())
+        || (from.is_timestamp() && to.is_timestamp())
+        || to.is_text()
+        || (from == SqlType::Date && to.is_timestamp())
+        || (from == SqlType::Bool && to.is_integer())
 }
 
 fn assign_coerce(e: Expr, ty: SqlType, col: &str) -> Result<Expr> {
@@ -222,7 +239,8 @@ fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Result<Expr> {
 fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Result<ArrayRef> {
     // Fast path: all literals.
     if exprs.iter().all(|e| matches!(e, Expr::Literal { .. })) {
-        let vals: Vec<Value> = exprs.iter().map(|e| if let Expr::Literal { value, .. } = e { value.clone() } else { unreachable!() }).collect();
+        let vals: Vec<Value> =
+            exprs.iter().map(|e| if let Expr::Literal { value, .. } = e { value.clone() } else { unreachable!() }).collect();
         let a = crate::types::values_to_array(&vals, ty)?;
         // Integer literals must fit their column.
         if ty.is_integer() {
@@ -241,8 +259,13 @@ fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Result<ArrayRe
         }
         return Ok(a);
     }
-    let unit = RecordBatch::try_new_with_options(Arc::new(arrow::datatypes::Schema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))?;
-    let parts: Vec<ArrayRef> = exprs.iter().map(|e| e.eval(&unit, &planner.ctx).and_then(|a| cast_array(&a, e.ty(), ty))).collect::<Result<_>>()?;
+    let unit = RecordBatch::try_new_with_options(
+        Arc::new(arrow::datatypes::Schema::empty()),
+        vec![],
+        &RecordBatchOptions::new().with_row_count(Some(1)),
+    )?;
+    let parts: Vec<ArrayRef> =
+        exprs.iter().map(|e| e.eval(&unit, &planner.ctx).and_then(|a| cast_array(&a, e.ty(), ty))).collect::<Result<_>>()?;
     let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
     Ok(arrow::compute::concat(&refs)?)
 }
@@ -286,7 +309,11 @@ fn check_unique(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batc
         };
         for r in regions {
             for b in r.scan(&ScanRequest { projection: Some(cols.clone()), ..Default::default() })? {
-                let remapped = RecordBatch::try_new_with_options(b.schema(), b.columns().to_vec(), &RecordBatchOptions::new().with_row_count(Some(b.num_rows())))?;
+                let remapped = RecordBatch::try_new_with_options(
+                    b.schema(),
+                    b.columns().to_vec(),
+                    &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+                )?;
                 for i in 0..remapped.num_rows() {
                     let k: Vec<Value> = (0..cols.len()).map(|c| crate::types::value_at(remapped.column(c).as_ref(), i)).collect();
                     if !k.iter().any(|v| v.is_null()) {
@@ -360,9 +387,12 @@ fn update(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::U
             ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
             _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
         };
-        let i = def.column_index(&col).ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
+        let i =
+            def.column_index(&col).ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
         let e = match &a.value {
-            ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => default_expr(planner, def, i)?,
+            ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
+                default_expr(planner, def, i)?
+            }
             v => planner.bind_expr(v, &scope, None)?,
         };
         sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
@@ -376,11 +406,20 @@ fn update(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::U
                 let a = e.eval(&old, &planner.ctx)?;
                 let a = cast_array(&a, e.ty(), def.columns[*i].ty)?;
                 if !def.columns[*i].nullable && a.null_count() > 0 {
-                    bail!(NotNullViolation, "null value in column \"{}\" of relation \"{}\" violates not-null constraint", def.columns[*i].name, def.name);
+                    bail!(
+                        NotNullViolation,
+                        "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                        def.columns[*i].name,
+                        def.name
+                    );
                 }
                 cols[*i] = a;
             }
-            let new = RecordBatch::try_new_with_options(region_schema(def), cols, &RecordBatchOptions::new().with_row_count(Some(old.num_rows())))?;
+            let new = RecordBatch::try_new_with_options(
+                region_schema(def),
+                cols,
+                &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
+            )?;
             n += old.num_rows();
             r.delete(&old)?;
             write_routed(def, regions, &new)?;

@@ -68,13 +68,21 @@ impl Engine {
 /// The result of one statement.
 #[derive(Debug)]
 pub enum QueryResult {
-    Rows { columns: Vec<PlanColumn>, batches: Vec<RecordBatch> },
+    Rows {
+        columns: Vec<PlanColumn>,
+        batches: Vec<RecordBatch>,
+    },
     /// A command tag such as `INSERT 0 3` or `CREATE TABLE`.
     Command(String),
     /// COPY FROM STDIN started: the client sends data next.
-    CopyIn { columns: usize },
+    CopyIn {
+        columns: usize,
+    },
     /// COPY TO STDOUT: one text line per row (without the newline).
-    CopyOut { columns: usize, lines: Vec<String> },
+    CopyOut {
+        columns: usize,
+        lines: Vec<String>,
+    },
     Empty,
 }
 
@@ -110,7 +118,11 @@ pub struct Prepared {
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     let (sql, _) = preparse::strip_time_index(sql)?;
     // Generated SQL nests deeply; the worker stack is sized for this limit.
-    Parser::new(&PostgreSqlDialect {}).with_recursion_limit(2000).try_with_sql(&sql).and_then(|mut p| p.parse_statements()).map_err(parse_error)
+    Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(2000)
+        .try_with_sql(&sql)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(parse_error)
 }
 
 fn parse_error(e: sqlparser::parser::ParserError) -> WeirError {
@@ -121,7 +133,15 @@ fn parse_error(e: sqlparser::parser::ParserError) -> WeirError {
 
 impl Session {
     pub fn new(engine: Arc<Engine>, database: &str, user: &str) -> Session {
-        Session { engine, database: database.to_string(), user: user.to_string(), settings: session_vars::defaults(), tx: TxState::Idle, cancel: Arc::new(AtomicBool::new(false)), copy: None }
+        Session {
+            engine,
+            database: database.to_string(),
+            user: user.to_string(),
+            settings: session_vars::defaults(),
+            tx: TxState::Idle,
+            cancel: Arc::new(AtomicBool::new(false)),
+            copy: None,
+        }
     }
 
     pub fn exec_ctx(&self) -> ExecCtx {
@@ -190,7 +210,8 @@ impl Session {
         let r = match r {
             Ok(r) => r,
             Err(p) => {
-                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+                let msg =
+                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
                 Err(err!(Internal, "internal error: {msg}"))
             }
         };
@@ -235,12 +256,27 @@ impl Session {
         let mut columns = vec![];
         if let Statement::Query(q) = &stmt {
             if self.tx != TxState::Failed {
-                let planner = Planner::new(&self.engine.catalog, &self.engine.storage, &self.database, self.exec_ctx(), Params { types: param_types.clone(), values: None });
+                let planner = Planner::new(
+                    &self.engine.catalog,
+                    &self.engine.storage,
+                    &self.database,
+                    self.exec_ctx(),
+                    Params { types: param_types.clone(), values: None },
+                );
                 let plan = planner.plan_query(q, None)?;
                 columns = crate::planner::output_columns(&plan);
                 param_types = planner.params.borrow().types.clone();
             }
-        } else if matches!(stmt, Statement::ShowVariable { .. } | Statement::ShowVariables { .. } | Statement::ShowTables { .. } | Statement::ShowDatabases { .. } | Statement::ShowCreate { .. } | Statement::ExplainTable { .. } | Statement::Explain { .. }) {
+        } else if matches!(
+            stmt,
+            Statement::ShowVariable { .. }
+                | Statement::ShowVariables { .. }
+                | Statement::ShowTables { .. }
+                | Statement::ShowDatabases { .. }
+                | Statement::ShowCreate { .. }
+                | Statement::ExplainTable { .. }
+                | Statement::Explain { .. }
+        ) {
             // Read-only: run it to learn its columns.
             if let Ok(QueryResult::Rows { columns: c, .. }) = self.execute_statement(&stmt, Params::default()) {
                 columns = c;
@@ -250,7 +286,12 @@ impl Session {
         }
         let n = count_params(sql).max(param_types.len());
         param_types.resize(n, None);
-        Ok(Prepared { sql: sql.to_string(), stmt: Some(stmt), param_types: param_types.iter().map(|t| t.unwrap_or(SqlType::Text)).collect(), columns })
+        Ok(Prepared {
+            sql: sql.to_string(),
+            stmt: Some(stmt),
+            param_types: param_types.iter().map(|t| t.unwrap_or(SqlType::Text)).collect(),
+            columns,
+        })
     }
 
     /// Execute a prepared statement with bound parameter values.
@@ -294,7 +335,8 @@ impl Session {
                 if keys.as_ref().is_some_and(|k| k.return_region_seq) {
                     match &result {
                         Ok(_) => {
-                            let m: serde_json::Map<String, serde_json::Value> = marks.iter().map(|(r, s)| (r.to_string(), serde_json::Value::from(*s))).collect();
+                            let m: serde_json::Map<String, serde_json::Value> =
+                                marks.iter().map(|(r, s)| (r.to_string(), serde_json::Value::from(*s))).collect();
                             self.settings.insert("flow.region_seqs".into(), serde_json::Value::Object(m).to_string());
                         }
                         Err(_) => {
@@ -343,7 +385,8 @@ impl Session {
     /// End of COPY data: parse and write everything, or nothing.
     pub fn copy_done(&mut self) -> Result<usize> {
         let Some(c) = self.copy.take() else { bail!(Internal, "no COPY in progress") };
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.finish(self))).unwrap_or_else(|_| Err(err!(Internal, "internal error during COPY")));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.finish(self)))
+            .unwrap_or_else(|_| Err(err!(Internal, "internal error during COPY")));
         if r.is_err() {
             self.fail();
         }

@@ -4,8 +4,8 @@
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
-use crate::error::Result;
 use crate::err;
+use crate::error::Result;
 
 /// What the pre-parser took out of a statement.
 #[derive(Debug, Default)]
@@ -41,9 +41,8 @@ pub fn strip_time_index(sql: &str) -> Result<(String, Extracted)> {
     let dialect = PostgreSqlDialect {};
     let mut tokens = Tokenizer::new(&dialect, sql).tokenize().map_err(|e| err!(Syntax, "{e}"))?;
     let mut ex = Extracted::default();
-    let sig = |tokens: &Vec<Token>, from: usize| -> Option<usize> {
-        (from..tokens.len()).find(|&i| !matches!(tokens[i], Token::Whitespace(_)))
-    };
+    let sig =
+        |tokens: &Vec<Token>, from: usize| -> Option<usize> { (from..tokens.len()).find(|&i| !matches!(tokens[i], Token::Whitespace(_))) };
     let mut i = 0;
     while i < tokens.len() {
         if is_word(&tokens[i], "TIME") {
@@ -54,7 +53,9 @@ pub fn strip_time_index(sql: &str) -> Result<(String, Extracted)> {
                         // Table constraint: [,] TIME INDEX (col)
                         let c = sig(&tokens, k + 1).ok_or_else(|| err!(Syntax, "syntax error at end of input"))?;
                         let name = word_value(&tokens[c]).ok_or_else(|| err!(Syntax, "syntax error in TIME INDEX"))?;
-                        let close = sig(&tokens, c + 1).filter(|&r| tokens[r] == Token::RParen).ok_or_else(|| err!(Syntax, "TIME INDEX takes one column"))?;
+                        let close = sig(&tokens, c + 1)
+                            .filter(|&r| tokens[r] == Token::RParen)
+                            .ok_or_else(|| err!(Syntax, "TIME INDEX takes one column"))?;
                         ex.time_index = Some(name.clone());
                         // Keep it for sqlparser as a named CHECK constraint.
                         for t in tokens.iter_mut().take(close + 1).skip(i) {

@@ -6,10 +6,10 @@ use arrow::array::{RecordBatch, StringArray};
 use sqlparser::ast::Statement;
 
 use super::{QueryResult, Session};
+use crate::bail;
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
 use crate::types::SqlType;
-use crate::bail;
 
 pub fn defaults() -> HashMap<String, String> {
     [
@@ -78,7 +78,10 @@ fn show(s: &Session, name: &str) -> Result<QueryResult> {
         keys.sort();
         let vals: Vec<String> = keys.iter().map(|k| s.settings[k].clone()).collect();
         let cols = vec![PlanColumn::new("name", SqlType::Text), PlanColumn::new("setting", SqlType::Text)];
-        let b = RecordBatch::try_new(arrow_schema(&cols), vec![std::sync::Arc::new(StringArray::from(keys)), std::sync::Arc::new(StringArray::from(vals))])?;
+        let b = RecordBatch::try_new(
+            arrow_schema(&cols),
+            vec![std::sync::Arc::new(StringArray::from(keys)), std::sync::Arc::new(StringArray::from(vals))],
+        )?;
         return Ok(QueryResult::Rows { columns: cols, batches: vec![b] });
     }
     let v = match s.settings.get(&key) {
@@ -135,7 +138,11 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
     }
     let mut rest = t[3..].trim_start();
     for kw in ["SESSION ", "LOCAL "] {
-        if rest.len() >= kw.len() && rest[..kw.len()].eq_ignore_ascii_case(kw) && !rest.to_lowercase().starts_with("session characteristics") && !rest.to_lowercase().starts_with("session authorization") {
+        if rest.len() >= kw.len()
+            && rest[..kw.len()].eq_ignore_ascii_case(kw)
+            && !rest.to_lowercase().starts_with("session characteristics")
+            && !rest.to_lowercase().starts_with("session authorization")
+        {
             rest = rest[kw.len()..].trim_start();
         }
     }
@@ -168,7 +175,17 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
     };
     if name == "timezone" {
         let v = value.to_lowercase();
-        if !(v == "utc" || v == "gmt" || v == "etc/utc" || v == "z" || v == "0" || v == "+00" || v == "+00:00" || v == "local" || v == "zulu" || v == "universal") {
+        if !(v == "utc"
+            || v == "gmt"
+            || v == "etc/utc"
+            || v == "z"
+            || v == "0"
+            || v == "+00"
+            || v == "+00:00"
+            || v == "local"
+            || v == "zulu"
+            || v == "universal")
+        {
             bail!(FeatureNotSupported, "time zone \"{value}\" is not supported; weir prints timestamps in UTC");
         }
         s.settings.insert(name, "UTC".into());
@@ -176,7 +193,13 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
     }
     if name == "datestyle" {
         let v = value.to_uppercase();
-        let v = if v.contains(',') { v } else if v == "ISO" || v == "POSTGRES" || v == "SQL" || v == "GERMAN" { format!("{v}, MDY") } else { format!("ISO, {v}") };
+        let v = if v.contains(',') {
+            v
+        } else if v == "ISO" || v == "POSTGRES" || v == "SQL" || v == "GERMAN" {
+            format!("{v}, MDY")
+        } else {
+            format!("ISO, {v}")
+        };
         s.settings.insert(name, v);
         return Ok(QueryResult::Command("SET".into()));
     }
@@ -184,7 +207,21 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
         bail!(InvalidParameterValue, "invalid value for parameter \"statement_timeout\": \"{value}\"");
     }
     // Custom settings need a dot (PostgreSQL's rule); flow.* are weir's.
-    if !name.contains('.') && !defaults().contains_key(&name) && !matches!(name.as_str(), "session_authorization" | "role" | "geqo" | "jit" | "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_mergejoin" | "enable_nestloop") {
+    if !name.contains('.')
+        && !defaults().contains_key(&name)
+        && !matches!(
+            name.as_str(),
+            "session_authorization"
+                | "role"
+                | "geqo"
+                | "jit"
+                | "enable_seqscan"
+                | "enable_indexscan"
+                | "enable_hashjoin"
+                | "enable_mergejoin"
+                | "enable_nestloop"
+        )
+    {
         bail!(UndefinedObject, "unrecognized configuration parameter \"{name}\"");
     }
     if name.starts_with("flow.") {

@@ -9,13 +9,11 @@
 
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray,
-};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
-    SchemaRef, TimeUnit, TimestampMicrosecondType, UInt64Type, UInt8Type,
+    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, SchemaRef, TimeUnit,
+    TimestampMicrosecondType, UInt64Type, UInt8Type,
 };
 
 use crate::error::Result;
@@ -168,9 +166,7 @@ pub fn decode_batch(schema: &SchemaRef, buf: &[u8]) -> Result<RecordBatch> {
                 let total = r.u32()? as usize;
                 let ob = r.take((n + 1) * 4)?;
                 let offs = ScalarBuffer::<i32>::new(Buffer::from_slice_ref(ob), 0, n + 1);
-                let ok = offs[0] == 0
-                    && offs.windows(2).all(|w| w[0] <= w[1])
-                    && offs[n] as usize == total;
+                let ok = offs[0] == 0 && offs.windows(2).all(|w| w[0] <= w[1]) && offs[n] as usize == total;
                 if !ok {
                     crate::bail!(Corrupt, "wal record has bad string offsets");
                 }
@@ -221,10 +217,7 @@ mod tests {
             Arc::new(Float64Array::from_iter((0..n).map(|i| Some(f64::from(i as u32).sqrt())))),
             Arc::new(StringArray::from_iter((0..n).map(|i| (i % 4 != 1).then(|| "é".repeat(i))))),
             Arc::new(TimestampMicrosecondArray::from_iter_values((0..n).map(|i| i as i64 * 1_000_000))),
-            Arc::new(
-                TimestampMicrosecondArray::from_iter((0..n).map(|i| (i != 0).then_some(-(i as i64))))
-                    .with_timezone("+00:00"),
-            ),
+            Arc::new(TimestampMicrosecondArray::from_iter((0..n).map(|i| (i != 0).then_some(-(i as i64)))).with_timezone("+00:00")),
             Arc::new(UInt64Array::from_iter_values(0..n as u64)),
         ];
         RecordBatch::try_new(schema, cols).unwrap()

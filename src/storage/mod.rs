@@ -353,12 +353,7 @@ fn enforce_budget(shared: &Shared, regions: &RwLock<HashMap<RegionId, Arc<Region
     Ok(())
 }
 
-fn background_loop(
-    shared: Arc<Shared>,
-    regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>>,
-    stopped: Arc<AtomicBool>,
-    interval_ms: u64,
-) {
+fn background_loop(shared: Arc<Shared>, regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>>, stopped: Arc<AtomicBool>, interval_ms: u64) {
     let period = std::time::Duration::from_millis(interval_ms);
     loop {
         {

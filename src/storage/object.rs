@@ -134,9 +134,7 @@ impl parquet::file::reader::ChunkReader for ObjectReader {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        self.store
-            .get_range(&self.path, start..start + length as u64)
-            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+        self.store.get_range(&self.path, start..start + length as u64).map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
     }
 }
 

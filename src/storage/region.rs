@@ -42,8 +42,8 @@ use super::memtable::{Chunk, Memtable};
 use super::meta::{manifest_key, Manifest};
 use super::sst::{file_may_match, open_sst, read_sst, write_sst, PruneValue, SstFile, SstPredicate};
 use super::version::{
-    concat_all, newest_mask, prune_versions, put_mask, sort_batches, time_bounds, time_values, with_version, KeyEncoder, Keys,
-    Layout, OP_DELETE, OP_PUT,
+    concat_all, newest_mask, prune_versions, put_mask, sort_batches, time_bounds, time_values, with_version, KeyEncoder, Keys, Layout,
+    OP_DELETE, OP_PUT,
 };
 use super::wal::{LocalLog, LogStore};
 use super::{RegionDescriptor, RegionId, ScanRequest, SeqMode, SeqNo, Shared, WriteNotice, DIFF_COLUMN};
@@ -343,13 +343,7 @@ impl Region {
     /// Insert rows (all user columns, table order). Returns the sequence.
     pub fn write(&self, batch: &RecordBatch) -> Result<SeqNo> {
         if batch.num_columns() != self.layout.ncols {
-            crate::bail!(
-                Internal,
-                "write to region {} has {} columns, the table has {}",
-                self.id,
-                batch.num_columns(),
-                self.layout.ncols
-            );
+            crate::bail!(Internal, "write to region {} has {} columns, the table has {}", self.id, batch.num_columns(), self.layout.ncols);
         }
         let user = RecordBatch::try_new_with_options(
             self.layout.user.clone(),
@@ -497,13 +491,7 @@ impl Region {
 
     fn notify(&self, seq: SeqNo, batch: &RecordBatch, rows: usize) {
         let time_range = self.desc.time_index.and_then(|ti| time_bounds(batch.column(ti)).ok().flatten());
-        let notice = WriteNotice {
-            table_name: self.desc.table_name.clone(),
-            region_id: self.id,
-            seq_range: (seq, seq),
-            time_range,
-            rows,
-        };
+        let notice = WriteNotice { table_name: self.desc.table_name.clone(), region_id: self.id, seq_range: (seq, seq), time_range, rows };
         let listeners = self.shared.listeners.lock().unwrap().clone();
         for l in listeners {
             l.on_write(&notice);
@@ -513,10 +501,7 @@ impl Region {
     fn ttl_cutoff(&self) -> Option<i64> {
         let ttl = self.desc.ttl_ms?;
         self.desc.time_index?;
-        let now_us = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_micros() as i64)
-            .unwrap_or(0);
+        let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0);
         Some(now_us.saturating_sub(ttl.saturating_mul(1000)))
     }
 
@@ -679,11 +664,7 @@ impl Region {
     }
 
     fn key_cols(&self, batch: &RecordBatch, cols: &[usize]) -> Vec<ArrayRef> {
-        self.layout
-            .identity
-            .iter()
-            .map(|c| batch.column(cols.iter().position(|x| x == c).expect("identity is read")).clone())
-            .collect()
+        self.layout.identity.iter().map(|c| batch.column(cols.iter().position(|x| x == c).expect("identity is read")).clone()).collect()
     }
 
     /// Newest version of each identity (tombstones included).
@@ -816,22 +797,15 @@ impl Region {
                             self.id,
                             snap.flushed_seq
                         )
-                        .with_detail(format!(
-                            "region_id={} given_seq={a} min_readable_seq={}",
-                            self.id, snap.flushed_seq
-                        ))
+                        .with_detail(format!("region_id={} given_seq={a} min_readable_seq={}", self.id, snap.flushed_seq))
                         .with_hint("run a full query, then continue incrementally from its sequence"));
                     }
                 }
                 if let Some(u) = b.upto {
                     if u < snap.flushed_seq {
-                        return Err(crate::err!(
-                            SnapshotFenceStale,
-                            "snapshot sequence {u} of region {} is already flushed",
-                            self.id
-                        )
-                        .with_detail(format!("region_id={} snapshot_seq={u} flushed_seq={}", self.id, snap.flushed_seq))
-                        .with_hint("run the query again without the snapshot bound"));
+                        return Err(crate::err!(SnapshotFenceStale, "snapshot sequence {u} of region {} is already flushed", self.id)
+                            .with_detail(format!("region_id={} snapshot_seq={u} flushed_seq={}", self.id, snap.flushed_seq))
+                            .with_hint("run the query again without the snapshot bound"));
                     }
                 }
             }
@@ -959,8 +933,7 @@ impl Region {
         };
         let old_snap = self.snapshot(None, Some(after), time, true);
         let f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![] };
-        let old_batches: Vec<RecordBatch> =
-            self.read(&old_snap, &cols, &f_old, true)?.into_iter().flat_map(|s| s.batches).collect();
+        let old_batches: Vec<RecordBatch> = self.read(&old_snap, &cols, &f_old, true)?.into_iter().flat_map(|s| s.batches).collect();
         let new_keys = self.keys.encode(&self.key_cols(&new, &cols))?;
         let old = if old_batches.is_empty() {
             RecordBatch::new_empty(schema.clone())
@@ -1128,11 +1101,8 @@ impl Region {
         let mut merged = 0;
         for (_, group) in windows {
             let expired = |f: &SstFile| cutoff.is_some_and(|c| f.meta.time_range.is_some_and(|(min, _)| min < c));
-            let pick: Vec<Arc<SstFile>> = if force {
-                group
-            } else {
-                group.into_iter().filter(|f| f.meta.bytes < cfg.compaction_file_bytes_max).collect()
-            };
+            let pick: Vec<Arc<SstFile>> =
+                if force { group } else { group.into_iter().filter(|f| f.meta.bytes < cfg.compaction_file_bytes_max).collect() };
             let worth = if force {
                 pick.len() >= 2 || pick.iter().any(|f| !f.meta.distinct || expired(f))
             } else {
@@ -1232,7 +1202,6 @@ impl Region {
         }
     }
 }
-
 
 #[cfg(test)]
 #[path = "region_tests.rs"]

@@ -171,8 +171,7 @@ fn projection_time_range_and_tag_pruning() {
     let e = engine(dir.path());
     let r = e.open_region(1, d.clone()).unwrap();
     for w in 0..3i64 {
-        let rows: Vec<(String, i64, Option<i64>)> =
-            (0..20).map(|i| (format!("h{}", i % 5), w * 1000 + i, Some(i))).collect();
+        let rows: Vec<(String, i64, Option<i64>)> = (0..20).map(|i| (format!("h{}", i % 5), w * 1000 + i, Some(i))).collect();
         let rows: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
         r.write(&batch(&d, &rows)).unwrap();
         r.flush().unwrap();
@@ -184,10 +183,7 @@ fn projection_time_range_and_tag_pruning() {
     let s = r.stats();
     assert_eq!(s.ssts_pruned, 2);
     let before = s.row_groups_pruned;
-    let req = ScanRequest {
-        filters: vec![ColumnEq { column: 0, value: Arc::new(StringArray::from(vec!["h3"])) }],
-        ..Default::default()
-    };
+    let req = ScanRequest { filters: vec![ColumnEq { column: 0, value: Arc::new(StringArray::from(vec!["h3"])) }], ..Default::default() };
     let got = rows_of(&r.scan(&req).unwrap());
     assert_eq!(got.len(), 12);
     assert!(got.iter().all(|r| r.0 == "h3"));
@@ -442,7 +438,8 @@ fn random_model_with_restarts_and_change_log() {
                         let n: usize = r.scan(&req).unwrap().iter().map(|b| b.num_rows()).sum();
                         assert_eq!(n, want.len(), "seed {seed} step {step} range {lo}..{hi} projection {proj:?}");
                     }
-                    let n: usize = r.scan(&ScanRequest { projection: Some(vec![]), ..Default::default() }).unwrap().iter().map(|b| b.num_rows()).sum();
+                    let n: usize =
+                        r.scan(&ScanRequest { projection: Some(vec![]), ..Default::default() }).unwrap().iter().map(|b| b.num_rows()).sum();
                     assert_eq!(n, model.len(), "seed {seed} step {step} count");
                 }
                 17 => {
@@ -639,10 +636,7 @@ fn bench_scan_one_sst() {
         ("proj [host] (count(*))", ScanRequest { projection: Some(vec![0]), ..Default::default() }),
         ("proj [] (count(*))", ScanRequest { projection: Some(vec![]), ..Default::default() }),
         ("all columns", ScanRequest::default()),
-        (
-            "1% slice [host,ts,usage]",
-            ScanRequest { projection: Some(vec![0, 1, 2]), time_range: Some((lo, hi)), ..Default::default() },
-        ),
+        ("1% slice [host,ts,usage]", ScanRequest { projection: Some(vec![0, 1, 2]), time_range: Some((lo, hi)), ..Default::default() }),
         ("1% slice [host,usage]", ScanRequest { projection: Some(vec![0, 2]), time_range: Some((lo, hi)), ..Default::default() }),
     ];
     for (name, req) in cases {
@@ -757,11 +751,7 @@ fn bench_concurrent_fsync_writes() {
         let t = std::time::Instant::now();
         let acked = concurrent_single_row_writes(&r, &d, threads, per);
         let secs = t.elapsed().as_secs_f64();
-        println!(
-            "{threads} threads x {per} fsynced single-row writes: {:.0} ms, {:.0} writes/s",
-            secs * 1e3,
-            acked.len() as f64 / secs
-        );
+        println!("{threads} threads x {per} fsynced single-row writes: {:.0} ms, {:.0} writes/s", secs * 1e3, acked.len() as f64 / secs);
         println!("  wal fsyncs: {}", r.stats().wal_syncs);
     }
 }

@@ -16,10 +16,8 @@ pub fn route_rows(batch: &RecordBatch, primary_key: &[usize], regions: u32) -> R
     if regions <= 1 || primary_key.is_empty() || batch.num_rows() == 0 {
         return Ok(vec![(0, batch.clone())]);
     }
-    let texts: Vec<ArrayRef> = primary_key
-        .iter()
-        .map(|&c| cast(batch.column(c), &DataType::Utf8))
-        .collect::<std::result::Result<_, _>>()?;
+    let texts: Vec<ArrayRef> =
+        primary_key.iter().map(|&c| cast(batch.column(c), &DataType::Utf8)).collect::<std::result::Result<_, _>>()?;
     let texts: Vec<_> = texts.iter().map(|t| t.as_string::<i32>()).collect();
     let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); regions as usize];
     for i in 0..batch.num_rows() {
@@ -56,11 +54,8 @@ mod tests {
     fn routes_stably_and_completely() {
         let schema = Arc::new(Schema::new(vec![Field::new("h", DataType::Utf8, true), Field::new("v", DataType::Int64, false)]));
         let hosts: Vec<Option<String>> = (0..100).map(|i| (i % 7 != 0).then(|| format!("h{}", i % 13))).collect();
-        let b = RecordBatch::try_new(
-            schema,
-            vec![Arc::new(StringArray::from(hosts)), Arc::new(Int64Array::from_iter_values(0..100))],
-        )
-        .unwrap();
+        let b =
+            RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(hosts)), Arc::new(Int64Array::from_iter_values(0..100))]).unwrap();
         let parts = route_rows(&b, &[0], 4).unwrap();
         assert_eq!(parts.iter().map(|p| p.1.num_rows()).sum::<usize>(), 100);
         assert!(parts.len() > 1);

@@ -11,14 +11,13 @@ use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Int64Type};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter, RowSelection,
-    RowSelector,
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter, RowSelection, RowSelector,
 };
 use parquet::arrow::{ArrowWriter, ProjectionMask};
-use parquet::file::metadata::PageIndexPolicy;
-use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::basic::Compression;
+use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::metadata::RowGroupMetaData;
+use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::properties::WriterProperties;
 use parquet::file::statistics::Statistics;
 

@@ -9,9 +9,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array,
-};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array};
 use arrow::buffer::BooleanBuffer;
 use arrow::compute::{concat, filter_record_batch, lexsort_to_indices, take_record_batch, SortColumn, SortOptions};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, UInt64Type, UInt8Type};
@@ -134,11 +132,7 @@ pub fn with_version(layout: &Layout, stored_cols: Vec<ArrayRef>, seq: SeqNo, op:
     let mut cols = stored_cols;
     cols.push(Arc::new(UInt64Array::from_value(seq, n)));
     cols.push(Arc::new(arrow::array::UInt8Array::from_value(op, n)));
-    Ok(RecordBatch::try_new_with_options(
-        layout.full.clone(),
-        cols,
-        &RecordBatchOptions::new().with_row_count(Some(n)),
-    )?)
+    Ok(RecordBatch::try_new_with_options(layout.full.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?)
 }
 
 /// Concatenate batches of one schema column by column.
@@ -261,11 +255,8 @@ pub fn filter(batch: &RecordBatch, mask: BooleanBuffer) -> Result<RecordBatch> {
 /// Sort a full-schema batch into SST order: sort columns ascending, then
 /// `__seq` descending, then the later row first.
 pub fn sort_versions(layout: &Layout, batch: &RecordBatch) -> Result<RecordBatch> {
-    let mut cols: Vec<SortColumn> = layout
-        .sort
-        .iter()
-        .map(|&c| SortColumn { values: batch.column(c).clone(), options: Some(SortOptions::default()) })
-        .collect();
+    let mut cols: Vec<SortColumn> =
+        layout.sort.iter().map(|&c| SortColumn { values: batch.column(c).clone(), options: Some(SortOptions::default()) }).collect();
     let desc = Some(SortOptions { descending: true, nulls_first: false });
     cols.push(SortColumn { values: batch.column(layout.seq()).clone(), options: desc });
     cols.push(SortColumn { values: Arc::new(UInt32Array::from_iter_values(0..batch.num_rows() as u32)), options: desc });

@@ -141,9 +141,7 @@ impl LocalLog {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(stem) = name.strip_suffix(".log") {
-                let first_seq: SeqNo = stem
-                    .parse()
-                    .map_err(|_| crate::err!(Corrupt, "unexpected wal file {}", entry.path().display()))?;
+                let first_seq: SeqNo = stem.parse().map_err(|_| crate::err!(Corrupt, "unexpected wal file {}", entry.path().display()))?;
                 segments.push(Segment { first_seq, path: entry.path(), bytes: 0 });
             }
         }

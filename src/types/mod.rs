@@ -275,21 +275,67 @@ pub fn value_at(array: &dyn Array, i: usize) -> Value {
 /// Build an array of the given type from values (values must already fit).
 pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
     let arr: ArrayRef = match ty {
-        SqlType::Bool => Arc::new(values.iter().map(|v| match v { Value::Bool(b) => Some(*b), _ => None }).collect::<BooleanArray>()),
+        SqlType::Bool => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    Value::Bool(b) => Some(*b),
+                    _ => None,
+                })
+                .collect::<BooleanArray>(),
+        ),
         SqlType::Int2 => Arc::new(values.iter().map(|v| as_i64(v).map(|x| x as i16)).collect::<Int16Array>()),
         SqlType::Int4 => Arc::new(values.iter().map(|v| as_i64(v).map(|x| x as i32)).collect::<Int32Array>()),
         SqlType::Int8 => Arc::new(values.iter().map(as_i64).collect::<Int64Array>()),
         SqlType::Float4 => Arc::new(values.iter().map(|v| as_f64(v).map(|x| x as f32)).collect::<Float32Array>()),
         SqlType::Float8 => Arc::new(values.iter().map(as_f64).collect::<Float64Array>()),
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Arc::new(
-            values.iter().map(|v| match v { Value::Null => None, Value::Text(s) => Some(s.clone()), other => Some(format_value(other)) }).collect::<StringArray>(),
+            values
+                .iter()
+                .map(|v| match v {
+                    Value::Null => None,
+                    Value::Text(s) => Some(s.clone()),
+                    other => Some(format_value(other)),
+                })
+                .collect::<StringArray>(),
         ),
-        SqlType::Timestamp => Arc::new(values.iter().map(|v| match v { Value::Timestamp(t) => Some(*t), _ => None }).collect::<TimestampMicrosecondArray>()),
+        SqlType::Timestamp => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    Value::Timestamp(t) => Some(*t),
+                    _ => None,
+                })
+                .collect::<TimestampMicrosecondArray>(),
+        ),
         SqlType::TimestampTz => Arc::new(
-            values.iter().map(|v| match v { Value::Timestamp(t) => Some(*t), _ => None }).collect::<TimestampMicrosecondArray>().with_timezone(UTC),
+            values
+                .iter()
+                .map(|v| match v {
+                    Value::Timestamp(t) => Some(*t),
+                    _ => None,
+                })
+                .collect::<TimestampMicrosecondArray>()
+                .with_timezone(UTC),
         ),
-        SqlType::Date => Arc::new(values.iter().map(|v| match v { Value::Date(d) => Some(*d), _ => None }).collect::<Date32Array>()),
-        SqlType::Interval => Arc::new(values.iter().map(|v| match v { Value::Interval(d) => Some(*d), _ => None }).collect::<DurationMicrosecondArray>()),
+        SqlType::Date => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    Value::Date(d) => Some(*d),
+                    _ => None,
+                })
+                .collect::<Date32Array>(),
+        ),
+        SqlType::Interval => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    Value::Interval(d) => Some(*d),
+                    _ => None,
+                })
+                .collect::<DurationMicrosecondArray>(),
+        ),
     };
     Ok(arr)
 }
@@ -316,9 +362,17 @@ pub fn format_f64(f: f64) -> String {
     if f.is_nan() {
         "NaN".into()
     } else if f.is_infinite() {
-        if f > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+        if f > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
     } else if f == 0.0 {
-        if f.is_sign_negative() { "-0".into() } else { "0".into() }
+        if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        }
     } else {
         let abs = f.abs();
         if (1e-4..1e15).contains(&abs) {
@@ -401,7 +455,13 @@ pub fn format_interval(us: i64) -> String {
 pub fn format_value(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
-        Value::Bool(b) => if *b { "t".into() } else { "f".into() },
+        Value::Bool(b) => {
+            if *b {
+                "t".into()
+            } else {
+                "f".into()
+            }
+        }
         Value::Int(i) => i.to_string(),
         Value::Float(f) => format_f64(*f),
         Value::Text(s) => s.clone(),
@@ -489,9 +549,7 @@ pub fn parse_interval(s: &str) -> Option<i64> {
             any = true;
             continue;
         }
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-            .unwrap_or(rest.len());
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+')).unwrap_or(rest.len());
         if num_end == 0 {
             return None;
         }

@@ -42,9 +42,7 @@ impl TestServer {
         if let Some(url) = external_url() {
             return TestServer::external(&url);
         }
-        let data = tempfile::Builder::new()
-            .prefix("weir-test-data")
-            .tempdir()?;
+        let data = tempfile::Builder::new().prefix("weir-test-data").tempdir()?;
         let dir = data.path().to_path_buf();
         let mut s = TestServer::spawn(&dir)?;
         s._data = Some(data);
@@ -52,17 +50,8 @@ impl TestServer {
     }
 
     pub fn external(url: &str) -> anyhow::Result<TestServer> {
-        let config: Config = url
-            .parse()
-            .map_err(|e| anyhow::anyhow!("bad {URL_ENV} {url:?}: {e}"))?;
-        Ok(TestServer {
-            config,
-            child: None,
-            _data: None,
-            data_dir: None,
-            logs: None,
-            addr: url.to_string(),
-        })
+        let config: Config = url.parse().map_err(|e| anyhow::anyhow!("bad {URL_ENV} {url:?}: {e}"))?;
+        Ok(TestServer { config, child: None, _data: None, data_dir: None, logs: None, addr: url.to_string() })
     }
 
     pub fn is_external(&self) -> bool {
@@ -72,14 +61,11 @@ impl TestServer {
     /// Start `weir --data-dir DIR --listen 127.0.0.1:0` and wait for its
     /// `weir listening on HOST:PORT` line.
     pub fn spawn(data_dir: &Path) -> anyhow::Result<TestServer> {
-        let logs = tempfile::Builder::new()
-            .prefix("weir-test-logs")
-            .tempdir()?;
+        let logs = tempfile::Builder::new().prefix("weir-test-logs").tempdir()?;
         let out_path = logs.path().join("stdout.log");
         let err_path = logs.path().join("stderr.log");
         // WEIR_TEST_BIN runs another build (or a stand-in) with the same contract.
-        let bin = std::env::var("WEIR_TEST_BIN")
-            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_weir").to_string());
+        let bin = std::env::var("WEIR_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_weir").to_string());
         let child = Command::new(bin)
             .arg("--data-dir")
             .arg(data_dir)
@@ -101,36 +87,20 @@ impl TestServer {
         loop {
             let mut out = String::new();
             File::open(&out_path)?.read_to_string(&mut out)?;
-            if let Some(addr) = out
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("weir listening on "))
-            {
+            if let Some(addr) = out.lines().find_map(|l| l.trim().strip_prefix("weir listening on ")) {
                 let addr = addr.trim().to_string();
-                let (host, port) = addr
-                    .rsplit_once(':')
-                    .ok_or_else(|| anyhow::anyhow!("bad listen line {addr:?}"))?;
+                let (host, port) = addr.rsplit_once(':').ok_or_else(|| anyhow::anyhow!("bad listen line {addr:?}"))?;
                 let mut config = Config::new();
-                config
-                    .host(host)
-                    .port(port.parse()?)
-                    .user("weir_test")
-                    .dbname("public")
-                    .connect_timeout(Duration::from_secs(10));
+                config.host(host).port(port.parse()?).user("weir_test").dbname("public").connect_timeout(Duration::from_secs(10));
                 server.config = config;
                 server.addr = addr;
                 return Ok(server);
             }
             if let Some(status) = server.child.as_mut().unwrap().try_wait()? {
-                anyhow::bail!(
-                    "weir exited with {status} before listening\n{}",
-                    server.log_tail()
-                );
+                anyhow::bail!("weir exited with {status} before listening\n{}", server.log_tail());
             }
             if Instant::now() > deadline {
-                anyhow::bail!(
-                    "weir printed no 'weir listening on' line in 60 s\n{}",
-                    server.log_tail()
-                );
+                anyhow::bail!("weir printed no 'weir listening on' line in 60 s\n{}", server.log_tail());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -171,17 +141,12 @@ impl TestServer {
         let Some(mut child) = self.child.take() else {
             return true;
         };
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(child.id().to_string())
-            .status();
+        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
         let deadline = Instant::now() + grace;
         loop {
             match child.try_wait() {
                 Ok(Some(_)) => return true,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
                 _ => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -201,9 +166,7 @@ impl TestServer {
 
     /// Has the child exited (crashed)?
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child
-            .as_mut()
-            .and_then(|c| c.try_wait().ok().flatten())
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// The last lines the server printed, for failure messages.
@@ -216,10 +179,7 @@ impl TestServer {
             let text = std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
             let from = lines.len().saturating_sub(40);
-            s.push_str(&format!(
-                "--- weir {name} (last {} lines)\n",
-                lines.len() - from
-            ));
+            s.push_str(&format!("--- weir {name} (last {} lines)\n", lines.len() - from));
             for l in &lines[from..] {
                 s.push_str(l);
                 s.push('\n');
@@ -251,15 +211,7 @@ pub async fn connect(config: &Config) -> Result<Client, tokio_postgres::Error> {
 pub fn format_error(e: &tokio_postgres::Error) -> (String, Option<String>) {
     if let Some(db) = e.as_db_error() {
         let code = db.code().code().to_string();
-        (
-            format!(
-                "db error: {}: {} (SQLSTATE {})",
-                db.severity(),
-                db.message(),
-                code
-            ),
-            Some(code),
-        )
+        (format!("db error: {}: {} (SQLSTATE {})", db.severity(), db.message(), code), Some(code))
     } else {
         let mut s = e.to_string();
         let mut src = std::error::Error::source(e);
@@ -289,12 +241,7 @@ pub struct DbError {
 
 impl DbError {
     pub fn new(msg: impl Into<String>) -> DbError {
-        DbError {
-            msg: msg.into(),
-            sqlstate: None,
-            closed: false,
-            fatal: false,
-        }
+        DbError { msg: msg.into(), sqlstate: None, closed: false, fatal: false }
     }
 }
 
@@ -309,15 +256,8 @@ impl std::error::Error for DbError {}
 impl From<tokio_postgres::Error> for DbError {
     fn from(e: tokio_postgres::Error) -> Self {
         let (msg, sqlstate) = format_error(&e);
-        let fatal = e
-            .as_db_error()
-            .is_some_and(|d| matches!(d.severity(), "FATAL" | "PANIC"));
-        DbError {
-            msg,
-            sqlstate,
-            closed: e.is_closed(),
-            fatal,
-        }
+        let fatal = e.as_db_error().is_some_and(|d| matches!(d.severity(), "FATAL" | "PANIC"));
+        DbError { msg, sqlstate, closed: e.is_closed(), fatal }
     }
 }
 
@@ -337,10 +277,7 @@ pub fn sqlstate(r: Result<impl std::fmt::Debug, tokio_postgres::Error>) -> Strin
 pub struct RawValue<'a>(pub Option<&'a [u8]>);
 
 impl<'a> FromSql<'a> for RawValue<'a> {
-    fn from_sql(
-        _ty: &Type,
-        raw: &'a [u8],
-    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+    fn from_sql(_ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
         Ok(RawValue(Some(raw)))
     }
     fn from_sql_null(_ty: &Type) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
@@ -366,9 +303,7 @@ pub enum Value {
 }
 
 fn be<const N: usize>(raw: &[u8], at: usize) -> Result<[u8; N], String> {
-    raw.get(at..at + N)
-        .and_then(|s| s.try_into().ok())
-        .ok_or_else(|| format!("short binary value ({} bytes)", raw.len()))
+    raw.get(at..at + N).and_then(|s| s.try_into().ok()).ok_or_else(|| format!("short binary value ({} bytes)", raw.len()))
 }
 
 /// Decode a binary-format value of type `ty`.
@@ -381,19 +316,13 @@ pub fn decode(ty: &Type, raw: Option<&[u8]>) -> Result<Value, String> {
         Type::INT2 => Value::Int(i16::from_be_bytes(be(raw, 0)?) as i64),
         Type::INT4 => Value::Int(i32::from_be_bytes(be(raw, 0)?) as i64),
         Type::INT8 => Value::Int(i64::from_be_bytes(be(raw, 0)?)),
-        Type::OID | Type::REGCLASS | Type::REGPROC | Type::REGTYPE | Type::XID => {
-            Value::Int(u32::from_be_bytes(be(raw, 0)?) as i64)
-        }
+        Type::OID | Type::REGCLASS | Type::REGPROC | Type::REGTYPE | Type::XID => Value::Int(u32::from_be_bytes(be(raw, 0)?) as i64),
         Type::FLOAT4 => Value::Float(f32::from_be_bytes(be(raw, 0)?) as f64),
         Type::FLOAT8 => Value::Float(f64::from_be_bytes(be(raw, 0)?)),
         Type::NUMERIC => Value::Numeric(numeric_text(raw)?),
-        Type::TEXT
-        | Type::VARCHAR
-        | Type::BPCHAR
-        | Type::NAME
-        | Type::UNKNOWN
-        | Type::JSON
-        | Type::XML => Value::Text(String::from_utf8_lossy(raw).into_owned()),
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN | Type::JSON | Type::XML => {
+            Value::Text(String::from_utf8_lossy(raw).into_owned())
+        }
         Type::CHAR => Value::Text(String::from_utf8_lossy(raw).into_owned()),
         Type::TIMESTAMP => Value::Other(timestamp_text(i64::from_be_bytes(be(raw, 0)?))),
         Type::TIMESTAMPTZ => {
@@ -407,11 +336,9 @@ pub fn decode(ty: &Type, raw: Option<&[u8]>) -> Result<Value, String> {
         }
         Type::DATE => Value::Other(date_text(i32::from_be_bytes(be(raw, 0)?))),
         Type::TIME => Value::Other(time_text(i64::from_be_bytes(be(raw, 0)?))),
-        Type::INTERVAL => Value::Other(interval_text(
-            i64::from_be_bytes(be(raw, 0)?),
-            i32::from_be_bytes(be(raw, 8)?),
-            i32::from_be_bytes(be(raw, 12)?),
-        )),
+        Type::INTERVAL => {
+            Value::Other(interval_text(i64::from_be_bytes(be(raw, 0)?), i32::from_be_bytes(be(raw, 8)?), i32::from_be_bytes(be(raw, 12)?)))
+        }
         Type::BYTEA => {
             let mut s = String::from("\\x");
             for b in raw {
@@ -424,22 +351,9 @@ pub fn decode(ty: &Type, raw: Option<&[u8]>) -> Result<Value, String> {
             if h.len() != 32 {
                 return Err("bad uuid".into());
             }
-            Value::Other(format!(
-                "{}-{}-{}-{}-{}",
-                &h[0..8],
-                &h[8..12],
-                &h[12..16],
-                &h[16..20],
-                &h[20..]
-            ))
+            Value::Other(format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]))
         }
-        _ => {
-            return Err(format!(
-                "no decoder for type {} (oid {})",
-                ty.name(),
-                ty.oid()
-            ))
-        }
+        _ => return Err(format!("no decoder for type {} (oid {})", ty.name(), ty.oid())),
     };
     Ok(v)
 }
@@ -654,9 +568,7 @@ pub fn time_text(us: i64) -> String {
 pub fn interval_text(us: i64, days: i32, months: i32) -> String {
     let mut parts = Vec::new();
     let (y, mo) = (months / 12, months % 12);
-    let unit = |n: i64, one: &str, many: &str| {
-        format!("{n} {}", if n == 1 || n == -1 { one } else { many })
-    };
+    let unit = |n: i64, one: &str, many: &str| format!("{n} {}", if n == 1 || n == -1 { one } else { many });
     if y != 0 {
         parts.push(unit(y as i64, "year", "years"));
     }
@@ -720,11 +632,7 @@ pub struct Conn {
 impl Conn {
     pub async fn new(config: Config, timeout: Duration) -> Result<Conn, tokio_postgres::Error> {
         let client = connect(&config).await?;
-        Ok(Conn {
-            config,
-            client: Some(client),
-            timeout,
-        })
+        Ok(Conn { config, client: Some(client), timeout })
     }
 
     /// The live client, reconnecting first when the connection was lost.
