@@ -971,6 +971,32 @@ impl Region {
         concat_all(&out_schema, &parts)
     }
 
+    /// Flush and compaction share this: sort by (key, time, seq), drop the
+    /// versions no reader can see (and tombstones when `drop_deletes`), and
+    /// write what is left as one SST. Returns the file (None when nothing
+    /// is left) and the history horizon the pruning reached.
+    fn write_sorted(&self, batches: Vec<RecordBatch>, drop_deletes: bool, cutoff: Option<i64>) -> Result<(Option<Arc<SstFile>>, SeqNo)> {
+        if batches.is_empty() {
+            return Ok((None, 0));
+        }
+        let sorted = sort_batches(&self.layout, &batches)?;
+        drop(batches);
+        let pruned = prune_versions(&self.layout, &self.keys, &sorted, self.horizon(), drop_deletes, cutoff)?;
+        drop(sorted);
+        if pruned.batch.num_rows() == 0 {
+            return Ok((None, pruned.history_seq));
+        }
+        let file = write_sst(
+            &self.shared.store,
+            &self.layout,
+            self.sst_path(),
+            &pruned.batch,
+            self.shared.tuning.sst_row_group_rows_max,
+            pruned.distinct,
+        )?;
+        Ok((Some(Arc::new(file)), pruned.history_seq))
+    }
+
     fn sst_path(&self) -> String {
         let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
         format!("{}/sst/{id:020}.parquet", region_dir_name(self.id))
@@ -1014,27 +1040,9 @@ impl Region {
             (inner.frozen.clone(), inner.last_seq)
         };
         let batches: Vec<RecordBatch> = frozen.iter().flat_map(|m| m.chunks().map(|c| c.batch.clone())).collect();
-        let mut new_file = None;
-        let mut history = 0;
-        if !batches.is_empty() {
-            let sorted = sort_batches(&self.layout, &batches)?;
-            drop(batches);
-            // Peak memory: the frozen memtable plus the sorted copy (and the
-            // pruned one when versions go).
-            let pruned = prune_versions(&self.layout, &self.keys, &sorted, self.horizon(), false, None)?;
-            drop(sorted);
-            history = pruned.history_seq;
-            if pruned.batch.num_rows() > 0 {
-                new_file = Some(Arc::new(write_sst(
-                    &self.shared.store,
-                    &self.layout,
-                    self.sst_path(),
-                    &pruned.batch,
-                    self.shared.tuning.sst_row_group_rows_max,
-                    pruned.distinct,
-                )?));
-            }
-        }
+        // Peak memory: the frozen memtable plus the sorted copy (and the
+        // pruned one when versions go).
+        let (new_file, history) = self.write_sorted(batches, false, None)?;
         let _m = self.manifest_lock.lock().unwrap();
         let next_rowid = self.inner.lock().unwrap().next_rowid;
         let (m, bytes) = self.commit(|m| {
@@ -1134,25 +1142,7 @@ impl Region {
                     _ => true,
                 }
         });
-        let mut new_file = None;
-        let mut history = 0;
-        if !batches.is_empty() {
-            let sorted = sort_batches(&self.layout, &batches)?;
-            batches.clear();
-            let pruned = prune_versions(&self.layout, &self.keys, &sorted, self.horizon(), !overlapping, cutoff)?;
-            drop(sorted);
-            history = pruned.history_seq;
-            if pruned.batch.num_rows() > 0 {
-                new_file = Some(Arc::new(write_sst(
-                    &self.shared.store,
-                    &self.layout,
-                    self.sst_path(),
-                    &pruned.batch,
-                    self.shared.tuning.sst_row_group_rows_max,
-                    pruned.distinct,
-                )?));
-            }
-        }
+        let (new_file, history) = self.write_sorted(std::mem::take(&mut batches), !overlapping, cutoff)?;
         let _m = self.manifest_lock.lock().unwrap();
         let gone: HashSet<&str> = inputs.iter().map(|f| f.meta.path.as_str()).collect();
         let (m, bytes) = self.commit(|m| {
