@@ -144,10 +144,7 @@ impl From<arrow::error::ArrowError> for WeirError {
         use arrow::error::ArrowError as A;
         match e {
             A::DivideByZero => WeirError::new(ErrorKind::DivisionByZero, "division by zero"),
-            A::ArithmeticOverflow(m) => {
-                let _ = m;
-                WeirError::new(ErrorKind::NumericOutOfRange, "value out of range")
-            }
+            A::ArithmeticOverflow(_) => WeirError::new(ErrorKind::NumericOutOfRange, "value out of range"),
             A::CastError(m) => {
                 if m.contains("Overflow") || m.contains("overflow") || m.contains("out of range") || m.contains("Can't cast value") {
                     WeirError::new(ErrorKind::NumericOutOfRange, "value out of range")

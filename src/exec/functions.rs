@@ -548,7 +548,7 @@ pub fn date_part(field: &str, v: &Value) -> Result<Value> {
 
 /// Truncate microseconds to a calendar unit.
 pub fn trunc_unit(unit: &str, us: i64) -> Result<i64> {
-    use chrono::{Datelike, NaiveDate, Timelike};
+    use chrono::{Datelike, NaiveDate};
     let fixed = match unit {
         "microsecond" | "microseconds" => Some(1),
         "millisecond" | "milliseconds" => Some(1_000),
@@ -571,7 +571,6 @@ pub fn trunc_unit(unit: &str, us: i64) -> Result<i64> {
         "century" => NaiveDate::from_ymd_opt((dt.year() - 1) / 100 * 100 + 1, 1, 1).unwrap(),
         _ => bail!(InvalidParameterValue, "unit \"{unit}\" not recognized for type timestamp"),
     };
-    let _ = dt.hour();
     Ok(date.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_micros())
 }
 

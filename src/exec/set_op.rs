@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow::array::{RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, SortField};
 
@@ -89,7 +89,6 @@ impl SetOpExecutor {
                 idx.push(i as u32);
             }
         }
-        let _: Vec<ArrayRef> = vec![];
         super::take_batch(&left, &UInt32Array::from(idx))
     }
 }

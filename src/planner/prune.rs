@@ -20,7 +20,7 @@ fn remap(e: &Expr, m: &Mapping) -> Expr {
     e.remap_columns(&|i| m[i].expect("pruned column still used"))
 }
 
-fn used(exprs: &[&Expr], all: usize) -> Option<BTreeSet<usize>> {
+fn used(exprs: &[&Expr]) -> Option<BTreeSet<usize>> {
     let mut s = BTreeSet::new();
     for e in exprs {
         if e.has_subquery() {
@@ -28,7 +28,6 @@ fn used(exprs: &[&Expr], all: usize) -> Option<BTreeSet<usize>> {
         }
         s.extend(e.columns_used());
     }
-    let _ = all;
     Some(s)
 }
 
@@ -56,7 +55,7 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
             let cols = keep.iter().map(|&i| columns[i].clone()).collect();
             (Plan::Scan { regions, request, columns: cols }, m)
         }
-        Plan::Filter { input, predicate } => match used(&[&predicate], n) {
+        Plan::Filter { input, predicate } => match used(&[&predicate]) {
             None => {
                 let (p, _) = prune(*input, &(0..n).collect());
                 (Plan::Filter { input: Box::new(p), predicate }, identity(n))
@@ -71,7 +70,7 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
         Plan::Project { input, exprs, columns } => {
             let inner_n = input.columns().len();
             let refs: Vec<&Expr> = exprs.iter().collect();
-            let u = used(&refs, inner_n).unwrap_or_else(|| (0..inner_n).collect());
+            let u = used(&refs).unwrap_or_else(|| (0..inner_n).collect());
             let (p, m) = prune(*input, &u);
             let exprs = exprs.iter().map(|e| if e.has_subquery() { e.clone() } else { remap(e, &m) }).collect();
             (Plan::Project { input: Box::new(p), exprs, columns }, identity(n))
@@ -85,7 +84,7 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
                     refs.push(f);
                 }
             }
-            match used(&refs, inner_n) {
+            match used(&refs) {
                 None => {
                     let (p, _) = prune(*input, &(0..inner_n).collect());
                     (Plan::Aggregate { input: Box::new(p), group_by, aggs, columns }, identity(n))
@@ -109,7 +108,7 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
         }
         Plan::Sort { input, keys, limit } => {
             let refs: Vec<&Expr> = keys.iter().map(|k| &k.expr).collect();
-            match used(&refs, n) {
+            match used(&refs) {
                 None => {
                     let (p, _) = prune(*input, &(0..n).collect());
                     (Plan::Sort { input: Box::new(p), keys, limit }, identity(n))
@@ -127,7 +126,7 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
             let (p, m) = prune(*input, need);
             (Plan::Limit { input: Box::new(p), limit, offset }, m)
         }
-        Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => {
+        Plan::Join { left, right, kind, left_keys, right_keys, condition, columns: _ } => {
             let nl = left.columns().len();
             let nr = right.columns().len();
             let mut refs: Vec<&Expr> = left_keys.iter().collect();
@@ -135,7 +134,7 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
                 refs.push(c);
             }
             let rrefs: Vec<&Expr> = right_keys.iter().collect();
-            let (lu, ru) = match (used(&refs, nl + nr), used(&rrefs, nr)) {
+            let (lu, ru) = match (used(&refs), used(&rrefs)) {
                 (Some(mut a), Some(b)) => {
                     a.extend(need.iter().copied());
                     let l: BTreeSet<usize> = a.iter().copied().filter(|&i| i < nl).collect();
@@ -159,7 +158,6 @@ fn prune(plan: Plan, need: &BTreeSet<usize>) -> (Plan, Mapping) {
                 cols.extend(rp.columns().iter().cloned());
             }
             let out_map = if matches!(kind, JoinKind::Semi | JoinKind::Anti) { lm } else { m };
-            let _ = columns;
             (Plan::Join { left: Box::new(lp), right: Box::new(rp), kind, left_keys, right_keys, condition, columns: cols }, out_map)
         }
         Plan::Window { input, calls, columns } => {

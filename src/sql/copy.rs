@@ -128,7 +128,8 @@ impl CopyIn {
         // Values go straight into arrow builders: no Value kept per cell.
         let mut per_col: Vec<ColumnBuilder> = self.columns.iter().map(|&c| ColumnBuilder::new(self.table.columns[c].ty)).collect();
         let mut line_no = 0usize;
-        let records = if self.csv { csv_records(&text, self.delimiter, self.quote) } else { text_records(&text, self.delimiter) };
+        let records =
+            if self.csv { csv_records(&text, self.delimiter, self.quote) } else { text_records(&text, self.delimiter, &self.null) };
         for rec in records {
             line_no += 1;
             if self.header && line_no == 1 {
@@ -188,8 +189,10 @@ impl CopyIn {
     }
 }
 
-/// Text format: tab-separated, backslash escapes, `\N` for NULL.
-fn text_records(text: &str, delim: char) -> Vec<Vec<(String, bool)>> {
+/// Text format: tab-separated, backslash escapes. A field whose raw text
+/// is the NULL marker is NULL (returned as the marker, unflagged); any
+/// other field is flagged not-NULL, so an escaped `\\N` stays text.
+fn text_records(text: &str, delim: char, null: &str) -> Vec<Vec<(String, bool)>> {
     let mut out = Vec::new();
     for line in text.split('\n') {
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -202,31 +205,36 @@ fn text_records(text: &str, delim: char) -> Vec<Vec<(String, bool)>> {
         }
         let mut fields = Vec::new();
         let mut cur = String::new();
-        let mut raw_null = false;
-        let mut chars = line.chars().peekable();
+        let mut raw = String::new();
+        let mut chars = line.chars();
+        let finish = |cur: &mut String, raw: &mut String, fields: &mut Vec<(String, bool)>| {
+            if raw == null {
+                fields.push((null.to_string(), false));
+            } else {
+                fields.push((std::mem::take(cur), true));
+            }
+            cur.clear();
+            raw.clear();
+        };
         while let Some(c) = chars.next() {
             if c == '\\' {
-                match chars.next() {
-                    Some('N') if cur.is_empty() => {
-                        raw_null = true;
-                        cur.push_str("\\N");
-                    }
-                    Some('t') => cur.push('\t'),
-                    Some('n') => cur.push('\n'),
-                    Some('r') => cur.push('\r'),
-                    Some('\\') => cur.push('\\'),
-                    Some(o) => cur.push(o),
-                    None => {}
+                raw.push(c);
+                let Some(n) = chars.next() else { break };
+                raw.push(n);
+                match n {
+                    't' => cur.push('\t'),
+                    'n' => cur.push('\n'),
+                    'r' => cur.push('\r'),
+                    other => cur.push(other),
                 }
             } else if c == delim {
-                fields.push((std::mem::take(&mut cur), false));
-                raw_null = false;
+                finish(&mut cur, &mut raw, &mut fields);
             } else {
                 cur.push(c);
+                raw.push(c);
             }
         }
-        let _ = raw_null;
-        fields.push((cur, false));
+        finish(&mut cur, &mut raw, &mut fields);
         out.push(fields);
     }
     out
@@ -294,8 +302,8 @@ mod tests {
 
     #[test]
     fn text_escapes() {
-        let r = text_records("1\ta\\tb\t\\N\n\\.\n", '\t');
-        assert_eq!(r[0], vec![("1".into(), false), ("a\tb".into(), false), ("\\N".into(), false)]);
+        let r = text_records("1\ta\\tb\t\\N\t\\\\N\n\\.\n", '\t', "\\N");
+        assert_eq!(r[0], vec![("1".into(), true), ("a\tb".into(), true), ("\\N".into(), false), ("\\N".into(), true)]);
     }
 }
 

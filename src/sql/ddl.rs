@@ -6,7 +6,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use sqlparser::ast::{self, Statement};
 
-use super::{Engine, QueryResult, Session};
+use super::{QueryResult, Session};
 use crate::catalog::{ColumnDef, IndexDef, TableDef, ViewDef};
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
@@ -404,7 +404,6 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
             unique: true,
         })?;
     }
-    let _ = Engine::descriptor;
     Ok(QueryResult::Command("CREATE TABLE".into()))
 }
 

@@ -11,8 +11,8 @@ use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::exec::expr::{cast_array, Expr};
 use crate::exec::plan::PlanColumn;
-use crate::planner::{coerce, ident, object_name, Params, Planner, Scope};
-use crate::storage::{Region, ScanRequest, ROWID_COLUMN};
+use crate::planner::{coerce, object_name, Params, Planner, Scope};
+use crate::storage::{Region, ScanRequest};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
@@ -334,7 +334,7 @@ fn check_unique(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batc
 }
 
 /// Rows of a region matching a predicate, with their row ids.
-fn matching_rows(planner: &Planner, def: &TableDef, region: &Region, pred: Option<&Expr>) -> Result<Vec<RecordBatch>> {
+fn matching_rows(planner: &Planner, region: &Region, pred: Option<&Expr>) -> Result<Vec<RecordBatch>> {
     let batches = region.scan(&ScanRequest { with_rowid: true, ..Default::default() })?;
     let mut out = Vec::new();
     for b in batches {
@@ -355,7 +355,6 @@ fn matching_rows(planner: &Planner, def: &TableDef, region: &Region, pred: Optio
             out.push(b);
         }
     }
-    let _ = def;
     Ok(out)
 }
 
@@ -368,7 +367,7 @@ fn delete_where(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], w: O
     let pred = bind_where(planner, def, w)?;
     let mut n = 0;
     for r in regions {
-        for b in matching_rows(planner, def, r, pred.as_ref())? {
+        for b in matching_rows(planner, r, pred.as_ref())? {
             n += b.num_rows();
             r.delete(&b)?;
         }
@@ -400,7 +399,7 @@ fn update(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::U
     let pred = bind_where(planner, def, u.selection.as_ref())?;
     let mut n = 0;
     for r in regions {
-        for old in matching_rows(planner, def, r, pred.as_ref())? {
+        for old in matching_rows(planner, r, pred.as_ref())? {
             let mut cols: Vec<ArrayRef> = old.columns()[..def.columns.len()].to_vec();
             for (i, e) in &sets {
                 let a = e.eval(&old, &planner.ctx)?;
@@ -425,6 +424,5 @@ fn update(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::U
             write_routed(def, regions, &new)?;
         }
     }
-    let _ = (ROWID_COLUMN, ident);
     Ok(QueryResult::Command(format!("UPDATE {n}")))
 }
