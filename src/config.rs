@@ -87,3 +87,36 @@ impl Config {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// conf/weir.toml documents every option with its default: keep it so.
+    #[test]
+    fn shipped_config_is_the_defaults() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/weir.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file: toml::Value = toml::from_str(&text).unwrap();
+        let c = Config::load(&path).unwrap();
+        let d = Config::default();
+        assert_eq!(format!("{c:?}"), format!("{d:?}"));
+        // Every field of [storage] is written out in the file.
+        let storage = file.get("storage").and_then(|s| s.as_table()).unwrap();
+        for key in [
+            "wal_fsync",
+            "memtable_bytes_max",
+            "global_memtable_bytes_max",
+            "wal_bytes_max",
+            "sst_row_group_rows_max",
+            "sst_verify_crc",
+            "compaction_window_ms",
+            "compaction_file_bytes_max",
+            "compaction_files_min",
+            "background_interval_ms",
+            "copy_buffer_bytes_max",
+        ] {
+            assert!(storage.contains_key(key), "conf/weir.toml lacks storage.{key}");
+        }
+    }
+}
