@@ -187,6 +187,19 @@ impl Catalog {
         Ok(())
     }
 
+    /// Replace a table's definition in one write (TRUNCATE gives it new
+    /// regions under a new id). Returns the old definition.
+    pub fn replace_table(&self, def: TableDef) -> Result<TableDef> {
+        let mut st = self.state.write().unwrap();
+        let key = (def.database.clone(), def.name.clone());
+        let Some(old) = st.tables.get(&key).cloned() else {
+            bail!(UndefinedTable, "table \"{}\" does not exist", def.name);
+        };
+        self.put(format!("{TABLE_PREFIX}{}/{}", def.database, def.name), serde_json::to_vec(&def).unwrap())?;
+        st.tables.insert(key, def);
+        Ok(old)
+    }
+
     pub fn drop_table(&self, database: &str, name: &str) -> Result<TableDef> {
         let mut st = self.state.write().unwrap();
         let key = (database.to_string(), name.to_string());
