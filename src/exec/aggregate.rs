@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow::array::*;
 use arrow::datatypes::*;
 
-use super::expr::{cast_array, Key};
+use super::expr::cast_array;
 use super::plan::{AggCall, AggFunc};
 use crate::err;
 use crate::error::Result;
@@ -34,7 +34,9 @@ enum State {
 pub struct Accumulator {
     pub call: AggCall,
     state: State,
-    seen: HashSet<(usize, Key)>,
+    /// DISTINCT: (group, row-encoded value) pairs already folded in.
+    seen: std::collections::HashMap<usize, HashSet<Box<[u8]>>>,
+    distinct_rows: Option<arrow::row::RowConverter>,
 }
 
 impl Accumulator {
@@ -52,7 +54,7 @@ impl Accumulator {
             AggFunc::StringAgg => State::StringAgg(vec![]),
             AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => State::Var(vec![]),
         };
-        Accumulator { call: call.clone(), state, seen: HashSet::new() }
+        Accumulator { call: call.clone(), state, seen: Default::default(), distinct_rows: None }
     }
 
     pub fn resize(&mut self, groups: usize) {
@@ -123,11 +125,20 @@ impl Accumulator {
         // DISTINCT: drop (group, value) pairs already seen.
         let mut keep: Vec<bool> = (0..n).map(|i| live(i) && a.is_valid(i)).collect();
         if self.call.distinct {
+            // Values compared in arrow's row format: no allocation per
+            // value until a new one is kept.
+            if self.distinct_rows.is_none() {
+                self.distinct_rows = Some(arrow::row::RowConverter::new(vec![arrow::row::SortField::new(a.data_type().clone())])?);
+            }
+            let rows = self.distinct_rows.as_ref().unwrap().convert_columns(std::slice::from_ref(a))?;
             for i in 0..n {
                 if keep[i] {
-                    let k = Key::from(&value_at(a.as_ref(), i));
-                    if !self.seen.insert((groups[i], k)) {
+                    let set = self.seen.entry(groups[i]).or_default();
+                    let r = rows.row(i);
+                    if set.contains(r.as_ref()) {
                         keep[i] = false;
+                    } else {
+                        set.insert(r.as_ref().into());
                     }
                 }
             }
