@@ -13,9 +13,16 @@ async fn cancel_request_and_statement_timeout() {
     let server = TestServer::spawn(dir.path()).unwrap();
     let c = server.connect(None).await.unwrap();
     let token = c.cancel_token();
+    let watcher = server.connect(None).await.unwrap();
     let started = Instant::now();
     let canceller = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
+        // The running statement is visible in pg_stat_activity first.
+        let rows = watcher
+            .query("SELECT query, state FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%generate_series%' AND pid <> pg_backend_pid()", &[])
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1, "the long statement shows as active");
         token.cancel_query(tokio_postgres::NoTls).await.unwrap();
     });
     let e = c.simple_query("SELECT count(*) FROM generate_series(1, 2000000000) s").await.unwrap_err();

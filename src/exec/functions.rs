@@ -438,7 +438,7 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         "current_database" => Value::Text(ctx.database.clone()),
         "current_schema" => Value::Text("public".into()),
         "current_user" | "session_user" | "user" => Value::Text(ctx.user.clone()),
-        "pg_backend_pid" => Value::Int(std::process::id() as i64),
+        "pg_backend_pid" => Value::Int(ctx.pid as i64),
         "pg_get_userbyid" => Value::Text(ctx.user.clone()),
         "pg_get_statisticsobjdef_columns"
         | "obj_description"

@@ -6,6 +6,7 @@
 //! of copying columns; the next operator that needs dense columns compacts.
 //! May import `storage`, `types`, `error`; never `planner`, `sql`, `server`.
 
+pub mod activity;
 pub mod expr;
 pub mod functions;
 pub mod plan;
@@ -49,6 +50,9 @@ pub struct ExecCtx {
     pub settings: Arc<HashMap<String, String>>,
     pub deadline: Option<Instant>,
     pub cancel: Arc<AtomicBool>,
+    /// This session's backend pid and the process's session registry.
+    pub pid: i32,
+    pub activity: activity::Activity,
 }
 
 impl ExecCtx {

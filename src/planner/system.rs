@@ -410,6 +410,45 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
         ("pg_catalog", "pg_publication_rel") => {
             table(&[("oid", Int8), ("prpubid", Int8), ("prrelid", Int8), ("prqual", Text), ("prattrs", Text)], vec![])
         }
+        ("pg_catalog", "pg_stat_activity") | ("information_schema", "processlist") => {
+            let ts = |t: i64| Value::Timestamp(t);
+            let rows = p
+                .ctx
+                .activity
+                .rows()
+                .into_iter()
+                .map(|r| {
+                    vec![
+                        Value::Int(r.pid as i64),
+                        t(&r.database),
+                        t(&r.user),
+                        t(&r.application_name),
+                        t(&r.state),
+                        t(&r.query),
+                        ts(r.backend_start),
+                        r.query_start.map(ts).unwrap_or(Value::Null),
+                        r.query_start
+                            .filter(|_| r.state == "active")
+                            .map(|q| Value::Interval(p.ctx.statement_ts.max(q) - q))
+                            .unwrap_or(Value::Null),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("pid", Int4),
+                    ("datname", Text),
+                    ("usename", Text),
+                    ("application_name", Text),
+                    ("state", Text),
+                    ("query", Text),
+                    ("backend_start", TimestampTz),
+                    ("query_start", TimestampTz),
+                    ("running_for", Interval),
+                ],
+                rows,
+            )
+        }
         ("pg_catalog", "pg_settings") => {
             let rows = p.ctx.settings.iter().map(|(k, v)| vec![t(k), t(v)]).collect();
             table(&[("name", Text), ("setting", Text)], rows)

@@ -133,6 +133,7 @@ impl StartupHandler for Connection {
             if let Some(app) = client.metadata().get("application_name") {
                 sess.settings.insert("application_name".into(), app.clone());
             }
+            sess.register(self.pid);
             *self.session.lock().unwrap() = Some(sess);
             finish_authentication(client, &Params).await?;
         }

@@ -36,6 +36,8 @@ pub struct Engine {
     pub catalog: Catalog,
     pub storage: StorageEngine,
     pub config: Config,
+    /// Every session's current statement (pg_stat_activity).
+    pub activity: crate::exec::activity::Activity,
 }
 
 impl Engine {
@@ -45,7 +47,7 @@ impl Engine {
         std::fs::create_dir_all(&dir).map_err(|e| err!(Storage, "cannot create data directory {}: {e}", dir.display()))?;
         let catalog = Catalog::open(&dir)?;
         let storage = StorageEngine::open_tuned(&dir.join("regions"), config.storage_config(), config.storage_tuning())?;
-        let engine = Engine { catalog, storage, config };
+        let engine = Engine { catalog, storage, config, activity: Default::default() };
         for t in engine.catalog.all_tables() {
             engine.open_table_regions(&t)?;
         }
@@ -104,6 +106,8 @@ pub struct Session {
     pub cancel: Arc<AtomicBool>,
     /// A COPY FROM STDIN in progress.
     pub copy: Option<copy::CopyIn>,
+    /// Backend pid (for cancel requests and pg_stat_activity); 0 = none.
+    pub pid: i32,
 }
 
 /// A statement parsed for the extended protocol.
@@ -131,6 +135,14 @@ fn parse_error(e: sqlparser::parser::ParserError) -> WeirError {
     err!(Syntax, "syntax error: {msg}")
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.pid != 0 {
+            self.engine.activity.remove(self.pid);
+        }
+    }
+}
+
 impl Session {
     pub fn new(engine: Arc<Engine>, database: &str, user: &str) -> Session {
         Session {
@@ -141,7 +153,38 @@ impl Session {
             tx: TxState::Idle,
             cancel: Arc::new(AtomicBool::new(false)),
             copy: None,
+            pid: 0,
         }
+    }
+
+    /// Enter the session in pg_stat_activity under `pid`.
+    pub fn register(&mut self, pid: i32) {
+        self.pid = pid;
+        let now = crate::exec::functions::now_micros();
+        self.engine.activity.set(crate::exec::activity::ActivityRow {
+            pid,
+            user: self.user.clone(),
+            database: self.database.clone(),
+            application_name: self.settings.get("application_name").cloned().unwrap_or_default(),
+            state: "idle".into(),
+            query: String::new(),
+            backend_start: now,
+            query_start: None,
+        });
+    }
+
+    fn activity_start(&self, query: &str) {
+        let q = query.to_string();
+        self.engine.activity.update(self.pid, |r| {
+            r.state = "active".into();
+            r.query = q;
+            r.query_start = Some(crate::exec::functions::now_micros());
+        });
+    }
+
+    fn activity_end(&self) {
+        let idle = if self.tx == TxState::Idle { "idle" } else { "idle in transaction" };
+        self.engine.activity.update(self.pid, |r| r.state = idle.into());
     }
 
     pub fn exec_ctx(&self) -> ExecCtx {
@@ -153,12 +196,21 @@ impl Session {
             settings: Arc::new(self.settings.clone()),
             deadline: if timeout_ms > 0 { Some(Instant::now() + Duration::from_millis(timeout_ms)) } else { None },
             cancel: self.cancel.clone(),
+            pid: self.pid,
+            activity: self.engine.activity.clone(),
         }
     }
 
     /// Run a simple-protocol query string: each statement in order, up to
     /// the first error.
     pub fn execute_sql(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
+        self.activity_start(sql);
+        let r = self.execute_sql_inner(sql);
+        self.activity_end();
+        r
+    }
+
+    fn execute_sql_inner(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
         if sql.to_ascii_lowercase().contains("admin") && sql.contains(';') && preparse::split_first_statement(sql).1.trim() != "" {
             // ADMIN is not sqlparser's: run the statements one by one.
             let mut out = Vec::new();
@@ -169,7 +221,7 @@ impl Session {
                 if head.trim().is_empty() {
                     continue;
                 }
-                let (more, err) = self.execute_sql(head);
+                let (more, err) = self.execute_sql_inner(head);
                 out.extend(more.into_iter().filter(|r| !matches!(r, QueryResult::Empty)));
                 if err.is_some() {
                     return (out, err);
@@ -296,6 +348,13 @@ impl Session {
 
     /// Execute a prepared statement with bound parameter values.
     pub fn execute_prepared(&mut self, p: &Prepared, values: Vec<crate::types::Value>) -> Result<QueryResult> {
+        self.activity_start(&p.sql);
+        let r = self.execute_prepared_inner(p, values);
+        self.activity_end();
+        r
+    }
+
+    fn execute_prepared_inner(&mut self, p: &Prepared, values: Vec<crate::types::Value>) -> Result<QueryResult> {
         let Some(stmt) = &p.stmt else {
             if let Some(call) = preparse::admin_call(&p.sql) {
                 let call = call.to_string();

@@ -1,0 +1,45 @@
+//! What every session is doing, for `pg_stat_activity` and
+//! `information_schema.processlist`. Sessions write their row; system
+//! tables read a copy.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// One session's row.
+#[derive(Debug, Clone)]
+pub struct ActivityRow {
+    pub pid: i32,
+    pub user: String,
+    pub database: String,
+    pub application_name: String,
+    /// `active` while a statement runs, else `idle` / `idle in transaction`.
+    pub state: String,
+    pub query: String,
+    /// Microseconds since the epoch.
+    pub backend_start: i64,
+    pub query_start: Option<i64>,
+}
+
+/// The registry of sessions, shared by the process.
+#[derive(Debug, Clone, Default)]
+pub struct Activity(Arc<Mutex<BTreeMap<i32, ActivityRow>>>);
+
+impl Activity {
+    pub fn set(&self, row: ActivityRow) {
+        self.0.lock().unwrap().insert(row.pid, row);
+    }
+
+    pub fn update(&self, pid: i32, f: impl FnOnce(&mut ActivityRow)) {
+        if let Some(r) = self.0.lock().unwrap().get_mut(&pid) {
+            f(r);
+        }
+    }
+
+    pub fn remove(&self, pid: i32) {
+        self.0.lock().unwrap().remove(&pid);
+    }
+
+    pub fn rows(&self) -> Vec<ActivityRow> {
+        self.0.lock().unwrap().values().cloned().collect()
+    }
+}
