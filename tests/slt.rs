@@ -96,7 +96,12 @@ fn column_type(ty: &Type) -> DefaultColumnType {
 
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 
-impl SltDb {
+#[async_trait::async_trait]
+impl common::Reconnecting for SltDb {
+    fn conn(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+
     async fn run_once(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
         let mode = self.mode;
         let limit = self.conn.timeout;
@@ -116,7 +121,9 @@ impl SltDb {
             }
         }
     }
+}
 
+impl SltDb {
     async fn run_simple(client: &tokio_postgres::Client, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
         let sql = match params_of(sql) {
             Some(p) => substitute(sql, &p),
@@ -184,17 +191,7 @@ impl AsyncDB for SltDb {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
-        // A connection found closed before sending is re-opened and the
-        // statement sent once more; after a FATAL error the next one reconnects.
-        let mut r = self.run_once(sql).await;
-        if r.as_ref().is_err_and(|e| e.closed) {
-            self.conn.drop_client();
-            r = self.run_once(sql).await;
-        }
-        if r.as_ref().is_err_and(|e| e.closed || e.fatal) {
-            self.conn.drop_client();
-        }
-        r
+        common::Reconnecting::run_retrying(self, sql).await
     }
 
     async fn shutdown(&mut self) {}

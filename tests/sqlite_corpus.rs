@@ -124,17 +124,7 @@ impl AsyncDB for CorpusDb {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
-        // A connection found closed before sending is re-opened and the
-        // statement sent once more; after a FATAL error the next one reconnects.
-        let mut r = self.run_once(sql).await;
-        if r.as_ref().is_err_and(|e| e.closed) {
-            self.conn.drop_client();
-            r = self.run_once(sql).await;
-        }
-        if r.as_ref().is_err_and(|e| e.closed || e.fatal) {
-            self.conn.drop_client();
-        }
-        r
+        common::Reconnecting::run_retrying(self, sql).await
     }
 
     async fn shutdown(&mut self) {}
@@ -148,7 +138,12 @@ impl AsyncDB for CorpusDb {
     }
 }
 
-impl CorpusDb {
+#[async_trait::async_trait]
+impl common::Reconnecting for CorpusDb {
+    fn conn(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+
     async fn run_once(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DbError> {
         let letters = self.letters.lock().unwrap().clone();
         let limit = self.conn.timeout;

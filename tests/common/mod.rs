@@ -666,3 +666,25 @@ pub async fn run_with_timeout<T>(
         }
     }
 }
+
+/// A sqllogictest database over a [`Conn`] that re-opens a closed
+/// connection: `run_retrying` resends a statement once when the connection
+/// was found closed before sending, and drops the client after a FATAL
+/// error so the next statement reconnects.
+#[async_trait::async_trait]
+pub trait Reconnecting: Send {
+    fn conn(&mut self) -> &mut Conn;
+    async fn run_once(&mut self, sql: &str) -> Result<sqllogictest::DBOutput<sqllogictest::DefaultColumnType>, DbError>;
+
+    async fn run_retrying(&mut self, sql: &str) -> Result<sqllogictest::DBOutput<sqllogictest::DefaultColumnType>, DbError> {
+        let mut r = self.run_once(sql).await;
+        if r.as_ref().is_err_and(|e| e.closed) {
+            self.conn().drop_client();
+            r = self.run_once(sql).await;
+        }
+        if r.as_ref().is_err_and(|e| e.closed || e.fatal) {
+            self.conn().drop_client();
+        }
+        r
+    }
+}
