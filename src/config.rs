@@ -18,22 +18,10 @@ pub struct StorageSection {
     pub wal_fsync: String,
     /// A memtable larger than this is flushed.
     pub memtable_bytes_max: usize,
-    /// All memtables together: the largest is flushed past this.
-    pub global_memtable_bytes_max: usize,
-    /// A WAL larger than this forces a flush.
-    pub wal_bytes_max: u64,
-    /// Rows per Parquet row group.
-    pub sst_row_group_rows_max: usize,
-    /// Read every SST once at open to check its CRC.
-    pub sst_verify_crc: bool,
-    /// Width of a compaction time window.
-    pub compaction_window_ms: i64,
-    /// Files below this size count as small for compaction.
-    pub compaction_file_bytes_max: u64,
-    /// Small files in one window before background compaction merges them.
-    pub compaction_files_min: usize,
-    /// Period of the background flush/compaction thread; 0 = none.
-    pub background_interval_ms: u64,
+    /// Storage's own options (memtable budget, WAL size, SST layout,
+    /// compaction, background thread), read from the same section.
+    #[serde(flatten)]
+    pub tuning: crate::storage::StorageTuning,
     /// Largest COPY FROM STDIN payload held before it is written.
     pub copy_buffer_bytes_max: usize,
 }
@@ -46,18 +34,10 @@ impl Default for Config {
 
 impl Default for StorageSection {
     fn default() -> Self {
-        let t = crate::storage::StorageTuning::default();
         StorageSection {
             wal_fsync: "always".into(),
             memtable_bytes_max: 64 << 20,
-            global_memtable_bytes_max: t.global_memtable_bytes_max,
-            wal_bytes_max: t.wal_bytes_max,
-            sst_row_group_rows_max: t.sst_row_group_rows_max,
-            sst_verify_crc: t.sst_verify_crc,
-            compaction_window_ms: t.compaction_window_ms,
-            compaction_file_bytes_max: t.compaction_file_bytes_max,
-            compaction_files_min: t.compaction_files_min,
-            background_interval_ms: t.background_interval_ms,
+            tuning: crate::storage::StorageTuning::default(),
             copy_buffer_bytes_max: 1 << 30,
         }
     }
@@ -74,17 +54,7 @@ impl Config {
     }
 
     pub fn storage_tuning(&self) -> crate::storage::StorageTuning {
-        let s = &self.storage;
-        crate::storage::StorageTuning {
-            global_memtable_bytes_max: s.global_memtable_bytes_max,
-            wal_bytes_max: s.wal_bytes_max,
-            sst_row_group_rows_max: s.sst_row_group_rows_max,
-            sst_verify_crc: s.sst_verify_crc,
-            compaction_window_ms: s.compaction_window_ms,
-            compaction_file_bytes_max: s.compaction_file_bytes_max,
-            compaction_files_min: s.compaction_files_min,
-            background_interval_ms: s.background_interval_ms,
-        }
+        self.storage.tuning.clone()
     }
 }
 

@@ -157,7 +157,8 @@ impl Default for StorageConfig {
 /// More `[storage]` options, kept apart from [`StorageConfig`] so that
 /// existing struct literals of it still compile; pass them to
 /// [`StorageEngine::open_tuned`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(default)]
 pub struct StorageTuning {
     /// All memtables together; above it the largest are flushed.
     pub global_memtable_bytes_max: usize,
