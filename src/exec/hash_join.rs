@@ -30,6 +30,8 @@ pub struct HashJoinExecutor {
 
 struct Build {
     batch: RecordBatch,
+    /// Row encoder of the join keys, shared by build and every probe.
+    keys: RowConverter,
     table: HashMap<Box<[u8]>, Vec<u32>>,
     matched: Vec<bool>,
 }
@@ -71,9 +73,9 @@ impl HashJoinExecutor {
         let batches = super::drain(&mut right, &self.ctx)?;
         let batch = super::concat(&schema, &batches)?;
         let mut table: HashMap<Box<[u8]>, Vec<u32>> = HashMap::new();
+        let conv = self.key_converter()?;
         if !self.right_keys.is_empty() && batch.num_rows() > 0 {
             let keys: Vec<ArrayRef> = self.right_keys.iter().map(|e| e.eval(&batch, &self.ctx)).collect::<Result<_>>()?;
-            let conv = self.key_converter()?;
             let rows = conv.convert_columns(&keys)?;
             for i in 0..batch.num_rows() {
                 // NULL keys never match.
@@ -84,7 +86,7 @@ impl HashJoinExecutor {
             }
         }
         let matched = vec![false; batch.num_rows()];
-        self.build = Some(Build { batch, table, matched });
+        self.build = Some(Build { batch, keys: conv, table, matched });
         Ok(())
     }
 
@@ -101,8 +103,7 @@ impl HashJoinExecutor {
             }
         } else {
             let keys: Vec<ArrayRef> = self.left_keys.iter().map(|e| e.eval(left, &self.ctx)).collect::<Result<_>>()?;
-            let conv = self.key_converter()?;
-            let rows = conv.convert_columns(&keys)?;
+            let rows = b.keys.convert_columns(&keys)?;
             for l in 0..left.num_rows() {
                 if keys.iter().any(|k| k.is_null(l)) {
                     continue;

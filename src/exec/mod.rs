@@ -152,21 +152,7 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
 
 /// Run a plan to completion.
 pub fn collect(plan: &Plan, ctx: &ExecCtx) -> Result<Vec<RecordBatch>> {
-    let mut exec = build(plan, ctx)?;
-    let mut out = Vec::new();
-    loop {
-        ctx.check()?;
-        let r = exec.next_batch(BATCH_ROWS)?;
-        let drained = r.is_drained;
-        let b = r.into_dense()?;
-        if b.num_rows() > 0 {
-            out.push(b);
-        }
-        if drained {
-            break;
-        }
-    }
-    Ok(out)
+    drain(&mut build(plan, ctx)?, ctx)
 }
 
 /// Run a plan and return its rows as values (subqueries, DDL helpers).
