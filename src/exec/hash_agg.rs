@@ -60,7 +60,7 @@ impl HashAggExecutor {
                         .map(|(e, t)| {
                             let a = e.eval(&batch, &self.ctx)?;
                             if a.data_type() != t {
-                                cast_array(&a, e.ty(), e.ty())
+                                cast_array(&a, crate::types::SqlType::from_arrow(a.data_type()), e.ty())
                             } else {
                                 Ok(a)
                             }
