@@ -54,7 +54,7 @@ pub struct Planner<'a> {
     pub database: String,
     pub ctx: ExecCtx,
     pub params: RefCell<Params>,
-    /// Seed 001 keys of this query, if any.
+    /// Seed 001 keys of this query, if any (the session parses them).
     pub incremental: Option<incremental::IncrementalKeys>,
     /// (region, snapshot sequence) of every source region scanned.
     pub watermarks: RefCell<Vec<(u64, u64)>>,
@@ -64,15 +64,13 @@ pub struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     pub fn new(catalog: &'a Catalog, storage: &'a StorageEngine, database: &str, ctx: ExecCtx, params: Params) -> Self {
-        // Keys were validated when set; a bad combination fails at plan time.
-        let incremental = incremental::IncrementalKeys::from_settings(&ctx.settings).ok().flatten();
         Planner {
             catalog,
             storage,
             database: database.to_string(),
             ctx,
             params: RefCell::new(params),
-            incremental,
+            incremental: None,
             watermarks: RefCell::new(Vec::new()),
             ctes: RefCell::new(Vec::new()),
         }

@@ -308,13 +308,7 @@ impl Session {
         let mut columns = vec![];
         if let Statement::Query(q) = &stmt {
             if self.tx != TxState::Failed {
-                let planner = Planner::new(
-                    &self.engine.catalog,
-                    &self.engine.storage,
-                    &self.database,
-                    self.exec_ctx(),
-                    Params { types: param_types.clone(), values: None },
-                );
+                let planner = self.planner(Params { types: param_types.clone(), values: None });
                 let plan = planner.plan_query(q, None)?;
                 columns = crate::planner::output_columns(&plan);
                 param_types = planner.params.borrow().types.clone();
@@ -368,7 +362,15 @@ impl Session {
     }
 
     pub fn planner(&self, params: Params) -> Planner<'_> {
-        Planner::new(&self.engine.catalog, &self.engine.storage, &self.database, self.exec_ctx(), params)
+        // Keys were validated when set; a bad pairing fails in the Query arm.
+        let keys = crate::planner::incremental::IncrementalKeys::from_settings(&self.settings).ok().flatten();
+        self.planner_with(params, keys)
+    }
+
+    fn planner_with(&self, params: Params, keys: Option<crate::planner::incremental::IncrementalKeys>) -> Planner<'_> {
+        let mut p = Planner::new(&self.engine.catalog, &self.engine.storage, &self.database, self.exec_ctx(), params);
+        p.incremental = keys;
+        p
     }
 
     pub fn execute_statement(&mut self, stmt: &Statement, params: Params) -> Result<QueryResult> {
@@ -380,7 +382,8 @@ impl Session {
         match stmt {
             Statement::Query(q) => {
                 let keys = crate::planner::incremental::IncrementalKeys::from_settings(&self.settings)?;
-                let planner = self.planner(params);
+                let return_seqs = keys.as_ref().is_some_and(|k| k.return_region_seq);
+                let planner = self.planner_with(params, keys);
                 let result = planner.plan_query(q, None).and_then(|plan| {
                     let columns = crate::planner::output_columns(&plan);
                     let plan = crate::planner::prune_plan(plan);
@@ -391,7 +394,7 @@ impl Session {
                 // they are never extra columns of the rows.
                 let marks = planner.watermarks.borrow().clone();
                 drop(planner);
-                if keys.as_ref().is_some_and(|k| k.return_region_seq) {
+                if return_seqs {
                     match &result {
                         Ok(_) => {
                             let m: serde_json::Map<String, serde_json::Value> =

@@ -609,14 +609,7 @@ impl Region {
         }
         if with_ssts {
             let eq = prune_eq(f);
-            let p = SstPredicate {
-                seq_after: f.seq_after,
-                seq_upto: f.seq_upto,
-                time: sst_time(f),
-                ts_col: self.layout.time_index,
-                eq: &eq,
-                seq_col: self.layout.seq(),
-            };
+            let p = self.sst_predicate(f, &eq);
             for file in snap.files.iter() {
                 if !file_may_match(&file.meta, &p) {
                     self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
@@ -674,20 +667,25 @@ impl Region {
         super::version::filter(batch, newest_mask(&keys, seq))
     }
 
+    /// The file and row-group pruning predicate of a row filter.
+    fn sst_predicate<'a>(&self, f: &RowFilter, eq: &'a [(usize, PruneValue)]) -> SstPredicate<'a> {
+        SstPredicate {
+            seq_after: f.seq_after,
+            seq_upto: f.seq_upto,
+            time: sst_time(f),
+            ts_col: self.layout.time_index,
+            eq,
+            seq_col: self.layout.seq(),
+        }
+    }
+
     /// SSTs of a snapshot that share no identity with any other source the
     /// read may touch and hold one version per identity: their visible rows
     /// need no dedup, so they are read alone with the fewest columns. Returns
     /// them and the other files.
     fn split_isolated(&self, snap: &Snapshot, f: &RowFilter) -> (Vec<Arc<SstFile>>, Vec<Arc<SstFile>>) {
         let eq = prune_eq(f);
-        let p = SstPredicate {
-            seq_after: f.seq_after,
-            seq_upto: f.seq_upto,
-            time: sst_time(f),
-            ts_col: self.layout.time_index,
-            eq: &eq,
-            seq_col: self.layout.seq(),
-        };
+        let p = self.sst_predicate(f, &eq);
         let live: Vec<&Arc<SstFile>> = snap.files.iter().filter(|x| file_may_match(&x.meta, &p)).collect();
         let nsources = live.len() + snap.mem.len();
         let lww = self.desc.last_write_wins();
