@@ -299,31 +299,25 @@ fn check_unique(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batc
         if cols.len() != ix.columns.len() {
             continue;
         }
-        let mut seen = std::collections::HashSet::new();
-        let key = |b: &RecordBatch, i: usize| -> Option<Vec<crate::exec::expr::Key>> {
-            let k: Vec<Value> = cols.iter().map(|&c| crate::types::value_at(b.column(c).as_ref(), i)).collect();
+        // Key of row i over `positions` of a batch; None when a part is NULL
+        // (NULLs never collide, as in PostgreSQL).
+        let key = |b: &RecordBatch, positions: &[usize], i: usize| -> Option<Vec<crate::exec::expr::Key>> {
+            let k: Vec<Value> = positions.iter().map(|&c| crate::types::value_at(b.column(c).as_ref(), i)).collect();
             if k.iter().any(|v| v.is_null()) {
                 return None;
             }
             Some(k.iter().map(crate::exec::expr::Key::from).collect())
         };
+        let mut seen = std::collections::HashSet::new();
+        // The scan returns just the key columns, in index order.
+        let scanned: Vec<usize> = (0..cols.len()).collect();
         for r in regions {
             for b in r.scan(&ScanRequest { projection: Some(cols.clone()), ..Default::default() })? {
-                let remapped = RecordBatch::try_new_with_options(
-                    b.schema(),
-                    b.columns().to_vec(),
-                    &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
-                )?;
-                for i in 0..remapped.num_rows() {
-                    let k: Vec<Value> = (0..cols.len()).map(|c| crate::types::value_at(remapped.column(c).as_ref(), i)).collect();
-                    if !k.iter().any(|v| v.is_null()) {
-                        seen.insert(k.iter().map(crate::exec::expr::Key::from).collect::<Vec<_>>());
-                    }
-                }
+                seen.extend((0..b.num_rows()).filter_map(|i| key(&b, &scanned, i)));
             }
         }
         for i in 0..batch.num_rows() {
-            if let Some(k) = key(batch, i) {
+            if let Some(k) = key(batch, &cols, i) {
                 if !seen.insert(k) {
                     bail!(UniqueViolation, "duplicate key value violates unique constraint \"{}\"", ix.name);
                 }
