@@ -429,7 +429,7 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
                         r.query_start.map(ts).unwrap_or(Value::Null),
                         r.query_start
                             .filter(|_| r.state == "active")
-                            .map(|q| Value::Interval(p.ctx.statement_ts.max(q) - q))
+                            .map(|q| Value::Interval(crate::types::Interval::from_micros(p.ctx.statement_ts.max(q) - q)))
                             .unwrap_or(Value::Null),
                     ]
                 })
