@@ -187,7 +187,9 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
                 s(&[Float8, Text], Text),
             ],
             to_char_impl,
-        ),
+        )
+        // PostgreSQL: to_char of a timestamptz depends on the time zone.
+        .stable(),
         // Date and time.
         Def::new("now", vec![s(&[], TimestampTz)], datetime::statement_timestamp)
             .alias(&["current_timestamp", "transaction_timestamp", "statement_timestamp"])
