@@ -225,3 +225,18 @@ fn float_keys_group_zero_with_minus_zero_and_nan_with_nan() {
     );
     assert_eq!(run(&mut a, 1024).unwrap(), rows(&[&["2"]]));
 }
+
+#[test]
+fn min_and_max_put_every_nan_above_all_numbers() {
+    let cols = columns(&[("x", Float8)]);
+    let input = vec![vec![Value::Float(1.0)], vec![Value::Float(-f64::NAN)], vec![Value::Float(2.0)]];
+    let aggs = vec![call(AggFunc::Min, vec![col(0, Float8)], Float8), call(AggFunc::Max, vec![col(0, Float8)], Float8)];
+    let mut a = HashAggExecutor::new(
+        MockExecutor::new(&cols, vec![Step::dense(input)]).boxed(),
+        vec![],
+        aggs,
+        &columns(&[("min", Float8), ("max", Float8)]),
+        ctx(),
+    );
+    assert_eq!(run(&mut a, 1024).unwrap(), rows(&[&["1", "NaN"]]));
+}
