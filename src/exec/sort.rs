@@ -38,7 +38,7 @@ impl SortExecutor {
                 values = super::functions::temporal::interval_cmp_keys(values.as_ref())?;
             }
             cols.push(SortColumn {
-                values,
+                values: super::keys::normalize_key(&values),
                 options: Some(SortOptions { descending: k.desc, nulls_first: k.nulls_first }),
             });
         }
