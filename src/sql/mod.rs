@@ -10,6 +10,7 @@ mod ddl;
 mod dml;
 pub mod preparse;
 mod session_vars;
+mod txn;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -108,6 +109,8 @@ pub struct Session {
     pub copy: Option<copy::CopyIn>,
     /// Backend pid (for cancel requests and pg_stat_activity); 0 = none.
     pub pid: i32,
+    /// The open transaction block (`txn.rs`), if any.
+    pub block: Option<txn::Block>,
 }
 
 /// A statement parsed for the extended protocol.
@@ -137,6 +140,8 @@ fn parse_error(e: sqlparser::parser::ParserError) -> WeirError {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        // A dropped connection discards its open transaction.
+        txn::on_session_end(self);
         if self.pid != 0 {
             self.engine.activity.remove(self.pid);
         }
@@ -154,6 +159,7 @@ impl Session {
             cancel: Arc::new(AtomicBool::new(false)),
             copy: None,
             pid: 0,
+            block: None,
         }
     }
 
@@ -183,8 +189,22 @@ impl Session {
     }
 
     fn activity_end(&self) {
-        let idle = if self.tx == TxState::Idle { "idle" } else { "idle in transaction" };
+        let idle = match self.tx {
+            TxState::Idle => "idle",
+            TxState::InBlock => "idle in transaction",
+            TxState::Failed => "idle in transaction (aborted)",
+        };
         self.engine.activity.update(self.pid, |r| r.state = idle.into());
+    }
+
+    /// `idle_in_transaction_session_timeout` when the session sits in a
+    /// transaction block (None outside one, or when it is 0).
+    pub fn idle_in_transaction_timeout(&self) -> Option<Duration> {
+        if self.tx == TxState::Idle {
+            return None;
+        }
+        let ms = self.settings.get("idle_in_transaction_session_timeout").and_then(|s| session_vars::parse_ms(s)).unwrap_or(0);
+        (ms > 0).then(|| Duration::from_millis(ms))
     }
 
     pub fn exec_ctx(&self) -> ExecCtx {
@@ -198,6 +218,7 @@ impl Session {
             cancel: self.cancel.clone(),
             pid: self.pid,
             activity: self.engine.activity.clone(),
+            view: Some(txn::read_view(self)),
         }
     }
 
@@ -379,6 +400,9 @@ impl Session {
         if self.tx == TxState::Failed && !matches!(stmt, Statement::Commit { .. } | Statement::Rollback { .. }) {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }
+        if let Some(r) = txn::intercept(self, stmt) {
+            return r;
+        }
         match stmt {
             Statement::Query(q) => {
                 let keys = crate::planner::incremental::IncrementalKeys::from_settings(&self.settings)?;
@@ -407,19 +431,6 @@ impl Session {
                     }
                 }
                 result
-            }
-            Statement::StartTransaction { .. } => {
-                self.tx = TxState::InBlock;
-                Ok(QueryResult::Command("BEGIN".into()))
-            }
-            Statement::Commit { .. } => {
-                let tag = if self.tx == TxState::Failed { "ROLLBACK" } else { "COMMIT" };
-                self.tx = TxState::Idle;
-                Ok(QueryResult::Command(tag.into()))
-            }
-            Statement::Rollback { .. } => {
-                self.tx = TxState::Idle;
-                Ok(QueryResult::Command("ROLLBACK".into()))
             }
             Statement::Copy { .. } => copy::start(self, stmt),
             Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => dml::execute(self, stmt, params),
