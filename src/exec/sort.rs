@@ -54,3 +54,7 @@ impl BatchExecutor for SortExecutor {
         Ok(super::next_slice(self.output.as_ref().unwrap(), &mut self.pos, max_rows))
     }
 }
+
+#[cfg(test)]
+#[path = "sort_tests.rs"]
+mod tests;

@@ -5,6 +5,7 @@
 //! May import `exec`, `storage`, `catalog`, `types`, `error`; never `sql`
 //! or `server`.
 
+pub mod analysis;
 mod bind;
 mod prune;
 pub use prune::prune_plan;
