@@ -22,14 +22,15 @@ pub struct TableScanExecutor {
 }
 
 impl TableScanExecutor {
-    pub fn new(
-        regions: Vec<Arc<Region>>,
-        seqs: Vec<crate::storage::SeqBounds>,
-        request: ScanRequest,
-        columns: &[PlanColumn],
-        view: Option<Arc<crate::storage::ReadView>>,
-    ) -> Self {
-        TableScanExecutor { regions, seqs, request, schema: arrow_schema(columns), pending: Vec::new(), next_region: 0, view }
+    pub fn new(regions: Vec<Arc<Region>>, seqs: Vec<crate::storage::SeqBounds>, request: ScanRequest, columns: &[PlanColumn]) -> Self {
+        TableScanExecutor { regions, seqs, request, schema: arrow_schema(columns), pending: Vec::new(), next_region: 0, view: None }
+    }
+
+    /// Read through a statement's view: its snapshot and its transaction's
+    /// own writes.
+    pub fn with_view(mut self, view: Option<Arc<crate::storage::ReadView>>) -> Self {
+        self.view = view;
+        self
     }
 }
 

@@ -101,7 +101,9 @@ async fn watch_idle(idle: Arc<IdleWatch>, sock: std::net::TcpStream) {
             Some(_) => {
                 use std::io::Write;
                 let mut body = Vec::new();
-                for (k, v) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', "25P03"), (b'M', "terminating connection due to idle-in-transaction timeout")] {
+                for (k, v) in
+                    [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', "25P03"), (b'M', "terminating connection due to idle-in-transaction timeout")]
+                {
                     body.push(k);
                     body.extend_from_slice(v.as_bytes());
                     body.push(0);

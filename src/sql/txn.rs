@@ -151,8 +151,8 @@ fn begin(s: &mut Session, modes: &[TransactionMode]) -> Result<QueryResult> {
             TransactionMode::AccessMode(TransactionAccessMode::ReadWrite) => read_only = false,
         }
     }
-    let iso = isolation
-        .unwrap_or_else(|| Isolation::parse(s.settings.get("default_transaction_isolation").map(String::as_str).unwrap_or("")));
+    let iso =
+        isolation.unwrap_or_else(|| Isolation::parse(s.settings.get("default_transaction_isolation").map(String::as_str).unwrap_or("")));
     s.settings.insert("transaction_isolation".into(), iso.name().into());
     s.settings.insert("transaction_read_only".into(), if read_only { "on" } else { "off" }.into());
     s.block = Some(Block::new(s.pid, read_only));
@@ -267,12 +267,7 @@ fn no_block(what: &str) -> crate::error::WeirError {
 fn savepoint(s: &mut Session, name: &str) -> Result<QueryResult> {
     let Some(b) = s.block.as_mut() else { return Err(no_block("SAVEPOINT")) };
     let writes = b.writes.get_mut().unwrap_or_else(|p| p.into_inner()).clone();
-    b.savepoints.push(Savepoint {
-        name: name.to_string(),
-        writes,
-        created: b.created.len(),
-        drops: b.drops.len(),
-    });
+    b.savepoints.push(Savepoint { name: name.to_string(), writes, created: b.created.len(), drops: b.drops.len() });
     Ok(QueryResult::Command("SAVEPOINT".into()))
 }
 
@@ -516,8 +511,11 @@ pub fn write_unit(s: &Session, def: &TableDef, regions: &[Arc<Region>], batch: &
         let n = rows.num_rows() as u64;
         let mut cols: Vec<ArrayRef> = rows.columns().to_vec();
         cols.push(Arc::new(UInt64Array::from_iter_values(TEMP_ROWID_BASE..TEMP_ROWID_BASE + n)));
-        let stored =
-            RecordBatch::try_new_with_options(regions[r].stored_schema(), cols, &RecordBatchOptions::new().with_row_count(Some(n as usize)))?;
+        let stored = RecordBatch::try_new_with_options(
+            regions[r].stored_schema(),
+            cols,
+            &RecordBatchOptions::new().with_row_count(Some(n as usize)),
+        )?;
         parts.push((regions[r].clone(), RegionWrites { deletes: vec![], puts: vec![stored] }));
     }
     s.engine.storage.commit(parts)

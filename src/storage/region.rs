@@ -581,10 +581,19 @@ impl Region {
     /// held until [`Region::decide_txn`]. Returns the record's sequence.
     pub(super) fn append_txn(&self, txn: u64, w: &super::txn::RegionWrites) -> Result<SeqNo> {
         let del = concat_all(&self.layout.stored, &w.deletes)?;
-        let puts: Vec<RecordBatch> = w.puts.iter().map(|b| b.project(&(0..self.layout.ncols).collect::<Vec<_>>())).collect::<std::result::Result<_, _>>()?;
+        let puts: Vec<RecordBatch> =
+            w.puts.iter().map(|b| b.project(&(0..self.layout.ncols).collect::<Vec<_>>())).collect::<std::result::Result<_, _>>()?;
         let put = concat_all(&self.layout.user, &puts)?;
-        let put = RecordBatch::try_new_with_options(self.layout.user.clone(), put.columns().to_vec(), &RecordBatchOptions::new().with_row_count(Some(put.num_rows())))?;
-        let del = RecordBatch::try_new_with_options(self.layout.stored.clone(), del.columns().to_vec(), &RecordBatchOptions::new().with_row_count(Some(del.num_rows())))?;
+        let put = RecordBatch::try_new_with_options(
+            self.layout.user.clone(),
+            put.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(put.num_rows())),
+        )?;
+        let del = RecordBatch::try_new_with_options(
+            self.layout.stored.clone(),
+            del.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(del.num_rows())),
+        )?;
         let mut payload = Vec::with_capacity(64 + del.get_array_memory_size() + put.get_array_memory_size());
         payload.push(OP_TXN);
         payload.extend_from_slice(&[0u8; 8]);

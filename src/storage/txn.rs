@@ -133,8 +133,9 @@ impl CommitLogInner {
 
     fn append(&mut self, kind: u8, v: u64) -> Result<()> {
         if let Some(e) = &self.failed {
-            return Err(crate::err!(Storage, "the commit log could not be written; commits fail until the server restarts")
-                .with_detail(e.clone()));
+            return Err(
+                crate::err!(Storage, "the commit log could not be written; commits fail until the server restarts").with_detail(e.clone())
+            );
         }
         let mut rec = [0u8; 9];
         rec[0] = kind;
