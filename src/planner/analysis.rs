@@ -695,7 +695,8 @@ pub fn expr_volatility(e: &Expr) -> Volatility {
     let mut v = Volatility::Immutable;
     e.walk(&mut |x| match x {
         Expr::Func { name, .. } => v = v.max(function_volatility(name)),
-        Expr::Subquery { plan, .. } => v = v.max(volatility(plan)),
+        // A subquery not yet physically planned counts as volatile: unknown.
+        Expr::Subquery { plan, .. } => v = v.max(plan.physical().map(volatility).unwrap_or(Volatility::Volatile)),
         _ => {}
     });
     v

@@ -76,12 +76,16 @@ fn fixture() -> Fixture {
 }
 
 impl Fixture {
-    /// Plan one query as a session does (plan, then prune projections).
+    /// Plan one query as a session does (bind, push filters down, prune
+    /// columns, plan physically), but without constant folding: analysis
+    /// must see `now()` as written, not the value it folds to.
     fn plan(&self, sql: &str) -> Plan {
         let stmt = Parser::new(&PostgreSqlDialect {}).try_with_sql(sql).unwrap().parse_statement().unwrap();
         let sqlparser::ast::Statement::Query(q) = stmt else { panic!("not a query: {sql}") };
         let planner = Planner::new(&self.catalog, &self.storage, "public", mock::ctx(), Params::default());
-        crate::planner::prune_plan(planner.plan_query(&q, None).unwrap())
+        let logical = planner.plan_query(&q, None).unwrap();
+        let logical = crate::planner::rewrite::prune::prune_columns(crate::planner::rewrite::pushdown::push_down_filters(logical));
+        crate::planner::physical::physical_plan(&logical, &planner.ctx).unwrap()
     }
 
     fn shape(&self, sql: &str) -> AggregateShape {

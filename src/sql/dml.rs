@@ -143,7 +143,7 @@ fn insert(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
             (out, n)
         }
         _ => {
-            let plan = planner.plan_query(src, None)?;
+            let plan = planner.plan(src)?;
             let pcols = plan.columns().to_vec();
             if pcols.len() != targets.len() {
                 bail!(Syntax, "INSERT has {} target columns than expressions", if pcols.len() > targets.len() { "fewer" } else { "more" });
