@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
 use sqlparser::ast::{self, Statement, TransactionAccessMode, TransactionIsolationLevel, TransactionMode};
 
-use super::{QueryResult, Session, TxState};
+use super::{QueryResult, Session, TxState, WeirStatement};
 use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::storage::{region_id, ReadView, Region, RegionId, RegionWrites, SeqNo, TEMP_ROWID_BASE};
@@ -124,7 +124,22 @@ impl Block {
 }
 
 /// Transaction control and DDL inside a block; None = not handled here.
-pub fn intercept(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
+pub fn intercept(s: &mut Session, stmt: &WeirStatement) -> Option<Result<QueryResult>> {
+    let stmt = match stmt {
+        WeirStatement::Sql(q) => q,
+        WeirStatement::Admin(_) => return None,
+        WeirStatement::CreateTable(ct) => {
+            s.block.as_ref()?;
+            if let Err(e) = take_snapshot(s) {
+                return Some(Err(e));
+            }
+            if s.block.as_ref().is_some_and(|b| b.read_only) {
+                return Some(Err(err!(ReadOnlySqlTransaction, "cannot execute CREATE TABLE in a read-only transaction")));
+            }
+            let ct = ct.clone();
+            return Some(create_in_block(s, &ct.name, true, |s| super::ddl::create_weir_table(s, &ct)));
+        }
+    };
     Some(match stmt {
         Statement::StartTransaction { modes, .. } => begin(s, modes),
         Statement::Commit { chain, .. } => end(s, true, *chain),
@@ -320,8 +335,8 @@ fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
             let word = stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
             Some(Err(err!(ReadOnlySqlTransaction, "cannot execute {word} in a read-only transaction")))
         }
-        Statement::CreateTable(ct) => Some(create_in_block(s, stmt, object_name(&ct.name), true)),
-        Statement::CreateView(cv) => Some(create_in_block(s, stmt, object_name(&cv.name), false)),
+        Statement::CreateTable(ct) => Some(create_in_block(s, &ct.name, true, |s| s.execute_sql_statement(stmt, Default::default()))),
+        Statement::CreateView(cv) => Some(create_in_block(s, &cv.name, false, |s| s.execute_sql_statement(stmt, Default::default()))),
         Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => Some(drop_in_block(s, *if_exists, names)),
         Statement::CreateDatabase { .. } | Statement::Drop { .. } | Statement::Truncate(_) | Statement::CreateIndex(_) => {
             let text = stmt.to_string();
@@ -336,22 +351,29 @@ fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
     }
 }
 
-fn object_name(n: &ast::ObjectName) -> Result<String> {
-    Ok(crate::planner::object_name(n)?.1)
+/// The database and name a table or view name resolves to.
+fn resolve(s: &Session, n: &ast::ObjectName) -> Result<(String, String)> {
+    let rel = crate::planner::relation(&s.engine.catalog, &s.database, n)?;
+    Ok((rel.database()?, rel.name))
 }
 
-fn create_in_block(s: &mut Session, stmt: &Statement, name: Result<String>, table: bool) -> Result<QueryResult> {
-    let name = name?;
-    let existed_table = s.engine.catalog.table(&s.database, &name).map(|t| t.id);
-    let existed_view = s.engine.catalog.view(&s.database, &name).is_some();
-    let r = super::ddl::execute(s, stmt)?;
+fn create_in_block(
+    s: &mut Session,
+    name: &ast::ObjectName,
+    table: bool,
+    run: impl FnOnce(&mut Session) -> Result<QueryResult>,
+) -> Result<QueryResult> {
+    let (database, name) = resolve(s, name)?;
+    let existed_table = s.engine.catalog.table(&database, &name).map(|t| t.id);
+    let existed_view = s.engine.catalog.view(&database, &name).is_some();
+    let r = run(s)?;
     let created = if table {
-        match s.engine.catalog.table(&s.database, &name) {
-            Some(t) if Some(t.id) != existed_table => Some(Created::Table { database: s.database.clone(), name, id: t.id }),
+        match s.engine.catalog.table(&database, &name) {
+            Some(t) if Some(t.id) != existed_table => Some(Created::Table { database, name, id: t.id }),
             _ => None,
         }
     } else if !existed_view {
-        Some(Created::View { database: s.database.clone(), name })
+        Some(Created::View { database, name })
     } else {
         None
     };
@@ -364,9 +386,12 @@ fn create_in_block(s: &mut Session, stmt: &Statement, name: Result<String>, tabl
 fn drop_in_block(s: &mut Session, if_exists: bool, names: &[ast::ObjectName]) -> Result<QueryResult> {
     let mut defs = Vec::new();
     for n in names {
-        let name = object_name(n)?;
-        let already = s.block.as_ref().is_some_and(|b| b.drops.iter().any(|d| d.name == name && d.database == s.database));
-        match s.engine.catalog.table(&s.database, &name) {
+        let (database, name) = match resolve(s, n) {
+            Err(_) if if_exists => continue,
+            r => r?,
+        };
+        let already = s.block.as_ref().is_some_and(|b| b.drops.iter().any(|d| d.name == name && d.database == database));
+        match s.engine.catalog.table(&database, &name) {
             Some(def) if !already => defs.push(def),
             _ if if_exists => {}
             _ => bail!(UndefinedTable, "table \"{name}\" does not exist"),

@@ -3,12 +3,15 @@
 //! filter's input with `q`, when `q` reads the outer row only through
 //! equalities `inner = outer` in its filters. The equalities become the
 //! join's keys (with `x` = q's column for IN), so `q` runs once instead
-//! of once per distinct outer row.
+//! of once per distinct outer row. A correlated scalar subquery of one
+//! aggregate (`SELECT max(v) FROM q WHERE q.k = t.k`), in a filter or a
+//! select list, becomes a left join with `q` grouped by its inner keys.
 //!
 //! Left alone (evaluated nested, per outer row, as before): `NOT IN`
-//! (NULLs make it differ from an anti join), scalar and quantified
-//! subqueries, uncorrelated EXISTS, and any `q` that reads the outer row
-//! elsewhere (select list, join conditions, below a grouping or a limit).
+//! (NULLs make it differ from an anti join), quantified subqueries,
+//! uncorrelated ones (they run once), scalar subqueries of other shapes,
+//! and any `q` that reads the outer row elsewhere (select list, join
+//! conditions, below a grouping or a limit).
 
 use super::{and_all, conjuncts};
 use crate::exec::expr::{Expr, SubqueryKind};
@@ -16,7 +19,7 @@ use crate::exec::plan::{JoinKind, PlanColumn};
 use crate::planner::logical::{logical_subplan, LogicalPlan};
 use crate::planner::rewrite::pushdown::map_inputs;
 
-/// Decorrelate the subqueries of every filter in the plan.
+/// Decorrelate the subqueries of every filter and projection in the plan.
 pub fn decorrelate(plan: LogicalPlan) -> LogicalPlan {
     match map_inputs(plan, decorrelate) {
         LogicalPlan::Filter { input, predicate } => {
@@ -30,13 +33,130 @@ pub fn decorrelate(plan: LogicalPlan) -> LogicalPlan {
                     None => rest.push(c),
                 }
             }
-            match and_all(rest) {
-                Some(predicate) => LogicalPlan::Filter { input: Box::new(input), predicate },
-                None => input,
+            let Some(predicate) = and_all(rest) else { return input };
+            // Scalar subqueries: the filter runs over the joined rows, then
+            // a projection gives back the input's columns.
+            let n = input.columns().len();
+            let (joined, mut exprs) = scalar_joins(input.clone(), vec![predicate.clone()]);
+            if joined.columns().len() == n {
+                return LogicalPlan::Filter { input: Box::new(input), predicate };
             }
+            let predicate = exprs.pop().expect("one predicate");
+            let columns = input.columns().to_vec();
+            let filter = LogicalPlan::Filter { input: Box::new(joined), predicate };
+            let exprs = columns.iter().enumerate().map(|(i, c)| Expr::Column { index: i, ty: c.ty }).collect();
+            LogicalPlan::Project { input: Box::new(filter), exprs, columns }
+        }
+        LogicalPlan::Project { input, exprs, columns } => {
+            let (input, exprs) = scalar_joins(*input, exprs);
+            LogicalPlan::Project { input: Box::new(input), exprs, columns }
         }
         other => other,
     }
+}
+
+/// Left-join `input` with the grouped form of every correlated scalar
+/// subquery of `exprs` that allows it; the subqueries become columns of
+/// the joined rows (appended after the input's, so the rest of `exprs`
+/// keeps its meaning).
+fn scalar_joins(input: LogicalPlan, exprs: Vec<Expr>) -> (LogicalPlan, Vec<Expr>) {
+    let mut found: Vec<Expr> = Vec::new();
+    for e in &exprs {
+        e.walk(&mut |x| {
+            if matches!(x, Expr::Subquery { kind: SubqueryKind::Scalar, correlated: true, .. }) && !found.contains(x) {
+                found.push(x.clone());
+            }
+        });
+    }
+    let mut cur = input;
+    let mut exprs = exprs;
+    for sub in found {
+        let Some((right, on, value)) = scalar_aggregate(&sub, cur.columns().len()) else { continue };
+        let mut columns = cur.columns().to_vec();
+        columns.extend(right.columns().iter().cloned());
+        cur = LogicalPlan::Join { left: Box::new(cur), right: Box::new(right), kind: JoinKind::Left, on, filter: None, columns };
+        exprs = exprs
+            .iter()
+            .map(|e| {
+                e.map(0, &|x, d| match x {
+                    Expr::Subquery { .. } if d == 0 && *x == sub => Some(value.clone()),
+                    _ => None,
+                })
+            })
+            .collect();
+    }
+    (cur, exprs)
+}
+
+/// A correlated scalar subquery `SELECT agg(..) FROM .. WHERE inner = outer
+/// ..` (one aggregate, no GROUP BY) as a grouped relation to left-join:
+/// (relation grouped by the inner sides, join keys, the subquery's value
+/// over the joined row when the left input has `nl` columns). count() of no
+/// rows is 0, not the NULL an unmatched left join gives: it is patched
+/// with a CASE. Aggregate arguments must be plain columns or constants:
+/// the grouped relation aggregates rows no outer row asks for, which must
+/// not fail where the nested query would not have run.
+fn scalar_aggregate(sub: &Expr, nl: usize) -> Option<(LogicalPlan, Vec<(Expr, Expr)>, Expr)> {
+    use crate::exec::plan::AggFunc;
+    let Expr::Subquery { plan, kind: SubqueryKind::Scalar, .. } = sub else { return None };
+    let LogicalPlan::Project { input, exprs, .. } = logical_subplan(plan)? else { return None };
+    let LogicalPlan::Aggregate { input: agg_input, group_by, aggs, .. } = input.as_ref() else { return None };
+    if !group_by.is_empty() || exprs.len() != 1 {
+        return None;
+    }
+    let simple = |e: &Expr| matches!(e, Expr::Column { .. } | Expr::Literal { .. });
+    if aggs.iter().any(|a| !a.args.iter().all(simple) || a.filter.is_some()) {
+        return None;
+    }
+    // The value: one aggregate's column, maybe cast.
+    let (k, cast) = match &exprs[0] {
+        Expr::Column { index, .. } => (*index, None),
+        Expr::Cast { expr, ty } => match expr.as_ref() {
+            Expr::Column { index, .. } => (*index, Some(*ty)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let (grouped_input, corr) = peel(agg_input)?;
+    if corr.is_empty() {
+        return None;
+    }
+    let nk = corr.len();
+    let mut columns: Vec<PlanColumn> = Vec::new();
+    for (i, (_, inner)) in corr.iter().enumerate() {
+        columns.push(PlanColumn::new(format!("__key{i}"), inner.ty()));
+    }
+    for (i, a) in aggs.iter().enumerate() {
+        columns.push(PlanColumn::new(format!("__agg{i}"), a.ty));
+    }
+    let right = LogicalPlan::Aggregate {
+        input: Box::new(grouped_input),
+        group_by: corr.iter().map(|(_, inner)| inner.clone()).collect(),
+        aggs: aggs.clone(),
+        columns,
+    };
+    if reads_level(&right) {
+        return None;
+    }
+    let right = hoist(&right);
+    let on =
+        corr.iter().enumerate().map(|(i, (outer, inner))| (outer_to_local(outer), Expr::Column { index: i, ty: inner.ty() })).collect();
+    let a = &aggs[k];
+    let col = Expr::Column { index: nl + nk + k, ty: a.ty };
+    let mut value = if matches!(a.func, AggFunc::Count | AggFunc::CountStar) {
+        Expr::Case {
+            operand: None,
+            whens: vec![(Expr::IsNull { expr: Box::new(col.clone()), negated: false }, Expr::lit(crate::types::Value::Int(0), a.ty))],
+            else_expr: Some(Box::new(col)),
+            ty: a.ty,
+        }
+    } else {
+        col
+    };
+    if let Some(ty) = cast {
+        value = Expr::Cast { expr: Box::new(value), ty };
+    }
+    Some((right, on, value))
 }
 
 /// `input` semi/anti-joined with the subquery of conjunct `c`, if `c` is
@@ -233,6 +353,40 @@ mod tests {
         let LogicalPlan::Filter { input, predicate } = p else { panic!() };
         assert_eq!(predicate, other);
         assert!(matches!(*input, LogicalPlan::Join { kind: JoinKind::Anti, .. }));
+    }
+
+    #[test]
+    fn correlated_count_becomes_a_left_join_with_a_grouped_relation() {
+        use crate::exec::plan::{AggCall, AggFunc};
+        // (SELECT count(*) FROM s WHERE s.x = outer.#1)
+        let s = table("s", &[("x", Int8), ("y", Int8)]);
+        let f = LogicalPlan::Filter { input: Box::new(s), predicate: bin(BinOp::Eq, col(0, Int8), outer(1)) };
+        let agg = LogicalPlan::Aggregate {
+            input: Box::new(f),
+            group_by: vec![],
+            aggs: vec![AggCall { func: AggFunc::CountStar, args: vec![], distinct: false, filter: None, ty: Int8 }],
+            columns: vec![PlanColumn::new("agg0", Int8)],
+        };
+        let p = LogicalPlan::Project { input: Box::new(agg), exprs: vec![col(0, Int8)], columns: vec![PlanColumn::new("count", Int8)] };
+        let sub = Expr::Subquery {
+            plan: SubPlan::new(p),
+            kind: SubqueryKind::Scalar,
+            correlated: true,
+            outer_refs: vec![(1, Int8)],
+            cache: Arc::new(SubqueryCache::default()),
+            ty: Int8,
+        };
+        let t = table("t", &[("a", Int8), ("b", Int8)]);
+        let top = LogicalPlan::Project { input: Box::new(t), exprs: vec![col(0, Int8), sub], columns: vec![] };
+        let LogicalPlan::Project { input, exprs, .. } = decorrelate(top) else { panic!() };
+        let LogicalPlan::Join { kind, on, right, .. } = *input else { panic!("not a join") };
+        assert_eq!(kind, JoinKind::Left);
+        assert_eq!(on, vec![(col(1, Int8), col(0, Int8))]);
+        let LogicalPlan::Aggregate { group_by, .. } = *right else { panic!() };
+        assert_eq!(group_by, vec![col(0, Int8)]);
+        // count of no rows is 0: the joined column (2 left + 1 key) behind a CASE.
+        let Expr::Case { else_expr, .. } = &exprs[1] else { panic!("{:?}", exprs[1]) };
+        assert_eq!(else_expr.as_deref(), Some(&col(3, Int8)));
     }
 
     #[test]
