@@ -66,7 +66,7 @@ impl HashAggExecutor {
                             }
                         })
                         .collect::<Result<_>>()?;
-                    let rows = converter.convert_columns(&keys)?;
+                    let rows = converter.convert_columns(&super::keys::normalize_keys(&keys))?;
                     for i in 0..n {
                         let row = rows.row(i);
                         // Look up before inserting: no key allocation for known groups.

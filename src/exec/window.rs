@@ -43,8 +43,10 @@ impl WindowExecutor {
         if n == 0 {
             return Ok(arrow::array::new_empty_array(&call.ty.to_arrow()));
         }
-        let part: Vec<ArrayRef> = call.partition_by.iter().map(|e| e.eval(input, &self.ctx)).collect::<Result<_>>()?;
-        let ord: Vec<ArrayRef> = call.order_by.iter().map(|k| k.expr.eval(input, &self.ctx)).collect::<Result<_>>()?;
+        let part: Vec<ArrayRef> =
+            call.partition_by.iter().map(|e| e.eval(input, &self.ctx).map(|a| super::keys::normalize_key(&a))).collect::<Result<_>>()?;
+        let ord: Vec<ArrayRef> =
+            call.order_by.iter().map(|k| k.expr.eval(input, &self.ctx).map(|a| super::keys::normalize_key(&a))).collect::<Result<_>>()?;
         let mut sort_cols: Vec<SortColumn> =
             part.iter().map(|a| SortColumn { values: a.clone(), options: Some(SortOptions::default()) }).collect();
         for (k, a) in call.order_by.iter().zip(&ord) {

@@ -599,6 +599,22 @@ pub fn show_create(t: &TableDef) -> String {
     s
 }
 
+/// GreptimeDB's `CREATE DATABASE ... WITH (options)`: weir has no
+/// database-level options, and ignoring a ttl would keep data it was told
+/// to drop, so the statement is refused.
+pub fn create_database_with_options(_s: &mut Session, c: &crate::parser::CreateDatabase) -> Result<QueryResult> {
+    let names: Vec<String> = c
+        .options
+        .iter()
+        .map(|o| match o {
+            ast::SqlOption::KeyValue { key, .. } => option_key(key),
+            other => other.to_string(),
+        })
+        .collect();
+    Err(err!(FeatureNotSupported, "database options are not supported: {}", names.join(", "))
+        .with_hint("create the database without options and give each table its own, e.g. CREATE TABLE ... WITH (ttl = '7d')"))
+}
+
 /// `ADMIN name(args)`: the arguments are constant expressions, evaluated
 /// now; a table argument may name another database (`'db.t'`).
 pub fn admin(s: &mut Session, a: &Admin, params: Params) -> Result<QueryResult> {
