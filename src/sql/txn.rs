@@ -128,6 +128,10 @@ pub fn intercept(s: &mut Session, stmt: &WeirStatement) -> Option<Result<QueryRe
     let stmt = match stmt {
         WeirStatement::Sql(q) => q,
         WeirStatement::Admin(_) => return None,
+        WeirStatement::CreateDatabase(_) if s.block.is_some() => {
+            return Some(Err(err!(ActiveSqlTransaction, "CREATE DATABASE cannot run inside a transaction block")));
+        }
+        WeirStatement::CreateDatabase(_) => return None,
         WeirStatement::CreateTable(ct) => {
             s.block.as_ref()?;
             if let Err(e) = take_snapshot(s) {
