@@ -32,6 +32,8 @@ pub enum ErrorKind {
     UniqueViolation,
     InvalidParameterValue,
     CardinalityViolation,
+    /// 42809: e.g. ORDER BY in a call of a function that is not an aggregate.
+    WrongObjectType,
     InFailedTransaction,
     QueryCanceled,
     InvalidDatetime,
@@ -75,6 +77,7 @@ impl ErrorKind {
             UniqueViolation => "23505",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
+            WrongObjectType => "42809",
             InFailedTransaction => "25P02",
             QueryCanceled => "57014",
             InvalidDatetime => "22007",
