@@ -32,14 +32,13 @@ pub enum ErrorKind {
     UniqueViolation,
     InvalidParameterValue,
     CardinalityViolation,
-    /// 42809: e.g. ORDER BY in a call of a function that is not an aggregate.
-    WrongObjectType,
     InFailedTransaction,
     QueryCanceled,
     InvalidDatetime,
     /// 22008: a date/time/interval value out of range.
     DatetimeFieldOverflow,
-    /// 42809: e.g. DISTINCT on a call of a function that is not an aggregate.
+    /// 42809: e.g. DISTINCT or ORDER BY in a call of a function that is not
+    /// an aggregate.
     WrongObjectType,
     /// 2201B: a regular expression that does not compile.
     InvalidRegularExpression,
@@ -89,7 +88,6 @@ impl ErrorKind {
             UniqueViolation => "23505",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
-            WrongObjectType => "42809",
             InFailedTransaction => "25P02",
             QueryCanceled => "57014",
             InvalidDatetime => "22007",
