@@ -805,7 +805,7 @@ impl<'a> Planner<'a> {
                 columns: cols.clone(),
                 filters: vec![],
                 time_range: None,
-                tag_eqs: vec![],
+                tag_sets: vec![],
             });
             return Ok((plan, cols));
         }
