@@ -513,10 +513,18 @@ impl<'a> Planner<'a> {
                                     cur.columns.iter().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| {
                                         err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in right table")
                                     })?;
-                                let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
-                                    .try_with_sql(&format!("\"{lq}\".\"{name}\" = \"{rq}\".\"{name}\""))
-                                    .and_then(|mut p| p.parse_expr())
-                                    .map_err(|e| err!(Syntax, "{e}"))?;
+                                // lq.name = rq.name, built as AST (quoted: the names are folded already).
+                                let col = |q: &str| {
+                                    ast::Expr::CompoundIdentifier(vec![
+                                        ast::Ident::with_quote('"', q),
+                                        ast::Ident::with_quote('"', name.as_str()),
+                                    ])
+                                };
+                                let e = ast::Expr::BinaryOp {
+                                    left: Box::new(col(&lq)),
+                                    op: ast::BinaryOperator::Eq,
+                                    right: Box::new(col(&rq)),
+                                };
                                 on_conds.push((e, rels.len() + 1));
                             }
                         }
@@ -805,18 +813,23 @@ impl<'a> Planner<'a> {
                 columns: cols.clone(),
                 filters: vec![],
                 time_range: None,
-                tag_eqs: vec![],
+                tag_sets: vec![],
             });
             return Ok((plan, cols));
         }
         if let Some(v) = self.catalog.view(db, name) {
-            if db != self.database {
-                // The view's names are its own database's; the planner
-                // resolves against one database.
-                bail!(FeatureNotSupported, "views of another database are not supported: {}", rel.display());
-            }
             let q = crate::parser::parse_query(&v.sql)?;
-            let plan = self.plan_query(&q, None)?;
+            let plan = if db == self.database {
+                self.plan_query(&q, None)?
+            } else {
+                // Another database's view: its unqualified names are that
+                // database's, so it is planned by a planner for it.
+                let mut other = super::Planner::new(self.catalog, self.storage, db, self.ctx.clone(), Default::default());
+                other.incremental = self.incremental.clone();
+                let plan = other.plan_query(&q, None)?;
+                self.watermarks.borrow_mut().extend(other.watermarks.into_inner());
+                plan
+            };
             let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
             for (c, n) in cols.iter_mut().zip(&v.columns) {
                 c.name = n.clone();

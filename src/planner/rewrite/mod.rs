@@ -97,6 +97,7 @@ pub(crate) mod test_util {
             cancel: Default::default(),
             pid: 0,
             activity: Default::default(),
+            view: None,
         }
     }
 }
