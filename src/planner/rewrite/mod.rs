@@ -99,6 +99,7 @@ pub(crate) mod test_util {
             cancel: Default::default(),
             pid: 0,
             activity: Default::default(),
+            view: None,
         }
     }
 }
