@@ -314,3 +314,7 @@ impl StorageEngine {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "txn_tests.rs"]
+mod tests;
