@@ -7,8 +7,8 @@
 pub mod catalog;
 pub mod config;
 pub mod error;
-pub mod parser;
 pub mod exec;
+pub mod parser;
 pub mod planner;
 pub mod server;
 pub mod sql;
