@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod parser;
 pub mod exec;
+pub mod flow;
 pub mod planner;
 pub mod server;
 pub mod sql;
