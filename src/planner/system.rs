@@ -130,7 +130,8 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             // GreptimeDB's columns (so their users' queries work), then
             // weir's progress columns.
             let mut rows = Vec::new();
-            let mut flows = p.catalog.flows();
+            // Flows created in this database (GreptimeDB lists a catalog's).
+            let mut flows: Vec<_> = p.catalog.flows().into_iter().filter(|f| f.database == db).collect();
             flows.sort_by(|a, b| a.name.cmp(&b.name));
             for f in flows {
                 let prog = p.catalog.flow_progress(&f.name).unwrap_or_default();

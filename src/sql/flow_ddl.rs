@@ -239,7 +239,9 @@ fn like(p: &[char], t: &[char]) -> bool {
 }
 
 pub fn show_flows(s: &mut Session, sf: &ShowFlows) -> Result<QueryResult> {
-    let mut names: Vec<String> = s.engine.catalog.flows().into_iter().map(|f| f.name).collect();
+    // The flows created in this database (or the one named by IN).
+    let db = sf.database.as_ref().map(ident).unwrap_or_else(|| s.database.clone());
+    let mut names: Vec<String> = s.engine.catalog.flows().into_iter().filter(|f| f.database == db).map(|f| f.name).collect();
     if let Some(p) = &sf.like {
         let p: Vec<char> = p.chars().collect();
         names.retain(|n| like(&p, &n.chars().collect::<Vec<_>>()));
