@@ -56,6 +56,9 @@ pub struct ExecCtx {
     /// This session's backend pid and the process's session registry.
     pub pid: i32,
     pub activity: activity::Activity,
+    /// The statement's snapshot and its transaction's own writes; None
+    /// reads each region's latest rows.
+    pub view: Option<Arc<crate::storage::ReadView>>,
 }
 
 impl ExecCtx {
@@ -111,9 +114,9 @@ pub trait BatchExecutor: Send {
 /// Build the executor tree for a plan.
 pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
     Ok(match plan {
-        Plan::Scan { regions, request, columns } => {
-            Box::new(scan::TableScanExecutor::new(regions.0.clone(), regions.1.clone(), request.clone(), columns))
-        }
+        Plan::Scan { regions, request, columns } => Box::new(
+            scan::TableScanExecutor::new(regions.0.clone(), regions.1.clone(), request.clone(), columns).with_view(ctx.view.clone()),
+        ),
         Plan::Memory { batches, columns } => Box::new(values::MemoryExecutor::new(batches.clone(), columns)),
         Plan::Values { rows, columns } => Box::new(values::ValuesExecutor::new(rows.clone(), columns, ctx.clone())),
         Plan::Series { args, columns } => Box::new(values::SeriesExecutor::new(args.clone(), columns, ctx.clone())),

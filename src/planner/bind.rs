@@ -86,15 +86,9 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         // not fit; README.md lists this).
         D::SmallInt(_) | D::Int2(_) | D::TinyInt(_) | D::Int16 | D::UInt8 | D::UTinyInt => SqlType::Int2,
         D::Int(_) | D::Integer(_) | D::Int4(_) | D::MediumInt(_) | D::Int32 | D::UInt16 | D::USmallInt => SqlType::Int4,
-        D::BigInt(_)
-        | D::Int8(_)
-        | D::Int64
-        | D::UInt32
-        | D::UInt64
-        | D::Signed
-        | D::SignedInteger
-        | D::Unsigned
-        | D::UnsignedInteger => SqlType::Int8,
+        D::BigInt(_) | D::Int8(_) | D::Int64 | D::UInt32 | D::UInt64 | D::Signed | D::SignedInteger | D::Unsigned | D::UnsignedInteger => {
+            SqlType::Int8
+        }
         D::Real | D::Float4 | D::Float32 => SqlType::Float4,
         D::Double(_) | D::DoublePrecision | D::Float8 | D::Float64 | D::Float(_) => SqlType::Float8,
         D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Float8,
@@ -393,6 +387,21 @@ impl<'a> Planner<'a> {
                             ty: SqlType::Bool,
                         }
                     }
+                    // x = ANY (ARRAY[a, b]) is x IN (a, b); x <> ALL (...) is
+                    // NOT IN (SQLAlchemy's catalog queries use them).
+                    E::Array(ast::Array { elem, .. })
+                        if !elem.is_empty() && ((!all && matches!(op, BinOp::Eq)) || (all && matches!(op, BinOp::NotEq))) =>
+                    {
+                        let items: Vec<Expr> = elem.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<_>>()?;
+                        let mut ty = x.ty();
+                        for i in &items {
+                            ty = comparable(ty, i.ty())
+                                .ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), i.ty()))?;
+                        }
+                        let x = coerce(x, ty)?;
+                        let items = items.into_iter().map(|i| coerce(i, ty)).collect::<Result<_>>()?;
+                        Expr::InList { expr: Box::new(x), list: items, negated: all }
+                    }
                     other => {
                         // x op ANY(array): arrays are text literals here.
                         let arr = coerce(self.bind_expr(other, scope, agg)?, SqlType::Text)?;
@@ -640,8 +649,10 @@ impl<'a> Planner<'a> {
             BinOp::Div => "/",
             _ => "%",
         };
-        let no_op = || err!(UndefinedFunction, "operator does not exist: {} {} {}", lt, sym, rt)
-            .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.");
+        let no_op = || {
+            err!(UndefinedFunction, "operator does not exist: {} {} {}", lt, sym, rt)
+                .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+        };
         let bin = |op, l, r, ty| Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r), ty });
         match (op, lt, rt) {
             (BinOp::Add | BinOp::Sub, Timestamp | TimestampTz, Interval | Unknown) => bin(op, l, coerce(r, Interval)?, lt),
@@ -677,6 +688,27 @@ impl<'a> Planner<'a> {
                 _ => String::new(),
             })
             .unwrap_or_default();
+        // ORDER BY inside the call's parentheses; other clauses sqlparser
+        // accepts (`WHERE`, `LIMIT` …) are not PostgreSQL's.
+        let mut ordered = false;
+        if let ast::FunctionArguments::List(list) = &f.args {
+            for c in &list.clauses {
+                match c {
+                    ast::FunctionArgumentClause::OrderBy(_) => ordered = true,
+                    other => bail!(Syntax, "syntax error at or near \"{other}\""),
+                }
+            }
+        }
+        if ordered && f.over.is_some() {
+            bail!(FeatureNotSupported, "aggregate ORDER BY is not implemented for window functions");
+        }
+        if ordered && agg_func(&name).is_none() {
+            bail!(WrongObjectType, "ORDER BY specified, but {name} is not an aggregate function");
+        }
+        // string_agg's result depends on the order; the others' do not.
+        if ordered && agg_func(&name) == Some(AggFunc::StringAgg) {
+            bail!(FeatureNotSupported, "ORDER BY in string_agg() is not supported");
+        }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, false),
             ast::FunctionArguments::Subquery(q) if name == "array" => {

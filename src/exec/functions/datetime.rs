@@ -213,6 +213,47 @@ pub fn date_bin(a: &Args<'_>) -> Result<ArrayRef> {
     Ok(arc(out.with_timezone_opt(tz(&a.cols[1]))))
 }
 
+/// The arguments of `tumble(ts, stride[, origin])` in date_bin's order.
+fn tumble_as_date_bin<'a>(a: &Args<'a>) -> Args<'a> {
+    let mut order: Vec<usize> = (0..a.len()).collect();
+    order.swap(0, 1);
+    Args {
+        cols: order.iter().map(|&j| a.cols[j].clone()).collect(),
+        scalar: order.iter().map(|&j| a.scalar[j]).collect(),
+        types: order.iter().map(|&j| a.types[j]).collect(),
+        n: a.n,
+        ret: a.ret,
+        ctx: a.ctx,
+        name: a.name,
+    }
+}
+
+/// `tumble(ts, stride[, origin])` (alias `tumble_start`): GreptimeDB's
+/// fixed flow window, the start of the stride-wide window holding ts,
+/// windows aligned on origin (default the Unix epoch): date_bin with its
+/// first two arguments swapped.
+pub fn tumble(a: &Args<'_>) -> Result<ArrayRef> {
+    date_bin(&tumble_as_date_bin(a))
+}
+
+/// `tumble_end(ts, stride[, origin])`: the end (exclusive) of ts's window.
+pub fn tumble_end(a: &Args<'_>) -> Result<ArrayRef> {
+    let start = tumble(a)?;
+    let start = start.as_primitive::<TimestampMicrosecondType>();
+    let strides = a.prim::<IntervalMonthDayNanoType>(1)?;
+    let mut b = TimestampMicrosecondBuilder::with_capacity(a.n);
+    for i in 0..a.n {
+        match (start.is_valid(i), strides.get(i)) {
+            (true, Some(s)) => {
+                let end = start.value(i).checked_add(stride_micros(interval_from_arrow(s))?);
+                b.append_value(end.ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?);
+            }
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish().with_timezone_opt(tz(&a.cols[0]))))
+}
+
 /// One field of a timestamp, as date_part returns it.
 pub fn timestamp_part(field: &str, us: i64) -> Result<f64> {
     if field == "epoch" {
@@ -241,8 +282,7 @@ pub fn timestamp_part(field: &str, us: i64) -> Result<f64> {
         "week" => dt.iso_week().week() as f64,
         "isoyear" => dt.iso_week().year() as f64,
         "julian" => {
-            (dt.date().num_days_from_ce() as i64 + 1_721_425) as f64
-                + (dt.num_seconds_from_midnight() as f64 + micro / 1e6) / 86_400.0
+            (dt.date().num_days_from_ce() as i64 + 1_721_425) as f64 + (dt.num_seconds_from_midnight() as f64 + micro / 1e6) / 86_400.0
         }
         "timezone" | "timezone_h" | "timezone_m" => 0.0,
         other => bail!(InvalidParameterValue, "unit \"{other}\" not recognized for type timestamp without time zone"),
