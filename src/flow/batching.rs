@@ -69,6 +69,7 @@ fn ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us: i64) -> E
         cancel: Arc::new(AtomicBool::new(false)),
         pid: 0,
         activity: Default::default(),
+        view: None,
     }
 }
 
@@ -237,5 +238,5 @@ pub fn evaluate_range(env: &Env, c: &Compiled, source_id: u32, range: Option<(i6
     let regions = table_regions(env, &c.sink)?;
     let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
     let new = sink::sink_batch(&c.sink, schema, &c.shape.columns, &c.fills, &batches, now_us)?;
-    sink::replace(&c.sink, &regions, &new, range)
+    sink::replace(env.storage, &c.sink, &regions, &new, range)
 }

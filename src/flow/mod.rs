@@ -293,6 +293,7 @@ fn batching_ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>) -> crate
         cancel: Default::default(),
         pid: 0,
         activity: Default::default(),
+        view: None,
     }
 }
 

@@ -10,14 +10,14 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, TimestampMicrosecondArray};
+use arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, TimestampMicrosecondArray, UInt64Array};
 use arrow::row::{RowConverter, SortField};
 
 use crate::catalog::{ColumnDef, TableDef};
 use crate::error::Result;
 use crate::exec::expr::cast_array;
 use crate::exec::plan::PlanColumn;
-use crate::storage::{Region, ScanRequest};
+use crate::storage::{Region, RegionWrites, ScanRequest, StorageEngine, TEMP_ROWID_BASE};
 use crate::types::SqlType;
 use crate::{bail, err};
 
@@ -184,38 +184,42 @@ fn identity_cols(sink: &TableDef) -> Vec<usize> {
 }
 
 /// Replace the sink's rows whose time index is in `range` (all rows when
-/// None) by `new`: write the new rows (last write wins on the sink's
-/// identity, so changed groups are overwritten in place), then delete the
-/// old rows whose identity is not among the new ones (vanished groups).
-/// Returns the rows written.
-pub fn replace(sink: &TableDef, regions: &[Arc<Region>], new: &RecordBatch, range: Option<(i64, i64)>) -> Result<usize> {
+/// None) by `new`, in one atomic commit over the sink's regions (a reader
+/// never sees a half-replaced range): the new rows are written (last write
+/// wins on the sink's identity, so changed groups are overwritten in
+/// place) and the old rows whose identity is not among the new ones
+/// (vanished groups) are deleted. Returns the rows written.
+pub fn replace(storage: &StorageEngine, sink: &TableDef, regions: &[Arc<Region>], new: &RecordBatch, range: Option<(i64, i64)>) -> Result<usize> {
     let id_cols = identity_cols(sink);
     let fields: Vec<SortField> = id_cols.iter().map(|&c| SortField::new(new.schema().field(c).data_type().clone())).collect();
     let conv = RowConverter::new(fields)?;
     let new_ids = conv.convert_columns(&id_cols.iter().map(|&c| new.column(c).clone()).collect::<Vec<_>>())?;
     let keep: HashSet<&[u8]> = (0..new_ids.num_rows()).map(|i| new_ids.row(i).data()).collect();
-    // Old rows first, read before the new ones are written.
-    let mut old: Vec<(usize, RecordBatch)> = Vec::new();
+    let mut parts: Vec<RegionWrites> = vec![RegionWrites::default(); regions.len()];
     for (r, region) in regions.iter().enumerate() {
         for b in region.scan(&ScanRequest { time_range: range, with_rowid: true, ..Default::default() })? {
-            old.push((r, b));
+            if b.num_rows() == 0 {
+                continue;
+            }
+            let ids = conv.convert_columns(&id_cols.iter().map(|&c| b.column(c).clone()).collect::<Vec<_>>())?;
+            let gone = arrow::array::BooleanArray::from_iter((0..ids.num_rows()).map(|i| Some(!keep.contains(ids.row(i).data()))));
+            if gone.true_count() > 0 {
+                parts[r].deletes.push(arrow::compute::filter_record_batch(&b, &gone)?);
+            }
         }
     }
     if new.num_rows() > 0 {
+        let mut next = TEMP_ROWID_BASE;
         for (r, part) in crate::storage::route_rows(new, &sink.primary_key, regions.len() as u32)? {
-            regions[r as usize].write(&part)?;
+            let n = part.num_rows() as u64;
+            let mut cols = part.columns().to_vec();
+            cols.push(Arc::new(UInt64Array::from_iter_values(next..next + n)));
+            next += n;
+            let mut fields: Vec<arrow::datatypes::FieldRef> = part.schema().fields().iter().cloned().collect();
+            fields.push(Arc::new(arrow::datatypes::Field::new(crate::storage::ROWID_COLUMN, arrow::datatypes::DataType::UInt64, false)));
+            parts[r as usize].puts.push(RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), cols)?);
         }
     }
-    for (r, b) in old {
-        if b.num_rows() == 0 {
-            continue;
-        }
-        let ids = conv.convert_columns(&id_cols.iter().map(|&c| b.column(c).clone()).collect::<Vec<_>>())?;
-        let gone = arrow::array::BooleanArray::from_iter((0..ids.num_rows()).map(|i| Some(!keep.contains(ids.row(i).data()))));
-        if gone.true_count() > 0 {
-            let vanished = arrow::compute::filter_record_batch(&b, &gone)?;
-            regions[r].delete(&vanished)?;
-        }
-    }
+    storage.commit(regions.iter().cloned().zip(parts).collect())?;
     Ok(new.num_rows())
 }
