@@ -1,6 +1,6 @@
 //! Flow definitions and their durable progress, stored in the catalog's
 //! sled tree beside tables and views (`flow/<name>` and
-//! `flowprog/<name>`). The catalog only stores them; `crate::flow` runs
+//! `flowprog/<name>`). The catalog only stores them; the flow engine runs
 //! them. Flows are unique per process (GreptimeDB: per catalog).
 
 use std::collections::BTreeMap;
