@@ -536,3 +536,25 @@ fn volatility_of_plans() {
     }
     assert!(Volatility::Immutable < Volatility::Stable && Volatility::Stable < Volatility::Volatile);
 }
+
+#[test]
+fn windows_survive_every_rewrite_pass() {
+    // After constant folding, decorrelation, pushdown, pruning and the
+    // rest, the time window and tags are still found.
+    let f = fixture();
+    let sql = "SELECT tumble(ts, INTERVAL '1 minute' * 5, TIMESTAMP '2024-01-01' + INTERVAL '2 minutes') AS w, host, avg(usage) \
+               FROM cpu WHERE ts >= TIMESTAMP '2024-01-01' AND host = 'a' AND usage > (SELECT 1) GROUP BY 1, 2 HAVING count(*) > 1";
+    let stmt = Parser::new(&PostgreSqlDialect {}).try_with_sql(sql).unwrap().parse_statement().unwrap();
+    let sqlparser::ast::Statement::Query(q) = stmt else { panic!() };
+    let planner = f.planner();
+    let optimized = crate::planner::rewrite::optimize(planner.plan_query(&q, None).unwrap(), &planner.ctx);
+    for s in [
+        analyze_aggregate(&optimized).unwrap(),
+        analyze_aggregate(&planner.physical(planner.plan_query(&q, None).unwrap()).unwrap()).unwrap(),
+    ] {
+        let w = s.time_window().expect("a window");
+        assert_eq!((w.width, w.origin, w.kind), (WindowWidth::Micros(5 * MINUTE), ts("2024-01-01 00:02:00"), WindowKind::Tumble));
+        assert!(matches!(s.group_keys[1].kind, GroupKeyKind::Tag(_)));
+        assert!(s.decomposable());
+    }
+}
