@@ -39,10 +39,10 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
             bail!(FeatureNotSupported, "flow output column \"{}\" is an interval; tables cannot store intervals yet", c.name);
         }
         let ty = if c.ty == SqlType::Unknown { SqlType::Text } else { c.ty };
-        columns.push(ColumnDef { name: c.name.clone(), ty, nullable: true, default: None });
+        columns.push(ColumnDef { name: c.name.clone(), ty, nullable: true, default: None, precision: None });
     }
     if !columns.iter().any(|c| c.name == UPDATE_AT) {
-        columns.push(ColumnDef { name: UPDATE_AT.into(), ty: SqlType::Timestamp, nullable: true, default: None });
+        columns.push(ColumnDef { name: UPDATE_AT.into(), ty: SqlType::Timestamp, nullable: true, default: None, precision: Some(3) });
     }
     let time_index = match shape.time_output {
         Some(o) => {
@@ -50,7 +50,7 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
             o
         }
         None => {
-            columns.push(ColumnDef { name: TS_PLACEHOLDER.into(), ty: SqlType::Timestamp, nullable: false, default: None });
+            columns.push(ColumnDef { name: TS_PLACEHOLDER.into(), ty: SqlType::Timestamp, nullable: false, default: None, precision: Some(3) });
             columns.len() - 1
         }
     };
