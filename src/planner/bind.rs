@@ -786,7 +786,7 @@ impl<'a> Planner<'a> {
                     } else if arg_ty == SqlType::Interval {
                         bail!(FeatureNotSupported, "sum(interval) is not supported")
                     } else {
-                        return Err(crate::exec::functions::registry::no_such_function("sum", &[arg_ty]))
+                        return Err(crate::exec::functions::registry::no_such_function("sum", &[arg_ty]));
                     }
                 }
                 AggFunc::Avg | AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp => {
