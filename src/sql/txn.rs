@@ -133,6 +133,16 @@ pub fn intercept(s: &mut Session, stmt: &WeirStatement) -> Option<Result<QueryRe
             return Some(Err(err!(ActiveSqlTransaction, "CREATE DATABASE cannot run inside a transaction block")));
         }
         WeirStatement::CreateDatabase(_) => return None,
+        // Flows (engineer flows): they change running state, not only the
+        // catalog, so they are refused inside a block.
+        WeirStatement::CreateFlow(_) | WeirStatement::DropFlow(_) | WeirStatement::CommentOnFlow(_) if s.block.is_some() => {
+            return Some(Err(err!(ActiveSqlTransaction, "flow statements cannot run inside a transaction block")));
+        }
+        WeirStatement::CreateFlow(_)
+        | WeirStatement::DropFlow(_)
+        | WeirStatement::CommentOnFlow(_)
+        | WeirStatement::ShowFlows(_)
+        | WeirStatement::ShowCreateFlow(_) => return None,
         WeirStatement::CreateTable(ct) => {
             s.block.as_ref()?;
             if let Err(e) = take_snapshot(s) {
