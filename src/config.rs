@@ -16,6 +16,10 @@ pub struct Config {
     /// Authentication rules in pg_hba.conf's format; empty: trust on
     /// loopback, reject elsewhere.
     pub hba_file: String,
+    /// TLS: the server's certificate chain and private key (PEM); both
+    /// empty: no TLS.
+    pub ssl_cert_file: String,
+    pub ssl_key_file: String,
     pub storage: StorageSection,
 }
 
@@ -43,6 +47,8 @@ impl Default for Config {
             superuser: "weir".into(),
             superuser_password_file: String::new(),
             hba_file: String::new(),
+            ssl_cert_file: String::new(),
+            ssl_key_file: String::new(),
             storage: StorageSection::default() }
     }
 }

@@ -23,6 +23,12 @@ struct Args {
     /// Authentication rules in pg_hba.conf format.
     #[arg(long)]
     hba_file: Option<String>,
+    /// TLS certificate chain (PEM).
+    #[arg(long)]
+    ssl_cert_file: Option<String>,
+    /// TLS private key (PEM).
+    #[arg(long)]
+    ssl_key_file: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -46,6 +52,12 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(h) = args.hba_file {
         config.hba_file = h;
+    }
+    if let Some(c) = args.ssl_cert_file {
+        config.ssl_cert_file = c;
+    }
+    if let Some(k) = args.ssl_key_file {
+        config.ssl_key_file = k;
     }
     // Deeply nested expressions recurse through parser, binder and evaluator:
     // give worker threads room (64 MiB, a guess that covers the SQLite corpus).

@@ -169,3 +169,82 @@ async fn default_is_loopback_trust() {
     let e = try_connect(&cfg(&s, "not_a_role", None)).await.err().unwrap();
     assert_eq!(e, ("28000".into(), "role \"not_a_role\" does not exist".into()));
 }
+
+/// A CA and a server certificate for 127.0.0.1 / localhost, made with the
+/// openssl CLI into `dir`; None when openssl is missing.
+fn make_certs(dir: &std::path::Path) -> Option<()> {
+    let run = |args: &[&str]| {
+        std::process::Command::new("openssl").args(args).current_dir(dir).output().ok().filter(|o| o.status.success()).map(|_| ())
+    };
+    run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=weir test CA"])?;
+    run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])?;
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").ok()?;
+    run(&[
+        "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2",
+        "-extfile", "san.ext",
+    ])
+}
+
+/// psql with these connection settings; (success, stdout + stderr).
+fn psql(addr: &str, user: &str, password: &str, extra: &str, sql: &str) -> Option<(bool, String)> {
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let out = std::process::Command::new("psql")
+        .arg(format!("host={host} port={port} user={user} dbname=public connect_timeout=10 {extra}"))
+        .args(["-XAtc", sql])
+        .env("PGPASSWORD", password)
+        .output()
+        .ok()?;
+    Some((out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))))
+}
+
+/// TLS: sslmode=require and verify-full with psql, hostssl rules require it,
+/// hostnossl rules match only plain connections, and a server without
+/// certificates refuses sslmode=require.
+#[test]
+fn tls_required_and_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    if make_certs(dir.path()).is_none() || std::process::Command::new("psql").arg("--version").output().is_err() {
+        eprintln!("openssl or psql missing: skipped");
+        return;
+    }
+    let hba = dir.path().join("pg_hba.conf");
+    std::fs::write(&hba, "hostssl all weir_test 127.0.0.1/32 scram-sha-256\nhostnossl all all 127.0.0.1/32 reject\n").unwrap();
+    let cert = dir.path().join("server.crt");
+    let key = dir.path().join("server.key");
+    let ca = dir.path().join("ca.crt");
+    let s = TestServer::spawn_with(
+        &dir.path().join("data"),
+        &[("WEIR_SUPERUSER_PASSWORD", SUPER_PW)],
+        &[
+            "--hba-file",
+            hba.to_str().unwrap(),
+            "--ssl-cert-file",
+            cert.to_str().unwrap(),
+            "--ssl-key-file",
+            key.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let (ok, out) = psql(&s.addr, "weir_test", SUPER_PW, "sslmode=require", "SELECT 1").unwrap();
+    assert!(ok && out.trim() == "1", "{out}");
+    let verify = format!("sslmode=verify-full sslrootcert={}", ca.display());
+    let (ok, out) = psql(&s.addr, "weir_test", SUPER_PW, &verify, "SELECT 41 + 1").unwrap();
+    assert!(ok && out.trim() == "42", "{out}");
+    // Wrong password over TLS.
+    let (ok, out) = psql(&s.addr, "weir_test", "nope", &verify, "SELECT 1").unwrap();
+    assert!(!ok && out.contains("password authentication failed for user \"weir_test\""), "{out}");
+    // Plain connections meet the hostnossl reject rule.
+    let (ok, out) = psql(&s.addr, "weir_test", SUPER_PW, "sslmode=disable", "SELECT 1").unwrap();
+    assert!(!ok && out.contains("pg_hba.conf rejects connection for host \"127.0.0.1\", user \"weir_test\", database \"public\", no encryption"), "{out}");
+    // verify-full against another CA fails.
+    let (ok, _) = psql(&s.addr, "weir_test", SUPER_PW, &format!("sslmode=verify-full sslrootcert={}", cert.display()), "SELECT 1").unwrap();
+    assert!(!ok);
+    drop(s);
+
+    // No certificates: TLS is not offered.
+    let plain = TestServer::spawn(&dir.path().join("data2")).unwrap();
+    let (ok, out) = psql(&plain.addr, "weir_test", "", "sslmode=require", "SELECT 1").unwrap();
+    assert!(!ok && out.contains("does not support SSL"), "{out}");
+    let (ok, out) = psql(&plain.addr, "weir_test", "", "sslmode=prefer", "SELECT 1").unwrap();
+    assert!(ok && out.trim() == "1", "{out}");
+}

@@ -646,11 +646,41 @@ impl Connection {
     }
 }
 
+/// The TLS acceptor from `ssl_cert_file` / `ssl_key_file` (rustls with
+/// ring), or none when both are empty.
+fn tls_acceptor(config: &crate::config::Config) -> std::io::Result<Option<pgwire::tokio::TlsAcceptor>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let (cert, key) = (&config.ssl_cert_file, &config.ssl_key_file);
+    if cert.is_empty() && key.is_empty() {
+        return Ok(None);
+    }
+    if cert.is_empty() || key.is_empty() {
+        return Err(std::io::Error::other("ssl_cert_file and ssl_key_file must be given together"));
+    }
+    let bad = |what: &str, path: &str, e: &dyn std::fmt::Display| std::io::Error::other(format!("could not load {what} file \"{path}\": {e}"));
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| bad("server certificate", cert, &e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad("server certificate", cert, &e))?;
+    let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| bad("private key", key, &e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .with_no_client_auth()
+        .with_single_cert(certs, key_der)
+        .map_err(|e| bad("server certificate", cert, &e))?;
+    cfg.alpn_protocols = vec![b"postgresql".to_vec()];
+    Ok(Some(pgwire::tokio::TlsAcceptor::from(Arc::new(cfg))))
+}
+
 /// Accept connections until `shutdown` resolves.
 pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
     tokio::pin!(shutdown);
     let cancels: CancelRegistry = Arc::new(Mutex::new(std::collections::HashMap::new()));
     let mut next_pid: i32 = 1000;
+    let tls = tls_acceptor(&engine.config)?;
     let hba = Arc::new(if engine.config.hba_file.is_empty() {
         hba::Hba::default_rules()
     } else {
@@ -673,6 +703,7 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                 let idle = Arc::new(IdleWatch::default());
                 let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default() });
                 let registry = cancels.clone();
+                let tls = tls.clone();
                 // A second handle on the socket, for the idle-in-transaction
                 // watchdog to end the connection.
                 let dup = {
@@ -686,7 +717,7 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                     Err(e) => tracing::warn!("no idle-in-transaction watchdog for {peer}: {e}"),
                 }
                 tokio::spawn(async move {
-                    if let Err(e) = pgwire::tokio::process_socket(socket, None, conn).await {
+                    if let Err(e) = pgwire::tokio::process_socket(socket, tls, conn).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
                     registry.lock().unwrap().remove(&pid);
