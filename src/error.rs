@@ -35,6 +35,10 @@ pub enum ErrorKind {
     InvalidDatetime,
     StringDataTooLong,
     ProgramLimitExceeded,
+    /// The query's memory budget is exhausted (53200).
+    OutOfMemory,
+    /// Nesting too deep to evaluate (54001, `stack depth limit exceeded`).
+    StackDepthExceeded,
     BadCopyFileFormat,
     Storage,
     Corrupt,
@@ -76,6 +80,8 @@ impl ErrorKind {
             InvalidDatetime => "22007",
             StringDataTooLong => "22001",
             ProgramLimitExceeded => "54000",
+            OutOfMemory => "53200",
+            StackDepthExceeded => "54001",
             BadCopyFileFormat => "22P04",
             Storage => "58030",
             Corrupt => "XX001",

@@ -463,6 +463,10 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
     }
     let l = left.eval(batch, ctx)?;
     let r = right.eval(batch, ctx)?;
+    if op == BinOp::Concat {
+        let bytes = super::memory::array_bytes(l.as_ref()) + super::memory::array_bytes(r.as_ref());
+        ctx.check_alloc(bytes, "||")?;
+    }
     binary_arrays(op, &l, &r, left.ty(), ty)
 }
 
@@ -526,6 +530,16 @@ pub fn binary_arrays(op: BinOp, l: &ArrayRef, r: &ArrayRef, operand_ty: SqlType,
             let l = cast_array(&make_ref(l), operand_ty, SqlType::Text)?;
             let r = cast_array(&make_ref(r), operand_ty, SqlType::Text)?;
             let (l, r) = (l.as_string::<i32>(), r.as_string::<i32>());
+            let mut total = 0usize;
+            for (a, b) in l.iter().zip(r.iter()) {
+                if let (Some(a), Some(b)) = (a, b) {
+                    super::memory::check_value_bytes(a.len() + b.len())?;
+                    total += a.len() + b.len();
+                }
+            }
+            if total > i32::MAX as usize {
+                bail!(ProgramLimitExceeded, "requested length too large");
+            }
             let out: StringArray = l.iter().zip(r.iter()).map(|(a, b)| Some(format!("{}{}", a?, b?))).collect();
             Arc::new(out)
         }

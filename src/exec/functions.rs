@@ -7,7 +7,7 @@ use arrow::array::*;
 use arrow::datatypes::*;
 
 use super::expr::{cast_array, Expr};
-use super::ExecCtx;
+use super::{memory, ExecCtx};
 use crate::error::Result;
 use crate::types::{value_at, values_to_array, SqlType, Value};
 use crate::{bail, err};
@@ -208,9 +208,24 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
             }
         }
         _ => {
+            // Text results are held until the array is built: charge them so
+            // a batch of large values cannot outgrow the budget together.
+            let mut held = 0;
             for i in 0..n {
                 let row: Vec<Value> = arrays.iter().map(|a| vals(a, i)).collect();
-                out.push(scalar_function(name, &row, ctx)?);
+                let v = scalar_function(name, &row, ctx)?;
+                if let Value::Text(t) = &v {
+                    if t.len() >= 4096 {
+                        ctx.charge(t.len(), "function results")?;
+                        held += t.len();
+                    }
+                }
+                out.push(v);
+            }
+            if held > 0 {
+                let arr = values_to_array(&out, ty);
+                ctx.memory.release(held);
+                return arr;
             }
             if n == 0 && arrays.is_empty() {
                 // no rows, nothing to do
@@ -219,6 +234,20 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
     }
     let natural = values_to_array(&out, ty)?;
     Ok(natural)
+}
+
+/// Check the result of concatenating parts of these lengths: 54000 past
+/// 1 GB (PostgreSQL's string buffer words), 53200 past the budget.
+fn concat_bytes(lens: impl Iterator<Item = usize>, ctx: &ExecCtx) -> Result<()> {
+    let mut total = 0usize;
+    for l in lens {
+        if total + l > memory::MAX_VALUE_BYTES {
+            return Err(err!(ProgramLimitExceeded, "out of memory")
+                .with_detail(format!("Cannot enlarge string buffer containing {total} bytes by {l} more bytes.")));
+        }
+        total += l;
+    }
+    ctx.check_alloc(total, "concat()")
 }
 
 fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
@@ -353,7 +382,12 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         "ascii" => Value::Int(s0().unwrap().chars().next().map(|c| c as i64).unwrap_or(0)),
         "chr" => Value::Text(char::from_u32(as_i(&a[0]).unwrap() as u32).map(String::from).unwrap_or_default()),
         "reverse" => Value::Text(s0().unwrap().chars().rev().collect()),
-        "repeat" => Value::Text(s0().unwrap().repeat(as_i(&a[1]).unwrap().max(0) as usize)),
+        "repeat" => {
+            let s = s0().unwrap();
+            let count = as_i(&a[1]).unwrap();
+            ctx.check_alloc(memory::value_bytes(count, s.len())?, "repeat()")?;
+            Value::Text(s.repeat(count.max(0) as usize))
+        }
         "trim" | "btrim" | "ltrim" | "rtrim" => {
             let s = s0().unwrap();
             let chars: Vec<char> = a.get(1).and_then(as_s).unwrap_or_else(|| " ".into()).chars().collect();
@@ -388,7 +422,10 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         }
         "lpad" | "rpad" => {
             let s: Vec<char> = s0().unwrap().chars().collect();
-            let len = as_i(&a[1]).unwrap().max(0) as usize;
+            let count = as_i(&a[1]).unwrap();
+            // PostgreSQL sizes the result for 4-byte characters.
+            ctx.check_alloc(memory::value_bytes(count, 4)?, name)?;
+            let len = count.max(0) as usize;
             let fill: Vec<char> = a.get(2).and_then(as_s).unwrap_or_else(|| " ".into()).chars().collect();
             if s.len() >= len || fill.is_empty() {
                 Value::Text(s[..len.min(s.len())].iter().collect())
@@ -412,10 +449,16 @@ fn scalar_function(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             let sub = as_s(&a[1]).unwrap();
             Value::Int(s.find(&sub).map(|b| s[..b].chars().count() as i64 + 1).unwrap_or(0))
         }
-        "concat" => Value::Text(a.iter().filter_map(as_s).collect::<Vec<_>>().concat()),
+        "concat" => {
+            let parts: Vec<String> = a.iter().filter_map(as_s).collect();
+            concat_bytes(parts.iter().map(|p| p.len()), ctx)?;
+            Value::Text(parts.concat())
+        }
         "concat_ws" => {
             let sep = s0().unwrap_or_default();
-            Value::Text(a[1..].iter().filter_map(as_s).collect::<Vec<_>>().join(&sep))
+            let parts: Vec<String> = a[1..].iter().filter_map(as_s).collect();
+            concat_bytes(parts.iter().map(|p| p.len() + sep.len()), ctx)?;
+            Value::Text(parts.join(&sep))
         }
         "quote_ident" => Value::Text(format!("\"{}\"", s0().unwrap().replace('"', "\"\""))),
         "now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp" | "localtimestamp" => {

@@ -30,7 +30,7 @@ impl WindowExecutor {
     fn compute(&mut self) -> Result<RecordBatch> {
         let in_schema = self.child.schema();
         let batches = super::drain(&mut self.child, &self.ctx)?;
-        let input = super::concat(&in_schema, &batches)?;
+        let input = super::concat(&self.ctx, &in_schema, &batches)?;
         let mut cols: Vec<ArrayRef> = input.columns().to_vec();
         for call in &self.calls {
             cols.push(self.eval_call(call, &input)?);
@@ -43,6 +43,8 @@ impl WindowExecutor {
         if n == 0 {
             return Ok(arrow::array::new_empty_array(&call.ty.to_arrow()));
         }
+        // The sort order, a boxed value per row and the output column.
+        self.ctx.charge(n * (8 + 2 * std::mem::size_of::<Value>()), "a window partition")?;
         let part: Vec<ArrayRef> = call.partition_by.iter().map(|e| e.eval(input, &self.ctx)).collect::<Result<_>>()?;
         let ord: Vec<ArrayRef> = call.order_by.iter().map(|k| k.expr.eval(input, &self.ctx)).collect::<Result<_>>()?;
         let mut sort_cols: Vec<SortColumn> =

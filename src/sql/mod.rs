@@ -198,7 +198,16 @@ impl Session {
             cancel: self.cancel.clone(),
             pid: self.pid,
             activity: self.engine.activity.clone(),
+            memory: Arc::new(crate::exec::memory::MemoryBudget::new(self.query_memory_bytes_max())),
         }
+    }
+
+    /// This session's memory budget per query: the server's, or less when
+    /// the session set `weir.query_memory_bytes_max` lower.
+    pub fn query_memory_bytes_max(&self) -> usize {
+        let server = self.engine.config.execution.query_memory_bytes_max;
+        let session = self.settings.get(session_vars::QUERY_MEMORY_SETTING).and_then(|v| v.parse::<usize>().ok());
+        session.map_or(server, |s| s.min(server))
     }
 
     /// Run a simple-protocol query string: each statement in order, up to

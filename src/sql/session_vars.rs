@@ -52,6 +52,10 @@ pub fn defaults() -> HashMap<String, String> {
     .collect()
 }
 
+/// The session's own memory budget per query, in bytes; it can only lower
+/// the server's `query_memory_bytes_max`.
+pub const QUERY_MEMORY_SETTING: &str = "weir.query_memory_bytes_max";
+
 /// Milliseconds from a setting such as `5000`, `5s`, `1min`.
 pub fn parse_ms(s: &str) -> Option<u64> {
     let s = s.trim().trim_matches('\'');
@@ -202,6 +206,9 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
         };
         s.settings.insert(name, v);
         return Ok(QueryResult::Command("SET".into()));
+    }
+    if name == QUERY_MEMORY_SETTING && value.parse::<u64>().map_or(true, |n| n == 0) {
+        bail!(InvalidParameterValue, "invalid value for parameter \"{name}\": \"{value}\"")
     }
     if name == "statement_timeout" && parse_ms(&value).is_none() {
         bail!(InvalidParameterValue, "invalid value for parameter \"statement_timeout\": \"{value}\"");
