@@ -8,6 +8,7 @@
 pub mod copy;
 mod ddl;
 mod dml;
+mod nesting;
 pub mod preparse;
 mod session_vars;
 
@@ -122,14 +123,21 @@ pub struct Prepared {
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     let (sql, _) = preparse::strip_time_index(sql)?;
     // Generated SQL nests deeply; the worker stack is sized for this limit.
-    Parser::new(&PostgreSqlDialect {})
+    nesting::check_text(&sql)?;
+    let stmts = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(2000)
         .try_with_sql(&sql)
         .and_then(|mut p| p.parse_statements())
-        .map_err(parse_error)
+        .map_err(parse_error)?;
+    // Deep nesting is refused here, before anything recurses over it.
+    stmts.iter().try_for_each(nesting::check)?;
+    Ok(stmts)
 }
 
 fn parse_error(e: sqlparser::parser::ParserError) -> WeirError {
+    if matches!(e, sqlparser::parser::ParserError::RecursionLimitExceeded) {
+        return nesting::too_deep();
+    }
     let msg = e.to_string();
     let msg = msg.trim_start_matches("sql parser error: ");
     err!(Syntax, "syntax error: {msg}")
