@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod config;
 pub mod error;
 pub mod exec;
+pub mod failpoint;
 pub mod planner;
 pub mod server;
 pub mod sql;

@@ -6,7 +6,9 @@
 //! `b <> 0 AND a / b > 1` never divides by zero.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use arrow::array::*;
 use arrow::compute::kernels::{boolean, cmp, numeric};
@@ -822,7 +824,7 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
     let run = |row: usize| -> Result<Arc<Vec<Vec<Value>>>> {
         let vals: Vec<Value> = if *correlated { outer_cols.iter().map(|c| value_at(c.as_ref(), row)).collect() } else { vec![] };
         let key: Vec<Key> = vals.iter().map(Key::from).collect();
-        if let Some(r) = cache.results.lock().unwrap().get(&key) {
+        if let Some(r) = cache.results.lock().get(&key) {
             return Ok(r.clone());
         }
         let p = if *correlated {
@@ -839,7 +841,7 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
         };
         let limit = if matches!(kind, SubqueryKind::Exists { .. }) { Some(1) } else { None };
         let rows = Arc::new(super::collect_rows(&p, ctx, limit)?);
-        cache.results.lock().unwrap().insert(key, rows.clone());
+        cache.results.lock().insert(key, rows.clone());
         Ok(rows)
     };
     match kind {

@@ -114,6 +114,7 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
                         i(st.ssts_pruned),
                         i(st.row_groups_read),
                         i(st.row_groups_pruned),
+                        i(st.background_panics),
                     ]);
                 }
             }
@@ -139,6 +140,7 @@ pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<
                     ("ssts_pruned", Int8),
                     ("row_groups_read", Int8),
                     ("row_groups_pruned", Int8),
+                    ("background_panics", Int8),
                 ],
                 rows,
             )

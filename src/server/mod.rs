@@ -6,7 +6,9 @@
 mod encode;
 
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use futures::{stream, Sink, SinkExt};
@@ -129,12 +131,12 @@ impl StartupHandler for Connection {
                 (crate::exec::functions::now_micros() as i32) ^ (self.pid.wrapping_mul(0x5bd1_e995)),
             );
             client.set_pid_and_secret_key(self.pid, secret.clone());
-            self.cancels.lock().unwrap().insert(self.pid, (secret, sess.cancel.clone()));
+            self.cancels.lock().insert(self.pid, (secret, sess.cancel.clone()));
             if let Some(app) = client.metadata().get("application_name") {
                 sess.settings.insert("application_name".into(), app.clone());
             }
             sess.register(self.pid);
-            *self.session.lock().unwrap() = Some(sess);
+            *self.session.lock() = Some(sess);
             finish_authentication(client, &Params).await?;
         }
         Ok(())
@@ -143,9 +145,23 @@ impl StartupHandler for Connection {
 
 impl Connection {
     fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
-        let mut guard = self.session.lock().unwrap();
+        let mut guard = self.session.lock();
         let s = guard.as_mut().expect("session after startup");
         tokio::task::block_in_place(|| f(s))
+    }
+
+    /// Run a statement *and encode its results* inside one panic guard: a
+    /// panic anywhere in between is an error response (XX000), never a
+    /// dropped connection. The session's lock does not poison.
+    fn with_session_guarded<R>(&self, f: impl FnOnce(&mut Session) -> PgWireResult<R>) -> PgWireResult<R> {
+        self.with_session(|s| match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(s))) {
+            Ok(r) => r,
+            Err(p) => {
+                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|m| m.to_string())).unwrap_or_default();
+                s.fail();
+                Err(user_error(&crate::err!(Internal, "internal error: {msg}")))
+            }
+        })
     }
 }
 
@@ -172,6 +188,9 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
             }
         }
         QueryResult::Rows { columns, batches } => {
+            if crate::failpoint::armed_now("encode_panic") && columns.iter().any(|c| c.name == "encode_panic") {
+                panic!("failpoint encode_panic");
+            }
             let fields: Vec<FieldInfo> = columns
                 .iter()
                 .enumerate()
@@ -214,7 +233,7 @@ impl SimpleQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let query = query.to_string();
-        self.with_session(|s| {
+        self.with_session_guarded(|s| {
             let before = s.tx;
             let (results, err) = s.execute_sql(&query);
             let mut out = Vec::new();
@@ -246,7 +265,7 @@ impl QueryParser for WeirQueryParser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         let client_types: Vec<Option<SqlType>> = types.iter().map(|t| t.as_ref().and_then(sql_type_of)).collect();
-        let mut guard = self.session.lock().unwrap();
+        let mut guard = self.session.lock();
         let s = guard.as_mut().expect("session after startup");
         let r = tokio::task::block_in_place(|| s.prepare(sql, &client_types));
         match r {
@@ -309,7 +328,7 @@ impl ExtendedQueryHandler for Connection {
             values.push(encode::decode_param(raw.as_deref(), ty, binary).map_err(|e| user_error(&e))?);
         }
         let formats = portal.result_column_format.clone();
-        self.with_session(|s| {
+        self.with_session_guarded(|s| {
             let before = s.tx;
             match s.execute_prepared(prepared, values) {
                 Ok(r) => {
@@ -368,7 +387,7 @@ impl pgwire::api::cancel::CancelHandler for Connection {
             SecretKey::I32(v) => v.to_be_bytes().to_vec(),
             SecretKey::Bytes(b) => b.to_vec(),
         };
-        let found = self.cancels.lock().unwrap().get(&req.pid).cloned();
+        let found = self.cancels.lock().get(&req.pid).cloned();
         tracing::debug!(pid = req.pid, known = found.is_some(), "cancel request");
         if let Some((secret, flag)) = found {
             if bytes(&secret) == bytes(&req.secret_key) {
@@ -433,7 +452,7 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                     if let Err(e) = pgwire::tokio::process_socket(socket, None, conn).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
-                    registry.lock().unwrap().remove(&pid);
+                    registry.lock().remove(&pid);
                 });
             }
         }

@@ -290,7 +290,8 @@ impl Session {
         r
     }
 
-    fn fail(&mut self) {
+    /// A statement failed: an open transaction block is now aborted.
+    pub fn fail(&mut self) {
         if self.tx == TxState::InBlock {
             self.tx = TxState::Failed;
         }
