@@ -53,3 +53,7 @@ impl BatchExecutor for DistinctOnExecutor {
         Ok(BatchResult { batch, logical_rows: Some(UInt32Array::from(live)), is_drained: drained })
     }
 }
+
+#[cfg(test)]
+#[path = "distinct_on_tests.rs"]
+mod tests;

@@ -15,13 +15,13 @@ use arrow::compute::kernels::{boolean, cmp, numeric};
 use arrow::compute::{cast_with_options, take, CastOptions};
 use arrow::datatypes::*;
 
-use super::plan::Plan;
+use super::plan::{AggCall, Plan, SortKey, WindowCall};
 use super::ExecCtx;
 use crate::error::Result;
 use crate::types::{format_value, value_at, values_to_array, SqlType, Value};
 use crate::{bail, err};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BinOp {
     Add,
     Sub,
@@ -45,7 +45,7 @@ impl BinOp {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum SubqueryKind {
     Scalar,
     /// `ARRAY(subquery)`: the first column's values as an array literal.
@@ -72,7 +72,72 @@ pub struct SubqueryCache {
     pub results: Mutex<HashMap<Vec<Key>, Arc<Vec<Vec<Value>>>>>,
 }
 
+/// A cache is run-time state, not part of what an expression means: all
+/// caches compare equal.
+impl PartialEq for SubqueryCache {
+    fn eq(&self, _: &SubqueryCache) -> bool {
+        true
+    }
+}
+
+impl Eq for SubqueryCache {}
+
+impl std::hash::Hash for SubqueryCache {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+/// The plan of a subquery expression. Before physical planning it is the
+/// planner's logical plan, afterwards exec's physical [`Plan`]; exec knows
+/// only this trait and runs only the physical one.
+pub trait SubqueryPlan: std::fmt::Debug + Send + Sync + 'static {
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// The same plan with `f` applied to its expressions (see `Plan::map_exprs`).
+    fn map_plan_exprs(&self, depth: usize, f: &dyn Fn(&Expr, usize) -> Option<Expr>) -> SubPlan;
+}
+
+/// A shared subquery plan. Two subquery expressions are equal when they
+/// share the same plan (plans are not compared structurally).
 #[derive(Debug, Clone)]
+pub struct SubPlan(pub Arc<dyn SubqueryPlan>);
+
+impl SubPlan {
+    pub fn new(p: impl SubqueryPlan) -> SubPlan {
+        SubPlan(Arc::new(p))
+    }
+
+    /// The physical plan, if this subquery has been physically planned.
+    pub fn physical(&self) -> Option<&Plan> {
+        self.0.as_any().downcast_ref::<Plan>()
+    }
+}
+
+impl PartialEq for SubPlan {
+    fn eq(&self, o: &SubPlan) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.0), Arc::as_ptr(&o.0))
+    }
+}
+
+impl Eq for SubPlan {}
+
+impl std::hash::Hash for SubPlan {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (Arc::as_ptr(&self.0) as *const () as usize).hash(h)
+    }
+}
+
+impl SubqueryPlan for Plan {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn map_plan_exprs(&self, depth: usize, f: &dyn Fn(&Expr, usize) -> Option<Expr>) -> SubPlan {
+        SubPlan::new(self.map_exprs(depth, f))
+    }
+}
+
+/// A bound expression over the input's columns by position. Compared and
+/// hashed structurally (subquery plans by identity).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Expr {
     Column {
         index: usize,
@@ -142,13 +207,18 @@ pub enum Expr {
         ty: SqlType,
     },
     Subquery {
-        plan: Arc<Plan>,
+        plan: SubPlan,
         kind: SubqueryKind,
         correlated: bool,
         outer_refs: Vec<(usize, SqlType)>,
         cache: Arc<SubqueryCache>,
         ty: SqlType,
     },
+    /// An aggregate call, as bound in a select list or HAVING; the planner
+    /// replaces it by its aggregate node's output column. Never evaluated.
+    Agg(Box<AggCall>),
+    /// A window function call, replaced by its window node's output column.
+    Window(Box<WindowCall>),
 }
 
 impl Expr {
@@ -167,6 +237,8 @@ impl Expr {
             | Expr::Case { ty, .. }
             | Expr::Func { ty, .. }
             | Expr::Subquery { ty, .. } => *ty,
+            Expr::Agg(a) => a.ty,
+            Expr::Window(w) => w.ty,
             Expr::Neg(e) => e.ty(),
             Expr::Not(_)
             | Expr::IsNull { .. }
@@ -216,7 +288,7 @@ impl Expr {
                     SubqueryKind::Quantified { expr, op, all } => SubqueryKind::Quantified { expr: b(expr), op: *op, all: *all },
                 };
                 Expr::Subquery {
-                    plan: Arc::new(plan.map_exprs(depth + 1, f)),
+                    plan: plan.0.map_plan_exprs(depth + 1, f),
                     kind,
                     correlated: *correlated,
                     outer_refs: outer_refs.clone(),
@@ -224,6 +296,25 @@ impl Expr {
                     ty: *ty,
                 }
             }
+            Expr::Agg(a) => Expr::Agg(Box::new(AggCall {
+                func: a.func,
+                args: a.args.iter().map(|e| e.map(depth, f)).collect(),
+                distinct: a.distinct,
+                filter: a.filter.as_ref().map(|e| e.map(depth, f)),
+                ty: a.ty,
+            })),
+            Expr::Window(w) => Expr::Window(Box::new(WindowCall {
+                func: w.func,
+                args: w.args.iter().map(|e| e.map(depth, f)).collect(),
+                partition_by: w.partition_by.iter().map(|e| e.map(depth, f)).collect(),
+                order_by: w
+                    .order_by
+                    .iter()
+                    .map(|k| SortKey { expr: k.expr.map(depth, f), desc: k.desc, nulls_first: k.nulls_first })
+                    .collect(),
+                frame: w.frame,
+                ty: w.ty,
+            })),
         }
     }
 
@@ -263,6 +354,17 @@ impl Expr {
                 SubqueryKind::In { expr, .. } | SubqueryKind::Quantified { expr, .. } => expr.walk(f),
                 _ => {}
             },
+            Expr::Agg(a) => {
+                a.args.iter().for_each(|e| e.walk(f));
+                if let Some(x) = &a.filter {
+                    x.walk(f);
+                }
+            }
+            Expr::Window(w) => {
+                w.args.iter().for_each(|e| e.walk(f));
+                w.partition_by.iter().for_each(|e| e.walk(f));
+                w.order_by.iter().for_each(|k| k.expr.walk(f));
+            }
             _ => {}
         }
     }
@@ -302,7 +404,10 @@ impl Expr {
     pub fn is_constant(&self) -> bool {
         let mut c = true;
         self.walk(&mut |e| {
-            if matches!(e, Expr::Column { .. } | Expr::Outer { .. } | Expr::Param { .. } | Expr::Subquery { .. }) {
+            if matches!(
+                e,
+                Expr::Column { .. } | Expr::Outer { .. } | Expr::Param { .. } | Expr::Subquery { .. } | Expr::Agg(_) | Expr::Window(_)
+            ) {
                 c = false;
             }
             if let Expr::Func { name, .. } = e {
@@ -369,6 +474,7 @@ impl Expr {
             Expr::Case { operand, whens, else_expr, ty } => eval_case(operand.as_deref(), whens, else_expr.as_deref(), *ty, batch, ctx),
             Expr::Func { name, args, ty } => super::functions::eval_function(name, args, *ty, batch, ctx),
             Expr::Subquery { .. } => eval_subquery(self, batch, ctx),
+            Expr::Agg(_) | Expr::Window(_) => bail!(Internal, "aggregate or window call evaluated outside its plan node"),
         }
     }
 }
@@ -827,6 +933,7 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
         if let Some(r) = cache.results.lock().get(&key) {
             return Ok(r.clone());
         }
+        let Some(plan) = plan.physical() else { bail!(Internal, "subquery was not physically planned") };
         let p = if *correlated {
             let refs = outer_refs.clone();
             plan.map_exprs(1, &|x, d| match x {
@@ -837,7 +944,7 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
                 _ => None,
             })
         } else {
-            (**plan).clone()
+            plan.clone()
         };
         let limit = if matches!(kind, SubqueryKind::Exists { .. }) { Some(1) } else { None };
         let rows = Arc::new(super::collect_rows(&p, ctx, limit)?);

@@ -146,3 +146,7 @@ impl BatchExecutor for HashAggExecutor {
         Ok(super::next_slice(self.output.as_ref().unwrap(), &mut self.pos, max_rows))
     }
 }
+
+#[cfg(test)]
+#[path = "hash_agg_tests.rs"]
+mod tests;

@@ -236,3 +236,7 @@ impl BatchExecutor for HashJoinExecutor {
         Ok(BatchResult { batch: out, logical_rows: None, is_drained: true })
     }
 }
+
+#[cfg(test)]
+#[path = "hash_join_tests.rs"]
+mod tests;

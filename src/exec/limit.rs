@@ -46,3 +46,7 @@ impl BatchExecutor for LimitExecutor {
         Ok(BatchResult { batch: r.batch, logical_rows: Some(UInt32Array::from(keep.to_vec())), is_drained: done })
     }
 }
+
+#[cfg(test)]
+#[path = "limit_tests.rs"]
+mod tests;

@@ -17,6 +17,8 @@ mod distinct_on;
 mod hash_agg;
 mod hash_join;
 mod limit;
+#[cfg(test)]
+pub(crate) mod mock;
 mod projection;
 mod scan;
 mod selection;

@@ -13,7 +13,7 @@ use crate::storage::{Region, ScanRequest};
 use crate::types::SqlType;
 
 /// One output column of a plan node.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PlanColumn {
     pub name: String,
     /// Table alias or name the column came from, for qualified names.
@@ -32,7 +32,7 @@ pub fn arrow_schema(cols: &[PlanColumn]) -> SchemaRef {
     Arc::new(Schema::new(cols.iter().map(|c| Field::new(&c.name, c.ty.to_arrow(), true)).collect::<Vec<_>>()))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JoinKind {
     Inner,
     Left,
@@ -43,7 +43,7 @@ pub enum JoinKind {
     Anti,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SetOpKind {
     Union,
     Intersect,
@@ -51,7 +51,7 @@ pub enum SetOpKind {
 }
 
 /// An aggregate function call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AggFunc {
     CountStar,
     Count,
@@ -68,7 +68,7 @@ pub enum AggFunc {
     VarPop,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AggCall {
     pub func: AggFunc,
     pub args: Vec<Expr>,
@@ -78,7 +78,7 @@ pub struct AggCall {
 }
 
 /// A window function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WindowFunc {
     RowNumber,
     Rank,
@@ -91,7 +91,7 @@ pub enum WindowFunc {
 }
 
 /// The frame of a window aggregate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WindowFrame {
     /// PostgreSQL's default: the whole partition without ORDER BY, else from
     /// the partition start through the current row's peers.
@@ -100,7 +100,7 @@ pub enum WindowFrame {
     RowsPreceding(Option<usize>),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WindowCall {
     pub func: WindowFunc,
     pub args: Vec<Expr>,
@@ -110,7 +110,7 @@ pub struct WindowCall {
     pub ty: SqlType,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SortKey {
     pub expr: Expr,
     pub desc: bool,

@@ -42,3 +42,7 @@ impl BatchExecutor for ProjectionExecutor {
         Ok(BatchResult { batch: out, logical_rows: None, is_drained: drained })
     }
 }
+
+#[cfg(test)]
+#[path = "projection_tests.rs"]
+mod tests;

@@ -62,3 +62,7 @@ impl BatchExecutor for TableScanExecutor {
         Ok(BatchResult { batch, logical_rows: None, is_drained: drained })
     }
 }
+
+#[cfg(test)]
+#[path = "scan_tests.rs"]
+mod tests;

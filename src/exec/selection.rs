@@ -40,3 +40,7 @@ impl BatchExecutor for SelectionExecutor {
         Ok(BatchResult { batch, logical_rows, is_drained: drained })
     }
 }
+
+#[cfg(test)]
+#[path = "selection_tests.rs"]
+mod tests;

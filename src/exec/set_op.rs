@@ -107,3 +107,7 @@ impl BatchExecutor for SetOpExecutor {
         Ok(super::next_slice(self.output.as_ref().unwrap(), &mut self.pos, max_rows))
     }
 }
+
+#[cfg(test)]
+#[path = "set_op_tests.rs"]
+mod tests;

@@ -56,3 +56,7 @@ impl BatchExecutor for SortExecutor {
         Ok(super::next_slice(self.output.as_ref().unwrap(), &mut self.pos, max_rows))
     }
 }
+
+#[cfg(test)]
+#[path = "sort_tests.rs"]
+mod tests;

@@ -166,3 +166,7 @@ impl BatchExecutor for SeriesExecutor {
         Ok(BatchResult { batch, logical_rows: None, is_drained: done })
     }
 }
+
+#[cfg(test)]
+#[path = "values_tests.rs"]
+mod tests;

@@ -246,3 +246,7 @@ impl BatchExecutor for WindowExecutor {
         Ok(super::next_slice(self.output.as_ref().unwrap(), &mut self.pos, max_rows))
     }
 }
+
+#[cfg(test)]
+#[path = "window_tests.rs"]
+mod tests;

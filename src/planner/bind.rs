@@ -1,37 +1,24 @@
 //! Expression binding: names to column positions, literals and parameters
 //! to typed values, operators to PostgreSQL's coercions.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use sqlparser::ast::{self, BinaryOperator as BO, UnaryOperator as UO};
 
+use super::logical::LogicalPlan;
 use super::{ident, Planner, Scope};
 use crate::error::Result;
-use crate::exec::expr::{parse_text_as, BinOp, Expr, SubqueryCache, SubqueryKind};
+use crate::exec::expr::{parse_text_as, BinOp, Expr, SubPlan, SubqueryCache, SubqueryKind};
 use crate::exec::functions::function_type;
 use crate::exec::plan::{AggCall, AggFunc};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
-/// Collects aggregate calls met while binding a SELECT list.
+/// Permission to bind aggregate and window calls (select list, HAVING,
+/// ORDER BY): they bind to `Expr::Agg` / `Expr::Window` values, which the
+/// query binder turns into its aggregate and window nodes.
 #[derive(Default)]
-pub struct AggCollector {
-    pub calls: RefCell<Vec<AggCall>>,
-    /// Window function calls, bound to `__win(k)` placeholders.
-    pub windows: RefCell<Vec<crate::exec::plan::WindowCall>>,
-}
-
-/// The placeholder a window call binds to until the window node exists.
-pub fn window_placeholder(k: usize, ty: SqlType) -> Expr {
-    Expr::Func { name: "__win".into(), args: vec![Expr::lit(Value::Int(k as i64), SqlType::Int8)], ty }
-}
-
-/// The placeholder an aggregate call binds to, until the aggregate node
-/// exists: `__agg(k)`.
-pub fn agg_placeholder(k: usize, ty: SqlType) -> Expr {
-    Expr::Func { name: "__agg".into(), args: vec![Expr::lit(Value::Int(k as i64), SqlType::Int8)], ty }
-}
+pub struct AggCollector {}
 
 pub fn agg_func(name: &str) -> Option<AggFunc> {
     Some(match name {
@@ -340,7 +327,7 @@ impl<'a> Planner<'a> {
                 let ty = comparable(x.ty(), sty).ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), sty))?;
                 let plan = cast_plan_column(plan, ty);
                 Expr::Subquery {
-                    plan: Arc::new(plan),
+                    plan: SubPlan::new(plan),
                     kind: SubqueryKind::In { expr: Box::new(coerce(x, ty)?), negated: *negated },
                     correlated,
                     outer_refs,
@@ -351,7 +338,7 @@ impl<'a> Planner<'a> {
             E::Exists { subquery, negated } => {
                 let (plan, correlated, outer_refs) = self.plan_subquery(subquery, scope)?;
                 Expr::Subquery {
-                    plan: Arc::new(plan),
+                    plan: SubPlan::new(plan),
                     kind: SubqueryKind::Exists { negated: *negated },
                     correlated,
                     outer_refs,
@@ -367,7 +354,7 @@ impl<'a> Planner<'a> {
                 }
                 let ty = if cols[0].ty == SqlType::Unknown { SqlType::Text } else { cols[0].ty };
                 Expr::Subquery {
-                    plan: Arc::new(plan),
+                    plan: SubPlan::new(plan),
                     kind: SubqueryKind::Scalar,
                     correlated,
                     outer_refs,
@@ -387,7 +374,7 @@ impl<'a> Planner<'a> {
                             .ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), sty))?;
                         let plan = cast_plan_column(plan, ty);
                         Expr::Subquery {
-                            plan: Arc::new(plan),
+                            plan: SubPlan::new(plan),
                             kind: SubqueryKind::Quantified { expr: Box::new(coerce(x, ty)?), op, all },
                             correlated,
                             outer_refs,
@@ -681,7 +668,7 @@ impl<'a> Planner<'a> {
             ast::FunctionArguments::Subquery(q) if name == "array" => {
                 let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
                 return Ok(Expr::Subquery {
-                    plan: Arc::new(plan),
+                    plan: SubPlan::new(plan),
                     kind: SubqueryKind::Array,
                     correlated,
                     outer_refs,
@@ -709,9 +696,9 @@ impl<'a> Planner<'a> {
             return self.bind_window(&name, &args, star, distinct, over, scope, agg);
         }
         if let Some(func) = agg_func(&name) {
-            let Some(collector) = agg else {
+            if agg.is_none() {
                 bail!(Grouping, "aggregate functions are not allowed here");
-            };
+            }
             // Arguments of an aggregate may not contain aggregates.
             let mut bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, None)).collect::<Result<_>>()?;
             let func = if func == AggFunc::Count && star { AggFunc::CountStar } else { func };
@@ -780,9 +767,7 @@ impl<'a> Planner<'a> {
                 bound[0] = coerce(bound[0].clone(), SqlType::Float8)?;
             }
             let filter = f.filter.as_ref().map(|x| self.bind_expr(x, scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()?;
-            let mut calls = collector.calls.borrow_mut();
-            calls.push(AggCall { func, args: bound, distinct, filter, ty });
-            return Ok(agg_placeholder(calls.len() - 1, ty));
+            return Ok(Expr::Agg(Box::new(AggCall { func, args: bound, distinct, filter, ty })));
         }
         let mut bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, agg)).collect::<Result<_>>()?;
         let name = match name.as_str() {
@@ -963,14 +948,12 @@ impl<'a> Planner<'a> {
             }
         }
         let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
-        let mut w = collector.windows.borrow_mut();
-        w.push(WindowCall { func, args: bound, partition_by, order_by, frame, ty });
-        Ok(window_placeholder(w.len() - 1, ty))
+        Ok(Expr::Window(Box::new(WindowCall { func, args: bound, partition_by, order_by, frame, ty })))
     }
 
     /// Plan a subquery in a nested scope; returns the plan, whether it is
     /// correlated and the outer columns it reads.
-    pub fn plan_subquery(&self, q: &ast::Query, scope: &Scope) -> Result<(crate::exec::plan::Plan, bool, Vec<(usize, SqlType)>)> {
+    pub fn plan_subquery(&self, q: &ast::Query, scope: &Scope) -> Result<(LogicalPlan, bool, Vec<(usize, SqlType)>)> {
         let saved = std::mem::take(&mut *scope.outer_refs.borrow_mut());
         let plan = self.plan_query(q, Some(scope));
         let refs = std::mem::replace(&mut *scope.outer_refs.borrow_mut(), saved);
@@ -990,7 +973,7 @@ impl<'a> Planner<'a> {
 }
 
 /// Cast a one-column plan's output to a type.
-fn cast_plan_column(plan: crate::exec::plan::Plan, ty: SqlType) -> crate::exec::plan::Plan {
+fn cast_plan_column(plan: LogicalPlan, ty: SqlType) -> LogicalPlan {
     let cols = plan.columns().to_vec();
     if cols[0].ty == ty {
         return plan;
@@ -999,7 +982,7 @@ fn cast_plan_column(plan: crate::exec::plan::Plan, ty: SqlType) -> crate::exec::
         .unwrap_or(Expr::Cast { expr: Box::new(Expr::Column { index: 0, ty: cols[0].ty }), ty });
     let mut c = cols[0].clone();
     c.ty = ty;
-    crate::exec::plan::Plan::Project { input: Box::new(plan), exprs: vec![expr], columns: vec![c] }
+    LogicalPlan::Project { input: Box::new(plan), exprs: vec![expr], columns: vec![c] }
 }
 
 pub fn binop(op: &BO) -> Result<BinOp> {

@@ -1,14 +1,16 @@
-//! The planner: binds names and types in sqlparser's AST and produces the
-//! executor's physical plan, pushing filters below joins and choosing hash
-//! join keys.
+//! The planner: a query's AST → logical plan (the binder: `bind.rs` for
+//! expressions, `select.rs` for queries) → rewrite passes (`rewrite/`) →
+//! physical plan (`physical.rs`), which `exec::build` turns into operators.
 //!
 //! May import `exec`, `storage`, `catalog`, `types`, `error`; never `sql`
 //! or `server`.
 
+pub mod analysis;
 mod bind;
-mod prune;
-pub use prune::prune_plan;
 pub mod incremental;
+pub mod logical;
+pub mod physical;
+pub mod rewrite;
 mod select;
 pub mod system;
 
@@ -22,6 +24,7 @@ use crate::exec::ExecCtx;
 use crate::storage::{region_id, Region, StorageEngine};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
+use logical::LogicalPlan;
 
 pub use bind::{coerce, sql_type};
 
@@ -89,6 +92,17 @@ impl<'a> Planner<'a> {
         self.catalog.table(&self.database, name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))
     }
 
+    /// A query's physical plan: bind, rewrite, plan physically.
+    pub fn plan(&self, q: &sqlparser::ast::Query) -> Result<Plan> {
+        let logical = self.plan_query(q, None)?;
+        self.physical(logical)
+    }
+
+    /// Rewrite a logical plan, then plan it physically.
+    pub fn physical(&self, logical: LogicalPlan) -> Result<Plan> {
+        physical::physical_plan(&rewrite::optimize(logical, &self.ctx), &self.ctx)
+    }
+
     /// The parameter types as known after planning (unknown → text).
     pub fn param_types(&self) -> Vec<SqlType> {
         self.params.borrow().types.iter().map(|t| t.unwrap_or(SqlType::Text)).collect()
@@ -122,8 +136,8 @@ pub fn ident(i: &sqlparser::ast::Ident) -> String {
     }
 }
 
-/// Plan a query to completion and return its plan; helpers for callers.
-pub fn output_columns(plan: &Plan) -> Vec<PlanColumn> {
+/// A query's result columns as clients see them (unknown → text).
+pub fn output_columns(plan: &LogicalPlan) -> Vec<PlanColumn> {
     plan.columns()
         .iter()
         .map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: if c.ty == SqlType::Unknown { SqlType::Text } else { c.ty } })

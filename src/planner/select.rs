@@ -1,17 +1,20 @@
-//! Query planning: FROM with join ordering and filter pushdown, WHERE,
-//! GROUP BY / aggregates / HAVING, the select list, DISTINCT, set
-//! operations, ORDER BY and LIMIT.
+//! The binder's query part: builds the logical plan of a query from
+//! sqlparser's AST. FROM with join ordering (equalities become join keys,
+//! WHERE conjuncts are placed over the relation they read; the pushdown
+//! pass moves them further down), WHERE, GROUP BY / aggregates / HAVING,
+//! window functions, the select list, DISTINCT, set operations, ORDER BY
+//! and LIMIT.
 
 use std::collections::HashSet;
 
 use sqlparser::ast::{self, SetExpr, TableFactor};
 
 use super::bind::AggCollector;
+use super::logical::{LogicalPlan as Plan, Scan};
 use super::{ident, object_name, Planner, Scope};
 use crate::error::Result;
 use crate::exec::expr::{BinOp, Expr};
-use crate::exec::plan::{JoinKind, Plan, PlanColumn, SetOpKind, SortKey};
-use crate::storage::ScanRequest;
+use crate::exec::plan::{AggCall, JoinKind, PlanColumn, SetOpKind, SortKey, WindowCall};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
@@ -65,8 +68,8 @@ impl<'a> Planner<'a> {
         if limit.is_some() || offset.is_some() {
             let lim = limit.map(|l| self.const_usize(&l, "LIMIT")).transpose()?.flatten();
             let off = offset.map(|o| self.const_usize(&o, "OFFSET")).transpose()?.flatten().unwrap_or(0);
-            if let (Plan::Sort { limit: sl, .. }, Some(l)) = (&mut plan, lim) {
-                *sl = Some(l + off);
+            if let (Plan::Sort { fetch, .. }, Some(l)) = (&mut plan, lim) {
+                *fetch = Some(l + off);
             }
             plan = Plan::Limit { input: Box::new(plan), limit: lim, offset: off };
         }
@@ -176,7 +179,7 @@ impl<'a> Planner<'a> {
             };
             keys.push(sort_key(expr, &o.options));
         }
-        Ok(Plan::Sort { input: Box::new(plan), keys, limit: None })
+        Ok(Plan::Sort { input: Box::new(plan), keys, fetch: None })
     }
 
     fn plan_select(&self, s: &ast::Select, order_by: &[ast::OrderByExpr], outer: Option<&Scope>) -> Result<Plan> {
@@ -287,14 +290,11 @@ impl<'a> Planner<'a> {
             order_refs.push((r, &o.options));
         }
 
-        let windows = collector.windows.take();
         // DISTINCT ON keys, bound like ORDER BY keys.
         let mut distinct_on: Vec<Expr> = match &s.distinct {
             Some(ast::Distinct::On(exprs)) => exprs.iter().map(|e| self.bind_expr(e, &scope, Some(&collector))).collect::<Result<_>>()?,
             _ => vec![],
         };
-        let aggs = collector.calls.into_inner();
-        let aggregated = !aggs.is_empty() || !group_by.is_empty() || having.is_some();
         let mut proj: Vec<Expr> = items.iter().map(|(e, _)| e.clone()).collect();
         let mut having = having;
         let mut order_exprs: Vec<Option<Expr>> = order_refs
@@ -304,14 +304,35 @@ impl<'a> Planner<'a> {
                 _ => None,
             })
             .collect();
+        // Aggregate calls, in the order they were written; equal calls
+        // are computed once.
+        let mut aggs: Vec<AggCall> = Vec::new();
+        {
+            let mut collect = |e: &Expr| {
+                e.walk(&mut |x| {
+                    if let Expr::Agg(a) = x {
+                        if !aggs.contains(a.as_ref()) {
+                            aggs.push((**a).clone());
+                        }
+                    }
+                })
+            };
+            proj.iter().for_each(&mut collect);
+            having.iter().for_each(&mut collect);
+            order_exprs.iter().flatten().for_each(&mut collect);
+            distinct_on.iter().for_each(&mut collect);
+        }
+        if having.as_ref().is_some_and(contains_window) {
+            bail!(Grouping, "window functions are not allowed in HAVING");
+        }
+        let aggregated = !aggs.is_empty() || !group_by.is_empty() || having.is_some();
         if aggregated {
-            let ng = group_by.len();
             let mut agg_cols: Vec<PlanColumn> =
                 group_by.iter().enumerate().map(|(i, g)| PlanColumn::new(format!("group{i}"), g.ty())).collect();
             for (i, a) in aggs.iter().enumerate() {
                 agg_cols.push(PlanColumn::new(format!("agg{i}"), a.ty));
             }
-            let rewrite = |e: &Expr| post_agg(e, &group_by, ng);
+            let rewrite = |e: &Expr| post_agg(e, &group_by, &aggs);
             proj = proj.iter().map(rewrite).collect::<Result<_>>()?;
             having = having.as_ref().map(rewrite).transpose()?;
             order_exprs = order_exprs.iter().map(|o| o.as_ref().map(rewrite).transpose()).collect::<Result<_>>()?;
@@ -323,45 +344,46 @@ impl<'a> Planner<'a> {
         }
 
         // Window functions run over the (aggregated) rows, before the
-        // projection; their placeholders become the window node's columns.
-        if !windows.is_empty() {
-            let ng = group_by.len();
-            let rw = |e: &Expr| if aggregated { post_agg(e, &group_by, ng) } else { Ok(e.clone()) };
-            let calls: Vec<crate::exec::plan::WindowCall> = windows
-                .iter()
-                .map(|c| {
-                    Ok(crate::exec::plan::WindowCall {
-                        func: c.func,
-                        args: c.args.iter().map(rw).collect::<Result<_>>()?,
-                        partition_by: c.partition_by.iter().map(rw).collect::<Result<_>>()?,
-                        order_by: c
-                            .order_by
-                            .iter()
-                            .map(|k| Ok(SortKey { expr: rw(&k.expr)?, desc: k.desc, nulls_first: k.nulls_first }))
-                            .collect::<Result<_>>()?,
-                        frame: c.frame,
-                        ty: c.ty,
-                    })
-                })
-                .collect::<Result<_>>()?;
+        // projection; each call becomes a column of the window node.
+        let mut calls: Vec<WindowCall> = Vec::new();
+        {
+            let mut collect = |e: &Expr| -> Result<()> {
+                let mut nested = false;
+                e.walk(&mut |x| {
+                    if let Expr::Window(w) = x {
+                        nested |= w.args.iter().chain(&w.partition_by).chain(w.order_by.iter().map(|k| &k.expr)).any(contains_window);
+                        if !calls.contains(w.as_ref()) {
+                            calls.push((**w).clone());
+                        }
+                    }
+                });
+                if nested {
+                    bail!(Grouping, "window function calls cannot be nested");
+                }
+                Ok(())
+            };
+            proj.iter().try_for_each(&mut collect)?;
+            order_exprs.iter().flatten().try_for_each(&mut collect)?;
+            distinct_on.iter().try_for_each(&mut collect)?;
+        }
+        if !calls.is_empty() {
             let mut cols = plan.columns().to_vec();
             let base = cols.len();
             for (k, c) in calls.iter().enumerate() {
                 cols.push(PlanColumn::new(format!("window{k}"), c.ty));
             }
-            plan = Plan::Window { input: Box::new(plan), calls, columns: cols };
             let place = |e: &Expr| {
                 e.map(0, &|x, d| match x {
-                    Expr::Func { name, args, ty } if d == 0 && name == "__win" => match &args[0] {
-                        Expr::Literal { value: Value::Int(k), .. } => Some(Expr::Column { index: base + *k as usize, ty: *ty }),
-                        _ => None,
-                    },
+                    Expr::Window(w) if d == 0 => {
+                        calls.iter().position(|c| c == w.as_ref()).map(|k| Expr::Column { index: base + k, ty: w.ty })
+                    }
                     _ => None,
                 })
             };
             proj = proj.iter().map(place).collect();
             order_exprs = order_exprs.iter().map(|o| o.as_ref().map(place)).collect();
             distinct_on = distinct_on.iter().map(place).collect();
+            plan = Plan::Window { input: Box::new(plan), calls, columns: cols };
         }
 
         // Projection with hidden sort columns appended.
@@ -378,8 +400,7 @@ impl<'a> Planner<'a> {
                 OrderRef::Expr(_) => {
                     let e = oe.unwrap();
                     // Reuse an identical output column when there is one.
-                    let dbg = format!("{e:?}");
-                    if let Some(k) = proj.iter().position(|p| format!("{p:?}") == dbg) {
+                    if let Some(k) = proj.iter().position(|p| *p == e) {
                         k
                     } else {
                         if matches!(s.distinct, Some(ast::Distinct::Distinct)) {
@@ -396,8 +417,7 @@ impl<'a> Planner<'a> {
         // DISTINCT ON keys become (hidden) output columns too.
         let mut distinct_on_cols = Vec::new();
         for e in &distinct_on {
-            let dbg = format!("{e:?}");
-            let k = match proj.iter().position(|p| format!("{p:?}") == dbg) {
+            let k = match proj.iter().position(|p| p == e) {
                 Some(k) => k,
                 None => {
                     proj.push(e.clone());
@@ -417,7 +437,7 @@ impl<'a> Planner<'a> {
             _ => {}
         }
         if !keys.is_empty() {
-            plan = Plan::Sort { input: Box::new(plan), keys, limit: None };
+            plan = Plan::Sort { input: Box::new(plan), keys, fetch: None };
         }
         if !distinct_on_cols.is_empty() {
             // The first row of each key in ORDER BY order, as PostgreSQL.
@@ -532,9 +552,8 @@ impl<'a> Planner<'a> {
                         left: Box::new(left.plan),
                         right: Box::new(right.plan),
                         kind,
-                        left_keys: lk,
-                        right_keys: rk,
-                        condition: residual,
+                        on: lk.into_iter().zip(rk).collect(),
+                        filter: residual,
                         columns: out_cols.clone(),
                     },
                     columns: out_cols,
@@ -579,7 +598,7 @@ impl<'a> Planner<'a> {
                 let st = starts[r];
                 let local = c.remap_columns(&|i| i - st);
                 let rel = rels[r].take().unwrap();
-                let plan = push_filter(rel.plan, local);
+                let plan = Plan::Filter { input: Box::new(rel.plan), predicate: local };
                 rels[r] = Some(Rel { plan, columns: rel.columns });
             } else {
                 pending.push((c, used));
@@ -633,9 +652,8 @@ impl<'a> Planner<'a> {
                 left: Box::new(cur_plan),
                 right: Box::new(right.plan),
                 kind: JoinKind::Inner,
-                left_keys: lk,
-                right_keys: rk,
-                condition: if residual.is_empty() { None } else { Some(and_all(residual)) },
+                on: lk.into_iter().zip(rk).collect(),
+                filter: if residual.is_empty() { None } else { Some(and_all(residual)) },
                 columns: cols.clone(),
             };
             cur_cols = cols;
@@ -770,8 +788,15 @@ impl<'a> Planner<'a> {
                     seqs.push(b);
                 }
             }
-            let plan =
-                Plan::Scan { regions: crate::exec::plan::Regions(regions, seqs), request: ScanRequest::default(), columns: cols.clone() };
+            let plan = Plan::Scan(Scan {
+                table: def.clone(),
+                regions: crate::exec::plan::Regions(regions, seqs),
+                projection: None,
+                columns: cols.clone(),
+                filters: vec![],
+                time_range: None,
+                tag_eqs: vec![],
+            });
             return Ok((plan, cols));
         }
         if let Some(v) = self.catalog.view(&self.database, name) {
@@ -791,79 +816,6 @@ impl<'a> Planner<'a> {
             }
         }
         bail!(UndefinedTable, "relation \"{name}\" does not exist")
-    }
-}
-
-/// Push a filter into a plan: a scan also learns its time range and tag
-/// equalities from it, so storage can skip files and row groups. The
-/// filter stays above the scan: pruning is an optimisation, not the answer.
-fn push_filter(plan: Plan, pred: Expr) -> Plan {
-    match plan {
-        Plan::Scan { regions, mut request, columns } => {
-            narrow_scan(&regions, &mut request, &pred);
-            Plan::Filter { input: Box::new(Plan::Scan { regions, request, columns }), predicate: pred }
-        }
-        Plan::Filter { input, predicate } => {
-            // Every conjunct narrows the scan, not only the first one.
-            let input = match *input {
-                Plan::Scan { regions, mut request, columns } => {
-                    narrow_scan(&regions, &mut request, &pred);
-                    Box::new(Plan::Scan { regions, request, columns })
-                }
-                other => Box::new(other),
-            };
-            Plan::Filter {
-                input,
-                predicate: Expr::Binary { op: BinOp::And, left: Box::new(predicate), right: Box::new(pred), ty: SqlType::Bool },
-            }
-        }
-        other => Plan::Filter { input: Box::new(other), predicate: pred },
-    }
-}
-
-fn narrow_scan(regions: &crate::exec::plan::Regions, req: &mut ScanRequest, pred: &Expr) {
-    let Some(first) = regions.0.first() else { return };
-    let ti = first.desc.time_index;
-    let pk = first.desc.primary_key.clone();
-    let mut parts = Vec::new();
-    flatten_and(pred.clone(), &mut parts);
-    for p in parts {
-        let Expr::Binary { op, left, right, .. } = &p else { continue };
-        let (col, lit, op) = match (left.as_ref(), right.as_ref()) {
-            (Expr::Column { index, .. }, Expr::Literal { value, .. }) => (*index, value.clone(), *op),
-            (Expr::Literal { value, .. }, Expr::Column { index, .. }) => {
-                let flipped = match op {
-                    BinOp::Lt => BinOp::Gt,
-                    BinOp::LtEq => BinOp::GtEq,
-                    BinOp::Gt => BinOp::Lt,
-                    BinOp::GtEq => BinOp::LtEq,
-                    o => *o,
-                };
-                (*index, value.clone(), flipped)
-            }
-            _ => continue,
-        };
-        if Some(col) == ti {
-            let Value::Timestamp(t) = lit else { continue };
-            let (mut lo, mut hi) = req.time_range.unwrap_or((i64::MIN, i64::MAX));
-            match op {
-                BinOp::GtEq => lo = lo.max(t),
-                BinOp::Gt => lo = lo.max(t.saturating_add(1)),
-                BinOp::Lt => hi = hi.min(t),
-                BinOp::LtEq => hi = hi.min(t.saturating_add(1)),
-                BinOp::Eq => {
-                    lo = lo.max(t);
-                    hi = hi.min(t.saturating_add(1));
-                }
-                _ => continue,
-            }
-            req.time_range = Some((lo, hi));
-        } else if op == BinOp::Eq && pk.contains(&col) && !lit.is_null() {
-            let ty = SqlType::from_arrow(first.desc.schema.field(col).data_type());
-            if let Ok(a) = crate::types::values_to_array(&[lit], ty) {
-                req.filters.push(crate::storage::ColumnEq { column: col, value: a });
-            }
-        }
     }
 }
 
@@ -945,27 +897,27 @@ fn flatten_and(e: Expr, out: &mut Vec<Expr>) {
 
 fn contains_agg(e: &Expr) -> bool {
     let mut f = false;
-    e.walk(&mut |x| {
-        if let Expr::Func { name, .. } = x {
-            if name == "__agg" {
-                f = true;
-            }
-        }
-    });
+    e.walk(&mut |x| f |= matches!(x, Expr::Agg(_)));
+    f
+}
+
+fn contains_window(e: &Expr) -> bool {
+    let mut f = false;
+    e.walk(&mut |x| f |= matches!(x, Expr::Window(_)));
     f
 }
 
 /// Rewrite an expression over the aggregate's output: group expressions
-/// become their column, aggregates their slot; stray columns are errors.
-fn post_agg(e: &Expr, group_by: &[Expr], ng: usize) -> Result<Expr> {
-    let dbg = format!("{e:?}");
-    if let Some(k) = group_by.iter().position(|g| format!("{g:?}") == dbg) {
+/// become their column, aggregate calls their slot; stray columns are
+/// errors. Expressions are matched structurally.
+fn post_agg(e: &Expr, group_by: &[Expr], aggs: &[AggCall]) -> Result<Expr> {
+    if let Some(k) = group_by.iter().position(|g| g == e) {
         return Ok(Expr::Column { index: k, ty: e.ty() });
     }
     match e {
-        Expr::Func { name, args, ty } if name == "__agg" => {
-            let Expr::Literal { value: Value::Int(k), .. } = &args[0] else { unreachable!() };
-            Ok(Expr::Column { index: ng + *k as usize, ty: *ty })
+        Expr::Agg(a) => {
+            let k = aggs.iter().position(|c| c == a.as_ref()).expect("aggregate calls were collected from the same expressions");
+            Ok(Expr::Column { index: group_by.len() + k, ty: a.ty })
         }
         Expr::Column { .. } => Err(err!(Grouping, "column must appear in the GROUP BY clause or be used in an aggregate function")),
         Expr::Subquery { correlated: true, .. } => {
@@ -978,7 +930,7 @@ fn post_agg(e: &Expr, group_by: &[Expr], ng: usize) -> Result<Expr> {
                 if d > 0 || std::ptr::eq(x, other) {
                     return None;
                 }
-                match post_agg(x, group_by, ng) {
+                match post_agg(x, group_by, aggs) {
                     Ok(v) => Some(v),
                     Err(e) => {
                         err_cell.borrow_mut().get_or_insert(e);

@@ -3,13 +3,14 @@
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 
+use super::logical::LogicalPlan;
 use super::Planner;
 use crate::bail;
 use crate::error::Result;
-use crate::exec::plan::{arrow_schema, Plan, PlanColumn};
+use crate::exec::plan::{arrow_schema, PlanColumn};
 use crate::types::{values_to_array, SqlType, Value};
 
-fn table(cols: &[(&str, SqlType)], rows: Vec<Vec<Value>>) -> Result<(Plan, Vec<PlanColumn>)> {
+fn table(cols: &[(&str, SqlType)], rows: Vec<Vec<Value>>) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
     let columns: Vec<PlanColumn> = cols.iter().map(|(n, t)| PlanColumn::new(*n, *t)).collect();
     let mut arrays: Vec<ArrayRef> = Vec::new();
     for (i, (_, t)) in cols.iter().enumerate() {
@@ -18,7 +19,7 @@ fn table(cols: &[(&str, SqlType)], rows: Vec<Vec<Value>>) -> Result<(Plan, Vec<P
     }
     let batch =
         RecordBatch::try_new_with_options(arrow_schema(&columns), arrays, &RecordBatchOptions::new().with_row_count(Some(rows.len())))?;
-    Ok((Plan::Memory { batches: vec![batch], columns: columns.clone() }, columns))
+    Ok((LogicalPlan::Memory { name: String::new(), batches: vec![batch], columns: columns.clone() }, columns))
 }
 
 fn t(s: &str) -> Value {
@@ -30,7 +31,16 @@ pub fn table_oid(id: u32) -> i64 {
     16384 + id as i64
 }
 
-pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(Plan, Vec<PlanColumn>)> {
+/// A system table as a memory node named `schema.name`.
+pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
+    let (mut plan, cols) = system_table_rows(p, schema, name)?;
+    if let LogicalPlan::Memory { name: n, .. } = &mut plan {
+        *n = format!("{schema}.{name}");
+    }
+    Ok((plan, cols))
+}
+
+fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
     use SqlType::*;
     let db = p.database.as_str();
     match (schema, name) {

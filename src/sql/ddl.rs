@@ -212,10 +212,26 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             cat.create_index(IndexDef { database: s.database.clone(), name, table, columns, unique: ci.unique })?;
             Ok(QueryResult::Command("CREATE INDEX".into()))
         }
-        Statement::Explain { statement, .. } => {
+        Statement::Explain { statement, verbose, .. } => {
             if let Statement::Query(q) = statement.as_ref() {
-                let plan = crate::planner::prune_plan(s.planner(Default::default()).plan_query(q, None)?);
-                return text_rows(&["QUERY PLAN"], plan.explain().into_iter().map(|l| vec![l]).collect());
+                // EXPLAIN: the physical tree. VERBOSE: also the logical plan
+                // before and after the rewrite passes.
+                let planner = s.planner(Default::default());
+                let logical = planner.plan_query(q, None)?;
+                let mut lines = Vec::new();
+                if *verbose {
+                    lines.push("Logical plan:".to_string());
+                    lines.extend(logical.explain().into_iter().map(|l| format!("  {l}")));
+                    let optimized = crate::planner::rewrite::optimize(logical.clone(), &planner.ctx);
+                    lines.push("Logical plan after rewrites:".to_string());
+                    lines.extend(optimized.explain().into_iter().map(|l| format!("  {l}")));
+                    lines.push("Physical plan:".to_string());
+                    let plan = crate::planner::physical::physical_plan(&optimized, &planner.ctx)?;
+                    lines.extend(plan.explain().into_iter().map(|l| format!("  {l}")));
+                } else {
+                    lines = planner.physical(logical)?.explain();
+                }
+                return text_rows(&["QUERY PLAN"], lines.into_iter().map(|l| vec![l]).collect());
             }
             bail!(FeatureNotSupported, "EXPLAIN supports queries only")
         }

@@ -142,7 +142,7 @@ fn insert(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast:
             (out, n)
         }
         _ => {
-            let plan = planner.plan_query(src, None)?;
+            let plan = planner.plan(src)?;
             let pcols = plan.columns().to_vec();
             if pcols.len() != targets.len() {
                 bail!(Syntax, "INSERT has {} target columns than expressions", if pcols.len() > targets.len() { "fewer" } else { "more" });

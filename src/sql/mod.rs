@@ -404,7 +404,7 @@ impl Session {
                 let planner = self.planner_with(params, keys);
                 let result = planner.plan_query(q, None).and_then(|plan| {
                     let columns = crate::planner::output_columns(&plan);
-                    let plan = crate::planner::prune_plan(plan);
+                    let plan = planner.physical(plan)?;
                     let batches = crate::exec::collect(&plan, &planner.ctx)?;
                     Ok(QueryResult::Rows { columns, batches })
                 });

@@ -198,6 +198,40 @@ pub enum Value {
     Interval(i64),
 }
 
+/// Structural equality, so plans holding literals compare and hash
+/// (floats by their bits: a plan with NaN equals itself). Not SQL equality.
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            (Value::Text(a), Value::Text(b)) => a == b,
+            (Value::Timestamp(a), Value::Timestamp(b)) => a == b,
+            (Value::Date(a), Value::Date(b)) => a == b,
+            (Value::Interval(a), Value::Interval(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Value {}
+
+impl std::hash::Hash for Value {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Value::Null => {}
+            Value::Bool(b) => b.hash(h),
+            Value::Int(i) | Value::Timestamp(i) | Value::Interval(i) => i.hash(h),
+            Value::Float(f) => f.to_bits().hash(h),
+            Value::Text(s) => s.hash(h),
+            Value::Date(d) => d.hash(h),
+        }
+    }
+}
+
 impl Value {
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)

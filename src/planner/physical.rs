@@ -1,0 +1,155 @@
+//! Physical planning: turns an optimized logical plan into exec's physical
+//! plan, which `exec::build` makes into operators. A scan's pushed filters
+//! become a selection over the storage scan, its time range and tag
+//! equalities the scan request; join equalities become hash-join keys
+//! (none: a nested loop); a sort under a LIMIT becomes a top-k. Subquery
+//! expressions are optimized and physically planned here, each on its own.
+//!
+//! May import `exec` (the plan it produces), `storage`, `types`, `error`.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use super::logical::{logical_subplan, LogicalPlan, Scan};
+use super::rewrite::{and_all, optimize};
+use crate::error::{Result, WeirError};
+use crate::exec::expr::{Expr, SubPlan, SubqueryCache, SubqueryKind};
+use crate::exec::plan::{AggCall, Plan, SortKey, WindowCall};
+use crate::exec::ExecCtx;
+use crate::storage::{ColumnEq, ScanRequest};
+use crate::types::SqlType;
+
+/// Build the physical plan of an optimized logical plan.
+pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
+    let x = |e: &Expr| physical_expr(e, ctx);
+    let xs = |v: &[Expr]| v.iter().map(x).collect::<Result<Vec<_>>>();
+    let p = |p: &LogicalPlan| physical_plan(p, ctx).map(Box::new);
+    let keys = |v: &[SortKey]| {
+        v.iter().map(|k| Ok(SortKey { expr: x(&k.expr)?, desc: k.desc, nulls_first: k.nulls_first })).collect::<Result<Vec<_>>>()
+    };
+    Ok(match plan {
+        LogicalPlan::Scan(s) => scan(s, ctx)?,
+        LogicalPlan::Memory { batches, columns, .. } => Plan::Memory { batches: batches.clone(), columns: columns.clone() },
+        LogicalPlan::Values { rows, columns } => {
+            Plan::Values { rows: rows.iter().map(|r| xs(r)).collect::<Result<_>>()?, columns: columns.clone() }
+        }
+        LogicalPlan::Series { args, columns } => Plan::Series { args: xs(args)?, columns: columns.clone() },
+        LogicalPlan::Filter { input, predicate } => Plan::Filter { input: p(input)?, predicate: x(predicate)? },
+        LogicalPlan::Project { input, exprs, columns } => Plan::Project { input: p(input)?, exprs: xs(exprs)?, columns: columns.clone() },
+        LogicalPlan::Aggregate { input, group_by, aggs, columns } => Plan::Aggregate {
+            input: p(input)?,
+            group_by: xs(group_by)?,
+            aggs: aggs
+                .iter()
+                .map(|a| {
+                    Ok(AggCall {
+                        func: a.func,
+                        args: xs(&a.args)?,
+                        distinct: a.distinct,
+                        filter: a.filter.as_ref().map(x).transpose()?,
+                        ty: a.ty,
+                    })
+                })
+                .collect::<Result<_>>()?,
+            columns: columns.clone(),
+        },
+        LogicalPlan::Window { input, calls, columns } => Plan::Window {
+            input: p(input)?,
+            calls: calls
+                .iter()
+                .map(|c| {
+                    Ok(WindowCall {
+                        func: c.func,
+                        args: xs(&c.args)?,
+                        partition_by: xs(&c.partition_by)?,
+                        order_by: keys(&c.order_by)?,
+                        frame: c.frame,
+                        ty: c.ty,
+                    })
+                })
+                .collect::<Result<_>>()?,
+            columns: columns.clone(),
+        },
+        LogicalPlan::Join { left, right, kind, on, filter, columns } => Plan::Join {
+            left: p(left)?,
+            right: p(right)?,
+            kind: *kind,
+            left_keys: on.iter().map(|(l, _)| x(l)).collect::<Result<_>>()?,
+            right_keys: on.iter().map(|(_, r)| x(r)).collect::<Result<_>>()?,
+            condition: filter.as_ref().map(x).transpose()?,
+            columns: columns.clone(),
+        },
+        LogicalPlan::Sort { input, keys: k, fetch } => Plan::Sort { input: p(input)?, keys: keys(k)?, limit: *fetch },
+        LogicalPlan::Limit { input, limit, offset } => Plan::Limit { input: p(input)?, limit: *limit, offset: *offset },
+        LogicalPlan::Distinct { input } => Plan::Distinct { input: p(input)? },
+        LogicalPlan::DistinctOn { input, keys } => Plan::DistinctOn { input: p(input)?, keys: xs(keys)? },
+        LogicalPlan::SetOp { left, right, kind, all } => Plan::SetOp { left: p(left)?, right: p(right)?, kind: *kind, all: *all },
+    })
+}
+
+/// A storage scan, with a selection of the pushed filters over it.
+fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
+    let mut request = ScanRequest { projection: s.projection.clone(), time_range: s.time_range, ..Default::default() };
+    if let Some(first) = s.regions.0.first() {
+        for (col, v) in &s.tag_eqs {
+            let ty = SqlType::from_arrow(first.desc.schema.field(*col).data_type());
+            if let Ok(a) = crate::types::values_to_array(std::slice::from_ref(v), ty) {
+                request.filters.push(ColumnEq { column: *col, value: a });
+            }
+        }
+    }
+    let plan = Plan::Scan { regions: s.regions.clone(), request, columns: s.columns.clone() };
+    // Filters address table columns; the selection sees the projection.
+    let out_of = |tc: usize| (0..s.columns.len()).position(|i| s.table_column(i) == tc).expect("scan filter column is projected");
+    let filters: Vec<Expr> = s.filters.iter().map(|f| physical_expr(&f.remap_columns(&out_of), ctx)).collect::<Result<_>>()?;
+    Ok(match and_all(filters) {
+        Some(predicate) => Plan::Filter { input: Box::new(plan), predicate },
+        None => plan,
+    })
+}
+
+/// An expression with its subqueries optimized and physically planned.
+pub fn physical_expr(e: &Expr, ctx: &ExecCtx) -> Result<Expr> {
+    if !e.has_subquery() {
+        return Ok(e.clone());
+    }
+    let err: RefCell<Option<WeirError>> = RefCell::new(None);
+    let out = e.map(0, &|x, d| {
+        let Expr::Subquery { plan, kind, correlated, outer_refs, ty, .. } = x else { return None };
+        if d != 0 {
+            return None;
+        }
+        let r = (|| -> Result<Expr> {
+            let plan = match logical_subplan(plan) {
+                Some(l) => SubPlan::new(physical_plan(&optimize(l.clone(), ctx), ctx)?),
+                None => plan.clone(),
+            };
+            let kind = match kind {
+                SubqueryKind::In { expr, negated } => SubqueryKind::In { expr: Box::new(physical_expr(expr, ctx)?), negated: *negated },
+                SubqueryKind::Quantified { expr, op, all } => {
+                    SubqueryKind::Quantified { expr: Box::new(physical_expr(expr, ctx)?), op: *op, all: *all }
+                }
+                k => k.clone(),
+            };
+            Ok(Expr::Subquery {
+                plan,
+                kind,
+                correlated: *correlated,
+                outer_refs: outer_refs.clone(),
+                cache: Arc::new(SubqueryCache::default()),
+                ty: *ty,
+            })
+        })();
+        match r {
+            Ok(e) => Some(e),
+            Err(e) => {
+                err.borrow_mut().get_or_insert(e);
+                Some(x.clone())
+            }
+        }
+    });
+    match err.into_inner() {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}

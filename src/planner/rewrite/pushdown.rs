@@ -1,0 +1,256 @@
+//! Predicate pushdown: each conjunct of a filter moves as far down as it
+//! keeps its meaning — through projections (substituting their
+//! expressions), sorts, DISTINCT and other filters, below joins to the side
+//! it reads (inner joins: either side; left/semi/anti: the left; right: the
+//! right) and into scans. A scan learns from its filters the time range
+//! over the time index and the primary-key equalities ("tag sets"), which
+//! storage uses to skip files and row groups; the filters stay with the
+//! scan, as pruning is an optimisation, not the answer.
+//!
+//! Conjuncts with subqueries or volatile functions, or that read no column
+//! at all, stay where they are.
+
+use super::{and_all, conjuncts, is_volatile};
+use crate::exec::expr::{BinOp, Expr};
+use crate::exec::plan::JoinKind;
+use crate::planner::logical::{LogicalPlan, Scan};
+use crate::types::Value;
+
+/// Push every filter of the plan down as far as it goes.
+pub fn push_down_filters(plan: LogicalPlan) -> LogicalPlan {
+    match plan {
+        LogicalPlan::Filter { input, predicate } => {
+            let input = push_down_filters(*input);
+            let mut conj = Vec::new();
+            conjuncts(predicate, &mut conj);
+            push_conjuncts(input, conj)
+        }
+        other => map_inputs(other, push_down_filters),
+    }
+}
+
+/// Rebuild a node with `f` applied to each input.
+pub fn map_inputs(plan: LogicalPlan, f: fn(LogicalPlan) -> LogicalPlan) -> LogicalPlan {
+    use LogicalPlan as P;
+    match plan {
+        p @ (P::Scan(_) | P::Memory { .. } | P::Values { .. } | P::Series { .. }) => p,
+        P::Filter { input, predicate } => P::Filter { input: Box::new(f(*input)), predicate },
+        P::Project { input, exprs, columns } => P::Project { input: Box::new(f(*input)), exprs, columns },
+        P::Aggregate { input, group_by, aggs, columns } => P::Aggregate { input: Box::new(f(*input)), group_by, aggs, columns },
+        P::Window { input, calls, columns } => P::Window { input: Box::new(f(*input)), calls, columns },
+        P::Join { left, right, kind, on, filter, columns } => {
+            P::Join { left: Box::new(f(*left)), right: Box::new(f(*right)), kind, on, filter, columns }
+        }
+        P::Sort { input, keys, fetch } => P::Sort { input: Box::new(f(*input)), keys, fetch },
+        P::Limit { input, limit, offset } => P::Limit { input: Box::new(f(*input)), limit, offset },
+        P::Distinct { input } => P::Distinct { input: Box::new(f(*input)) },
+        P::DistinctOn { input, keys } => P::DistinctOn { input: Box::new(f(*input)), keys },
+        P::SetOp { left, right, kind, all } => P::SetOp { left: Box::new(f(*left)), right: Box::new(f(*right)), kind, all },
+    }
+}
+
+fn movable(c: &Expr) -> bool {
+    !c.has_subquery() && !is_volatile(c) && !c.columns_used().is_empty()
+}
+
+/// A filter of `conj` over `input`; a filter already on top of `input`
+/// takes the conjuncts after its own.
+fn filter_over(input: LogicalPlan, conj: Vec<Expr>) -> LogicalPlan {
+    if conj.is_empty() {
+        return input;
+    }
+    match input {
+        LogicalPlan::Filter { input, predicate } => {
+            let mut all = Vec::new();
+            conjuncts(predicate, &mut all);
+            all.extend(conj);
+            LogicalPlan::Filter { input, predicate: and_all(all).expect("not empty") }
+        }
+        other => LogicalPlan::Filter { input: Box::new(other), predicate: and_all(conj).expect("not empty") },
+    }
+}
+
+/// Place conjuncts over `plan` (whose own filters were already pushed).
+fn push_conjuncts(plan: LogicalPlan, conj: Vec<Expr>) -> LogicalPlan {
+    if conj.is_empty() {
+        return plan;
+    }
+    let (down, stay): (Vec<Expr>, Vec<Expr>) = conj.into_iter().partition(movable);
+    if down.is_empty() {
+        return filter_over(plan, stay);
+    }
+    let plan = match plan {
+        LogicalPlan::Scan(mut s) => {
+            for c in down {
+                let local = c.remap_columns(&|i| s.table_column(i));
+                narrow_scan(&mut s, &local);
+                s.filters.push(local);
+            }
+            LogicalPlan::Scan(s)
+        }
+        LogicalPlan::Filter { input, predicate } => {
+            // What is still here could not move: it stays, first.
+            let mut kept = Vec::new();
+            conjuncts(predicate, &mut kept);
+            filter_over(push_conjuncts(*input, down), kept)
+        }
+        LogicalPlan::Project { input, exprs, columns } => {
+            let (through, here): (Vec<Expr>, Vec<Expr>) = down.into_iter().partition(|c| {
+                c.columns_used().iter().all(|&i| {
+                    let e = &exprs[i];
+                    !e.has_subquery() && !is_volatile(e) && !matches!(e, Expr::Agg(_) | Expr::Window(_))
+                })
+            });
+            let through: Vec<Expr> = through.iter().map(|c| substitute(c, &exprs)).collect();
+            let input = push_conjuncts(*input, through);
+            filter_over(LogicalPlan::Project { input: Box::new(input), exprs, columns }, here)
+        }
+        LogicalPlan::Sort { input, keys, fetch } if fetch.is_none() => {
+            LogicalPlan::Sort { input: Box::new(push_conjuncts(*input, down)), keys, fetch }
+        }
+        LogicalPlan::Distinct { input } => LogicalPlan::Distinct { input: Box::new(push_conjuncts(*input, down)) },
+        LogicalPlan::Join { left, right, kind, on, filter, columns } => {
+            let nl = left.columns().len();
+            let (mut to_left, mut to_right, mut here) = (Vec::new(), Vec::new(), Vec::new());
+            for c in down {
+                let used = c.columns_used();
+                let left_only = used.iter().all(|&i| i < nl);
+                let right_only = used.iter().all(|&i| i >= nl);
+                if left_only && matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti) {
+                    to_left.push(c);
+                } else if right_only && matches!(kind, JoinKind::Inner | JoinKind::Right) {
+                    to_right.push(c.remap_columns(&|i| i - nl));
+                } else {
+                    here.push(c);
+                }
+            }
+            let left = Box::new(push_conjuncts(*left, to_left));
+            let right = Box::new(push_conjuncts(*right, to_right));
+            filter_over(LogicalPlan::Join { left, right, kind, on, filter, columns }, here)
+        }
+        other => filter_over(other, down),
+    };
+    filter_over(plan, stay)
+}
+
+/// A conjunct over a projection's output, rewritten over its input.
+fn substitute(c: &Expr, exprs: &[Expr]) -> Expr {
+    c.map(0, &|x, d| match x {
+        Expr::Column { index, .. } if d == 0 => Some(exprs[*index].clone()),
+        _ => None,
+    })
+}
+
+/// Narrow a scan's time range and tag equalities by one conjunct over the
+/// table's columns: `time_index op literal` and `primary_key = literal`.
+pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
+    let Some(first) = s.regions.0.first() else { return };
+    let ti = first.desc.time_index;
+    let pk = &first.desc.primary_key;
+    let mut parts = Vec::new();
+    conjuncts(pred.clone(), &mut parts);
+    for p in parts {
+        let Expr::Binary { op, left, right, .. } = &p else { continue };
+        let (col, lit, op) = match (left.as_ref(), right.as_ref()) {
+            (Expr::Column { index, .. }, Expr::Literal { value, .. }) => (*index, value.clone(), *op),
+            (Expr::Literal { value, .. }, Expr::Column { index, .. }) => {
+                let flipped = match op {
+                    BinOp::Lt => BinOp::Gt,
+                    BinOp::LtEq => BinOp::GtEq,
+                    BinOp::Gt => BinOp::Lt,
+                    BinOp::GtEq => BinOp::LtEq,
+                    o => *o,
+                };
+                (*index, value.clone(), flipped)
+            }
+            _ => continue,
+        };
+        if Some(col) == ti {
+            let Value::Timestamp(t) = lit else { continue };
+            let (mut lo, mut hi) = s.time_range.unwrap_or((i64::MIN, i64::MAX));
+            match op {
+                BinOp::GtEq => lo = lo.max(t),
+                BinOp::Gt => lo = lo.max(t.saturating_add(1)),
+                BinOp::Lt => hi = hi.min(t),
+                BinOp::LtEq => hi = hi.min(t.saturating_add(1)),
+                BinOp::Eq => {
+                    lo = lo.max(t);
+                    hi = hi.min(t.saturating_add(1));
+                }
+                _ => continue,
+            }
+            s.time_range = Some((lo, hi));
+        } else if op == BinOp::Eq && pk.contains(&col) && !lit.is_null() && !s.tag_eqs.contains(&(col, lit.clone())) {
+            s.tag_eqs.push((col, lit));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::plan::PlanColumn;
+    use crate::planner::rewrite::test_util::*;
+    use crate::types::SqlType;
+    use SqlType::Int8;
+
+    fn two_tables_joined(kind: JoinKind) -> LogicalPlan {
+        let l = table("l", &[("a", Int8), ("b", Int8)]);
+        let r = table("r", &[("c", Int8)]);
+        let mut columns: Vec<PlanColumn> = l.columns().to_vec();
+        columns.extend(r.columns().iter().cloned());
+        LogicalPlan::Join { left: Box::new(l), right: Box::new(r), kind, on: vec![(col(0, Int8), col(0, Int8))], filter: None, columns }
+    }
+
+    #[test]
+    fn inner_join_conjuncts_go_to_their_side() {
+        let pred = bin(
+            BinOp::And,
+            bin(BinOp::Gt, col(1, Int8), int(5)),
+            bin(BinOp::And, bin(BinOp::Lt, col(2, Int8), int(3)), bin(BinOp::Eq, col(0, Int8), col(2, Int8))),
+        );
+        let p = push_down_filters(LogicalPlan::Filter { input: Box::new(two_tables_joined(JoinKind::Inner)), predicate: pred });
+        let LogicalPlan::Filter { input, predicate } = p else { panic!("cross-side conjunct stays above: {p:?}") };
+        assert_eq!(predicate, bin(BinOp::Eq, col(0, Int8), col(2, Int8)));
+        let LogicalPlan::Join { left, right, .. } = *input else { panic!() };
+        let LogicalPlan::Filter { predicate: lp, .. } = *left else { panic!() };
+        assert_eq!(lp, bin(BinOp::Gt, col(1, Int8), int(5)));
+        let LogicalPlan::Filter { predicate: rp, .. } = *right else { panic!() };
+        assert_eq!(rp, bin(BinOp::Lt, col(0, Int8), int(3)), "right conjunct renumbered over the right input");
+    }
+
+    #[test]
+    fn left_join_keeps_right_side_conjuncts_above() {
+        let pred = bin(BinOp::Lt, col(2, Int8), int(3));
+        let p = push_down_filters(LogicalPlan::Filter { input: Box::new(two_tables_joined(JoinKind::Left)), predicate: pred.clone() });
+        let LogicalPlan::Filter { input, predicate } = p else { panic!() };
+        assert_eq!(predicate, pred);
+        assert!(matches!(*input, LogicalPlan::Join { .. }));
+    }
+
+    #[test]
+    fn through_projection_by_substitution() {
+        let t = table("t", &[("a", Int8), ("b", Int8)]);
+        let proj = LogicalPlan::Project {
+            input: Box::new(t),
+            exprs: vec![bin(BinOp::Add, col(1, Int8), int(1))],
+            columns: vec![PlanColumn::new("x", Int8)],
+        };
+        let p = push_down_filters(LogicalPlan::Filter { input: Box::new(proj), predicate: bin(BinOp::Gt, col(0, Int8), int(10)) });
+        let LogicalPlan::Project { input, .. } = p else { panic!("filter moved below the projection") };
+        let LogicalPlan::Filter { predicate, .. } = *input else { panic!() };
+        assert_eq!(predicate, bin(BinOp::Gt, bin(BinOp::Add, col(1, Int8), int(1)), int(10)));
+    }
+
+    #[test]
+    fn not_through_limit_nor_constant_conjuncts() {
+        let t = table("t", &[("a", Int8)]);
+        let lim = LogicalPlan::Limit { input: Box::new(t), limit: Some(1), offset: 0 };
+        let pred = bin(BinOp::And, bin(BinOp::Gt, col(0, Int8), int(1)), bin(BinOp::Eq, int(1), int(1)));
+        let p = push_down_filters(LogicalPlan::Filter { input: Box::new(lim), predicate: pred.clone() });
+        let LogicalPlan::Filter { input, predicate } = p else { panic!() };
+        assert!(matches!(*input, LogicalPlan::Limit { .. }));
+        // Order kept: the movable conjunct first, then the rest.
+        assert_eq!(predicate, pred);
+    }
+}
