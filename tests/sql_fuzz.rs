@@ -236,9 +236,109 @@ impl Gen {
 
     fn expr(&mut self, cols: &[(&str, char)]) -> String {
         self.depth += 1;
-        let e = if self.depth > 6 { self.leaf(cols) } else { self.expr_inner(cols) };
+        let e = if self.depth > 6 {
+            self.leaf(cols)
+        } else if self.rng.pct(55) {
+            // Well-typed most of the time, so that statements get past the
+            // binder and exercise the executor.
+            let want = ['i', 'f', 's', 'b', 't'][self.rng.below(5)];
+            self.typed(cols, want)
+        } else {
+            self.expr_inner(cols)
+        };
         self.depth -= 1;
         e
+    }
+
+    /// A literal of a type class: i(nteger), f(loat), s(tring), b(oolean),
+    /// t(imestamp).
+    fn typed_literal(&mut self, want: char) -> String {
+        let r = &mut self.rng;
+        if r.pct(8) {
+            return "NULL".into();
+        }
+        match want {
+            'i' => r.pick(&["0", "1", "-1", "2", "3", "7", "10", "100", "-42", "2147483647", "-2147483648", "9223372036854775807", "32767"]).into(),
+            'f' => r.pick(&["0.0", "1.5", "-2.5", "3.25", "1e300", "-1e-300", "'NaN'::float8", "'Infinity'::float8", "0.1", "100.0"]).into(),
+            's' => r.pick(&["'a'", "'abc'", "''", "'h1'", "'note 2'", "'x%'", "'%o%'", "'ünï'", "'12'", "'r1'"]).into(),
+            'b' => r.pick(&["TRUE", "FALSE", "TRUE", "FALSE"]).into(),
+            _ => r
+                .pick(&["TIMESTAMP '2024-01-01 00:30:00'", "TIMESTAMP '2024-01-01'", "TIMESTAMP '1999-12-31 23:59:59'", "now()", "TIMESTAMP '2024-02-29 12:00:00'"])
+                .into(),
+        }
+    }
+
+    fn typed_leaf(&mut self, cols: &[(&str, char)], want: char) -> String {
+        let matching: Vec<&str> = cols.iter().filter(|c| c.1 == want).map(|c| c.0).collect();
+        if !matching.is_empty() && self.rng.pct(65) {
+            return matching[self.rng.below(matching.len())].to_string();
+        }
+        self.typed_literal(want)
+    }
+
+    fn typed(&mut self, cols: &[(&str, char)], want: char) -> String {
+        self.depth += 1;
+        let e = if self.depth > 6 || self.rng.pct(30) { self.typed_leaf(cols, want) } else { self.typed_inner(cols, want) };
+        self.depth -= 1;
+        e
+    }
+
+    fn typed_inner(&mut self, cols: &[(&str, char)], want: char) -> String {
+        let k = self.rng.below(8);
+        if k == 7 {
+            let (c, t, e) = (self.typed(cols, 'b'), self.typed(cols, want), self.typed(cols, want));
+            return format!("CASE WHEN {c} THEN {t} ELSE {e} END");
+        }
+        if k == 6 {
+            return format!("COALESCE({}, {})", self.typed(cols, want), self.typed(cols, want));
+        }
+        match want {
+            'i' => match k {
+                0 | 1 => {
+                    let op = self.rng.pick(&["+", "-", "*", "/", "%"]);
+                    format!("({} {op} {})", self.typed(cols, 'i'), self.typed(cols, 'i'))
+                }
+                2 => format!("abs({})", self.typed(cols, 'i')),
+                3 => format!("length({})", self.typed(cols, 's')),
+                4 => format!("({})::{}", { let w = if self.rng.pct(50) { 'f' } else { 's' }; self.typed(cols, w) }, self.rng.pick(&["int4", "int8", "int2"])),
+                _ => format!("(- {})", self.typed(cols, 'i')),
+            },
+            'f' => match k {
+                0 | 1 => {
+                    let op = self.rng.pick(&["+", "-", "*", "/"]);
+                    format!("({} {op} {})", self.typed(cols, 'f'), { let w = if self.rng.pct(50) { 'f' } else { 'i' }; self.typed(cols, w) })
+                }
+                2 => format!("{}({})", self.rng.pick(&["sqrt", "ln", "exp", "abs", "round", "floor", "ceil", "sin", "cbrt"]), self.typed(cols, 'f')),
+                3 => format!("power({}, {})", self.typed(cols, 'f'), self.typed(cols, 'i')),
+                4 => format!("({})::float8", { let w = if self.rng.pct(50) { 'i' } else { 's' }; self.typed(cols, w) }),
+                _ => format!("extract({} FROM {})", self.rng.pick(&["epoch", "hour", "year", "dow", "minute"]), self.typed(cols, 't')),
+            },
+            's' => match k {
+                0 => format!("({} || {})", self.typed(cols, 's'), { let w = if self.rng.pct(60) { 's' } else { 'i' }; self.typed(cols, w) }),
+                1 => format!("{}({})", self.rng.pick(&["upper", "lower", "initcap", "reverse", "md5", "btrim", "quote_ident"]), self.typed(cols, 's')),
+                2 => format!("substr({}, {}, {})", self.typed(cols, 's'), self.typed(cols, 'i'), self.typed(cols, 'i')),
+                3 => format!("replace({}, {}, {})", self.typed(cols, 's'), self.typed(cols, 's'), self.typed(cols, 's')),
+                4 => format!("{}({}, {}, {})", self.rng.pick(&["lpad", "rpad"]), self.typed(cols, 's'), self.rng.pick(&["0", "3", "10", "-2"]), self.typed(cols, 's')),
+                _ => format!("({})::text", { let w = ['i', 'f', 'b', 't'][self.rng.below(4)]; self.typed(cols, w) }),
+            },
+            'b' => match k {
+                0 | 1 => {
+                    let class = ['i', 'f', 's', 't'][self.rng.below(4)];
+                    let op = self.rng.pick(&["=", "<>", "<", ">", "<=", ">=", "IS DISTINCT FROM"]);
+                    format!("({} {op} {})", self.typed(cols, class), self.typed(cols, class))
+                }
+                2 => format!("({} {} {})", self.typed(cols, 'b'), self.rng.pick(&["AND", "OR"]), self.typed(cols, 'b')),
+                3 => format!("({} {}LIKE {})", self.typed(cols, 's'), if self.rng.pct(30) { "NOT " } else { "" }, self.typed(cols, 's')),
+                4 => format!("({} IS {}NULL)", { let w = ['i', 'f', 's', 't'][self.rng.below(4)]; self.typed(cols, w) }, if self.rng.pct(50) { "NOT " } else { "" }),
+                _ => format!("({} IN ({}, {}))", self.typed(cols, 'i'), self.typed(cols, 'i'), self.typed(cols, 'i')),
+            },
+            _ => match k {
+                0 | 1 => format!("({} {} {})", self.typed(cols, 't'), self.rng.pick(&["+", "-"]), self.rng.pick(&["INTERVAL '1 hour'", "INTERVAL '1 month'", "INTERVAL '2 days'", "INTERVAL '-90 minutes'"])),
+                2 | 3 => format!("date_trunc('{}', {})", self.rng.pick(&["minute", "hour", "day", "week", "month", "year"]), self.typed(cols, 't')),
+                4 => format!("date_bin(INTERVAL '{}', {}, TIMESTAMP '2024-01-01')", self.rng.pick(&["5 minutes", "1 hour", "1 day", "0 seconds"]), self.typed(cols, 't')),
+                _ => format!("({})::timestamp", self.typed(cols, 's')),
+            },
+        }
     }
 
     fn leaf(&mut self, cols: &[(&str, char)]) -> String {
@@ -379,7 +479,7 @@ impl Gen {
             }
             6 => ("cpu CROSS JOIN disk".into(), vec![("usage", 'f'), ("used", 'i'), ("note", 's'), ("dev", 's'), ("mem", 'i')]),
             7 => {
-                let count = self.rng.pick(&["10", "1000", "0", "-5", "20000", "NULL"]);
+                let count = self.rng.pick(&["10", "1000", "0", "-5", "3000", "NULL"]);
                 (format!("generate_series(1, {count}) AS g(x)"), vec![("x", 'i')])
             }
             8 => {

@@ -424,7 +424,14 @@ impl Expr {
         let n = batch.num_rows();
         match self {
             Expr::Column { index, .. } => Ok(batch.column(*index).clone()),
-            Expr::Literal { value, ty } => scalar_array(value, *ty, n),
+            Expr::Literal { value, ty } => {
+                // A literal becomes n copies: a large folded constant
+                // (repeat('x', 1000000)) is charged before it is copied.
+                if let Value::Text(s) = value {
+                    ctx.check_alloc(s.len().saturating_mul(n), "a constant's copies")?;
+                }
+                scalar_array(value, *ty, n)
+            }
             Expr::Outer { .. } => bail!(Internal, "outer reference evaluated outside its subquery"),
             Expr::Param { index, .. } => bail!(Internal, "parameter ${} was not bound", index + 1),
             Expr::Binary { op, left, right, ty } => eval_binary(*op, left, right, *ty, batch, ctx),

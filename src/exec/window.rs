@@ -140,6 +140,9 @@ impl WindowExecutor {
                                 while e < rows.len() && peers(rows[k], rows[e]) {
                                     e += 1;
                                 }
+                                // Each peer group folds the prefix again
+                                // (quadratic): honour timeouts and cancels.
+                                self.ctx.check()?;
                                 let v = fold(f, &vals[..e])?;
                                 for &r in &rows[k..e] {
                                     out[r] = v.clone();
@@ -149,6 +152,7 @@ impl WindowExecutor {
                         }
                         WindowFrame::RowsPreceding(p) => {
                             for k in 0..rows.len() {
+                                self.ctx.check()?;
                                 let from = p.map(|p| k.saturating_sub(p)).unwrap_or(0);
                                 out[rows[k]] = fold(f, &vals[from..=k])?;
                             }
