@@ -15,10 +15,12 @@ pub enum ErrorKind {
     UndefinedFunction,
     UndefinedObject,
     UndefinedDatabase,
+    UndefinedSchema,
     DuplicateTable,
     DuplicateObject,
     DuplicateDatabase,
     DuplicateColumn,
+    InvalidTableDefinition,
     AmbiguousColumn,
     InvalidText,
     DivisionByZero,
@@ -60,10 +62,12 @@ impl ErrorKind {
             UndefinedFunction => "42883",
             UndefinedObject => "42704",
             UndefinedDatabase => "3D000",
+            UndefinedSchema => "3F000",
             DuplicateTable => "42P07",
             DuplicateObject => "42710",
             DuplicateDatabase => "42P04",
             DuplicateColumn => "42701",
+            InvalidTableDefinition => "42P16",
             AmbiguousColumn => "42702",
             InvalidText => "22P02",
             DivisionByZero => "22012",
@@ -100,11 +104,14 @@ pub struct WeirError {
     pub message: String,
     pub detail: Option<String>,
     pub hint: Option<String>,
+    /// 1-based character position in the statement text (the `P` field
+    /// of PostgreSQL's ErrorResponse), for syntax errors.
+    pub position: Option<usize>,
 }
 
 impl WeirError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        WeirError { kind, message: message.into(), detail: None, hint: None }
+        WeirError { kind, message: message.into(), detail: None, hint: None, position: None }
     }
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());

@@ -1,11 +1,13 @@
 //! weir: a time-series database that speaks the PostgreSQL protocol.
 //!
 //! Layers point one way: `server → sql → planner → exec → storage`;
+//! `parser` (text → statements) is used by `sql` and `planner`;
 //! `catalog` sits below everything that needs names.
 
 pub mod catalog;
 pub mod config;
 pub mod error;
+pub mod parser;
 pub mod exec;
 pub mod failpoint;
 pub mod planner;

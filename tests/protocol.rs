@@ -471,3 +471,69 @@ async fn show_server_version_is_plain() {
     let v = one_value(&c, "SHOW server_version").await.unwrap();
     assert!(version_ok(&v, s.is_external()), "SHOW server_version = {v:?}");
 }
+
+/// The statement splitter is the parser's: `;` inside strings, quoted
+/// names, dollar quotes and comments does not split, and ADMIN mixes with
+/// other statements in one query string.
+#[tokio::test]
+async fn multi_statement_strings_split_on_tokens() {
+    let s = server();
+    let c = fresh_db(&s, "proto_split").await;
+    let msgs = c
+        .simple_query(
+            "CREATE TABLE sp (a INTEGER, b TEXT); -- a comment; with a semicolon\n\
+             INSERT INTO sp VALUES (1, 'x;y'), (2, $$p;q$$), (3, $t$r';'s$t$) /* ; */;\n\
+             SELECT \"b;\" FROM (SELECT b AS \"b;\" FROM sp ORDER BY a) q;;",
+        )
+        .await
+        .unwrap();
+    let values: Vec<String> = msgs
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(values, vec!["x;y", "p;q", "r';'s"]);
+
+    // A syntax error anywhere runs nothing, and points at the token.
+    let e = c.simple_query("INSERT INTO sp VALUES (9, 'no'); SELEC 2").await.unwrap_err();
+    let db = e.as_db_error().expect("a server error");
+    assert_eq!(db.code().code(), "42601");
+    assert_eq!(db.message(), "syntax error at or near \"SELEC\"");
+    assert_eq!(db.position(), Some(&tokio_postgres::error::ErrorPosition::Original(34)));
+    let e = c.simple_query("SELECT (1").await.unwrap_err();
+    assert_eq!(e.as_db_error().unwrap().message(), "syntax error at end of input");
+    assert_eq!(one_value(&c, "SELECT count(*) FROM sp WHERE a = 9").await.as_deref(), Some("0"));
+
+    if s.is_external() {
+        return;
+    }
+    // weir's statements in the middle of a query string.
+    c.batch_execute("CREATE TABLE sp_ts (h TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, PRIMARY KEY (h))").await.unwrap();
+    let msgs = c
+        .simple_query(
+            "INSERT INTO sp_ts VALUES ('a', '2024-01-01', 1); ADMIN flush_table('sp_' || 'ts'); \
+             /* admin; */ SELECT 'admin;'; ADMIN compact_table('sp_ts'); SELECT count(*) FROM sp_ts",
+        )
+        .await
+        .unwrap();
+    let values: Vec<String> = msgs
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(values, vec!["1", "admin;", "1", "1"]);
+    // ADMIN through the extended protocol describes its one column.
+    let st = c.prepare("ADMIN flush_table($1)").await.unwrap();
+    assert_eq!(st.columns().len(), 1);
+    assert_eq!(st.params().len(), 1);
+    let rows = c.query(&st, &[&"sp_ts"]).await.unwrap();
+    assert_eq!(rows[0].get::<_, i64>(0), 1);
+    let e = c.simple_query("ADMIN no_such_function('sp_ts')").await;
+    assert_eq!(sqlstate(e), "42883");
+    let e = c.simple_query("ADMIN flush_table('no_such_table')").await;
+    assert_eq!(sqlstate(e), "42P01");
+}

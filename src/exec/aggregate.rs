@@ -130,7 +130,7 @@ impl Accumulator {
             if self.distinct_rows.is_none() {
                 self.distinct_rows = Some(arrow::row::RowConverter::new(vec![arrow::row::SortField::new(a.data_type().clone())])?);
             }
-            let rows = self.distinct_rows.as_ref().unwrap().convert_columns(std::slice::from_ref(a))?;
+            let rows = self.distinct_rows.as_ref().unwrap().convert_columns(&[super::keys::normalize_key(a)])?;
             for i in 0..n {
                 if keep[i] {
                     let set = self.seen.entry(groups[i]).or_default();

@@ -37,7 +37,8 @@ impl BatchExecutor for DistinctOnExecutor {
         if batch.num_rows() == 0 {
             return Ok(BatchResult { batch, logical_rows: None, is_drained: drained });
         }
-        let keys: Vec<ArrayRef> = self.keys.iter().map(|e| e.eval(&batch, &self.ctx)).collect::<Result<_>>()?;
+        let keys: Vec<ArrayRef> =
+            self.keys.iter().map(|e| e.eval(&batch, &self.ctx).map(|k| super::keys::normalize_key(&k))).collect::<Result<_>>()?;
         if self.converter.is_none() {
             self.converter = Some(RowConverter::new(keys.iter().map(|k| SortField::new(k.data_type().clone())).collect())?);
         }

@@ -24,3 +24,11 @@ fn first_row_per_key_in_every_shape() {
         }
     }
 }
+
+#[test]
+fn float_keys_treat_minus_zero_as_zero() {
+    let cols = columns(&[("x", Float8)]);
+    let input = vec![vec![crate::types::Value::Float(0.0)], vec![crate::types::Value::Float(-0.0)]];
+    let mut d = DistinctOnExecutor::new(MockExecutor::new(&cols, vec![Step::dense(input)]).boxed(), vec![col(0, Float8)], ctx());
+    assert_eq!(run(&mut d, 1024).unwrap().len(), 1);
+}

@@ -556,6 +556,7 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
             let l = left.eval(batch, ctx)?;
             let one = values_to_array(std::slice::from_ref(value), *lt)?;
             if one.data_type() == l.data_type() {
+                let (l, one) = comparable(op, l, one);
                 return scalar_binary(op, &l, &Scalar::new(one), false, ty);
             }
         }
@@ -563,6 +564,7 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
             let r = right.eval(batch, ctx)?;
             let one = values_to_array(std::slice::from_ref(value), *lt)?;
             if one.data_type() == r.data_type() {
+                let (r, one) = comparable(op, r, one);
                 return scalar_binary(op, &r, &Scalar::new(one), true, ty);
             }
         }
@@ -572,6 +574,7 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
             let l = left.eval(batch, ctx)?;
             let one = values_to_array(std::slice::from_ref(value), *lt)?;
             if one.data_type() == l.data_type() {
+                let (l, one) = comparable(op, l, one);
                 return scalar_binary(op, &l, &Scalar::new(one), false, ty);
             }
         }
@@ -583,6 +586,16 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
         ctx.check_alloc(bytes, "||")?;
     }
     binary_arrays(op, &l, &r, left.ty(), ty)
+}
+
+/// Operands of a comparison as PostgreSQL compares floats (-0 = 0, every
+/// NaN equal and above all numbers); arrow's kernels order floats totally.
+fn comparable(op: BinOp, l: ArrayRef, r: ArrayRef) -> (ArrayRef, ArrayRef) {
+    if op.is_comparison() {
+        (super::keys::normalize_key(&l), super::keys::normalize_key(&r))
+    } else {
+        (l, r)
+    }
 }
 
 /// `array op scalar` (or `scalar op array` when `flipped`).
@@ -613,6 +626,7 @@ fn scalar_binary(op: BinOp, a: &ArrayRef, s: &Scalar<ArrayRef>, flipped: bool, r
 
 /// Apply a binary operator to two arrays of the same type.
 pub fn binary_arrays(op: BinOp, l: &ArrayRef, r: &ArrayRef, operand_ty: SqlType, result_ty: SqlType) -> Result<ArrayRef> {
+    let (l, r) = comparable(op, l.clone(), r.clone());
     let l: &dyn Array = l.as_ref();
     let r: &dyn Array = r.as_ref();
     Ok(match op {

@@ -66,7 +66,7 @@ impl HashAggExecutor {
                             }
                         })
                         .collect::<Result<_>>()?;
-                    let rows = converter.convert_columns(&keys)?;
+                    let rows = converter.convert_columns(&super::keys::normalize_keys(&keys))?;
                     let mut new_bytes = 0;
                     for i in 0..n {
                         let row = rows.row(i);

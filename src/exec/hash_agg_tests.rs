@@ -198,3 +198,45 @@ fn sum_overflow_is_an_error_not_a_wrap() {
         assert_eq!(e.kind.sqlstate(), "22003");
     }
 }
+
+#[test]
+fn float_keys_group_zero_with_minus_zero_and_nan_with_nan() {
+    // PostgreSQL: -0 = 0 and NaN = NaN, so each pair is one group.
+    let cols = columns(&[("x", Float8)]);
+    let input = vec![vec![Value::Float(0.0)], vec![Value::Float(-0.0)], vec![Value::Float(f64::NAN)], vec![Value::Float(-f64::NAN)]];
+    let out = columns(&[("x", Float8), ("n", Int8)]);
+    let mut a = HashAggExecutor::new(
+        MockExecutor::new(&cols, vec![Step::dense(input.clone())]).boxed(),
+        vec![col(0, Float8)],
+        vec![call(AggFunc::CountStar, vec![], Int8)],
+        &out,
+        ctx(),
+    );
+    assert_eq!(sorted(run(&mut a, 1024).unwrap()), rows(&[&["0", "2"], &["NaN", "2"]]));
+    // The same for count(DISTINCT x).
+    let mut distinct = call(AggFunc::Count, vec![col(0, Float8)], Int8);
+    distinct.distinct = true;
+    let mut a = HashAggExecutor::new(
+        MockExecutor::new(&cols, vec![Step::dense(input)]).boxed(),
+        vec![],
+        vec![distinct],
+        &columns(&[("n", Int8)]),
+        ctx(),
+    );
+    assert_eq!(run(&mut a, 1024).unwrap(), rows(&[&["2"]]));
+}
+
+#[test]
+fn min_and_max_put_every_nan_above_all_numbers() {
+    let cols = columns(&[("x", Float8)]);
+    let input = vec![vec![Value::Float(1.0)], vec![Value::Float(-f64::NAN)], vec![Value::Float(2.0)]];
+    let aggs = vec![call(AggFunc::Min, vec![col(0, Float8)], Float8), call(AggFunc::Max, vec![col(0, Float8)], Float8)];
+    let mut a = HashAggExecutor::new(
+        MockExecutor::new(&cols, vec![Step::dense(input)]).boxed(),
+        vec![],
+        aggs,
+        &columns(&[("min", Float8), ("max", Float8)]),
+        ctx(),
+    );
+    assert_eq!(run(&mut a, 1024).unwrap(), rows(&[&["1", "NaN"]]));
+}

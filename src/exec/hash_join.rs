@@ -76,7 +76,7 @@ impl HashJoinExecutor {
         let conv = self.key_converter()?;
         if !self.right_keys.is_empty() && batch.num_rows() > 0 {
             let keys: Vec<ArrayRef> = self.right_keys.iter().map(|e| e.eval(&batch, &self.ctx)).collect::<Result<_>>()?;
-            let rows = conv.convert_columns(&keys)?;
+            let rows = conv.convert_columns(&super::keys::normalize_keys(&keys))?;
             // The hash table: each key twice (rows and map), a row index and
             // the map's own overhead (an estimate, ~48 bytes a row).
             self.ctx.charge(rows.size() * 2 + batch.num_rows() * 48, "a hash join's build side")?;
@@ -108,7 +108,7 @@ impl HashJoinExecutor {
             }
         } else {
             let keys: Vec<ArrayRef> = self.left_keys.iter().map(|e| e.eval(left, &self.ctx)).collect::<Result<_>>()?;
-            let rows = b.keys.convert_columns(&keys)?;
+            let rows = b.keys.convert_columns(&super::keys::normalize_keys(&keys))?;
             for l in 0..left.num_rows() {
                 if keys.iter().any(|k| k.is_null(l)) {
                     continue;

@@ -188,3 +188,22 @@ fn multi_column_keys_need_every_column_equal_and_non_null() {
         ])
     );
 }
+
+#[test]
+fn float_keys_match_zero_with_minus_zero_and_nan_with_nan() {
+    let l = columns(&[("x", Float8)]);
+    let r = columns(&[("y", Float8)]);
+    let mut out = l.clone();
+    out.extend(r.clone());
+    let mut j = HashJoinExecutor::new(
+        MockExecutor::new(&l, vec![Step::dense(vec![vec![Value::Float(-0.0)], vec![Value::Float(f64::NAN)]])]).boxed(),
+        MockExecutor::new(&r, vec![Step::dense(vec![vec![Value::Float(0.0)], vec![Value::Float(-f64::NAN)]])]).boxed(),
+        JoinKind::Inner,
+        vec![col(0, Float8)],
+        vec![col(0, Float8)],
+        None,
+        &out,
+        ctx(),
+    );
+    assert_eq!(run(&mut j, 1024).unwrap().len(), 2);
+}

@@ -16,6 +16,7 @@ mod aggregate;
 mod distinct_on;
 mod hash_agg;
 mod hash_join;
+mod keys;
 mod limit;
 #[cfg(test)]
 pub(crate) mod mock;

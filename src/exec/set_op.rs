@@ -7,6 +7,7 @@ use arrow::array::{RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, SortField};
 
+use super::keys::normalize_keys;
 use super::plan::{arrow_schema, PlanColumn, SetOpKind};
 use super::{BatchExecutor, BatchResult, ExecCtx};
 use crate::error::Result;
@@ -51,13 +52,13 @@ impl SetOpExecutor {
             return super::concat(&self.ctx, &self.schema, &[left, right]);
         }
         let conv = RowConverter::new(self.schema.fields().iter().map(|f| SortField::new(f.data_type().clone())).collect())?;
-        let lrows = conv.convert_columns(left.columns())?;
-        let rrows = conv.convert_columns(right.columns())?;
+        let lrows = conv.convert_columns(&normalize_keys(left.columns()))?;
+        let rrows = conv.convert_columns(&normalize_keys(right.columns()))?;
         // Row encodings, then a hash set or map holding a copy of each key.
         self.ctx.charge((lrows.size() + rrows.size()) * 2 + (left.num_rows() + right.num_rows()) * 48, "a set operation's hash table")?;
         if self.kind == SetOpKind::Union {
             let all = super::concat(&self.ctx, &self.schema, &[left, right])?;
-            let arows = conv.convert_columns(all.columns())?;
+            let arows = conv.convert_columns(&normalize_keys(all.columns()))?;
             let mut seen = std::collections::HashSet::new();
             let idx: UInt32Array = (0..all.num_rows()).filter(|&i| seen.insert(arows.row(i).as_ref().to_vec())).map(|i| i as u32).collect();
             return super::take_batch(&all, &idx);

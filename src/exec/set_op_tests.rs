@@ -66,3 +66,20 @@ fn union_keeps_first_occurrence_order_and_multi_column_rows() {
     );
     assert_eq!(run(&mut s, 1).unwrap(), rows(&[&["2", "x"], &["1", "NULL"], &["1", "y"]]));
 }
+
+#[test]
+fn float_rows_compare_zero_with_minus_zero_and_nan_with_nan() {
+    let cols = columns(&[("x", Float8)]);
+    let f = |v: f64| vec![Value::Float(v)];
+    for (kind, want) in [(SetOpKind::Union, 2), (SetOpKind::Intersect, 2), (SetOpKind::Except, 0)] {
+        let mut s = SetOpExecutor::new(
+            MockExecutor::new(&cols, vec![Step::dense(vec![f(-0.0), f(f64::NAN)])]).boxed(),
+            MockExecutor::new(&cols, vec![Step::dense(vec![f(0.0), f(-f64::NAN)])]).boxed(),
+            kind,
+            false,
+            &cols,
+            ctx(),
+        );
+        assert_eq!(run(&mut s, 1024).unwrap().len(), want, "{kind:?}");
+    }
+}

@@ -33,7 +33,7 @@ impl SortExecutor {
         let mut cols = Vec::with_capacity(self.keys.len());
         for k in &self.keys {
             cols.push(SortColumn {
-                values: k.expr.eval(&all, &self.ctx)?,
+                values: super::keys::normalize_key(&k.expr.eval(&all, &self.ctx)?),
                 options: Some(SortOptions { descending: k.desc, nulls_first: k.nulls_first }),
             });
         }

@@ -72,3 +72,18 @@ fn empty_input_gives_no_rows() {
     assert!(sort(vec![Step::dense(vec![])], vec![key(0, Text, false, false)], None, 1024).is_empty());
     assert!(sort(vec![Step::live(input(), vec![])], vec![key(0, Text, false, false)], Some(3), 1024).is_empty());
 }
+
+#[test]
+fn nan_sorts_above_every_number_and_minus_zero_ties_zero() {
+    // PostgreSQL: every NaN is equal and greater than any number; -0 = 0.
+    let cols = columns(&[("x", Float8)]);
+    let input: Vec<Vec<Value>> = [1.0, -f64::NAN, f64::NAN, f64::NEG_INFINITY, -0.0, 0.0].iter().map(|x| vec![Value::Float(*x)]).collect();
+    let mut s =
+        SortExecutor::new(MockExecutor::new(&cols, vec![Step::dense(input)]).boxed(), vec![key(0, Float8, false, false)], None, ctx());
+    let got: Vec<String> = run(&mut s, 1024).unwrap().into_iter().map(|r| r[0].clone()).collect();
+    assert_eq!(got[0], "-Infinity");
+    let mut zeros = vec![got[1].clone(), got[2].clone()];
+    zeros.sort();
+    assert_eq!(zeros, vec!["-0", "0"]);
+    assert_eq!(&got[3..], &["1", "NaN", "NaN"]);
+}

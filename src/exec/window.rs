@@ -45,8 +45,10 @@ impl WindowExecutor {
         }
         // The sort order, a boxed value per row and the output column.
         self.ctx.charge(n * (8 + 2 * std::mem::size_of::<Value>()), "a window partition")?;
-        let part: Vec<ArrayRef> = call.partition_by.iter().map(|e| e.eval(input, &self.ctx)).collect::<Result<_>>()?;
-        let ord: Vec<ArrayRef> = call.order_by.iter().map(|k| k.expr.eval(input, &self.ctx)).collect::<Result<_>>()?;
+        let part: Vec<ArrayRef> =
+            call.partition_by.iter().map(|e| e.eval(input, &self.ctx).map(|a| super::keys::normalize_key(&a))).collect::<Result<_>>()?;
+        let ord: Vec<ArrayRef> =
+            call.order_by.iter().map(|k| k.expr.eval(input, &self.ctx).map(|a| super::keys::normalize_key(&a))).collect::<Result<_>>()?;
         let mut sort_cols: Vec<SortColumn> =
             part.iter().map(|a| SortColumn { values: a.clone(), options: Some(SortOptions::default()) }).collect();
         for (k, a) in call.order_by.iter().zip(&ord) {

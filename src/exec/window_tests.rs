@@ -77,3 +77,22 @@ fn empty_input_gives_no_rows() {
         assert!(run(&mut w, 1024).unwrap().is_empty());
     }
 }
+
+#[test]
+fn minus_zero_is_in_the_partition_of_zero() {
+    let cols = columns(&[("x", Float8)]);
+    let input = vec![vec![Value::Float(0.0)], vec![Value::Float(-0.0)], vec![Value::Float(f64::NAN)], vec![Value::Float(-f64::NAN)]];
+    let mut out = cols.clone();
+    out.push(PlanColumn::new("n", Int8));
+    let calls = vec![WindowCall {
+        func: WindowFunc::Agg(AggFunc::CountStar),
+        args: vec![],
+        partition_by: vec![col(0, Float8)],
+        order_by: vec![],
+        frame: WindowFrame::Default,
+        ty: Int8,
+    }];
+    let mut w = WindowExecutor::new(MockExecutor::new(&cols, vec![Step::dense(input)]).boxed(), calls, &out, ctx());
+    let got: Vec<String> = run(&mut w, 1024).unwrap().into_iter().map(|r| r[1].clone()).collect();
+    assert_eq!(got, vec!["2", "2", "2", "2"]);
+}

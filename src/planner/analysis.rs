@@ -4,13 +4,16 @@
 //! aggregate's split into partial state / merge / final, whether a plan is
 //! append-only and how volatile its functions are.
 //!
-//! Everything here reads plans and bound expressions; nothing looks at SQL
-//! text or debug output. May import `exec` (plans, expressions), `storage`
-//! (through scans' region descriptors), `types` and `error`; never `sql`
-//! or `server`.
+//! Everything here reads plans and bound expressions, the logical plan
+//! (what flows will rewrite) and exec's physical plan alike through
+//! [`PlanNode`]; nothing looks at SQL text or debug output. May import
+//! `planner::logical`, `exec` (plans, expressions), `storage` (through
+//! scans' region descriptors), `types` and `error`; never `sql` or
+//! `server`.
 
 use chrono::{Datelike, NaiveDate};
 
+use super::logical::LogicalPlan;
 use crate::exec::expr::{cast_array, scalar_array, BinOp, Expr};
 use crate::exec::plan::{AggCall, AggFunc, JoinKind, Plan, SetOpKind};
 use crate::types::{value_at, SqlType, Value};
@@ -32,60 +35,186 @@ pub struct SourceColumn {
     pub role: ColumnRole,
 }
 
+/// One plan node as the analyses see it; [`PlanNode`] turns the logical
+/// and the physical plan into this.
+pub enum Node<'a, P: ?Sized> {
+    /// A table scan: the source of each output column.
+    Scan(Vec<Option<SourceColumn>>),
+    /// Rows made without reading a table (VALUES, generate_series, memory).
+    Rows,
+    Filter(&'a P),
+    Project(&'a P, &'a [Expr]),
+    Aggregate(&'a P, &'a [Expr], &'a [AggCall]),
+    /// Window calls append this many columns to the input's.
+    Window(&'a P, usize),
+    Join(&'a P, &'a P, JoinKind),
+    /// `true` when the sort keeps only its first rows (top-k).
+    Sort(&'a P, bool),
+    Limit(&'a P),
+    Distinct(&'a P),
+    DistinctOn(&'a P),
+    SetOp(&'a P, &'a P, SetOpKind, bool),
+}
+
+/// A plan the analyses can read: the logical plan and exec's physical plan.
+pub trait PlanNode {
+    fn node(&self) -> Node<'_, Self>;
+    /// The expressions this node evaluates itself (not its inputs').
+    fn own_exprs(&self) -> Vec<&Expr>;
+    fn width(&self) -> usize;
+}
+
+fn role(time_index: Option<usize>, primary_key: &[usize], i: usize) -> ColumnRole {
+    if time_index == Some(i) {
+        ColumnRole::TimeIndex
+    } else if primary_key.contains(&i) {
+        ColumnRole::Tag
+    } else {
+        ColumnRole::Field
+    }
+}
+
+impl PlanNode for Plan {
+    fn node(&self) -> Node<'_, Plan> {
+        match self {
+            Plan::Scan { regions, request, columns } => {
+                let Some(region) = regions.0.first() else { return Node::Scan(vec![None; columns.len()]) };
+                let desc = &region.desc;
+                Node::Scan(
+                    (0..columns.len())
+                        .map(|j| {
+                            let i = match &request.projection {
+                                Some(p) => *p.get(j)?,
+                                None => j,
+                            };
+                            let field = desc.schema.fields().get(i)?;
+                            let role = role(desc.time_index, &desc.primary_key, i);
+                            Some(SourceColumn { table: desc.table_name.clone(), column: field.name().clone(), role })
+                        })
+                        .collect(),
+                )
+            }
+            Plan::Memory { .. } | Plan::Values { .. } | Plan::Series { .. } => Node::Rows,
+            Plan::Filter { input, .. } => Node::Filter(input),
+            Plan::Project { input, exprs, .. } => Node::Project(input, exprs),
+            Plan::Aggregate { input, group_by, aggs, .. } => Node::Aggregate(input, group_by, aggs),
+            Plan::Window { input, calls, .. } => Node::Window(input, calls.len()),
+            Plan::Join { left, right, kind, .. } => Node::Join(left, right, *kind),
+            Plan::Sort { input, limit, .. } => Node::Sort(input, limit.is_some()),
+            Plan::Limit { input, .. } => Node::Limit(input),
+            Plan::Distinct { input } => Node::Distinct(input),
+            Plan::DistinctOn { input, .. } => Node::DistinctOn(input),
+            Plan::SetOp { left, right, kind, all } => Node::SetOp(left, right, *kind, *all),
+        }
+    }
+
+    fn own_exprs(&self) -> Vec<&Expr> {
+        let mut out: Vec<&Expr> = Vec::new();
+        match self {
+            Plan::Scan { .. } | Plan::Memory { .. } | Plan::Limit { .. } | Plan::Distinct { .. } | Plan::SetOp { .. } => {}
+            Plan::Values { rows, .. } => out.extend(rows.iter().flatten()),
+            Plan::Series { args, .. } => out.extend(args),
+            Plan::Filter { predicate, .. } => out.push(predicate),
+            Plan::Project { exprs, .. } => out.extend(exprs),
+            Plan::Aggregate { group_by, aggs, .. } => {
+                out.extend(group_by);
+                for a in aggs {
+                    out.extend(&a.args);
+                    out.extend(a.filter.as_ref());
+                }
+            }
+            Plan::Sort { keys, .. } => out.extend(keys.iter().map(|k| &k.expr)),
+            Plan::Window { calls, .. } => {
+                for c in calls {
+                    out.extend(&c.args);
+                    out.extend(&c.partition_by);
+                    out.extend(c.order_by.iter().map(|k| &k.expr));
+                }
+            }
+            Plan::Join { left_keys, right_keys, condition, .. } => {
+                out.extend(left_keys);
+                out.extend(right_keys);
+                out.extend(condition.as_ref());
+            }
+            Plan::DistinctOn { keys, .. } => out.extend(keys),
+        }
+        out
+    }
+
+    fn width(&self) -> usize {
+        self.columns().len()
+    }
+}
+
+impl PlanNode for LogicalPlan {
+    fn node(&self) -> Node<'_, LogicalPlan> {
+        match self {
+            LogicalPlan::Scan(s) => Node::Scan(
+                (0..s.columns.len())
+                    .map(|j| {
+                        let i = s.table_column(j);
+                        let c = s.table.columns.get(i)?;
+                        let role = role(s.table.time_index, &s.table.primary_key, i);
+                        Some(SourceColumn { table: s.table.name.clone(), column: c.name.clone(), role })
+                    })
+                    .collect(),
+            ),
+            LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => Node::Rows,
+            LogicalPlan::Filter { input, .. } => Node::Filter(input),
+            LogicalPlan::Project { input, exprs, .. } => Node::Project(input, exprs),
+            LogicalPlan::Aggregate { input, group_by, aggs, .. } => Node::Aggregate(input, group_by, aggs),
+            LogicalPlan::Window { input, calls, .. } => Node::Window(input, calls.len()),
+            LogicalPlan::Join { left, right, kind, .. } => Node::Join(left, right, *kind),
+            LogicalPlan::Sort { input, fetch, .. } => Node::Sort(input, fetch.is_some()),
+            LogicalPlan::Limit { input, .. } => Node::Limit(input),
+            LogicalPlan::Distinct { input } => Node::Distinct(input),
+            LogicalPlan::DistinctOn { input, .. } => Node::DistinctOn(input),
+            LogicalPlan::SetOp { left, right, kind, all } => Node::SetOp(left, right, *kind, *all),
+        }
+    }
+
+    fn own_exprs(&self) -> Vec<&Expr> {
+        self.exprs()
+    }
+
+    fn width(&self) -> usize {
+        self.columns().len()
+    }
+}
+
 /// For each output column of `plan`, the table column it carries
 /// unchanged, if any. Computed columns, aggregates, set operations and
-/// in-memory rows have none.
-pub fn source_columns(plan: &Plan) -> Vec<Option<SourceColumn>> {
-    match plan {
-        Plan::Scan { regions, request, columns } => {
-            let Some(region) = regions.0.first() else { return vec![None; columns.len()] };
-            let desc = &region.desc;
-            (0..columns.len())
-                .map(|j| {
-                    let i = match &request.projection {
-                        Some(p) => *p.get(j)?,
-                        None => j,
-                    };
-                    let field = desc.schema.fields().get(i)?;
-                    let role = if desc.time_index == Some(i) {
-                        ColumnRole::TimeIndex
-                    } else if desc.primary_key.contains(&i) {
-                        ColumnRole::Tag
-                    } else {
-                        ColumnRole::Field
-                    };
-                    Some(SourceColumn { table: desc.table_name.clone(), column: field.name().clone(), role })
-                })
-                .collect()
+/// rows not read from a table have none.
+pub fn source_columns<P: PlanNode + ?Sized>(plan: &P) -> Vec<Option<SourceColumn>> {
+    let through = |inner: &[Option<SourceColumn>], e: &Expr| column_of(e).and_then(|i| inner.get(i).cloned().flatten());
+    match plan.node() {
+        Node::Scan(cols) => cols,
+        Node::Filter(input) | Node::Sort(input, _) | Node::Limit(input) | Node::Distinct(input) | Node::DistinctOn(input) => {
+            source_columns(input)
         }
-        Plan::Filter { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Limit { input, .. }
-        | Plan::Distinct { input }
-        | Plan::DistinctOn { input, .. } => source_columns(input),
-        Plan::Project { input, exprs, .. } => {
+        Node::Project(input, exprs) => {
             let inner = source_columns(input);
-            exprs.iter().map(|e| column_of(e).and_then(|i| inner.get(i).cloned().flatten())).collect()
+            exprs.iter().map(|e| through(&inner, e)).collect()
         }
-        Plan::Aggregate { input, group_by, aggs, .. } => {
+        Node::Aggregate(input, group_by, aggs) => {
             let inner = source_columns(input);
-            let mut out: Vec<_> = group_by.iter().map(|e| column_of(e).and_then(|i| inner.get(i).cloned().flatten())).collect();
+            let mut out: Vec<_> = group_by.iter().map(|e| through(&inner, e)).collect();
             out.extend(aggs.iter().map(|_| None));
             out
         }
-        Plan::Window { input, calls, .. } => {
+        Node::Window(input, calls) => {
             let mut out = source_columns(input);
-            out.extend(calls.iter().map(|_| None));
+            out.extend((0..calls).map(|_| None));
             out
         }
-        Plan::Join { left, right, kind, .. } => {
+        Node::Join(left, right, kind) => {
             let mut out = source_columns(left);
             if !matches!(kind, JoinKind::Semi | JoinKind::Anti) {
                 out.extend(source_columns(right));
             }
             out
         }
-        Plan::SetOp { .. } | Plan::Memory { .. } | Plan::Values { .. } | Plan::Series { .. } => vec![None; plan.columns().len()],
+        Node::SetOp(..) | Node::Rows => vec![None; plan.width()],
     }
 }
 
@@ -559,11 +688,13 @@ impl AggregateShape {
 }
 
 /// The aggregation of a query: the first Aggregate node under the
-/// projections, filters (HAVING), sorts and limits on top of the plan.
-/// None when there is none, or a join or set operation comes first.
-pub fn analyze_aggregate(plan: &Plan) -> Option<AggregateShape> {
-    match plan {
-        Plan::Aggregate { input, group_by, aggs, .. } => {
+/// projections, filters (HAVING), windows, sorts, limits and DISTINCT on
+/// top of the plan. None when there is none, or a join or set operation
+/// comes first. Works on the logical plan (what flows rewrite) and on the
+/// physical plan.
+pub fn analyze_aggregate<P: PlanNode + ?Sized>(plan: &P) -> Option<AggregateShape> {
+    match plan.node() {
+        Node::Aggregate(input, group_by, aggs) => {
             let inputs = source_columns(input);
             let group_keys = group_by
                 .iter()
@@ -586,13 +717,13 @@ pub fn analyze_aggregate(plan: &Plan) -> Option<AggregateShape> {
             let aggregates = aggs.iter().map(|a| (a.clone(), decompose(a))).collect();
             Some(AggregateShape { group_keys, aggregates, input_columns: inputs })
         }
-        Plan::Project { input, .. }
-        | Plan::Filter { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Limit { input, .. }
-        | Plan::Distinct { input }
-        | Plan::DistinctOn { input, .. }
-        | Plan::Window { input, .. } => analyze_aggregate(input),
+        Node::Project(input, _)
+        | Node::Filter(input)
+        | Node::Sort(input, _)
+        | Node::Limit(input)
+        | Node::Distinct(input)
+        | Node::DistinctOn(input)
+        | Node::Window(input, _) => analyze_aggregate(input),
         _ => None,
     }
 }
@@ -602,35 +733,35 @@ pub fn analyze_aggregate(plan: &Plan) -> Option<AggregateShape> {
 
 /// Why a plan is not append-only: the first node found that can change or
 /// retract rows it produced before when new input rows arrive.
-pub fn not_append_only(plan: &Plan) -> Option<String> {
-    let here = match plan {
-        Plan::Aggregate { .. } => Some("an aggregate updates its groups"),
-        Plan::Distinct { .. } | Plan::DistinctOn { .. } => Some("DISTINCT depends on the rows seen so far"),
-        Plan::Window { .. } => Some("a window function depends on other rows of its partition"),
-        Plan::Limit { .. } => Some("LIMIT / OFFSET depend on the rows seen so far"),
-        Plan::Sort { limit: Some(_), .. } => Some("a top-k sort (ORDER BY … LIMIT) can replace rows it returned"),
-        Plan::Join { kind: JoinKind::Left | JoinKind::Right | JoinKind::Full, .. } => {
+pub fn not_append_only<P: PlanNode + ?Sized>(plan: &P) -> Option<String> {
+    let here = match plan.node() {
+        Node::Aggregate(..) => Some("an aggregate updates its groups"),
+        Node::Distinct(_) | Node::DistinctOn(_) => Some("DISTINCT depends on the rows seen so far"),
+        Node::Window(..) => Some("a window function depends on other rows of its partition"),
+        Node::Limit(_) => Some("LIMIT / OFFSET depend on the rows seen so far"),
+        Node::Sort(_, true) => Some("a top-k sort (ORDER BY … LIMIT) can replace rows it returned"),
+        Node::Join(_, _, JoinKind::Left | JoinKind::Right | JoinKind::Full) => {
             Some("an outer join retracts its NULL-padded rows when a match arrives")
         }
-        Plan::Join { kind: JoinKind::Semi, .. } => Some("a semi join can emit a row again when a new match arrives"),
-        Plan::Join { kind: JoinKind::Anti, .. } => Some("an anti join retracts rows when a match arrives"),
-        Plan::SetOp { kind: SetOpKind::Union, all: true, .. } => None,
-        Plan::SetOp { .. } => Some("UNION, INTERSECT and EXCEPT depend on the rows seen so far"),
+        Node::Join(_, _, JoinKind::Semi) => Some("a semi join can emit a row again when a new match arrives"),
+        Node::Join(_, _, JoinKind::Anti) => Some("an anti join retracts rows when a match arrives"),
+        Node::SetOp(_, _, SetOpKind::Union, true) => None,
+        Node::SetOp(..) => Some("UNION, INTERSECT and EXCEPT depend on the rows seen so far"),
         _ => None,
     };
     if let Some(r) = here {
         return Some(r.to_string());
     }
-    if own_exprs(plan).iter().any(|e| has_subquery(e)) {
+    if plan.own_exprs().iter().any(|e| has_subquery(e)) {
         return Some("a subquery's result can change with its own input".to_string());
     }
-    children(plan).into_iter().find_map(not_append_only)
+    inputs(plan).into_iter().find_map(|p| not_append_only(p))
 }
 
 /// New input rows only ever add output rows: no aggregation, DISTINCT,
 /// window, LIMIT or top-k, outer / semi / anti join, set operation other
 /// than UNION ALL, or subquery.
-pub fn is_append_only(plan: &Plan) -> bool {
+pub fn is_append_only<P: PlanNode + ?Sized>(plan: &P) -> bool {
     not_append_only(plan).is_none()
 }
 
@@ -679,31 +810,41 @@ pub fn function_volatility(name: &str) -> Volatility {
 }
 
 /// The most volatile function anywhere in the plan (subqueries included).
-pub fn volatility(plan: &Plan) -> Volatility {
+pub fn volatility<P: PlanNode + ?Sized>(plan: &P) -> Volatility {
     let mut v = Volatility::Immutable;
-    for e in own_exprs(plan) {
+    for e in plan.own_exprs() {
         v = v.max(expr_volatility(e));
     }
-    for c in children(plan) {
+    for c in inputs(plan) {
         v = v.max(volatility(c));
     }
     v
 }
 
-/// The most volatile function in an expression (subquery plans included).
+/// The most volatile function in an expression, subquery plans included
+/// (logical or physical).
 pub fn expr_volatility(e: &Expr) -> Volatility {
     let mut v = Volatility::Immutable;
     e.walk(&mut |x| match x {
         Expr::Func { name, .. } => v = v.max(function_volatility(name)),
-        // A subquery not yet physically planned counts as volatile: unknown.
-        Expr::Subquery { plan, .. } => v = v.max(plan.physical().map(volatility).unwrap_or(Volatility::Volatile)),
+        Expr::Subquery { plan, .. } => {
+            let any = plan.0.as_any();
+            v = v.max(if let Some(p) = any.downcast_ref::<Plan>() {
+                volatility(p)
+            } else if let Some(p) = any.downcast_ref::<LogicalPlan>() {
+                volatility(p)
+            } else {
+                // A plan of a kind not known here: assume the worst.
+                Volatility::Volatile
+            })
+        }
         _ => {}
     });
     v
 }
 
 /// Does the plan call a volatile function?
-pub fn has_volatile(plan: &Plan) -> bool {
+pub fn has_volatile<P: PlanNode + ?Sized>(plan: &P) -> bool {
     volatility(plan) == Volatility::Volatile
 }
 
@@ -717,52 +858,18 @@ fn has_subquery(e: &Expr) -> bool {
     found
 }
 
-/// The expressions a node evaluates itself (not its children's).
-fn own_exprs(plan: &Plan) -> Vec<&Expr> {
-    let mut out: Vec<&Expr> = Vec::new();
-    match plan {
-        Plan::Scan { .. } | Plan::Memory { .. } | Plan::Limit { .. } | Plan::Distinct { .. } | Plan::SetOp { .. } => {}
-        Plan::Values { rows, .. } => out.extend(rows.iter().flatten()),
-        Plan::Series { args, .. } => out.extend(args),
-        Plan::Filter { predicate, .. } => out.push(predicate),
-        Plan::Project { exprs, .. } => out.extend(exprs),
-        Plan::Aggregate { group_by, aggs, .. } => {
-            out.extend(group_by);
-            for a in aggs {
-                out.extend(&a.args);
-                out.extend(a.filter.as_ref());
-            }
-        }
-        Plan::Sort { keys, .. } => out.extend(keys.iter().map(|k| &k.expr)),
-        Plan::Window { calls, .. } => {
-            for c in calls {
-                out.extend(&c.args);
-                out.extend(&c.partition_by);
-                out.extend(c.order_by.iter().map(|k| &k.expr));
-            }
-        }
-        Plan::Join { left_keys, right_keys, condition, .. } => {
-            out.extend(left_keys);
-            out.extend(right_keys);
-            out.extend(condition.as_ref());
-        }
-        Plan::DistinctOn { keys, .. } => out.extend(keys),
-    }
-    out
-}
-
-fn children(plan: &Plan) -> Vec<&Plan> {
-    match plan {
-        Plan::Scan { .. } | Plan::Memory { .. } | Plan::Values { .. } | Plan::Series { .. } => vec![],
-        Plan::Filter { input, .. }
-        | Plan::Project { input, .. }
-        | Plan::Aggregate { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Window { input, .. }
-        | Plan::Limit { input, .. }
-        | Plan::Distinct { input }
-        | Plan::DistinctOn { input, .. } => vec![input],
-        Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => vec![left, right],
+fn inputs<P: PlanNode + ?Sized>(plan: &P) -> Vec<&P> {
+    match plan.node() {
+        Node::Scan(_) | Node::Rows => vec![],
+        Node::Filter(i)
+        | Node::Project(i, _)
+        | Node::Aggregate(i, _, _)
+        | Node::Window(i, _)
+        | Node::Sort(i, _)
+        | Node::Limit(i)
+        | Node::Distinct(i)
+        | Node::DistinctOn(i) => vec![i],
+        Node::Join(l, r, _) | Node::SetOp(l, r, _, _) => vec![l, r],
     }
 }
 

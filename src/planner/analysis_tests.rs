@@ -10,6 +10,7 @@ use super::*;
 use crate::catalog::{Catalog, ColumnDef, TableDef};
 use crate::exec::mock::{self, batch, columns};
 use crate::exec::plan::{arrow_schema, PlanColumn};
+use crate::planner::logical::LogicalPlan;
 use crate::planner::{Params, Planner};
 use crate::storage::{region_id, RegionDescriptor, StorageConfig, StorageEngine, StorageTuning};
 use crate::types::format_value;
@@ -76,20 +77,43 @@ fn fixture() -> Fixture {
 }
 
 impl Fixture {
-    /// Plan one query as a session does (bind, push filters down, prune
-    /// columns, plan physically), but without constant folding: analysis
+    /// The logical plan of one query as a session rewrites it (bind, push
+    /// filters down, prune columns), but without constant folding: analysis
     /// must see `now()` as written, not the value it folds to.
-    fn plan(&self, sql: &str) -> Plan {
+    fn logical(&self, sql: &str) -> LogicalPlan {
         let stmt = Parser::new(&PostgreSqlDialect {}).try_with_sql(sql).unwrap().parse_statement().unwrap();
         let sqlparser::ast::Statement::Query(q) = stmt else { panic!("not a query: {sql}") };
-        let planner = Planner::new(&self.catalog, &self.storage, "public", mock::ctx(), Params::default());
+        let planner = self.planner();
         let logical = planner.plan_query(&q, None).unwrap();
-        let logical = crate::planner::rewrite::prune::prune_columns(crate::planner::rewrite::pushdown::push_down_filters(logical));
-        crate::planner::physical::physical_plan(&logical, &planner.ctx).unwrap()
+        crate::planner::rewrite::prune::prune_columns(crate::planner::rewrite::pushdown::push_down_filters(logical))
     }
 
+    fn planner(&self) -> Planner<'_> {
+        Planner::new(&self.catalog, &self.storage, "public", mock::ctx(), Params::default())
+    }
+
+    /// The physical plan of [`Fixture::logical`].
+    fn plan(&self, sql: &str) -> Plan {
+        crate::planner::physical::physical_plan(&self.logical(sql), &self.planner().ctx).unwrap()
+    }
+
+    /// The aggregation of a query, read from its logical plan; the physical
+    /// plan must read the same.
     fn shape(&self, sql: &str) -> AggregateShape {
-        analyze_aggregate(&self.plan(sql)).unwrap_or_else(|| panic!("no aggregate in {sql}"))
+        let logical = analyze_aggregate(&self.logical(sql)).unwrap_or_else(|| panic!("no aggregate in {sql}"));
+        let physical = analyze_aggregate(&self.plan(sql)).unwrap_or_else(|| panic!("no physical aggregate in {sql}"));
+        assert_eq!(
+            logical.group_keys.iter().map(|k| (&k.expr, &k.kind)).collect::<Vec<_>>(),
+            physical.group_keys.iter().map(|k| (&k.expr, &k.kind)).collect::<Vec<_>>(),
+            "{sql}"
+        );
+        assert_eq!(logical.input_columns, physical.input_columns, "{sql}");
+        assert_eq!(
+            logical.aggregates.iter().map(|(a, d)| (a, d.as_ref().err())).collect::<Vec<_>>(),
+            physical.aggregates.iter().map(|(a, d)| (a, d.as_ref().err())).collect::<Vec<_>>(),
+            "{sql}"
+        );
+        logical
     }
 
     /// The kind of the single GROUP BY key of `SELECT <key>, count(*) FROM cpu GROUP BY 1`.
@@ -116,7 +140,9 @@ const MINUTE: i64 = 60_000_000;
 #[test]
 fn source_columns_follow_scans_projections_and_joins() {
     let f = fixture();
-    let cols = source_columns(&f.plan("SELECT host AS h, ts, usage + 1, seen, n FROM cpu WHERE usage > 0"));
+    let sql = "SELECT host AS h, ts, usage + 1, seen, n FROM cpu WHERE usage > 0";
+    assert_eq!(source_columns(&f.logical(sql)), source_columns(&f.plan(sql)));
+    let cols = source_columns(&f.plan(sql));
     let role = |c: &Option<SourceColumn>| c.as_ref().map(|c| (c.column.clone(), c.role));
     assert_eq!(
         cols.iter().map(role).collect::<Vec<_>>(),
@@ -209,7 +235,7 @@ fn eval_key(f: &Fixture, key: &str, stamps: &[i64]) -> Vec<String> {
     let plan = f.plan(&format!("SELECT {key}, count(*) FROM cpu GROUP BY 1"));
     let Some(Plan::Aggregate { input, group_by, .. }) = find_aggregate(&plan) else { panic!("no aggregate") };
     let cols = input.columns().to_vec();
-    let ti = source_columns(input).iter().position(|c| c.as_ref().is_some_and(|c| c.role == ColumnRole::TimeIndex)).unwrap();
+    let ti = source_columns(input.as_ref()).iter().position(|c| c.as_ref().is_some_and(|c| c.role == ColumnRole::TimeIndex)).unwrap();
     let rows: Vec<Vec<Value>> =
         stamps.iter().map(|t| (0..cols.len()).map(|i| if i == ti { Value::Timestamp(*t) } else { Value::Null }).collect()).collect();
     let b: RecordBatch = batch(&cols, &rows);
@@ -460,6 +486,7 @@ fn append_only_plans() {
         let p = f.plan(sql);
         assert_eq!(not_append_only(&p), None, "{sql}");
         assert!(is_append_only(&p));
+        assert_eq!(not_append_only(&f.logical(sql)), None, "logical {sql}");
     }
     for (sql, why) in [
         ("SELECT host, count(*) FROM cpu GROUP BY host", "aggregate"),
@@ -477,6 +504,8 @@ fn append_only_plans() {
     ] {
         let r = not_append_only(&f.plan(sql)).unwrap_or_else(|| panic!("{sql} is not append-only"));
         assert!(r.contains(why), "{sql}: {r}");
+        let r = not_append_only(&f.logical(sql)).unwrap_or_else(|| panic!("logical {sql} is not append-only"));
+        assert!(r.contains(why), "logical {sql}: {r}");
     }
 }
 
@@ -495,6 +524,7 @@ fn volatility_of_plans() {
     ] {
         let p = f.plan(sql);
         assert_eq!(volatility(&p), v, "{sql}");
+        assert_eq!(volatility(&f.logical(sql)), v, "logical {sql}");
         assert_eq!(has_volatile(&p), v == Volatility::Volatile);
     }
     assert!(Volatility::Immutable < Volatility::Stable && Volatility::Stable < Volatility::Volatile);

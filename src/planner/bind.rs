@@ -81,9 +81,21 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
     use ast::DataType as D;
     Ok(match dt {
         D::Boolean | D::Bool => SqlType::Bool,
-        D::SmallInt(_) | D::Int2(_) | D::TinyInt(_) => SqlType::Int2,
-        D::Int(_) | D::Integer(_) | D::Int4(_) | D::MediumInt(_) => SqlType::Int4,
-        D::BigInt(_) | D::Int8(_) | D::Int64 | D::Signed | D::SignedInteger | D::Unsigned | D::UnsignedInteger => SqlType::Int8,
+        // GreptimeDB's INT16/INT32/INT64 and UINT8..UINT64 name sizes in
+        // bits; INT8 stays PostgreSQL's bigint. Unsigned types get the
+        // smallest signed type that holds them (UINT64 above i64::MAX does
+        // not fit; README.md lists this).
+        D::SmallInt(_) | D::Int2(_) | D::TinyInt(_) | D::Int16 | D::UInt8 | D::UTinyInt => SqlType::Int2,
+        D::Int(_) | D::Integer(_) | D::Int4(_) | D::MediumInt(_) | D::Int32 | D::UInt16 | D::USmallInt => SqlType::Int4,
+        D::BigInt(_)
+        | D::Int8(_)
+        | D::Int64
+        | D::UInt32
+        | D::UInt64
+        | D::Signed
+        | D::SignedInteger
+        | D::Unsigned
+        | D::UnsignedInteger => SqlType::Int8,
         D::Real | D::Float4 | D::Float32 => SqlType::Float4,
         D::Double(_) | D::DoublePrecision | D::Float8 | D::Float64 | D::Float(_) => SqlType::Float8,
         D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Float8,

@@ -92,6 +92,18 @@ impl<'a> Planner<'a> {
         self.catalog.table(&self.database, name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))
     }
 
+    /// A table by its possibly qualified name (`t`, `public.t`, `db.t`).
+    pub fn table_named(&self, name: &sqlparser::ast::ObjectName) -> Result<TableDef> {
+        let r = relation(self.catalog, &self.database, name)?;
+        match &r.schema {
+            Some(SchemaRef::Database(db)) => {
+                self.catalog.table(db, &r.name).ok_or_else(|| err!(UndefinedTable, "relation \"{}\" does not exist", r.display()))
+            }
+            Some(SchemaRef::System(_)) => bail!(FeatureNotSupported, "{} is a system table", r.display()),
+            None => bail!(UndefinedTable, "relation \"{}\" does not exist", r.display()),
+        }
+    }
+
     /// A query's physical plan: bind, rewrite, plan physically.
     pub fn plan(&self, q: &sqlparser::ast::Query) -> Result<Plan> {
         let logical = self.plan_query(q, None)?;
@@ -107,6 +119,76 @@ impl<'a> Planner<'a> {
     pub fn param_types(&self) -> Vec<SqlType> {
         self.params.borrow().types.iter().map(|t| t.unwrap_or(SqlType::Text)).collect()
     }
+}
+
+/// What a schema qualifier names. A weir database is also a schema of one
+/// catalog (as in GreptimeDB): `db.t` is table `t` of database `db`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaRef {
+    /// A database's tables; `public` and no qualifier are the
+    /// connection's database.
+    Database(String),
+    /// `pg_catalog` or `information_schema`.
+    System(String),
+}
+
+/// The schema a qualifier names, or None when there is no such schema.
+/// `public` always means the connection's database (PostgreSQL's habit),
+/// even if a database called `public` exists.
+pub fn resolve_schema(catalog: &Catalog, current: &str, schema: Option<&str>) -> Option<SchemaRef> {
+    match schema {
+        None | Some("public") => Some(SchemaRef::Database(current.to_string())),
+        Some(s @ ("pg_catalog" | "information_schema")) => Some(SchemaRef::System(s.to_string())),
+        Some(s) if s == current || catalog.database_exists(s) => Some(SchemaRef::Database(s.to_string())),
+        Some(_) => None,
+    }
+}
+
+/// A relation name resolved against the catalog.
+#[derive(Debug, Clone)]
+pub struct Relation {
+    /// The schema as written, if qualified.
+    pub written_schema: Option<String>,
+    /// What the schema names; None if it names nothing.
+    pub schema: Option<SchemaRef>,
+    pub name: String,
+}
+
+impl Relation {
+    /// The name as PostgreSQL prints it in messages (`s.t` or `t`).
+    pub fn display(&self) -> String {
+        match &self.written_schema {
+            Some(s) => format!("{s}.{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The database of a table name, or PostgreSQL's 3F000 when the
+    /// qualifier names no database (as CREATE and DROP report it).
+    pub fn database(&self) -> Result<String> {
+        match &self.schema {
+            Some(SchemaRef::Database(d)) => Ok(d.clone()),
+            Some(SchemaRef::System(s)) => bail!(FeatureNotSupported, "{s} is a system schema; tables cannot be changed there"),
+            None => bail!(UndefinedSchema, "schema \"{}\" does not exist", self.written_schema.clone().unwrap_or_default()),
+        }
+    }
+}
+
+/// Resolve `t`, `s.t` or `catalog.s.t`. As in PostgreSQL, a catalog part
+/// must be the connection's database.
+pub fn relation(catalog: &Catalog, current: &str, name: &sqlparser::ast::ObjectName) -> Result<Relation> {
+    if name.0.len() == 3 {
+        let first = match &name.0[0] {
+            sqlparser::ast::ObjectNamePart::Identifier(i) => ident(i),
+            _ => bail!(FeatureNotSupported, "unsupported object name {name}"),
+        };
+        if first != current {
+            bail!(FeatureNotSupported, "cross-database references are not implemented: {name}");
+        }
+    }
+    let (written_schema, name) = object_name(name)?;
+    let schema = resolve_schema(catalog, current, written_schema.as_deref());
+    Ok(Relation { written_schema, schema, name })
 }
 
 /// Resolve an object name to (schema, name), lower-cased unless quoted.

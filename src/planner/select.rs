@@ -705,9 +705,9 @@ impl<'a> Planner<'a> {
                 Ok(Rel { plan: Plan::Series { args: exprs, columns: cols.clone() }, columns: cols })
             }
             TableFactor::Table { name, alias, .. } => {
-                let (schema, tname) = object_name(name)?;
-                let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| tname.clone());
-                let (plan, mut cols) = self.plan_table(schema.as_deref(), &tname)?;
+                let rel = super::relation(self.catalog, &self.database, name)?;
+                let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| rel.name.clone());
+                let (plan, mut cols) = self.plan_relation(&rel)?;
                 for c in cols.iter_mut() {
                     c.qualifier = Some(qual.clone());
                 }
@@ -750,7 +750,19 @@ impl<'a> Planner<'a> {
 
     /// A table, view or system table by name.
     pub fn plan_table(&self, schema: Option<&str>, name: &str) -> Result<(Plan, Vec<PlanColumn>)> {
-        if schema.is_none() {
+        let rel = super::Relation {
+            written_schema: schema.map(str::to_string),
+            schema: super::resolve_schema(self.catalog, &self.database, schema),
+            name: name.to_string(),
+        };
+        self.plan_relation(&rel)
+    }
+
+    /// A resolved relation: a table or view of a database (`db.t` for
+    /// another database's), or a system table.
+    pub fn plan_relation(&self, rel: &super::Relation) -> Result<(Plan, Vec<PlanColumn>)> {
+        let name = rel.name.as_str();
+        if rel.written_schema.is_none() {
             // A WITH query, innermost first; each reference is planned inline
             // with only the CTEs defined before it in scope.
             let found = {
@@ -769,14 +781,12 @@ impl<'a> Planner<'a> {
                 return Ok((plan, cols));
             }
         }
-        match schema {
-            Some("information_schema") | Some("pg_catalog") => {
-                return super::system::system_table(self, schema.unwrap(), name);
-            }
-            Some("public") | None => {}
-            Some(s) => bail!(UndefinedTable, "relation \"{s}.{name}\" does not exist"),
-        }
-        if let Some(def) = self.catalog.table(&self.database, name) {
+        let db = match &rel.schema {
+            Some(super::SchemaRef::System(s)) => return super::system::system_table(self, s, name),
+            Some(super::SchemaRef::Database(db)) => db.as_str(),
+            None => bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display()),
+        };
+        if let Some(def) = self.catalog.table(db, name) {
             let regions = self.regions(&def)?;
             let cols: Vec<PlanColumn> =
                 def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
@@ -799,23 +809,26 @@ impl<'a> Planner<'a> {
             });
             return Ok((plan, cols));
         }
-        if let Some(v) = self.catalog.view(&self.database, name) {
-            let stmts =
-                sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &v.sql).map_err(|e| err!(Syntax, "{e}"))?;
-            let Some(ast::Statement::Query(q)) = stmts.first() else { bail!(Internal, "view {name} is not a query") };
-            let plan = self.plan_query(q, None)?;
+        if let Some(v) = self.catalog.view(db, name) {
+            if db != self.database {
+                // The view's names are its own database's; the planner
+                // resolves against one database.
+                bail!(FeatureNotSupported, "views of another database are not supported: {}", rel.display());
+            }
+            let q = crate::parser::parse_query(&v.sql)?;
+            let plan = self.plan_query(&q, None)?;
             let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
             for (c, n) in cols.iter_mut().zip(&v.columns) {
                 c.name = n.clone();
             }
             return Ok((plan, cols));
         }
-        if schema.is_none() {
+        if rel.written_schema.is_none() {
             if let Ok(r) = super::system::system_table(self, "pg_catalog", name) {
                 return Ok(r);
             }
         }
-        bail!(UndefinedTable, "relation \"{name}\" does not exist")
+        bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display())
     }
 }
 

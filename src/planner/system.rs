@@ -31,6 +31,17 @@ pub fn table_oid(id: u32) -> i64 {
     16384 + id as i64
 }
 
+/// A database whose name is also one of PostgreSQL's schemas (`public`
+/// is always the connection's database): not listed as a schema.
+fn is_reserved_schema(name: &str) -> bool {
+    matches!(name, "public" | "pg_catalog" | "information_schema")
+}
+
+/// OID of the namespace of the i-th database (in `databases()` order).
+fn database_namespace_oid(i: usize) -> i64 {
+    14000 + i as i64
+}
+
 /// A system table as a memory node named `schema.name`.
 pub fn system_table(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
     let (mut plan, cols) = system_table_rows(p, schema, name)?;
@@ -51,6 +62,15 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             }
             for v in p.catalog.views(db) {
                 rows.push(vec![t(db), t("public"), t(&v.name), t("VIEW")]);
+            }
+            // Other databases' tables, under their database's schema name.
+            for other in p.catalog.databases().into_iter().filter(|d| d != db && !is_reserved_schema(d)) {
+                for tdef in p.catalog.tables(&other) {
+                    rows.push(vec![t(db), t(&other), t(&tdef.name), t("BASE TABLE")]);
+                }
+                for v in p.catalog.views(&other) {
+                    rows.push(vec![t(db), t(&other), t(&v.name), t("VIEW")]);
+                }
             }
             table(&[("table_catalog", Text), ("table_schema", Text), ("table_name", Text), ("table_type", Text)], rows)
         }
@@ -93,10 +113,15 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows,
             )
         }
-        ("information_schema", "schemata") => table(
-            &[("catalog_name", Text), ("schema_name", Text)],
-            vec![vec![t(db), t("public")], vec![t(db), t("information_schema")], vec![t(db), t("pg_catalog")]],
-        ),
+        ("information_schema", "schemata") => {
+            // The connection's database is `public`; every database is also
+            // a schema of its own name (GreptimeDB's catalog.schema).
+            let mut rows = vec![vec![t(db), t("public")], vec![t(db), t("information_schema")], vec![t(db), t("pg_catalog")]];
+            for d in p.catalog.databases().into_iter().filter(|d| !is_reserved_schema(d)) {
+                rows.push(vec![t(db), t(&d)]);
+            }
+            table(&[("catalog_name", Text), ("schema_name", Text)], rows)
+        }
         ("information_schema", "region_statistics") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
@@ -155,14 +180,19 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows,
             )
         }
-        ("pg_catalog", "pg_namespace") => table(
-            &[("oid", Int8), ("nspname", Text), ("nspowner", Int8), ("nspacl", Text)],
-            vec![
+        ("pg_catalog", "pg_namespace") => {
+            // psql's \dn lists these: `public` (the connection's database)
+            // and every database by its name.
+            let mut rows = vec![
                 vec![Value::Int(11), t("pg_catalog"), Value::Int(10), Value::Null],
                 vec![Value::Int(2200), t("public"), Value::Int(10), Value::Null],
                 vec![Value::Int(13000), t("information_schema"), Value::Int(10), Value::Null],
-            ],
-        ),
+            ];
+            for (i, d) in p.catalog.databases().iter().enumerate().filter(|(_, d)| !is_reserved_schema(d)) {
+                rows.push(vec![Value::Int(database_namespace_oid(i)), t(d), Value::Int(10), Value::Null]);
+            }
+            table(&[("oid", Int8), ("nspname", Text), ("nspowner", Int8), ("nspacl", Text)], rows)
+        }
         ("pg_catalog", "pg_database") => {
             let rows = p
                 .catalog

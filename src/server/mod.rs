@@ -32,6 +32,7 @@ fn pg_error(e: &WeirError) -> ErrorInfo {
     let mut info = ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), e.message.clone());
     info.detail = e.detail.clone();
     info.hint = e.hint.clone();
+    info.position = e.position.map(|p| p.to_string());
     info
 }
 

@@ -11,7 +11,7 @@ use super::{QueryResult, Session};
 use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::exec::expr::parse_text_as;
-use crate::planner::{ident, object_name};
+use crate::planner::ident;
 use crate::storage::region_id;
 use crate::types::Value;
 use crate::{bail, err};
@@ -39,8 +39,8 @@ pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
         bail!(FeatureNotSupported, "COPY FROM a file is not supported; use COPY FROM STDIN");
     }
     let CopySource::Table { table_name, columns } = source else { bail!(FeatureNotSupported, "COPY of a query is not supported") };
-    let name = object_name(table_name)?.1;
-    let def = s.engine.catalog.table(&s.database, &name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))?;
+    let def = s.planner(crate::planner::Params::default()).table_named(table_name)?;
+    let name = def.name.clone();
     let cols: Vec<usize> = if columns.is_empty() {
         (0..def.columns.len()).collect()
     } else {
@@ -356,9 +356,8 @@ fn copy_out(
         }
         CopySource::Query(q) => q.to_string(),
     };
-    let stmts = super::parse(&sql)?;
-    let Some(ast::Statement::Query(q)) = stmts.first() else { bail!(Syntax, "COPY needs a table or a query") };
-    let r = s.execute_statement(&ast::Statement::Query(q.clone()), Default::default())?;
+    let q = crate::parser::parse_query(&sql)?;
+    let r = s.execute_sql_statement(&ast::Statement::Query(Box::new(q)), Default::default())?;
     let QueryResult::Rows { columns, batches } = r else { bail!(Internal, "COPY query returned no rows") };
     let mut lines = Vec::new();
     if header && csv {

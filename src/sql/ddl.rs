@@ -1,5 +1,7 @@
-//! DDL and catalog statements: databases, tables, views, indexes, SHOW,
-//! DESCRIBE, and ADMIN functions.
+//! DDL and catalog statements: databases, tables (weir's CREATE TABLE
+//! with TIME INDEX and GreptimeDB's clauses), views, indexes, SHOW,
+//! DESCRIBE, and ADMIN functions. Table names may name another database
+//! (`db.t`).
 
 use std::sync::Arc;
 
@@ -10,7 +12,8 @@ use super::{QueryResult, Session};
 use crate::catalog::{ColumnDef, IndexDef, TableDef, ViewDef};
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
-use crate::planner::{ident, object_name};
+use crate::parser::{Admin, CreateTable};
+use crate::planner::{ident, object_name, relation, Params, Relation};
 use crate::storage::{region_id, RegionDescriptor};
 use crate::types::{parse_interval, SqlType};
 use crate::{bail, err};
@@ -40,7 +43,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
     let engine = s.engine.clone();
     let cat = &engine.catalog;
     match stmt {
-        Statement::CreateTable(ct) => create_table(s, ct),
+        Statement::CreateTable(ct) => create_sql_table(s, ct),
         Statement::CreateDatabase { db_name, if_not_exists, .. } => {
             let name = object_name(db_name)?.1;
             if cat.database_exists(&name) && *if_not_exists {
@@ -55,32 +58,47 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                 ast::ObjectType::View => "DROP VIEW",
                 ast::ObjectType::Index => "DROP INDEX",
                 ast::ObjectType::Database => "DROP DATABASE",
-                ast::ObjectType::Schema => bail!(FeatureNotSupported, "a weir database has one schema, public"),
+                ast::ObjectType::Schema => {
+                    bail!(FeatureNotSupported, "DROP SCHEMA is not supported; a weir schema is a database: use DROP DATABASE")
+                }
                 other => bail!(FeatureNotSupported, "DROP {other} is not supported"),
             };
             for n in names {
-                let name = object_name(n)?.1;
+                let rel = relation(cat, &s.database, n)?;
+                let name = rel.name.clone();
                 match object_type {
                     ast::ObjectType::Table => {
-                        if cat.table(&s.database, &name).is_none() {
+                        let db = match rel.database() {
+                            Err(_) if *if_exists => continue,
+                            r => r?,
+                        };
+                        if cat.table(&db, &name).is_none() {
                             if *if_exists {
                                 continue;
                             }
-                            bail!(UndefinedTable, "table \"{name}\" does not exist");
+                            bail!(UndefinedTable, "table \"{}\" does not exist", rel.display());
                         }
-                        let def = cat.drop_table(&s.database, &name)?;
+                        let def = cat.drop_table(&db, &name)?;
                         for r in 0..def.regions.max(1) {
                             engine.storage.drop_region(region_id(def.id, r))?;
                         }
                     }
                     ast::ObjectType::View => {
-                        if cat.view(&s.database, &name).is_none() && *if_exists {
+                        let db = match rel.database() {
+                            Err(_) if *if_exists => continue,
+                            r => r?,
+                        };
+                        if cat.view(&db, &name).is_none() && *if_exists {
                             continue;
                         }
-                        cat.drop_view(&s.database, &name)?;
+                        cat.drop_view(&db, &name)?;
                     }
                     ast::ObjectType::Index => {
-                        if let Err(e) = cat.drop_index(&s.database, &name) {
+                        let db = match rel.database() {
+                            Err(_) if *if_exists => continue,
+                            r => r?,
+                        };
+                        if let Err(e) = cat.drop_index(&db, &name) {
                             if !*if_exists {
                                 return Err(e);
                             }
@@ -109,12 +127,12 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
         }
         Statement::Truncate(t) => {
             for target in &t.table_names {
-                let name = object_name(&target.name)?.1;
-                let Some(old) = cat.table(&s.database, &name) else {
+                let rel = relation(cat, &s.database, &target.name)?;
+                let Some(old) = rel.database().ok().and_then(|db| cat.table(&db, &rel.name)) else {
                     if t.if_exists {
                         continue;
                     }
-                    bail!(UndefinedTable, "relation \"{name}\" does not exist");
+                    bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display());
                 };
                 // New id, new empty regions: sequences never go backwards
                 // for a region id, so incremental readers of the old regions
@@ -129,20 +147,30 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             }
             Ok(QueryResult::Command("TRUNCATE TABLE".into()))
         }
-        Statement::ShowTables { .. } => {
-            let mut names: Vec<String> = cat.tables(&s.database).into_iter().map(|t| t.name).collect();
+        Statement::ShowTables { show_options, .. } => {
+            // SHOW TABLES [FROM | IN db] (GreptimeDB's and MySQL's form).
+            let db = match &show_options.show_in {
+                Some(ast::ShowStatementIn { parent_name: Some(n), .. }) => {
+                    let db = object_name(n)?.1;
+                    if !cat.database_exists(&db) {
+                        bail!(UndefinedDatabase, "database \"{db}\" does not exist");
+                    }
+                    db
+                }
+                _ => s.database.clone(),
+            };
+            let mut names: Vec<String> = cat.tables(&db).into_iter().map(|t| t.name).collect();
             names.sort();
             text_rows(&["Tables"], names.into_iter().map(|n| vec![n]).collect())
         }
         Statement::ShowDatabases { .. } => text_rows(&["Database"], cat.databases().into_iter().map(|d| vec![d]).collect()),
         Statement::ShowCreate { obj_name, .. } => {
-            let name = object_name(obj_name)?.1;
-            let def = cat.table(&s.database, &name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))?;
+            let def = s.planner(Params::default()).table_named(obj_name)?;
+            let name = def.name.clone();
             text_rows(&["Table", "Create Table"], vec![vec![name, show_create(&def)]])
         }
         Statement::ExplainTable { table_name, .. } => {
-            let name = object_name(table_name)?.1;
-            let def = cat.table(&s.database, &name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))?;
+            let def = s.planner(Params::default()).table_named(table_name)?;
             let rows = def
                 .columns
                 .iter()
@@ -178,7 +206,11 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             if cv.materialized {
                 bail!(FeatureNotSupported, "materialized views are flows in weir: use CREATE FLOW");
             }
-            let name = object_name(&cv.name)?.1;
+            let rel = relation(cat, &s.database, &cv.name)?;
+            if rel.database()? != s.database {
+                bail!(FeatureNotSupported, "CREATE VIEW in another database is not supported: {}", rel.display());
+            }
+            let name = rel.name;
             // Plan once to validate and learn the column names.
             let plan = s.planner(Default::default()).plan_query(&cv.query, None)?;
             let mut columns: Vec<String> = plan.columns().iter().map(|c| c.name.clone()).collect();
@@ -189,8 +221,11 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             Ok(QueryResult::Command("CREATE VIEW".into()))
         }
         Statement::CreateIndex(ci) => {
-            let table = object_name(&ci.table_name)?.1;
-            let def = cat.table(&s.database, &table).ok_or_else(|| err!(UndefinedTable, "relation \"{table}\" does not exist"))?;
+            let def = s.planner(Params::default()).table_named(&ci.table_name)?;
+            if def.database != s.database {
+                bail!(FeatureNotSupported, "CREATE INDEX on another database's table is not supported");
+            }
+            let table = def.name.clone();
             let mut columns = Vec::new();
             for c in &ci.columns {
                 let n = match &c.column.expr {
@@ -268,22 +303,111 @@ fn parse_ttl(s: &str) -> Result<Option<i64>> {
     Ok(Some(us / 1000))
 }
 
-fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
+/// CREATE TABLE forms sqlparser parsed (weir's parser takes the usual
+/// `CREATE TABLE name (...)`): CREATE TEMP TABLE and the refused ones.
+fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
+    if ct.query.is_some() {
+        bail!(FeatureNotSupported, "CREATE TABLE AS is not supported");
+    }
+    if ct.like.is_some() || ct.clone.is_some() {
+        bail!(FeatureNotSupported, "CREATE TABLE LIKE is not supported");
+    }
+    if ct.partition_of.is_some() || ct.partition_by.is_some() {
+        bail!(FeatureNotSupported, "partitioned tables are not supported; use WITH (regions = n)");
+    }
+    let options = match &ct.table_options {
+        ast::CreateTableOptions::With(v) => v.clone(),
+        ast::CreateTableOptions::None => vec![],
+        _ => bail!(FeatureNotSupported, "these table options are not supported"),
+    };
+    create_weir_table(
+        s,
+        &CreateTable {
+            if_not_exists: ct.if_not_exists,
+            name: ct.name.clone(),
+            columns: ct.columns.clone(),
+            constraints: ct.constraints.clone(),
+            time_index: vec![],
+            indexes: vec![],
+            partition: None,
+            engine: None,
+            options,
+        },
+    )
+}
+
+/// An option's key: `ttl`, `compaction.type` or `'compaction.type'`.
+fn option_key(key: &ast::ObjectName) -> String {
+    key.0
+        .iter()
+        .map(|p| match p.as_ident() {
+            Some(i) if i.quote_style.is_some() => i.value.to_lowercase(),
+            Some(i) => i.value.to_lowercase(),
+            None => p.to_string().to_lowercase(),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// An option's value as text: `'7d'`, `7`, `true`, `twcs`.
+fn option_value(value: &ast::Expr) -> String {
+    match value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        ast::Expr::Identifier(i) => i.value.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// GreptimeDB's storage-tuning options: accepted, with no effect on weir's
+/// storage (each is listed in README.md). Options that change what a query
+/// answers are honoured or refused, never ignored.
+fn greptime_tuning_option(key: &str, value: &str) -> Result<bool> {
+    let v = value.to_lowercase();
+    Ok(match key {
+        "merge_mode" => match v.as_str() {
+            // weir's identity semantics: the last write of a row wins.
+            "last_row" => true,
+            _ => bail!(FeatureNotSupported, "merge_mode '{value}' is not supported; weir keeps the last row (merge_mode 'last_row')"),
+        },
+        "compaction.type" => match v.as_str() {
+            "twcs" => true,
+            _ => bail!(FeatureNotSupported, "compaction.type '{value}' is not supported; weir compacts by time window ('twcs')"),
+        },
+        // weir always writes its WAL; skip_wal = 'true' is more durable than asked.
+        "skip_wal" | "sst_format" | "storage" => true,
+        k if k.starts_with("compaction.twcs.") || k.starts_with("memtable.") || k.starts_with("index.") => true,
+        _ => false,
+    })
+}
+
+pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResult> {
     let engine = s.engine.clone();
     let cat = &engine.catalog;
-    let name = object_name(&ct.name)?.1;
-    if cat.table(&s.database, &name).is_some() || cat.view(&s.database, &name).is_some() {
+    let rel: Relation = relation(cat, &s.database, &ct.name)?;
+    let database = rel.database()?;
+    let name = rel.name.clone();
+    if let Some(e) = &ct.engine {
+        if !e.value.eq_ignore_ascii_case("mito") {
+            return Err(err!(FeatureNotSupported, "table engine \"{}\" is not supported", e.value).with_hint("weir's engine is mito"));
+        }
+    }
+    if ct.partition.is_some() {
+        return Err(err!(FeatureNotSupported, "PARTITION ON COLUMNS is not supported")
+            .with_hint("WITH (regions = n) splits a table by its primary key"));
+    }
+    if ct.time_index.len() > 1 {
+        bail!(InvalidTableDefinition, "multiple TIME INDEX columns for table \"{name}\" are not allowed");
+    }
+    if cat.table(&database, &name).is_some() || cat.view(&database, &name).is_some() {
         if ct.if_not_exists {
             return Ok(QueryResult::Command("CREATE TABLE".into()));
         }
         bail!(DuplicateTable, "relation \"{name}\" already exists");
     }
-    if ct.query.is_some() {
-        bail!(FeatureNotSupported, "CREATE TABLE AS is not supported");
-    }
-    // The pre-parser turned TIME INDEX into a marker CHECK.
-    let mark = super::preparse::TIME_INDEX_MARK;
-    let mut time_index_col: Option<String> = None;
+    let time_index_col: Option<String> = ct.time_index.first().map(|t| ident(&t.column));
     let mut columns: Vec<ColumnDef> = Vec::new();
     let mut primary_key: Vec<String> = Vec::new();
     for c in &ct.columns {
@@ -304,9 +428,6 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
                     nullable = false;
                 }
                 ast::ColumnOption::Unique(_) => {}
-                ast::ColumnOption::Check(c) if matches!(c.expr.as_ref(), ast::Expr::Identifier(i) if i.value == mark) => {
-                    time_index_col = Some(cname.clone())
-                }
                 ast::ColumnOption::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
                 _ => {}
             }
@@ -315,6 +436,14 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
     }
     if columns.is_empty() {
         bail!(Syntax, "a table needs at least one column");
+    }
+    for i in &ct.indexes {
+        for c in &i.columns {
+            let n = ident(c);
+            if !columns.iter().any(|x| x.name == n) {
+                bail!(UndefinedColumn, "column \"{n}\" named in {} INDEX does not exist", i.kind);
+            }
+        }
     }
     let mut unique_sets: Vec<Vec<String>> = Vec::new();
     for tc in &ct.constraints {
@@ -325,11 +454,6 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
                         ast::Expr::Identifier(i) => ident(i),
                         other => other.to_string(),
                     });
-                }
-            }
-            ast::TableConstraint::Check(c) if c.name.as_ref().is_some_and(|n| n.value == mark) => {
-                if let ast::Expr::Identifier(i) = c.expr.as_ref() {
-                    time_index_col = Some(ident(i));
                 }
             }
             ast::TableConstraint::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
@@ -367,23 +491,10 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
     let mut ttl_text = None;
     let mut append_mode = false;
     let mut regions = 1u32;
-    let opts: Vec<ast::SqlOption> = match &ct.table_options {
-        ast::CreateTableOptions::With(v)
-        | ast::CreateTableOptions::Options(v)
-        | ast::CreateTableOptions::Plain(v)
-        | ast::CreateTableOptions::TableProperties(v) => v.clone(),
-        ast::CreateTableOptions::None => vec![],
-    };
-    for o in opts {
-        let ast::SqlOption::KeyValue { key, value } = o else { bail!(FeatureNotSupported, "unsupported table option") };
-        let k = key.to_string().to_lowercase().trim_matches('\'').trim_matches('"').to_string();
-        let v = match &value {
-            ast::Expr::Value(v) => match &v.value {
-                ast::Value::SingleQuotedString(s) => s.clone(),
-                other => other.to_string(),
-            },
-            other => other.to_string(),
-        };
+    for o in &ct.options {
+        let ast::SqlOption::KeyValue { key, value } = o else { bail!(FeatureNotSupported, "unsupported table option {o}") };
+        let k = option_key(key);
+        let v = option_value(value);
         match k.as_str() {
             "ttl" => {
                 ttl_ms = parse_ttl(&v)?;
@@ -396,9 +507,10 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
                     bail!(InvalidParameterValue, "regions must be between 1 and 256");
                 }
             }
+            other if greptime_tuning_option(other, &v)? => {}
             other => {
                 return Err(err!(InvalidParameterValue, "unrecognized table option \"{other}\"")
-                    .with_hint("weir knows ttl, append_mode and regions"))
+                    .with_hint("weir knows ttl, append_mode and regions, and accepts GreptimeDB's merge_mode, skip_wal, sst_format, storage, compaction.*, memtable.* and index.*"))
             }
         }
     }
@@ -410,7 +522,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
     }
     let def = TableDef {
         id: cat.next_table_id()?,
-        database: s.database.clone(),
+        database: database.clone(),
         name: name.clone(),
         columns,
         time_index,
@@ -426,7 +538,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
     cat.create_table(def.clone())?;
     for (k, u) in unique_sets.into_iter().enumerate() {
         cat.create_index(IndexDef {
-            database: s.database.clone(),
+            database: database.clone(),
             name: format!("{name}_unique_{k}"),
             table: name.clone(),
             columns: u,
@@ -435,7 +547,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
     }
     if time_index.is_none() && !primary_key.is_empty() {
         cat.create_index(IndexDef {
-            database: s.database.clone(),
+            database: database.clone(),
             name: format!("{name}_pkey"),
             table: name.clone(),
             columns: primary_key,
@@ -487,27 +599,28 @@ pub fn show_create(t: &TableDef) -> String {
     s
 }
 
-/// `ADMIN name(args)`.
-pub fn admin(s: &mut Session, e: &ast::Expr) -> Result<QueryResult> {
-    let ast::Expr::Function(f) = e else { bail!(Syntax, "ADMIN expects a function call") };
-    let name = f.name.to_string().to_lowercase();
-    let args: Vec<String> = match &f.args {
-        ast::FunctionArguments::List(l) => l
-            .args
-            .iter()
-            .map(|a| match a {
-                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))) => match &v.value {
-                    ast::Value::SingleQuotedString(s) => s.clone(),
-                    other => other.to_string(),
-                },
-                other => other.to_string(),
-            })
-            .collect(),
-        _ => vec![],
-    };
+/// `ADMIN name(args)`: the arguments are constant expressions, evaluated
+/// now; a table argument may name another database (`'db.t'`).
+pub fn admin(s: &mut Session, a: &Admin, params: Params) -> Result<QueryResult> {
+    let name = a.name();
+    let exprs = a.args().map_err(|m| err!(FeatureNotSupported, "{m}"))?;
+    let mut args: Vec<String> = Vec::new();
+    {
+        let planner = s.planner(params);
+        let scope = crate::planner::Scope::new(vec![], None);
+        for e in exprs {
+            let bound = planner.bind_expr(e, &scope, None)?;
+            match planner.eval_const(&bound)? {
+                crate::types::Value::Null => bail!(InvalidParameterValue, "{name} does not take NULL arguments"),
+                crate::types::Value::Text(t) => args.push(t),
+                other => args.push(crate::types::format_value(&other)),
+            }
+        }
+    }
     let table = |s: &Session| -> Result<TableDef> {
         let n = args.first().ok_or_else(|| err!(InvalidParameterValue, "{name} needs a table name"))?;
-        s.engine.catalog.table(&s.database, n).ok_or_else(|| err!(UndefinedTable, "relation \"{n}\" does not exist"))
+        let object = crate::parser::parse_object_name(n)?;
+        s.planner(Params::default()).table_named(&object)
     };
     let n: i64 = match name.as_str() {
         "flush_table" => {

@@ -20,10 +20,11 @@ fn table_scope(def: &TableDef) -> Vec<PlanColumn> {
     def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(def.name.clone()), ty: c.ty }).collect()
 }
 
-fn table_name_of(stmt: &Statement) -> Result<String> {
+/// The target table's name as written (`t`, `public.t` or `db.t`).
+fn table_name_of(stmt: &Statement) -> Result<&ast::ObjectName> {
     Ok(match stmt {
         Statement::Insert(i) => match &i.table {
-            ast::TableObject::TableName(n) => object_name(n)?.1,
+            ast::TableObject::TableName(n) => n,
             _ => bail!(FeatureNotSupported, "INSERT into a table function is not supported"),
         },
         Statement::Delete(d) => {
@@ -31,12 +32,12 @@ fn table_name_of(stmt: &Statement) -> Result<String> {
                 ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
             };
             match from.first().map(|t| &t.relation) {
-                Some(ast::TableFactor::Table { name, .. }) => object_name(name)?.1,
+                Some(ast::TableFactor::Table { name, .. }) => name,
                 _ => bail!(FeatureNotSupported, "DELETE needs one table"),
             }
         }
         Statement::Update(u) => match &u.table.relation {
-            ast::TableFactor::Table { name, .. } => object_name(name)?.1,
+            ast::TableFactor::Table { name, .. } => name,
             _ => bail!(FeatureNotSupported, "UPDATE needs one table"),
         },
         _ => bail!(Internal, "not DML"),
@@ -46,7 +47,7 @@ fn table_name_of(stmt: &Statement) -> Result<String> {
 /// Parameter types of INSERT ... VALUES ($1, ...): the target columns'.
 pub fn infer_params(s: &Session, stmt: &Statement, types: &mut Vec<Option<SqlType>>) -> Result<()> {
     if let Statement::Insert(ins) = stmt {
-        let def = s.planner(Params::default()).table(&table_name_of(stmt)?)?;
+        let def = s.planner(Params::default()).table_named(table_name_of(stmt)?)?;
         let targets = target_columns(&def, &ins.columns)?;
         if let Some(src) = &ins.source {
             if let ast::SetExpr::Values(v) = src.body.as_ref() {
@@ -91,7 +92,7 @@ fn target_columns(def: &TableDef, cols: &[ast::ObjectName]) -> Result<Vec<usize>
 pub fn execute(s: &mut Session, stmt: &Statement, params: Params) -> Result<QueryResult> {
     let name = table_name_of(stmt)?;
     let planner = s.planner(params);
-    let def = planner.table(&name)?;
+    let def = planner.table_named(name)?;
     let regions = planner.regions(&def)?;
     match stmt {
         Statement::Insert(ins) => insert(&planner, &def, &regions, ins),
@@ -225,10 +226,7 @@ fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Result<Expr> {
     match &c.default {
         None => Ok(Expr::lit(Value::Null, c.ty)),
         Some(text) => {
-            let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
-                .try_with_sql(text)
-                .and_then(|mut p| p.parse_expr())
-                .map_err(|e| err!(Syntax, "bad default for column {}: {e}", c.name))?;
+            let e = crate::parser::parse_expr(text).map_err(|e| err!(Syntax, "bad default for column {}: {}", c.name, e.message))?;
             let b = planner.bind_expr(&e, &Scope::new(vec![], None), None)?;
             coerce(b, c.ty)
         }

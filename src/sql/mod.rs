@@ -1,6 +1,6 @@
-//! Sessions and statements: parses SQL (sqlparser's PostgreSQL dialect
-//! plus weir's statements), runs DDL against the catalog, DML against
-//! storage, and queries through the planner and executor.
+//! Sessions and statements: parses SQL with `crate::parser` (weir's
+//! dialect), runs DDL against the catalog, DML against storage, and
+//! queries through the planner and executor.
 //!
 //! May import `planner`, `exec`, `storage`, `catalog`, `types`, `error`;
 //! never `server`.
@@ -8,8 +8,6 @@
 pub mod copy;
 mod ddl;
 mod dml;
-mod nesting;
-pub mod preparse;
 mod session_vars;
 
 use std::collections::HashMap;
@@ -19,12 +17,11 @@ use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use sqlparser::ast::Statement;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::error::{Result, WeirError};
+use crate::parser::{self, Statement as WeirStatement};
 use crate::exec::plan::PlanColumn;
 use crate::exec::ExecCtx;
 use crate::planner::{Params, Planner};
@@ -115,32 +112,9 @@ pub struct Session {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub sql: String,
-    pub stmt: Option<Statement>,
+    pub stmt: Option<WeirStatement>,
     pub param_types: Vec<SqlType>,
     pub columns: Vec<PlanColumn>,
-}
-
-pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    let (sql, _) = preparse::strip_time_index(sql)?;
-    // Generated SQL nests deeply; the worker stack is sized for this limit.
-    nesting::check_text(&sql)?;
-    let stmts = Parser::new(&PostgreSqlDialect {})
-        .with_recursion_limit(2000)
-        .try_with_sql(&sql)
-        .and_then(|mut p| p.parse_statements())
-        .map_err(parse_error)?;
-    // Deep nesting is refused here, before anything recurses over it.
-    stmts.iter().try_for_each(nesting::check)?;
-    Ok(stmts)
-}
-
-fn parse_error(e: sqlparser::parser::ParserError) -> WeirError {
-    if matches!(e, sqlparser::parser::ParserError::RecursionLimitExceeded) {
-        return nesting::too_deep();
-    }
-    let msg = e.to_string();
-    let msg = msg.trim_start_matches("sql parser error: ");
-    err!(Syntax, "syntax error: {msg}")
 }
 
 impl Drop for Session {
@@ -228,41 +202,17 @@ impl Session {
     }
 
     fn execute_sql_inner(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
-        if sql.to_ascii_lowercase().contains("admin") && sql.contains(';') && preparse::split_first_statement(sql).1.trim() != "" {
-            // ADMIN is not sqlparser's: run the statements one by one.
-            let mut out = Vec::new();
-            let mut rest = sql;
-            while !rest.trim().is_empty() {
-                let (head, tail) = preparse::split_first_statement(rest);
-                rest = tail;
-                if head.trim().is_empty() {
-                    continue;
-                }
-                let (more, err) = self.execute_sql_inner(head);
-                out.extend(more.into_iter().filter(|r| !matches!(r, QueryResult::Empty)));
-                if err.is_some() {
-                    return (out, err);
-                }
-            }
-            return (out, None);
-        }
-        if let Some(call) = preparse::admin_call(sql) {
-            return match self.guard(|s| s.admin(call)) {
-                Ok(r) => (vec![r], None),
-                Err(e) => (vec![], Some(e)),
-            };
-        }
-        let stmts = match parse(sql) {
+        let stmts = match parser::parse(sql) {
             Ok(s) => s,
             Err(e) => {
                 self.fail();
                 return (vec![], Some(e));
             }
         };
-        let mut out = Vec::new();
         if stmts.is_empty() {
             return (vec![QueryResult::Empty], None);
         }
+        let mut out = Vec::new();
         for s in &stmts {
             match self.guard(|sess| sess.execute_statement(s, Params::default())) {
                 Ok(r) => out.push(r),
@@ -312,10 +262,7 @@ impl Session {
     }
 
     fn prepare_inner(&mut self, sql: &str, client_types: &[Option<SqlType>]) -> Result<Prepared> {
-        if preparse::admin_call(sql).is_some() {
-            return Ok(Prepared { sql: sql.to_string(), stmt: None, param_types: vec![], columns: vec![] });
-        }
-        let mut stmts = parse(sql)?;
+        let mut stmts = parser::parse(sql)?;
         if stmts.len() > 1 {
             bail!(Syntax, "cannot insert multiple commands into a prepared statement");
         }
@@ -324,7 +271,10 @@ impl Session {
         };
         let mut param_types = client_types.to_vec();
         let mut columns = vec![];
-        if let Statement::Query(q) = &stmt {
+        let n = parser::max_param(&stmt);
+        if let WeirStatement::Admin(a) = &stmt {
+            columns = vec![PlanColumn::new(a.name(), SqlType::Int8)];
+        } else if let WeirStatement::Sql(Statement::Query(q)) = &stmt {
             if self.tx != TxState::Failed {
                 let planner = self.planner(Params { types: param_types.clone(), values: None });
                 let plan = planner.plan_query(q, None)?;
@@ -333,22 +283,23 @@ impl Session {
             }
         } else if matches!(
             stmt,
+            WeirStatement::Sql(
             Statement::ShowVariable { .. }
                 | Statement::ShowVariables { .. }
                 | Statement::ShowTables { .. }
                 | Statement::ShowDatabases { .. }
                 | Statement::ShowCreate { .. }
                 | Statement::ExplainTable { .. }
-                | Statement::Explain { .. }
+                | Statement::Explain { .. })
         ) {
             // Read-only: run it to learn its columns.
             if let Ok(QueryResult::Rows { columns: c, .. }) = self.execute_statement(&stmt, Params::default()) {
                 columns = c;
             }
-        } else {
-            dml::infer_params(self, &stmt, &mut param_types)?;
+        } else if let WeirStatement::Sql(sql_stmt) = &stmt {
+            dml::infer_params(self, sql_stmt, &mut param_types)?;
         }
-        let n = count_params(sql).max(param_types.len());
+        let n = n.max(param_types.len());
         param_types.resize(n, None);
         Ok(Prepared {
             sql: sql.to_string(),
@@ -368,10 +319,6 @@ impl Session {
 
     fn execute_prepared_inner(&mut self, p: &Prepared, values: Vec<crate::types::Value>) -> Result<QueryResult> {
         let Some(stmt) = &p.stmt else {
-            if let Some(call) = preparse::admin_call(&p.sql) {
-                let call = call.to_string();
-                return self.guard(|s| s.admin(&call));
-            }
             return Ok(QueryResult::Empty);
         };
         let params = Params { types: p.param_types.iter().map(|t| Some(*t)).collect(), values: Some(values) };
@@ -391,12 +338,21 @@ impl Session {
         p
     }
 
-    pub fn execute_statement(&mut self, stmt: &Statement, params: Params) -> Result<QueryResult> {
+    pub fn execute_statement(&mut self, stmt: &WeirStatement, params: Params) -> Result<QueryResult> {
         // A cancel request applies to the statement running when it came.
         self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
-        if self.tx == TxState::Failed && !matches!(stmt, Statement::Commit { .. } | Statement::Rollback { .. }) {
+        if self.tx == TxState::Failed && !matches!(stmt, WeirStatement::Sql(Statement::Commit { .. } | Statement::Rollback { .. })) {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }
+        match stmt {
+            WeirStatement::Sql(s) => self.execute_sql_statement(s, params),
+            WeirStatement::CreateTable(ct) => ddl::create_weir_table(self, ct),
+            WeirStatement::Admin(a) => ddl::admin(self, a, params),
+        }
+    }
+
+    /// One statement of PostgreSQL's grammar.
+    pub fn execute_sql_statement(&mut self, stmt: &Statement, params: Params) -> Result<QueryResult> {
         match stmt {
             Statement::Query(q) => {
                 let keys = crate::planner::incremental::IncrementalKeys::from_settings(&self.settings)?;
@@ -441,8 +397,9 @@ impl Session {
             }
             Statement::Copy { .. } => copy::start(self, stmt),
             Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => dml::execute(self, stmt, params),
-            _ if stmt.to_string().to_ascii_uppercase().starts_with("RESET") => session_vars::execute(self, stmt),
-            Statement::Set(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => session_vars::execute(self, stmt),
+            Statement::Set(_) | Statement::Reset(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => {
+                session_vars::execute(self, stmt)
+            }
             _ => ddl::execute(self, stmt),
         }
     }
@@ -477,36 +434,4 @@ impl Session {
         self.copy = None;
         self.fail();
     }
-
-    fn admin(&mut self, call: &str) -> Result<QueryResult> {
-        let expr = Parser::new(&PostgreSqlDialect {}).try_with_sql(call).and_then(|mut p| p.parse_expr()).map_err(parse_error)?;
-        ddl::admin(self, &expr)
-    }
-}
-
-/// The highest `$n` in a statement text.
-fn count_params(sql: &str) -> usize {
-    let b = sql.as_bytes();
-    let mut max = 0;
-    let mut i = 0;
-    let mut in_str = false;
-    while i < b.len() {
-        if b[i] == b'\'' {
-            in_str = !in_str;
-        } else if !in_str && b[i] == b'$' {
-            let mut j = i + 1;
-            while j < b.len() && b[j].is_ascii_digit() {
-                j += 1;
-            }
-            if j > i + 1 {
-                if let Ok(n) = sql[i + 1..j].parse::<usize>() {
-                    max = max.max(n);
-                }
-            }
-            i = j;
-            continue;
-        }
-        i += 1;
-    }
-    max
 }

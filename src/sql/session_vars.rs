@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use arrow::array::{RecordBatch, StringArray};
-use sqlparser::ast::Statement;
+use sqlparser::ast::{self, Statement};
 
 use super::{QueryResult, Session};
 use crate::bail;
@@ -115,67 +115,126 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             show(s, &name)
         }
         Statement::ShowVariables { .. } => show(s, "all"),
-        _ if stmt.to_string().to_ascii_uppercase().starts_with("RESET") => set_from_text(s, &stmt.to_string()),
-        Statement::Set(_) => {
-            let text = stmt.to_string();
-            set_from_text(s, &text)
+        Statement::Reset(r) => {
+            match &r.reset {
+                ast::Reset::ALL => s.settings = defaults(),
+                ast::Reset::SessionAuthorization => {
+                    s.settings.remove("session_authorization");
+                }
+                ast::Reset::ConfigurationParameter(name) => {
+                    let name = setting_name(name);
+                    match defaults().get(&name) {
+                        Some(v) => {
+                            s.settings.insert(name, v.clone());
+                        }
+                        None => {
+                            s.settings.remove(&name);
+                        }
+                    }
+                }
+            }
+            Ok(QueryResult::Command("RESET".into()))
+        }
+        Statement::Set(set) => {
+            set_statement(s, set)?;
+            Ok(QueryResult::Command("SET".into()))
         }
         _ => bail!(Internal, "not a session statement"),
     }
 }
 
-/// SET in its textual forms: `SET [SESSION|LOCAL] name {TO|=} value`,
-/// `SET TIME ZONE v`, `SET TRANSACTION ...`, `RESET name`.
-fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
-    let t = text.trim();
-    let lower = t.to_lowercase();
-    if lower.starts_with("reset") {
-        let name = canonical(&t[5..]);
-        if name == "all" {
-            s.settings = defaults();
-        } else if let Some(v) = defaults().get(&name) {
-            s.settings.insert(name, v.clone());
-        } else {
-            s.settings.remove(&name);
+/// A setting's name from its (possibly dotted) object name.
+fn setting_name(name: &ast::ObjectName) -> String {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| match p.as_ident() {
+            Some(i) if i.quote_style.is_some() => i.value.clone(),
+            Some(i) => i.value.to_lowercase(),
+            None => p.to_string().to_lowercase(),
+        })
+        .collect();
+    canonical(&parts.join("."))
+}
+
+/// The text of one SET value as PostgreSQL keeps it: strings and numbers
+/// as written, identifiers folded (a quoted one keeps its quotes in a list
+/// setting such as search_path), `DEFAULT` as None.
+fn value_text(e: &ast::Expr, list: bool) -> Result<Option<String>> {
+    Ok(Some(match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(t) | ast::Value::DoubleQuotedString(t) | ast::Value::EscapedStringLiteral(t) => t.clone(),
+            ast::Value::Number(n, _) => n.to_string(),
+            ast::Value::Boolean(b) => b.to_string(),
+            other => other.to_string(),
+        },
+        ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default") => return Ok(None),
+        ast::Expr::Identifier(i) if i.quote_style.is_some() && list => format!("\"{}\"", i.value),
+        ast::Expr::Identifier(i) if i.quote_style.is_some() => i.value.clone(),
+        ast::Expr::Identifier(i) => i.value.to_lowercase(),
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match value_text(expr, list)? {
+            Some(t) => format!("-{t}"),
+            None => bail!(Syntax, "syntax error at or near \"DEFAULT\""),
+        },
+        other => bail!(Syntax, "syntax error at or near \"{other}\""),
+    }))
+}
+
+/// `SET` in each of its forms.
+fn set_statement(s: &mut Session, set: &ast::Set) -> Result<()> {
+    match set {
+        ast::Set::SingleAssignment { variable, values, .. } => {
+            let name = setting_name(variable);
+            let list = name == "search_path";
+            let mut texts = Vec::new();
+            for v in values {
+                match value_text(v, list)? {
+                    Some(t) => texts.push(t),
+                    None if values.len() == 1 => return assign(s, name.clone(), None),
+                    None => bail!(Syntax, "syntax error at or near \"DEFAULT\""),
+                }
+            }
+            assign(s, name, Some(texts.join(", ")))
         }
-        return Ok(QueryResult::Command("RESET".into()));
-    }
-    let mut rest = t[3..].trim_start();
-    for kw in ["SESSION ", "LOCAL "] {
-        if rest.len() >= kw.len()
-            && rest[..kw.len()].eq_ignore_ascii_case(kw)
-            && !rest.to_lowercase().starts_with("session characteristics")
-            && !rest.to_lowercase().starts_with("session authorization")
-        {
-            rest = rest[kw.len()..].trim_start();
+        ast::Set::MultipleAssignments { assignments } => {
+            for a in assignments {
+                let name = a.name.to_string().to_lowercase();
+                let v = value_text(&a.value, false)?;
+                assign(s, canonical(&name), v)?;
+            }
+            Ok(())
         }
-    }
-    let rl = rest.to_lowercase();
-    if rl.starts_with("transaction") || rl.starts_with("session characteristics") {
-        if let Some(p) = rl.find("isolation level") {
-            let lvl = rest[p + "isolation level".len()..].trim().to_lowercase();
-            let lvl = lvl.split(',').next().unwrap_or("").trim().to_string();
-            s.settings.insert("transaction_isolation".into(), lvl);
+        ast::Set::SetTimeZone { value, .. } => assign(s, "timezone".into(), value_text(value, false)?),
+        ast::Set::SetTransaction { modes, .. } => {
+            for m in modes {
+                match m {
+                    ast::TransactionMode::IsolationLevel(l) => {
+                        s.settings.insert("transaction_isolation".into(), l.to_string().to_lowercase());
+                    }
+                    ast::TransactionMode::AccessMode(a) => {
+                        let ro = matches!(a, ast::TransactionAccessMode::ReadOnly);
+                        s.settings.insert("transaction_read_only".into(), if ro { "on" } else { "off" }.into());
+                    }
+                }
+            }
+            Ok(())
         }
-        return Ok(QueryResult::Command("SET".into()));
+        ast::Set::SetNames { charset_name, .. } => assign(s, "client_encoding".into(), Some(charset_name.value.clone())),
+        ast::Set::SetNamesDefault {} => assign(s, "client_encoding".into(), None),
+        ast::Set::SetSessionAuthorization(p) => {
+            s.settings.insert("session_authorization".into(), p.to_string());
+            Ok(())
+        }
+        ast::Set::SetRole { .. } => Ok(()),
+        other => bail!(FeatureNotSupported, "{other} is not supported"),
     }
-    let (name, value) = if rl.starts_with("time zone") {
-        ("timezone".to_string(), rest[9..].trim().to_string())
-    } else if let Some(p) = rest.find(['=']).filter(|&p| !rest[..p].contains(' ')) {
-        (canonical(&rest[..p]), rest[p + 1..].trim().to_string())
-    } else if let Some(p) = rl.find(" to ") {
-        (canonical(&rest[..p]), rest[p + 4..].trim().to_string())
-    } else if let Some(p) = rest.find('=') {
-        (canonical(&rest[..p]), rest[p + 1..].trim().to_string())
-    } else {
-        bail!(Syntax, "syntax error at or near \"{rest}\"");
-    };
-    let value = value.trim_end_matches(';').trim();
-    let value = if value.eq_ignore_ascii_case("default") {
-        defaults().get(&name).cloned().unwrap_or_default()
-    } else {
-        // 'a', 'b' lists keep their commas; quotes come off.
-        value.split(',').map(|p| p.trim().trim_matches('\'').to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Store one setting after PostgreSQL's checks; None is `DEFAULT`.
+fn assign(s: &mut Session, name: String, value: Option<String>) -> Result<()> {
+    let value = match value {
+        Some(v) => v,
+        None => defaults().get(&name).cloned().unwrap_or_default(),
     };
     if name == "timezone" {
         let v = value.to_lowercase();
@@ -193,7 +252,7 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
             bail!(FeatureNotSupported, "time zone \"{value}\" is not supported; weir prints timestamps in UTC");
         }
         s.settings.insert(name, "UTC".into());
-        return Ok(QueryResult::Command("SET".into()));
+        return Ok(());
     }
     if name == "datestyle" {
         let v = value.to_uppercase();
@@ -205,7 +264,7 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
             format!("ISO, {v}")
         };
         s.settings.insert(name, v);
-        return Ok(QueryResult::Command("SET".into()));
+        return Ok(());
     }
     if name == QUERY_MEMORY_SETTING && value.parse::<u64>().map_or(true, |n| n == 0) {
         bail!(InvalidParameterValue, "invalid value for parameter \"{name}\": \"{value}\"")
@@ -243,5 +302,5 @@ fn set_from_text(s: &mut Session, text: &str) -> Result<QueryResult> {
         }
     }
     s.settings.insert(name, value);
-    Ok(QueryResult::Command("SET".into()))
+    Ok(())
 }

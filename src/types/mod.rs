@@ -266,15 +266,25 @@ impl Value {
             (_, Null) => Ordering::Less,
             (Bool(a), Bool(b)) => a.cmp(b),
             (Int(a), Int(b)) => a.cmp(b),
-            (Float(a), Float(b)) => a.total_cmp(b),
-            (Int(a), Float(b)) => (*a as f64).total_cmp(b),
-            (Float(a), Int(b)) => a.total_cmp(&(*b as f64)),
+            (Float(a), Float(b)) => pg_float_cmp(*a, *b),
+            (Int(a), Float(b)) => pg_float_cmp(*a as f64, *b),
+            (Float(a), Int(b)) => pg_float_cmp(*a, *b as f64),
             (Text(a), Text(b)) => a.cmp(b),
             (Timestamp(a), Timestamp(b)) => a.cmp(b),
             (Date(a), Date(b)) => a.cmp(b),
             (Interval(a), Interval(b)) => a.cmp(b),
             _ => format!("{self:?}").cmp(&format!("{other:?}")),
         }
+    }
+}
+
+/// PostgreSQL's float order: -0 = 0, every NaN equal and above all numbers.
+fn pg_float_cmp(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
     }
 }
 

@@ -3,16 +3,19 @@
 //! limit exceeded`, as PostgreSQL) before the planner and executor, which
 //! recurse over it, can overflow a worker's stack and abort the process.
 //!
-//! Works on sqlparser's AST with its visitor; imports only `error`.
+//! Works on sqlparser's tokens and AST (with its visitor); imports only
+//! `error`.
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{Expr, Query, Statement, Visit, Visitor};
+use sqlparser::ast::{Expr, Query, Visit, Visitor};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
-use crate::error::{ErrorKind, Result, WeirError};
+use crate::error::{ErrorKind, WeirError};
+
+type Result<T> = std::result::Result<T, WeirError>;
 
 /// Deepest nesting of expressions and queries accepted. PostgreSQL's own
 /// limit comes from its 2 MB stack (`1 + 1 + …` fails near 5,000 terms);
@@ -88,7 +91,7 @@ pub fn too_deep() -> WeirError {
 }
 
 /// 54001 when a statement nests deeper than `NESTING_DEPTH_MAX`.
-pub fn check(stmt: &Statement) -> Result<()> {
+pub fn check<V: Visit>(stmt: &V) -> Result<()> {
     match stmt.visit(&mut Depth { now: 0 }) {
         ControlFlow::Break(()) => Err(too_deep()),
         ControlFlow::Continue(()) => Ok(()),
@@ -100,17 +103,16 @@ mod tests {
     #[test]
     fn deep_chains_are_54001_and_shallow_ones_pass() {
         let ok = format!("SELECT 1{}", " + 1".repeat(900));
-        let stmts = crate::sql::parse(&ok).unwrap();
-        assert!(super::check(&stmts[0]).is_ok());
+        assert!(crate::parser::parse(&ok).is_ok());
         let deep = format!("SELECT 1{}", " + 1".repeat(1200));
-        let e = crate::sql::parse(&deep).unwrap_err();
+        let e = crate::parser::parse(&deep).unwrap_err();
         assert_eq!(e.sqlstate(), "54001");
         assert_eq!(e.message, "stack depth limit exceeded");
         let parens = format!("SELECT {}1{}", "(".repeat(1500), ")".repeat(1500));
-        assert_eq!(crate::sql::parse(&parens).unwrap_err().sqlstate(), "54001");
+        assert_eq!(crate::parser::parse(&parens).unwrap_err().sqlstate(), "54001");
         let case = format!("SELECT {}1{}", "CASE WHEN TRUE THEN ".repeat(1500), " END".repeat(1500));
-        assert_eq!(crate::sql::parse(&case).unwrap_err().sqlstate(), "54001");
+        assert_eq!(crate::parser::parse(&case).unwrap_err().sqlstate(), "54001");
         let fine = format!("SELECT {}1{}", "(".repeat(500), ")".repeat(500));
-        assert!(crate::sql::parse(&fine).is_ok());
+        assert!(crate::parser::parse(&fine).is_ok());
     }
 }

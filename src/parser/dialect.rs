@@ -1,0 +1,161 @@
+//! `WeirDialect`: PostgreSQL's grammar as sqlparser's `PostgreSqlDialect`
+//! has it, plus GreptimeDB's timestamp type names and `DESC TABLE t`.
+//!
+//! Every method `PostgreSqlDialect` overrides is forwarded, and `dialect()`
+//! answers PostgreSQL's `TypeId`, so sqlparser's own `dialect_of!` checks
+//! treat weir as PostgreSQL. The methods it does not override keep the
+//! trait's defaults, as they do for PostgreSQL. When sqlparser is upgraded,
+//! the forwarding list is checked against `postgresql.rs` again (the unit
+//! test `same_ast_as_postgres` catches most misses).
+
+use std::any::TypeId;
+
+use sqlparser::ast::{DataType, TimezoneInfo};
+use sqlparser::dialect::{BindPlaceholderStyle, Dialect, PostgreSqlDialect, Precedence};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
+
+/// weir's dialect: PostgreSQL's, delegated, with GreptimeDB's timestamp
+/// type names.
+#[derive(Debug, Default)]
+pub struct WeirDialect {
+    pg: PostgreSqlDialect,
+}
+
+/// GreptimeDB's timestamp names with a unit, as PostgreSQL's
+/// `TIMESTAMP(p)` (p = fractional digits of a second).
+fn greptime_timestamp(name: &str) -> Option<u64> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "timestamp_s" | "timestamp_sec" | "timestampsecond" => 0,
+        "timestamp_ms" | "timestampmillisecond" => 3,
+        "timestamp_us" | "timestampmicrosecond" => 6,
+        "timestamp_ns" | "timestampnanosecond" => 9,
+        _ => return None,
+    })
+}
+
+macro_rules! forward_flags {
+    ($($name:ident),* $(,)?) => {
+        $(fn $name(&self) -> bool {
+            self.pg.$name()
+        })*
+    };
+}
+
+impl Dialect for WeirDialect {
+    fn dialect(&self) -> TypeId {
+        TypeId::of::<PostgreSqlDialect>()
+    }
+
+    fn parse_data_type(&self, parser: &mut Parser) -> Option<Result<DataType, ParserError>> {
+        let precision = match &parser.peek_token_ref().token {
+            Token::Word(w) if w.quote_style.is_none() => greptime_timestamp(&w.value)?,
+            _ => return None,
+        };
+        parser.next_token();
+        Some(Ok(DataType::Timestamp(Some(precision), TimezoneInfo::None)))
+    }
+
+    /// GreptimeDB's `DESC TABLE t` and `DESCRIBE TABLE t` (PostgreSQL has
+    /// no DESCRIBE; `DESCRIBE t` keeps working).
+    fn describe_requires_table_keyword(&self) -> bool {
+        true
+    }
+
+    fn identifier_quote_style(&self, identifier: &str) -> Option<char> {
+        self.pg.identifier_quote_style(identifier)
+    }
+    fn ordered_bind_placeholder_style(&self) -> Option<BindPlaceholderStyle> {
+        self.pg.ordered_bind_placeholder_style()
+    }
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        self.pg.is_delimited_identifier_start(ch)
+    }
+    fn is_identifier_start(&self, ch: char) -> bool {
+        self.pg.is_identifier_start(ch)
+    }
+    fn is_identifier_part(&self, ch: char) -> bool {
+        self.pg.is_identifier_part(ch)
+    }
+    fn is_reserved_for_identifier(&self, kw: Keyword) -> bool {
+        self.pg.is_reserved_for_identifier(kw)
+    }
+    fn is_table_alias(&self, kw: &Keyword, parser: &mut Parser) -> bool {
+        self.pg.is_table_alias(kw, parser)
+    }
+    fn supports_string_literal_column_alias(&self, explicit: bool) -> bool {
+        self.pg.supports_string_literal_column_alias(explicit)
+    }
+    fn supports_string_literal_table_alias(&self, explicit: bool) -> bool {
+        self.pg.supports_string_literal_table_alias(explicit)
+    }
+    fn is_custom_operator_part(&self, ch: char) -> bool {
+        self.pg.is_custom_operator_part(ch)
+    }
+    fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        self.pg.get_next_precedence(parser)
+    }
+    fn prec_value(&self, prec: Precedence) -> u8 {
+        self.pg.prec_value(prec)
+    }
+    fn is_interval_qualifier(&self, kw: Keyword) -> bool {
+        self.pg.is_interval_qualifier(kw)
+    }
+    fn is_custom_type_typed_string(&self, first_keyword: Keyword, qualified: bool) -> bool {
+        self.pg.is_custom_type_typed_string(first_keyword, qualified)
+    }
+
+    forward_flags!(
+        supports_cte_materialization,
+        supports_unicode_string_literal,
+        supports_filter_during_aggregation,
+        supports_group_by_expr,
+        supports_drop_group,
+        supports_alter_user_as_alter_role,
+        supports_create_group,
+        supports_create_role_if_not_exists,
+        allow_extract_custom,
+        allow_extract_single_quotes,
+        supports_create_index_with_clause,
+        supports_sql_option_without_value,
+        supports_explain_with_utility_options,
+        supports_listen_notify,
+        supports_exclude_constraint,
+        supports_factorial_operator,
+        supports_bitwise_shift_operators,
+        supports_tilde_like_match_operator,
+        supports_comparison_in_between_low_bound,
+        supports_comment_on,
+        supports_load_extension,
+        supports_named_fn_args_with_colon_operator,
+        supports_named_fn_args_with_expr_name,
+        supports_named_fn_args_with_assignment_operator,
+        supports_empty_projections,
+        supports_nested_comments,
+        supports_copy_from_stdin_data,
+        supports_string_escape_constant,
+        supports_numeric_literal_underscores,
+        supports_non_decimal_integer_literals,
+        supports_array_typedef_with_brackets,
+        supports_geometric_types,
+        supports_order_by_using_operator,
+        supports_set_names,
+        supports_alter_column_type_using,
+        supports_left_associative_joins_without_parens,
+        supports_notnull_operator,
+        supports_interval_options,
+        supports_insert_table_alias,
+        supports_create_table_like_parenthesized,
+        supports_select_wildcard_with_alias,
+        supports_comma_separated_trim,
+        supports_xml_expressions,
+        supports_aliased_function_args,
+        supports_comment_optimizer_hint,
+        supports_add_column_if_not_exists,
+        supports_attach_partition_of,
+        supports_detach_partition_of,
+        supports_table_inheritance_markers,
+        supports_column_generic_options,
+    );
+}

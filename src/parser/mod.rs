@@ -1,0 +1,280 @@
+//! The first step of a query: text → weir's statements (sqlparser's AST
+//! plus weir's own statements).
+//!
+//! Grammar is PostgreSQL's, through [`WeirDialect`] (sqlparser's
+//! `PostgreSqlDialect`, delegated). weir's statements are found by their
+//! leading words in [`WEIR_STATEMENTS`] and parsed with sqlparser's token
+//! API; everything else goes to `Parser::parse_statement`. Splitting a
+//! query string into statements happens here too, on the tokens, so
+//! comments, dollar quotes and quoted `;` need no special care.
+//!
+//! Adding a statement: a variant of [`Statement`], a module with its AST
+//! type (with `Display`, so it round-trips) and its parse function, and a
+//! row in `WEIR_STATEMENTS`.
+//!
+//! May import `error` only (it sits above `sql` and `planner`, which both
+//! use it).
+
+mod admin;
+mod create_table;
+mod dialect;
+mod nesting;
+
+use std::fmt;
+
+use sqlparser::ast;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
+
+pub use admin::Admin;
+pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
+pub use dialect::WeirDialect;
+
+use crate::error::{ErrorKind, WeirError};
+
+/// Generated SQL nests deeply; the worker stack is sized for this limit.
+const RECURSION_LIMIT: usize = 2000;
+
+/// One statement: PostgreSQL's (as sqlparser parses it) or weir's.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// A statement of PostgreSQL's grammar.
+    Sql(ast::Statement),
+    /// `CREATE TABLE` with GreptimeDB's clauses (`TIME INDEX`, `ENGINE`, ...).
+    CreateTable(Box<CreateTable>),
+    /// `ADMIN function(args...)`.
+    Admin(Admin),
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Statement::Sql(s) => write!(f, "{s}"),
+            Statement::CreateTable(c) => write!(f, "{c}"),
+            Statement::Admin(a) => write!(f, "{a}"),
+        }
+    }
+}
+
+type ParseFn = fn(&mut Parser) -> Result<Statement, ParserError>;
+
+/// weir's statements by their leading words (unquoted, any case). Each
+/// parse function starts at the first word. A row may also decline with
+/// its `applies` check, leaving the statement to sqlparser.
+struct WeirStatement {
+    words: &'static [&'static str],
+    applies: fn(&Parser) -> bool,
+    parse: ParseFn,
+}
+
+const WEIR_STATEMENTS: &[WeirStatement] = &[
+    WeirStatement { words: &["ADMIN"], applies: |_| true, parse: admin::parse },
+    WeirStatement { words: &["CREATE", "TABLE"], applies: create_table::applies, parse: create_table::parse },
+];
+
+/// Whether the next tokens are these words (unquoted, any case).
+pub(crate) fn peek_words(parser: &Parser, words: &[&str]) -> bool {
+    words.iter().enumerate().all(|(i, w)| {
+        matches!(&parser.peek_nth_token_ref(i).token,
+            Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
+    })
+}
+
+/// Consume these words if they come next.
+pub(crate) fn parse_words(parser: &mut Parser, words: &[&str]) -> bool {
+    if !peek_words(parser, words) {
+        return false;
+    }
+    for _ in words {
+        parser.next_token();
+    }
+    true
+}
+
+fn parse_statement(parser: &mut Parser) -> Result<Statement, ParserError> {
+    for s in WEIR_STATEMENTS {
+        if peek_words(parser, s.words) && (s.applies)(parser) {
+            return (s.parse)(parser);
+        }
+    }
+    parser.parse_statement().map(Statement::Sql)
+}
+
+/// Statements up to the end of the text, split at `;` (empty statements
+/// are skipped), as sqlparser's `parse_statements` does.
+fn parse_statements(parser: &mut Parser) -> Result<Vec<Statement>, ParserError> {
+    let mut out = Vec::new();
+    loop {
+        while parser.consume_token(&Token::SemiColon) {}
+        if parser.peek_token_ref().token == Token::EOF {
+            return Ok(out);
+        }
+        out.push(parse_statement(parser)?);
+        match &parser.peek_token_ref().token {
+            Token::SemiColon | Token::EOF => {}
+            _ => return parser.expected_ref("end of statement", parser.peek_token_ref()),
+        }
+    }
+}
+
+fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, WeirError> {
+    Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).try_with_sql(sql).map_err(|e| syntax_error(sql, e))
+}
+
+/// Parse a query string into its statements.
+pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
+    // Deep nesting is refused before sqlparser's recursive descent (slow on
+    // it) and after it, before anything else recurses over the AST.
+    nesting::check_text(sql)?;
+    let dialect = WeirDialect::default();
+    let mut p = new_parser(&dialect, sql)?;
+    let stmts = parse_statements(&mut p).map_err(|e| syntax_error(sql, e))?;
+    for s in &stmts {
+        match s {
+            Statement::Sql(s) => nesting::check(s)?,
+            Statement::Admin(a) => nesting::check(&a.function)?,
+            Statement::CreateTable(_) => {}
+        }
+    }
+    Ok(stmts)
+}
+
+/// Parse one expression (a stored column DEFAULT, for example).
+pub fn parse_expr(sql: &str) -> Result<ast::Expr, WeirError> {
+    let dialect = WeirDialect::default();
+    let mut p = new_parser(&dialect, sql)?;
+    nesting::check_text(sql)?;
+    let e = p.parse_expr().map_err(|e| syntax_error(sql, e))?;
+    nesting::check(&e)?;
+    match &p.peek_token_ref().token {
+        Token::EOF => Ok(e),
+        _ => Err(syntax_error(sql, p.expected_ref::<()>("end of expression", p.peek_token_ref()).unwrap_err())),
+    }
+}
+
+/// Parse a (possibly qualified) object name, such as ADMIN's table
+/// argument `'db.cpu'`.
+pub fn parse_object_name(sql: &str) -> Result<ast::ObjectName, WeirError> {
+    let dialect = WeirDialect::default();
+    let mut p = new_parser(&dialect, sql)?;
+    let n = p.parse_object_name(false).map_err(|e| syntax_error(sql, e))?;
+    match &p.peek_token_ref().token {
+        Token::EOF => Ok(n),
+        _ => Err(syntax_error(sql, p.expected_ref::<()>("end of name", p.peek_token_ref()).unwrap_err())),
+    }
+}
+
+/// Parse one query (a stored view).
+pub fn parse_query(sql: &str) -> Result<ast::Query, WeirError> {
+    match parse(sql)?.as_slice() {
+        [Statement::Sql(ast::Statement::Query(q))] => Ok((**q).clone()),
+        _ => Err(WeirError::new(ErrorKind::Syntax, "not a query")),
+    }
+}
+
+/// The highest `$n` parameter in a statement, found with sqlparser's
+/// visitor (so `$1` inside strings, comments and dollar quotes is not one).
+pub fn max_param(stmt: &Statement) -> usize {
+    use std::ops::ControlFlow;
+    let mut max = 0usize;
+    let mut see = |e: &ast::Expr| {
+        if let ast::Expr::Value(v) = e {
+            if let ast::Value::Placeholder(p) = &v.value {
+                if let Some(n) = p.strip_prefix('$').and_then(|d| d.parse::<usize>().ok()) {
+                    max = max.max(n);
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    };
+    let _ = match stmt {
+        Statement::Sql(s) => ast::visit_expressions(s, &mut see),
+        Statement::Admin(a) => ast::visit_expressions(&a.function, &mut see),
+        Statement::CreateTable(c) => {
+            let _ = ast::visit_expressions(&c.columns, &mut see);
+            let _ = ast::visit_expressions(&c.constraints, &mut see);
+            ast::visit_expressions(&c.options, &mut see)
+        }
+    };
+    max
+}
+
+/// The 1-based character position of a sqlparser location in `sql`.
+fn char_position(sql: &str, line: usize, column: usize) -> usize {
+    let before: usize = sql.split('\n').take(line.saturating_sub(1)).map(|l| l.chars().count() + 1).sum();
+    before + column
+}
+
+/// A sqlparser error in PostgreSQL's words: `syntax error at or near "x"`
+/// or `syntax error at end of input`, 42601, with the cursor position;
+/// sqlparser's expectation goes to the detail. A statement nested beyond
+/// the recursion limit is 54001's "stack depth limit exceeded" (weir's
+/// program-limit kind).
+pub fn syntax_error(sql: &str, e: ParserError) -> WeirError {
+    let (text, tokenizer) = match e {
+        ParserError::RecursionLimitExceeded => return nesting::too_deep(),
+        ParserError::TokenizerError(s) => (s, true),
+        ParserError::ParserError(s) => (s, false),
+    };
+    // sqlparser appends " at Line: l, Column: c" to the location it blames.
+    let (body, position) = match text.rfind(" at Line: ") {
+        Some(at) => {
+            let loc = &text[at + " at Line: ".len()..];
+            let mut parts = loc.split(", Column: ");
+            let line = parts.next().and_then(|l| l.trim().parse::<usize>().ok());
+            let col = parts.next().and_then(|c| c.trim().parse::<usize>().ok());
+            match (line, col) {
+                (Some(l), Some(c)) => (text[..at].to_string(), Some(char_position(sql, l, c))),
+                _ => (text.clone(), None),
+            }
+        }
+        None => (text.clone(), None),
+    };
+    if tokenizer {
+        // Unterminated strings and the like: sqlparser's words, lowercased.
+        let mut m = body.clone();
+        if let Some(c) = m.get(0..1) {
+            m.replace_range(0..1, &c.to_lowercase());
+        }
+        let mut err = WeirError::new(ErrorKind::Syntax, m);
+        err.position = position;
+        return err;
+    }
+    let near = position.and_then(|p| {
+        let rest: String = sql.chars().skip(p - 1).collect();
+        first_token_text(&rest)
+    });
+    let message = match &near {
+        Some(tok) => format!("syntax error at or near \"{tok}\""),
+        None => "syntax error at end of input".to_string(),
+    };
+    let position = position.map(|p| if near.is_some() { p } else { sql.chars().count() + 1 });
+    let mut err = WeirError::new(ErrorKind::Syntax, message).with_detail(body);
+    err.position = position.or(Some(sql.chars().count() + 1));
+    err
+}
+
+/// The text of the first token of `rest`, as PostgreSQL quotes it in
+/// "at or near".
+fn first_token_text(rest: &str) -> Option<String> {
+    let dialect = WeirDialect::default();
+    let mut tz = sqlparser::tokenizer::Tokenizer::new(&dialect, rest);
+    let toks = tz.tokenize_with_location().ok()?;
+    let first = toks.into_iter().find(|t| !matches!(t.token, Token::Whitespace(_)))?;
+    if first.token == Token::EOF {
+        return None;
+    }
+    // The token's own text from the source: end is exclusive.
+    let start = first.span.start;
+    let end = first.span.end;
+    if start.line == 1 && end.line == 1 && end.column > start.column {
+        let s: String = rest.chars().skip(start.column as usize - 1).take((end.column - start.column) as usize).collect();
+        if !s.is_empty() {
+            return Some(s);
+        }
+    }
+    Some(first.token.to_string())
+}
+
+#[cfg(test)]
+mod tests;

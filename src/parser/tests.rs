@@ -1,0 +1,194 @@
+use sqlparser::ast::{self, DataType, TimezoneInfo};
+use sqlparser::dialect::PostgreSqlDialect;
+
+use super::*;
+
+fn one(sql: &str) -> Statement {
+    let mut v = parse(sql).unwrap_or_else(|e| panic!("{sql}: {} ({:?})", e.message, e.detail));
+    assert_eq!(v.len(), 1, "{sql}");
+    v.pop().unwrap()
+}
+
+fn create(sql: &str) -> CreateTable {
+    match one(sql) {
+        Statement::CreateTable(c) => *c,
+        other => panic!("not a weir CREATE TABLE: {other:?}"),
+    }
+}
+
+/// Parsing the printed statement gives the same statement back.
+fn round_trip(sql: &str) {
+    let a = parse(sql).unwrap();
+    let text: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+    let b = parse(&text.join("; ")).unwrap_or_else(|e| panic!("{}: {}", text.join("; "), e.message));
+    assert_eq!(a, b, "{sql} printed as {}", text.join("; "));
+}
+
+#[test]
+fn same_ast_as_postgres() {
+    // The delegation must not change PostgreSQL's grammar.
+    for sql in [
+        "SELECT a, b::int8, c->>'x', d ~ 'y', 5 ! FROM t WHERE x IS NOT NULL ORDER BY 1 USING <",
+        "SELECT $1 + $2, E'a\\nb', U&'d\\0061t', 0x1F, 1_000, x::timestamptz AT TIME ZONE 'UTC'",
+        "SELECT date_trunc('hour', ts) AS h, count(*) FILTER (WHERE v > 1) FROM cpu GROUP BY 1 HAVING count(*) > 2",
+        "WITH RECURSIVE r(n) AS MATERIALIZED (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT * FROM r",
+        "SELECT interval '1' day, extract(epoch FROM ts), trim(both 'x' from s), a << 2, b >> 1",
+        "INSERT INTO t AS x (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET a = excluded.a RETURNING *",
+        "COPY t (a, b) FROM STDIN WITH (FORMAT csv, HEADER true)",
+        "SET search_path TO public, \"$user\"",
+        "SHOW transaction isolation level",
+        "RESET ALL",
+        "CREATE TEMP TABLE tt AS SELECT 1",
+        "CREATE INDEX i ON t (a) WITH (fillfactor = 70)",
+        "SELECT 'a' LIKE 'b' ESCAPE 'c', x NOTNULL, y ISNULL",
+        "SELECT $$dollar ; quoted$$, $tag$ also ; $tag$",
+    ] {
+        let pg = sqlparser::parser::Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap();
+        let weir: Vec<ast::Statement> = parse(sql)
+            .unwrap()
+            .into_iter()
+            .map(|s| match s {
+                Statement::Sql(s) => s,
+                other => panic!("{sql} became {other:?}"),
+            })
+            .collect();
+        assert_eq!(pg, weir, "{sql}");
+    }
+}
+
+#[test]
+fn time_index_column_form() {
+    let c = create("CREATE TABLE cpu (host STRING, ts TIMESTAMP TIME INDEX, v DOUBLE, PRIMARY KEY (host))");
+    assert_eq!(c.time_index, vec![TimeIndex { column: ast::Ident::new("ts"), inline: true }]);
+    assert_eq!(c.columns.len(), 3);
+    assert!(c.columns[1].options.is_empty(), "{:?}", c.columns[1].options);
+    assert_eq!(c.constraints.len(), 1);
+    // Options before and after TIME INDEX stay the column's.
+    let c = create("CREATE TABLE t (ts TIMESTAMP DEFAULT now() TIME INDEX NOT NULL, v INT)");
+    assert_eq!(c.columns[0].options.len(), 2);
+    assert_eq!(c.time_index.len(), 1);
+}
+
+#[test]
+fn time_index_constraint_form() {
+    let c = create("CREATE TABLE IF NOT EXISTS db1.cpu (host TEXT, ts TIMESTAMP, v FLOAT8, TIME INDEX (ts), PRIMARY KEY (host),)");
+    assert!(c.if_not_exists);
+    assert_eq!(c.name.to_string(), "db1.cpu");
+    assert_eq!(c.time_index, vec![TimeIndex { column: ast::Ident::new("ts"), inline: false }]);
+    assert_eq!(c.columns.len(), 3);
+    // A column named "time" is still a column.
+    let c = create("CREATE TABLE t (time TIMESTAMP TIME INDEX, \"time index\" INT)");
+    assert_eq!(c.columns[0].name.value, "time");
+    assert_eq!(c.time_index.len(), 1);
+}
+
+#[test]
+fn greptime_table_clauses() {
+    let c = create(
+        "CREATE TABLE m (host STRING INVERTED INDEX, msg STRING FULLTEXT INDEX WITH (analyzer = 'English'), \
+         ts TIMESTAMP(3) TIME INDEX, PRIMARY KEY (host), SKIPPING INDEX (msg)) \
+         PARTITION ON COLUMNS (host) (host < 'm', host >= 'm') ENGINE = mito \
+         WITH (ttl = '7d', 'compaction.type' = 'twcs', append_mode = 'true')",
+    );
+    assert_eq!(c.engine.as_ref().map(|e| e.value.as_str()), Some("mito"));
+    assert_eq!(c.options.len(), 3);
+    assert_eq!(c.indexes.len(), 3);
+    assert_eq!(c.partition.as_ref().map(|p| p.rules.len()), Some(2));
+    assert_eq!(c.columns[2].data_type, DataType::Timestamp(Some(3), TimezoneInfo::None));
+}
+
+#[test]
+fn greptime_type_names() {
+    let c = create(
+        "CREATE TABLE t (a STRING, b DOUBLE, c FLOAT32, d FLOAT64, e INT16, f INT32, g INT64, h UINT8, i UINT64, \
+         j TIMESTAMP_MS, k TimestampNanosecond, l TIMESTAMP_S, m INT8)",
+    );
+    let types: Vec<String> = c.columns.iter().map(|c| c.data_type.to_string()).collect();
+    assert_eq!(types[9], "TIMESTAMP(3)");
+    assert_eq!(types[10], "TIMESTAMP(9)");
+    assert_eq!(types[11], "TIMESTAMP(0)");
+    // INT8 is PostgreSQL's bigint.
+    assert!(matches!(c.columns[12].data_type, DataType::Int8(_)), "{:?}", c.columns[12].data_type);
+    // A column may still be called timestamp_ms.
+    assert!(parse("SELECT timestamp_ms FROM t").is_ok());
+}
+
+#[test]
+fn other_create_table_forms_are_sqlparsers() {
+    assert!(matches!(one("CREATE TABLE t AS SELECT 1"), Statement::Sql(ast::Statement::CreateTable(_))));
+    assert!(matches!(one("CREATE TEMP TABLE t (a INT)"), Statement::Sql(ast::Statement::CreateTable(_))));
+}
+
+#[test]
+fn admin_statements() {
+    let Statement::Admin(a) = one("ADMIN flush_table('cpu')") else { panic!() };
+    assert_eq!(a.name(), "flush_table");
+    assert_eq!(a.args().unwrap().len(), 1);
+    let Statement::Admin(a) = one("admin Compact_Table('c' || 'pu')") else { panic!() };
+    assert_eq!(a.name(), "compact_table");
+    assert!(matches!(a.args().unwrap()[0], ast::Expr::BinaryOp { .. }));
+    assert!(parse("ADMIN 1").is_err());
+    assert!(parse("ADMIN flush_table").is_err());
+}
+
+#[test]
+fn splitting_on_tokens() {
+    let v = parse(
+        "ADMIN flush_table('a;b'); -- a comment; with a semicolon\n\
+         SELECT 'x;y', $$z;w$$, \"q;\" FROM t /* ; */; ;; ADMIN compact_table('t');",
+    )
+    .unwrap();
+    assert_eq!(v.len(), 3);
+    assert!(matches!(v[0], Statement::Admin(_)));
+    assert!(matches!(v[1], Statement::Sql(ast::Statement::Query(_))));
+    assert!(matches!(v[2], Statement::Admin(_)));
+    assert!(parse("").unwrap().is_empty());
+    assert!(parse(" ; -- nothing\n").unwrap().is_empty());
+    // Two statements need a `;` between them.
+    let e = parse("SELECT 1 SELECT 2").unwrap_err();
+    assert_eq!(e.sqlstate(), "42601");
+    assert_eq!(e.message, "syntax error at or near \"SELECT\"");
+    assert_eq!(e.position, Some(10));
+}
+
+#[test]
+fn round_trips() {
+    for sql in [
+        "CREATE TABLE cpu (host STRING, ts TIMESTAMP TIME INDEX, v DOUBLE, PRIMARY KEY (host))",
+        "CREATE TABLE IF NOT EXISTS d.cpu (ts TIMESTAMP_MS NOT NULL, TIME INDEX (ts)) ENGINE = mito WITH (ttl = '1d')",
+        "CREATE TABLE m (h STRING SKIPPING INDEX WITH (granularity = 1024), ts TIMESTAMP TIME INDEX, INVERTED INDEX (h)) \
+         PARTITION ON COLUMNS (h) (h < 'x', h >= 'x')",
+        "ADMIN flush_table('cpu'); SELECT 1; ADMIN compact_table(lower('CPU'))",
+        "SET TIME ZONE 'UTC'; RESET statement_timeout; SHOW ALL",
+    ] {
+        round_trip(sql);
+    }
+}
+
+#[test]
+fn syntax_errors_read_like_postgres() {
+    let e = parse("SELECT * FORM t").unwrap_err();
+    assert_eq!(e.sqlstate(), "42601");
+    assert_eq!(e.message, "syntax error at or near \"t\"");
+    assert_eq!(e.position, Some(15));
+    assert!(e.detail.is_some());
+    let e = parse("SELECT (1").unwrap_err();
+    assert_eq!(e.message, "syntax error at end of input");
+    assert_eq!(e.position, Some(10));
+    // Positions count characters across lines.
+    let e = parse("SELECT 1;\nSELECT é FROM\n  WHERE").unwrap_err();
+    assert_eq!(e.message, "syntax error at or near \"WHERE\"");
+    assert_eq!(e.position, Some(27));
+    let e = parse("CREATE TABLE t (ts TIMESTAMP, TIME INDEX (ts)").unwrap_err();
+    assert_eq!(e.message, "syntax error at end of input");
+    let e = parse(&format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000))).unwrap_err();
+    assert_eq!(e.sqlstate(), "54001");
+}
+
+#[test]
+fn expressions_and_queries() {
+    assert!(matches!(parse_expr("now()").unwrap(), ast::Expr::Function(_)));
+    assert!(parse_expr("1 2").is_err());
+    assert!(parse_query("SELECT 1").is_ok());
+    assert!(parse_query("SELECT 1; SELECT 2").is_err());
+}
