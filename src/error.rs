@@ -35,6 +35,18 @@ pub enum ErrorKind {
     InFailedTransaction,
     QueryCanceled,
     InvalidDatetime,
+    /// 22008: a date/time/interval value out of range.
+    DatetimeFieldOverflow,
+    /// 42809: e.g. DISTINCT on a call of a function that is not an aggregate.
+    WrongObjectType,
+    /// 2201B: a regular expression that does not compile.
+    InvalidRegularExpression,
+    /// 22011: a bad substring length.
+    SubstringError,
+    /// 2201E: logarithm of zero or a negative number.
+    InvalidArgumentForLogarithm,
+    /// 2201F: square root of a negative number, bad powers.
+    InvalidArgumentForPowerFunction,
     StringDataTooLong,
     ProgramLimitExceeded,
     /// The query's memory budget is exhausted (53200).
@@ -82,6 +94,12 @@ impl ErrorKind {
             InFailedTransaction => "25P02",
             QueryCanceled => "57014",
             InvalidDatetime => "22007",
+            DatetimeFieldOverflow => "22008",
+            WrongObjectType => "42809",
+            InvalidRegularExpression => "2201B",
+            SubstringError => "22011",
+            InvalidArgumentForLogarithm => "2201E",
+            InvalidArgumentForPowerFunction => "2201F",
             StringDataTooLong => "22001",
             ProgramLimitExceeded => "54000",
             OutOfMemory => "53200",

@@ -1,5 +1,6 @@
 //! COPY FROM STDIN: text and CSV, all or nothing, the connection usable
-//! after a bad payload, and the data durable across a restart.
+//! after a bad payload, and the data durable across a restart; COPY TO
+//! STDOUT; `db.table` names.
 
 mod common;
 
@@ -69,6 +70,19 @@ async fn copy_text_and_csv_all_or_nothing() {
     assert_eq!(out, "host\n\"c,d\"\n");
     let out = copy_out(&c, "COPY cp TO STDOUT").await;
     assert_eq!(out.lines().count(), 10_003);
+
+    // Another database's table by db.table, in and out; a column list.
+    c.batch_execute(
+        "DROP DATABASE IF EXISTS cp_other; CREATE DATABASE cp_other; \
+         CREATE TABLE cp_other.t (h TEXT, ts TIMESTAMP TIME INDEX, v INTEGER, PRIMARY KEY (h))",
+    )
+    .await
+    .unwrap();
+    assert_eq!(copy(&c, "COPY cp_other.t FROM STDIN", "z\t2024-01-01 00:00:00\t5\n").await.unwrap(), 1);
+    assert_eq!(copy_out(&c, "COPY cp_other.t (v, h) TO STDOUT").await, "5\tz\n");
+    assert_eq!(count(&c, "SELECT count(*) FROM cp_other.t").await, 1);
+    let e = c.batch_execute("COPY cp_other.t (nope) TO STDOUT").await.unwrap_err();
+    assert_eq!(common::format_error(&e).1.as_deref(), Some("42703"));
     drop(c);
     drop(server);
 }

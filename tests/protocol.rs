@@ -536,4 +536,26 @@ async fn multi_statement_strings_split_on_tokens() {
     assert_eq!(sqlstate(e), "42883");
     let e = c.simple_query("ADMIN flush_table('no_such_table')").await;
     assert_eq!(sqlstate(e), "42P01");
+
+    // GreptimeDB's USE db switches the connection's database.
+    c.batch_execute("DROP DATABASE IF EXISTS proto_split_other; CREATE DATABASE proto_split_other").await.unwrap();
+    let msgs = c
+        .simple_query(
+            "USE proto_split_other; CREATE TABLE u (a INTEGER); INSERT INTO u VALUES (7); \
+             SELECT current_database(); USE proto_split; SELECT a FROM proto_split_other.u; SELECT current_database()",
+        )
+        .await
+        .unwrap();
+    let values: Vec<String> = msgs
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(values, vec!["proto_split_other", "7", "proto_split"]);
+    assert_eq!(sqlstate(c.simple_query("USE no_such_database").await), "3D000");
+    // Database options would be ignored: refused instead.
+    assert_eq!(sqlstate(c.simple_query("CREATE DATABASE proto_split_ttl WITH (ttl = '7d')").await), "0A000");
+    c.batch_execute("DROP DATABASE proto_split_other").await.unwrap();
 }

@@ -411,7 +411,10 @@ impl Expr {
                 c = false;
             }
             if let Expr::Func { name, .. } = e {
-                if matches!(name.as_str(), "random") {
+                // Volatile functions (random(), clock_timestamp()) are never
+                // folded; stable ones are constant within the statement.
+                let v = super::functions::registry().volatility(name);
+                if v == Some(super::functions::registry::Volatility::Volatile) {
                     c = false;
                 }
             }
@@ -441,7 +444,10 @@ impl Expr {
             }
             Expr::Neg(e) => {
                 let a = e.eval(batch, ctx)?;
-                Ok(numeric::neg(&a)?)
+                if e.ty() == SqlType::Interval {
+                    return super::functions::temporal::negate_interval(a.as_ref());
+                }
+                Ok(numeric::neg(&a).map_err(overflow(e.ty()))?)
             }
             Expr::IsNull { expr, negated } => {
                 let a = expr.eval(batch, ctx)?;
@@ -454,8 +460,8 @@ impl Expr {
                 Ok(Arc::new(r))
             }
             Expr::IsDistinct { left, right, negated } => {
-                let l = left.eval(batch, ctx)?;
-                let r = right.eval(batch, ctx)?;
+                let l = comparable_form(left.eval(batch, ctx)?, left.ty())?;
+                let r = comparable_form(right.eval(batch, ctx)?, right.ty())?;
                 let d = cmp::distinct(&l, &r)?;
                 Ok(Arc::new(if *negated { boolean::not(&d)? } else { d }))
             }
@@ -484,6 +490,15 @@ impl Expr {
             Expr::Agg(_) | Expr::Window(_) => bail!(Internal, "aggregate or window call evaluated outside its plan node"),
         }
     }
+}
+
+/// The form of an array that arrow's comparison kernels order as
+/// PostgreSQL does: intervals become their 30-day-month value.
+pub fn comparable_form(a: ArrayRef, ty: SqlType) -> Result<ArrayRef> {
+    if ty == SqlType::Interval {
+        return super::functions::temporal::interval_cmp_keys(a.as_ref());
+    }
+    Ok(a)
 }
 
 /// An array of `n` copies of a value.
@@ -626,13 +641,27 @@ fn scalar_binary(op: BinOp, a: &ArrayRef, s: &Scalar<ArrayRef>, flipped: bool, r
 
 /// Apply a binary operator to two arrays of the same type.
 pub fn binary_arrays(op: BinOp, l: &ArrayRef, r: &ArrayRef, operand_ty: SqlType, result_ty: SqlType) -> Result<ArrayRef> {
+    use super::functions::temporal;
     let (l, r) = comparable(op, l.clone(), r.clone());
     let l: &dyn Array = l.as_ref();
     let r: &dyn Array = r.as_ref();
+    let arith = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div);
+    if arith && temporal::is_temporal(l.data_type(), r.data_type()) {
+        let sym = match op {
+            BinOp::Add => '+',
+            BinOp::Sub => '-',
+            BinOp::Mul => '*',
+            _ => '/',
+        };
+        return temporal::arith(sym, l, r);
+    }
+    // Intervals compare as PostgreSQL does: 30-day months, 24-hour days.
+    if op.is_comparison() && operand_ty == SqlType::Interval {
+        let lk = temporal::interval_cmp_keys(l)?;
+        let rk = temporal::interval_cmp_keys(r)?;
+        return binary_arrays(op, &lk, &rk, SqlType::Int8, result_ty);
+    }
     Ok(match op {
-        BinOp::Add | BinOp::Sub if operand_ty.is_timestamp() || operand_ty == SqlType::Date || operand_ty == SqlType::Interval => {
-            return temporal_arith(op, l, r, result_ty);
-        }
         BinOp::Add => numeric::add(&l, &r).map_err(overflow(result_ty))?,
         BinOp::Sub => numeric::sub(&l, &r).map_err(overflow(result_ty))?,
         BinOp::Mul => numeric::mul(&l, &r).map_err(overflow(result_ty))?,
@@ -695,22 +724,21 @@ fn overflow(ty: SqlType) -> impl Fn(arrow::error::ArrowError) -> crate::error::W
     }
 }
 
-/// timestamp ± interval, timestamp - timestamp, date ± integer days.
-fn temporal_arith(op: BinOp, l: &dyn Array, r: &dyn Array, result_ty: SqlType) -> Result<ArrayRef> {
-    let li = cast_with_options(l, &DataType::Int64, &CastOptions::default())?;
-    let ri = cast_with_options(r, &DataType::Int64, &CastOptions::default())?;
-    let out = if op == BinOp::Add { numeric::add(&li, &ri)? } else { numeric::sub(&li, &ri)? };
-    let target = result_ty.to_arrow();
-    Ok(cast_with_options(&out, &target, &CastOptions::default())?)
-}
-
 fn eval_in_list(expr: &Expr, list: &[Expr], negated: bool, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
-    let a = expr.eval(batch, ctx)?;
+    let mut a = expr.eval(batch, ctx)?;
     let n = batch.num_rows();
+    // Intervals compare by their 30-day-month value.
+    let interval = expr.ty() == SqlType::Interval;
+    if interval {
+        a = super::functions::temporal::interval_cmp_keys(a.as_ref())?;
+    }
     // acc = OR of equalities with SQL three-valued logic.
     let mut acc = BooleanArray::from(vec![false; n]);
     for item in list {
-        let v = item.eval(batch, ctx)?;
+        let mut v = item.eval(batch, ctx)?;
+        if interval {
+            v = super::functions::temporal::interval_cmp_keys(v.as_ref())?;
+        }
         let eq = cmp::eq(&a, &v)?;
         acc = boolean::or_kleene(&acc, &eq)?;
     }
@@ -737,7 +765,8 @@ fn eval_case(
         let c = eval_masked(cond, batch, &remaining, ctx)?;
         let c = match &op_val {
             Some(o) => {
-                let eq = cmp::eq(o, &c)?;
+                let ot = operand.map(|o| o.ty()).unwrap_or(SqlType::Unknown);
+                let eq = cmp::eq(&comparable_form(o.clone(), ot)?, &comparable_form(c, ot)?)?;
                 Arc::new(eq) as ArrayRef
             }
             None => c,
@@ -828,7 +857,10 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
     {
         return Ok(cast_with_options(a, &target, &CastOptions { safe: false, ..Default::default() })?);
     }
-    if from.is_timestamp() || to.is_timestamp() || from == SqlType::Interval || to == SqlType::Interval {
+    if from == SqlType::Interval || to == SqlType::Interval {
+        bail!(FeatureNotSupported, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+    }
+    if from.is_timestamp() || to.is_timestamp() {
         if !(from.is_numeric() || to.is_numeric()) || from.is_timestamp() && to.is_numeric() {
             bail!(FeatureNotSupported, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
         }
@@ -908,7 +940,7 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
             Value::Date(crate::types::parse_date(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type date: \"{t}\""))?)
         }
         SqlType::Interval => Value::Interval(
-            crate::types::parse_interval(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\""))?,
+            crate::types::Interval::parse(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\""))?,
         ),
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
     })
@@ -922,6 +954,8 @@ pub enum Key {
     Int(i64),
     Float(u64),
     Text(String),
+    /// An interval's comparison value (equal intervals, equal keys).
+    Wide(i128),
 }
 
 impl From<&Value> for Key {
@@ -929,7 +963,8 @@ impl From<&Value> for Key {
         match v {
             Value::Null => Key::Null,
             Value::Bool(b) => Key::Bool(*b),
-            Value::Int(i) | Value::Timestamp(i) | Value::Interval(i) => Key::Int(*i),
+            Value::Int(i) | Value::Timestamp(i) => Key::Int(*i),
+            Value::Interval(iv) => Key::Wide(iv.cmp_key()),
             Value::Date(d) => Key::Int(*d as i64),
             Value::Float(f) => {
                 if f.fract() == 0.0 && f.abs() < 9e15 {

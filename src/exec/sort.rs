@@ -32,8 +32,13 @@ impl SortExecutor {
         }
         let mut cols = Vec::with_capacity(self.keys.len());
         for k in &self.keys {
+            let mut values = k.expr.eval(&all, &self.ctx)?;
+            if k.expr.ty() == crate::types::SqlType::Interval {
+                // PostgreSQL orders intervals by their 30-day-month value.
+                values = super::functions::temporal::interval_cmp_keys(values.as_ref())?;
+            }
             cols.push(SortColumn {
-                values: super::keys::normalize_key(&k.expr.eval(&all, &self.ctx)?),
+                values: super::keys::normalize_key(&values),
                 options: Some(SortOptions { descending: k.desc, nulls_first: k.nulls_first }),
             });
         }

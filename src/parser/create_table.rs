@@ -21,7 +21,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
-use super::{parse_words, peek_words, Statement};
+use super::{parse_words, peek_words, peek_words_at, Statement};
 
 /// A weir `CREATE TABLE`.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,13 +86,6 @@ pub(super) fn applies(parser: &Parser) -> bool {
         n += 1;
     }
     parser.peek_nth_token_ref(n).token == Token::LParen
-}
-
-fn peek_words_at(parser: &Parser, at: usize, words: &[&str]) -> bool {
-    words.iter().enumerate().all(|(i, w)| {
-        matches!(&parser.peek_nth_token_ref(at + i).token,
-            Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
-    })
 }
 
 pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {

@@ -16,6 +16,7 @@
 //! use it).
 
 mod admin;
+mod create_database;
 mod create_table;
 mod dialect;
 mod nesting;
@@ -27,6 +28,7 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
 pub use admin::Admin;
+pub use create_database::CreateDatabase;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
 
@@ -44,6 +46,8 @@ pub enum Statement {
     CreateTable(Box<CreateTable>),
     /// `ADMIN function(args...)`.
     Admin(Admin),
+    /// `CREATE DATABASE ... WITH (options)` (GreptimeDB's database options).
+    CreateDatabase(CreateDatabase),
 }
 
 impl fmt::Display for Statement {
@@ -52,6 +56,7 @@ impl fmt::Display for Statement {
             Statement::Sql(s) => write!(f, "{s}"),
             Statement::CreateTable(c) => write!(f, "{c}"),
             Statement::Admin(a) => write!(f, "{a}"),
+            Statement::CreateDatabase(c) => write!(f, "{c}"),
         }
     }
 }
@@ -70,12 +75,18 @@ struct WeirStatement {
 const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["ADMIN"], applies: |_| true, parse: admin::parse },
     WeirStatement { words: &["CREATE", "TABLE"], applies: create_table::applies, parse: create_table::parse },
+    WeirStatement { words: &["CREATE", "DATABASE"], applies: create_database::applies, parse: create_database::parse },
 ];
 
 /// Whether the next tokens are these words (unquoted, any case).
 pub(crate) fn peek_words(parser: &Parser, words: &[&str]) -> bool {
+    peek_words_at(parser, 0, words)
+}
+
+/// Whether the tokens from the `at`-th on are these words.
+pub(crate) fn peek_words_at(parser: &Parser, at: usize, words: &[&str]) -> bool {
     words.iter().enumerate().all(|(i, w)| {
-        matches!(&parser.peek_nth_token_ref(i).token,
+        matches!(&parser.peek_nth_token_ref(at + i).token,
             Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
     })
 }
@@ -133,7 +144,8 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
         match s {
             Statement::Sql(s) => nesting::check(s)?,
             Statement::Admin(a) => nesting::check(&a.function)?,
-            Statement::CreateTable(_) => {}
+            // weir's DDL: column lists and options, no deep expressions.
+            _ => {}
         }
     }
     Ok(stmts)
@@ -190,6 +202,7 @@ pub fn max_param(stmt: &Statement) -> usize {
     let _ = match stmt {
         Statement::Sql(s) => ast::visit_expressions(s, &mut see),
         Statement::Admin(a) => ast::visit_expressions(&a.function, &mut see),
+        Statement::CreateDatabase(c) => ast::visit_expressions(&c.options, &mut see),
         Statement::CreateTable(c) => {
             let _ = ast::visit_expressions(&c.columns, &mut see);
             let _ = ast::visit_expressions(&c.constraints, &mut see);
@@ -231,12 +244,23 @@ pub fn syntax_error(sql: &str, e: ParserError) -> WeirError {
         None => (text.clone(), None),
     };
     if tokenizer {
-        // Unterminated strings and the like: sqlparser's words, lowercased.
-        let mut m = body.clone();
-        if let Some(c) = m.get(0..1) {
-            m.replace_range(0..1, &c.to_lowercase());
-        }
-        let mut err = WeirError::new(ErrorKind::Syntax, m);
+        // Unterminated strings and the like, in PostgreSQL's words where it
+        // has them, quoting the rest of the input as PostgreSQL does.
+        let lower = body.to_lowercase();
+        let what = if lower.starts_with("unterminated string") {
+            "unterminated quoted string".to_string()
+        } else if lower.starts_with("unterminated dollar-quoted") {
+            "unterminated dollar-quoted string".to_string()
+        } else if lower.contains("unterminated multi-line comment") {
+            "unterminated /* comment".to_string()
+        } else {
+            lower
+        };
+        let message = match position {
+            Some(p) => format!("{what} at or near \"{}\"", sql.chars().skip(p - 1).collect::<String>()),
+            None => what,
+        };
+        let mut err = WeirError::new(ErrorKind::Syntax, message);
         err.position = position;
         return err;
     }

@@ -192,3 +192,23 @@ fn expressions_and_queries() {
     assert!(parse_query("SELECT 1").is_ok());
     assert!(parse_query("SELECT 1; SELECT 2").is_err());
 }
+
+#[test]
+fn create_database_with_options_is_weirs() {
+    let Statement::CreateDatabase(c) = one("CREATE DATABASE IF NOT EXISTS g WITH (ttl = '7d')") else { panic!() };
+    assert!(c.if_not_exists);
+    assert_eq!(c.options.len(), 1);
+    round_trip("CREATE DATABASE g WITH (ttl = '7d', 'compaction.type' = 'twcs')");
+    // Without options it is sqlparser's CREATE DATABASE.
+    assert!(matches!(one("CREATE DATABASE g"), Statement::Sql(ast::Statement::CreateDatabase { .. })));
+}
+
+#[test]
+fn tokenizer_errors_read_like_postgres() {
+    let e = parse("SELECT 'abc").unwrap_err();
+    assert_eq!(e.sqlstate(), "42601");
+    assert_eq!(e.message, "unterminated quoted string at or near \"'abc\"");
+    assert_eq!(e.position, Some(8));
+    let e = parse("SELECT $$abc").unwrap_err();
+    assert!(e.message.starts_with("unterminated dollar-quoted string"), "{}", e.message);
+}

@@ -346,7 +346,8 @@ fn bucket_function(e: &Expr) -> Option<TimeWindow> {
         _ => return None,
     };
     let width = match const_value(stride)? {
-        Value::Interval(us) if us > 0 => us,
+        // exec refuses strides with months (0A000).
+        Value::Interval(iv) if iv.months == 0 && iv.approx_micros() > 0 => iv.approx_micros(),
         Value::Text(s) => crate::types::parse_interval(&s).filter(|us| *us > 0)?,
         // exec reads a bare number as seconds.
         Value::Int(s) if s > 0 => s.checked_mul(SECOND_US)?,
@@ -776,36 +777,14 @@ pub enum Volatility {
     Volatile,
 }
 
-/// The volatility of a scalar function by name.
+/// The volatility of a scalar function by name, from the function
+/// registry (names it does not know, such as placeholders, are immutable).
 pub fn function_volatility(name: &str) -> Volatility {
-    match name {
-        "random" | "clock_timestamp" | "timeofday" | "gen_random_uuid" | "nextval" | "setseed" => Volatility::Volatile,
-        "now"
-        | "current_timestamp"
-        | "transaction_timestamp"
-        | "statement_timestamp"
-        | "localtimestamp"
-        | "current_date"
-        | "current_setting"
-        | "current_database"
-        | "current_schema"
-        | "current_user"
-        | "session_user"
-        | "user"
-        | "pg_backend_pid"
-        | "version"
-        | "to_char"
-        | "pg_get_userbyid"
-        | "has_table_privilege"
-        | "has_schema_privilege"
-        | "has_database_privilege"
-        | "pg_table_is_visible"
-        | "pg_total_relation_size"
-        | "pg_relation_size"
-        | "pg_database_size"
-        | "pg_is_in_recovery"
-        | "inet_server_addr" => Volatility::Stable,
-        _ => Volatility::Immutable,
+    use crate::exec::functions::registry::Volatility as V;
+    match crate::exec::functions::registry().volatility(name) {
+        Some(V::Volatile) => Volatility::Volatile,
+        Some(V::Stable) => Volatility::Stable,
+        Some(V::Immutable) | None => Volatility::Immutable,
     }
 }
 

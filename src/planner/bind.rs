@@ -9,7 +9,6 @@ use super::logical::LogicalPlan;
 use super::{ident, Planner, Scope};
 use crate::error::Result;
 use crate::exec::expr::{parse_text_as, BinOp, Expr, SubPlan, SubqueryCache, SubqueryKind};
-use crate::exec::functions::function_type;
 use crate::exec::plan::{AggCall, AggFunc};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
@@ -460,13 +459,11 @@ impl<'a> Planner<'a> {
                 let x = self.bind_expr(expr, scope, agg)?;
                 let x = if x.ty() == SqlType::Unknown { coerce(x, SqlType::Timestamp)? } else { x };
                 let field = field.to_string().to_lowercase();
-                Expr::Func { name: "date_part".into(), args: vec![Expr::lit(Value::Text(field), SqlType::Text), x], ty: SqlType::Float8 }
+                self.call("date_part", vec![Expr::lit(Value::Text(field), SqlType::Text), x])?
             }
             E::Floor { expr, .. } | E::Ceil { expr, .. } => {
                 let x = self.bind_expr(expr, scope, agg)?;
-                let x = if x.ty().is_integer() { x } else { coerce(x, SqlType::Float8)? };
-                let ty = x.ty();
-                Expr::Func { name: if matches!(e, E::Floor { .. }) { "floor".into() } else { "ceil".into() }, args: vec![x], ty }
+                self.call(if matches!(e, E::Floor { .. }) { "floor" } else { "ceil" }, vec![x])?
             }
             E::Substring { expr, substring_from, substring_for, .. } => {
                 let mut args = vec![coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?];
@@ -480,7 +477,7 @@ impl<'a> Planner<'a> {
                 if let Some(f) = substring_for {
                     args.push(coerce(self.bind_expr(f, scope, agg)?, SqlType::Int8)?);
                 }
-                Expr::Func { name: "substr".into(), args, ty: SqlType::Text }
+                self.call("substr", args)?
             }
             E::Trim { expr, trim_where, trim_what, .. } => {
                 let mut args = vec![coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?];
@@ -492,7 +489,7 @@ impl<'a> Planner<'a> {
                     Some(ast::TrimWhereField::Trailing) => "rtrim",
                     _ => "btrim",
                 };
-                Expr::Func { name: name.into(), args, ty: SqlType::Text }
+                self.call(name, args)?
             }
             E::Position { expr, r#in } => {
                 let sub = coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?;
@@ -605,7 +602,13 @@ impl<'a> Planner<'a> {
             _ => {
                 let (lt, rt) = (l.ty(), r.ty());
                 // Time arithmetic.
-                if lt.is_timestamp() || rt.is_timestamp() || lt == SqlType::Interval || rt == SqlType::Interval || lt == SqlType::Date {
+                if lt.is_timestamp()
+                    || rt.is_timestamp()
+                    || lt == SqlType::Interval
+                    || rt == SqlType::Interval
+                    || lt == SqlType::Date
+                    || rt == SqlType::Date
+                {
                     return self.bind_temporal(bop, l, r);
                 }
                 self.infer_param(&l, rt);
@@ -630,39 +633,38 @@ impl<'a> Planner<'a> {
     fn bind_temporal(&self, op: BinOp, l: Expr, r: Expr) -> Result<Expr> {
         let (lt, rt) = (l.ty(), r.ty());
         use SqlType::*;
-        let (l, r, ty) = match (op, lt, rt) {
-            (BinOp::Add | BinOp::Sub, Timestamp | TimestampTz, Interval | Unknown) => {
-                let r = coerce(r, Interval)?;
-                (l, r, lt)
-            }
-            (BinOp::Add, Interval | Unknown, Timestamp | TimestampTz) => {
-                let l = coerce(l, Interval)?;
-                (r, l, rt)
-            }
-            (BinOp::Sub, Timestamp | TimestampTz, Timestamp | TimestampTz) => {
-                let r = coerce(r, lt)?;
-                let l2 = Expr::Cast { expr: Box::new(l), ty: Int8 };
-                let r2 = Expr::Cast { expr: Box::new(r), ty: Int8 };
-                let diff = Expr::Binary { op: BinOp::Sub, left: Box::new(l2), right: Box::new(r2), ty: Int8 };
-                return Ok(Expr::Cast { expr: Box::new(diff), ty: Interval });
-            }
-            (BinOp::Add | BinOp::Sub, Interval, Interval | Unknown) => (l, coerce(r, Interval)?, Interval),
-            (BinOp::Add | BinOp::Sub, Date, x) if x.is_integer() => {
-                let day = Expr::Binary {
-                    op: BinOp::Mul,
-                    left: Box::new(coerce(r, Int8)?),
-                    right: Box::new(Expr::lit(Value::Int(86_400_000_000), Int8)),
-                    ty: Int8,
-                };
-                let l = Expr::Cast { expr: Box::new(l), ty: Timestamp };
-                let day = Expr::Cast { expr: Box::new(day), ty: Interval };
-                let sum = Expr::Binary { op, left: Box::new(l), right: Box::new(day), ty: Timestamp };
-                return Ok(Expr::Cast { expr: Box::new(sum), ty: Date });
-            }
-            (BinOp::Add | BinOp::Sub, Date, Interval) => (Expr::Cast { expr: Box::new(l), ty: Timestamp }, r, Timestamp),
-            _ => bail!(UndefinedFunction, "operator does not exist: {} {:?} {}", lt, op, rt),
+        let sym = match op {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            _ => "%",
         };
-        Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r), ty })
+        let no_op = || err!(UndefinedFunction, "operator does not exist: {} {} {}", lt, sym, rt)
+            .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.");
+        let bin = |op, l, r, ty| Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r), ty });
+        match (op, lt, rt) {
+            (BinOp::Add | BinOp::Sub, Timestamp | TimestampTz, Interval | Unknown) => bin(op, l, coerce(r, Interval)?, lt),
+            (BinOp::Add, Interval | Unknown, Timestamp | TimestampTz) => bin(op, r, coerce(l, Interval)?, rt),
+            (BinOp::Sub, Timestamp | TimestampTz, Timestamp | TimestampTz) => {
+                let ty = SqlType::common(lt, rt).unwrap_or(lt);
+                bin(op, coerce(l, ty)?, coerce(r, ty)?, Interval)
+            }
+            (BinOp::Add | BinOp::Sub, Interval, Interval | Unknown) => bin(op, l, coerce(r, Interval)?, Interval),
+            (BinOp::Add, Unknown, Interval) => bin(op, coerce(l, Interval)?, r, Interval),
+            (BinOp::Add | BinOp::Sub, Date, x) if x.is_integer() => bin(op, l, r, Date),
+            (BinOp::Add, x, Date) if x.is_integer() => bin(op, r, l, Date),
+            (BinOp::Sub, Date, Date) => bin(op, l, r, Int4),
+            (BinOp::Add | BinOp::Sub, Date, Interval) => bin(op, Expr::Cast { expr: Box::new(l), ty: Timestamp }, r, Timestamp),
+            (BinOp::Add, Interval, Date) => bin(op, Expr::Cast { expr: Box::new(r), ty: Timestamp }, l, Timestamp),
+            (BinOp::Add | BinOp::Sub, Date, Unknown) => {
+                // PostgreSQL resolves date ± unknown as date ± integer.
+                bin(op, l, coerce(r, Int4)?, Date)
+            }
+            (BinOp::Mul | BinOp::Div, Interval, x) if x.is_numeric() || x == Unknown => bin(op, l, coerce(r, Float8)?, Interval),
+            (BinOp::Mul, x, Interval) if x.is_numeric() || x == Unknown => bin(op, r, coerce(l, Float8)?, Interval),
+            _ => Err(no_op()),
+        }
     }
 
     fn bind_function(&self, f: &ast::Function, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
@@ -781,96 +783,47 @@ impl<'a> Planner<'a> {
             let filter = f.filter.as_ref().map(|x| self.bind_expr(x, scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()?;
             return Ok(Expr::Agg(Box::new(AggCall { func, args: bound, distinct, filter, ty })));
         }
-        let mut bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, agg)).collect::<Result<_>>()?;
-        let name = match name.as_str() {
-            "ceiling" => "ceil".to_string(),
-            "char_length" | "character_length" => "length".to_string(),
-            "pow" => "power".to_string(),
-            "substring" => "substr".to_string(),
-            "datetrunc" => "date_trunc".to_string(),
-            _ => name,
-        };
-        // Argument coercions for common signatures.
-        match name.as_str() {
-            "date_trunc" | "date_part" => {
-                if bound.len() != 2 {
-                    bail!(UndefinedFunction, "function {name} needs 2 arguments");
-                }
-                bound[0] = coerce(bound[0].clone(), SqlType::Text)?;
-                if bound[1].ty() == SqlType::Unknown {
-                    bound[1] = coerce(bound[1].clone(), SqlType::Timestamp)?;
-                }
+        let bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, agg)).collect::<Result<_>>()?;
+        let call = self.call(&name, bound)?;
+        if f.filter.is_some() {
+            bail!(WrongObjectType, "FILTER specified, but {name} is not an aggregate function");
+        }
+        if distinct {
+            bail!(WrongObjectType, "DISTINCT specified, but {name} is not an aggregate function");
+        }
+        Ok(call)
+    }
+
+    /// Bind a call of a scalar function: resolve it in the function
+    /// registry (42883 when nothing matches) and coerce the arguments to
+    /// the chosen signature. Conditional expressions (coalesce, greatest,
+    /// least, nullif) take the common type of their arguments instead.
+    pub fn call(&self, name: &str, mut bound: Vec<Expr>) -> Result<Expr> {
+        if matches!(name, "coalesce" | "greatest" | "least" | "nullif") {
+            if bound.is_empty() || (name == "nullif" && bound.len() != 2) {
+                let types: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
+                return Err(crate::exec::functions::registry::no_such_function(name, &types));
             }
-            "date_bin" | "time_bucket" => {
-                if bound.len() < 2 {
-                    bail!(UndefinedFunction, "function {name} needs 2 or 3 arguments");
-                }
-                bound[0] = coerce(bound[0].clone(), SqlType::Interval)?;
-                if bound[1].ty() == SqlType::Unknown {
-                    bound[1] = coerce(bound[1].clone(), SqlType::Timestamp)?;
-                }
-                if bound.len() > 2 && bound[2].ty() == SqlType::Unknown {
-                    bound[2] = coerce(bound[2].clone(), SqlType::Timestamp)?;
-                }
+            let mut ty = SqlType::Unknown;
+            for b in bound.iter().filter(|b| b.ty() != SqlType::Unknown || !matches!(b, Expr::Literal { value: Value::Null, .. })) {
+                ty = SqlType::common(ty, b.ty())
+                    .ok_or_else(|| err!(DatatypeMismatch, "{} types {} and {} cannot be matched", name.to_uppercase(), ty, b.ty()))?;
             }
-            "to_timestamp" | "sqrt" | "exp" | "ln" | "log" | "log10" | "power" | "cbrt" | "degrees" | "radians" | "sin" | "cos" | "tan"
-            | "asin" | "acos" | "atan" | "atan2" => {
-                for b in bound.iter_mut() {
-                    *b = coerce(b.clone(), SqlType::Float8)?;
-                }
+            if ty == SqlType::Unknown {
+                ty = SqlType::Text;
             }
-            "round" | "trunc" => {
-                if !bound.is_empty() {
-                    bound[0] = coerce(bound[0].clone(), SqlType::Float8)?;
-                }
-                if bound.len() > 1 {
-                    bound[1] = coerce(bound[1].clone(), SqlType::Int8)?;
-                }
-            }
-            "abs" | "sign" => {
-                if !bound.is_empty() && !bound[0].ty().is_numeric() {
-                    bound[0] = coerce(bound[0].clone(), SqlType::Float8)?;
-                }
-            }
-            "mod" => {
-                if bound.len() == 2 {
-                    let (a, b) = self.unify(bound[0].clone(), bound[1].clone(), "%")?;
-                    bound = vec![a, b];
-                }
-            }
-            "coalesce" | "greatest" | "least" | "nullif" => {
-                let mut ty = SqlType::Unknown;
-                for b in bound.iter().filter(|b| b.ty() != SqlType::Unknown || !matches!(b, Expr::Literal { value: Value::Null, .. })) {
-                    ty = SqlType::common(ty, b.ty())
-                        .ok_or_else(|| err!(DatatypeMismatch, "{} types {} and {} cannot be matched", name.to_uppercase(), ty, b.ty()))?;
-                }
-                if ty == SqlType::Unknown {
-                    ty = SqlType::Text;
-                }
-                bound = bound.into_iter().map(|b| coerce(b, ty)).collect::<Result<_>>()?;
-            }
-            "lower" | "upper" | "length" | "trim" | "btrim" | "ltrim" | "rtrim" | "replace" | "substr" | "left" | "right" | "repeat"
-            | "reverse" | "lpad" | "rpad" | "strpos" | "split_part" | "initcap" | "ascii" | "octet_length" => {
-                if let Some(b) = bound.first_mut() {
-                    if b.ty() == SqlType::Unknown {
-                        *b = coerce(b.clone(), SqlType::Text)?;
-                    }
-                }
-                for b in bound.iter_mut().skip(1) {
-                    if b.ty() == SqlType::Unknown {
-                        *b = coerce(b.clone(), SqlType::Text)?;
-                    }
-                }
-            }
-            _ => {}
+            bound = bound.into_iter().map(|b| coerce(b, ty)).collect::<Result<_>>()?;
+            return Ok(Expr::Func { name: name.to_string(), args: bound, ty });
         }
         let types: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
-        let ty = function_type(&name, &types).ok_or_else(|| {
-            let sig = types.iter().map(|t| t.pg_name()).collect::<Vec<_>>().join(", ");
-            err!(UndefinedFunction, "function {name}({sig}) does not exist")
-                .with_hint("No function matches the given name and argument types.")
-        })?;
-        Ok(Expr::Func { name, args: bound, ty })
+        let resolved = crate::exec::functions::registry().resolve(name, &types)?;
+        for (b, want) in bound.iter_mut().zip(&resolved.params) {
+            if let Some(t) = want {
+                self.infer_param(b, *t);
+                *b = coerce(b.clone(), *t)?;
+            }
+        }
+        Ok(Expr::Func { name: resolved.name.to_string(), args: bound, ty: resolved.ret })
     }
 
     #[allow(clippy::too_many_arguments)]

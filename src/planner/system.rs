@@ -471,7 +471,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         r.query_start.map(ts).unwrap_or(Value::Null),
                         r.query_start
                             .filter(|_| r.state == "active")
-                            .map(|q| Value::Interval(p.ctx.statement_ts.max(q) - q))
+                            .map(|q| Value::Interval(crate::types::Interval::from_micros(p.ctx.statement_ts.max(q) - q)))
                             .unwrap_or(Value::Null),
                     ]
                 })

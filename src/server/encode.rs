@@ -33,10 +33,11 @@ impl ToSql for Cell {
             (Value::Float(f), _) => out.put_f64(*f),
             (Value::Timestamp(t), _) => out.put_i64(*t - PG_EPOCH_US),
             (Value::Date(d), _) => out.put_i32(*d - PG_EPOCH_DAYS),
-            (Value::Interval(us), _) => {
-                out.put_i64(*us);
-                out.put_i32(0);
-                out.put_i32(0);
+            // PostgreSQL's interval_send: microseconds, days, months.
+            (Value::Interval(iv), _) => {
+                out.put_i64(iv.micros);
+                out.put_i32(iv.days);
+                out.put_i32(iv.months);
             }
             (Value::Text(s), _) => out.put_slice(s.as_bytes()),
         }
@@ -119,10 +120,10 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
         }
         SqlType::Interval => {
             need(16)?;
-            let us = i64::from_be_bytes(b[..8].try_into().unwrap());
-            let days = i32::from_be_bytes(b[8..12].try_into().unwrap()) as i64;
-            let months = i32::from_be_bytes(b[12..].try_into().unwrap()) as i64;
-            Value::Interval(us + days * 86_400_000_000 + months * 30 * 86_400_000_000)
+            let micros = i64::from_be_bytes(b[..8].try_into().unwrap());
+            let days = i32::from_be_bytes(b[8..12].try_into().unwrap());
+            let months = i32::from_be_bytes(b[12..].try_into().unwrap());
+            Value::Interval(crate::types::Interval::new(months, days, micros))
         }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => {
             Value::Text(String::from_utf8(b.to_vec()).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?)

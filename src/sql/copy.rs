@@ -307,6 +307,39 @@ mod tests {
     }
 }
 
+/// The rows of `COPY table [(columns)] TO`: the table's plan (`db.t` names
+/// another database's), projected to the columns.
+fn copy_table_rows(s: &mut Session, table_name: &ast::ObjectName, columns: &[ast::Ident]) -> Result<QueryResult> {
+    use crate::exec::expr::Expr;
+    use crate::planner::logical::LogicalPlan;
+    let planner = s.planner(Default::default());
+    let rel = crate::planner::relation(planner.catalog, &planner.database, table_name)?;
+    let (plan, cols) = planner.plan_relation(&rel)?;
+    let picked: Vec<usize> = if columns.is_empty() {
+        (0..cols.len()).collect()
+    } else {
+        columns
+            .iter()
+            .map(|c| {
+                let n = ident(c);
+                cols.iter()
+                    .position(|x| x.name == n)
+                    .ok_or_else(|| err!(UndefinedColumn, "column \"{n}\" of relation \"{}\" does not exist", rel.name))
+            })
+            .collect::<Result<_>>()?
+    };
+    let out_cols: Vec<_> = picked.iter().map(|&i| cols[i].clone()).collect();
+    let plan = LogicalPlan::Project {
+        input: Box::new(plan),
+        exprs: picked.iter().map(|&i| Expr::Column { index: i, ty: cols[i].ty }).collect(),
+        columns: out_cols.clone(),
+    };
+    let columns = crate::planner::output_columns(&plan);
+    let plan = planner.physical(plan)?;
+    let batches = crate::exec::collect(&plan, &planner.ctx)?;
+    Ok(QueryResult::Rows { columns, batches })
+}
+
 /// COPY table|query TO STDOUT, text or CSV: the rows as lines.
 fn copy_out(
     s: &mut Session,
@@ -345,19 +378,10 @@ fn copy_out(
     }
     let delim = delim.unwrap_or(if csv { ',' } else { '\t' });
     let null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() });
-    let sql = match source {
-        CopySource::Table { table_name, columns } => {
-            let cols = if columns.is_empty() {
-                "*".to_string()
-            } else {
-                columns.iter().map(|c| format!("\"{}\"", ident(c))).collect::<Vec<_>>().join(", ")
-            };
-            format!("SELECT {cols} FROM {table_name}")
-        }
-        CopySource::Query(q) => q.to_string(),
+    let r = match source {
+        CopySource::Table { table_name, columns } => copy_table_rows(s, table_name, columns)?,
+        CopySource::Query(q) => s.execute_sql_statement(&ast::Statement::Query(q.clone()), Default::default())?,
     };
-    let q = crate::parser::parse_query(&sql)?;
-    let r = s.execute_sql_statement(&ast::Statement::Query(Box::new(q)), Default::default())?;
     let QueryResult::Rows { columns, batches } = r else { bail!(Internal, "COPY query returned no rows") };
     let mut lines = Vec::new();
     if header && csv {
@@ -445,7 +469,7 @@ impl ColumnBuilder {
             T::Text | T::Varchar | T::Unknown => put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None }),
             T::Timestamp | T::TimestampTz => put!(TimestampMicrosecondBuilder, if let Value::Timestamp(x) = v { Some(x) } else { None }),
             T::Date => put!(Date32Builder, if let Value::Date(x) = v { Some(x) } else { None }),
-            T::Interval => put!(DurationMicrosecondBuilder, if let Value::Interval(x) = v { Some(x) } else { None }),
+            T::Interval => put!(IntervalMonthDayNanoBuilder, if let Value::Interval(x) = v { Some(crate::types::interval_to_arrow(x)) } else { None }),
         }
     }
 

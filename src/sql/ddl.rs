@@ -416,6 +416,10 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
             bail!(DuplicateColumn, "column \"{cname}\" specified more than once");
         }
         let ty = crate::planner::sql_type(&c.data_type)?;
+        if ty == SqlType::Interval {
+            // Storage (WAL codec, Parquet) has no interval encoding yet.
+            bail!(FeatureNotSupported, "column \"{cname}\" cannot be of type interval: tables cannot store intervals yet");
+        }
         let mut nullable = true;
         let mut default = None;
         for o in &c.options {
@@ -597,6 +601,22 @@ pub fn show_create(t: &TableDef) -> String {
         s.push_str(&format!("\nWITH (\n  {}\n)", opts.join(",\n  ")));
     }
     s
+}
+
+/// GreptimeDB's `CREATE DATABASE ... WITH (options)`: weir has no
+/// database-level options, and ignoring a ttl would keep data it was told
+/// to drop, so the statement is refused.
+pub fn create_database_with_options(_s: &mut Session, c: &crate::parser::CreateDatabase) -> Result<QueryResult> {
+    let names: Vec<String> = c
+        .options
+        .iter()
+        .map(|o| match o {
+            ast::SqlOption::KeyValue { key, .. } => option_key(key),
+            other => other.to_string(),
+        })
+        .collect();
+    Err(err!(FeatureNotSupported, "database options are not supported: {}", names.join(", "))
+        .with_hint("create the database without options and give each table its own, e.g. CREATE TABLE ... WITH (ttl = '7d')"))
 }
 
 /// `ADMIN name(args)`: the arguments are constant expressions, evaluated

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
-use sqlparser::ast::Statement;
+use sqlparser::ast::{self, Statement};
 
 use crate::catalog::Catalog;
 use crate::config::Config;
@@ -348,6 +348,7 @@ impl Session {
             WeirStatement::Sql(s) => self.execute_sql_statement(s, params),
             WeirStatement::CreateTable(ct) => ddl::create_weir_table(self, ct),
             WeirStatement::Admin(a) => ddl::admin(self, a, params),
+            WeirStatement::CreateDatabase(c) => ddl::create_database_with_options(self, c),
         }
     }
 
@@ -396,6 +397,17 @@ impl Session {
                 Ok(QueryResult::Command("ROLLBACK".into()))
             }
             Statement::Copy { .. } => copy::start(self, stmt),
+            // GreptimeDB's (and MySQL's) USE db: the connection's database
+            // changes, as if it had connected to it.
+            Statement::Use(ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n)) => {
+                let db = crate::planner::object_name(n)?.1;
+                if !self.engine.catalog.database_exists(&db) {
+                    bail!(UndefinedDatabase, "database \"{db}\" does not exist");
+                }
+                self.database = db.clone();
+                self.engine.activity.update(self.pid, |r| r.database = db);
+                Ok(QueryResult::Command("USE".into()))
+            }
             Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => dml::execute(self, stmt, params),
             Statement::Set(_) | Statement::Reset(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => {
                 session_vars::execute(self, stmt)

@@ -7,9 +7,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use arrow::array::*;
-use arrow::datatypes::{DataType, TimeUnit};
+use arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalUnit, TimeUnit};
 
 use crate::error::Result;
+
+pub mod interval;
+pub use interval::Interval;
 
 /// Zone string of TIMESTAMP WITH TIME ZONE columns in arrow.
 pub const UTC: &str = "+00:00";
@@ -46,8 +49,8 @@ impl SqlType {
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
             SqlType::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some(UTC.into())),
             SqlType::Date => DataType::Date32,
-            // Intervals are kept as microseconds.
-            SqlType::Interval => DataType::Duration(TimeUnit::Microsecond),
+            // Months, days and nanoseconds kept apart, as PostgreSQL does.
+            SqlType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
         }
     }
 
@@ -62,7 +65,7 @@ impl SqlType {
             DataType::Timestamp(_, Some(_)) => SqlType::TimestampTz,
             DataType::Timestamp(_, None) => SqlType::Timestamp,
             DataType::Date32 => SqlType::Date,
-            DataType::Duration(_) => SqlType::Interval,
+            DataType::Duration(_) | DataType::Interval(_) => SqlType::Interval,
             DataType::Null => SqlType::Unknown,
             _ => SqlType::Text,
         }
@@ -194,8 +197,8 @@ pub enum Value {
     Timestamp(i64),
     /// Days since the epoch.
     Date(i32),
-    /// Microseconds.
-    Interval(i64),
+    /// Months, days and microseconds, kept apart.
+    Interval(Interval),
 }
 
 /// Structural equality, so plans holding literals compare and hash
@@ -224,7 +227,8 @@ impl std::hash::Hash for Value {
         match self {
             Value::Null => {}
             Value::Bool(b) => b.hash(h),
-            Value::Int(i) | Value::Timestamp(i) | Value::Interval(i) => i.hash(h),
+            Value::Int(i) | Value::Timestamp(i) => i.hash(h),
+            Value::Interval(iv) => iv.hash(h),
             Value::Float(f) => f.to_bits().hash(h),
             Value::Text(s) => s.hash(h),
             Value::Date(d) => d.hash(h),
@@ -308,8 +312,12 @@ pub fn value_at(array: &dyn Array, i: usize) -> Value {
             Value::Timestamp(array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(i))
         }
         DataType::Date32 => Value::Date(array.as_primitive::<arrow::datatypes::Date32Type>().value(i)),
+        DataType::Interval(IntervalUnit::MonthDayNano) => {
+            let v = array.as_primitive::<arrow::datatypes::IntervalMonthDayNanoType>().value(i);
+            Value::Interval(Interval::new(v.months, v.days, v.nanoseconds / 1000))
+        }
         DataType::Duration(TimeUnit::Microsecond) => {
-            Value::Interval(array.as_primitive::<arrow::datatypes::DurationMicrosecondType>().value(i))
+            Value::Interval(Interval::from_micros(array.as_primitive::<arrow::datatypes::DurationMicrosecondType>().value(i)))
         }
         DataType::Null => Value::Null,
         other => Value::Text(format!("<{other}>")),
@@ -375,10 +383,10 @@ pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
             values
                 .iter()
                 .map(|v| match v {
-                    Value::Interval(d) => Some(*d),
+                    Value::Interval(d) => Some(interval_to_arrow(*d)),
                     _ => None,
                 })
-                .collect::<DurationMicrosecondArray>(),
+                .collect::<IntervalMonthDayNanoArray>(),
         ),
     };
     Ok(arr)
@@ -468,31 +476,20 @@ pub fn format_date(days: i32) -> String {
     d.map(|d| d.format("%Y-%m-%d").to_string()).unwrap_or_else(|| days.to_string())
 }
 
-/// PostgreSQL's interval output for a microsecond count.
-pub fn format_interval(us: i64) -> String {
-    let neg = us < 0;
-    let a = us.unsigned_abs();
-    let days = a / 86_400_000_000;
-    let rem = a % 86_400_000_000;
-    let h = rem / 3_600_000_000;
-    let m = (rem / 60_000_000) % 60;
-    let s = (rem / 1_000_000) % 60;
-    let frac = rem % 1_000_000;
-    let sign = if neg { "-" } else { "" };
-    let mut out = String::new();
-    if days > 0 {
-        out.push_str(&format!("{sign}{days} day{}", if days == 1 { "" } else { "s" }));
-    }
-    if rem > 0 || days == 0 {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(&format!("{sign}{h:02}:{m:02}:{s:02}"));
-        if frac > 0 {
-            out.push_str(format!(".{frac:06}").trim_end_matches('0'));
-        }
-    }
-    out
+/// An interval as arrow's month-day-nano value.
+pub fn interval_to_arrow(iv: Interval) -> IntervalMonthDayNano {
+    IntervalMonthDayNano::new(iv.months, iv.days, iv.micros.saturating_mul(1000))
+}
+
+/// An arrow month-day-nano value as an interval (nanoseconds truncated to
+/// PostgreSQL's microseconds).
+pub fn interval_from_arrow(v: IntervalMonthDayNano) -> Interval {
+    Interval::new(v.months, v.days, v.nanoseconds / 1000)
+}
+
+/// PostgreSQL's interval output.
+pub fn format_interval(iv: Interval) -> String {
+    iv.to_pg_string()
 }
 
 /// PostgreSQL's text form of a value.
@@ -563,64 +560,10 @@ pub fn parse_date(s: &str) -> Option<i32> {
     Some((d.and_hms_opt(0, 0, 0)?.and_utc().timestamp() / 86_400) as i32)
 }
 
-/// Parse an interval: `1 day`, `5 minutes`, `1h`, `30s`, `7d`, `00:05:00`,
-/// `1 day 02:00:00`, `300.000s`. Returns microseconds.
+/// Parse an interval as a duration in microseconds (months count as 30
+/// days): TTLs and other durations. SQL values use `Interval::parse`.
 pub fn parse_interval(s: &str) -> Option<i64> {
-    let s = s.trim().to_ascii_lowercase();
-    if s.is_empty() {
-        return None;
-    }
-    let mut total: f64 = 0.0;
-    let mut rest = s.as_str();
-    let mut any = false;
-    while !rest.is_empty() {
-        rest = rest.trim_start();
-        if rest.is_empty() {
-            break;
-        }
-        // hh:mm[:ss]
-        let tok_end = rest.find(' ').unwrap_or(rest.len());
-        let tok = &rest[..tok_end];
-        if tok.contains(':') {
-            let neg = tok.starts_with('-');
-            let parts: Vec<&str> = tok.trim_start_matches('-').split(':').collect();
-            let h: f64 = parts.first()?.parse().ok()?;
-            let m: f64 = parts.get(1).map(|p| p.parse().ok()).unwrap_or(Some(0.0))?;
-            let sec: f64 = parts.get(2).map(|p| p.parse().ok()).unwrap_or(Some(0.0))?;
-            let v = h * 3600.0 + m * 60.0 + sec;
-            total += if neg { -v } else { v };
-            rest = &rest[tok_end..];
-            any = true;
-            continue;
-        }
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+')).unwrap_or(rest.len());
-        if num_end == 0 {
-            return None;
-        }
-        let n: f64 = rest[..num_end].parse().ok()?;
-        rest = rest[num_end..].trim_start();
-        let unit_end = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
-        let unit = &rest[..unit_end];
-        rest = &rest[unit_end..];
-        let secs = match unit {
-            "us" | "microsecond" | "microseconds" => 1e-6,
-            "ms" | "millisecond" | "milliseconds" => 1e-3,
-            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
-            "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
-            "h" | "hr" | "hrs" | "hour" | "hours" => 3600.0,
-            "d" | "day" | "days" => 86400.0,
-            "w" | "week" | "weeks" => 7.0 * 86400.0,
-            "mon" | "mons" | "month" | "months" => 30.0 * 86400.0,
-            "y" | "year" | "years" => 365.25 * 86400.0,
-            _ => return None,
-        };
-        total += n * secs;
-        any = true;
-    }
-    if !any {
-        return None;
-    }
-    Some((total * 1e6).round() as i64)
+    Interval::parse(s).map(|iv| iv.approx_micros())
 }
 
 #[cfg(test)]
@@ -641,7 +584,7 @@ mod tests {
         assert_eq!(parse_interval("7d"), Some(7 * 86_400_000_000));
         assert_eq!(parse_interval("300.000s"), Some(300_000_000));
         assert_eq!(parse_interval("1 day 02:00:00"), Some(93_600_000_000));
-        assert_eq!(format_interval(93_600_000_000), "1 day 02:00:00");
+        assert_eq!(format_interval(Interval::parse("1 day 02:00:00").unwrap()), "1 day 02:00:00");
         assert_eq!(parse_interval("bogus"), None);
     }
 

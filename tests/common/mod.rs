@@ -566,31 +566,32 @@ pub fn time_text(us: i64) -> String {
 
 /// IntervalStyle `postgres`: `1 year 2 mons 3 days 04:05:06`.
 pub fn interval_text(us: i64, days: i32, months: i32) -> String {
-    let mut parts = Vec::new();
-    let (y, mo) = (months / 12, months % 12);
-    let unit = |n: i64, one: &str, many: &str| format!("{n} {}", if n == 1 || n == -1 { one } else { many });
-    if y != 0 {
-        parts.push(unit(y as i64, "year", "years"));
+    // PostgreSQL's EncodeInterval (IntervalStyle postgres): a field after a
+    // negative one gets an explicit '+'.
+    let mut out = String::new();
+    let mut is_zero = true;
+    let mut is_before = false;
+    for (n, unit) in [((months / 12) as i64, "year"), ((months % 12) as i64, "mon"), (days as i64, "day")] {
+        if n == 0 {
+            continue;
+        }
+        let sep = if is_zero { "" } else { " " };
+        let plus = if is_before && n > 0 { "+" } else { "" };
+        out.push_str(&format!("{sep}{plus}{n} {unit}{}", if n != 1 { "s" } else { "" }));
+        is_before = n < 0;
+        is_zero = false;
     }
-    if mo != 0 {
-        parts.push(unit(mo as i64, "mon", "mons"));
-    }
-    if days != 0 {
-        parts.push(unit(days as i64, "day", "days"));
-    }
-    if us != 0 || parts.is_empty() {
-        let neg = us < 0;
-        let t = hms_text(us.abs());
-        let t = if neg {
-            format!("-{t}")
-        } else if parts.is_empty() || (months >= 0 && days >= 0) {
-            t
+    if is_zero || us != 0 {
+        let sign = if us < 0 {
+            "-"
+        } else if is_before {
+            "+"
         } else {
-            format!("+{t}")
+            ""
         };
-        parts.push(t);
+        out.push_str(&format!("{}{sign}{}", if is_zero { "" } else { " " }, hms_text(us.abs())));
     }
-    parts.join(" ")
+    out
 }
 
 /// A query parameter sent in text format, typed by the server (NULL when None).

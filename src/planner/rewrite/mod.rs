@@ -45,12 +45,13 @@ pub fn and_all(v: Vec<Expr>) -> Option<Expr> {
 }
 
 /// Functions whose value changes from one call to the next: never folded,
-/// never moved. (The function registry will say this per function.)
+/// never moved. The function registry says which these are.
 pub fn is_volatile(e: &Expr) -> bool {
+    use crate::exec::functions::registry::Volatility;
     let mut v = false;
     e.walk(&mut |x| {
         if let Expr::Func { name, .. } = x {
-            v |= matches!(name.as_str(), "random" | "clock_timestamp" | "timeofday" | "gen_random_uuid" | "setseed" | "nextval");
+            v |= crate::exec::functions::registry().volatility(name) == Some(Volatility::Volatile);
         }
     });
     v

@@ -1,0 +1,346 @@
+//! Date/time functions: date_trunc, date_bin / time_bucket, date_part
+//! (extract), justify_*, now() and friends, to_timestamp. The unit or
+//! stride is nearly always a constant: it is read once and the timestamps
+//! go through one primitive kernel.
+
+use std::sync::Arc;
+
+use arrow::array::*;
+use arrow::datatypes::*;
+use chrono::{Datelike, NaiveDate, Timelike};
+
+use super::registry::{arc, Args};
+use super::temporal::map_interval;
+use crate::error::Result;
+use crate::types::interval::{USECS_PER_DAY, USECS_PER_HOUR, USECS_PER_MINUTE, USECS_PER_SEC};
+use crate::types::{interval_from_arrow, Interval, SqlType};
+use crate::{bail, err};
+
+/// PostgreSQL's spelling of a unit, after its aliases.
+pub fn normalize_unit(u: &str) -> Option<&'static str> {
+    Some(match u.trim().to_ascii_lowercase().as_str() {
+        "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "useconds" => "microseconds",
+        "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "mseconds" => "milliseconds",
+        "second" | "seconds" | "s" | "sec" | "secs" => "second",
+        "minute" | "minutes" | "m" | "min" | "mins" => "minute",
+        "hour" | "hours" | "h" | "hr" | "hrs" => "hour",
+        "day" | "days" | "d" => "day",
+        "week" | "weeks" | "w" => "week",
+        "month" | "months" | "mon" | "mons" => "month",
+        "quarter" | "qtr" => "quarter",
+        "year" | "years" | "y" | "yr" | "yrs" => "year",
+        "decade" | "decades" | "dec" => "decade",
+        "century" | "centuries" | "c" | "cent" => "century",
+        "millennium" | "millennia" | "millenniums" | "mil" | "mils" => "millennium",
+        "epoch" => "epoch",
+        "dow" => "dow",
+        "isodow" => "isodow",
+        "doy" => "doy",
+        "julian" | "j" => "julian",
+        "isoyear" => "isoyear",
+        "timezone" => "timezone",
+        "timezone_h" => "timezone_h",
+        "timezone_m" => "timezone_m",
+        _ => return None,
+    })
+}
+
+fn not_recognized(unit: &str, ty: SqlType) -> crate::error::WeirError {
+    err!(InvalidParameterValue, "unit \"{unit}\" not recognized for type {}", ty.pg_name())
+}
+
+fn naive(us: i64) -> Result<chrono::NaiveDateTime> {
+    Ok(chrono::DateTime::from_timestamp_micros(us).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?.naive_utc())
+}
+
+fn micros_of(d: NaiveDate) -> i64 {
+    d.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_micros()
+}
+
+/// Truncate microseconds since the epoch to a (normalized) unit.
+pub fn trunc_timestamp(unit: &str, us: i64) -> Result<i64> {
+    let step = match unit {
+        "microseconds" => Some(1),
+        "milliseconds" => Some(1_000),
+        "second" => Some(USECS_PER_SEC),
+        "minute" => Some(USECS_PER_MINUTE),
+        "hour" => Some(USECS_PER_HOUR),
+        "day" => Some(USECS_PER_DAY),
+        _ => None,
+    };
+    if let Some(step) = step {
+        return Ok(us.div_euclid(step) * step);
+    }
+    let dt = naive(us)?;
+    let y = dt.year();
+    let ymd = |y: i32, m: u32| NaiveDate::from_ymd_opt(y, m, 1).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"));
+    let date = match unit {
+        "week" => dt.date() - chrono::Duration::days(dt.weekday().num_days_from_monday() as i64),
+        "month" => ymd(y, dt.month())?,
+        "quarter" => ymd(y, (dt.month() - 1) / 3 * 3 + 1)?,
+        "year" => ymd(y, 1)?,
+        "decade" => ymd(y - y.rem_euclid(10), 1)?,
+        "century" => ymd(if y > 0 { (y - 1) / 100 * 100 + 1 } else { -((99 - (y - 1)) / 100) * 100 + 1 }, 1)?,
+        "millennium" => ymd(if y > 0 { (y - 1) / 1000 * 1000 + 1 } else { -((999 - (y - 1)) / 1000) * 1000 + 1 }, 1)?,
+        _ => bail!(InvalidParameterValue, "unit \"{unit}\" not recognized for type timestamp without time zone"),
+    };
+    Ok(micros_of(date))
+}
+
+/// Compatibility name used by older callers.
+pub fn trunc_unit(unit: &str, us: i64) -> Result<i64> {
+    let u = normalize_unit(unit).ok_or_else(|| not_recognized(unit, SqlType::Timestamp))?;
+    trunc_timestamp(u, us)
+}
+
+fn trunc_interval(unit: &str, iv: Interval) -> Result<Interval> {
+    let years = iv.months / 12;
+    let t = iv.micros;
+    let step = |s: i64| Interval::new(iv.months, iv.days, t - t % s);
+    Ok(match unit {
+        "microseconds" => iv,
+        "milliseconds" => step(1_000),
+        "second" => step(USECS_PER_SEC),
+        "minute" => step(USECS_PER_MINUTE),
+        "hour" => step(USECS_PER_HOUR),
+        "day" => Interval::new(iv.months, iv.days, 0),
+        "month" => Interval::new(iv.months, 0, 0),
+        "quarter" => Interval::new(years * 12 + (iv.months % 12) / 3 * 3, 0, 0),
+        "year" => Interval::new(years * 12, 0, 0),
+        "decade" => Interval::new(years / 10 * 120, 0, 0),
+        "century" => Interval::new(years / 100 * 1200, 0, 0),
+        "millennium" => Interval::new(years / 1000 * 12000, 0, 0),
+        "week" => {
+            return Err(err!(FeatureNotSupported, "unit \"week\" not supported for type interval")
+                .with_detail("Months usually have fractional weeks."))
+        }
+        other => bail!(FeatureNotSupported, "unit \"{other}\" not supported for type interval"),
+    })
+}
+
+/// date_trunc(unit, timestamp | timestamptz | interval).
+pub fn date_trunc(a: &Args<'_>) -> Result<ArrayRef> {
+    let units = a.str(0)?;
+    let ty = a.types[1];
+    if let Some(Some(u)) = units.constant() {
+        let unit = normalize_unit(u).ok_or_else(|| not_recognized(u, ty))?;
+        if ty == SqlType::Interval {
+            return map_interval(a.cols[1].as_ref(), |iv| trunc_interval(unit, iv));
+        }
+        if matches!(unit, "epoch" | "dow" | "isodow" | "doy" | "julian" | "isoyear" | "timezone" | "timezone_h" | "timezone_m") {
+            return Err(not_recognized(u, ty));
+        }
+        let ts = a.cols[1].as_primitive::<TimestampMicrosecondType>();
+        let out: TimestampMicrosecondArray = ts.try_unary(|t| trunc_timestamp(unit, t))?;
+        return Ok(arc(out.with_timezone_opt(tz(&a.cols[1]))));
+    }
+    // A unit per row: the slow path.
+    let mut out = Vec::with_capacity(a.n);
+    for i in 0..a.n {
+        let v = match (units.get(i), a.value(1, i)) {
+            (Some(u), crate::types::Value::Timestamp(t)) => {
+                let unit = normalize_unit(u).ok_or_else(|| not_recognized(u, ty))?;
+                crate::types::Value::Timestamp(trunc_timestamp(unit, t)?)
+            }
+            (Some(u), crate::types::Value::Interval(iv)) => {
+                let unit = normalize_unit(u).ok_or_else(|| not_recognized(u, ty))?;
+                crate::types::Value::Interval(trunc_interval(unit, iv)?)
+            }
+            _ => crate::types::Value::Null,
+        };
+        out.push(v);
+    }
+    crate::types::values_to_array(&out, a.ret)
+}
+
+fn tz(a: &ArrayRef) -> Option<Arc<str>> {
+    match a.data_type() {
+        DataType::Timestamp(_, tz) => tz.clone(),
+        _ => None,
+    }
+}
+
+/// The stride of date_bin in microseconds, refusing months as PostgreSQL.
+fn stride_micros(iv: Interval) -> Result<i64> {
+    if iv.months != 0 {
+        bail!(FeatureNotSupported, "timestamps cannot be binned into intervals containing months or years");
+    }
+    let s = (iv.days as i64).checked_mul(USECS_PER_DAY).and_then(|d| d.checked_add(iv.micros));
+    match s {
+        Some(s) if s > 0 => Ok(s),
+        Some(_) => bail!(DatetimeFieldOverflow, "stride must be greater than zero"),
+        None => bail!(DatetimeFieldOverflow, "interval out of range"),
+    }
+}
+
+/// date_bin(stride, ts[, origin]) and time_bucket(stride, ts): the start
+/// of the stride-wide bin holding ts, bins aligned on origin (default the
+/// Unix epoch).
+pub fn date_bin(a: &Args<'_>) -> Result<ArrayRef> {
+    let strides = a.prim::<IntervalMonthDayNanoType>(0)?;
+    let ts = a.prim::<TimestampMicrosecondType>(1)?;
+    let origin = if a.len() > 2 { Some(a.prim::<TimestampMicrosecondType>(2)?) } else { None };
+    let bin = |t: i64, stride: i64, origin: i64| -> Result<i64> {
+        let diff = t.checked_sub(origin).ok_or_else(|| err!(DatetimeFieldOverflow, "interval out of range"))?;
+        Ok(origin + diff.div_euclid(stride) * stride)
+    };
+    let out: TimestampMicrosecondArray = match (strides.constant(), origin.as_ref().map(|o| o.constant()), ts.array()) {
+        (Some(s), None | Some(Some(_)), Some(arr)) => {
+            let Some(s) = s else { return Ok(new_null_array(&a.ret.to_arrow(), a.n)) };
+            let stride = stride_micros(interval_from_arrow(s))?;
+            let o = match origin.as_ref().map(|o| o.get(0)) {
+                Some(None) => return Ok(new_null_array(&a.ret.to_arrow(), a.n)),
+                Some(Some(o)) => o,
+                None => 0,
+            };
+            arr.try_unary(|t| bin(t, stride, o))?
+        }
+        _ => {
+            let mut b = TimestampMicrosecondBuilder::with_capacity(a.n);
+            for i in 0..a.n {
+                let o = match &origin {
+                    Some(o) => o.get(i),
+                    None => Some(0),
+                };
+                match (strides.get(i), ts.get(i), o) {
+                    (Some(s), Some(t), Some(o)) => b.append_value(bin(t, stride_micros(interval_from_arrow(s))?, o)?),
+                    _ => b.append_null(),
+                }
+            }
+            b.finish()
+        }
+    };
+    Ok(arc(out.with_timezone_opt(tz(&a.cols[1]))))
+}
+
+/// One field of a timestamp, as date_part returns it.
+pub fn timestamp_part(field: &str, us: i64) -> Result<f64> {
+    if field == "epoch" {
+        return Ok(us as f64 / 1e6);
+    }
+    let dt = naive(us)?;
+    let sec = dt.second() as f64;
+    let micro = (dt.nanosecond() / 1000) as f64;
+    let y = dt.year();
+    Ok(match field {
+        "microseconds" => sec * 1e6 + micro,
+        "milliseconds" => sec * 1e3 + micro / 1e3,
+        "second" => sec + micro / 1e6,
+        "minute" => dt.minute() as f64,
+        "hour" => dt.hour() as f64,
+        "day" => dt.day() as f64,
+        "month" => dt.month() as f64,
+        "quarter" => ((dt.month() - 1) / 3 + 1) as f64,
+        "year" => y as f64,
+        "decade" => y.div_euclid(10) as f64,
+        "century" => (if y > 0 { (y + 99) / 100 } else { -((99 - (y - 1)) / 100) }) as f64,
+        "millennium" => (if y > 0 { (y + 999) / 1000 } else { -((999 - (y - 1)) / 1000) }) as f64,
+        "dow" => dt.weekday().num_days_from_sunday() as f64,
+        "isodow" => dt.weekday().number_from_monday() as f64,
+        "doy" => dt.ordinal() as f64,
+        "week" => dt.iso_week().week() as f64,
+        "isoyear" => dt.iso_week().year() as f64,
+        "julian" => {
+            (dt.date().num_days_from_ce() as i64 + 1_721_425) as f64
+                + (dt.num_seconds_from_midnight() as f64 + micro / 1e6) / 86_400.0
+        }
+        "timezone" | "timezone_h" | "timezone_m" => 0.0,
+        other => bail!(InvalidParameterValue, "unit \"{other}\" not recognized for type timestamp without time zone"),
+    })
+}
+
+/// One field of an interval, as date_part returns it.
+pub fn interval_part(field: &str, iv: Interval) -> Result<f64> {
+    let t = iv.micros;
+    Ok(match field {
+        "epoch" => iv.epoch_seconds(),
+        "microseconds" => (t % USECS_PER_MINUTE) as f64,
+        "milliseconds" => (t % USECS_PER_MINUTE) as f64 / 1e3,
+        "second" => (t % USECS_PER_MINUTE) as f64 / 1e6,
+        "minute" => ((t / USECS_PER_MINUTE) % 60) as f64,
+        "hour" => (t / USECS_PER_HOUR) as f64,
+        "day" => iv.days as f64,
+        "month" => (iv.months % 12) as f64,
+        "quarter" => ((iv.months % 12) / 3 + 1) as f64,
+        "year" => (iv.months / 12) as f64,
+        "decade" => (iv.months / 120) as f64,
+        "century" => (iv.months / 1200) as f64,
+        "millennium" => (iv.months / 12000) as f64,
+        other => bail!(FeatureNotSupported, "unit \"{other}\" not supported for type interval"),
+    })
+}
+
+/// date_part(field, timestamp | timestamptz | interval) → float8.
+pub fn date_part(a: &Args<'_>) -> Result<ArrayRef> {
+    let fields = a.str(0)?;
+    let ty = a.types[1];
+    let field_of = |f: &str| normalize_unit(f).ok_or_else(|| not_recognized(f, ty));
+    if let Some(Some(f)) = fields.constant() {
+        let field = field_of(f)?;
+        if ty == SqlType::Interval {
+            let p = a.cols[1].as_primitive::<IntervalMonthDayNanoType>();
+            let out: Float64Array = p.try_unary(|v| interval_part(field, interval_from_arrow(v)))?;
+            return Ok(arc(out));
+        }
+        let p = a.cols[1].as_primitive::<TimestampMicrosecondType>();
+        let out: Float64Array = p.try_unary(|t| timestamp_part(field, t))?;
+        return Ok(arc(out));
+    }
+    let mut b = Float64Builder::with_capacity(a.n);
+    for i in 0..a.n {
+        let v = match (fields.get(i), a.value(1, i)) {
+            (Some(f), crate::types::Value::Timestamp(t)) => Some(timestamp_part(field_of(f)?, t)?),
+            (Some(f), crate::types::Value::Interval(iv)) => Some(interval_part(field_of(f)?, iv)?),
+            _ => None,
+        };
+        b.append_option(v);
+    }
+    Ok(arc(b.finish()))
+}
+
+pub fn justify_days(a: &Args<'_>) -> Result<ArrayRef> {
+    map_interval(a.cols[0].as_ref(), Interval::justify_days)
+}
+pub fn justify_hours(a: &Args<'_>) -> Result<ArrayRef> {
+    map_interval(a.cols[0].as_ref(), Interval::justify_hours)
+}
+pub fn justify_interval(a: &Args<'_>) -> Result<ArrayRef> {
+    map_interval(a.cols[0].as_ref(), Interval::justify_interval)
+}
+
+/// now(), current_timestamp, …: the statement's timestamp (stable).
+pub fn statement_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
+    let v = TimestampMicrosecondArray::from(vec![a.ctx.statement_ts; a.n]);
+    Ok(arc(v.with_timezone_opt(match a.ret {
+        SqlType::TimestampTz => Some(crate::types::UTC),
+        _ => None,
+    })))
+}
+
+pub fn clock_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
+    let v: TimestampMicrosecondArray = (0..a.n).map(|_| Some(super::now_micros())).collect();
+    Ok(arc(v.with_timezone(crate::types::UTC)))
+}
+
+pub fn current_date(a: &Args<'_>) -> Result<ArrayRef> {
+    Ok(arc(Date32Array::from(vec![a.ctx.statement_ts.div_euclid(USECS_PER_DAY) as i32; a.n])))
+}
+
+/// to_timestamp(seconds since the epoch).
+pub fn to_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
+    let x = a.f64(0)?;
+    let mut b = TimestampMicrosecondBuilder::with_capacity(a.n);
+    for i in 0..a.n {
+        b.append_option(match x.get(i) {
+            Some(f) => {
+                let us = (f * 1e6).round();
+                if !us.is_finite() || us.abs() >= 9.2e18 {
+                    bail!(DatetimeFieldOverflow, "timestamp out of range: \"{}\"", crate::types::format_f64(f));
+                }
+                Some(us as i64)
+            }
+            None => None,
+        });
+    }
+    Ok(arc(b.finish().with_timezone(crate::types::UTC)))
+}

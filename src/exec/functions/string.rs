@@ -1,0 +1,456 @@
+//! String functions over arrow string arrays: each row is read as `&str`
+//! and written into one builder, no per-value `Value`.
+
+use arrow::array::*;
+
+use super::registry::{arc, Args};
+use crate::error::Result;
+use crate::{bail, err};
+
+/// PostgreSQL's largest text value (MaxAllocSize): larger results are 54000.
+pub const TEXT_BYTES_MAX: usize = (1 << 30) - 1;
+
+fn too_large() -> crate::error::WeirError {
+    err!(ProgramLimitExceeded, "requested length too large")
+}
+
+/// text → text, `f` appends the result for one row into `out`.
+pub fn text1(a: &Args<'_>, f: impl Fn(&str, &mut String)) -> Result<ArrayRef> {
+    let s = a.str(0)?;
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    let mut buf = String::new();
+    for i in 0..a.n {
+        match s.get(i) {
+            Some(v) => {
+                buf.clear();
+                f(v, &mut buf);
+                b.append_value(&buf);
+            }
+            None => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+/// text → int4.
+pub fn text_to_int(a: &Args<'_>, f: impl Fn(&str) -> i32) -> Result<ArrayRef> {
+    let s = a.str(0)?;
+    let out: Int32Array = (0..a.n).map(|i| s.get(i).map(&f)).collect();
+    Ok(arc(out))
+}
+
+pub fn lower(a: &Args<'_>) -> Result<ArrayRef> {
+    text1(a, |s, o| o.push_str(&s.to_lowercase()))
+}
+
+pub fn upper(a: &Args<'_>) -> Result<ArrayRef> {
+    text1(a, |s, o| o.push_str(&s.to_uppercase()))
+}
+
+pub fn reverse(a: &Args<'_>) -> Result<ArrayRef> {
+    text1(a, |s, o| o.extend(s.chars().rev()))
+}
+
+pub fn initcap(a: &Args<'_>) -> Result<ArrayRef> {
+    text1(a, |s, o| {
+        let mut start = true;
+        for c in s.chars() {
+            if c.is_alphanumeric() {
+                if start {
+                    o.extend(c.to_uppercase())
+                } else {
+                    o.extend(c.to_lowercase())
+                }
+                start = false;
+            } else {
+                o.push(c);
+                start = true;
+            }
+        }
+    })
+}
+
+pub fn quote_ident(a: &Args<'_>) -> Result<ArrayRef> {
+    text1(a, |s, o| {
+        let plain = !s.is_empty()
+            && s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+            && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if plain {
+            o.push_str(s);
+        } else {
+            o.push('"');
+            o.push_str(&s.replace('"', "\"\""));
+            o.push('"');
+        }
+    })
+}
+
+pub fn length(a: &Args<'_>) -> Result<ArrayRef> {
+    text_to_int(a, |s| s.chars().count() as i32)
+}
+
+pub fn octet_length(a: &Args<'_>) -> Result<ArrayRef> {
+    text_to_int(a, |s| s.len() as i32)
+}
+
+pub fn ascii(a: &Args<'_>) -> Result<ArrayRef> {
+    text_to_int(a, |s| s.chars().next().map(|c| c as i32).unwrap_or(0))
+}
+
+pub fn chr(a: &Args<'_>) -> Result<ArrayRef> {
+    let k = a.i64(0)?;
+    let mut b = StringBuilder::with_capacity(a.n, a.n);
+    for i in 0..a.n {
+        match k.get(i) {
+            None => b.append_null(),
+            Some(0) => bail!(ProgramLimitExceeded, "null character not permitted"),
+            Some(c) => {
+                let ch = u32::try_from(c)
+                    .ok()
+                    .and_then(char::from_u32)
+                    .ok_or_else(|| err!(ProgramLimitExceeded, "requested character too large for encoding: {c}"))?;
+                b.append_value(ch.to_string());
+            }
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+pub fn repeat(a: &Args<'_>) -> Result<ArrayRef> {
+    let s = a.str(0)?;
+    let k = a.i64(1)?;
+    let mut b = StringBuilder::with_capacity(a.n, 0);
+    let mut held = 0usize;
+    for i in 0..a.n {
+        match (s.get(i), k.get(i)) {
+            (Some(v), Some(c)) => {
+                let c = c.max(0) as usize;
+                let Some(bytes) = v.len().checked_mul(c).filter(|bytes| *bytes <= TEXT_BYTES_MAX) else {
+                    return Err(too_large());
+                };
+                // The batch's results so far plus this one, against what the
+                // query's memory budget has left.
+                held += bytes;
+                a.ctx.check_alloc(held, "repeat()")?;
+                b.append_value(v.repeat(c));
+            }
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+/// btrim/ltrim/rtrim(text[, characters]).
+fn trim_with(a: &Args<'_>, which: u8) -> Result<ArrayRef> {
+    let s = a.str(0)?;
+    let chars = if a.len() > 1 { Some(a.str(1)?) } else { None };
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    let mut set: Vec<char> = vec![' '];
+    let mut last: Option<&str> = None;
+    for i in 0..a.n {
+        let c = match &chars {
+            Some(c) => c.get(i),
+            None => Some(" "),
+        };
+        match (s.get(i), c) {
+            (Some(v), Some(c)) => {
+                if last != Some(c) {
+                    set = c.chars().collect();
+                    last = Some(c);
+                }
+                let t = match which {
+                    b'l' => v.trim_start_matches(&set[..]),
+                    b'r' => v.trim_end_matches(&set[..]),
+                    _ => v.trim_matches(&set[..]),
+                };
+                b.append_value(t);
+            }
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+pub fn btrim(a: &Args<'_>) -> Result<ArrayRef> {
+    trim_with(a, b'b')
+}
+pub fn ltrim(a: &Args<'_>) -> Result<ArrayRef> {
+    trim_with(a, b'l')
+}
+pub fn rtrim(a: &Args<'_>) -> Result<ArrayRef> {
+    trim_with(a, b'r')
+}
+
+/// Byte offset of the `k`-th character (or the end).
+fn char_offset(s: &str, k: usize) -> usize {
+    s.char_indices().nth(k).map(|(b, _)| b).unwrap_or(s.len())
+}
+
+/// substr(text, from[, count]), 1-based, PostgreSQL's clamping.
+pub fn substr(a: &Args<'_>) -> Result<ArrayRef> {
+    let s = a.str(0)?;
+    let from = a.i64(1)?;
+    let count = if a.len() > 2 { Some(a.i64(2)?) } else { None };
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    for i in 0..a.n {
+        let len = match &count {
+            Some(c) => match c.get(i) {
+                Some(l) => Some(l),
+                None => {
+                    b.append_null();
+                    continue;
+                }
+            },
+            None => None,
+        };
+        match (s.get(i), from.get(i)) {
+            (Some(v), Some(start)) => {
+                if let Some(l) = len {
+                    if l < 0 {
+                        bail!(SubstringError, "negative substring length not allowed");
+                    }
+                }
+                let begin = start.saturating_sub(1);
+                let end = len.map(|l| begin.saturating_add(l)).unwrap_or(i64::MAX);
+                let (b0, e0) = (begin.max(0) as usize, end.max(0) as usize);
+                if b0 >= e0 {
+                    b.append_value("");
+                } else {
+                    let bs = char_offset(v, b0);
+                    let be = if end == i64::MAX { v.len() } else { bs + char_offset(&v[bs..], e0 - b0) };
+                    b.append_value(&v[bs..be]);
+                }
+            }
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+/// left/right(text, n): n < 0 drops |n| characters from the other end.
+fn left_right(a: &Args<'_>, left: bool) -> Result<ArrayRef> {
+    let s = a.str(0)?;
+    let k = a.i64(1)?;
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    for i in 0..a.n {
+        match (s.get(i), k.get(i)) {
+            (Some(v), Some(k)) => {
+                let len = v.chars().count() as i64;
+                let take = if k >= 0 { k.min(len) } else { (len + k).max(0) } as usize;
+                if left {
+                    b.append_value(&v[..char_offset(v, take)]);
+                } else {
+                    b.append_value(&v[char_offset(v, len as usize - take)..]);
+                }
+            }
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+pub fn left(a: &Args<'_>) -> Result<ArrayRef> {
+    left_right(a, true)
+}
+pub fn right(a: &Args<'_>) -> Result<ArrayRef> {
+    left_right(a, false)
+}
+
+/// lpad/rpad(text, length[, fill]).
+fn pad(a: &Args<'_>, leftside: bool) -> Result<ArrayRef> {
+    let s = a.str(0)?;
+    let k = a.i64(1)?;
+    let fill = if a.len() > 2 { Some(a.str(2)?) } else { None };
+    let mut b = StringBuilder::with_capacity(a.n, 0);
+    let mut held = 0usize;
+    for i in 0..a.n {
+        let f = match &fill {
+            Some(f) => f.get(i),
+            None => Some(" "),
+        };
+        match (s.get(i), k.get(i), f) {
+            (Some(v), Some(len), Some(f)) => {
+                let len = len.max(0) as usize;
+                // Characters are at most 4 bytes: PostgreSQL refuses what
+                // could need more than 1 GB that way (lpad('x', 300000000)).
+                if len.saturating_mul(4) > TEXT_BYTES_MAX - 4 {
+                    return Err(too_large());
+                }
+                held += len.saturating_mul(f.len().max(1)).max(v.len());
+                a.ctx.check_alloc(held, name_of_pad(leftside))?;
+                let have = v.chars().count();
+                if have >= len || f.is_empty() {
+                    b.append_value(&v[..char_offset(v, len.min(have))]);
+                } else {
+                    let padding: String = f.chars().cycle().take(len - have).collect();
+                    if leftside {
+                        b.append_value(padding + v);
+                    } else {
+                        b.append_value(v.to_string() + &padding);
+                    }
+                }
+            }
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+fn name_of_pad(leftside: bool) -> &'static str {
+    if leftside {
+        "lpad()"
+    } else {
+        "rpad()"
+    }
+}
+
+pub fn lpad(a: &Args<'_>) -> Result<ArrayRef> {
+    pad(a, true)
+}
+pub fn rpad(a: &Args<'_>) -> Result<ArrayRef> {
+    pad(a, false)
+}
+
+pub fn replace(a: &Args<'_>) -> Result<ArrayRef> {
+    let (s, from, to) = (a.str(0)?, a.str(1)?, a.str(2)?);
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    for i in 0..a.n {
+        match (s.get(i), from.get(i), to.get(i)) {
+            (Some(v), Some(f), Some(t)) => {
+                if f.is_empty() {
+                    b.append_value(v)
+                } else {
+                    b.append_value(v.replace(f, t))
+                }
+            }
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+pub fn split_part(a: &Args<'_>) -> Result<ArrayRef> {
+    let (s, d, k) = (a.str(0)?, a.str(1)?, a.i64(2)?);
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    for i in 0..a.n {
+        match (s.get(i), d.get(i), k.get(i)) {
+            (Some(_), Some(_), Some(0)) => bail!(InvalidParameterValue, "field position must not be zero"),
+            (Some(v), Some(d), Some(k)) => {
+                let parts: Vec<&str> = if d.is_empty() { vec![v] } else { v.split(d).collect() };
+                let idx = if k > 0 { k - 1 } else { parts.len() as i64 + k };
+                b.append_value(if idx >= 0 { parts.get(idx as usize).copied().unwrap_or("") } else { "" });
+            }
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+pub fn strpos(a: &Args<'_>) -> Result<ArrayRef> {
+    let (s, sub) = (a.str(0)?, a.str(1)?);
+    let out: Int32Array = (0..a.n)
+        .map(|i| {
+            let (v, p) = (s.get(i)?, sub.get(i)?);
+            Some(v.find(p).map(|b| v[..b].chars().count() as i32 + 1).unwrap_or(0))
+        })
+        .collect();
+    Ok(arc(out))
+}
+
+pub fn starts_with(a: &Args<'_>) -> Result<ArrayRef> {
+    let (s, p) = (a.str(0)?, a.str(1)?);
+    let out: BooleanArray = (0..a.n).map(|i| Some(s.get(i)?.starts_with(p.get(i)?))).collect();
+    Ok(arc(out))
+}
+
+/// Text of argument `j` at row `i` for concat (NULL skipped).
+fn text_at(a: &Args<'_>, j: usize, i: usize) -> Option<String> {
+    let v = a.value(j, i);
+    match v {
+        crate::types::Value::Null => None,
+        crate::types::Value::Text(s) => Some(s),
+        crate::types::Value::Bool(b) => Some(if b { "t".into() } else { "f".into() }),
+        crate::types::Value::Timestamp(t) if a.types[j] == crate::types::SqlType::TimestampTz => {
+            Some(format!("{}+00", crate::types::format_timestamp(t)))
+        }
+        other => Some(crate::types::format_value(&other)),
+    }
+}
+
+/// concat(any...): NULLs are skipped.
+pub fn concat(a: &Args<'_>) -> Result<ArrayRef> {
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    let mut buf = String::new();
+    let mut held = 0usize;
+    for i in 0..a.n {
+        buf.clear();
+        for j in 0..a.len() {
+            if a.types[j].is_text() {
+                if let Some(s) = a.str(j)?.get(i) {
+                    buf.push_str(s);
+                }
+            } else if let Some(s) = text_at(a, j, i) {
+                buf.push_str(&s);
+            }
+            if buf.len() > TEXT_BYTES_MAX {
+                return Err(too_large());
+            }
+            a.ctx.check_alloc(held + buf.len(), "concat()")?;
+        }
+        held += buf.len();
+        b.append_value(&buf);
+    }
+    Ok(arc(b.finish()))
+}
+
+/// concat_ws(sep, any...): NULL separator gives NULL, NULL values skipped.
+pub fn concat_ws(a: &Args<'_>) -> Result<ArrayRef> {
+    let sep = a.str(0)?;
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    let mut buf = String::new();
+    let mut held = 0usize;
+    for i in 0..a.n {
+        let Some(sp) = sep.get(i) else {
+            b.append_null();
+            continue;
+        };
+        buf.clear();
+        let mut first = true;
+        for j in 1..a.len() {
+            if let Some(s) = text_at(a, j, i) {
+                if !first {
+                    buf.push_str(sp);
+                }
+                buf.push_str(&s);
+                first = false;
+            }
+            if buf.len() > TEXT_BYTES_MAX {
+                return Err(too_large());
+            }
+            a.ctx.check_alloc(held + buf.len(), "concat_ws()")?;
+        }
+        held += buf.len();
+        b.append_value(&buf);
+    }
+    Ok(arc(b.finish()))
+}
+
+/// `text ~ pattern` and `~*`, through arrow's regex kernel.
+pub fn regex_match(a: &Args<'_>, case_insensitive: bool) -> Result<ArrayRef> {
+    let s = crate::exec::expr::cast_array(&a.cols[0], a.types[0], crate::types::SqlType::Text)?;
+    let p = &a.cols[1];
+    // arrow's kernel wants equal lengths: broadcast constants.
+    let grow = |x: &ArrayRef, scalar: bool| -> Result<ArrayRef> {
+        if scalar && a.n != x.len() {
+            Ok(arrow::compute::take(x, &UInt32Array::from(vec![0u32; a.n]), None)?)
+        } else {
+            Ok(x.clone())
+        }
+    };
+    let s = grow(&s, a.scalar[0])?;
+    let p = grow(p, a.scalar[1])?;
+    let flags = if case_insensitive { Some(StringArray::from(vec!["i"; a.n])) } else { None };
+    let r = arrow::compute::kernels::regexp::regexp_is_match(s.as_string::<i32>(), p.as_string::<i32>(), flags.as_ref())
+        .map_err(|e| err!(InvalidRegularExpression, "invalid regular expression: {e}"))?;
+    Ok(arc(r))
+}

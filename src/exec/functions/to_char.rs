@@ -1,0 +1,601 @@
+//! `to_char` with PostgreSQL's format templates, for timestamps,
+//! intervals and numbers. A template pattern weir does not implement is
+//! refused with 0A000, never ignored.
+
+use chrono::{Datelike, Timelike};
+
+use crate::error::Result;
+use crate::types::interval::{USECS_PER_HOUR, USECS_PER_MINUTE, USECS_PER_SEC};
+use crate::types::Interval;
+use crate::{bail, err};
+
+const MONTHS: [&str; 12] = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const DAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+const ROMAN: [&str; 12] = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"];
+
+/// Date/time template patterns, longest first so that `HH24` wins over `HH`.
+const PATTERNS: &[&str] = &[
+    "A.D.", "B.C.", "a.d.", "b.c.", "A.M.", "P.M.", "a.m.", "p.m.", "Y,YYY", "y,yyy", "MONTH", "Month", "month", "SSSSS", "sssss", "HH24", "hh24",
+    "HH12", "hh12", "IDDD", "iddd", "IYYY", "iyyy", "SSSS", "ssss", "YYYY", "yyyy", "DAY", "Day", "day", "DDD", "ddd", "FF1", "FF2", "FF3", "FF4",
+    "FF5", "FF6", "ff1", "ff2", "ff3", "ff4", "ff5", "ff6", "IYY", "iyy", "MON", "Mon", "mon", "TZH", "tzh", "TZM", "tzm", "YYY", "yyy", "AD", "BC",
+    "ad", "bc", "AM", "PM", "am", "pm", "CC", "cc", "DD", "dd", "DY", "Dy", "dy", "HH", "hh", "ID", "id", "IW", "iw", "IY", "iy", "MI", "mi", "MM",
+    "mm", "MS", "ms", "OF", "of", "RM", "Rm", "rm", "SS", "ss", "TZ", "tz", "US", "us", "WW", "ww", "YY", "yy", "D", "d", "I", "i", "J", "j", "Q",
+    "q", "W", "w", "Y", "y",
+];
+
+/// The fields a template reads.
+struct Fields {
+    interval: bool,
+    year: i64,
+    month: i64, // 1-12 (interval: 0-11)
+    day: i64,
+    hour: i64, // 0-23 (interval: total hours)
+    minute: i64,
+    second: i64,
+    micros: i64,
+    doy: i64,
+    dow: i64, // 0 = Sunday
+    iso_year: i64,
+    iso_week: i64,
+    iso_dow: i64,
+    julian: i64,
+    tz: Option<&'static str>,
+}
+
+fn timestamp_fields(us: i64, with_tz: bool) -> Result<Fields> {
+    let dt = chrono::DateTime::from_timestamp_micros(us).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?.naive_utc();
+    let iso = dt.iso_week();
+    Ok(Fields {
+        interval: false,
+        year: dt.year() as i64,
+        month: dt.month() as i64,
+        day: dt.day() as i64,
+        hour: dt.hour() as i64,
+        minute: dt.minute() as i64,
+        second: dt.second() as i64,
+        micros: (dt.nanosecond() / 1000) as i64,
+        doy: dt.ordinal() as i64,
+        dow: dt.weekday().num_days_from_sunday() as i64,
+        iso_year: iso.year() as i64,
+        iso_week: iso.week() as i64,
+        iso_dow: dt.weekday().number_from_monday() as i64,
+        julian: dt.date().num_days_from_ce() as i64 + 1_721_425,
+        tz: with_tz.then_some("UTC"),
+    })
+}
+
+fn interval_fields(iv: Interval) -> Fields {
+    let t = iv.micros;
+    Fields {
+        interval: true,
+        year: (iv.months / 12) as i64,
+        month: (iv.months % 12) as i64,
+        day: iv.days as i64,
+        hour: t / USECS_PER_HOUR,
+        minute: (t / USECS_PER_MINUTE) % 60,
+        second: (t / USECS_PER_SEC) % 60,
+        micros: t % USECS_PER_SEC,
+        doy: 0,
+        dow: 0,
+        iso_year: 0,
+        iso_week: 0,
+        iso_dow: 0,
+        julian: 0,
+        tz: None,
+    }
+}
+
+fn unsupported(p: &str) -> crate::error::WeirError {
+    err!(FeatureNotSupported, "to_char template pattern \"{p}\" is not supported")
+}
+
+/// Case of a text pattern: `MONTH` → upper, `Month` → capitalized,
+/// `month` → lower.
+fn cased(p: &str, s: &str) -> String {
+    let mut c = p.chars();
+    let first = c.next().unwrap_or('A');
+    let second = c.next().unwrap_or('A');
+    if first.is_ascii_lowercase() {
+        s.to_lowercase()
+    } else if second.is_ascii_lowercase() {
+        s.to_string()
+    } else {
+        s.to_uppercase()
+    }
+}
+
+fn ordinal_suffix(n: i64, upper: bool) -> &'static str {
+    let s = match (n % 100, n % 10) {
+        (11..=13, _) => "th",
+        (_, 1) => "st",
+        (_, 2) => "nd",
+        (_, 3) => "rd",
+        _ => "th",
+    };
+    if upper {
+        match s {
+            "st" => "ST",
+            "nd" => "ND",
+            "rd" => "RD",
+            _ => "TH",
+        }
+    } else {
+        s
+    }
+}
+
+fn num(out: &mut String, v: i64, width: usize, fm: bool) {
+    if fm {
+        out.push_str(&v.to_string());
+    } else if v < 0 {
+        out.push_str(&format!("-{:0w$}", -v, w = width.saturating_sub(1)));
+    } else {
+        out.push_str(&format!("{v:0width$}"));
+    }
+}
+
+/// Render a date/time template.
+fn render(f: &Fields, fmt: &str) -> Result<String> {
+    let mut out = String::new();
+    let mut rest = fmt;
+    while !rest.is_empty() {
+        let mut fm = false;
+        if rest.starts_with("FM") || rest.starts_with("fm") {
+            fm = true;
+            rest = &rest[2..];
+        }
+        if rest.starts_with("FX") || rest.starts_with("fx") {
+            rest = &rest[2..];
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix('"') {
+            // Quoted literal text; a backslash escapes a quote.
+            let mut chars = r.char_indices();
+            let mut end = r.len();
+            while let Some((i, c)) = chars.next() {
+                if c == '\\' {
+                    if let Some((_, n)) = chars.next() {
+                        out.push(n);
+                    }
+                    continue;
+                }
+                if c == '"' {
+                    end = i + 1;
+                    break;
+                }
+                out.push(c);
+            }
+            rest = &r[end.min(r.len())..];
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix('\\') {
+            let mut c = r.chars();
+            if let Some(n) = c.next() {
+                out.push(n);
+            }
+            rest = c.as_str();
+            continue;
+        }
+        let Some(p) = PATTERNS.iter().find(|p| rest.starts_with(**p)) else {
+            let c = rest.chars().next().unwrap();
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            continue;
+        };
+        rest = &rest[p.len()..];
+        let start = out.len();
+        let upper = p.chars().next().unwrap().is_ascii_uppercase();
+        let text_pattern = matches!(p.to_ascii_uppercase().as_str(), "MONTH" | "MON" | "DAY" | "DY" | "RM" | "AM" | "PM" | "A.M." | "P.M.");
+        if f.interval && text_pattern && !matches!(p.to_ascii_uppercase().as_str(), "AM" | "PM" | "A.M." | "P.M.") {
+            return Err(unsupported(p));
+        }
+        let mut numeric: Option<i64> = None;
+        let h12 = || {
+            let h = f.hour.rem_euclid(12);
+            if h == 0 {
+                12
+            } else {
+                h
+            }
+        };
+        match p.to_ascii_uppercase().as_str() {
+            "HH" | "HH12" => {
+                num(&mut out, if f.interval { f.hour % 12 } else { h12() }, 2, fm);
+                numeric = Some(h12())
+            }
+            "HH24" => {
+                num(&mut out, f.hour, 2, fm);
+                numeric = Some(f.hour)
+            }
+            "MI" => {
+                num(&mut out, f.minute, 2, fm);
+                numeric = Some(f.minute)
+            }
+            "SS" => {
+                num(&mut out, f.second, 2, fm);
+                numeric = Some(f.second)
+            }
+            "MS" => num(&mut out, f.micros / 1000, 3, fm),
+            "US" => num(&mut out, f.micros, 6, fm),
+            "SSSS" | "SSSSS" => num(&mut out, f.hour * 3600 + f.minute * 60 + f.second, 0, true),
+            "FF1" | "FF2" | "FF3" | "FF4" | "FF5" | "FF6" => {
+                let k: u32 = p[2..].parse().unwrap();
+                num(&mut out, f.micros / 10i64.pow(6 - k), k as usize, false)
+            }
+            "AM" | "PM" => out.push_str(&cased(p, if f.hour.rem_euclid(24) < 12 { "AM" } else { "PM" })),
+            "A.M." | "P.M." => out.push_str(&cased(p, if f.hour.rem_euclid(24) < 12 { "A.M." } else { "P.M." })),
+            "AD" | "BC" => out.push_str(&cased(p, if f.year > 0 { "AD" } else { "BC" })),
+            "A.D." | "B.C." => out.push_str(&cased(p, if f.year > 0 { "A.D." } else { "B.C." })),
+            "Y,YYY" => {
+                let y = f.year.abs();
+                out.push_str(&format!("{},{:03}", y / 1000, y % 1000));
+            }
+            "YYYY" => {
+                num(&mut out, f.year, 4, fm);
+                numeric = Some(f.year)
+            }
+            "YYY" => num(&mut out, f.year % 1000, 3, fm),
+            "YY" => num(&mut out, f.year % 100, 2, fm),
+            "Y" => num(&mut out, f.year % 10, 1, fm),
+            "IYYY" => num(&mut out, f.iso_year, 4, fm),
+            "IYY" => num(&mut out, f.iso_year % 1000, 3, fm),
+            "IY" => num(&mut out, f.iso_year % 100, 2, fm),
+            "I" => num(&mut out, f.iso_year % 10, 1, fm),
+            "MONTH" | "MON" => {
+                let name = MONTHS[(f.month - 1).clamp(0, 11) as usize];
+                let name = if p.len() == 3 { &name[..3] } else { name };
+                let s = cased(p, name);
+                if fm || p.len() == 3 {
+                    out.push_str(&s);
+                } else {
+                    out.push_str(&format!("{s:<9}"));
+                }
+            }
+            "MM" => {
+                num(&mut out, f.month, 2, fm);
+                numeric = Some(f.month)
+            }
+            "RM" => {
+                let r = ROMAN[(f.month - 1).clamp(0, 11) as usize];
+                let r = if *p == "rm" { r.to_lowercase() } else { r.to_string() };
+                if fm {
+                    out.push_str(&r);
+                } else {
+                    out.push_str(&format!("{r:<4}"));
+                }
+            }
+            "DAY" | "DY" => {
+                let name = DAYS[f.dow as usize];
+                let name = if p.len() == 2 { &name[..3] } else { name };
+                let s = cased(p, name);
+                if fm || p.len() == 2 {
+                    out.push_str(&s);
+                } else {
+                    out.push_str(&format!("{s:<9}"));
+                }
+            }
+            "DDD" => {
+                num(&mut out, f.doy, 3, fm);
+                numeric = Some(f.doy)
+            }
+            "IDDD" => num(&mut out, (f.iso_week - 1) * 7 + f.iso_dow, 3, fm),
+            "DD" => {
+                num(&mut out, f.day, 2, fm);
+                numeric = Some(f.day)
+            }
+            "D" => {
+                num(&mut out, f.dow + 1, 1, fm);
+                numeric = Some(f.dow + 1)
+            }
+            "ID" => num(&mut out, f.iso_dow, 1, fm),
+            "W" => num(&mut out, (f.day - 1) / 7 + 1, 1, fm),
+            "WW" => num(&mut out, (f.doy - 1) / 7 + 1, 2, fm),
+            "IW" => num(&mut out, f.iso_week, 2, fm),
+            "Q" => {
+                if f.interval {
+                    return Err(unsupported(p));
+                }
+                num(&mut out, (f.month - 1) / 3 + 1, 1, fm)
+            }
+            "CC" => {
+                let c = if f.year > 0 { (f.year + 99) / 100 } else { -((99 - (f.year - 1)) / 100) };
+                num(&mut out, c, 2, fm);
+                numeric = Some(c)
+            }
+            "J" => num(&mut out, f.julian, 0, true),
+            "TZ" => {
+                if let Some(z) = f.tz {
+                    out.push_str(&cased(p, z))
+                }
+            }
+            "OF" => {
+                if f.tz.is_some() {
+                    out.push_str("+00")
+                }
+            }
+            "TZH" => {
+                if f.tz.is_some() {
+                    out.push_str("+00")
+                }
+            }
+            "TZM" => {
+                if f.tz.is_some() {
+                    out.push_str("00")
+                }
+            }
+            _ => return Err(unsupported(p)),
+        }
+        // Ordinal suffix after a number: DDth, DDTH.
+        if let Some(n) = numeric {
+            if let Some(r) = rest.strip_prefix("TH").or_else(|| rest.strip_prefix("th")) {
+                out.push_str(ordinal_suffix(n, rest.starts_with("TH")));
+                rest = r;
+            }
+        }
+        if rest.starts_with("SP") {
+            return Err(unsupported("SP"));
+        }
+        let _ = (start, upper);
+    }
+    Ok(out)
+}
+
+pub fn timestamp_to_char(us: i64, with_tz: bool, fmt: &str) -> Result<String> {
+    render(&timestamp_fields(us, with_tz)?, fmt)
+}
+
+pub fn interval_to_char(iv: Interval, fmt: &str) -> Result<String> {
+    render(&interval_fields(iv), fmt)
+}
+
+/// A parsed numeric template.
+struct NumFormat {
+    pre: usize,
+    post: usize,
+    /// Digit position (counted from the left of the integer part) of the
+    /// first `0`: from there leading zeros are printed.
+    zero_start: Option<usize>,
+    fm: bool,
+    has_decimal: bool,
+    sign_explicit: bool,
+    /// `S` before the digits: the sign is anchored to the number.
+    sign_anchored: bool,
+}
+
+fn parse_num_format(fmt: &str) -> Result<NumFormat> {
+    let mut f = NumFormat { pre: 0, post: 0, zero_start: None, fm: false, has_decimal: false, sign_explicit: false, sign_anchored: false };
+    let up = fmt.to_ascii_uppercase();
+    let mut rest = up.as_str();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("FM") {
+            f.fm = true;
+            rest = r;
+            continue;
+        }
+        for bad in ["EEEE", "PR", "RN", "TH", "V", "L", "B"] {
+            if rest.starts_with(bad) {
+                return Err(unsupported(bad));
+            }
+        }
+        for sign in ["MI", "PL", "SG", "S"] {
+            if let Some(r) = rest.strip_prefix(sign) {
+                f.sign_explicit = true;
+                if sign == "S" && f.pre == 0 && !f.has_decimal {
+                    f.sign_anchored = true;
+                }
+                rest = r;
+                break;
+            }
+        }
+        let Some(c) = rest.chars().next() else { break };
+        match c {
+            '9' | '0' => {
+                if f.has_decimal {
+                    f.post += 1;
+                } else {
+                    if c == '0' && f.zero_start.is_none() {
+                        f.zero_start = Some(f.pre);
+                    }
+                    f.pre += 1;
+                }
+            }
+            '.' | 'D' => {
+                if f.has_decimal {
+                    bail!(Syntax, "multiple decimal points");
+                }
+                f.has_decimal = true;
+            }
+            _ => {}
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Ok(f)
+}
+
+/// to_char(number, template).
+pub fn number_to_char(v: f64, fmt: &str) -> Result<String> {
+    let f = parse_num_format(fmt)?;
+    let neg = v < 0.0 || (v == 0.0 && v.is_sign_negative());
+    let a = v.abs();
+    // Digits of the rounded absolute value.
+    let s = format!("{:.*}", f.post, a);
+    let (int_part, frac_part) = match s.split_once('.') {
+        Some((i, fr)) => (i.to_string(), fr.to_string()),
+        None => (s.clone(), String::new()),
+    };
+    let int_part = if int_part == "0" { String::new() } else { int_part };
+    let overflow = int_part.len() > f.pre || !a.is_finite();
+    let int_digits: Vec<char> = int_part.chars().collect();
+    let lead = f.pre.saturating_sub(int_digits.len());
+    // Integer position where printing starts (first significant digit or
+    // the first forced zero).
+    let mut first_print = match f.zero_start {
+        Some(z) => z.min(lead),
+        None => lead,
+    };
+    // A value below one still prints its ones digit as 0 when the format
+    // has no decimals (to_char(0, '999') is '   0').
+    if int_digits.is_empty() && first_print >= f.pre && f.pre > 0 && !f.has_decimal {
+        first_print = f.pre - 1;
+    }
+    let mut out = String::new();
+    let mut int_pos = 0usize;
+    let mut frac_pos = 0usize;
+    let mut after_decimal = false;
+    let mut sign_done = false;
+    let sign_char = if neg {
+        '-'
+    } else if f.sign_anchored {
+        '+'
+    } else {
+        ' '
+    };
+    let implicit_sign = !f.sign_explicit || f.sign_anchored;
+    let up = fmt.to_ascii_uppercase();
+    let bytes: Vec<char> = fmt.chars().collect();
+    let ub: Vec<char> = up.chars().collect();
+    let mut i = 0;
+    let mut fm = f.fm;
+    let mut frac_out_start = None;
+    while i < ub.len() {
+        let rest: String = ub[i..].iter().collect();
+        if rest.starts_with("FM") {
+            fm = true;
+            i += 2;
+            continue;
+        }
+        if rest.starts_with("MI") {
+            out.push(if neg { '-' } else if fm { '\0' } else { ' ' });
+            sign_done = true;
+            i += 2;
+            continue;
+        }
+        if rest.starts_with("PL") {
+            out.push(if neg { '\0' } else { '+' });
+            sign_done = true;
+            i += 2;
+            continue;
+        }
+        if rest.starts_with("SG") || rest.starts_with('S') {
+            if !(f.sign_anchored && rest.starts_with('S') && !rest.starts_with("SG")) {
+                out.push(if neg { '-' } else { '+' });
+                sign_done = true;
+            }
+            i += if rest.starts_with("SG") { 2 } else { 1 };
+            continue;
+        }
+        let c = ub[i];
+        match c {
+            '9' | '0' if !after_decimal => {
+                if overflow {
+                    if !sign_done && implicit_sign {
+                        if neg || !fm {
+                            out.push(sign_char);
+                        }
+                        sign_done = true;
+                    }
+                    out.push('#');
+                } else if int_pos < first_print {
+                    if !fm {
+                        out.push(' ');
+                    }
+                } else {
+                    if !sign_done && implicit_sign {
+                        if neg || !fm || f.sign_anchored {
+                            out.push(sign_char);
+                        }
+                        sign_done = true;
+                    }
+                    let d = int_pos as isize - lead as isize;
+                    out.push(if d >= 0 { int_digits[d as usize] } else { '0' });
+                }
+                int_pos += 1;
+            }
+            '9' | '0' => {
+                if frac_out_start.is_none() {
+                    frac_out_start = Some((out.len(), c));
+                }
+                if overflow {
+                    out.push('#');
+                } else {
+                    out.push(frac_part.chars().nth(frac_pos).unwrap_or('0'));
+                }
+                if c == '0' {
+                    // Zeros are kept under FM: remember the last forced one.
+                    frac_out_start = Some((out.len(), '0'));
+                }
+                frac_pos += 1;
+            }
+            '.' | 'D' => {
+                if !sign_done && implicit_sign {
+                    if neg || !fm || f.sign_anchored {
+                        out.push(sign_char);
+                    }
+                    sign_done = true;
+                }
+                out.push('.');
+                after_decimal = true;
+            }
+            ',' | 'G' => {
+                if int_pos > first_print && !overflow {
+                    out.push(',');
+                } else if overflow {
+                    out.push(',');
+                } else if !fm {
+                    out.push(' ');
+                }
+            }
+            _ => out.push(bytes[i]),
+        }
+        i += 1;
+    }
+    // FM trims trailing zeros that came from 9s after the decimal point.
+    if fm && f.has_decimal && !overflow {
+        let keep = frac_out_start.filter(|(_, c)| *c == '0').map(|(p, _)| p).unwrap_or(0);
+        if let Some(dot) = out.rfind('.') {
+            let tail_start = dot + 1;
+            let mut end = out.len();
+            let b = out.as_bytes();
+            while end > tail_start.max(keep) && b[end - 1] == b'0' {
+                end -= 1;
+            }
+            out.truncate(end);
+        }
+    }
+    let mut out = out.replace('\0', "");
+    // FM leaves at least the ones digit of a zero: to_char(0.0, 'FM9.99') is '0.'.
+    if fm && !overflow && !out.chars().any(|c| c.is_ascii_digit()) {
+        match out.find('.') {
+            Some(p) => out.insert(p, '0'),
+            None => out.push('0'),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::parse_timestamp;
+
+    #[test]
+    fn timestamp_templates() {
+        let t = parse_timestamp("2026-03-04 05:06:07.123456").unwrap();
+        assert_eq!(
+            timestamp_to_char(t, false, "YYYY-MM-DD HH24:MI:SS.MS US AM Mon Month Dy Day TZ").unwrap(),
+            "2026-03-04 05:06:07.123 123456 AM Mar March     Wed Wednesday "
+        );
+        assert_eq!(timestamp_to_char(t, false, "FMMonth FMDDth, YYYY HH12 pm").unwrap(), "March 4th, 2026 05 am");
+        assert_eq!(timestamp_to_char(t, true, "TZ OF").unwrap(), "UTC +00");
+        assert!(timestamp_to_char(t, false, "DDSP").is_err());
+    }
+
+    #[test]
+    fn number_templates() {
+        assert_eq!(number_to_char(1234.5, "9,999.99").unwrap(), " 1,234.50");
+        assert_eq!(number_to_char(-12.0, "FM9990").unwrap(), "-12");
+        assert_eq!(number_to_char(3.14159, "0.000").unwrap(), " 3.142");
+        assert_eq!(number_to_char(12345.0, "999").unwrap(), " ###");
+        assert!(number_to_char(1.0, "9.99EEEE").is_err());
+    }
+}

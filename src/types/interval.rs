@@ -1,0 +1,525 @@
+//! PostgreSQL's interval: months, days and microseconds kept apart.
+//!
+//! Owns the value type, its text input (PostgreSQL's verbose and ISO 8601
+//! forms, plus weir's compact `7d`/`1h`), its output in IntervalStyle
+//! `postgres`, PostgreSQL's arithmetic (month ends clamp when added to a
+//! timestamp, fractions cascade down when multiplying) and its ordering
+//! (30-day months, 24-hour days). Imports nothing but `error`.
+
+use std::cmp::Ordering;
+
+use crate::error::Result;
+use crate::{bail, err};
+
+pub const USECS_PER_SEC: i64 = 1_000_000;
+pub const USECS_PER_MINUTE: i64 = 60 * USECS_PER_SEC;
+pub const USECS_PER_HOUR: i64 = 60 * USECS_PER_MINUTE;
+pub const USECS_PER_DAY: i64 = 24 * USECS_PER_HOUR;
+const DAYS_PER_MONTH: i64 = 30;
+
+/// An interval as PostgreSQL stores it. Fields are independent: `1 mon`
+/// is not `30 days` until compared or justified.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Interval {
+    pub months: i32,
+    pub days: i32,
+    pub micros: i64,
+}
+
+fn out_of_range() -> crate::error::WeirError {
+    err!(DatetimeFieldOverflow, "interval out of range")
+}
+
+fn to_i32(v: i64) -> Result<i32> {
+    i32::try_from(v).map_err(|_| out_of_range())
+}
+
+impl Interval {
+    pub const ZERO: Interval = Interval { months: 0, days: 0, micros: 0 };
+
+    pub fn new(months: i32, days: i32, micros: i64) -> Interval {
+        Interval { months, days, micros }
+    }
+
+    pub fn from_micros(micros: i64) -> Interval {
+        Interval { months: 0, days: 0, micros }
+    }
+
+    /// The value PostgreSQL compares and hashes: months as 30 days, days
+    /// as 24 hours.
+    pub fn cmp_key(&self) -> i128 {
+        self.micros as i128 + (self.days as i128 + self.months as i128 * DAYS_PER_MONTH as i128) * USECS_PER_DAY as i128
+    }
+
+    /// Total microseconds with 30-day months (saturating), for durations
+    /// such as a TTL.
+    pub fn approx_micros(&self) -> i64 {
+        self.cmp_key().clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    }
+
+    pub fn checked_add(self, o: Interval) -> Result<Interval> {
+        Ok(Interval {
+            months: self.months.checked_add(o.months).ok_or_else(out_of_range)?,
+            days: self.days.checked_add(o.days).ok_or_else(out_of_range)?,
+            micros: self.micros.checked_add(o.micros).ok_or_else(out_of_range)?,
+        })
+    }
+
+    pub fn checked_neg(self) -> Result<Interval> {
+        Ok(Interval {
+            months: self.months.checked_neg().ok_or_else(out_of_range)?,
+            days: self.days.checked_neg().ok_or_else(out_of_range)?,
+            micros: self.micros.checked_neg().ok_or_else(out_of_range)?,
+        })
+    }
+
+    pub fn checked_sub(self, o: Interval) -> Result<Interval> {
+        self.checked_add(o.checked_neg()?)
+    }
+
+    /// `interval * factor` with PostgreSQL's cascade of fractional months
+    /// into days and fractional days into time (interval_mul).
+    pub fn mul_f64(self, factor: f64) -> Result<Interval> {
+        if factor.is_nan() {
+            bail!(DatetimeFieldOverflow, "interval out of range");
+        }
+        let month_f = self.months as f64 * factor;
+        let day_f = self.days as f64 * factor;
+        self.cascade(month_f, day_f, self.micros as f64 * factor)
+    }
+
+    /// `interval / divisor` (interval_div).
+    pub fn div_f64(self, divisor: f64) -> Result<Interval> {
+        if divisor == 0.0 {
+            bail!(DivisionByZero, "division by zero");
+        }
+        if divisor.is_nan() {
+            bail!(DatetimeFieldOverflow, "interval out of range");
+        }
+        self.cascade(self.months as f64 / divisor, self.days as f64 / divisor, self.micros as f64 / divisor)
+    }
+
+    fn cascade(self, month_f: f64, day_f: f64, time_f: f64) -> Result<Interval> {
+        fn tsround(j: f64) -> f64 {
+            (j * 1e6).round_ties_even() / 1e6
+        }
+        if !(i32::MIN as f64..=i32::MAX as f64).contains(&month_f.trunc()) || !(i32::MIN as f64..=i32::MAX as f64).contains(&day_f.trunc())
+        {
+            return Err(out_of_range());
+        }
+        let months = month_f.trunc() as i32;
+        let mut days = day_f.trunc() as i32;
+        let month_remainder_days = tsround((month_f - months as f64) * DAYS_PER_MONTH as f64);
+        let mut sec_remainder = tsround((day_f - days as f64 + month_remainder_days - month_remainder_days.trunc()) * 86_400.0);
+        if sec_remainder.abs() >= 86_400.0 {
+            days = days.checked_add((sec_remainder / 86_400.0).trunc() as i32).ok_or_else(out_of_range)?;
+            sec_remainder -= (sec_remainder / 86_400.0).trunc() * 86_400.0;
+        }
+        days = days.checked_add(month_remainder_days.trunc() as i32).ok_or_else(out_of_range)?;
+        let time = (time_f + sec_remainder * 1e6).round_ties_even();
+        if !(i64::MIN as f64..i64::MAX as f64).contains(&time) {
+            return Err(out_of_range());
+        }
+        Ok(Interval { months, days, micros: time as i64 })
+    }
+
+    /// justify_hours: whole 24-hour periods of the time become days.
+    pub fn justify_hours(self) -> Result<Interval> {
+        let mut days = self.days as i64 + self.micros / USECS_PER_DAY;
+        let mut time = self.micros % USECS_PER_DAY;
+        if days > 0 && time < 0 {
+            time += USECS_PER_DAY;
+            days -= 1;
+        } else if days < 0 && time > 0 {
+            time -= USECS_PER_DAY;
+            days += 1;
+        }
+        Ok(Interval { months: self.months, days: to_i32(days)?, micros: time })
+    }
+
+    /// justify_days: whole 30-day periods become months.
+    pub fn justify_days(self) -> Result<Interval> {
+        let mut months = self.months as i64 + self.days as i64 / DAYS_PER_MONTH;
+        let mut days = self.days as i64 % DAYS_PER_MONTH;
+        if months > 0 && days < 0 {
+            days += DAYS_PER_MONTH;
+            months -= 1;
+        } else if months < 0 && days > 0 {
+            days -= DAYS_PER_MONTH;
+            months += 1;
+        }
+        Ok(Interval { months: to_i32(months)?, days: days as i32, micros: self.micros })
+    }
+
+    /// justify_interval: both of the above, with signs made consistent.
+    pub fn justify_interval(self) -> Result<Interval> {
+        let mut month = self.months as i64;
+        let mut day = self.days as i64;
+        let mut time = self.micros;
+        let whole_day = time / USECS_PER_DAY;
+        day += whole_day;
+        time -= whole_day * USECS_PER_DAY;
+        let whole_month = day / DAYS_PER_MONTH;
+        day -= whole_month * DAYS_PER_MONTH;
+        month += whole_month;
+        if month > 0 && (day < 0 || (day == 0 && time < 0)) {
+            day += DAYS_PER_MONTH;
+            month -= 1;
+        } else if month < 0 && (day > 0 || (day == 0 && time > 0)) {
+            day -= DAYS_PER_MONTH;
+            month += 1;
+        }
+        if day > 0 && time < 0 {
+            time += USECS_PER_DAY;
+            day -= 1;
+        } else if day < 0 && time > 0 {
+            time -= USECS_PER_DAY;
+            day += 1;
+        }
+        Ok(Interval { months: to_i32(month)?, days: to_i32(day)?, micros: time })
+    }
+
+    /// `extract(epoch from interval)`: years of 365.25 days, months of 30.
+    pub fn epoch_seconds(&self) -> f64 {
+        let years = (self.months / 12) as f64;
+        let months = (self.months % 12) as f64;
+        self.micros as f64 / 1e6 + years * 365.25 * 86_400.0 + months * 30.0 * 86_400.0 + self.days as f64 * 86_400.0
+    }
+
+    /// PostgreSQL's text output (IntervalStyle `postgres`).
+    pub fn to_pg_string(&self) -> String {
+        let mut out = String::new();
+        let mut is_zero = true;
+        let mut is_before = false;
+        let year = self.months / 12;
+        let mon = self.months % 12;
+        for (value, unit) in [(year as i64, "year"), (mon as i64, "mon"), (self.days as i64, "day")] {
+            if value == 0 {
+                continue;
+            }
+            if !is_zero {
+                out.push(' ');
+            }
+            if is_before && value > 0 {
+                out.push('+');
+            }
+            out.push_str(&format!("{value} {unit}{}", if value != 1 { "s" } else { "" }));
+            is_before = value < 0;
+            is_zero = false;
+        }
+        let t = self.micros;
+        if is_zero || t != 0 {
+            let a = t.unsigned_abs();
+            let hour = a / USECS_PER_HOUR as u64;
+            let min = (a / USECS_PER_MINUTE as u64) % 60;
+            let sec = (a / USECS_PER_SEC as u64) % 60;
+            let frac = a % USECS_PER_SEC as u64;
+            if !is_zero {
+                out.push(' ');
+            }
+            out.push_str(if t < 0 {
+                "-"
+            } else if is_before {
+                "+"
+            } else {
+                ""
+            });
+            out.push_str(&format!("{hour:02}:{min:02}:{sec:02}"));
+            if frac > 0 {
+                out.push_str(format!(".{frac:06}").trim_end_matches('0'));
+            }
+        }
+        out
+    }
+
+    /// Parse PostgreSQL's interval input: `1 year 2 months`, `1 mon 2 days
+    /// 03:00:00`, `-1 day +02:00`, `1.5 hours`, `@ 1 day ago`, ISO 8601
+    /// `P1Y2M3DT4H5M6S`, and weir's compact `7d`, `1h30m`, `300.000s`.
+    pub fn parse(s: &str) -> Option<Interval> {
+        let s = s.trim().to_ascii_lowercase();
+        if s.is_empty() {
+            return None;
+        }
+        if let Some(iso) = s.strip_prefix('p') {
+            return parse_iso(iso);
+        }
+        let mut acc = Acc::default();
+        let mut rest = s.strip_prefix('@').unwrap_or(&s).trim_start();
+        let mut any = false;
+        let mut ago = false;
+        while !rest.is_empty() {
+            if ago {
+                return None;
+            }
+            let tok_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            let tok = &rest[..tok_end];
+            if tok == "ago" {
+                ago = true;
+                rest = rest[tok_end..].trim_start();
+                continue;
+            }
+            if tok.contains(':') {
+                acc.time(tok)?;
+                rest = rest[tok_end..].trim_start();
+                any = true;
+                continue;
+            }
+            let num_end = rest
+                .char_indices()
+                .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || ((c == '-' || c == '+') && i == 0)))
+                .map(|(i, _)| i)
+                .unwrap_or(rest.len());
+            if num_end == 0 {
+                return None;
+            }
+            let num = &rest[..num_end];
+            let n: f64 = num.parse().ok()?;
+            rest = rest[num_end..].trim_start();
+            let unit_end = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
+            let unit = &rest[..unit_end];
+            // A bare number right before a time (`1 02:00`) counts as days.
+            let unit = if unit.is_empty() && rest.split_whitespace().next().is_some_and(|t| t.contains(':')) { "day" } else { unit };
+            rest = rest[unit_end..].trim_start();
+            acc.unit(n, unit)?;
+            any = true;
+        }
+        if !any {
+            return None;
+        }
+        let mut iv = acc.finish()?;
+        if ago {
+            iv = iv.checked_neg().ok()?;
+        }
+        Some(iv)
+    }
+}
+
+impl PartialOrd for Interval {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Interval {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.cmp_key().cmp(&other.cmp_key())
+    }
+}
+
+impl std::fmt::Display for Interval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_pg_string())
+    }
+}
+
+/// Fields accumulated while parsing, fractions cascading down.
+#[derive(Default)]
+struct Acc {
+    months: f64,
+    days: f64,
+    micros: f64,
+}
+
+impl Acc {
+    fn unit(&mut self, n: f64, unit: &str) -> Option<()> {
+        match unit {
+            "us" | "usec" | "usecs" | "microsecond" | "microseconds" | "microsecon" => self.micros += n,
+            "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" | "millisecon" => self.micros += n * 1e3,
+            "" | "s" | "sec" | "secs" | "second" | "seconds" => self.micros += n * 1e6,
+            "m" | "min" | "mins" | "minute" | "minutes" => self.micros += n * 6e7,
+            "h" | "hr" | "hrs" | "hour" | "hours" => self.micros += n * 3.6e9,
+            "d" | "day" | "days" => self.days += n,
+            "w" | "week" | "weeks" => self.days += n * 7.0,
+            "mon" | "mons" | "month" | "months" => self.months += n,
+            "y" | "yr" | "yrs" | "year" | "years" => self.months += n * 12.0,
+            "decade" | "decades" => self.months += n * 120.0,
+            "century" | "centuries" => self.months += n * 1200.0,
+            "millennium" | "millennia" | "millenniums" => self.months += n * 12000.0,
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// `[-+]hh:mm[:ss[.frac]]`
+    fn time(&mut self, tok: &str) -> Option<()> {
+        let (neg, body) = match tok.as_bytes()[0] {
+            b'-' => (true, &tok[1..]),
+            b'+' => (false, &tok[1..]),
+            _ => (false, tok),
+        };
+        let parts: Vec<&str> = body.split(':').collect();
+        if parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
+            return None;
+        }
+        let h: f64 = parts[0].parse::<u64>().ok()? as f64;
+        let m: f64 = parts.get(1).map(|p| p.parse::<u64>().ok()).unwrap_or(Some(0))? as f64;
+        let sec: f64 = parts.get(2).map(|p| p.parse::<f64>().ok()).unwrap_or(Some(0.0))?;
+        if m >= 60.0 || !(0.0..60.0).contains(&sec) {
+            return None;
+        }
+        let v = (h * 3600.0 + m * 60.0 + sec) * 1e6;
+        self.micros += if neg { -v } else { v };
+        Some(())
+    }
+
+    fn finish(self) -> Option<Interval> {
+        let months = self.months.trunc();
+        let days_f = self.days + (self.months - months) * 30.0;
+        let days = days_f.trunc();
+        let micros = (self.micros + (days_f - days) * USECS_PER_DAY as f64).round();
+        if months.abs() > i32::MAX as f64 || days.abs() > i32::MAX as f64 || micros.abs() >= i64::MAX as f64 {
+            return None;
+        }
+        Some(Interval { months: months as i32, days: days as i32, micros: micros as i64 })
+    }
+}
+
+/// ISO 8601 durations after the `P`: `1Y2M3DT4H5M6.5S`, `2W`.
+fn parse_iso(s: &str) -> Option<Interval> {
+    let mut acc = Acc::default();
+    let mut in_time = false;
+    let mut rest = s;
+    let mut any = false;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('t') {
+            in_time = true;
+            rest = r;
+            continue;
+        }
+        let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))?;
+        if end == 0 {
+            return None;
+        }
+        let n: f64 = rest[..end].parse().ok()?;
+        let unit = rest[end..].chars().next()?;
+        rest = &rest[end + unit.len_utf8()..];
+        let u = match (in_time, unit) {
+            (false, 'y') => "year",
+            (false, 'm') => "month",
+            (false, 'w') => "week",
+            (false, 'd') => "day",
+            (true, 'h') => "hour",
+            (true, 'm') => "minute",
+            (true, 's') => "second",
+            _ => return None,
+        };
+        acc.unit(n, u)?;
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    acc.finish()
+}
+
+/// Days in a month of a year (proleptic Gregorian).
+fn days_in_month(year: i32, month: u32) -> u32 {
+    use chrono::NaiveDate;
+    let (ny, nm) = if month == 12 { (year + 1, 1) } else { (year, month + 1) };
+    let first_next = NaiveDate::from_ymd_opt(ny, nm, 1);
+    let first = NaiveDate::from_ymd_opt(year, month, 1);
+    match (first, first_next) {
+        (Some(a), Some(b)) => (b - a).num_days() as u32,
+        _ => 31,
+    }
+}
+
+/// `timestamp + interval` as PostgreSQL computes it: months first (the day
+/// clamps to the last day of the resulting month), then days, then time.
+pub fn add_to_timestamp(ts_us: i64, iv: Interval) -> Result<i64> {
+    use chrono::{Datelike, NaiveDate};
+    let range = || err!(DatetimeFieldOverflow, "timestamp out of range");
+    let mut ts = ts_us;
+    if iv.months != 0 {
+        let dt = chrono::DateTime::from_timestamp_micros(ts).ok_or_else(range)?.naive_utc();
+        let total = dt.year() as i64 * 12 + dt.month0() as i64 + iv.months as i64;
+        let year = i32::try_from(total.div_euclid(12)).map_err(|_| range())?;
+        let month = total.rem_euclid(12) as u32 + 1;
+        let day = dt.day().min(days_in_month(year, month));
+        let date = NaiveDate::from_ymd_opt(year, month, day).ok_or_else(range)?;
+        ts = date.and_time(dt.time()).and_utc().timestamp_micros();
+    }
+    if iv.days != 0 {
+        ts = ts.checked_add(iv.days as i64 * USECS_PER_DAY).ok_or_else(range)?;
+    }
+    ts = ts.checked_add(iv.micros).ok_or_else(range)?;
+    // PostgreSQL's timestamps start at 4714 BC.
+    if ts < -210_866_803_200_000_000 {
+        return Err(range());
+    }
+    Ok(ts)
+}
+
+/// `timestamp - timestamp`: days and time (justify_hours of the difference).
+pub fn timestamp_diff(a: i64, b: i64) -> Result<Interval> {
+    let d = a.checked_sub(b).ok_or_else(out_of_range)?;
+    Interval::from_micros(d).justify_hours()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(s: &str) -> Interval {
+        Interval::parse(s).unwrap_or_else(|| panic!("{s} did not parse"))
+    }
+
+    #[test]
+    fn parses_postgres_forms() {
+        assert_eq!(iv("1 mon 2 days 03:00:00"), Interval::new(1, 2, 3 * USECS_PER_HOUR));
+        assert_eq!(iv("1 year 2 months"), Interval::new(14, 0, 0));
+        assert_eq!(iv("P1Y2M"), Interval::new(14, 0, 0));
+        assert_eq!(iv("P1DT2H30M"), Interval::new(0, 1, 2 * USECS_PER_HOUR + 30 * USECS_PER_MINUTE));
+        assert_eq!(iv("-1 day +02:00"), Interval::new(0, -1, 2 * USECS_PER_HOUR));
+        assert_eq!(iv("1.5 hours"), Interval::new(0, 0, 90 * USECS_PER_MINUTE));
+        assert_eq!(iv("1.5 months"), Interval::new(1, 15, 0));
+        assert_eq!(iv("1.5 days"), Interval::new(0, 1, 12 * USECS_PER_HOUR));
+        assert_eq!(iv("@ 2 days ago"), Interval::new(0, -2, 0));
+        assert_eq!(iv("7d"), Interval::new(0, 7, 0));
+        assert_eq!(iv("300.000s"), Interval::new(0, 0, 300 * USECS_PER_SEC));
+        assert_eq!(iv("00:05:00"), Interval::new(0, 0, 5 * USECS_PER_MINUTE));
+        assert!(Interval::parse("bogus").is_none());
+        assert!(Interval::parse("1 fortnight").is_none());
+        assert!(Interval::parse("").is_none());
+    }
+
+    #[test]
+    fn prints_like_postgres() {
+        assert_eq!(iv("1 year 2 mons 3 days 04:05:06.5").to_string(), "1 year 2 mons 3 days 04:05:06.5");
+        assert_eq!(iv("-1 day +02:00").to_string(), "-1 days +02:00:00");
+        assert_eq!(Interval::ZERO.to_string(), "00:00:00");
+        assert_eq!(iv("-3 hours").to_string(), "-03:00:00");
+        assert_eq!(iv("1 mon -1 day").to_string(), "1 mon -1 days");
+        assert_eq!(iv("36 hours").to_string(), "36:00:00");
+    }
+
+    #[test]
+    fn month_ends_clamp() {
+        let jan31 = crate::types::parse_timestamp("2026-01-31").unwrap();
+        let r = add_to_timestamp(jan31, iv("1 month")).unwrap();
+        assert_eq!(crate::types::format_timestamp(r), "2026-02-28 00:00:00");
+        let r = add_to_timestamp(jan31, iv("-2 months")).unwrap();
+        assert_eq!(crate::types::format_timestamp(r), "2025-11-30 00:00:00");
+    }
+
+    #[test]
+    fn ordering_uses_30_day_months() {
+        assert_eq!(iv("1 mon").cmp(&iv("30 days")), Ordering::Equal);
+        assert!(iv("1 mon") < iv("31 days"));
+        assert_eq!(iv("1 day").cmp(&iv("24 hours")), Ordering::Equal);
+    }
+
+    #[test]
+    fn multiply_cascades() {
+        assert_eq!(iv("1 mon").mul_f64(1.5).unwrap(), Interval::new(1, 15, 0));
+        assert_eq!(iv("1 day").div_f64(2.0).unwrap(), Interval::new(0, 0, 12 * USECS_PER_HOUR));
+        assert!(iv("1 day").div_f64(0.0).is_err());
+    }
+
+    #[test]
+    fn justify() {
+        assert_eq!(iv("1 mon -1 hour").justify_interval().unwrap().to_string(), "29 days 23:00:00");
+        assert_eq!(iv("35 days").justify_days().unwrap().to_string(), "1 mon 5 days");
+        assert_eq!(iv("27 hours").justify_hours().unwrap().to_string(), "1 day 03:00:00");
+    }
+}
