@@ -212,3 +212,42 @@ fn tokenizer_errors_read_like_postgres() {
     let e = parse("SELECT $$abc").unwrap_err();
     assert!(e.message.starts_with("unterminated dollar-quoted string"), "{}", e.message);
 }
+
+/// Every statement of the sql-tests corpus that parses prints back to
+/// text that parses to the same statement.
+#[test]
+fn sql_tests_round_trip() {
+    fn slt_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                slt_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "slt") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    slt_files(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql-tests"), &mut files);
+    let (mut parsed, mut failed) = (0, Vec::new());
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let mut lines = text.lines();
+        while let Some(l) = lines.next() {
+            if !(l.starts_with("statement ") || l.starts_with("query ")) {
+                continue;
+            }
+            let sql: Vec<&str> = lines.by_ref().take_while(|l| !l.trim().is_empty() && *l != "----").collect();
+            let sql = sql.join("\n");
+            let Ok(a) = parse(&sql) else { continue };
+            parsed += 1;
+            let printed: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+            match parse(&printed.join(";\n")) {
+                Ok(b) if a == b => {}
+                _ => failed.push(format!("{}: {sql}\n  printed: {}", f.display(), printed.join("; "))),
+            }
+        }
+    }
+    assert!(parsed > 300, "only {parsed} statements parsed");
+    assert!(failed.is_empty(), "{} of {parsed} do not round-trip:\n{}", failed.len(), failed.join("\n"));
+}

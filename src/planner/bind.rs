@@ -86,15 +86,9 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         // not fit; README.md lists this).
         D::SmallInt(_) | D::Int2(_) | D::TinyInt(_) | D::Int16 | D::UInt8 | D::UTinyInt => SqlType::Int2,
         D::Int(_) | D::Integer(_) | D::Int4(_) | D::MediumInt(_) | D::Int32 | D::UInt16 | D::USmallInt => SqlType::Int4,
-        D::BigInt(_)
-        | D::Int8(_)
-        | D::Int64
-        | D::UInt32
-        | D::UInt64
-        | D::Signed
-        | D::SignedInteger
-        | D::Unsigned
-        | D::UnsignedInteger => SqlType::Int8,
+        D::BigInt(_) | D::Int8(_) | D::Int64 | D::UInt32 | D::UInt64 | D::Signed | D::SignedInteger | D::Unsigned | D::UnsignedInteger => {
+            SqlType::Int8
+        }
         D::Real | D::Float4 | D::Float32 => SqlType::Float4,
         D::Double(_) | D::DoublePrecision | D::Float8 | D::Float64 | D::Float(_) => SqlType::Float8,
         D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Float8,

@@ -22,9 +22,9 @@ use crate::types::Value;
 
 /// A scan of a table's regions, with what was pushed into it.
 ///
-/// `filters`, `time_range` and `tag_eqs` address the table's columns (not
+/// `filters`, `time_range` and `tag_sets` address the table's columns (not
 /// the projected output). The filters are the conjuncts the scan's rows
-/// must satisfy; `time_range` and `tag_eqs` are implied by them and let
+/// must satisfy; `time_range` and `tag_sets` are implied by them and let
 /// storage skip files and row groups.
 #[derive(Debug, Clone)]
 pub struct Scan {
@@ -37,8 +37,9 @@ pub struct Scan {
     pub filters: Vec<Expr>,
     /// [lo, hi) over the time index, in microseconds.
     pub time_range: Option<(i64, i64)>,
-    /// Primary-key column = value, from equality filters.
-    pub tag_eqs: Vec<(usize, Value)>,
+    /// Primary-key column ∈ set of values, from `=` and `IN (..)` filters
+    /// (several on one column intersect; an empty set matches no row).
+    pub tag_sets: Vec<(usize, Vec<Value>)>,
 }
 
 impl Scan {
@@ -323,9 +324,18 @@ impl LogicalPlan {
                     let f = |t: i64| if t == i64::MIN || t == i64::MAX { "-".to_string() } else { crate::types::format_timestamp(t) };
                     let _ = write!(l, " time=[{}, {})", f(lo), f(hi));
                 }
-                if !s.tag_eqs.is_empty() {
-                    let tags: Vec<String> =
-                        s.tag_eqs.iter().map(|(c, v)| format!("{}={}", s.table.columns[*c].name, fmt_value(v))).collect();
+                if !s.tag_sets.is_empty() {
+                    let tags: Vec<String> = s
+                        .tag_sets
+                        .iter()
+                        .map(|(c, v)| {
+                            let name = &s.table.columns[*c].name;
+                            match v.as_slice() {
+                                [one] => format!("{name}={}", fmt_value(one)),
+                                many => format!("{name} IN ({})", many.iter().map(fmt_value).collect::<Vec<_>>().join(", ")),
+                            }
+                        })
+                        .collect();
                     let _ = write!(l, " tags=[{}]", tags.join(", "));
                 }
                 l

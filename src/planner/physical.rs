@@ -1,7 +1,7 @@
 //! Physical planning: turns an optimized logical plan into exec's physical
 //! plan, which `exec::build` makes into operators. A scan's pushed filters
-//! become a selection over the storage scan, its time range and tag
-//! equalities the scan request; join equalities become hash-join keys
+//! become a selection over the storage scan, its time range and
+//! single-value tag sets the scan request; join equalities become hash-join keys
 //! (none: a nested loop); a sort under a LIMIT becomes a top-k. Subquery
 //! expressions are optimized and physically planned here, each on its own.
 //!
@@ -91,7 +91,10 @@ pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
 fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
     let mut request = ScanRequest { projection: s.projection.clone(), time_range: s.time_range, ..Default::default() };
     if let Some(first) = s.regions.0.first() {
-        for (col, v) in &s.tag_eqs {
+        // Storage prunes by one value per tag column; larger sets are
+        // left to the selection above.
+        for (col, set) in &s.tag_sets {
+            let [v] = set.as_slice() else { continue };
             let ty = SqlType::from_arrow(first.desc.schema.field(*col).data_type());
             if let Ok(a) = crate::types::values_to_array(std::slice::from_ref(v), ty) {
                 request.filters.push(ColumnEq { column: *col, value: a });

@@ -805,18 +805,23 @@ impl<'a> Planner<'a> {
                 columns: cols.clone(),
                 filters: vec![],
                 time_range: None,
-                tag_eqs: vec![],
+                tag_sets: vec![],
             });
             return Ok((plan, cols));
         }
         if let Some(v) = self.catalog.view(db, name) {
-            if db != self.database {
-                // The view's names are its own database's; the planner
-                // resolves against one database.
-                bail!(FeatureNotSupported, "views of another database are not supported: {}", rel.display());
-            }
             let q = crate::parser::parse_query(&v.sql)?;
-            let plan = self.plan_query(&q, None)?;
+            let plan = if db == self.database {
+                self.plan_query(&q, None)?
+            } else {
+                // Another database's view: its unqualified names are that
+                // database's, so it is planned by a planner for it.
+                let mut other = super::Planner::new(self.catalog, self.storage, db, self.ctx.clone(), Default::default());
+                other.incremental = self.incremental.clone();
+                let plan = other.plan_query(&q, None)?;
+                self.watermarks.borrow_mut().extend(other.watermarks.into_inner());
+                plan
+            };
             let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
             for (c, n) in cols.iter_mut().zip(&v.columns) {
                 c.name = n.clone();

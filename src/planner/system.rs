@@ -76,7 +76,11 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         }
         ("information_schema", "columns") => {
             let mut rows = Vec::new();
-            for tdef in p.catalog.tables(db) {
+            // This database's tables under `public`, other databases' under
+            // their database's name (as in information_schema.tables).
+            let mut schemas = vec![(db.to_string(), "public".to_string())];
+            schemas.extend(p.catalog.databases().into_iter().filter(|d| d != db && !is_reserved_schema(d)).map(|d| (d.clone(), d)));
+            for (tdef, schema) in schemas.iter().flat_map(|(d, schema)| p.catalog.tables(d).into_iter().map(move |t| (t, schema))) {
                 for (i, c) in tdef.columns.iter().enumerate() {
                     let role = if tdef.time_index == Some(i) {
                         "TIMESTAMP"
@@ -87,7 +91,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     };
                     rows.push(vec![
                         t(db),
-                        t("public"),
+                        t(schema),
                         t(&tdef.name),
                         t(&c.name),
                         Value::Int(i as i64 + 1),

@@ -207,17 +207,19 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                 bail!(FeatureNotSupported, "materialized views are flows in weir: use CREATE FLOW");
             }
             let rel = relation(cat, &s.database, &cv.name)?;
-            if rel.database()? != s.database {
-                bail!(FeatureNotSupported, "CREATE VIEW in another database is not supported: {}", rel.display());
-            }
+            let database = rel.database()?;
             let name = rel.name;
-            // Plan once to validate and learn the column names.
-            let plan = s.planner(Default::default()).plan_query(&cv.query, None)?;
+            // Plan once to validate and learn the column names. A view's
+            // unqualified names are its own database's (`CREATE VIEW db.v`).
+            let mut planner = s.planner(Default::default());
+            planner.database = database.clone();
+            let plan = planner.plan_query(&cv.query, None)?;
+            drop(planner);
             let mut columns: Vec<String> = plan.columns().iter().map(|c| c.name.clone()).collect();
             for (c, vc) in columns.iter_mut().zip(&cv.columns) {
                 *c = ident(&vc.name);
             }
-            cat.create_view(ViewDef { database: s.database.clone(), name, sql: cv.query.to_string(), columns }, cv.or_replace)?;
+            cat.create_view(ViewDef { database, name, sql: cv.query.to_string(), columns }, cv.or_replace)?;
             Ok(QueryResult::Command("CREATE VIEW".into()))
         }
         Statement::CreateIndex(ci) => {

@@ -21,9 +21,9 @@ use sqlparser::ast::{self, Statement};
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::error::{Result, WeirError};
-use crate::parser::{self, Statement as WeirStatement};
 use crate::exec::plan::PlanColumn;
 use crate::exec::ExecCtx;
+use crate::parser::{self, Statement as WeirStatement};
 use crate::planner::{Params, Planner};
 use crate::storage::{region_id, RegionDescriptor, StorageEngine};
 use crate::types::SqlType;
@@ -284,13 +284,14 @@ impl Session {
         } else if matches!(
             stmt,
             WeirStatement::Sql(
-            Statement::ShowVariable { .. }
-                | Statement::ShowVariables { .. }
-                | Statement::ShowTables { .. }
-                | Statement::ShowDatabases { .. }
-                | Statement::ShowCreate { .. }
-                | Statement::ExplainTable { .. }
-                | Statement::Explain { .. })
+                Statement::ShowVariable { .. }
+                    | Statement::ShowVariables { .. }
+                    | Statement::ShowTables { .. }
+                    | Statement::ShowDatabases { .. }
+                    | Statement::ShowCreate { .. }
+                    | Statement::ExplainTable { .. }
+                    | Statement::Explain { .. }
+            )
         ) {
             // Read-only: run it to learn its columns.
             if let Ok(QueryResult::Rows { columns: c, .. }) = self.execute_statement(&stmt, Params::default()) {

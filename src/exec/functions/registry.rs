@@ -402,3 +402,76 @@ pub fn rowwise(args: &Args<'_>, strict: bool, f: impl Fn(&[Value], &ExecCtx) -> 
 pub fn arc(a: impl Array + 'static) -> ArrayRef {
     Arc::new(a)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use SqlType::*;
+
+    #[test]
+    fn unknown_names_and_arguments_are_42883() {
+        let r = registry();
+        let e = r.resolve("sqrt", &[]).unwrap_err();
+        assert_eq!(e.kind.sqlstate(), "42883");
+        assert_eq!(e.message, "function sqrt() does not exist");
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("No function matches the given name and argument types. You might need to add explicit type casts.")
+        );
+        assert_eq!(r.resolve("repeat", &[Unknown]).unwrap_err().message, "function repeat(unknown) does not exist");
+        assert_eq!(r.resolve("length", &[Int4]).unwrap_err().message, "function length(integer) does not exist");
+        assert_eq!(r.resolve("nope", &[Int8, Text]).unwrap_err().message, "function nope(bigint, text) does not exist");
+    }
+
+    #[test]
+    fn resolution_prefers_exact_then_preferred_types() {
+        let r = registry();
+        // abs(int4) stays int4; abs('-5') takes float8, the numeric preferred type.
+        assert_eq!(r.resolve("abs", &[Int4]).unwrap().ret, Int4);
+        let u = r.resolve("abs", &[Unknown]).unwrap();
+        assert_eq!((u.ret, u.params.clone()), (Float8, vec![Some(Float8)]));
+        // Implicit casts: int4 → float8 for sqrt, date → timestamptz for date_trunc.
+        assert_eq!(r.resolve("sqrt", &[Int4]).unwrap().params, vec![Some(Float8)]);
+        assert_eq!(r.resolve("date_trunc", &[Unknown, Timestamp]).unwrap().ret, Timestamp);
+        assert_eq!(r.resolve("date_trunc", &[Unknown, Date]).unwrap().ret, TimestampTz);
+        assert_eq!(r.resolve("date_trunc", &[Text, Interval]).unwrap().ret, Interval);
+        // No implicit cast from float to integer or from numbers to text.
+        assert!(r.resolve("repeat", &[Text, Float8]).is_err());
+        assert!(r.resolve("lower", &[Int4]).is_err());
+        // Variadic any.
+        assert_eq!(r.resolve("concat", &[Int4, Unknown, Bool]).unwrap().params, vec![None, Some(Text), None]);
+    }
+
+    #[test]
+    fn aliases_resolve_to_the_canonical_name() {
+        let r = registry();
+        assert_eq!(r.resolve("ceiling", &[Float8]).unwrap().name, "ceil");
+        assert_eq!(r.resolve("char_length", &[Text]).unwrap().name, "length");
+        assert_eq!(r.resolve("pow", &[Float8, Float8]).unwrap().name, "power");
+        assert_eq!(r.resolve("current_timestamp", &[]).unwrap().name, "now");
+    }
+
+    #[test]
+    fn volatility_and_strictness() {
+        let r = registry();
+        assert_eq!(r.volatility("now"), Some(Volatility::Stable));
+        assert_eq!(r.volatility("current_timestamp"), Some(Volatility::Stable));
+        assert_eq!(r.volatility("random"), Some(Volatility::Volatile));
+        assert_eq!(r.volatility("clock_timestamp"), Some(Volatility::Volatile));
+        assert_eq!(r.volatility("date_trunc"), Some(Volatility::Immutable));
+        assert_eq!(r.volatility("sum"), Some(Volatility::Immutable));
+        assert_eq!(r.volatility("no_such"), None);
+        assert_eq!(r.is_strict("lower"), Some(true));
+        assert_eq!(r.is_strict("concat"), Some(false));
+        assert_eq!(r.is_strict("coalesce"), Some(false));
+        assert!(r.is_aggregate("count") && !r.is_aggregate("lower"));
+        assert!(r.exists("avg") && r.exists("upper") && !r.exists("frobnicate"));
+    }
+
+    #[test]
+    fn every_function_has_a_signature() {
+        for f in &registry().funcs {
+            assert!(!f.sigs.is_empty(), "{} has no signature", f.name);
+        }
+    }
+}

@@ -3,9 +3,10 @@
 //! expressions), sorts, DISTINCT and other filters, below joins to the side
 //! it reads (inner joins: either side; left/semi/anti: the left; right: the
 //! right) and into scans. A scan learns from its filters the time range
-//! over the time index and the primary-key equalities ("tag sets"), which
-//! storage uses to skip files and row groups; the filters stay with the
-//! scan, as pruning is an optimisation, not the answer.
+//! over the time index and the sets of primary-key values ("tag sets",
+//! from `=` and `IN`), which storage uses to skip files and row groups;
+//! the filters stay with the scan, as pruning is an optimisation, not the
+//! answer.
 //!
 //! Conjuncts with subqueries or volatile functions, or that read no column
 //! at all, stay where they are.
@@ -109,6 +110,35 @@ fn push_conjuncts(plan: LogicalPlan, conj: Vec<Expr>) -> LogicalPlan {
             LogicalPlan::Sort { input: Box::new(push_conjuncts(*input, down)), keys, fetch }
         }
         LogicalPlan::Distinct { input } => LogicalPlan::Distinct { input: Box::new(push_conjuncts(*input, down)) },
+        LogicalPlan::Aggregate { input, group_by, aggs, columns } => {
+            // A conjunct over group keys only keeps or drops whole groups:
+            // it can filter the rows before grouping instead.
+            let ng = group_by.len();
+            let (through, here): (Vec<Expr>, Vec<Expr>) = down
+                .into_iter()
+                .partition(|c| c.columns_used().iter().all(|&i| i < ng && !group_by[i].has_subquery() && !is_volatile(&group_by[i])));
+            let through: Vec<Expr> = through.iter().map(|c| substitute(c, &group_by)).collect();
+            let input = push_conjuncts(*input, through);
+            filter_over(LogicalPlan::Aggregate { input: Box::new(input), group_by, aggs, columns }, here)
+        }
+        LogicalPlan::Window { input, calls, columns } => {
+            // A conjunct over columns every call partitions by drops whole
+            // partitions: it can run before the window functions.
+            let (through, here): (Vec<Expr>, Vec<Expr>) = down.into_iter().partition(|c| {
+                c.columns_used()
+                    .iter()
+                    .all(|&i| calls.iter().all(|w| w.partition_by.contains(&Expr::Column { index: i, ty: columns[i].ty })))
+            });
+            let input = push_conjuncts(*input, through);
+            filter_over(LogicalPlan::Window { input: Box::new(input), calls, columns }, here)
+        }
+        LogicalPlan::SetOp { left, right, kind, all } => {
+            // Both sides have the same column types; a row's fate under a
+            // deterministic conjunct is the same on either side.
+            let left = Box::new(push_conjuncts(*left, down.clone()));
+            let right = Box::new(push_conjuncts(*right, down));
+            LogicalPlan::SetOp { left, right, kind, all }
+        }
         LogicalPlan::Join { left, right, kind, on, filter, columns } => {
             let nl = left.columns().len();
             let (mut to_left, mut to_right, mut here) = (Vec::new(), Vec::new(), Vec::new());
@@ -141,15 +171,32 @@ fn substitute(c: &Expr, exprs: &[Expr]) -> Expr {
     })
 }
 
-/// Narrow a scan's time range and tag equalities by one conjunct over the
-/// table's columns: `time_index op literal` and `primary_key = literal`.
+/// Narrow a scan's time range and tag sets by one conjunct over the
+/// table's columns: `time_index op literal`, `primary_key = literal` and
+/// `primary_key IN (literals)`.
 pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
     let Some(first) = s.regions.0.first() else { return };
     let ti = first.desc.time_index;
-    let pk = &first.desc.primary_key;
+    let pk = first.desc.primary_key.clone();
     let mut parts = Vec::new();
     conjuncts(pred.clone(), &mut parts);
     for p in parts {
+        if let Expr::InList { expr, list, negated: false } = &p {
+            if let Expr::Column { index, .. } = expr.as_ref() {
+                let vals: Option<Vec<Value>> = list
+                    .iter()
+                    .map(|e| match e {
+                        Expr::Literal { value, .. } => Some(value.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(vals) = vals.filter(|_| pk.contains(index)) {
+                    // NULL never matches IN.
+                    narrow_tags(s, *index, vals.into_iter().filter(|v| !v.is_null()).collect());
+                }
+            }
+            continue;
+        }
         let Expr::Binary { op, left, right, .. } = &p else { continue };
         let (col, lit, op) = match (left.as_ref(), right.as_ref()) {
             (Expr::Column { index, .. }, Expr::Literal { value, .. }) => (*index, value.clone(), *op),
@@ -180,8 +227,24 @@ pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
                 _ => continue,
             }
             s.time_range = Some((lo, hi));
-        } else if op == BinOp::Eq && pk.contains(&col) && !lit.is_null() && !s.tag_eqs.contains(&(col, lit.clone())) {
-            s.tag_eqs.push((col, lit));
+        } else if op == BinOp::Eq && pk.contains(&col) && !lit.is_null() {
+            narrow_tags(s, col, vec![lit]);
+        }
+    }
+}
+
+/// Intersect a tag column's set with `vals`.
+fn narrow_tags(s: &mut Scan, col: usize, vals: Vec<Value>) {
+    match s.tag_sets.iter_mut().find(|(c, _)| *c == col) {
+        Some((_, set)) => set.retain(|v| vals.contains(v)),
+        None => {
+            let mut unique = Vec::new();
+            for v in vals {
+                if !unique.contains(&v) {
+                    unique.push(v);
+                }
+            }
+            s.tag_sets.push((col, unique));
         }
     }
 }
@@ -240,6 +303,42 @@ mod tests {
         let LogicalPlan::Project { input, .. } = p else { panic!("filter moved below the projection") };
         let LogicalPlan::Filter { predicate, .. } = *input else { panic!() };
         assert_eq!(predicate, bin(BinOp::Gt, bin(BinOp::Add, col(1, Int8), int(1)), int(10)));
+    }
+
+    #[test]
+    fn group_key_conjuncts_go_below_the_aggregate() {
+        use crate::exec::plan::{AggCall, AggFunc};
+        let t = table("t", &[("host", SqlType::Text), ("v", Int8)]);
+        let agg = LogicalPlan::Aggregate {
+            input: Box::new(t),
+            group_by: vec![col(0, SqlType::Text)],
+            aggs: vec![AggCall { func: AggFunc::Sum, args: vec![col(1, Int8)], distinct: false, filter: None, ty: Int8 }],
+            columns: vec![PlanColumn::new("group0", SqlType::Text), PlanColumn::new("agg0", Int8)],
+        };
+        let on_key = bin(BinOp::Eq, col(0, SqlType::Text), Expr::lit(Value::Text("a".into()), SqlType::Text));
+        let on_sum = bin(BinOp::Gt, col(1, Int8), int(10));
+        let p = push_down_filters(LogicalPlan::Filter { input: Box::new(agg), predicate: bin(BinOp::And, on_key.clone(), on_sum.clone()) });
+        let LogicalPlan::Filter { input, predicate } = p else { panic!() };
+        assert_eq!(predicate, on_sum, "a condition on an aggregate stays above");
+        let LogicalPlan::Aggregate { input, .. } = *input else { panic!() };
+        let LogicalPlan::Filter { predicate, .. } = *input else { panic!() };
+        assert_eq!(predicate, on_key);
+    }
+
+    #[test]
+    fn set_operations_take_the_filter_on_both_sides() {
+        let l = table("l", &[("a", Int8)]);
+        let r = table("r", &[("a", Int8)]);
+        let u = LogicalPlan::SetOp { left: Box::new(l), right: Box::new(r), kind: crate::exec::plan::SetOpKind::Except, all: false };
+        let pred = bin(BinOp::Gt, col(0, Int8), int(1));
+        let LogicalPlan::SetOp { left, right, .. } = push_down_filters(LogicalPlan::Filter { input: Box::new(u), predicate: pred.clone() })
+        else {
+            panic!()
+        };
+        for side in [left, right] {
+            let LogicalPlan::Filter { predicate, .. } = *side else { panic!() };
+            assert_eq!(predicate, pred);
+        }
     }
 
     #[test]
