@@ -40,6 +40,9 @@ pub struct StorageSection {
     pub tuning: crate::storage::StorageTuning,
     /// Largest COPY FROM STDIN payload held before it is written.
     pub copy_buffer_bytes_max: usize,
+    /// Largest volume of writes one transaction block buffers before
+    /// COMMIT; past it the statement fails with 53400.
+    pub txn_buffer_bytes_max: usize,
 }
 
 impl Default for Config {
@@ -55,6 +58,7 @@ impl Default for StorageSection {
             memtable_bytes_max: 64 << 20,
             tuning: crate::storage::StorageTuning::default(),
             copy_buffer_bytes_max: 1 << 30,
+            txn_buffer_bytes_max: 256 << 20,
         }
     }
 }
@@ -101,6 +105,7 @@ mod tests {
             "compaction_files_min",
             "background_interval_ms",
             "copy_buffer_bytes_max",
+            "txn_buffer_bytes_max",
         ] {
             assert!(storage.contains_key(key), "conf/weir.toml lacks storage.{key}");
         }

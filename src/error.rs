@@ -33,6 +33,18 @@ pub enum ErrorKind {
     InvalidParameterValue,
     CardinalityViolation,
     InFailedTransaction,
+    /// 25001: not allowed inside a transaction block.
+    ActiveSqlTransaction,
+    /// 25P01: needs a transaction block.
+    NoActiveSqlTransaction,
+    /// 25006: a write in a READ ONLY transaction.
+    ReadOnlySqlTransaction,
+    /// 25P03: idle_in_transaction_session_timeout.
+    IdleInTransactionTimeout,
+    /// 3B001: no such savepoint.
+    InvalidSavepoint,
+    /// 53400: a configured limit (e.g. a transaction's buffered bytes).
+    ConfigurationLimitExceeded,
     QueryCanceled,
     InvalidDatetime,
     /// 22008: a date/time/interval value out of range.
@@ -92,6 +104,12 @@ impl ErrorKind {
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             InFailedTransaction => "25P02",
+            ActiveSqlTransaction => "25001",
+            NoActiveSqlTransaction => "25P01",
+            ReadOnlySqlTransaction => "25006",
+            IdleInTransactionTimeout => "25P03",
+            InvalidSavepoint => "3B001",
+            ConfigurationLimitExceeded => "53400",
             QueryCanceled => "57014",
             InvalidDatetime => "22007",
             DatetimeFieldOverflow => "22008",

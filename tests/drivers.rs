@@ -22,7 +22,7 @@ fn in_ci() -> bool {
 fn have(module: &str) -> bool {
     let ok = Command::new(python()).args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success());
     if !ok {
-        let msg = format!("python module {module} is missing for {} (pip install 'psycopg[binary]' asyncpg)", python());
+        let msg = format!("python module {module} is missing for {} (pip install 'psycopg[binary]' asyncpg sqlalchemy pandas)", python());
         assert!(!in_ci(), "{msg}");
         eprintln!("SKIPPED: {msg}");
     }
@@ -56,4 +56,17 @@ fn psycopg3_smoke() {
 #[test]
 fn asyncpg_smoke() {
     run_script("asyncpg", "asyncpg_smoke.py");
+}
+
+#[test]
+fn psycopg3_transactions() {
+    run_script("psycopg", "psycopg_txn.py");
+}
+
+#[test]
+fn sqlalchemy_and_pandas_transactions() {
+    if !have("sqlalchemy") || !have("pandas") {
+        return;
+    }
+    run_script("psycopg", "sqlalchemy_txn.py");
 }

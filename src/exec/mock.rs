@@ -157,6 +157,7 @@ pub(crate) fn ctx() -> ExecCtx {
         pid: 1,
         activity: Default::default(),
         memory: Arc::new(super::memory::MemoryBudget::new(usize::MAX)),
+        view: None,
     }
 }
 

@@ -60,6 +60,9 @@ pub struct ExecCtx {
     /// The statement's memory budget, shared by all its operators and
     /// subqueries; it goes away (and so releases everything) with the query.
     pub memory: Arc<memory::MemoryBudget>,
+    /// The statement's snapshot and its transaction's own writes; None
+    /// reads each region's latest rows.
+    pub view: Option<Arc<crate::storage::ReadView>>,
 }
 
 impl ExecCtx {
@@ -126,9 +129,9 @@ pub trait BatchExecutor: Send {
 /// Build the executor tree for a plan.
 pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
     Ok(match plan {
-        Plan::Scan { regions, request, columns } => {
-            Box::new(scan::TableScanExecutor::new(regions.0.clone(), regions.1.clone(), request.clone(), columns))
-        }
+        Plan::Scan { regions, request, columns } => Box::new(
+            scan::TableScanExecutor::new(regions.0.clone(), regions.1.clone(), request.clone(), columns).with_view(ctx.view.clone()),
+        ),
         Plan::Memory { batches, columns } => Box::new(values::MemoryExecutor::new(batches.clone(), columns)),
         Plan::Values { rows, columns } => Box::new(values::ValuesExecutor::new(rows.clone(), columns, ctx.clone())),
         Plan::Series { args, columns } => Box::new(values::SeriesExecutor::new(args.clone(), columns, ctx.clone())),

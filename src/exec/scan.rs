@@ -18,11 +18,19 @@ pub struct TableScanExecutor {
     schema: SchemaRef,
     pending: Vec<RecordBatch>,
     next_region: usize,
+    view: Option<Arc<crate::storage::ReadView>>,
 }
 
 impl TableScanExecutor {
     pub fn new(regions: Vec<Arc<Region>>, seqs: Vec<crate::storage::SeqBounds>, request: ScanRequest, columns: &[PlanColumn]) -> Self {
-        TableScanExecutor { regions, seqs, request, schema: arrow_schema(columns), pending: Vec::new(), next_region: 0 }
+        TableScanExecutor { regions, seqs, request, schema: arrow_schema(columns), pending: Vec::new(), next_region: 0, view: None }
+    }
+
+    /// Read through a statement's view: its snapshot and its transaction's
+    /// own writes.
+    pub fn with_view(mut self, view: Option<Arc<crate::storage::ReadView>>) -> Self {
+        self.view = view;
+        self
     }
 }
 
@@ -34,9 +42,15 @@ impl BatchExecutor for TableScanExecutor {
     fn next_batch(&mut self, max_rows: usize) -> Result<BatchResult> {
         while self.pending.is_empty() && self.next_region < self.regions.len() {
             let i = self.next_region;
-            let mut batches = match self.seqs.get(i) {
-                Some(seq) => self.regions[i].scan(&ScanRequest { seq: *seq, ..self.request.clone() })?,
-                None => self.regions[i].scan(&self.request)?,
+            let mut batches = match (self.seqs.get(i), &self.view) {
+                (None, None) => self.regions[i].scan(&self.request)?,
+                (seq, view) => {
+                    let mut req = ScanRequest { seq: seq.copied().unwrap_or(self.request.seq), ..self.request.clone() };
+                    if let Some(v) = view {
+                        v.apply(self.regions[i].id, &mut req);
+                    }
+                    self.regions[i].scan(&req)?
+                }
             };
             self.next_region += 1;
             batches.reverse();

@@ -387,6 +387,21 @@ impl<'a> Planner<'a> {
                             ty: SqlType::Bool,
                         }
                     }
+                    // x = ANY (ARRAY[a, b]) is x IN (a, b); x <> ALL (...) is
+                    // NOT IN (SQLAlchemy's catalog queries use them).
+                    E::Array(ast::Array { elem, .. })
+                        if !elem.is_empty() && ((!all && matches!(op, BinOp::Eq)) || (all && matches!(op, BinOp::NotEq))) =>
+                    {
+                        let items: Vec<Expr> = elem.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<_>>()?;
+                        let mut ty = x.ty();
+                        for i in &items {
+                            ty = comparable(ty, i.ty())
+                                .ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), i.ty()))?;
+                        }
+                        let x = coerce(x, ty)?;
+                        let items = items.into_iter().map(|i| coerce(i, ty)).collect::<Result<_>>()?;
+                        Expr::InList { expr: Box::new(x), list: items, negated: all }
+                    }
                     other => {
                         // x op ANY(array): arrays are text literals here.
                         let arr = coerce(self.bind_expr(other, scope, agg)?, SqlType::Text)?;

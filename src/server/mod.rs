@@ -72,6 +72,55 @@ pub struct Connection {
     engine: Arc<Engine>,
     session: Arc<Mutex<Option<Session>>>,
     parser: Arc<WeirQueryParser>,
+    idle: Arc<IdleWatch>,
+}
+
+/// When an idle session in a transaction block times out
+/// (`idle_in_transaction_session_timeout`).
+#[derive(Default)]
+struct IdleWatch {
+    /// (deadline while idle in a block, connection closed)
+    state: Mutex<(Option<std::time::Instant>, bool)>,
+    wake: tokio::sync::Notify,
+}
+
+/// Ends a connection left idle in a transaction block past its timeout:
+/// FATAL 25P03, as PostgreSQL, then the socket is shut down (pgwire's loop
+/// ends and the session, with its open block, is dropped).
+async fn watch_idle(idle: Arc<IdleWatch>, sock: std::net::TcpStream) {
+    loop {
+        let (deadline, closed) = *idle.state.lock();
+        if closed {
+            return;
+        }
+        match deadline {
+            None => idle.wake.notified().await,
+            Some(d) if std::time::Instant::now() < d => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(d.into()) => {}
+                    _ = idle.wake.notified() => {}
+                }
+            }
+            Some(_) => {
+                use std::io::Write;
+                let mut body = Vec::new();
+                for (k, v) in
+                    [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', "25P03"), (b'M', "terminating connection due to idle-in-transaction timeout")]
+                {
+                    body.push(k);
+                    body.extend_from_slice(v.as_bytes());
+                    body.push(0);
+                }
+                body.push(0);
+                let mut msg = vec![b'E'];
+                msg.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+                msg.extend_from_slice(&body);
+                let _ = (&sock).write_all(&msg);
+                let _ = sock.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+        }
+    }
 }
 
 pub struct WeirQueryParser {
@@ -147,8 +196,26 @@ impl StartupHandler for Connection {
 impl Connection {
     fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
         let mut guard = self.session.lock();
+        self.idle.state.lock().0 = None;
         let s = guard.as_mut().expect("session after startup");
-        tokio::task::block_in_place(|| f(s))
+        let r = tokio::task::block_in_place(|| f(s));
+        let deadline = s.idle_in_transaction_timeout().map(|t| std::time::Instant::now() + t);
+        self.idle.state.lock().0 = deadline;
+        if deadline.is_some() {
+            self.idle.wake.notify_one();
+        }
+        r
+    }
+
+    /// pgwire only moves a failed block ('E') to idle, never back to 'T';
+    /// ROLLBACK TO SAVEPOINT does that. So a statement of a failed block
+    /// starts from 'T': its error response makes it 'E' again, a ROLLBACK TO
+    /// leaves it 'T', a COMMIT or ROLLBACK makes it idle.
+    fn prime_status<C: ClientInfo>(&self, client: &mut C) {
+        let failed = self.session.lock().as_ref().is_some_and(|s| s.tx == TxState::Failed);
+        if failed {
+            client.set_transaction_status(pgwire::messages::response::TransactionStatus::Transaction);
+        }
     }
 
     /// Run a statement *and encode its results* inside one panic guard: a
@@ -227,6 +294,17 @@ fn tag_of(tag: &str) -> Tag {
 
 #[async_trait]
 impl SimpleQueryHandler for Connection {
+    async fn on_query<C>(&self, client: &mut C, query: pgwire::messages::simplequery::Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + pgwire::api::ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.prime_status(client);
+        self._on_query(client, query).await
+    }
+
     async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -239,11 +317,17 @@ impl SimpleQueryHandler for Connection {
             let (results, err) = s.execute_sql(&query);
             let mut out = Vec::new();
             let mut tx = before;
-            for r in results {
-                // Transaction state changes are seen per statement.
+            let n = results.len();
+            for (i, r) in results.into_iter().enumerate() {
+                // Transaction state changes are seen per statement: the
+                // session's own after the last one, else from the tag (a
+                // ROLLBACK TO in the middle looks like a ROLLBACK; the next
+                // statement of the block starts it again).
                 let after = match &r {
+                    _ if i + 1 == n && err.is_none() => s.tx,
                     QueryResult::Command(t) if t == "BEGIN" => TxState::InBlock,
                     QueryResult::Command(t) if t == "COMMIT" || t == "ROLLBACK" => TxState::Idle,
+                    _ if tx == TxState::Idle && s.tx != TxState::Idle => s.tx,
                     _ => tx,
                 };
                 out.push(response(r, &Format::UnifiedText, tx, after)?);
@@ -304,6 +388,17 @@ impl ExtendedQueryHandler for Connection {
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
         self.parser.clone()
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: pgwire::messages::extendedquery::Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + pgwire::api::ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.prime_status(client);
+        self._on_execute(client, message).await
     }
 
     async fn do_query<C>(&self, _client: &mut C, portal: &Portal<Prepared>, _max_rows: usize) -> PgWireResult<Response>
@@ -424,6 +519,7 @@ impl Connection {
             engine: self.engine.clone(),
             session: self.session.clone(),
             parser: self.parser.clone(),
+            idle: self.idle.clone(),
         }
     }
 }
@@ -447,13 +543,28 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                 let session = Arc::new(Mutex::new(None));
                 next_pid = if next_pid == i32::MAX { 1000 } else { next_pid + 1 };
                 let pid = next_pid;
-                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }) });
+                let idle = Arc::new(IdleWatch::default());
+                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone() });
                 let registry = cancels.clone();
+                // A second handle on the socket, for the idle-in-transaction
+                // watchdog to end the connection.
+                let dup = {
+                    use std::os::fd::AsFd;
+                    socket.as_fd().try_clone_to_owned().map(std::net::TcpStream::from)
+                };
+                match dup {
+                    Ok(dup) => {
+                        tokio::spawn(watch_idle(idle.clone(), dup));
+                    }
+                    Err(e) => tracing::warn!("no idle-in-transaction watchdog for {peer}: {e}"),
+                }
                 tokio::spawn(async move {
                     if let Err(e) = pgwire::tokio::process_socket(socket, None, conn).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
                     registry.lock().remove(&pid);
+                    idle.state.lock().1 = true;
+                    idle.wake.notify_one();
                 });
             }
         }

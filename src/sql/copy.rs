@@ -176,15 +176,9 @@ impl CopyIn {
         let batch = RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
         let regions: Vec<Arc<crate::storage::Region>> =
             (0..def.regions.max(1)).filter_map(|n| s.engine.storage.region(region_id(def.id, n))).collect();
-        if regions.len() <= 1 {
-            regions[0].write(&batch)?;
-        } else {
-            for (r, part) in crate::storage::route_rows(&batch, &def.primary_key, regions.len() as u32)? {
-                if part.num_rows() > 0 {
-                    regions[r as usize].write(&part)?;
-                }
-            }
-        }
+        // Inside a block the rows join it; outside, COPY is its own
+        // transaction: every region's rows or none, also across a crash.
+        super::txn::write_unit(s, def, &regions, &batch)?;
         Ok(nrows)
     }
 }

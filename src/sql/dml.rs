@@ -94,18 +94,19 @@ pub fn execute(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
     let planner = s.planner(params);
     let def = planner.table_named(name)?;
     let regions = planner.regions(&def)?;
+    let s: &Session = s;
     match stmt {
-        Statement::Insert(ins) => insert(&planner, &def, &regions, ins),
+        Statement::Insert(ins) => insert(s, &planner, &def, &regions, ins),
         Statement::Delete(d) => {
-            let n = delete_where(&planner, &def, &regions, d.selection.as_ref())?;
+            let n = delete_where(s, &planner, &def, &regions, d.selection.as_ref())?;
             Ok(QueryResult::Command(format!("DELETE {n}")))
         }
-        Statement::Update(u) => update(&planner, &def, &regions, u),
+        Statement::Update(u) => update(s, &planner, &def, &regions, u),
         _ => unreachable!(),
     }
 }
 
-fn insert(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast::Insert) -> Result<QueryResult> {
+fn insert(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast::Insert) -> Result<QueryResult> {
     if ins.on.is_some() {
         bail!(FeatureNotSupported, "ON CONFLICT is not supported");
     }
@@ -198,7 +199,7 @@ fn insert(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast:
     }
     let batch = RecordBatch::try_new_with_options(region_schema(def), arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
     check_unique(planner, def, regions, &batch)?;
-    write_routed(def, regions, &batch)?;
+    super::txn::write_rows(s, def, regions, &batch)?;
     Ok(QueryResult::Command(format!("INSERT 0 {nrows}")))
 }
 
@@ -272,18 +273,14 @@ fn region_schema(def: &TableDef) -> arrow::datatypes::SchemaRef {
     super::ddl::region_descriptor(def).schema
 }
 
-/// Write rows to the regions they belong to.
-fn write_routed(def: &TableDef, regions: &[Arc<Region>], batch: &RecordBatch) -> Result<()> {
-    if regions.len() <= 1 {
-        regions[0].write(batch)?;
-        return Ok(());
+/// Scan a region as the statement sees it: its snapshot and its
+/// transaction's own writes.
+fn scan_region(planner: &Planner, region: &Region, req: ScanRequest) -> Result<Vec<RecordBatch>> {
+    let mut req = req;
+    if let Some(v) = &planner.ctx.view {
+        v.apply(region.id, &mut req);
     }
-    for (r, part) in crate::storage::route_rows(batch, &def.primary_key, regions.len() as u32)? {
-        if part.num_rows() > 0 {
-            regions[r as usize].write(&part)?;
-        }
-    }
-    Ok(())
+    region.scan(&req)
 }
 
 /// Unique indexes on tables without a time index: refuse duplicates.
@@ -310,7 +307,7 @@ fn check_unique(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batc
         // The scan returns just the key columns, in index order.
         let scanned: Vec<usize> = (0..cols.len()).collect();
         for r in regions {
-            for b in r.scan(&ScanRequest { projection: Some(cols.clone()), ..Default::default() })? {
+            for b in scan_region(planner, r, ScanRequest { projection: Some(cols.clone()), ..Default::default() })? {
                 seen.extend((0..b.num_rows()).filter_map(|i| key(&b, &scanned, i)));
             }
         }
@@ -327,7 +324,7 @@ fn check_unique(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batc
 
 /// Rows of a region matching a predicate, with their row ids.
 fn matching_rows(planner: &Planner, region: &Region, pred: Option<&Expr>) -> Result<Vec<RecordBatch>> {
-    let batches = region.scan(&ScanRequest { with_rowid: true, ..Default::default() })?;
+    let batches = scan_region(planner, region, ScanRequest { with_rowid: true, ..Default::default() })?;
     let mut out = Vec::new();
     for b in batches {
         if b.num_rows() == 0 {
@@ -355,19 +352,19 @@ fn bind_where(planner: &Planner, def: &TableDef, w: Option<&ast::Expr>) -> Resul
     w.map(|w| planner.bind_expr(w, &scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()
 }
 
-fn delete_where(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], w: Option<&ast::Expr>) -> Result<usize> {
+fn delete_where(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], w: Option<&ast::Expr>) -> Result<usize> {
     let pred = bind_where(planner, def, w)?;
     let mut n = 0;
     for r in regions {
         for b in matching_rows(planner, r, pred.as_ref())? {
             n += b.num_rows();
-            r.delete(&b)?;
+            super::txn::delete_rows(s, r, &b)?;
         }
     }
     Ok(n)
 }
 
-fn update(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::Update) -> Result<QueryResult> {
+fn update(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::Update) -> Result<QueryResult> {
     if u.from.is_some() {
         bail!(FeatureNotSupported, "UPDATE ... FROM is not supported");
     }
@@ -412,8 +409,8 @@ fn update(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::U
                 &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
             )?;
             n += old.num_rows();
-            r.delete(&old)?;
-            write_routed(def, regions, &new)?;
+            super::txn::delete_rows(s, r, &old)?;
+            super::txn::write_rows(s, def, regions, &new)?;
         }
     }
     Ok(QueryResult::Command(format!("UPDATE {n}")))

@@ -9,6 +9,7 @@ pub mod copy;
 mod ddl;
 mod dml;
 mod session_vars;
+mod txn;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -106,6 +107,8 @@ pub struct Session {
     pub copy: Option<copy::CopyIn>,
     /// Backend pid (for cancel requests and pg_stat_activity); 0 = none.
     pub pid: i32,
+    /// The open transaction block (`txn.rs`), if any.
+    pub block: Option<txn::Block>,
 }
 
 /// A statement parsed for the extended protocol.
@@ -119,6 +122,8 @@ pub struct Prepared {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        // A dropped connection discards its open transaction.
+        txn::on_session_end(self);
         if self.pid != 0 {
             self.engine.activity.remove(self.pid);
         }
@@ -136,6 +141,7 @@ impl Session {
             cancel: Arc::new(AtomicBool::new(false)),
             copy: None,
             pid: 0,
+            block: None,
         }
     }
 
@@ -165,8 +171,22 @@ impl Session {
     }
 
     fn activity_end(&self) {
-        let idle = if self.tx == TxState::Idle { "idle" } else { "idle in transaction" };
+        let idle = match self.tx {
+            TxState::Idle => "idle",
+            TxState::InBlock => "idle in transaction",
+            TxState::Failed => "idle in transaction (aborted)",
+        };
         self.engine.activity.update(self.pid, |r| r.state = idle.into());
+    }
+
+    /// `idle_in_transaction_session_timeout` when the session sits in a
+    /// transaction block (None outside one, or when it is 0).
+    pub fn idle_in_transaction_timeout(&self) -> Option<Duration> {
+        if self.tx == TxState::Idle {
+            return None;
+        }
+        let ms = self.settings.get("idle_in_transaction_session_timeout").and_then(|s| session_vars::parse_ms(s)).unwrap_or(0);
+        (ms > 0).then(|| Duration::from_millis(ms))
     }
 
     pub fn exec_ctx(&self) -> ExecCtx {
@@ -181,6 +201,7 @@ impl Session {
             pid: self.pid,
             activity: self.engine.activity.clone(),
             memory: Arc::new(crate::exec::memory::MemoryBudget::new(self.query_memory_bytes_max())),
+            view: Some(txn::read_view(self)),
         }
     }
 
@@ -345,6 +366,9 @@ impl Session {
         if self.tx == TxState::Failed && !matches!(stmt, WeirStatement::Sql(Statement::Commit { .. } | Statement::Rollback { .. })) {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }
+        if let Some(r) = txn::intercept(self, stmt) {
+            return r;
+        }
         match stmt {
             WeirStatement::Sql(s) => self.execute_sql_statement(s, params),
             WeirStatement::CreateTable(ct) => ddl::create_weir_table(self, ct),
@@ -383,19 +407,6 @@ impl Session {
                     }
                 }
                 result
-            }
-            Statement::StartTransaction { .. } => {
-                self.tx = TxState::InBlock;
-                Ok(QueryResult::Command("BEGIN".into()))
-            }
-            Statement::Commit { .. } => {
-                let tag = if self.tx == TxState::Failed { "ROLLBACK" } else { "COMMIT" };
-                self.tx = TxState::Idle;
-                Ok(QueryResult::Command(tag.into()))
-            }
-            Statement::Rollback { .. } => {
-                self.tx = TxState::Idle;
-                Ok(QueryResult::Command("ROLLBACK".into()))
             }
             Statement::Copy { .. } => copy::start(self, stmt),
             // GreptimeDB's (and MySQL's) USE db: the connection's database

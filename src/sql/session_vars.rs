@@ -29,6 +29,7 @@ pub fn defaults() -> HashMap<String, String> {
         ("application_name", ""),
         ("extra_float_digits", "1"),
         ("statement_timeout", "0"),
+        ("idle_in_transaction_session_timeout", "0"),
         ("lock_timeout", "0"),
         ("is_superuser", "on"),
         ("max_identifier_length", "63"),
@@ -269,8 +270,8 @@ fn assign(s: &mut Session, name: String, value: Option<String>) -> Result<()> {
     if name == QUERY_MEMORY_SETTING && value.parse::<u64>().map_or(true, |n| n == 0) {
         bail!(InvalidParameterValue, "invalid value for parameter \"{name}\": \"{value}\"")
     }
-    if name == "statement_timeout" && parse_ms(&value).is_none() {
-        bail!(InvalidParameterValue, "invalid value for parameter \"statement_timeout\": \"{value}\"");
+    if (name == "statement_timeout" || name == "idle_in_transaction_session_timeout") && parse_ms(&value).is_none() {
+        bail!(InvalidParameterValue, "invalid value for parameter \"{name}\": \"{value}\"");
     }
     // Custom settings need a dot (PostgreSQL's rule); flow.* are weir's.
     if !name.contains('.')

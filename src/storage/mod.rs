@@ -21,6 +21,7 @@ mod object;
 mod region;
 mod route;
 mod sst;
+mod txn;
 mod version;
 mod wal;
 
@@ -28,6 +29,7 @@ pub use meta::{FileMeta, Manifest, MetaKv, SledKv};
 pub use object::{LocalStore, ObjectStore};
 pub use region::{Region, RegionStats};
 pub use route::route_rows;
+pub use txn::{ReadView, RegionWrites, SnapshotSource, OVERLAY_SEQ, TEMP_ROWID_BASE};
 pub use version::{OP_COLUMN, SEQ_COLUMN};
 pub use wal::{LocalLog, LogStore, LogSync};
 
@@ -121,6 +123,11 @@ pub struct ScanRequest {
     pub seq: SeqBounds,
     /// Append a UInt64 `__rowid` column (identity for DELETE / UPDATE).
     pub with_rowid: bool,
+    /// A statement's snapshot of this region (see [`ReadView`]): rows
+    /// published after it are not read.
+    pub snapshot: Option<SeqNo>,
+    /// The reading transaction's own uncommitted writes to this region.
+    pub overlay: Option<Arc<RegionWrites>>,
 }
 
 /// What one acknowledged write did.
@@ -139,6 +146,13 @@ pub struct WriteNotice {
 /// who listens.
 pub trait WriteListener: Send + Sync {
     fn on_write(&self, notice: &WriteNotice);
+    /// A committed transaction block: one change over all its regions,
+    /// delivered after it is visible. By default, each notice in turn.
+    fn on_commit(&self, notices: &[WriteNotice]) {
+        for n in notices {
+            self.on_write(n);
+        }
+    }
 }
 
 /// Storage options, from `[storage]` in the config.
@@ -208,6 +222,11 @@ pub(crate) struct Shared {
     pub mem_used: AtomicUsize,
     /// Wakes the background thread; true = stop.
     pub wake: (Mutex<bool>, Condvar),
+    /// Commit decisions of multi-region transactions.
+    pub txns: txn::CommitLog,
+    /// Held while a multi-region transaction is published (write) and while
+    /// a snapshot is taken (read), so snapshots see it whole or not at all.
+    pub gate: RwLock<()>,
 }
 
 impl Shared {
@@ -247,7 +266,10 @@ impl StorageEngine {
     ) -> Result<StorageEngine> {
         std::fs::create_dir_all(dir)?;
         let interval = tuning.background_interval_ms;
+        let txns = txn::CommitLog::open(&dir.join("txn"), config.wal_fsync)?;
         let shared = Arc::new(Shared {
+            txns,
+            gate: RwLock::new(()),
             config,
             tuning,
             root: dir.to_path_buf(),

@@ -27,6 +27,15 @@
 //! or may not survive a crash, as with any write that returned an error)
 //! and later writes fail until the region is reopened, because the kernel
 //! may have dropped the dirty pages (retrying fsync could report success).
+//!
+//! Transactions (see `txn.rs`): a transaction's writes to a region are one
+//! WAL record (`OP_TXN`) taking two sequences, its tombstones at the first
+//! and its rows at the second, so its rows win over the rows it replaces.
+//! A record of a multi-region transaction is *held* in `pending` after its
+//! fsync until the commit log decides: publishing stops at a held record
+//! (later writers wait behind it), and the decision either publishes it or
+//! publishes it empty. Replay skips `OP_TXN` records whose transaction has
+//! no commit record.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -53,6 +62,51 @@ use crate::error::Result;
 
 /// WAL record op for a write that stores nothing (instant TTL).
 const OP_EMPTY: u8 = 2;
+/// WAL record op for a transaction's writes to this region:
+/// `op | rowid_start u64 | txn_id u64 | deletes_len u64 | deletes | puts`.
+/// Transaction 0 is committed by the record itself (single-region commit).
+const OP_TXN: u8 = 3;
+
+/// An appended write waiting to be published.
+struct Pending {
+    /// First sequence of the write (`seq - 1` for a transaction record).
+    first: SeqNo,
+    seq: SeqNo,
+    chunks: Vec<Chunk>,
+    /// Waiting for a commit decision: nothing at or after it is published.
+    held: bool,
+}
+
+/// The parts of an `OP_TXN` payload: transaction id, encoded tombstones,
+/// encoded rows.
+fn split_txn_payload(payload: &[u8]) -> Result<(u64, &[u8], &[u8])> {
+    if payload.len() < 25 {
+        crate::bail!(Corrupt, "transaction wal record is too short");
+    }
+    let txn = u64::from_le_bytes(payload[9..17].try_into().unwrap());
+    let del_len = u64::from_le_bytes(payload[17..25].try_into().unwrap()) as usize;
+    let rest = &payload[25..];
+    if del_len > rest.len() {
+        crate::bail!(Corrupt, "transaction wal record has a bad length");
+    }
+    Ok((txn, &rest[..del_len], &rest[del_len..]))
+}
+
+/// Memtable chunks of a transaction record at `seq`: tombstones at
+/// `seq - 1`, rows (with row ids from `rowid_start`) at `seq`.
+fn txn_chunks(layout: &Layout, del: &RecordBatch, put: &RecordBatch, rowid_start: u64, seq: SeqNo) -> Result<Vec<Chunk>> {
+    let mut out = Vec::new();
+    if del.num_rows() > 0 {
+        out.push(Chunk::new(layout, with_version(layout, del.columns().to_vec(), seq - 1, OP_DELETE)?, seq - 1)?);
+    }
+    let n = put.num_rows() as u64;
+    if n > 0 {
+        let mut cols = put.columns().to_vec();
+        cols.push(Arc::new(UInt64Array::from_iter_values(rowid_start..rowid_start + n)));
+        out.push(Chunk::new(layout, with_version(layout, cols, seq, OP_PUT)?, seq)?);
+    }
+    Ok(out)
+}
 
 pub(super) fn region_dir_name(id: RegionId) -> String {
     format!("region_{id:016x}")
@@ -109,7 +163,10 @@ struct Inner {
     appended_seq: SeqNo,
     /// Appended, not yet published writes (`last_seq + 1 ..= appended_seq`)
     /// with their memtable chunks.
-    pending: VecDeque<(SeqNo, Option<Chunk>)>,
+    pending: VecDeque<Pending>,
+    /// Highest sequence known to be durable (every sequence when the WAL
+    /// does not sync).
+    synced_seq: SeqNo,
     /// A group-commit leader is syncing the WAL.
     syncing: bool,
     /// Set when a WAL sync failed: the write path is closed.
@@ -125,6 +182,9 @@ struct Inner {
 struct Snapshot {
     /// Memtable chunks with their time ranges.
     mem: Vec<(RecordBatch, Option<(i64, i64)>)>,
+    /// `mem[overlay_from..]` are a transaction's own uncommitted writes:
+    /// newer than everything, never cut by sequence bounds.
+    overlay_from: usize,
     files: Arc<Vec<Arc<SstFile>>>,
     flushed_seq: SeqNo,
     history_seq: SeqNo,
@@ -178,6 +238,7 @@ fn and(a: Option<BooleanArray>, b: BooleanArray) -> Result<Option<BooleanArray>>
 }
 
 /// Row filters of a read, on full-schema columns.
+#[derive(Clone)]
 struct RowFilter {
     seq_after: Option<SeqNo>,
     seq_upto: Option<SeqNo>,
@@ -277,6 +338,18 @@ impl Region {
                     }
                 }
                 OP_EMPTY => {}
+                OP_TXN => {
+                    let (txn, del, put) = split_txn_payload(payload)?;
+                    let del = decode_batch(&layout.stored, del)?;
+                    let put = decode_batch(&layout.user, put)?;
+                    let n = put.num_rows() as u64;
+                    next_rowid = next_rowid.max(rowid_start + n);
+                    if (txn == 0 || shared.txns.committed_at_open(txn)) && !instant {
+                        for c in txn_chunks(&layout, &del, &put, rowid_start, seq)? {
+                            mem.push(&layout, c)?;
+                        }
+                    }
+                }
                 other => crate::bail!(Corrupt, "wal record {seq} of region {id} has unknown op {other}"),
             }
             last_seq = seq;
@@ -302,6 +375,7 @@ impl Region {
                 last_seq,
                 appended_seq: last_seq,
                 pending: VecDeque::new(),
+                synced_seq: last_seq,
                 syncing: false,
                 wal_failed: None,
                 next_rowid,
@@ -328,6 +402,12 @@ impl Region {
         let bytes = inner.mem.bytes + inner.frozen.iter().map(|m| m.bytes).sum::<usize>();
         drop(inner);
         let _ = self.shared.mem_used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(bytes)));
+    }
+
+    /// The schema of rows with their row ids (user columns plus `__rowid`),
+    /// as a scan with `with_rowid` returns them.
+    pub fn stored_schema(&self) -> arrow::datatypes::SchemaRef {
+        self.layout.stored.clone()
     }
 
     /// Latest acknowledged sequence: every write up to it is visible (and
@@ -411,12 +491,12 @@ impl Region {
             if op == OP_PUT {
                 inner.next_rowid += n as u64;
             }
-            inner.pending.push_back((seq, chunk));
-            if self.shared.config.wal_fsync {
-                inner = self.wait_synced(inner, seq)?;
-            } else {
+            inner.pending.push_back(Pending { first: seq, seq, chunks: chunk.into_iter().collect(), held: false });
+            if !self.shared.config.wal_fsync {
+                inner.synced_seq = seq;
                 self.publish(&mut inner, seq)?;
             }
+            inner = self.wait_synced(inner, seq)?;
             (seq, inner.mem.bytes > cfg.memtable_bytes_max || inner.log.bytes() > tun.wal_bytes_max)
         };
         self.notify(seq, batch, n);
@@ -445,37 +525,184 @@ impl Region {
             if let Some(e) = &inner.wal_failed {
                 return Err(self.wal_failed_error(e));
             }
+            // Durable but behind a held transaction record: wait for its
+            // decision.
+            if inner.syncing || inner.synced_seq >= seq {
+                self.synced.wait(&mut inner);
+                continue;
+            }
+            inner = self.lead_sync(inner);
+        }
+    }
+
+    /// Become the group-commit leader: fsync every appended record outside
+    /// the lock, then publish what is durable.
+    fn lead_sync<'a>(&'a self, mut inner: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+        inner.syncing = true;
+        let target = inner.appended_seq;
+        let handle = inner.log.sync_handle();
+        drop(inner);
+        let synced = match &handle {
+            Some(h) => h.sync(),
+            None => Ok(()),
+        };
+        if handle.is_some() {
+            self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut inner = self.inner.lock();
+        inner.syncing = false;
+        let published = synced.and_then(|()| {
+            inner.synced_seq = inner.synced_seq.max(target);
+            self.publish(&mut inner, target)
+        });
+        if let Err(e) = published {
+            tracing::error!(region = self.id, error = %e, "wal sync failed; writes to the region fail until it is reopened");
+            inner.wal_failed = Some(e.to_string());
+        }
+        self.synced.notify_all();
+        inner
+    }
+
+    /// Return once every record up to `seq` is durable (published or not).
+    fn wait_durable<'a>(&'a self, mut inner: MutexGuard<'a, Inner>, seq: SeqNo) -> Result<MutexGuard<'a, Inner>> {
+        loop {
+            if inner.synced_seq >= seq {
+                return Ok(inner);
+            }
+            if let Some(e) = &inner.wal_failed {
+                return Err(self.wal_failed_error(e));
+            }
             if inner.syncing {
                 self.synced.wait(&mut inner);
                 continue;
             }
-            inner.syncing = true;
-            let target = inner.appended_seq;
-            let handle = inner.log.sync_handle();
-            drop(inner);
-            let synced = match handle {
-                Some(h) => h.sync(),
-                None => Ok(()),
-            };
-            self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
-            inner = self.inner.lock();
-            inner.syncing = false;
-            let published = synced.and_then(|()| self.publish(&mut inner, target));
-            if let Err(e) = published {
-                tracing::error!(region = self.id, error = %e, "wal sync failed; writes to the region fail until it is reopened");
-                inner.wal_failed = Some(e.to_string());
-            }
-            self.synced.notify_all();
+            inner = self.lead_sync(inner);
         }
+    }
+
+    /// Write a transaction's part for this region as one WAL record.
+    /// `txn == 0`: a single-region transaction, committed by the record and
+    /// published on return. Otherwise the record is durable on return but
+    /// held until [`Region::decide_txn`]. Returns the record's sequence.
+    pub(super) fn append_txn(&self, txn: u64, w: &super::txn::RegionWrites) -> Result<SeqNo> {
+        let del = concat_all(&self.layout.stored, &w.deletes)?;
+        let puts: Vec<RecordBatch> =
+            w.puts.iter().map(|b| b.project(&(0..self.layout.ncols).collect::<Vec<_>>())).collect::<std::result::Result<_, _>>()?;
+        let put = concat_all(&self.layout.user, &puts)?;
+        let put = RecordBatch::try_new_with_options(
+            self.layout.user.clone(),
+            put.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(put.num_rows())),
+        )?;
+        let del = RecordBatch::try_new_with_options(
+            self.layout.stored.clone(),
+            del.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(del.num_rows())),
+        )?;
+        let mut payload = Vec::with_capacity(64 + del.get_array_memory_size() + put.get_array_memory_size());
+        payload.push(OP_TXN);
+        payload.extend_from_slice(&[0u8; 8]);
+        payload.extend_from_slice(&txn.to_le_bytes());
+        payload.extend_from_slice(&[0u8; 8]);
+        encode_batch(&del, &mut payload)?;
+        let del_len = (payload.len() - 25) as u64;
+        payload[17..25].copy_from_slice(&del_len.to_le_bytes());
+        encode_batch(&put, &mut payload)?;
+        let instant = self.desc.ttl_ms == Some(0);
+        let mut inner = self.inner.lock();
+        if let Some(e) = &inner.wal_failed {
+            return Err(self.wal_failed_error(e));
+        }
+        let first = inner.appended_seq + 1;
+        let seq = first + 1;
+        let rowid_start = inner.next_rowid;
+        payload[1..9].copy_from_slice(&rowid_start.to_le_bytes());
+        let chunks = if instant { vec![] } else { txn_chunks(&self.layout, &del, &put, rowid_start, seq)? };
+        inner.log.append_unsynced(seq, &payload)?;
+        inner.appended_seq = seq;
+        inner.next_rowid += put.num_rows() as u64;
+        inner.pending.push_back(Pending { first, seq, chunks, held: txn != 0 });
+        if txn == 0 {
+            if !self.shared.config.wal_fsync {
+                inner.synced_seq = seq;
+                self.publish(&mut inner, seq)?;
+            }
+            let inner = self.wait_synced(inner, seq)?;
+            drop(inner);
+            self.after_write(&put, del.num_rows(), seq);
+        } else {
+            if !self.shared.config.wal_fsync {
+                inner.synced_seq = seq;
+            }
+            let inner = self.wait_durable(inner, seq)?;
+            drop(inner);
+        }
+        Ok(seq)
+    }
+
+    /// The commit decision for a held transaction record: publish its rows
+    /// (`commit`) or publish it empty. Callers hold the engine's commit gate.
+    pub(super) fn decide_txn(&self, seq: SeqNo, commit: bool) {
+        let mut inner = self.inner.lock();
+        if let Some(p) = inner.pending.iter_mut().find(|p| p.seq == seq) {
+            p.held = false;
+            if !commit {
+                p.chunks.clear();
+            }
+        }
+        let upto = inner.synced_seq;
+        if let Err(e) = self.publish(&mut inner, upto) {
+            tracing::error!(region = self.id, error = %e, "publishing a transaction failed; writes to the region fail until it is reopened");
+            inner.wal_failed = Some(e.to_string());
+        }
+        self.synced.notify_all();
+    }
+
+    /// The notice of a published transaction record.
+    pub(super) fn txn_notice(&self, w: &super::txn::RegionWrites, seq: SeqNo) -> WriteNotice {
+        let time_range = self.desc.time_index.and_then(|ti| {
+            w.puts.iter().filter_map(|b| time_bounds(b.column(ti)).ok().flatten()).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+        });
+        let rows = w.puts.iter().map(|b| b.num_rows()).sum::<usize>() + w.deletes.iter().map(|b| b.num_rows()).sum::<usize>();
+        WriteNotice { table_name: self.desc.table_name.clone(), region_id: self.id, seq_range: (seq - 1, seq), time_range, rows }
+    }
+
+    /// Flush checks after a published write (as for a plain write).
+    fn after_write(&self, put: &RecordBatch, deletes: usize, seq: SeqNo) {
+        let _ = (put, deletes, seq);
+        let cfg = &self.shared.config;
+        let tun = &self.shared.tuning;
+        let flush_needed = {
+            let inner = self.inner.lock();
+            inner.mem.bytes > cfg.memtable_bytes_max || inner.log.bytes() > tun.wal_bytes_max
+        };
+        if flush_needed {
+            if let Err(e) = self.flush() {
+                tracing::warn!(region = self.id, error = %e, "flush after write failed");
+            }
+        } else if self.shared.mem_used.load(Ordering::Relaxed) > tun.global_memtable_bytes_max {
+            if tun.background_interval_ms > 0 {
+                self.shared.kick();
+            } else if let Err(e) = self.flush() {
+                tracing::warn!(region = self.id, error = %e, "flush for the memtable budget failed");
+            }
+        }
+    }
+
+    /// After a multi-region commit: flush checks, as after a write.
+    pub(super) fn after_commit(&self) {
+        let empty = RecordBatch::new_empty(self.layout.user.clone());
+        self.after_write(&empty, 0, 0);
     }
 
     /// Move the pending writes up to `upto` into the memtable, in sequence
     /// order, and make them visible.
     fn publish(&self, inner: &mut Inner, upto: SeqNo) -> Result<()> {
-        while inner.pending.front().is_some_and(|p| p.0 <= upto) {
-            let (seq, chunk) = inner.pending.pop_front().unwrap();
-            debug_assert_eq!(seq, inner.last_seq + 1, "published sequences are dense");
-            if let Some(chunk) = chunk {
+        while inner.pending.front().is_some_and(|p| p.seq <= upto && !p.held) {
+            let p = inner.pending.pop_front().unwrap();
+            let seq = p.seq;
+            debug_assert_eq!(p.first, inner.last_seq + 1, "published sequences are dense");
+            for chunk in p.chunks {
                 let delta = inner.mem.push(&self.layout, chunk)?;
                 if delta >= 0 {
                     self.shared.mem_used.fetch_add(delta as usize, Ordering::Relaxed);
@@ -543,6 +770,7 @@ impl Region {
             }
         }
         Snapshot {
+            overlay_from: mem.len(),
             mem,
             files: inner.files.clone(),
             flushed_seq: inner.manifest.flushed_seq,
@@ -589,7 +817,8 @@ impl Region {
     fn read(&self, snap: &Snapshot, cols: &[usize], f: &RowFilter, with_ssts: bool) -> Result<Vec<Source>> {
         let mut sources = Vec::new();
         let mut out = Vec::new();
-        let keep = |b: RecordBatch, out: &mut Vec<RecordBatch>| -> Result<()> {
+        let unbounded = RowFilter { seq_after: None, seq_upto: None, ..f.clone() };
+        let keep_with = |b: RecordBatch, f: &RowFilter, out: &mut Vec<RecordBatch>| -> Result<()> {
             let b = match self.row_mask(&b, cols, f)? {
                 Some(m) => arrow::compute::filter_record_batch(&b, &m)?,
                 None => b,
@@ -599,10 +828,11 @@ impl Region {
             }
             Ok(())
         };
+        let keep = |b: RecordBatch, out: &mut Vec<RecordBatch>| keep_with(b, f, out);
         let mut mem_time: Option<(i64, i64)> = None;
         let mut mem_untimed = false;
-        for (b, t) in &snap.mem {
-            keep(b.project(cols)?, &mut out)?;
+        for (i, (b, t)) in snap.mem.iter().enumerate() {
+            keep_with(b.project(cols)?, if i >= snap.overlay_from { &unbounded } else { f }, &mut out)?;
             match t {
                 Some((lo, hi)) => mem_time = Some(mem_time.map_or((*lo, *hi), |(a, b)| (a.min(*lo), b.max(*hi)))),
                 None => mem_untimed = true,
@@ -787,9 +1017,28 @@ impl Region {
 
     /// The visible rows: newest version of each identity, deletes dropped.
     pub fn scan(&self, req: &ScanRequest) -> Result<Vec<RecordBatch>> {
-        let b = req.seq;
+        let mut b = req.seq;
+        if let (Some(s), None, SeqMode::Exact) = (req.snapshot, b.upto, b.mode) {
+            let (last, history) = {
+                let inner = self.inner.lock();
+                (inner.last_seq, inner.manifest.history_seq)
+            };
+            // Only a region that moved since the snapshot needs the bound.
+            // Without a hold, a flush may have discarded the versions at the
+            // snapshot: then the statement reads the latest ones.
+            if s < last {
+                if s >= history {
+                    b.upto = Some(s);
+                } else {
+                    tracing::debug!(region = self.id, snapshot = s, history, "statement snapshot is older than the kept versions");
+                }
+            }
+        }
         let memtable_only = b.mode == SeqMode::MemtableOnly && b.after.is_some();
-        let snap = self.snapshot(b.after, b.upto, req.time_range, true);
+        let mut snap = self.snapshot(b.after, b.upto, req.time_range, true);
+        if let Some(w) = req.overlay.as_ref().filter(|_| !memtable_only) {
+            snap.mem.extend(self.overlay_mem(w)?);
+        }
         match b.mode {
             SeqMode::MemtableOnly => {
                 if let Some(a) = b.after {
@@ -852,7 +1101,6 @@ impl Region {
             return Ok(vec![]);
         }
         let mut out = Vec::new();
-        let mut snap = snap;
         if !memtable_only {
             let (isolated, rest) = self.split_isolated(&snap, &filter);
             for file in &isolated {
@@ -890,6 +1138,26 @@ impl Region {
             };
             if visible.num_rows() > 0 {
                 out.push(visible.project(&out_cols)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A transaction's own writes as full-schema batches above every
+    /// sequence: tombstones, then rows (later rows win ties).
+    fn overlay_mem(&self, w: &super::txn::RegionWrites) -> Result<Vec<(RecordBatch, Option<(i64, i64)>)>> {
+        let mut out = Vec::new();
+        let time = |b: &RecordBatch| -> Result<Option<(i64, i64)>> {
+            Ok(match self.layout.time_index {
+                Some(ti) => time_bounds(b.column(ti))?,
+                None => None,
+            })
+        };
+        for (batches, seq, op) in [(&w.deletes, super::txn::OVERLAY_SEQ, OP_DELETE), (&w.puts, super::txn::OVERLAY_SEQ + 1, OP_PUT)] {
+            for b in batches.iter().filter(|b| b.num_rows() > 0) {
+                let full = with_version(&self.layout, b.columns().to_vec(), seq, op)?;
+                let t = time(&full)?;
+                out.push((full, t));
             }
         }
         Ok(out)

@@ -61,12 +61,18 @@ impl TestServer {
     /// Start `weir --data-dir DIR --listen 127.0.0.1:0` and wait for its
     /// `weir listening on HOST:PORT` line.
     pub fn spawn(data_dir: &Path) -> anyhow::Result<TestServer> {
+        TestServer::spawn_env(data_dir, &[])
+    }
+
+    /// [`TestServer::spawn`] with extra environment variables for the server.
+    pub fn spawn_env(data_dir: &Path, env: &[(&str, &str)]) -> anyhow::Result<TestServer> {
         let logs = tempfile::Builder::new().prefix("weir-test-logs").tempdir()?;
         let out_path = logs.path().join("stdout.log");
         let err_path = logs.path().join("stderr.log");
         // WEIR_TEST_BIN runs another build (or a stand-in) with the same contract.
         let bin = std::env::var("WEIR_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_weir").to_string());
         let child = Command::new(bin)
+            .envs(env.iter().copied())
             .arg("--data-dir")
             .arg(data_dir)
             .arg("--listen")

@@ -98,6 +98,7 @@ pub(crate) mod test_util {
             pid: 0,
             activity: Default::default(),
             memory: std::sync::Arc::new(crate::exec::memory::MemoryBudget::new(usize::MAX)),
+            view: None,
         }
     }
 }

@@ -1,0 +1,318 @@
+//! Transactions in storage: a session's buffered writes to one region
+//! ([`RegionWrites`]), the read view that lays them over a snapshot
+//! ([`ReadView`]), the commit log that makes a multi-region commit one
+//! decision ([`CommitLog`]) and [`StorageEngine::commit`].
+//!
+//! Imports only `crate::error` and storage's siblings; never sql, planner,
+//! exec, server or flow.
+//!
+//! Commit protocol. One region: the transaction's part is one WAL record
+//! that commits itself (transaction id 0). Several regions, in region-id
+//! order: (1) append each part as one `OP_TXN` record carrying the
+//! transaction id and fsync it — the records are *held*, not visible;
+//! (2) append `commit <id>` to the commit log and **fsync** it: the commit
+//! point; (3) under the commit gate, publish every held record, so a
+//! statement snapshot (taken under the same gate) sees all or none of them;
+//! (4) notify listeners once, with every region's notice. A failure before
+//! (2) publishes the records empty. Recovery replays an `OP_TXN` record only
+//! when its transaction is 0 or has a commit record.
+//!
+//! Transaction ids are never reused, across restarts too: at open the log
+//! gets a `reserve <hi>` record and ids are handed out below `hi`, so an
+//! id whose records were written but never committed cannot come back. The
+//! commit log is small (17 bytes a multi-region commit) and not truncated.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{Mutex, RwLock};
+
+use arrow::array::RecordBatch;
+
+use super::wal::{LocalLog, LogStore};
+use super::{Region, RegionId, SeqNo, Shared, StorageEngine, WriteNotice};
+use crate::error::Result;
+
+/// Sequence of a transaction's own tombstones in its reads; its rows are at
+/// `OVERLAY_SEQ + 1`. Above every real sequence.
+pub const OVERLAY_SEQ: SeqNo = 1 << 62;
+/// Row ids of a transaction's own rows before commit (real ones are given
+/// by the region at commit).
+pub const TEMP_ROWID_BASE: u64 = 1 << 63;
+
+const REC_COMMIT: u8 = 1;
+const REC_RESERVE: u8 = 2;
+/// Ids reserved per `reserve` record.
+const RESERVE_IDS: u64 = 1 << 32;
+
+/// A transaction's writes to one region, not yet committed.
+#[derive(Debug, Clone, Default)]
+pub struct RegionWrites {
+    /// Tombstones of committed rows: all user columns plus `__rowid`.
+    pub deletes: Vec<RecordBatch>,
+    /// New rows: all user columns plus a temporary `__rowid`
+    /// (`>= TEMP_ROWID_BASE`), in write order.
+    pub puts: Vec<RecordBatch>,
+}
+
+impl RegionWrites {
+    pub fn is_empty(&self) -> bool {
+        self.deletes.iter().all(|b| b.num_rows() == 0) && self.puts.iter().all(|b| b.num_rows() == 0)
+    }
+}
+
+/// The commit log: commit decisions of multi-region transactions.
+pub(crate) struct CommitLog {
+    log: Mutex<CommitLogInner>,
+    /// Transactions with a commit record when the engine opened.
+    committed: HashSet<u64>,
+}
+
+struct CommitLogInner {
+    log: LocalLog,
+    next_seq: u64,
+    next_txn: u64,
+    reserved_hi: u64,
+    failed: Option<String>,
+}
+
+impl CommitLog {
+    pub(crate) fn open(dir: &Path, fsync: bool) -> Result<CommitLog> {
+        let mut log = LocalLog::open(dir, fsync)?;
+        let mut committed = HashSet::new();
+        let mut hi = 0u64;
+        log.read_from(0, &mut |_, payload| {
+            if payload.len() != 9 {
+                crate::bail!(Corrupt, "commit log record has {} bytes, expected 9", payload.len());
+            }
+            let v = u64::from_le_bytes(payload[1..9].try_into().unwrap());
+            match payload[0] {
+                REC_COMMIT => {
+                    committed.insert(v);
+                    hi = hi.max(v);
+                }
+                REC_RESERVE => hi = hi.max(v),
+                k => crate::bail!(Corrupt, "commit log record of unknown kind {k}"),
+            }
+            Ok(())
+        })?;
+        let next_seq = log.last_seq().unwrap_or(0) + 1;
+        let mut inner = CommitLogInner { log, next_seq, next_txn: hi + 1, reserved_hi: hi, failed: None };
+        inner.reserve()?;
+        Ok(CommitLog { log: Mutex::new(inner), committed })
+    }
+
+    /// Whether `txn` had committed when the engine opened (for replay).
+    pub(crate) fn committed_at_open(&self, txn: u64) -> bool {
+        self.committed.contains(&txn)
+    }
+
+    fn next_id(&self) -> Result<u64> {
+        let mut g = self.log.lock();
+        if g.next_txn >= g.reserved_hi {
+            g.reserve()?;
+        }
+        let id = g.next_txn;
+        g.next_txn += 1;
+        Ok(id)
+    }
+
+    /// The commit point: `commit <txn>` is durable on return.
+    fn log_commit(&self, txn: u64) -> Result<()> {
+        let mut g = self.log.lock();
+        g.append(REC_COMMIT, txn)
+    }
+}
+
+impl CommitLogInner {
+    fn reserve(&mut self) -> Result<()> {
+        let hi = self.next_txn + RESERVE_IDS;
+        self.append(REC_RESERVE, hi)?;
+        self.reserved_hi = hi;
+        Ok(())
+    }
+
+    fn append(&mut self, kind: u8, v: u64) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(
+                crate::err!(Storage, "the commit log could not be written; commits fail until the server restarts").with_detail(e.clone())
+            );
+        }
+        let mut rec = [0u8; 9];
+        rec[0] = kind;
+        rec[1..].copy_from_slice(&v.to_le_bytes());
+        let seq = self.next_seq;
+        match self.log.append(seq, &rec) {
+            Ok(()) => {
+                self.next_seq += 1;
+                Ok(())
+            }
+            Err(e) => {
+                // As for a region's WAL: after a failed fsync nothing later
+                // can be trusted to be durable.
+                self.failed = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Test hook: `WEIR_TEST_COMMIT_PAUSE=<point>:<ms>` sleeps at a commit step
+/// (`prepared`: records durable, no commit record; `logged`: commit record
+/// durable, records not yet published) so a crash test can kill the
+/// process there.
+fn pause_at(point: &str) {
+    static PAUSE: OnceLock<Option<(String, u64)>> = OnceLock::new();
+    let p = PAUSE.get_or_init(|| {
+        let v = std::env::var("WEIR_TEST_COMMIT_PAUSE").ok()?;
+        let (name, ms) = v.split_once(':')?;
+        Some((name.to_string(), ms.parse().ok()?))
+    });
+    if let Some((name, ms)) = p {
+        if name == point {
+            std::thread::sleep(std::time::Duration::from_millis(*ms));
+        }
+    }
+}
+
+/// Where a read view takes its snapshot from.
+#[derive(Clone)]
+pub struct SnapshotSource {
+    shared: Arc<Shared>,
+    regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>>,
+}
+
+impl SnapshotSource {
+    /// The last published sequence of every region, taken under the commit
+    /// gate: a multi-region commit is in it whole or not at all.
+    pub fn take(&self) -> Arc<HashMap<RegionId, SeqNo>> {
+        let regions: Vec<Arc<Region>> = self.regions.read().values().cloned().collect();
+        let _g = self.shared.gate.read();
+        Arc::new(regions.iter().map(|r| (r.id, r.last_seq())).collect())
+    }
+
+    /// Keep the versions at `snap` of every region in it until released.
+    pub fn hold(&self, holder: &str, snap: &HashMap<RegionId, SeqNo>) -> Result<()> {
+        let regions: Vec<Arc<Region>> = self.regions.read().values().cloned().collect();
+        for r in regions {
+            if let Some(&s) = snap.get(&r.id) {
+                r.hold_versions(holder, s)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn release(&self, holder: &str) {
+        let regions: Vec<Arc<Region>> = self.regions.read().values().cloned().collect();
+        for r in regions {
+            r.release_versions(holder);
+        }
+    }
+}
+
+impl std::fmt::Debug for SnapshotSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SnapshotSource")
+    }
+}
+
+/// What one statement reads: a snapshot of every region (taken at the
+/// first scan unless given) and the transaction's own writes over it.
+#[derive(Debug, Default)]
+pub struct ReadView {
+    source: Option<SnapshotSource>,
+    snapshot: OnceLock<Arc<HashMap<RegionId, SeqNo>>>,
+    pub overlay: HashMap<RegionId, Arc<RegionWrites>>,
+}
+
+impl ReadView {
+    /// A view whose snapshot is taken from `source` at the first scan, or
+    /// is `fixed` (a REPEATABLE READ block's).
+    pub fn new(
+        source: SnapshotSource,
+        fixed: Option<Arc<HashMap<RegionId, SeqNo>>>,
+        overlay: HashMap<RegionId, Arc<RegionWrites>>,
+    ) -> ReadView {
+        let snapshot = OnceLock::new();
+        if let Some(f) = fixed {
+            let _ = snapshot.set(f);
+        }
+        ReadView { source: Some(source), snapshot, overlay }
+    }
+
+    /// Bound a scan of `region` by the view: its snapshot sequence and the
+    /// transaction's writes to it.
+    pub fn apply(&self, region: RegionId, req: &mut super::ScanRequest) {
+        if let Some(src) = &self.source {
+            let snap = self.snapshot.get_or_init(|| src.take());
+            // A region created after the snapshot has nothing older.
+            req.snapshot = Some(snap.get(&region).copied().unwrap_or(0));
+        }
+        req.overlay = self.overlay.get(&region).cloned();
+    }
+}
+
+impl StorageEngine {
+    /// The snapshot source of this engine (for read views).
+    pub fn snapshot_source(&self) -> SnapshotSource {
+        SnapshotSource { shared: self.shared.clone(), regions: self.regions.clone() }
+    }
+
+    /// Commit a transaction's writes: every region's part or none, durable
+    /// when `wal_fsync` is on (see the module header).
+    pub fn commit(&self, parts: Vec<(Arc<Region>, RegionWrites)>) -> Result<()> {
+        let mut parts: Vec<(Arc<Region>, RegionWrites)> = parts.into_iter().filter(|(_, w)| !w.is_empty()).collect();
+        parts.sort_by_key(|(r, _)| r.id);
+        let notices: Vec<WriteNotice>;
+        match parts.len() {
+            0 => return Ok(()),
+            1 => {
+                let (r, w) = &parts[0];
+                let seq = r.append_txn(0, w)?;
+                notices = vec![r.txn_notice(w, seq)];
+            }
+            _ => {
+                let txn = self.shared.txns.next_id()?;
+                let mut held: Vec<SeqNo> = Vec::with_capacity(parts.len());
+                let mut failed = None;
+                for (r, w) in &parts {
+                    match r.append_txn(txn, w) {
+                        Ok(seq) => held.push(seq),
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                if failed.is_none() {
+                    pause_at("prepared");
+                    if let Err(e) = self.shared.txns.log_commit(txn) {
+                        failed = Some(e);
+                    }
+                }
+                if failed.is_none() {
+                    pause_at("logged");
+                }
+                {
+                    let _g = self.shared.gate.write();
+                    for ((r, _), &seq) in parts.iter().zip(&held) {
+                        r.decide_txn(seq, failed.is_none());
+                    }
+                }
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                notices = parts.iter().zip(&held).map(|((r, w), &seq)| r.txn_notice(w, seq)).collect();
+                for (r, _) in &parts {
+                    r.after_commit();
+                }
+            }
+        }
+        let listeners = self.shared.listeners.lock().clone();
+        for l in listeners {
+            l.on_commit(&notices);
+        }
+        Ok(())
+    }
+}
