@@ -49,7 +49,8 @@ pub enum ErrorKind {
     InvalidDatetime,
     /// 22008: a date/time/interval value out of range.
     DatetimeFieldOverflow,
-    /// 42809: e.g. DISTINCT on a call of a function that is not an aggregate.
+    /// 42809: e.g. DISTINCT or ORDER BY in a call of a function that is not
+    /// an aggregate.
     WrongObjectType,
     /// 2201B: a regular expression that does not compile.
     InvalidRegularExpression,

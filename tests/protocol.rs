@@ -302,6 +302,13 @@ async fn sql_errors_have_sqlstates_and_the_connection_keeps_working() {
         ("INSERT INTO pe VALUES ('x', 'y')", "22P02"),
         // Also 0A000 in PostgreSQL; weir has no CHECK constraints yet.
         ("CREATE TABLE pe_check (a INTEGER CHECK (a > (SELECT 1)))", "0A000"),
+        // As PostgreSQL: ORDER BY only in aggregate calls, not in window ones.
+        ("SELECT lower(b ORDER BY a) FROM pe", "42809"),
+        ("SELECT sum(a ORDER BY b) OVER () FROM pe", "0A000"),
+        // PostgreSQL orders string_agg's input; weir refuses rather than ignore it.
+        ("SELECT string_agg(b, ',' ORDER BY a) FROM pe", "0A000"),
+        // Not PostgreSQL grammar, though sqlparser reads it.
+        ("SELECT count(* WHERE a > 1) FROM pe", "42601"),
     ];
     for (sql, want) in cases {
         assert_eq!(sqlstate(c.simple_query(sql).await), *want, "simple query {sql}");

@@ -686,6 +686,27 @@ impl<'a> Planner<'a> {
                 _ => String::new(),
             })
             .unwrap_or_default();
+        // ORDER BY inside the call's parentheses; other clauses sqlparser
+        // accepts (`WHERE`, `LIMIT` …) are not PostgreSQL's.
+        let mut ordered = false;
+        if let ast::FunctionArguments::List(list) = &f.args {
+            for c in &list.clauses {
+                match c {
+                    ast::FunctionArgumentClause::OrderBy(_) => ordered = true,
+                    other => bail!(Syntax, "syntax error at or near \"{other}\""),
+                }
+            }
+        }
+        if ordered && f.over.is_some() {
+            bail!(FeatureNotSupported, "aggregate ORDER BY is not implemented for window functions");
+        }
+        if ordered && agg_func(&name).is_none() {
+            bail!(WrongObjectType, "ORDER BY specified, but {name} is not an aggregate function");
+        }
+        // string_agg's result depends on the order; the others' do not.
+        if ordered && agg_func(&name) == Some(AggFunc::StringAgg) {
+            bail!(FeatureNotSupported, "ORDER BY in string_agg() is not supported");
+        }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, false),
             ast::FunctionArguments::Subquery(q) if name == "array" => {

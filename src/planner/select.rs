@@ -513,10 +513,18 @@ impl<'a> Planner<'a> {
                                     cur.columns.iter().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| {
                                         err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in right table")
                                     })?;
-                                let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
-                                    .try_with_sql(&format!("\"{lq}\".\"{name}\" = \"{rq}\".\"{name}\""))
-                                    .and_then(|mut p| p.parse_expr())
-                                    .map_err(|e| err!(Syntax, "{e}"))?;
+                                // lq.name = rq.name, built as AST (quoted: the names are folded already).
+                                let col = |q: &str| {
+                                    ast::Expr::CompoundIdentifier(vec![
+                                        ast::Ident::with_quote('"', q),
+                                        ast::Ident::with_quote('"', name.as_str()),
+                                    ])
+                                };
+                                let e = ast::Expr::BinaryOp {
+                                    left: Box::new(col(&lq)),
+                                    op: ast::BinaryOperator::Eq,
+                                    right: Box::new(col(&rq)),
+                                };
                                 on_conds.push((e, rels.len() + 1));
                             }
                         }

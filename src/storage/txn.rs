@@ -316,3 +316,7 @@ impl StorageEngine {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "txn_tests.rs"]
+mod tests;

@@ -66,6 +66,11 @@ impl TestServer {
 
     /// [`TestServer::spawn`] with extra environment variables for the server.
     pub fn spawn_env(data_dir: &Path, env: &[(&str, &str)]) -> anyhow::Result<TestServer> {
+        TestServer::spawn_with(data_dir, env, &[])
+    }
+
+    /// [`TestServer::spawn`] with extra environment variables and arguments.
+    pub fn spawn_with(data_dir: &Path, env: &[(&str, &str)], args: &[&str]) -> anyhow::Result<TestServer> {
         let logs = tempfile::Builder::new().prefix("weir-test-logs").tempdir()?;
         let out_path = logs.path().join("stdout.log");
         let err_path = logs.path().join("stderr.log");
@@ -73,6 +78,7 @@ impl TestServer {
         let bin = std::env::var("WEIR_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_weir").to_string());
         let child = Command::new(bin)
             .envs(env.iter().copied())
+            .args(args)
             .arg("--data-dir")
             .arg(data_dir)
             .arg("--listen")
