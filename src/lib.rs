@@ -7,9 +7,9 @@
 pub mod catalog;
 pub mod config;
 pub mod error;
-pub mod parser;
 pub mod exec;
 pub mod failpoint;
+pub mod parser;
 pub mod planner;
 pub mod server;
 pub mod sql;

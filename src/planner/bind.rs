@@ -649,8 +649,10 @@ impl<'a> Planner<'a> {
             BinOp::Div => "/",
             _ => "%",
         };
-        let no_op = || err!(UndefinedFunction, "operator does not exist: {} {} {}", lt, sym, rt)
-            .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.");
+        let no_op = || {
+            err!(UndefinedFunction, "operator does not exist: {} {} {}", lt, sym, rt)
+                .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+        };
         let bin = |op, l, r, ty| Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r), ty });
         match (op, lt, rt) {
             (BinOp::Add | BinOp::Sub, Timestamp | TimestampTz, Interval | Unknown) => bin(op, l, coerce(r, Interval)?, lt),

@@ -463,7 +463,9 @@ impl ColumnBuilder {
             T::Text | T::Varchar | T::Unknown => put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None }),
             T::Timestamp | T::TimestampTz => put!(TimestampMicrosecondBuilder, if let Value::Timestamp(x) = v { Some(x) } else { None }),
             T::Date => put!(Date32Builder, if let Value::Date(x) = v { Some(x) } else { None }),
-            T::Interval => put!(IntervalMonthDayNanoBuilder, if let Value::Interval(x) = v { Some(crate::types::interval_to_arrow(x)) } else { None }),
+            T::Interval => {
+                put!(IntervalMonthDayNanoBuilder, if let Value::Interval(x) = v { Some(crate::types::interval_to_arrow(x)) } else { None })
+            }
         }
     }
 

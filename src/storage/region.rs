@@ -629,7 +629,7 @@ impl Region {
             }
             let inner = self.wait_synced(inner, seq)?;
             drop(inner);
-            self.after_write(&put, del.num_rows(), seq);
+            self.after_write();
         } else {
             if !self.shared.config.wal_fsync {
                 inner.synced_seq = seq;
@@ -667,9 +667,9 @@ impl Region {
         WriteNotice { table_name: self.desc.table_name.clone(), region_id: self.id, seq_range: (seq - 1, seq), time_range, rows }
     }
 
-    /// Flush checks after a published write (as for a plain write).
-    fn after_write(&self, put: &RecordBatch, deletes: usize, seq: SeqNo) {
-        let _ = (put, deletes, seq);
+    /// Flush checks after a published transaction record (as after a
+    /// plain write).
+    fn after_write(&self) {
         let cfg = &self.shared.config;
         let tun = &self.shared.tuning;
         let flush_needed = {
@@ -691,8 +691,7 @@ impl Region {
 
     /// After a multi-region commit: flush checks, as after a write.
     pub(super) fn after_commit(&self) {
-        let empty = RecordBatch::new_empty(self.layout.user.clone());
-        self.after_write(&empty, 0, 0);
+        self.after_write();
     }
 
     /// Move the pending writes up to `upto` into the memtable, in sequence

@@ -241,8 +241,7 @@ pub fn timestamp_part(field: &str, us: i64) -> Result<f64> {
         "week" => dt.iso_week().week() as f64,
         "isoyear" => dt.iso_week().year() as f64,
         "julian" => {
-            (dt.date().num_days_from_ce() as i64 + 1_721_425) as f64
-                + (dt.num_seconds_from_midnight() as f64 + micro / 1e6) / 86_400.0
+            (dt.date().num_days_from_ce() as i64 + 1_721_425) as f64 + (dt.num_seconds_from_midnight() as f64 + micro / 1e6) / 86_400.0
         }
         "timezone" | "timezone_h" | "timezone_m" => 0.0,
         other => bail!(InvalidParameterValue, "unit \"{other}\" not recognized for type timestamp without time zone"),

@@ -133,7 +133,15 @@ pub fn round(a: &Args<'_>) -> Result<ArrayRef> {
         return float1(a, |x| Ok(x.round()));
     }
     let d = cast(&a.cols[1], &DataType::Float64)?;
-    let args = Args { cols: vec![a.cols[0].clone(), d], scalar: a.scalar.clone(), types: a.types.clone(), n: a.n, ret: a.ret, ctx: a.ctx, name: a.name };
+    let args = Args {
+        cols: vec![a.cols[0].clone(), d],
+        scalar: a.scalar.clone(),
+        types: a.types.clone(),
+        n: a.n,
+        ret: a.ret,
+        ctx: a.ctx,
+        name: a.name,
+    };
     float2(&args, |x, d| {
         let p = 10f64.powi(d as i32);
         Ok((x * p).round() / p)
@@ -145,7 +153,15 @@ pub fn trunc(a: &Args<'_>) -> Result<ArrayRef> {
         return float1(a, |x| Ok(x.trunc()));
     }
     let d = cast(&a.cols[1], &DataType::Float64)?;
-    let args = Args { cols: vec![a.cols[0].clone(), d], scalar: a.scalar.clone(), types: a.types.clone(), n: a.n, ret: a.ret, ctx: a.ctx, name: a.name };
+    let args = Args {
+        cols: vec![a.cols[0].clone(), d],
+        scalar: a.scalar.clone(),
+        types: a.types.clone(),
+        n: a.n,
+        ret: a.ret,
+        ctx: a.ctx,
+        name: a.name,
+    };
     float2(&args, |x, d| {
         let p = 10f64.powi(d as i32);
         Ok((x * p).trunc() / p)

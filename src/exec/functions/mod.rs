@@ -19,9 +19,9 @@ use arrow::array::*;
 use self::registry::{Arg, Args, FuncDef, Impl, Signature, Volatility};
 use super::expr::{cast_array, Expr};
 use super::ExecCtx;
+use crate::bail;
 use crate::error::Result;
 use crate::types::{value_at, SqlType, Value};
-use crate::bail;
 
 pub use registry::{registry, Resolved};
 

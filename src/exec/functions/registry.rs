@@ -351,7 +351,15 @@ impl Registry {
 /// Call a function over evaluated arguments. `scalar[j]` marks one-row
 /// constant arguments. Strict functions short-cut constant NULLs; when all
 /// arguments are constant the function runs once and is broadcast.
-pub fn invoke(name: &str, cols: Vec<ArrayRef>, scalar: Vec<bool>, types: Vec<SqlType>, ret: SqlType, n: usize, ctx: &ExecCtx) -> Result<ArrayRef> {
+pub fn invoke(
+    name: &str,
+    cols: Vec<ArrayRef>,
+    scalar: Vec<bool>,
+    types: Vec<SqlType>,
+    ret: SqlType,
+    n: usize,
+    ctx: &ExecCtx,
+) -> Result<ArrayRef> {
     let f = registry().lookup(name).ok_or_else(|| no_such_function(name, &types))?;
     let Impl::Vector(imp) = f.imp else { bail!(Internal, "function {name} has no vectorized implementation") };
     if f.strict && cols.iter().zip(&scalar).any(|(c, s)| *s && c.is_null(0)) {

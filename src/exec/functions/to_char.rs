@@ -9,18 +9,19 @@ use crate::types::interval::{USECS_PER_HOUR, USECS_PER_MINUTE, USECS_PER_SEC};
 use crate::types::Interval;
 use crate::{bail, err};
 
-const MONTHS: [&str; 12] = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const MONTHS: [&str; 12] =
+    ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 const DAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const ROMAN: [&str; 12] = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"];
 
 /// Date/time template patterns, longest first so that `HH24` wins over `HH`.
 const PATTERNS: &[&str] = &[
-    "A.D.", "B.C.", "a.d.", "b.c.", "A.M.", "P.M.", "a.m.", "p.m.", "Y,YYY", "y,yyy", "MONTH", "Month", "month", "SSSSS", "sssss", "HH24", "hh24",
-    "HH12", "hh12", "IDDD", "iddd", "IYYY", "iyyy", "SSSS", "ssss", "YYYY", "yyyy", "DAY", "Day", "day", "DDD", "ddd", "FF1", "FF2", "FF3", "FF4",
-    "FF5", "FF6", "ff1", "ff2", "ff3", "ff4", "ff5", "ff6", "IYY", "iyy", "MON", "Mon", "mon", "TZH", "tzh", "TZM", "tzm", "YYY", "yyy", "AD", "BC",
-    "ad", "bc", "AM", "PM", "am", "pm", "CC", "cc", "DD", "dd", "DY", "Dy", "dy", "HH", "hh", "ID", "id", "IW", "iw", "IY", "iy", "MI", "mi", "MM",
-    "mm", "MS", "ms", "OF", "of", "RM", "Rm", "rm", "SS", "ss", "TZ", "tz", "US", "us", "WW", "ww", "YY", "yy", "D", "d", "I", "i", "J", "j", "Q",
-    "q", "W", "w", "Y", "y",
+    "A.D.", "B.C.", "a.d.", "b.c.", "A.M.", "P.M.", "a.m.", "p.m.", "Y,YYY", "y,yyy", "MONTH", "Month", "month", "SSSSS", "sssss", "HH24",
+    "hh24", "HH12", "hh12", "IDDD", "iddd", "IYYY", "iyyy", "SSSS", "ssss", "YYYY", "yyyy", "DAY", "Day", "day", "DDD", "ddd", "FF1",
+    "FF2", "FF3", "FF4", "FF5", "FF6", "ff1", "ff2", "ff3", "ff4", "ff5", "ff6", "IYY", "iyy", "MON", "Mon", "mon", "TZH", "tzh", "TZM",
+    "tzm", "YYY", "yyy", "AD", "BC", "ad", "bc", "AM", "PM", "am", "pm", "CC", "cc", "DD", "dd", "DY", "Dy", "dy", "HH", "hh", "ID", "id",
+    "IW", "iw", "IY", "iy", "MI", "mi", "MM", "mm", "MS", "ms", "OF", "of", "RM", "Rm", "rm", "SS", "ss", "TZ", "tz", "US", "us", "WW",
+    "ww", "YY", "yy", "D", "d", "I", "i", "J", "j", "Q", "q", "W", "w", "Y", "y",
 ];
 
 /// The fields a template reads.
@@ -465,7 +466,13 @@ pub fn number_to_char(v: f64, fmt: &str) -> Result<String> {
             continue;
         }
         if rest.starts_with("MI") {
-            out.push(if neg { '-' } else if fm { '\0' } else { ' ' });
+            out.push(if neg {
+                '-'
+            } else if fm {
+                '\0'
+            } else {
+                ' '
+            });
             sign_done = true;
             i += 2;
             continue;

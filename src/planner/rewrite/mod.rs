@@ -1,8 +1,8 @@
 //! Rewrite passes over the logical plan, each a function from plan to
 //! plan that keeps the output schema: constant folding, subquery
 //! decorrelation (EXISTS / IN → semi and anti joins), predicate pushdown
-//! (into scans, with time ranges and tag sets) and projection pruning.
-//! `optimize` runs them in that order.
+//! (into scans, with time ranges and tag sets), projection pruning and
+//! merging. `optimize` runs them in that order.
 //!
 //! Passes see only `planner::logical` and exec's expressions; they read no
 //! catalog and run no operator (constant folding evaluates expressions of
@@ -10,6 +10,7 @@
 
 pub mod decorrelate;
 pub mod fold;
+pub mod merge_projections;
 pub mod prune;
 pub mod pushdown;
 
@@ -23,7 +24,8 @@ pub fn optimize(plan: LogicalPlan, ctx: &ExecCtx) -> LogicalPlan {
     let plan = fold::fold_constants(&plan, ctx);
     let plan = decorrelate::decorrelate(plan);
     let plan = pushdown::push_down_filters(plan);
-    prune::prune_columns(plan)
+    let plan = prune::prune_columns(plan);
+    merge_projections::merge_projections(plan)
 }
 
 /// Split a predicate into its AND-ed conjuncts.

@@ -139,7 +139,7 @@ fn push_conjuncts(plan: LogicalPlan, conj: Vec<Expr>) -> LogicalPlan {
             let right = Box::new(push_conjuncts(*right, down));
             LogicalPlan::SetOp { left, right, kind, all }
         }
-        LogicalPlan::Join { left, right, kind, on, filter, columns } => {
+        LogicalPlan::Join { left, right, kind, mut on, filter, columns } => {
             let nl = left.columns().len();
             let (mut to_left, mut to_right, mut here) = (Vec::new(), Vec::new(), Vec::new());
             for c in down {
@@ -150,6 +150,12 @@ fn push_conjuncts(plan: LogicalPlan, conj: Vec<Expr>) -> LogicalPlan {
                     to_left.push(c);
                 } else if right_only && matches!(kind, JoinKind::Inner | JoinKind::Right) {
                     to_right.push(c.remap_columns(&|i| i - nl));
+                } else if let Some(pair) = (kind == JoinKind::Inner).then(|| equi_sides(&c, nl)).flatten() {
+                    // `l = r` across an inner join: one more join key (or
+                    // one it already has).
+                    if !on.contains(&pair) {
+                        on.push(pair);
+                    }
                 } else {
                     here.push(c);
                 }
@@ -161,6 +167,24 @@ fn push_conjuncts(plan: LogicalPlan, conj: Vec<Expr>) -> LogicalPlan {
         other => filter_over(other, down),
     };
     filter_over(plan, stay)
+}
+
+/// `l = r` with l over the left input only and r over the right only:
+/// (l, r renumbered over the right input).
+fn equi_sides(c: &Expr, nl: usize) -> Option<(Expr, Expr)> {
+    let Expr::Binary { op: BinOp::Eq, left, right, .. } = c else { return None };
+    let (lu, ru) = (left.columns_used(), right.columns_used());
+    if lu.is_empty() || ru.is_empty() {
+        return None;
+    }
+    let (l, r) = if lu.iter().all(|&i| i < nl) && ru.iter().all(|&i| i >= nl) {
+        (left, right)
+    } else if ru.iter().all(|&i| i < nl) && lu.iter().all(|&i| i >= nl) {
+        (right, left)
+    } else {
+        return None;
+    };
+    Some(((**l).clone(), r.remap_columns(&|i| i - nl)))
 }
 
 /// A conjunct over a projection's output, rewritten over its input.
@@ -198,6 +222,15 @@ pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
             continue;
         }
         let Expr::Binary { op, left, right, .. } = &p else { continue };
+        // bucket(ts) >= t implies ts >= t: a bucket starts at or before
+        // its timestamps (date_trunc, date_bin, time_bucket floor).
+        if let (Some(c), Expr::Literal { value: Value::Timestamp(t), .. }) = (bucketed_column(left), right.as_ref()) {
+            if Some(c) == ti && matches!(op, BinOp::GtEq | BinOp::Gt) {
+                let (lo, hi) = s.time_range.unwrap_or((i64::MIN, i64::MAX));
+                s.time_range = Some((lo.max(if *op == BinOp::Gt { t.saturating_add(1) } else { *t }), hi));
+            }
+            continue;
+        }
         let (col, lit, op) = match (left.as_ref(), right.as_ref()) {
             (Expr::Column { index, .. }, Expr::Literal { value, .. }) => (*index, value.clone(), *op),
             (Expr::Literal { value, .. }, Expr::Column { index, .. }) => {
@@ -231,6 +264,19 @@ pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
             narrow_tags(s, col, vec![lit]);
         }
     }
+}
+
+/// The column a floor-to-bucket call reads: `date_trunc(unit, c)`,
+/// `date_bin(stride, c[, origin])`, `time_bucket(width, c[, origin])`,
+/// with constant other arguments.
+fn bucketed_column(e: &Expr) -> Option<usize> {
+    let Expr::Func { name, args, .. } = e else { return None };
+    if !matches!(name.as_str(), "date_trunc" | "date_bin" | "time_bucket") || args.len() < 2 {
+        return None;
+    }
+    let Expr::Column { index, .. } = &args[1] else { return None };
+    let others_constant = args.iter().enumerate().all(|(i, a)| i == 1 || matches!(a, Expr::Literal { .. }));
+    others_constant.then_some(*index)
 }
 
 /// Intersect a tag column's set with `vals`.
@@ -270,12 +316,17 @@ mod tests {
         let pred = bin(
             BinOp::And,
             bin(BinOp::Gt, col(1, Int8), int(5)),
-            bin(BinOp::And, bin(BinOp::Lt, col(2, Int8), int(3)), bin(BinOp::Eq, col(0, Int8), col(2, Int8))),
+            bin(
+                BinOp::And,
+                bin(BinOp::Lt, col(2, Int8), int(3)),
+                bin(BinOp::And, bin(BinOp::Lt, col(0, Int8), col(2, Int8)), bin(BinOp::Eq, col(2, Int8), col(1, Int8))),
+            ),
         );
         let p = push_down_filters(LogicalPlan::Filter { input: Box::new(two_tables_joined(JoinKind::Inner)), predicate: pred });
         let LogicalPlan::Filter { input, predicate } = p else { panic!("cross-side conjunct stays above: {p:?}") };
-        assert_eq!(predicate, bin(BinOp::Eq, col(0, Int8), col(2, Int8)));
-        let LogicalPlan::Join { left, right, .. } = *input else { panic!() };
+        assert_eq!(predicate, bin(BinOp::Lt, col(0, Int8), col(2, Int8)));
+        let LogicalPlan::Join { left, right, on, .. } = *input else { panic!() };
+        assert_eq!(on, vec![(col(0, Int8), col(0, Int8)), (col(1, Int8), col(0, Int8))], "a cross-side equality is a join key");
         let LogicalPlan::Filter { predicate: lp, .. } = *left else { panic!() };
         assert_eq!(lp, bin(BinOp::Gt, col(1, Int8), int(5)));
         let LogicalPlan::Filter { predicate: rp, .. } = *right else { panic!() };
