@@ -240,3 +240,18 @@ fn min_and_max_put_every_nan_above_all_numbers() {
     );
     assert_eq!(run(&mut a, 1024).unwrap(), rows(&[&["1", "NaN"]]));
 }
+
+#[test]
+fn a_cancel_request_stops_the_aggregation() {
+    let cols = columns(&[("k", Text), ("v", Int8)]);
+    let c = ctx();
+    c.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut a = HashAggExecutor::new(
+        MockExecutor::new(&cols, vec![Step::dense(input())]).boxed(),
+        vec![col(0, Text)],
+        vec![call(AggFunc::CountStar, vec![], Int8)],
+        &columns(&[("k", Text), ("n", Int8)]),
+        c,
+    );
+    assert_eq!(run(&mut a, 1024).unwrap_err().kind.sqlstate(), "57014");
+}

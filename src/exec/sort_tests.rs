@@ -87,3 +87,19 @@ fn nan_sorts_above_every_number_and_minus_zero_ties_zero() {
     assert_eq!(zeros, vec!["-0", "0"]);
     assert_eq!(&got[3..], &["1", "NaN", "NaN"]);
 }
+
+#[test]
+fn top_zero_gives_no_rows() {
+    for steps in shapes(&input(), &[txt("0"), int(0)]) {
+        assert!(sort(steps, vec![key(1, Int8, false, false)], Some(0), 1024).is_empty());
+    }
+}
+
+#[test]
+fn a_cancel_request_stops_the_sort() {
+    let cols = columns(&[("k", Text), ("v", Int8)]);
+    let c = ctx();
+    c.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut s = SortExecutor::new(MockExecutor::new(&cols, vec![Step::dense(input())]).boxed(), vec![key(1, Int8, false, false)], None, c);
+    assert_eq!(run(&mut s, 1024).unwrap_err().kind.sqlstate(), "57014");
+}

@@ -96,3 +96,28 @@ fn minus_zero_is_in_the_partition_of_zero() {
     let got: Vec<String> = run(&mut w, 1024).unwrap().into_iter().map(|r| r[1].clone()).collect();
     assert_eq!(got, vec!["2", "2", "2", "2"]);
 }
+
+#[test]
+fn output_keeps_input_order_across_batches_larger_than_max_rows() {
+    // 2500 rows in three partitions, pulled 1000 at a time.
+    let cols = columns(&[("p", Int8), ("o", Int8)]);
+    let input: Vec<Vec<Value>> = (0..2500).map(|i| vec![int(i % 3), int(i)]).collect();
+    let steps: Vec<Step> = input.chunks(700).map(|c| Step::dense(c.to_vec())).collect();
+    let mut out = cols.clone();
+    out.push(PlanColumn::new("rn", Int8));
+    let calls = vec![WindowCall {
+        func: WindowFunc::RowNumber,
+        args: vec![],
+        partition_by: vec![col(0, Int8)],
+        order_by: vec![asc(1)],
+        frame: WindowFrame::Default,
+        ty: Int8,
+    }];
+    let mut w = WindowExecutor::new(MockExecutor::new(&cols, steps).boxed(), calls, &out, ctx());
+    let got = run(&mut w, 1000).unwrap();
+    assert_eq!(got.len(), 2500);
+    for (i, r) in got.iter().enumerate() {
+        assert_eq!(r[1], i.to_string());
+        assert_eq!(r[2], (i / 3 + 1).to_string(), "row {i}");
+    }
+}

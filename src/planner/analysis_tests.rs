@@ -189,6 +189,11 @@ fn recognises_time_buckets_over_the_time_index() {
     assert_eq!((micros(&w), w.origin), (MINUTE, -500_000));
     let w = f.window("(extract(epoch from ts) * 1000)::bigint / 60000 * 60000");
     assert_eq!((micros(&w), w.origin), (MINUTE, -500));
+    let w = f.window("tumble(ts, '1 minute')");
+    assert_eq!((w.kind, micros(&w), w.origin), (WindowKind::Tumble, MINUTE, 0));
+    let w = f.window("tumble_end(ts, INTERVAL '5 minutes', TIMESTAMP '2024-01-01 00:02:00')");
+    assert_eq!((w.kind, micros(&w), w.origin), (WindowKind::Tumble, 5 * MINUTE, ts("2024-01-01 00:02:00")));
+    assert_eq!(f.window("tumble_start(ts, '1 hour')").kind, WindowKind::Tumble);
     // A window of a window's cast is still the window.
     assert_eq!(micros(&f.window("date_trunc('hour', ts)::timestamptz")), 60 * MINUTE);
 }
@@ -278,6 +283,8 @@ fn window_bounds_agree_with_the_executor() {
         "date_bin(INTERVAL '5 minutes', ts, TIMESTAMP '2024-01-01 00:02:00')",
         "date_bin(INTERVAL '7 seconds', ts)",
         "time_bucket('90 minutes', ts)",
+        "tumble(ts, '13 minutes', '2024-02-29 23:59:00')",
+        "tumble_end(ts, INTERVAL '1 day')",
         "date_trunc('second', ts)",
         "date_trunc('hour', ts)",
         "date_trunc('day', ts)",
@@ -528,4 +535,26 @@ fn volatility_of_plans() {
         assert_eq!(has_volatile(&p), v == Volatility::Volatile);
     }
     assert!(Volatility::Immutable < Volatility::Stable && Volatility::Stable < Volatility::Volatile);
+}
+
+#[test]
+fn windows_survive_every_rewrite_pass() {
+    // After constant folding, decorrelation, pushdown, pruning and the
+    // rest, the time window and tags are still found.
+    let f = fixture();
+    let sql = "SELECT tumble(ts, INTERVAL '1 minute' * 5, TIMESTAMP '2024-01-01' + INTERVAL '2 minutes') AS w, host, avg(usage) \
+               FROM cpu WHERE ts >= TIMESTAMP '2024-01-01' AND host = 'a' AND usage > (SELECT 1) GROUP BY 1, 2 HAVING count(*) > 1";
+    let stmt = Parser::new(&PostgreSqlDialect {}).try_with_sql(sql).unwrap().parse_statement().unwrap();
+    let sqlparser::ast::Statement::Query(q) = stmt else { panic!() };
+    let planner = f.planner();
+    let optimized = crate::planner::rewrite::optimize(planner.plan_query(&q, None).unwrap(), &planner.ctx);
+    for s in [
+        analyze_aggregate(&optimized).unwrap(),
+        analyze_aggregate(&planner.physical(planner.plan_query(&q, None).unwrap()).unwrap()).unwrap(),
+    ] {
+        let w = s.time_window().expect("a window");
+        assert_eq!((w.width, w.origin, w.kind), (WindowWidth::Micros(5 * MINUTE), ts("2024-01-01 00:02:00"), WindowKind::Tumble));
+        assert!(matches!(s.group_keys[1].kind, GroupKeyKind::Tag(_)));
+        assert!(s.decomposable());
+    }
 }

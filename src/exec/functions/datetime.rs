@@ -75,7 +75,10 @@ pub fn trunc_timestamp(unit: &str, us: i64) -> Result<i64> {
     let y = dt.year();
     let ymd = |y: i32, m: u32| NaiveDate::from_ymd_opt(y, m, 1).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"));
     let date = match unit {
-        "week" => dt.date() - chrono::Duration::days(dt.weekday().num_days_from_monday() as i64),
+        "week" => dt
+            .date()
+            .checked_sub_signed(chrono::Duration::days(dt.weekday().num_days_from_monday() as i64))
+            .ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?,
         "month" => ymd(y, dt.month())?,
         "quarter" => ymd(y, (dt.month() - 1) / 3 * 3 + 1)?,
         "year" => ymd(y, 1)?,
@@ -130,7 +133,8 @@ pub fn date_trunc(a: &Args<'_>) -> Result<ArrayRef> {
         if matches!(unit, "epoch" | "dow" | "isodow" | "doy" | "julian" | "isoyear" | "timezone" | "timezone_h" | "timezone_m") {
             return Err(not_recognized(u, ty));
         }
-        let ts = a.cols[1].as_primitive::<TimestampMicrosecondType>();
+        let ts = a.prim::<TimestampMicrosecondType>(1)?;
+        let ts = ts.array_any();
         let out: TimestampMicrosecondArray = ts.try_unary(|t| trunc_timestamp(unit, t))?;
         return Ok(arc(out.with_timezone_opt(tz(&a.cols[1]))));
     }
@@ -181,8 +185,9 @@ pub fn date_bin(a: &Args<'_>) -> Result<ArrayRef> {
     let ts = a.prim::<TimestampMicrosecondType>(1)?;
     let origin = if a.len() > 2 { Some(a.prim::<TimestampMicrosecondType>(2)?) } else { None };
     let bin = |t: i64, stride: i64, origin: i64| -> Result<i64> {
+        let range = || err!(DatetimeFieldOverflow, "timestamp out of range");
         let diff = t.checked_sub(origin).ok_or_else(|| err!(DatetimeFieldOverflow, "interval out of range"))?;
-        Ok(origin + diff.div_euclid(stride) * stride)
+        diff.div_euclid(stride).checked_mul(stride).and_then(|d| origin.checked_add(d)).ok_or_else(range)
     };
     let out: TimestampMicrosecondArray = match (strides.constant(), origin.as_ref().map(|o| o.constant()), ts.array()) {
         (Some(s), None | Some(Some(_)), Some(arr)) => {
@@ -211,6 +216,47 @@ pub fn date_bin(a: &Args<'_>) -> Result<ArrayRef> {
         }
     };
     Ok(arc(out.with_timezone_opt(tz(&a.cols[1]))))
+}
+
+/// The arguments of `tumble(ts, stride[, origin])` in date_bin's order.
+fn tumble_as_date_bin<'a>(a: &Args<'a>) -> Args<'a> {
+    let mut order: Vec<usize> = (0..a.len()).collect();
+    order.swap(0, 1);
+    Args {
+        cols: order.iter().map(|&j| a.cols[j].clone()).collect(),
+        scalar: order.iter().map(|&j| a.scalar[j]).collect(),
+        types: order.iter().map(|&j| a.types[j]).collect(),
+        n: a.n,
+        ret: a.ret,
+        ctx: a.ctx,
+        name: a.name,
+    }
+}
+
+/// `tumble(ts, stride[, origin])` (alias `tumble_start`): GreptimeDB's
+/// fixed flow window, the start of the stride-wide window holding ts,
+/// windows aligned on origin (default the Unix epoch): date_bin with its
+/// first two arguments swapped.
+pub fn tumble(a: &Args<'_>) -> Result<ArrayRef> {
+    date_bin(&tumble_as_date_bin(a))
+}
+
+/// `tumble_end(ts, stride[, origin])`: the end (exclusive) of ts's window.
+pub fn tumble_end(a: &Args<'_>) -> Result<ArrayRef> {
+    let start = tumble(a)?;
+    let start = start.as_primitive::<TimestampMicrosecondType>();
+    let strides = a.prim::<IntervalMonthDayNanoType>(1)?;
+    let mut b = TimestampMicrosecondBuilder::with_capacity(a.n);
+    for i in 0..a.n {
+        match (start.is_valid(i), strides.get(i)) {
+            (true, Some(s)) => {
+                let end = start.value(i).checked_add(stride_micros(interval_from_arrow(s))?);
+                b.append_value(end.ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?);
+            }
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish().with_timezone_opt(tz(&a.cols[0]))))
 }
 
 /// One field of a timestamp, as date_part returns it.
@@ -277,11 +323,13 @@ pub fn date_part(a: &Args<'_>) -> Result<ArrayRef> {
     if let Some(Some(f)) = fields.constant() {
         let field = field_of(f)?;
         if ty == SqlType::Interval {
-            let p = a.cols[1].as_primitive::<IntervalMonthDayNanoType>();
+            let p = a.prim::<IntervalMonthDayNanoType>(1)?;
+            let p = p.array_any();
             let out: Float64Array = p.try_unary(|v| interval_part(field, interval_from_arrow(v)))?;
             return Ok(arc(out));
         }
-        let p = a.cols[1].as_primitive::<TimestampMicrosecondType>();
+        let p = a.prim::<TimestampMicrosecondType>(1)?;
+        let p = p.array_any();
         let out: Float64Array = p.try_unary(|t| timestamp_part(field, t))?;
         return Ok(arc(out));
     }

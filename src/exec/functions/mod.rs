@@ -111,6 +111,10 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             })
             .collect()
     };
+    let tumble_sigs: Vec<Signature> = [Timestamp, TimestampTz]
+        .iter()
+        .flat_map(|t| [s(&[*t, Interval], *t), s(&[*t, Interval, *t], *t)])
+        .collect();
     let any_t = Arg::Any;
     let defs = vec![
         // Conditional expressions: evaluated lazily by the binder/evaluator.
@@ -218,6 +222,9 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             datetime::date_bin,
         ),
         Def::new("time_bucket", ts_sigs(&[Interval], true, Timestamp), datetime::date_bin),
+        // GreptimeDB's flow window: tumble(ts, stride[, origin]).
+        Def::new("tumble", tumble_sigs.clone(), datetime::tumble).alias(&["tumble_start"]),
+        Def::new("tumble_end", tumble_sigs, datetime::tumble_end),
         Def::new(
             "date_part",
             {

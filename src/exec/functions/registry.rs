@@ -108,6 +108,10 @@ impl<T: ArrowPrimitiveType> Prim<'_, T> {
     pub fn array(&self) -> Option<&PrimitiveArray<T>> {
         (!self.scalar).then_some(self.arr)
     }
+    /// The underlying array, column or one-row constant.
+    pub fn array_any(&self) -> &PrimitiveArray<T> {
+        self.arr
+    }
 }
 
 /// Read access to a text argument, column or constant.

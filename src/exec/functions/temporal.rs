@@ -40,6 +40,7 @@ impl<T: ArrowPrimitiveType> Side<'_, T> {
 }
 
 fn side<T: ArrowPrimitiveType>(a: &dyn Array, n: usize) -> Side<'_, T> {
+    // Callers dispatch on the data type first.
     let p = a.as_primitive::<T>();
     if p.len() == 1 && n != 1 {
         Side::Scalar(if p.is_null(0) { None } else { Some(p.value(0)) })
@@ -185,24 +186,28 @@ fn scale(op: char, iv: &dyn Array, num: &dyn Array, n: usize) -> Result<ArrayRef
     Ok(Arc::new(out.finish()))
 }
 
+fn intervals(a: &dyn Array) -> Result<&IntervalMonthDayNanoArray> {
+    a.as_primitive_opt::<IntervalMonthDayNanoType>().ok_or_else(|| err!(Internal, "expected an interval array, got {}", a.data_type()))
+}
+
 /// Interval values as their comparison key (128-bit microseconds with
 /// 30-day months), for comparison kernels and ordering.
 pub fn interval_cmp_keys(a: &dyn Array) -> Result<ArrayRef> {
-    let p = a.as_primitive::<IntervalMonthDayNanoType>();
+    let p = intervals(a)?;
     let out: Decimal128Array = p.iter().map(|v| v.map(|v| interval_from_arrow(v).cmp_key())).collect();
     Ok(Arc::new(out.with_precision_and_scale(38, 0)?))
 }
 
 /// `-interval`.
 pub fn negate_interval(a: &dyn Array) -> Result<ArrayRef> {
-    let p = a.as_primitive::<IntervalMonthDayNanoType>();
+    let p = intervals(a)?;
     let out: IntervalMonthDayNanoArray = p.try_unary(|v| interval_from_arrow(v).checked_neg().map(interval_to_arrow))?;
     Ok(Arc::new(out))
 }
 
 /// Apply a function to each interval of an array.
 pub fn map_interval(a: &dyn Array, f: impl Fn(Interval) -> Result<Interval>) -> Result<ArrayRef> {
-    let p = a.as_primitive::<IntervalMonthDayNanoType>();
+    let p = intervals(a)?;
     let out: IntervalMonthDayNanoArray = p.try_unary(|v| f(interval_from_arrow(v)).map(interval_to_arrow))?;
     Ok(Arc::new(out))
 }
