@@ -251,3 +251,47 @@ fn sql_tests_round_trip() {
     assert!(parsed > 300, "only {parsed} statements parsed");
     assert!(failed.is_empty(), "{} of {parsed} do not round-trip:\n{}", failed.len(), failed.join("\n"));
 }
+
+#[test]
+fn broken_weir_statements_are_errors_not_panics() {
+    for sql in [
+        "ADMIN",
+        "ADMIN (",
+        "ADMIN f(",
+        "ADMIN f(1,",
+        "ADMIN 'x'",
+        "CREATE TABLE t (",
+        "CREATE TABLE t ((",
+        "CREATE TABLE t (,)",
+        "CREATE TABLE t (TIME INDEX",
+        "CREATE TABLE t (TIME INDEX (",
+        "CREATE TABLE t (TIME INDEX ())",
+        "CREATE TABLE t (TIME INDEX (a, b))",
+        "CREATE TABLE t (ts TIMESTAMP TIME)",
+        "CREATE TABLE t (ts TIMESTAMP TIME INDEX TIME INDEX)",
+        "CREATE TABLE t (a INT INVERTED)",
+        "CREATE TABLE t (a INT SKIPPING INDEX WITH (",
+        "CREATE TABLE t (a INT) ENGINE",
+        "CREATE TABLE t (a INT) ENGINE =",
+        "CREATE TABLE t (a INT) PARTITION ON COLUMNS",
+        "CREATE TABLE t (a INT) PARTITION ON COLUMNS (a) (",
+        "CREATE TABLE t (a INT) WITH (",
+        "CREATE TABLE t (a INT) WITH (ttl)",
+        "CREATE TABLE t (a INT) ENGINE = mito ENGINE = mito",
+        "CREATE TABLE IF NOT EXISTS",
+        "CREATE DATABASE d WITH",
+        "CREATE DATABASE d WITH (",
+        "SELECT 1; ADMIN",
+        "/* unterminated",
+        "SELECT $$",
+        "SELECT \"unterminated",
+        "SELECT 'é",
+        "é",
+        ";;;",
+    ] {
+        match parse(sql) {
+            Ok(_) => {}
+            Err(e) => assert!(matches!(e.sqlstate(), "42601" | "54000"), "{sql}: {} {}", e.sqlstate(), e.message),
+        }
+    }
+}

@@ -211,24 +211,28 @@ impl<'a> Planner<'a> {
                 let inner = self.bind_expr(expr, scope, agg)?;
                 match op {
                     UO::Not => Expr::Not(Box::new(coerce(inner, SqlType::Bool)?)),
-                    UO::Minus => match inner {
-                        Expr::Literal { value: Value::Int(i), .. } => {
-                            let v = -i;
-                            let ty = if i32::try_from(v).is_ok() { SqlType::Int4 } else { SqlType::Int8 };
-                            Expr::lit(Value::Int(v), ty)
-                        }
-                        Expr::Literal { value: Value::Float(f), ty } => Expr::lit(Value::Float(-f), ty),
-                        other => {
-                            let other = if other.ty() == SqlType::Unknown { coerce(other, SqlType::Float8)? } else { other };
-                            if !other.ty().is_numeric() && other.ty() != SqlType::Interval {
-                                bail!(UndefinedFunction, "operator does not exist: - {}", other.ty());
+                    UO::Minus => {
+                        match inner {
+                            Expr::Literal { value: Value::Int(i), .. } => {
+                                let v = -i;
+                                let ty = if i32::try_from(v).is_ok() { SqlType::Int4 } else { SqlType::Int8 };
+                                Expr::lit(Value::Int(v), ty)
                             }
-                            Expr::Neg(Box::new(other))
+                            Expr::Literal { value: Value::Float(f), ty } => Expr::lit(Value::Float(-f), ty),
+                            other => {
+                                let other = if other.ty() == SqlType::Unknown { coerce(other, SqlType::Float8)? } else { other };
+                                if !other.ty().is_numeric() && other.ty() != SqlType::Interval {
+                                    return Err(err!(UndefinedFunction, "operator does not exist: - {}", other.ty()).with_hint("No operator matches the given name and argument type. You might need to add an explicit type cast."));
+                                }
+                                Expr::Neg(Box::new(other))
+                            }
                         }
-                    },
+                    }
                     UO::Plus => {
                         if !inner.ty().is_numeric() && inner.ty() != SqlType::Unknown {
-                            bail!(UndefinedFunction, "operator does not exist: + {}", inner.ty());
+                            return Err(err!(UndefinedFunction, "operator does not exist: + {}", inner.ty()).with_hint(
+                                "No operator matches the given name and argument type. You might need to add an explicit type cast.",
+                            ));
                         }
                         inner
                     }
@@ -329,7 +333,10 @@ impl<'a> Planner<'a> {
                     bail!(Syntax, "subquery has too {} columns", if cols.len() > 1 { "many" } else { "few" });
                 }
                 let sty = cols[0].ty;
-                let ty = comparable(x.ty(), sty).ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), sty))?;
+                let ty = comparable(x.ty(), sty).ok_or_else(|| {
+                    err!(UndefinedFunction, "operator does not exist: {} = {}", x.ty(), sty)
+                        .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+                })?;
                 let plan = cast_plan_column(plan, ty);
                 Expr::Subquery {
                     plan: SubPlan::new(plan),
@@ -375,8 +382,11 @@ impl<'a> Planner<'a> {
                     E::Subquery(q) => {
                         let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
                         let sty = plan.columns()[0].ty;
-                        let ty = comparable(x.ty(), sty)
-                            .ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), sty))?;
+                        let ty = comparable(x.ty(), sty).ok_or_else(|| {
+                            err!(UndefinedFunction, "operator does not exist: {} = {}", x.ty(), sty).with_hint(
+                                "No operator matches the given name and argument types. You might need to add explicit type casts.",
+                            )
+                        })?;
                         let plan = cast_plan_column(plan, ty);
                         Expr::Subquery {
                             plan: SubPlan::new(plan),
@@ -395,8 +405,11 @@ impl<'a> Planner<'a> {
                         let items: Vec<Expr> = elem.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<_>>()?;
                         let mut ty = x.ty();
                         for i in &items {
-                            ty = comparable(ty, i.ty())
-                                .ok_or_else(|| err!(DatatypeMismatch, "operator does not exist: {} = {}", x.ty(), i.ty()))?;
+                            ty = comparable(ty, i.ty()).ok_or_else(|| {
+                                err!(UndefinedFunction, "operator does not exist: {} = {}", x.ty(), i.ty()).with_hint(
+                                    "No operator matches the given name and argument types. You might need to add explicit type casts.",
+                                )
+                            })?;
                         }
                         let x = coerce(x, ty)?;
                         let items = items.into_iter().map(|i| coerce(i, ty)).collect::<Result<_>>()?;
@@ -582,7 +595,10 @@ impl<'a> Planner<'a> {
         let (lt, rt) = (l.ty(), r.ty());
         let ty = match (lt, rt) {
             (SqlType::Unknown, SqlType::Unknown) => SqlType::Text,
-            _ => comparable(lt, rt).ok_or_else(|| err!(UndefinedFunction, "operator does not exist: {} {} {}", lt, what, rt))?,
+            _ => comparable(lt, rt).ok_or_else(|| {
+                err!(UndefinedFunction, "operator does not exist: {} {} {}", lt, what, rt)
+                    .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+            })?,
         };
         Ok((coerce(l, ty)?, coerce(r, ty)?))
     }
@@ -629,7 +645,8 @@ impl<'a> Planner<'a> {
                 let (lt, rt) =
                     (if lt == SqlType::Unknown { SqlType::Float8 } else { lt }, if rt == SqlType::Unknown { SqlType::Float8 } else { rt });
                 if !lt.is_numeric() || !rt.is_numeric() {
-                    bail!(UndefinedFunction, "operator does not exist: {} {} {}", lt, op, rt);
+                    return Err(err!(UndefinedFunction, "operator does not exist: {} {} {}", lt, op, rt)
+                        .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
                 }
                 let ty = SqlType::common(lt, rt).unwrap();
                 let l = coerce(l, ty)?;

@@ -111,10 +111,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             })
             .collect()
     };
-    let tumble_sigs: Vec<Signature> = [Timestamp, TimestampTz]
-        .iter()
-        .flat_map(|t| [s(&[*t, Interval], *t), s(&[*t, Interval, *t], *t)])
-        .collect();
+    let tumble_sigs: Vec<Signature> =
+        [Timestamp, TimestampTz].iter().flat_map(|t| [s(&[*t, Interval], *t), s(&[*t, Interval, *t], *t)]).collect();
     let any_t = Arg::Any;
     let defs = vec![
         // Conditional expressions: evaluated lazily by the binder/evaluator.
