@@ -656,7 +656,7 @@ async fn run_stream(c: tokio_postgres::Client, seed: u64, n: usize) -> Outcome {
         let took = at.saturating_sub(prev);
         prev = at;
         i += 1;
-        let short = |k: usize| sql[..sql.len().min(k)].to_string();
+        let short = |k: usize| sql.chars().take(k).collect::<String>();
         if out.slowest.len() < 6 || took > out.slowest[out.slowest.len() - 1].0 {
             out.slowest.push((took, short(300)));
             out.slowest.sort_by(|a, b| b.0.cmp(&a.0));
