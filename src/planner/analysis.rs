@@ -293,6 +293,28 @@ impl TimeWindow {
             WindowWidth::Months(m) => month_start(month_index(s) + m as i64),
         }
     }
+
+    /// The starts of the windows holding any timestamp in `[lo, hi]`, in
+    /// order: the windows a write with that time range makes dirty.
+    pub fn starts_between(&self, lo: i64, hi: i64) -> impl Iterator<Item = i64> + '_ {
+        let last = self.start(hi);
+        let mut next = (lo <= hi).then(|| self.start(lo));
+        std::iter::from_fn(move || {
+            let s = next?;
+            next = if s < last { Some(self.end(s)) } else { None };
+            Some(s)
+        })
+    }
+
+    /// `column >= from AND column < to`, over the window's input column of
+    /// type `ty` (timestamp or timestamptz), where `from` is the start of
+    /// the window holding `first` and `to` the end of the one holding
+    /// `last`: the filter that recomputes those windows from their rows.
+    pub fn filter(&self, first: i64, last: i64, ty: SqlType) -> Expr {
+        let column = Expr::Column { index: self.column, ty };
+        let bound = |op, t| binary(op, column.clone(), lit(Value::Timestamp(t), ty), SqlType::Bool);
+        binary(BinOp::And, bound(BinOp::GtEq, self.start(first)), bound(BinOp::Lt, self.end(last)), SqlType::Bool)
+    }
 }
 
 /// Months since 0000-01 of the month holding `ts`.

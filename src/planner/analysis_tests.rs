@@ -558,3 +558,26 @@ fn windows_survive_every_rewrite_pass() {
         assert!(s.decomposable());
     }
 }
+
+#[test]
+fn dirty_windows_and_their_filter() {
+    let f = fixture();
+    let w = f.window("date_bin(INTERVAL '10 minutes', ts, TIMESTAMP '2024-01-01 00:05:00')");
+    let (lo, hi) = (ts("2024-01-01 00:14:59"), ts("2024-01-01 00:35:00"));
+    let starts: Vec<i64> = w.starts_between(lo, hi).collect();
+    assert_eq!(starts, ["00:05", "00:15", "00:25", "00:35"].map(|m| ts(&format!("2024-01-01 {m}:00"))));
+    assert_eq!(w.starts_between(hi, lo).count(), 0);
+    assert_eq!(w.starts_between(lo, lo).collect::<Vec<_>>(), vec![ts("2024-01-01 00:05:00")]);
+    let m = f.window("date_trunc('month', ts)");
+    assert_eq!(m.starts_between(ts("2024-01-31 23:00:00"), ts("2024-03-01 00:00:00")).count(), 3);
+    // The filter keeps exactly the rows of those windows.
+    let pred = w.filter(lo, hi, SqlType::Timestamp);
+    let cols: Vec<PlanColumn> = (0..=w.column).map(|i| PlanColumn::new(format!("c{i}"), SqlType::Timestamp)).collect();
+    let stamps: Vec<i64> = (-10..60).map(|m| ts("2024-01-01 00:00:00") + m * MINUTE - 1).collect();
+    let rows: Vec<Vec<Value>> = stamps.iter().map(|t| (0..=w.column).map(|_| Value::Timestamp(*t)).collect()).collect();
+    let keep = pred.eval(&batch(&cols, &rows), &mock::ctx()).unwrap();
+    for (i, t) in stamps.iter().enumerate() {
+        let want = starts.contains(&w.start(*t));
+        assert_eq!(value_at(keep.as_ref(), i), Value::Bool(want), "{t}");
+    }
+}

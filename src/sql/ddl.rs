@@ -249,10 +249,16 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             cat.create_index(IndexDef { database: s.database.clone(), name, table, columns, unique: ci.unique })?;
             Ok(QueryResult::Command("CREATE INDEX".into()))
         }
-        Statement::Explain { statement, verbose, .. } => {
+        Statement::Explain { statement, verbose, options, .. } => {
             if let Statement::Query(q) = statement.as_ref() {
-                // EXPLAIN: the physical tree. VERBOSE: also the logical plan
-                // before and after the rewrite passes.
+                // EXPLAIN: the physical tree. VERBOSE (or PostgreSQL's
+                // `EXPLAIN (VERBOSE)`): also the logical plan before and
+                // after the rewrite passes.
+                let off = |a: &Option<ast::Expr>| {
+                    matches!(a, Some(ast::Expr::Value(v)) if matches!(&v.value, ast::Value::Boolean(false)))
+                        || matches!(a, Some(ast::Expr::Identifier(i)) if i.value.eq_ignore_ascii_case("off") || i.value.eq_ignore_ascii_case("false"))
+                };
+                let verbose = &(*verbose || options.iter().flatten().any(|o| o.name.value.eq_ignore_ascii_case("verbose") && !off(&o.arg)));
                 let planner = s.planner(Default::default());
                 let logical = planner.plan_query(q, None)?;
                 let mut lines = Vec::new();

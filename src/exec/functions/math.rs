@@ -80,7 +80,11 @@ pub fn log(a: &Args<'_>) -> Result<ArrayRef> {
         if b == 1.0 {
             bail!(DivisionByZero, "division by zero");
         }
-        Ok(x.ln() / b.ln())
+        let r = x.ln() / b.ln();
+        // PostgreSQL computes this in numeric: snap results that are
+        // exact integers (log(10, 1000) is 3, not 2.9999999999999996).
+        let k = r.round();
+        Ok(if b.powf(k) == x { k } else { r })
     })
 }
 

@@ -380,7 +380,8 @@ fn parse_num_format(fmt: &str) -> Result<NumFormat> {
         }
         for sign in ["MI", "PL", "SG", "S"] {
             if let Some(r) = rest.strip_prefix(sign) {
-                f.sign_explicit = true;
+                // PL adds a '+' and keeps the usual sign position.
+                f.sign_explicit |= sign != "PL";
                 if sign == "S" && f.pre == 0 && !f.has_decimal {
                     f.sign_anchored = true;
                 }
@@ -473,13 +474,17 @@ pub fn number_to_char(v: f64, fmt: &str) -> Result<String> {
             } else {
                 ' '
             });
-            sign_done = true;
             i += 2;
             continue;
         }
         if rest.starts_with("PL") {
-            out.push(if neg { '\0' } else { '+' });
-            sign_done = true;
+            out.push(if !neg {
+                '+'
+            } else if fm {
+                '\0'
+            } else {
+                ' '
+            });
             i += 2;
             continue;
         }
