@@ -705,16 +705,27 @@ async fn random_sql_never_crashes_or_answers_xx000() {
         c.batch_execute(&s).await.unwrap_or_else(|e| panic!("setup {s}: {e}"));
     }
 
-    // Two connections, each with its own fixed seed: the server has two
-    // cores to use, and sessions run side by side as they do in production.
+    // Four connections, each with its own fixed seed (seed + k): sessions
+    // run side by side as they do in production, and the server's cores
+    // stay busy.
+    const STREAMS: usize = 4;
     let started = Instant::now();
-    let c2 = server.connect(None).await.unwrap();
-    let half = statements / 2;
-    let a = tokio::spawn(run_stream(c, seed, half));
-    let b = tokio::spawn(run_stream(c2, seed ^ 0xB, statements - half));
-    let (a, b) = (a.await.unwrap(), b.await.unwrap());
+    let mut handles = Vec::new();
+    let mut first = Some(c);
+    for k in 0..STREAMS {
+        let conn = match first.take() {
+            Some(c) => c,
+            None => server.connect(None).await.unwrap(),
+        };
+        let n = statements / STREAMS + usize::from(k < statements % STREAMS);
+        handles.push(tokio::spawn(run_stream(conn, seed + k as u64, n)));
+    }
+    let mut outcomes = Vec::new();
+    for h in handles {
+        outcomes.push(h.await.unwrap());
+    }
     let elapsed = started.elapsed();
-    for o in [&a, &b] {
+    for o in &outcomes {
         if let Some(lost) = &o.lost {
             panic!("{lost}\n{}", server.log_tail());
         }
@@ -725,24 +736,25 @@ async fn random_sql_never_crashes_or_answers_xx000() {
     assert!(n >= 40);
     assert!(server.exited().is_none(), "weir exited");
 
-    let mut by_state = a.by_state.clone();
-    for (k, v) in &b.by_state {
-        *by_state.entry(k.clone()).or_default() += v;
+    let mut by_state: BTreeMap<String, usize> = BTreeMap::new();
+    for o in &outcomes {
+        for (k, v) in &o.by_state {
+            *by_state.entry(k.clone()).or_default() += v;
+        }
     }
     let errors: usize = by_state.values().sum();
+    let ok: usize = outcomes.iter().map(|o| o.ok).sum();
     println!(
-        "sql_fuzz: {statements} statements (seeds {seed:#x}, {:#x}) in {:.1} s: {} ok, {errors} errors",
-        seed ^ 0xB,
-        elapsed.as_secs_f64(),
-        a.ok + b.ok
+        "sql_fuzz: {statements} statements on {STREAMS} connections (seeds {seed:#x} + 0..{STREAMS}) in {:.1} s: {ok} ok, {errors} errors",
+        elapsed.as_secs_f64()
     );
     for (code, n) in &by_state {
         println!("sql_fuzz:   {code}  {n}");
     }
-    for (took, sql) in a.slowest.iter().chain(&b.slowest) {
+    for (took, sql) in outcomes.iter().flat_map(|o| &o.slowest) {
         println!("sql_fuzz: slow {:.0} ms: {sql}", took.as_secs_f64() * 1000.0);
     }
-    let internal: Vec<_> = a.internal.iter().chain(&b.internal).collect();
+    let internal: Vec<_> = outcomes.iter().flat_map(|o| &o.internal).collect();
     for (sql, msg) in internal.iter().take(40) {
         println!("sql_fuzz: XX000 {msg}\n    {sql}");
     }
