@@ -21,6 +21,26 @@ pub struct ColumnDef {
     pub nullable: bool,
     /// DEFAULT expression as SQL text, evaluated at insert time.
     pub default: Option<String>,
+    /// Fractional digits a timestamp column keeps (`TIMESTAMP(p)`, p < 6);
+    /// None keeps microseconds.
+    #[serde(default)]
+    pub precision: Option<u8>,
+}
+
+impl ColumnDef {
+    /// The column's type as SQL writes it, with its precision.
+    pub fn type_name(&self) -> String {
+        match self.precision {
+            Some(p) if self.ty.is_timestamp() => {
+                let name = self.ty.sql_name();
+                match name.split_once(' ') {
+                    Some((head, tail)) => format!("{head}({p}) {tail}"),
+                    None => format!("{name}({p})"),
+                }
+            }
+            _ => self.ty.sql_name().to_string(),
+        }
+    }
 }
 
 /// A table's definition.

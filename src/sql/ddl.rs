@@ -192,7 +192,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                     };
                     vec![
                         c.name.clone(),
-                        c.ty.sql_name().to_string(),
+                        c.type_name(),
                         key.to_string(),
                         if c.nullable { "YES" } else { "NO" }.to_string(),
                         c.default.clone().unwrap_or_default(),
@@ -444,7 +444,13 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
                 _ => {}
             }
         }
-        columns.push(ColumnDef { name: cname, ty, nullable, default });
+        // PostgreSQL keeps p fractional digits of a TIMESTAMP(p); 6 and
+        // above (GreptimeDB's 9) are microseconds, PostgreSQL's maximum.
+        let precision = match &c.data_type {
+            ast::DataType::Timestamp(Some(p), _) | ast::DataType::Datetime(Some(p)) if *p < 6 => Some(*p as u8),
+            _ => None,
+        };
+        columns.push(ColumnDef { name: cname, ty, nullable, default, precision });
     }
     if columns.is_empty() {
         bail!(Syntax, "a table needs at least one column");
@@ -575,7 +581,7 @@ pub fn show_create(t: &TableDef) -> String {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let mut l = format!("  \"{}\" {}", c.name, c.ty.sql_name());
+            let mut l = format!("  \"{}\" {}", c.name, c.type_name());
             if !c.nullable && t.time_index != Some(i) {
                 l.push_str(" NOT NULL");
             }
