@@ -23,7 +23,7 @@ pub struct ExecutionSection {
 
 impl Default for ExecutionSection {
     fn default() -> Self {
-        ExecutionSection { query_memory_bytes_max: 1 << 30 }
+        ExecutionSection { query_memory_bytes_max: crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT }
     }
 }
 

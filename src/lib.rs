@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod failpoint;
+pub mod flow;
 pub mod parser;
 pub mod planner;
 pub mod server;

@@ -3,6 +3,10 @@
 //! Knows names and definitions only; it opens no region. May import
 //! `error` and `types`, never `storage`, `exec`, `planner`, `sql`.
 
+mod flow;
+
+pub use flow::{FlowDef, FlowProgress};
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use parking_lot::RwLock;

@@ -22,6 +22,9 @@ use crate::error::{ErrorKind, Result, WeirError};
 /// (1 GB - 1) less the 4-byte varlena header.
 pub const MAX_VALUE_BYTES: usize = (1 << 30) - 1 - 4;
 
+/// `query_memory_bytes_max`'s default: 1 GiB.
+pub const QUERY_MEMORY_BYTES_DEFAULT: usize = 1 << 30;
+
 /// A query's memory budget: a limit and what its operators hold.
 #[derive(Debug)]
 pub struct MemoryBudget {

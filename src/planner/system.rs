@@ -126,6 +126,72 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             }
             table(&[("catalog_name", Text), ("schema_name", Text)], rows)
         }
+        ("information_schema", "flows") => {
+            // GreptimeDB's columns (so their users' queries work), then
+            // weir's progress columns.
+            let mut rows = Vec::new();
+            // Flows created in this database (GreptimeDB lists a catalog's).
+            let mut flows: Vec<_> = p.catalog.flows().into_iter().filter(|f| f.database == db).collect();
+            flows.sort_by(|a, b| a.name.cmp(&b.name));
+            for f in flows {
+                let prog = p.catalog.flow_progress(&f.name).unwrap_or_default();
+                let mut options = serde_json::Map::new();
+                for (k, v) in &f.options {
+                    options.insert(k.clone(), serde_json::Value::from(v.clone()));
+                }
+                options.insert("flow_type".into(), serde_json::Value::from(f.flow_type.clone()));
+                let ids = serde_json::Value::from(f.source_ids.clone()).to_string();
+                let names: Vec<String> = f.sources.iter().map(|(d, n)| format!("greptime.{d}.{n}")).collect();
+                let ts = |ms: i64| Value::Timestamp(ms * 1000);
+                rows.push(vec![
+                    t(&f.name),
+                    Value::Int(f.id as i64),
+                    Value::Null,
+                    t("greptime"),
+                    t(&f.create_text()),
+                    f.comment.as_deref().map(t).unwrap_or(Value::Null),
+                    f.expire_after_s.map(Value::Int).unwrap_or(Value::Null),
+                    t(&ids),
+                    t(&format!("greptime.{}.{}", f.sink_database, f.sink_table)),
+                    t(if f.pending { "{}" } else { "{\"0\":0}" }),
+                    t(&serde_json::Value::Object(options).to_string()),
+                    ts(f.created_ms),
+                    ts(f.updated_ms),
+                    prog.last_execution_ms.map(ts).unwrap_or(Value::Null),
+                    t(&names.join(",")),
+                    Value::Null,
+                    t(if f.pending { "pending" } else { "active" }),
+                    f.eval_interval_s.map(Value::Int).unwrap_or(Value::Null),
+                    Value::Int(prog.windows_done as i64),
+                    Value::Int(prog.rows_written as i64),
+                ]);
+            }
+            table(
+                &[
+                    ("flow_name", Text),
+                    ("flow_id", Int8),
+                    ("state_size", Int8),
+                    ("table_catalog", Text),
+                    ("flow_definition", Text),
+                    ("comment", Text),
+                    ("expire_after", Int8),
+                    ("source_table_ids", Text),
+                    ("sink_table_name", Text),
+                    ("flownode_ids", Text),
+                    ("options", Text),
+                    ("created_time", Timestamp),
+                    ("updated_time", Timestamp),
+                    ("last_execution_time", Timestamp),
+                    ("source_table_names", Text),
+                    ("flownode_addrs", Text),
+                    ("status", Text),
+                    ("eval_interval", Int8),
+                    ("windows_done", Int8),
+                    ("rows_written", Int8),
+                ],
+                rows,
+            )
+        }
         ("information_schema", "region_statistics") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
