@@ -18,6 +18,7 @@
 mod admin;
 mod create_database;
 mod create_table;
+mod create_user;
 mod dialect;
 mod flow;
 
@@ -91,6 +92,7 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["ADMIN"], applies: |_| true, parse: admin::parse },
     WeirStatement { words: &["CREATE", "TABLE"], applies: create_table::applies, parse: create_table::parse },
     WeirStatement { words: &["CREATE", "DATABASE"], applies: create_database::applies, parse: create_database::parse },
+    WeirStatement { words: &["CREATE", "USER"], applies: create_user::applies, parse: create_user::parse },
     WeirStatement { words: &["CREATE"], applies: flow::applies_create, parse: flow::parse_create },
     WeirStatement { words: &["DROP", "FLOW"], applies: |_| true, parse: flow::parse_drop },
     WeirStatement { words: &["SHOW", "FLOWS"], applies: |_| true, parse: flow::parse_show },

@@ -462,10 +462,101 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows,
             )
         }
-        ("pg_catalog", "pg_roles") | ("pg_catalog", "pg_user") => table(
-            &[("oid", Int8), ("rolname", Text), ("rolsuper", Bool), ("usename", Text)],
-            vec![vec![Value::Int(10), t(&p.ctx.user), Value::Bool(true), t(&p.ctx.user)]],
-        ),
+        ("pg_catalog", "pg_roles") | ("pg_catalog", "pg_authid") => {
+            // pg_authid holds the verifiers: superusers only, as PostgreSQL.
+            let authid = name == "pg_authid";
+            if authid && !p.catalog.is_superuser(&p.ctx.user) {
+                bail!(InsufficientPrivilege, "permission denied for table pg_authid");
+            }
+            let b = Value::Bool;
+            let rows = p
+                .catalog
+                .roles()
+                .into_iter()
+                .map(|r| {
+                    let password = if authid {
+                        r.password.clone().map(Value::Text).unwrap_or(Value::Null)
+                    } else {
+                        t("********")
+                    };
+                    vec![
+                        Value::Int(r.oid as i64),
+                        t(&r.name),
+                        b(r.superuser),
+                        b(r.inherit),
+                        b(r.createrole),
+                        b(r.createdb),
+                        b(r.login),
+                        b(false),
+                        b(r.superuser),
+                        Value::Int(-1),
+                        password,
+                        Value::Null,
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("oid", Int8),
+                    ("rolname", Text),
+                    ("rolsuper", Bool),
+                    ("rolinherit", Bool),
+                    ("rolcreaterole", Bool),
+                    ("rolcreatedb", Bool),
+                    ("rolcanlogin", Bool),
+                    ("rolreplication", Bool),
+                    ("rolbypassrls", Bool),
+                    ("rolconnlimit", Int4),
+                    ("rolpassword", Text),
+                    ("rolvaliduntil", Text),
+                ],
+                rows,
+            )
+        }
+        ("pg_catalog", "pg_user") => {
+            let rows = p
+                .catalog
+                .roles()
+                .into_iter()
+                .filter(|r| r.login)
+                .map(|r| {
+                    vec![
+                        t(&r.name),
+                        Value::Int(r.oid as i64),
+                        Value::Bool(r.createdb),
+                        Value::Bool(r.superuser),
+                        Value::Bool(false),
+                        Value::Bool(r.superuser),
+                        t("********"),
+                        Value::Null,
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("usename", Text),
+                    ("usesysid", Int8),
+                    ("usecreatedb", Bool),
+                    ("usesuper", Bool),
+                    ("userepl", Bool),
+                    ("usebypassrls", Bool),
+                    ("passwd", Text),
+                    ("valuntil", Text),
+                ],
+                rows,
+            )
+        }
+        ("pg_catalog", "pg_auth_members") => {
+            let roles = p.catalog.roles();
+            let oid = |n: &str| roles.iter().find(|r| r.name == n).map(|r| r.oid as i64).unwrap_or(0);
+            let mut rows = vec![];
+            for r in &roles {
+                for m in &r.member_of {
+                    rows.push(vec![Value::Int(oid(m)), Value::Int(r.oid as i64), Value::Int(10), Value::Bool(false)]);
+                }
+            }
+            table(&[("roleid", Int8), ("member", Int8), ("grantor", Int8), ("admin_option", Bool)], rows)
+        }
         ("pg_catalog", "pg_index") => table(
             &[
                 ("indexrelid", Int8),

@@ -8,6 +8,7 @@
 pub mod copy;
 mod ddl;
 mod dml;
+pub mod roles;
 mod flow_ddl;
 mod session_vars;
 mod txn;
@@ -49,6 +50,7 @@ impl Engine {
         std::fs::create_dir_all(&dir).map_err(|e| err!(Storage, "cannot create data directory {}: {e}", dir.display()))?;
         let catalog = Catalog::open(&dir)?;
         let storage = StorageEngine::open_tuned(&dir.join("regions"), config.storage_config(), config.storage_tuning())?;
+        bootstrap_superuser(&catalog, &config)?;
         let flows = crate::flow::FlowManager::new(session_vars::defaults());
         let engine = Engine { catalog, storage, config, activity: Default::default(), flows };
         for t in engine.catalog.all_tables() {
@@ -107,6 +109,31 @@ pub enum TxState {
     Idle,
     InBlock,
     Failed,
+}
+
+/// The first start creates the superuser named in the config, with the
+/// password from `superuser_password_file` or WEIR_SUPERUSER_PASSWORD (only
+/// its SCRAM verifier is kept).
+fn bootstrap_superuser(catalog: &Catalog, config: &Config) -> Result<()> {
+    if catalog.has_roles() {
+        return Ok(());
+    }
+    let mut r = crate::catalog::RoleDef::new(&config.superuser);
+    r.superuser = true;
+    r.login = true;
+    r.createdb = true;
+    r.createrole = true;
+    let password = if !config.superuser_password_file.is_empty() {
+        let text = std::fs::read_to_string(&config.superuser_password_file)
+            .map_err(|e| err!(InvalidParameterValue, "cannot read superuser_password_file {}: {e}", config.superuser_password_file))?;
+        Some(text.trim_end_matches(['\r', '\n']).to_string())
+    } else {
+        std::env::var("WEIR_SUPERUSER_PASSWORD").ok()
+    };
+    if let Some(p) = password.filter(|p| !p.is_empty()) {
+        r.password = Some(crate::catalog::roles::password_verifier(&p)?);
+    }
+    catalog.create_role(r)
 }
 
 /// One client's session.
@@ -437,7 +464,10 @@ impl Session {
             Statement::Set(_) | Statement::Reset(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => {
                 session_vars::execute(self, stmt)
             }
-            _ => ddl::execute(self, stmt),
+            _ => match roles::execute(self, stmt) {
+                Some(r) => r,
+                None => ddl::execute(self, stmt),
+            },
         }
     }
 
