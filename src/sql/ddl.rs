@@ -31,7 +31,7 @@ pub fn region_descriptor(t: &TableDef) -> RegionDescriptor {
     }
 }
 
-fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Result<QueryResult> {
+pub(super) fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Result<QueryResult> {
     let cols: Vec<PlanColumn> = names.iter().map(|n| PlanColumn::new(*n, SqlType::Text)).collect();
     let arrays: Vec<ArrayRef> =
         (0..names.len()).map(|i| Arc::new(StringArray::from(rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>())) as ArrayRef).collect();
@@ -678,6 +678,10 @@ pub fn admin(s: &mut Session, a: &Admin, params: Params) -> Result<QueryResult> 
                 }
             }
             n
+        }
+        "flush_flow" => {
+            let n = args.first().ok_or_else(|| err!(InvalidParameterValue, "flush_flow needs a flow name"))?;
+            super::flow_ddl::flush_flow(s, n)?
         }
         other => bail!(UndefinedFunction, "admin function {other} does not exist"),
     };
