@@ -219,6 +219,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         i(st.ssts_pruned),
                         i(st.row_groups_read),
                         i(st.row_groups_pruned),
+                        i(st.background_panics),
                     ]);
                 }
             }
@@ -244,6 +245,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("ssts_pruned", Int8),
                     ("row_groups_read", Int8),
                     ("row_groups_pruned", Int8),
+                    ("background_panics", Int8),
                 ],
                 rows,
             )
