@@ -70,3 +70,38 @@ fn sqlalchemy_and_pandas_transactions() {
     }
     run_script("psycopg", "sqlalchemy_txn.py");
 }
+
+#[test]
+fn sqlalchemy_inspector_and_pandas() {
+    if !have("sqlalchemy") || !have("pandas") {
+        return;
+    }
+    run_script("psycopg", "sqlalchemy_inspect.py");
+}
+
+/// pgjdbc (Debian's libpostgresql-jdbc-java) with java's single-file launcher.
+#[test]
+fn pgjdbc_smoke_and_metadata() {
+    let jar = std::env::var("WEIR_PGJDBC_JAR").unwrap_or_else(|_| "/usr/share/java/postgresql.jar".into());
+    let java_ok = Command::new("java").arg("-version").output().is_ok_and(|o| o.status.success());
+    if !java_ok || !Path::new(&jar).exists() {
+        let msg = format!("java or pgjdbc ({jar}) is missing (apt-get install default-jdk-headless libpostgresql-jdbc-java)");
+        assert!(!in_ci(), "{msg}");
+        eprintln!("SKIPPED: {msg}");
+        return;
+    }
+    let s = TestServer::start().expect("start server");
+    let (url, user) = match common::external_url() {
+        Some(u) => {
+            let rest = u.split_once("://").map(|x| x.1).unwrap_or(&u);
+            let (user, host) = rest.split_once('@').unwrap_or(("postgres", rest));
+            (format!("jdbc:postgresql://{host}"), user.to_string())
+        }
+        None => (format!("jdbc:postgresql://{}/public", s.addr), "weir_test".to_string()),
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/JdbcSmoke.java");
+    let out = Command::new("java").arg("-cp").arg(&jar).arg(&path).arg(&url).arg(&user).output().expect("run java");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "JdbcSmoke failed:\n{text}\n{}", s.log_tail());
+    print!("{text}");
+}
