@@ -8,6 +8,14 @@ use serde::Deserialize;
 pub struct Config {
     pub data_dir: String,
     pub listen: String,
+    /// The superuser the first start creates.
+    pub superuser: String,
+    /// A file holding that superuser's first password (else the environment
+    /// variable WEIR_SUPERUSER_PASSWORD; else none).
+    pub superuser_password_file: String,
+    /// Authentication rules in pg_hba.conf's format; empty: trust on
+    /// loopback, reject elsewhere.
+    pub hba_file: String,
     pub storage: StorageSection,
 }
 
@@ -31,7 +39,11 @@ pub struct StorageSection {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { data_dir: "weir-data".into(), listen: "127.0.0.1:5433".into(), storage: StorageSection::default() }
+        Config { data_dir: "weir-data".into(), listen: "127.0.0.1:5433".into(),
+            superuser: "weir".into(),
+            superuser_password_file: String::new(),
+            hba_file: String::new(),
+            storage: StorageSection::default() }
     }
 }
 

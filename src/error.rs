@@ -69,6 +69,20 @@ pub enum ErrorKind {
     IncrementalQueryStale,
     SnapshotFenceStale,
     SequenceRangeUnsupported,
+    /// 42501: permission denied.
+    InsufficientPrivilege,
+    /// 28000: invalid authorization specification (unknown role, no hba rule).
+    InvalidAuthorization,
+    /// 28P01: password authentication failed.
+    InvalidPassword,
+    /// 2BP01: a role other objects depend on.
+    DependentObjectsStillExist,
+    /// 42939: a reserved name.
+    ReservedName,
+    /// 55006: e.g. dropping the current user.
+    ObjectInUse,
+    /// 0LP01: e.g. a circular role membership.
+    InvalidGrantOperation,
     Internal,
 }
 
@@ -123,6 +137,13 @@ impl ErrorKind {
             IncrementalQueryStale => "WR001",
             SnapshotFenceStale => "WR002",
             SequenceRangeUnsupported => "WR003",
+            InsufficientPrivilege => "42501",
+            InvalidAuthorization => "28000",
+            InvalidPassword => "28P01",
+            DependentObjectsStillExist => "2BP01",
+            ReservedName => "42939",
+            ObjectInUse => "55006",
+            InvalidGrantOperation => "0LP01",
             Internal => "XX000",
         }
     }

@@ -17,6 +17,12 @@ struct Args {
     /// Address to listen on, HOST:PORT (port 0 picks a free one).
     #[arg(long)]
     listen: Option<String>,
+    /// Name of the superuser the first start creates (default: weir).
+    #[arg(long)]
+    superuser: Option<String>,
+    /// Authentication rules in pg_hba.conf format.
+    #[arg(long)]
+    hba_file: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -34,6 +40,12 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(l) = args.listen {
         config.listen = l;
+    }
+    if let Some(u) = args.superuser {
+        config.superuser = u;
+    }
+    if let Some(h) = args.hba_file {
+        config.hba_file = h;
     }
     // Deeply nested expressions recurse through parser, binder and evaluator:
     // give worker threads room (64 MiB, a guess that covers the SQLite corpus).

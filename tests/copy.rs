@@ -81,6 +81,10 @@ async fn copy_text_and_csv_all_or_nothing() {
     assert_eq!(copy(&c, "COPY cp_other.t FROM STDIN", "z\t2024-01-01 00:00:00\t5\n").await.unwrap(), 1);
     assert_eq!(copy_out(&c, "COPY cp_other.t (v, h) TO STDOUT").await, "5\tz\n");
     assert_eq!(count(&c, "SELECT count(*) FROM cp_other.t").await, 1);
+    // TIMESTAMP(p) columns are rounded on COPY as on INSERT.
+    c.batch_execute("CREATE TABLE cp_other.p (ts TIMESTAMP(0) TIME INDEX)").await.unwrap();
+    assert_eq!(copy(&c, "COPY cp_other.p FROM STDIN", "2024-01-01 00:00:00.6\n").await.unwrap(), 1);
+    assert_eq!(copy_out(&c, "COPY cp_other.p TO STDOUT").await, "2024-01-01 00:00:01\n");
     let e = c.batch_execute("COPY cp_other.t (nope) TO STDOUT").await.unwrap_err();
     assert_eq!(common::format_error(&e).1.as_deref(), Some("42703"));
     drop(c);

@@ -3,6 +3,10 @@
 //! Knows names and definitions only; it opens no region. May import
 //! `error` and `types`, never `storage`, `exec`, `planner`, `sql`.
 
+mod flow;
+
+pub use flow::{FlowDef, FlowProgress};
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::RwLock;
@@ -13,6 +17,9 @@ use crate::error::Result;
 use crate::types::SqlType;
 use crate::{bail, err};
 
+pub mod roles;
+pub use roles::RoleDef;
+
 /// One column of a table.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ColumnDef {
@@ -21,6 +28,26 @@ pub struct ColumnDef {
     pub nullable: bool,
     /// DEFAULT expression as SQL text, evaluated at insert time.
     pub default: Option<String>,
+    /// Fractional digits a timestamp column keeps (`TIMESTAMP(p)`, p < 6);
+    /// None keeps microseconds.
+    #[serde(default)]
+    pub precision: Option<u8>,
+}
+
+impl ColumnDef {
+    /// The column's type as SQL writes it, with its precision.
+    pub fn type_name(&self) -> String {
+        match self.precision {
+            Some(p) if self.ty.is_timestamp() => {
+                let name = self.ty.sql_name();
+                match name.split_once(' ') {
+                    Some((head, tail)) => format!("{head}({p}) {tail}"),
+                    None => format!("{name}({p})"),
+                }
+            }
+            _ => self.ty.sql_name().to_string(),
+        }
+    }
 }
 
 /// A table's definition.
@@ -73,6 +100,7 @@ struct State {
     tables: BTreeMap<(String, String), TableDef>,
     views: BTreeMap<(String, String), ViewDef>,
     indexes: BTreeMap<(String, String), IndexDef>,
+    roles: BTreeMap<String, RoleDef>,
 }
 
 /// The catalog. Every change is written through to sled and flushed.
@@ -86,6 +114,7 @@ const DB_PREFIX: &str = "db/";
 const TABLE_PREFIX: &str = "table/";
 const VIEW_PREFIX: &str = "view/";
 const INDEX_PREFIX: &str = "index/";
+const ROLE_PREFIX: &str = "role/";
 
 impl Catalog {
     pub fn open(dir: &Path) -> Result<Catalog> {
@@ -107,6 +136,9 @@ impl Catalog {
             } else if key.starts_with(INDEX_PREFIX) {
                 let t: IndexDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.indexes.insert((t.database.clone(), t.name.clone()), t);
+            } else if key.starts_with(ROLE_PREFIX) {
+                let r: RoleDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.roles.insert(r.name.clone(), r);
             }
         }
         let cat = Catalog { tree, db, state: RwLock::new(state) };

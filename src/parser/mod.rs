@@ -18,7 +18,9 @@
 mod admin;
 mod create_database;
 mod create_table;
+mod create_user;
 mod dialect;
+mod flow;
 
 use std::fmt;
 
@@ -30,6 +32,7 @@ pub use admin::Admin;
 pub use create_database::CreateDatabase;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
+pub use flow::{CommentOnFlow, CreateFlow, DropFlow, ShowCreateFlow, ShowFlows};
 
 use crate::error::{ErrorKind, WeirError};
 
@@ -50,6 +53,12 @@ pub enum Statement {
     Admin(Admin),
     /// `CREATE DATABASE ... WITH (options)` (GreptimeDB's database options).
     CreateDatabase(CreateDatabase),
+    /// `CREATE [OR REPLACE] FLOW ...` (GreptimeDB's continuous query).
+    CreateFlow(Box<CreateFlow>),
+    DropFlow(DropFlow),
+    ShowFlows(ShowFlows),
+    ShowCreateFlow(ShowCreateFlow),
+    CommentOnFlow(CommentOnFlow),
 }
 
 impl fmt::Display for Statement {
@@ -59,6 +68,11 @@ impl fmt::Display for Statement {
             Statement::CreateTable(c) => write!(f, "{c}"),
             Statement::Admin(a) => write!(f, "{a}"),
             Statement::CreateDatabase(c) => write!(f, "{c}"),
+            Statement::CreateFlow(c) => write!(f, "{c}"),
+            Statement::DropFlow(c) => write!(f, "{c}"),
+            Statement::ShowFlows(c) => write!(f, "{c}"),
+            Statement::ShowCreateFlow(c) => write!(f, "{c}"),
+            Statement::CommentOnFlow(c) => write!(f, "{c}"),
         }
     }
 }
@@ -78,6 +92,12 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["ADMIN"], applies: |_| true, parse: admin::parse },
     WeirStatement { words: &["CREATE", "TABLE"], applies: create_table::applies, parse: create_table::parse },
     WeirStatement { words: &["CREATE", "DATABASE"], applies: create_database::applies, parse: create_database::parse },
+    WeirStatement { words: &["CREATE", "USER"], applies: create_user::applies, parse: create_user::parse },
+    WeirStatement { words: &["CREATE"], applies: flow::applies_create, parse: flow::parse_create },
+    WeirStatement { words: &["DROP", "FLOW"], applies: |_| true, parse: flow::parse_drop },
+    WeirStatement { words: &["SHOW", "FLOWS"], applies: |_| true, parse: flow::parse_show },
+    WeirStatement { words: &["SHOW", "CREATE", "FLOW"], applies: |_| true, parse: flow::parse_show },
+    WeirStatement { words: &["COMMENT", "ON", "FLOW"], applies: |_| true, parse: flow::parse_comment },
 ];
 
 /// Whether the next tokens are these words (unquoted, any case).
@@ -191,6 +211,10 @@ pub fn max_param(stmt: &Statement) -> usize {
         Statement::Sql(s) => ast::visit_expressions(s, &mut see),
         Statement::Admin(a) => ast::visit_expressions(&a.function, &mut see),
         Statement::CreateDatabase(c) => ast::visit_expressions(&c.options, &mut see),
+        Statement::CreateFlow(c) => ast::visit_expressions(&c.query, &mut see),
+        Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {
+            std::ops::ControlFlow::Continue(())
+        }
         Statement::CreateTable(c) => {
             let _ = ast::visit_expressions(&c.columns, &mut see);
             let _ = ast::visit_expressions(&c.constraints, &mut see);

@@ -295,3 +295,49 @@ fn broken_weir_statements_are_errors_not_panics() {
         }
     }
 }
+
+/// Parse time of the sql-tests statements, weir's parser against plain
+/// sqlparser (`cargo test --lib measure_parse_speed -- --ignored --nocapture`);
+/// weir must parse every statement PostgreSQL's dialect parses.
+#[test]
+#[ignore]
+fn measure_parse_speed() {
+    let mut stmts = Vec::new();
+    fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "slt") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let mut lines = text.lines();
+                while let Some(l) = lines.next() {
+                    if l.starts_with("statement ") || l.starts_with("query ") {
+                        let sql: Vec<&str> = lines.by_ref().take_while(|l| !l.trim().is_empty() && *l != "----").collect();
+                        out.push(sql.join("\n"));
+                    }
+                }
+            }
+        }
+    }
+    walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql-tests"), &mut stmts);
+    let rounds = 50;
+    let t = std::time::Instant::now();
+    let mut ok = 0;
+    for _ in 0..rounds {
+        for s in &stmts {
+            ok += parse(s).is_ok() as usize;
+        }
+    }
+    let weir = t.elapsed();
+    let t = std::time::Instant::now();
+    let mut ok_pg = 0;
+    for _ in 0..rounds {
+        for s in &stmts {
+            ok_pg += sqlparser::parser::Parser::parse_sql(&PostgreSqlDialect {}, s).is_ok() as usize;
+        }
+    }
+    let pg = t.elapsed();
+    println!("{} statements x {rounds}: weir {:?} ({} ok), PostgreSqlDialect {:?} ({} ok)", stmts.len(), weir, ok / rounds, pg, ok_pg / rounds);
+    assert!(ok >= ok_pg);
+}

@@ -849,7 +849,7 @@ pub fn has_volatile<P: PlanNode + ?Sized>(plan: &P) -> bool {
     volatility(plan) == Volatility::Volatile
 }
 
-fn has_subquery(e: &Expr) -> bool {
+pub fn has_subquery(e: &Expr) -> bool {
     let mut found = false;
     e.walk(&mut |x| {
         if matches!(x, Expr::Subquery { .. }) {

@@ -797,7 +797,10 @@ impl<'a> Planner<'a> {
             let mut bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, None)).collect::<Result<_>>()?;
             let func = if func == AggFunc::Count && star { AggFunc::CountStar } else { func };
             if func != AggFunc::CountStar && bound.is_empty() {
-                bail!(UndefinedFunction, "function {name}() does not exist");
+                if func == AggFunc::Count {
+                    bail!(WrongObjectType, "count(*) must be used to call a parameterless aggregate function");
+                }
+                return Err(crate::exec::functions::registry::no_such_function(&name, &[]));
             }
             let arg_ty = bound.first().map(|b| b.ty()).unwrap_or(SqlType::Int8);
             let ty = match func {
@@ -814,12 +817,12 @@ impl<'a> Planner<'a> {
                     } else if arg_ty == SqlType::Interval {
                         bail!(FeatureNotSupported, "sum(interval) is not supported")
                     } else {
-                        bail!(UndefinedFunction, "function sum({arg_ty}) does not exist")
+                        return Err(crate::exec::functions::registry::no_such_function("sum", &[arg_ty]));
                     }
                 }
                 AggFunc::Avg | AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp => {
                     if !arg_ty.is_numeric() && arg_ty != SqlType::Unknown {
-                        bail!(UndefinedFunction, "function {name}({arg_ty}) does not exist");
+                        return Err(crate::exec::functions::registry::no_such_function(&name, &[arg_ty]));
                     }
                     SqlType::Float8
                 }

@@ -156,3 +156,49 @@ pub fn physical_expr(e: &Expr, ctx: &ExecCtx) -> Result<Expr> {
         None => Ok(out),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::expr::BinOp;
+    use crate::planner::rewrite::pushdown::tests::cpu_scan;
+    use crate::planner::rewrite::test_util::*;
+    use crate::types::Value;
+
+    #[test]
+    fn a_scan_becomes_a_storage_request_under_a_selection_of_its_filters() {
+        let LogicalPlan::Scan(mut s) = cpu_scan() else { unreachable!() };
+        // Reads host and v; filters on v (table column 2), output column 1.
+        s.projection = Some(vec![0, 2]);
+        s.columns = vec![s.columns[0].clone(), s.columns[2].clone()];
+        s.filters = vec![bin(BinOp::Gt, col(2, SqlType::Int8), int(7))];
+        s.time_range = Some((1, 2));
+        s.tag_sets = vec![(0, vec![Value::Text("a".into())])];
+        let p = physical_plan(&LogicalPlan::Scan(s), &ctx()).unwrap();
+        let Plan::Filter { input, predicate } = p else { panic!("no selection: {p:?}") };
+        assert_eq!(predicate, bin(BinOp::Gt, col(1, SqlType::Int8), int(7)), "the filter reads the projected column");
+        let Plan::Scan { request, columns, .. } = *input else { panic!() };
+        assert_eq!(request.projection, Some(vec![0, 2]));
+        assert_eq!(request.time_range, Some((1, 2)));
+        assert_eq!(columns.len(), 2);
+    }
+
+    #[test]
+    fn join_equalities_become_hash_keys() {
+        let l = table("l", &[("a", SqlType::Int8)]);
+        let r = table("r", &[("b", SqlType::Int8)]);
+        let mut columns = l.columns().to_vec();
+        columns.extend(r.columns().iter().cloned());
+        let j = LogicalPlan::Join {
+            left: Box::new(l),
+            right: Box::new(r),
+            kind: crate::exec::plan::JoinKind::Inner,
+            on: vec![(col(0, SqlType::Int8), col(0, SqlType::Int8))],
+            filter: Some(bin(BinOp::Lt, col(0, SqlType::Int8), col(1, SqlType::Int8))),
+            columns,
+        };
+        let Plan::Join { left_keys, right_keys, condition, .. } = physical_plan(&j, &ctx()).unwrap() else { panic!() };
+        assert_eq!((left_keys.len(), right_keys.len()), (1, 1));
+        assert!(condition.is_some());
+    }
+}

@@ -837,8 +837,11 @@ impl<'a> Planner<'a> {
             return Ok((plan, cols));
         }
         if rel.written_schema.is_none() {
-            if let Ok(r) = super::system::system_table(self, "pg_catalog", name) {
-                return Ok(r);
+            match super::system::system_table(self, "pg_catalog", name) {
+                Ok(r) => return Ok(r),
+                // e.g. permission denied for table pg_authid
+                Err(e) if e.kind != crate::error::ErrorKind::UndefinedTable => return Err(e),
+                Err(_) => {}
             }
         }
         bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display())

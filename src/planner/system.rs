@@ -97,6 +97,19 @@ pub fn quote_ident(n: &str) -> String {
     }
 }
 
+/// `typlen` of a column type (-1: variable length).
+fn type_len(ty: SqlType) -> i64 {
+    use SqlType::*;
+    match ty {
+        Bool => 1,
+        Int2 => 2,
+        Int4 | Float4 | Date => 4,
+        Int8 | Float8 | Timestamp | TimestampTz => 8,
+        Interval => 16,
+        Text | Varchar | Unknown => -1,
+    }
+}
+
 /// A database whose name is also one of PostgreSQL's schemas (`public`
 /// is always the connection's database): not listed as a schema.
 pub fn is_reserved_schema(name: &str) -> bool {
@@ -191,6 +204,72 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows.push(vec![t(db), t(&d)]);
             }
             table(&[("catalog_name", Text), ("schema_name", Text)], rows)
+        }
+        ("information_schema", "flows") => {
+            // GreptimeDB's columns (so their users' queries work), then
+            // weir's progress columns.
+            let mut rows = Vec::new();
+            // Flows created in this database (GreptimeDB lists a catalog's).
+            let mut flows: Vec<_> = p.catalog.flows().into_iter().filter(|f| f.database == db).collect();
+            flows.sort_by(|a, b| a.name.cmp(&b.name));
+            for f in flows {
+                let prog = p.catalog.flow_progress(&f.name).unwrap_or_default();
+                let mut options = serde_json::Map::new();
+                for (k, v) in &f.options {
+                    options.insert(k.clone(), serde_json::Value::from(v.clone()));
+                }
+                options.insert("flow_type".into(), serde_json::Value::from(f.flow_type.clone()));
+                let ids = serde_json::Value::from(f.source_ids.clone()).to_string();
+                let names: Vec<String> = f.sources.iter().map(|(d, n)| format!("greptime.{d}.{n}")).collect();
+                let ts = |ms: i64| Value::Timestamp(ms * 1000);
+                rows.push(vec![
+                    t(&f.name),
+                    Value::Int(f.id as i64),
+                    Value::Null,
+                    t("greptime"),
+                    t(&f.create_text()),
+                    f.comment.as_deref().map(t).unwrap_or(Value::Null),
+                    f.expire_after_s.map(Value::Int).unwrap_or(Value::Null),
+                    t(&ids),
+                    t(&format!("greptime.{}.{}", f.sink_database, f.sink_table)),
+                    t(if f.pending { "{}" } else { "{\"0\":0}" }),
+                    t(&serde_json::Value::Object(options).to_string()),
+                    ts(f.created_ms),
+                    ts(f.updated_ms),
+                    prog.last_execution_ms.map(ts).unwrap_or(Value::Null),
+                    t(&names.join(",")),
+                    Value::Null,
+                    t(if f.pending { "pending" } else { "active" }),
+                    f.eval_interval_s.map(Value::Int).unwrap_or(Value::Null),
+                    Value::Int(prog.windows_done as i64),
+                    Value::Int(prog.rows_written as i64),
+                ]);
+            }
+            table(
+                &[
+                    ("flow_name", Text),
+                    ("flow_id", Int8),
+                    ("state_size", Int8),
+                    ("table_catalog", Text),
+                    ("flow_definition", Text),
+                    ("comment", Text),
+                    ("expire_after", Int8),
+                    ("source_table_ids", Text),
+                    ("sink_table_name", Text),
+                    ("flownode_ids", Text),
+                    ("options", Text),
+                    ("created_time", Timestamp),
+                    ("updated_time", Timestamp),
+                    ("last_execution_time", Timestamp),
+                    ("source_table_names", Text),
+                    ("flownode_addrs", Text),
+                    ("status", Text),
+                    ("eval_interval", Int8),
+                    ("windows_done", Int8),
+                    ("rows_written", Int8),
+                ],
+                rows,
+            )
         }
         ("information_schema", "region_statistics") => {
             let mut rows = Vec::new();
@@ -389,6 +468,10 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         Value::Int(0),
                         t(""),
                         t(""),
+                        Value::Int(type_len(c.ty)),
+                        Value::Int(0),
+                        Value::Bool(true),
+                        Value::Int(0),
                     ]);
                 }
             }
@@ -407,6 +490,10 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                             Value::Int(0),
                             t(""),
                             t(""),
+                            Value::Int(type_len(c.ty)),
+                            Value::Int(0),
+                            Value::Bool(true),
+                            Value::Int(0),
                         ]);
                     }
                 }
@@ -424,6 +511,10 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("attcollation", Int8),
                     ("attidentity", Text),
                     ("attgenerated", Text),
+                    ("attlen", Int2),
+                    ("attndims", Int4),
+                    ("attislocal", Bool),
+                    ("attinhcount", Int4),
                 ],
                 rows,
             )
@@ -523,10 +614,6 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows,
             )
         }
-        ("pg_catalog", "pg_roles") | ("pg_catalog", "pg_user") => table(
-            &[("oid", Int8), ("rolname", Text), ("rolsuper", Bool), ("usename", Text)],
-            vec![vec![Value::Int(10), t(&p.ctx.user), Value::Bool(true), t(&p.ctx.user)]],
-        ),
         ("pg_catalog", "pg_index") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
@@ -639,6 +726,101 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 ],
                 rows,
             )
+        }
+        ("pg_catalog", "pg_roles") | ("pg_catalog", "pg_authid") => {
+            // pg_authid holds the verifiers: superusers only, as PostgreSQL.
+            let authid = name == "pg_authid";
+            if authid && !p.catalog.is_superuser(&p.ctx.user) {
+                bail!(InsufficientPrivilege, "permission denied for table pg_authid");
+            }
+            let b = Value::Bool;
+            let rows = p
+                .catalog
+                .roles()
+                .into_iter()
+                .map(|r| {
+                    let password = if authid {
+                        r.password.clone().map(Value::Text).unwrap_or(Value::Null)
+                    } else {
+                        t("********")
+                    };
+                    vec![
+                        Value::Int(r.oid as i64),
+                        t(&r.name),
+                        b(r.superuser),
+                        b(r.inherit),
+                        b(r.createrole),
+                        b(r.createdb),
+                        b(r.login),
+                        b(false),
+                        b(r.superuser),
+                        Value::Int(-1),
+                        password,
+                        Value::Null,
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("oid", Int8),
+                    ("rolname", Text),
+                    ("rolsuper", Bool),
+                    ("rolinherit", Bool),
+                    ("rolcreaterole", Bool),
+                    ("rolcreatedb", Bool),
+                    ("rolcanlogin", Bool),
+                    ("rolreplication", Bool),
+                    ("rolbypassrls", Bool),
+                    ("rolconnlimit", Int4),
+                    ("rolpassword", Text),
+                    ("rolvaliduntil", Text),
+                ],
+                rows,
+            )
+        }
+        ("pg_catalog", "pg_user") => {
+            let rows = p
+                .catalog
+                .roles()
+                .into_iter()
+                .filter(|r| r.login)
+                .map(|r| {
+                    vec![
+                        t(&r.name),
+                        Value::Int(r.oid as i64),
+                        Value::Bool(r.createdb),
+                        Value::Bool(r.superuser),
+                        Value::Bool(false),
+                        Value::Bool(r.superuser),
+                        t("********"),
+                        Value::Null,
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("usename", Text),
+                    ("usesysid", Int8),
+                    ("usecreatedb", Bool),
+                    ("usesuper", Bool),
+                    ("userepl", Bool),
+                    ("usebypassrls", Bool),
+                    ("passwd", Text),
+                    ("valuntil", Text),
+                ],
+                rows,
+            )
+        }
+        ("pg_catalog", "pg_auth_members") => {
+            let roles = p.catalog.roles();
+            let oid = |n: &str| roles.iter().find(|r| r.name == n).map(|r| r.oid as i64).unwrap_or(0);
+            let mut rows = vec![];
+            for r in &roles {
+                for m in &r.member_of {
+                    rows.push(vec![Value::Int(oid(m)), Value::Int(r.oid as i64), Value::Int(10), Value::Bool(false)]);
+                }
+            }
+            table(&[("roleid", Int8), ("member", Int8), ("grantor", Int8), ("admin_option", Bool)], rows)
         }
         ("pg_catalog", "pg_sequence") => table(
             &[

@@ -123,7 +123,7 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
             let micros = i64::from_be_bytes(b[..8].try_into().unwrap());
             let days = i32::from_be_bytes(b[8..12].try_into().unwrap());
             let months = i32::from_be_bytes(b[12..].try_into().unwrap());
-            Value::Interval(crate::types::Interval::new(months, days, micros))
+            Value::Interval(crate::types::Interval::try_new(months, days, micros)?)
         }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => {
             Value::Text(String::from_utf8(b.to_vec()).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?)

@@ -4,6 +4,7 @@
 //! May import `sql` and below; nothing imports `server`.
 
 mod encode;
+pub mod hba;
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
@@ -71,6 +72,26 @@ pub struct Connection {
     session: Arc<Mutex<Option<Session>>>,
     parser: Arc<WeirQueryParser>,
     idle: Arc<IdleWatch>,
+    hba: Arc<hba::Hba>,
+    auth: Arc<Mutex<Auth>>,
+}
+
+/// Where a connection's authentication exchange stands.
+#[derive(Default)]
+enum Auth {
+    #[default]
+    None,
+    /// SCRAM: the client-first message is awaited, then the client-final one.
+    /// `valid`: the role exists and has a password (else the
+    /// exchange is played to its end and fails, as PostgreSQL's mock auth).
+    ScramFirst { secret: Option<crate::catalog::roles::ScramVerifier>, valid: bool },
+    ScramFinal { waiting: Box<pgwire::api::auth::sasl::scram::ScramServerAuthWaitingForClientFinal>, valid: bool },
+    /// A cleartext password is awaited (method `password`).
+    Cleartext { secret: Option<crate::catalog::roles::ScramVerifier> },
+}
+
+fn fatal(code: &str, msg: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), code.into(), msg)))
 }
 
 /// When an idle session in a transaction block times out
@@ -125,7 +146,9 @@ pub struct WeirQueryParser {
     session: Arc<Mutex<Option<Session>>>,
 }
 
-struct Params;
+struct Params {
+    superuser: bool,
+}
 
 impl ServerParameterProvider for Params {
     fn server_parameters<C: ClientInfo>(&self, client: &C) -> Option<std::collections::HashMap<String, String>> {
@@ -139,13 +162,13 @@ impl ServerParameterProvider for Params {
             ("IntervalStyle", "postgres"),
             ("integer_datetimes", "on"),
             ("standard_conforming_strings", "on"),
-            ("is_superuser", "on"),
             ("in_hot_standby", "off"),
             ("default_transaction_read_only", "off"),
             ("search_path", "\"$user\", public"),
         ] {
             m.insert(k.to_string(), v.to_string());
         }
+        m.insert("is_superuser".into(), if self.superuser { "on" } else { "off" }.into());
         m.insert("application_name".into(), client.metadata().get("application_name").cloned().unwrap_or_default());
         m.insert("session_authorization".into(), client.metadata().get(METADATA_USER).cloned().unwrap_or_default());
         Some(m)
@@ -160,33 +183,149 @@ impl StartupHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let PgWireFrontendMessage::Startup(ref startup) = message {
-            protocol_negotiation(client, startup).await?;
-            save_startup_parameters_to_metadata(client, startup);
-            let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_else(|| "weir".into());
-            let db = client.metadata().get(METADATA_DATABASE).cloned().unwrap_or_else(|| user.clone());
-            if !self.engine.catalog.database_exists(&db) {
-                return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
-                    "FATAL".into(),
-                    "3D000".into(),
-                    format!("database \"{db}\" does not exist"),
-                ))));
+        match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_else(|| "weir".into());
+                let db = client.metadata().get(METADATA_DATABASE).cloned().unwrap_or_else(|| user.clone());
+                let ip = client.socket_addr().ip();
+                let ssl = client.is_secure();
+                let cat = &self.engine.catalog;
+                let enc = if ssl { "SSL encryption" } else { "no encryption" };
+                let Some(rule) = self.hba.find(cat, Some(ip), ssl, &db, &user) else {
+                    return Err(fatal(
+                        "28000",
+                        format!("no pg_hba.conf entry for host \"{ip}\", user \"{user}\", database \"{db}\", {enc}"),
+                    ));
+                };
+                let role = cat.role(&user);
+                let secret = role.as_ref().and_then(|r| r.password.as_deref()).and_then(crate::catalog::roles::ScramVerifier::parse);
+                let valid = role.is_some() && secret.is_some();
+                use hba::Method;
+                match rule.method {
+                    Method::Reject => {
+                        return Err(fatal(
+                            "28000",
+                            format!("pg_hba.conf rejects connection for host \"{ip}\", user \"{user}\", database \"{db}\", {enc}"),
+                        ))
+                    }
+                    Method::Trust => return self.finish_startup(client, &user, &db).await,
+                    // PostgreSQL answers md5 with SCRAM when the stored
+                    // password is a SCRAM verifier, and ours all are.
+                    Method::ScramSha256 | Method::Md5 => {
+                        *self.auth.lock().unwrap() = Auth::ScramFirst { secret, valid };
+                        client.set_state(pgwire::api::PgWireConnectionState::AuthenticationInProgress);
+                        client
+                            .send(PgWireBackendMessage::Authentication(pgwire::messages::startup::Authentication::SASL(vec![
+                                "SCRAM-SHA-256".into(),
+                            ])))
+                            .await?;
+                    }
+                    Method::Password => {
+                        *self.auth.lock().unwrap() = Auth::Cleartext { secret: if valid { secret } else { None } };
+                        client.set_state(pgwire::api::PgWireConnectionState::AuthenticationInProgress);
+                        client
+                            .send(PgWireBackendMessage::Authentication(pgwire::messages::startup::Authentication::CleartextPassword))
+                            .await?;
+                    }
+                }
+                Ok(())
             }
-            let mut sess = Session::new(self.engine.clone(), &db, &user);
-            // Backend key data for cancel requests: our pid counter and a
-            // secret from the clock and address (not cryptographic).
-            let secret = pgwire::messages::startup::SecretKey::I32(
-                (crate::exec::functions::now_micros() as i32) ^ (self.pid.wrapping_mul(0x5bd1_e995)),
-            );
-            client.set_pid_and_secret_key(self.pid, secret.clone());
-            self.cancels.lock().unwrap().insert(self.pid, (secret, sess.cancel.clone()));
-            if let Some(app) = client.metadata().get("application_name") {
-                sess.settings.insert("application_name".into(), app.clone());
+            PgWireFrontendMessage::PasswordMessageFamily(msg) => {
+                let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_else(|| "weir".into());
+                let db = client.metadata().get(METADATA_DATABASE).cloned().unwrap_or_else(|| user.clone());
+                let failed = || fatal("28P01", format!("password authentication failed for user \"{user}\""));
+                let state = std::mem::take(&mut *self.auth.lock().unwrap());
+                match state {
+                    Auth::None => Err(fatal("08P01", "unexpected password message".into())),
+                    Auth::Cleartext { secret } => {
+                        let pw = msg.into_password()?;
+                        match secret {
+                            Some(v) if v.matches(&pw.password) => self.finish_startup(client, &user, &db).await,
+                            _ => Err(failed()),
+                        }
+                    }
+                    Auth::ScramFirst { secret, valid } => {
+                        use pgwire::api::auth::sasl::scram::{ScramSecret, ScramServerAuth};
+                        let init = msg.into_sasl_initial_response()?;
+                        if init.auth_method != "SCRAM-SHA-256" {
+                            return Err(fatal("28000", "client selected an invalid SASL authentication mechanism".into()));
+                        }
+                        let v = match secret {
+                            Some(v) => v,
+                            None => crate::catalog::roles::ScramVerifier::generate("").map_err(|e| user_error(&e))?,
+                        };
+                        let scram_secret = ScramSecret::Verifier {
+                            salt: v.salt.clone(),
+                            iterations: v.iterations as usize,
+                            stored_key: v.stored_key.clone(),
+                            server_key: v.server_key.clone(),
+                        };
+                        let data = init.data.unwrap_or_default();
+                        let (first, waiting) = ScramServerAuth::new()
+                            .on_client_first_message_with_secret(&data, scram_secret)
+                            .map_err(|_| fatal("08P01", "malformed SCRAM message".into()))?;
+                        *self.auth.lock().unwrap() = Auth::ScramFinal { waiting: Box::new(waiting), valid };
+                        client
+                            .send(PgWireBackendMessage::Authentication(pgwire::messages::startup::Authentication::SASLContinue(
+                                first.into_bytes().into(),
+                            )))
+                            .await?;
+                        Ok(())
+                    }
+                    Auth::ScramFinal { waiting, valid } => {
+                        let resp = msg.into_sasl_response()?;
+                        match waiting.on_client_final_message(&resp.data) {
+                            Ok(final_msg) if valid => {
+                                client
+                                    .send(PgWireBackendMessage::Authentication(pgwire::messages::startup::Authentication::SASLFinal(
+                                        final_msg.into_bytes().into(),
+                                    )))
+                                    .await?;
+                                self.finish_startup(client, &user, &db).await
+                            }
+                            _ => Err(failed()),
+                        }
+                    }
+                }
             }
-            sess.register(self.pid);
-            *self.session.lock().unwrap() = Some(sess);
-            finish_authentication(client, &Params).await?;
+            _ => Ok(()),
         }
+    }
+}
+
+impl Connection {
+    /// After authentication: the role may log in, the database exists;
+    /// then the session starts.
+    async fn finish_startup<C>(&self, client: &mut C, user: &str, db: &str) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match self.engine.catalog.role(user) {
+            None => return Err(fatal("28000", format!("role \"{user}\" does not exist"))),
+            Some(r) if !r.login => return Err(fatal("28000", format!("role \"{user}\" is not permitted to log in"))),
+            Some(_) => {}
+        }
+        if !self.engine.catalog.database_exists(db) {
+            return Err(fatal("3D000", format!("database \"{db}\" does not exist")));
+        }
+        let mut sess = Session::new(self.engine.clone(), db, user);
+        // Backend key data for cancel requests: our pid counter and a
+        // secret from the clock and address (not cryptographic).
+        let secret = pgwire::messages::startup::SecretKey::I32(
+            (crate::exec::functions::now_micros() as i32) ^ (self.pid.wrapping_mul(0x5bd1_e995)),
+        );
+        client.set_pid_and_secret_key(self.pid, secret.clone());
+        self.cancels.lock().unwrap().insert(self.pid, (secret, sess.cancel.clone()));
+        if let Some(app) = client.metadata().get("application_name") {
+            sess.settings.insert("application_name".into(), app.clone());
+        }
+        sess.register(self.pid);
+        *self.session.lock().unwrap() = Some(sess);
+        finish_authentication(client, &Params { superuser: self.engine.catalog.is_superuser(user) }).await?;
         Ok(())
     }
 }
@@ -501,6 +640,8 @@ impl Connection {
             session: self.session.clone(),
             parser: self.parser.clone(),
             idle: self.idle.clone(),
+            hba: self.hba.clone(),
+            auth: self.auth.clone(),
         }
     }
 }
@@ -510,6 +651,11 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
     tokio::pin!(shutdown);
     let cancels: CancelRegistry = Arc::new(Mutex::new(std::collections::HashMap::new()));
     let mut next_pid: i32 = 1000;
+    let hba = Arc::new(if engine.config.hba_file.is_empty() {
+        hba::Hba::default_rules()
+    } else {
+        hba::Hba::load(&engine.config.hba_file).map_err(|e| std::io::Error::other(e.message))?
+    });
     loop {
         tokio::select! {
             _ = &mut shutdown => return Ok(()),
@@ -525,7 +671,7 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                 next_pid = if next_pid == i32::MAX { 1000 } else { next_pid + 1 };
                 let pid = next_pid;
                 let idle = Arc::new(IdleWatch::default());
-                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone() });
+                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default() });
                 let registry = cancels.clone();
                 // A second handle on the socket, for the idle-in-transaction
                 // watchdog to end the connection.

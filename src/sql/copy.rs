@@ -174,6 +174,7 @@ impl CopyIn {
         }
         let schema = super::ddl::region_descriptor(def).schema;
         let batch = RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
+        let batch = super::dml::round_timestamps(def, batch)?;
         let regions: Vec<Arc<crate::storage::Region>> =
             (0..def.regions.max(1)).filter_map(|n| s.engine.storage.region(region_id(def.id, n))).collect();
         // Inside a block the rows join it; outside, COPY is its own

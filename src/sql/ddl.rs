@@ -31,7 +31,7 @@ pub fn region_descriptor(t: &TableDef) -> RegionDescriptor {
     }
 }
 
-fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Result<QueryResult> {
+pub(super) fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Result<QueryResult> {
     let cols: Vec<PlanColumn> = names.iter().map(|n| PlanColumn::new(*n, SqlType::Text)).collect();
     let arrays: Vec<ArrayRef> =
         (0..names.len()).map(|i| Arc::new(StringArray::from(rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>())) as ArrayRef).collect();
@@ -192,7 +192,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                     };
                     vec![
                         c.name.clone(),
-                        c.ty.sql_name().to_string(),
+                        c.type_name(),
                         key.to_string(),
                         if c.nullable { "YES" } else { "NO" }.to_string(),
                         c.default.clone().unwrap_or_default(),
@@ -444,7 +444,13 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
                 _ => {}
             }
         }
-        columns.push(ColumnDef { name: cname, ty, nullable, default });
+        // PostgreSQL keeps p fractional digits of a TIMESTAMP(p); 6 and
+        // above (GreptimeDB's 9) are microseconds, PostgreSQL's maximum.
+        let precision = match &c.data_type {
+            ast::DataType::Timestamp(Some(p), _) | ast::DataType::Datetime(Some(p)) if *p < 6 => Some(*p as u8),
+            _ => None,
+        };
+        columns.push(ColumnDef { name: cname, ty, nullable, default, precision });
     }
     if columns.is_empty() {
         bail!(Syntax, "a table needs at least one column");
@@ -575,7 +581,7 @@ pub fn show_create(t: &TableDef) -> String {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let mut l = format!("  \"{}\" {}", c.name, c.ty.sql_name());
+            let mut l = format!("  \"{}\" {}", c.name, c.type_name());
             if !c.nullable && t.time_index != Some(i) {
                 l.push_str(" NOT NULL");
             }
@@ -672,6 +678,10 @@ pub fn admin(s: &mut Session, a: &Admin, params: Params) -> Result<QueryResult> 
                 }
             }
             n
+        }
+        "flush_flow" => {
+            let n = args.first().ok_or_else(|| err!(InvalidParameterValue, "flush_flow needs a flow name"))?;
+            super::flow_ddl::flush_flow(s, n)?
         }
         other => bail!(UndefinedFunction, "admin function {other} does not exist"),
     };

@@ -198,6 +198,7 @@ fn insert(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
         arrays.push(a);
     }
     let batch = RecordBatch::try_new_with_options(region_schema(def), arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
+    let batch = round_timestamps(def, batch)?;
     check_unique(planner, def, regions, &batch)?;
     super::txn::write_rows(s, def, regions, &batch)?;
     Ok(QueryResult::Command(format!("INSERT 0 {nrows}")))
@@ -267,6 +268,36 @@ fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Result<ArrayRe
         exprs.iter().map(|e| e.eval(&unit, &planner.ctx).and_then(|a| cast_array(&a, e.ty(), ty))).collect::<Result<_>>()?;
     let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
     Ok(arrow::compute::concat(&refs)?)
+}
+
+/// Microseconds from 1970-01-01 to 2000-01-01, PostgreSQL's epoch.
+const PG_EPOCH_US: i64 = 946_684_800_000_000;
+
+/// Round `TIMESTAMP(p)` columns to p fractional digits as PostgreSQL does
+/// (half away from zero, counted from its 2000-01-01 epoch), so the stored
+/// value, and a time index's identity, is the rounded one.
+pub(super) fn round_timestamps(def: &TableDef, batch: RecordBatch) -> Result<RecordBatch> {
+    use arrow::array::{AsArray, TimestampMicrosecondArray};
+    use arrow::datatypes::TimestampMicrosecondType;
+    if def.columns.iter().all(|c| c.precision.is_none()) {
+        return Ok(batch);
+    }
+    let mut cols = batch.columns().to_vec();
+    for (i, c) in def.columns.iter().enumerate() {
+        let Some(p) = c.precision else { continue };
+        let Some(ts) = cols[i].as_primitive_opt::<TimestampMicrosecondType>() else { continue };
+        let scale = 10i64.pow(6 - p.min(6) as u32);
+        let half = scale / 2;
+        let rounded: TimestampMicrosecondArray = ts
+            .try_unary::<_, TimestampMicrosecondType, arrow::error::ArrowError>(|us| {
+                let t = us.checked_sub(PG_EPOCH_US).ok_or(arrow::error::ArrowError::ArithmeticOverflow("timestamp".into()))?;
+                let r = if t >= 0 { (t + half) / scale * scale } else { -((-t + half) / scale * scale) };
+                r.checked_add(PG_EPOCH_US).ok_or(arrow::error::ArrowError::ArithmeticOverflow("timestamp".into()))
+            })?
+            .with_timezone_opt(ts.timezone());
+        cols[i] = Arc::new(rounded);
+    }
+    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())))?)
 }
 
 fn region_schema(def: &TableDef) -> arrow::datatypes::SchemaRef {
@@ -408,6 +439,7 @@ fn update(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
                 cols,
                 &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
             )?;
+            let new = round_timestamps(def, new)?;
             n += old.num_rows();
             super::txn::delete_rows(s, r, &old)?;
             super::txn::write_rows(s, def, regions, &new)?;

@@ -8,6 +8,8 @@
 pub mod copy;
 mod ddl;
 mod dml;
+pub mod roles;
+mod flow_ddl;
 mod session_vars;
 mod txn;
 
@@ -37,6 +39,8 @@ pub struct Engine {
     pub config: Config,
     /// Every session's current statement (pg_stat_activity).
     pub activity: crate::exec::activity::Activity,
+    /// The running flows (continuous queries).
+    pub flows: Arc<crate::flow::FlowManager>,
 }
 
 impl Engine {
@@ -46,11 +50,18 @@ impl Engine {
         std::fs::create_dir_all(&dir).map_err(|e| err!(Storage, "cannot create data directory {}: {e}", dir.display()))?;
         let catalog = Catalog::open(&dir)?;
         let storage = StorageEngine::open_tuned(&dir.join("regions"), config.storage_config(), config.storage_tuning())?;
-        let engine = Engine { catalog, storage, config, activity: Default::default() };
+        bootstrap_superuser(&catalog, &config)?;
+        let flows = crate::flow::FlowManager::new(session_vars::defaults());
+        let engine = Engine { catalog, storage, config, activity: Default::default(), flows };
         for t in engine.catalog.all_tables() {
             engine.open_table_regions(&t)?;
         }
-        Ok(Arc::new(engine))
+        // Flows hold their progress against compaction before anything runs.
+        engine.flows.load(&engine.flow_env());
+        engine.storage.subscribe(engine.flows.clone());
+        let engine = Arc::new(engine);
+        engine.flows.spawn_scheduler(Arc::downgrade(&engine), Engine::flow_env);
+        Ok(engine)
     }
 
     pub fn open_table_regions(&self, t: &crate::catalog::TableDef) -> Result<()> {
@@ -59,6 +70,11 @@ impl Engine {
             self.storage.open_region(region_id(t.id, n), desc.clone())?;
         }
         Ok(())
+    }
+
+    /// What flows read and write through.
+    pub fn flow_env(&self) -> crate::flow::Env<'_> {
+        crate::flow::Env { catalog: &self.catalog, storage: &self.storage }
     }
 
     pub fn descriptor(t: &crate::catalog::TableDef) -> RegionDescriptor {
@@ -93,6 +109,31 @@ pub enum TxState {
     Idle,
     InBlock,
     Failed,
+}
+
+/// The first start creates the superuser named in the config, with the
+/// password from `superuser_password_file` or WEIR_SUPERUSER_PASSWORD (only
+/// its SCRAM verifier is kept).
+fn bootstrap_superuser(catalog: &Catalog, config: &Config) -> Result<()> {
+    if catalog.has_roles() {
+        return Ok(());
+    }
+    let mut r = crate::catalog::RoleDef::new(&config.superuser);
+    r.superuser = true;
+    r.login = true;
+    r.createdb = true;
+    r.createrole = true;
+    let password = if !config.superuser_password_file.is_empty() {
+        let text = std::fs::read_to_string(&config.superuser_password_file)
+            .map_err(|e| err!(InvalidParameterValue, "cannot read superuser_password_file {}: {e}", config.superuser_password_file))?;
+        Some(text.trim_end_matches(['\r', '\n']).to_string())
+    } else {
+        std::env::var("WEIR_SUPERUSER_PASSWORD").ok()
+    };
+    if let Some(p) = password.filter(|p| !p.is_empty()) {
+        r.password = Some(crate::catalog::roles::password_verifier(&p)?);
+    }
+    catalog.create_role(r)
 }
 
 /// One client's session.
@@ -285,6 +326,10 @@ impl Session {
         let n = parser::max_param(&stmt);
         if let WeirStatement::Admin(a) = &stmt {
             columns = vec![PlanColumn::new(a.name(), SqlType::Int8)];
+        } else if matches!(stmt, WeirStatement::ShowFlows(_) | WeirStatement::ShowCreateFlow(_)) {
+            if let Ok(QueryResult::Rows { columns: c, .. }) = self.execute_statement(&stmt, Params::default()) {
+                columns = c;
+            }
         } else if let WeirStatement::Sql(Statement::Query(q)) = &stmt {
             if self.tx != TxState::Failed {
                 let planner = self.planner(Params { types: param_types.clone(), values: None });
@@ -364,6 +409,11 @@ impl Session {
             WeirStatement::CreateTable(ct) => ddl::create_weir_table(self, ct),
             WeirStatement::Admin(a) => ddl::admin(self, a, params),
             WeirStatement::CreateDatabase(c) => ddl::create_database_with_options(self, c),
+            WeirStatement::CreateFlow(c) => flow_ddl::create_flow(self, c),
+            WeirStatement::DropFlow(d) => flow_ddl::drop_flow(self, d),
+            WeirStatement::ShowFlows(f) => flow_ddl::show_flows(self, f),
+            WeirStatement::ShowCreateFlow(f) => flow_ddl::show_create_flow(self, f),
+            WeirStatement::CommentOnFlow(c) => flow_ddl::comment_on_flow(self, c),
         }
     }
 
@@ -414,7 +464,10 @@ impl Session {
             Statement::Set(_) | Statement::Reset(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => {
                 session_vars::execute(self, stmt)
             }
-            _ => ddl::execute(self, stmt),
+            _ => match roles::execute(self, stmt) {
+                Some(r) => r,
+                None => ddl::execute(self, stmt),
+            },
         }
     }
 

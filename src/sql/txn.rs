@@ -96,8 +96,9 @@ struct Savepoint {
 pub struct Block {
     read_only: bool,
     /// Behind a lock because DML writes through `&Session` while the
-    /// planner borrows the session.
-    writes: Mutex<Writes>,
+    /// planner borrows the session; shared with read views, which copy
+    /// the parts lazily.
+    writes: Arc<Mutex<Writes>>,
     savepoints: Vec<Savepoint>,
     created: Vec<Created>,
     /// Tables dropped at COMMIT.
@@ -113,7 +114,7 @@ impl Block {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Block {
             read_only,
-            writes: Mutex::new(Writes { parts: BTreeMap::new(), bytes: 0, next_temp_rowid: TEMP_ROWID_BASE }),
+            writes: Arc::new(Mutex::new(Writes { parts: BTreeMap::new(), bytes: 0, next_temp_rowid: TEMP_ROWID_BASE })),
             savepoints: Vec::new(),
             created: Vec::new(),
             drops: Vec::new(),
@@ -132,6 +133,16 @@ pub fn intercept(s: &mut Session, stmt: &WeirStatement) -> Option<Result<QueryRe
             return Some(Err(err!(ActiveSqlTransaction, "CREATE DATABASE cannot run inside a transaction block")));
         }
         WeirStatement::CreateDatabase(_) => return None,
+        // Flows (engineer flows): they change running state, not only the
+        // catalog, so they are refused inside a block.
+        WeirStatement::CreateFlow(_) | WeirStatement::DropFlow(_) | WeirStatement::CommentOnFlow(_) if s.block.is_some() => {
+            return Some(Err(err!(ActiveSqlTransaction, "flow statements cannot run inside a transaction block")));
+        }
+        WeirStatement::CreateFlow(_)
+        | WeirStatement::DropFlow(_)
+        | WeirStatement::CommentOnFlow(_)
+        | WeirStatement::ShowFlows(_)
+        | WeirStatement::ShowCreateFlow(_) => return None,
         WeirStatement::CreateTable(ct) => {
             s.block.as_ref()?;
             if let Err(e) = take_snapshot(s) {
@@ -216,11 +227,8 @@ fn apply(s: &Session, block: Block) -> Result<()> {
     let engine = s.engine.clone();
     engine.storage.snapshot_source().release(&block.holder);
     let dropped: HashSet<u32> = block.drops.iter().map(|d| d.id).collect();
-    let parts: Vec<(Arc<Region>, RegionWrites)> = block
-        .writes
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
-        .parts
+    let writes = std::mem::take(&mut block.writes.lock().unwrap_or_else(|p| p.into_inner()).parts);
+    let parts: Vec<(Arc<Region>, RegionWrites)> = writes
         .into_values()
         .filter(|p| !dropped.contains(&((p.region.id >> 32) as u32)))
         .map(|p| (p.region, p.writes))
@@ -285,7 +293,7 @@ fn no_block(what: &str) -> crate::error::WeirError {
 
 fn savepoint(s: &mut Session, name: &str) -> Result<QueryResult> {
     let Some(b) = s.block.as_mut() else { return Err(no_block("SAVEPOINT")) };
-    let writes = b.writes.get_mut().unwrap_or_else(|p| p.into_inner()).clone();
+    let writes = b.writes.lock().unwrap_or_else(|p| p.into_inner()).clone();
     b.savepoints.push(Savepoint { name: name.to_string(), writes, created: b.created.len(), drops: b.drops.len() });
     Ok(QueryResult::Command("SAVEPOINT".into()))
 }
@@ -314,7 +322,7 @@ fn rollback_to(s: &mut Session, name: &str) -> Result<QueryResult> {
     // The savepoint stays; later ones go.
     b.savepoints.truncate(i + 1);
     let sp = &b.savepoints[i];
-    *b.writes.get_mut().unwrap_or_else(|p| p.into_inner()) = sp.writes.clone();
+    *b.writes.lock().unwrap_or_else(|p| p.into_inner()) = sp.writes.clone();
     let (nc, nd) = (sp.created, sp.drops);
     let undo: Vec<Created> = b.created.drain(nc..).collect();
     b.drops.truncate(nd);
@@ -426,9 +434,11 @@ fn take_snapshot(s: &mut Session) -> Result<()> {
 pub fn read_view(s: &Session) -> Arc<ReadView> {
     let src = s.engine.storage.snapshot_source();
     let b = s.block.as_ref();
-    let overlay = b
-        .map(|b| b.writes.lock().unwrap_or_else(|p| p.into_inner()).parts.iter().map(|(id, p)| (*id, Arc::new(p.writes.clone()))).collect())
-        .unwrap_or_default();
+    let overlay = b.map(|b| {
+        let w = b.writes.clone();
+        Box::new(move || w.lock().unwrap_or_else(|p| p.into_inner()).parts.iter().map(|(id, p)| (*id, Arc::new(p.writes.clone()))).collect())
+            as crate::storage::OverlayFn
+    });
     Arc::new(ReadView::new(src, b.and_then(|b| b.snapshot.clone()), overlay))
 }
 

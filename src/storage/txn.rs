@@ -215,28 +215,37 @@ impl std::fmt::Debug for SnapshotSource {
     }
 }
 
+/// The transaction's own writes per region, produced when a statement
+/// first scans (a statement that only inserts never builds them).
+pub type OverlayFn = Box<dyn Fn() -> HashMap<RegionId, Arc<RegionWrites>> + Send + Sync>;
+
 /// What one statement reads: a snapshot of every region (taken at the
-/// first scan unless given) and the transaction's own writes over it.
-#[derive(Debug, Default)]
+/// first scan unless given) and the transaction's own writes over it (also
+/// taken at the first scan, so a statement never reads its own writes).
+#[derive(Default)]
 pub struct ReadView {
     source: Option<SnapshotSource>,
     snapshot: OnceLock<Arc<HashMap<RegionId, SeqNo>>>,
-    pub overlay: HashMap<RegionId, Arc<RegionWrites>>,
+    overlay_fn: Option<OverlayFn>,
+    overlay: OnceLock<HashMap<RegionId, Arc<RegionWrites>>>,
+}
+
+impl std::fmt::Debug for ReadView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadView").field("snapshot", &self.snapshot).field("overlay", &self.overlay).finish()
+    }
 }
 
 impl ReadView {
     /// A view whose snapshot is taken from `source` at the first scan, or
-    /// is `fixed` (a REPEATABLE READ block's).
-    pub fn new(
-        source: SnapshotSource,
-        fixed: Option<Arc<HashMap<RegionId, SeqNo>>>,
-        overlay: HashMap<RegionId, Arc<RegionWrites>>,
-    ) -> ReadView {
+    /// is `fixed` (a REPEATABLE READ block's); `overlay` gives the
+    /// transaction's writes (None outside a block).
+    pub fn new(source: SnapshotSource, fixed: Option<Arc<HashMap<RegionId, SeqNo>>>, overlay: Option<OverlayFn>) -> ReadView {
         let snapshot = OnceLock::new();
         if let Some(f) = fixed {
             let _ = snapshot.set(f);
         }
-        ReadView { source: Some(source), snapshot, overlay }
+        ReadView { source: Some(source), snapshot, overlay_fn: overlay, overlay: OnceLock::new() }
     }
 
     /// Bound a scan of `region` by the view: its snapshot sequence and the
@@ -247,7 +256,9 @@ impl ReadView {
             // A region created after the snapshot has nothing older.
             req.snapshot = Some(snap.get(&region).copied().unwrap_or(0));
         }
-        req.overlay = self.overlay.get(&region).cloned();
+        if let Some(f) = &self.overlay_fn {
+            req.overlay = self.overlay.get_or_init(f).get(&region).cloned();
+        }
     }
 }
 

@@ -16,6 +16,9 @@ pub const USECS_PER_MINUTE: i64 = 60 * USECS_PER_SEC;
 pub const USECS_PER_HOUR: i64 = 60 * USECS_PER_MINUTE;
 pub const USECS_PER_DAY: i64 = 24 * USECS_PER_HOUR;
 const DAYS_PER_MONTH: i64 = 30;
+/// The largest time part weir keeps: arrow's month-day-nano type holds
+/// nanoseconds in an i64, about 292 years (PostgreSQL allows 292,000).
+pub const TIME_MICROS_MAX: i64 = i64::MAX / 1000;
 
 /// An interval as PostgreSQL stores it. Fields are independent: `1 mon`
 /// is not `30 days` until compared or justified.
@@ -28,6 +31,14 @@ pub struct Interval {
 
 fn out_of_range() -> crate::error::WeirError {
     err!(DatetimeFieldOverflow, "interval out of range")
+}
+
+/// Check the time part fits arrow's nanoseconds.
+fn checked(iv: Interval) -> Result<Interval> {
+    if iv.micros.abs() > TIME_MICROS_MAX {
+        return Err(out_of_range());
+    }
+    Ok(iv)
 }
 
 fn to_i32(v: i64) -> Result<i32> {
@@ -58,11 +69,17 @@ impl Interval {
     }
 
     pub fn checked_add(self, o: Interval) -> Result<Interval> {
-        Ok(Interval {
+        checked(Interval {
             months: self.months.checked_add(o.months).ok_or_else(out_of_range)?,
             days: self.days.checked_add(o.days).ok_or_else(out_of_range)?,
             micros: self.micros.checked_add(o.micros).ok_or_else(out_of_range)?,
         })
+    }
+
+    /// An interval from parts received from outside (binary parameters),
+    /// refused when its time part is beyond what weir keeps.
+    pub fn try_new(months: i32, days: i32, micros: i64) -> Result<Interval> {
+        checked(Interval { months, days, micros })
     }
 
     pub fn checked_neg(self) -> Result<Interval> {
@@ -120,7 +137,7 @@ impl Interval {
         if !(i64::MIN as f64..i64::MAX as f64).contains(&time) {
             return Err(out_of_range());
         }
-        Ok(Interval { months, days, micros: time as i64 })
+        checked(Interval { months, days, micros: time as i64 })
     }
 
     /// justify_hours: whole 24-hour periods of the time become days.
@@ -367,7 +384,7 @@ impl Acc {
         let days_f = self.days + (self.months - months) * 30.0;
         let days = days_f.trunc();
         let micros = (self.micros + (days_f - days) * USECS_PER_DAY as f64).round();
-        if months.abs() > i32::MAX as f64 || days.abs() > i32::MAX as f64 || micros.abs() >= i64::MAX as f64 {
+        if months.abs() > i32::MAX as f64 || days.abs() > i32::MAX as f64 || micros.abs() > TIME_MICROS_MAX as f64 {
             return None;
         }
         Some(Interval { months: months as i32, days: days as i32, micros: micros as i64 })
@@ -514,6 +531,9 @@ mod tests {
         assert_eq!(iv("1 mon").mul_f64(1.5).unwrap(), Interval::new(1, 15, 0));
         assert_eq!(iv("1 day").div_f64(2.0).unwrap(), Interval::new(0, 0, 12 * USECS_PER_HOUR));
         assert!(iv("1 day").div_f64(0.0).is_err());
+        // Beyond arrow's nanoseconds: an error, never a saturated value.
+        assert!(iv("1 hour").mul_f64(1e9).is_err());
+        assert!(Interval::try_new(0, 0, i64::MAX).is_err());
     }
 
     #[test]

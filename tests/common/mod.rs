@@ -79,6 +79,9 @@ impl TestServer {
         let child = Command::new(bin)
             .envs(env.iter().copied())
             .args(args)
+            // The harness connects as weir_test: the first start makes it the superuser.
+            .arg("--superuser")
+            .arg("weir_test")
             .arg("--data-dir")
             .arg(data_dir)
             .arg("--listen")

@@ -104,11 +104,13 @@ pub fn chr(a: &Args<'_>) -> Result<ArrayRef> {
         match k.get(i) {
             None => b.append_null(),
             Some(0) => bail!(ProgramLimitExceeded, "null character not permitted"),
+            Some(c) if c < 0 => bail!(InvalidParameterValue, "character number must be positive"),
+            Some(c) if c > 0x10FFFF => bail!(ProgramLimitExceeded, "requested character too large for encoding: {c}"),
             Some(c) => {
                 let ch = u32::try_from(c)
                     .ok()
                     .and_then(char::from_u32)
-                    .ok_or_else(|| err!(ProgramLimitExceeded, "requested character too large for encoding: {c}"))?;
+                    .ok_or_else(|| err!(ProgramLimitExceeded, "requested character not valid for encoding: {c}"))?;
                 b.append_value(ch.to_string());
             }
         }

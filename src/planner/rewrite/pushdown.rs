@@ -199,9 +199,8 @@ fn substitute(c: &Expr, exprs: &[Expr]) -> Expr {
 /// table's columns: `time_index op literal`, `primary_key = literal` and
 /// `primary_key IN (literals)`.
 pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
-    let Some(first) = s.regions.0.first() else { return };
-    let ti = first.desc.time_index;
-    let pk = first.desc.primary_key.clone();
+    let ti = s.table.time_index;
+    let pk = s.table.primary_key.clone();
     let mut parts = Vec::new();
     conjuncts(pred.clone(), &mut parts);
     for p in parts {
@@ -296,7 +295,7 @@ fn narrow_tags(s: &mut Scan, col: usize, vals: Vec<Value>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::exec::plan::PlanColumn;
     use crate::planner::rewrite::test_util::*;
@@ -354,6 +353,73 @@ mod tests {
         let LogicalPlan::Project { input, .. } = p else { panic!("filter moved below the projection") };
         let LogicalPlan::Filter { predicate, .. } = *input else { panic!() };
         assert_eq!(predicate, bin(BinOp::Gt, bin(BinOp::Add, col(1, Int8), int(1)), int(10)));
+    }
+
+    /// A scan of cpu(host TEXT tag, ts TIMESTAMP time index, v INT8).
+    pub(crate) fn cpu_scan() -> LogicalPlan {
+        use crate::catalog::{ColumnDef, TableDef};
+        let c = |n: &str, ty| ColumnDef { name: n.into(), ty, nullable: true, default: None, precision: None };
+        let table = TableDef {
+            id: 1,
+            database: "d".into(),
+            name: "cpu".into(),
+            columns: vec![c("host", SqlType::Text), c("ts", SqlType::Timestamp), c("v", Int8)],
+            time_index: Some(1),
+            primary_key: vec![0],
+            append_mode: false,
+            ttl_ms: None,
+            ttl_text: None,
+            regions: 1,
+        };
+        let columns = table.columns.iter().map(|c| PlanColumn::new(c.name.clone(), c.ty)).collect();
+        LogicalPlan::Scan(Scan {
+            table,
+            regions: crate::exec::plan::Regions(vec![], vec![]),
+            projection: None,
+            columns,
+            filters: vec![],
+            time_range: None,
+            tag_sets: vec![],
+        })
+    }
+
+    fn text(s: &str) -> Expr {
+        Expr::lit(Value::Text(s.into()), SqlType::Text)
+    }
+
+    fn ts(us: i64) -> Expr {
+        Expr::lit(Value::Timestamp(us), SqlType::Timestamp)
+    }
+
+    #[test]
+    fn scans_learn_time_ranges_and_tag_sets() {
+        let ts_col = col(1, SqlType::Timestamp);
+        let host = col(0, SqlType::Text);
+        let conj = [
+            bin(BinOp::GtEq, ts_col.clone(), ts(100)),
+            bin(BinOp::Gt, ts(500), ts_col.clone()),
+            Expr::InList { expr: Box::new(host.clone()), list: vec![text("a"), text("b"), text("c")], negated: false },
+            bin(BinOp::Eq, text("b"), host.clone()),
+            bin(BinOp::Gt, col(2, Int8), int(1)),
+        ];
+        let pred = conj.iter().cloned().reduce(|a, b| bin(BinOp::And, a, b)).unwrap();
+        let LogicalPlan::Scan(s) = push_down_filters(LogicalPlan::Filter { input: Box::new(cpu_scan()), predicate: pred }) else {
+            panic!("every conjunct goes into the scan")
+        };
+        assert_eq!(s.filters.len(), 5);
+        assert_eq!(s.time_range, Some((100, 500)));
+        assert_eq!(s.tag_sets, vec![(0, vec![Value::Text("b".into())])], "IN and = intersect");
+    }
+
+    #[test]
+    fn a_bucket_lower_bound_is_a_time_lower_bound() {
+        let bucket = Expr::Func { name: "date_trunc".into(), args: vec![text("hour"), col(1, SqlType::Timestamp)], ty: SqlType::Timestamp };
+        let pred = bin(BinOp::And, bin(BinOp::GtEq, bucket.clone(), ts(3_600_000_000)), bin(BinOp::Lt, bucket, ts(7_200_000_000)));
+        let LogicalPlan::Scan(s) = push_down_filters(LogicalPlan::Filter { input: Box::new(cpu_scan()), predicate: pred }) else {
+            panic!()
+        };
+        // Only the lower bound: a bucket < t says nothing exact about ts.
+        assert_eq!(s.time_range, Some((3_600_000_000, i64::MAX)));
     }
 
     #[test]

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Flow freshness and CPU per row (issue 8's measurement).
+
+A writer inserts into `metrics(host, ts, v)` at a fixed rate (default
+10,000 rows/s, in batches every 10 ms) while a per-minute rollup by host
+flow keeps `metrics_1m` up to date. A prober records, for sampled batches,
+the time from the INSERT's acknowledgement until the sink's row for that
+(host, minute) reflects the batch (its count reaches the value the source
+has after the batch). Prints freshness p50/p99 and the server's CPU per
+row (user+sys from /proc/<pid>/stat) for ingest alone (a first phase with
+no flow) and with the flow (the difference is flow maintenance).
+
+Usage: scripts/flow_bench.py --dsn postgres://weir@127.0.0.1:5432/public --pid <weir pid>
+       [--rate 10000] [--seconds 20]
+"""
+import argparse, os, threading, time, statistics
+import psycopg
+
+HOSTS = 50
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(parts[11]) + int(parts[12])) / ticks
+
+def write_phase(dsn, rate, seconds, t0_minute, probe=None):
+    conn = psycopg.connect(dsn, autocommit=True)
+    batch = max(1, rate // 100)
+    period = batch / rate
+    sent = 0
+    start = time.time()
+    n = 0
+    while time.time() - start < seconds:
+        now_s = t0_minute + (time.time() - start)
+        rows = []
+        for i in range(batch):
+            h = f"h{(n + i) % HOSTS}"
+            rows.append((h, now_s + i * 1e-6))
+        vals = ",".join(f"('{h}', to_timestamp({ts:.6f})::timestamp, 1)" for h, ts in rows)
+        conn.execute(f"INSERT INTO metrics VALUES {vals}")
+        acked = time.time()
+        n += batch
+        sent += batch
+        if probe is not None and (n // batch) % 20 == 0:
+            probe.append((rows[-1][0], rows[-1][1], acked))
+        sleep = start + sent / rate - time.time()
+        if sleep > 0:
+            time.sleep(sleep)
+    conn.close()
+    return sent
+
+def prober(dsn, probes, results, stop):
+    conn = psycopg.connect(dsn, autocommit=True)
+    while not stop.is_set() or probes:
+        if not probes:
+            time.sleep(0.005)
+            continue
+        host, ts, acked = probes.pop(0)
+        want = conn.execute(
+            "SELECT count(*) FROM metrics WHERE host = %s AND ts >= date_trunc('minute', to_timestamp(%s)::timestamp) AND ts <= to_timestamp(%s)::timestamp",
+            (host, ts, ts)).fetchone()[0]
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            got = conn.execute(
+                "SELECT coalesce(max(n), 0) FROM metrics_1m WHERE host = %s AND minute = date_trunc('minute', to_timestamp(%s)::timestamp)",
+                (host, ts)).fetchone()[0]
+            if got >= want:
+                results.append(time.time() - acked)
+                break
+            time.sleep(0.002)
+    conn.close()
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dsn", required=True)
+    ap.add_argument("--pid", type=int, required=True)
+    ap.add_argument("--rate", type=int, default=10000)
+    ap.add_argument("--seconds", type=int, default=20)
+    a = ap.parse_args()
+    c = psycopg.connect(a.dsn, autocommit=True)
+    c.execute("DROP FLOW IF EXISTS bench_1m")
+    c.execute("DROP TABLE IF EXISTS metrics_1m")
+    c.execute("DROP TABLE IF EXISTS metrics")
+    c.execute("CREATE TABLE metrics (host STRING, ts TIMESTAMP TIME INDEX, v DOUBLE, PRIMARY KEY (host))")
+    t0 = time.time()
+    # Phase 1: ingest only.
+    cpu0 = cpu_seconds(a.pid)
+    n1 = write_phase(a.dsn, a.rate, a.seconds, t0)
+    cpu1 = cpu_seconds(a.pid)
+    ingest_us = (cpu1 - cpu0) / n1 * 1e6
+    # Phase 2: with the flow.
+    c.execute("CREATE FLOW bench_1m SINK TO metrics_1m WITH (backfill = false) AS "
+              "SELECT host, date_trunc('minute', ts) AS minute, count(*) AS n, avg(v) AS v FROM metrics GROUP BY host, minute")
+    probes, results, stop = [], [], threading.Event()
+    th = threading.Thread(target=prober, args=(a.dsn, probes, results, stop))
+    th.start()
+    cpu2 = cpu_seconds(a.pid)
+    n2 = write_phase(a.dsn, a.rate, a.seconds, time.time(), probes)
+    stop.set()
+    th.join()
+    cpu3 = cpu_seconds(a.pid)
+    total_us = (cpu3 - cpu2) / n2 * 1e6
+    results.sort()
+    p = lambda q: results[min(len(results) - 1, int(q * len(results)))] if results else float("nan")
+    print(f"rows: ingest-only {n1} ({n1 / a.seconds:.0f}/s), with flow {n2} ({n2 / a.seconds:.0f}/s)")
+    print(f"freshness: samples {len(results)}, p50 {p(0.5):.3f} s, p99 {p(0.99):.3f} s")
+    print(f"server CPU per row: ingest {ingest_us:.1f} us, ingest+flow {total_us:.1f} us, flow maintenance {total_us - ingest_us:.1f} us")
+    c.execute("DROP FLOW bench_1m")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+//! Flow definitions and their durable progress, stored in the catalog's
+//! sled tree beside tables and views (`flow/<name>` and
+//! `flowprog/<name>`). The catalog only stores them; the flow engine runs
+//! them. Flows are unique per process (GreptimeDB: per catalog).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Catalog;
+use crate::err;
+use crate::error::Result;
+
+const FLOW_PREFIX: &str = "flow/";
+const PROGRESS_PREFIX: &str = "flowprog/";
+
+/// A flow as CREATE FLOW defined it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FlowDef {
+    pub id: u32,
+    pub name: String,
+    /// The database the flow was created in (its query's context).
+    pub database: String,
+    pub sink_database: String,
+    pub sink_table: String,
+    /// Source tables as (database, table).
+    pub sources: Vec<(String, String)>,
+    /// The sources' table ids (empty while pending).
+    #[serde(default)]
+    pub source_ids: Vec<u32>,
+    /// The query, in canonical form.
+    pub query: String,
+    pub expire_after_s: Option<i64>,
+    pub eval_interval_s: Option<i64>,
+    pub comment: Option<String>,
+    /// The user's WITH options (flow_type is not one of them).
+    pub options: BTreeMap<String, String>,
+    /// "batching" or "streaming".
+    pub flow_type: String,
+    /// Waiting for a missing source (defer_on_missing_source).
+    pub pending: bool,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+/// What a flow has made durable: for each source region, the sequence up
+/// to which every change is reflected in the sink.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FlowProgress {
+    /// Region id → sequence.
+    pub regions: BTreeMap<u64, u64>,
+    pub last_execution_ms: Option<i64>,
+    /// The last EVAL INTERVAL tick run (ms since the epoch).
+    pub last_tick_ms: Option<i64>,
+    /// Windows written since the flow started (backfill included).
+    pub windows_done: u64,
+    pub rows_written: u64,
+}
+
+impl Catalog {
+    pub fn flows(&self) -> Vec<FlowDef> {
+        self.tree
+            .scan_prefix(FLOW_PREFIX.as_bytes())
+            .filter_map(|kv| kv.ok())
+            .filter_map(|(_, v)| serde_json::from_slice::<FlowDef>(&v).ok())
+            .collect()
+    }
+
+    pub fn flow(&self, name: &str) -> Option<FlowDef> {
+        let v = self.tree.get(format!("{FLOW_PREFIX}{name}").as_bytes()).ok()??;
+        serde_json::from_slice(&v).ok()
+    }
+
+    /// Create or replace a flow's definition.
+    pub fn put_flow(&self, def: &FlowDef) -> Result<()> {
+        let v = serde_json::to_vec(def).map_err(|e| err!(Internal, "cannot encode flow: {e}"))?;
+        self.put(format!("{FLOW_PREFIX}{}", def.name), v)
+    }
+
+    /// Remove a flow and its progress.
+    pub fn drop_flow(&self, name: &str) -> Result<()> {
+        self.del(format!("{FLOW_PREFIX}{name}"))?;
+        self.del(format!("{PROGRESS_PREFIX}{name}"))
+    }
+
+    pub fn flow_progress(&self, name: &str) -> Option<FlowProgress> {
+        let v = self.tree.get(format!("{PROGRESS_PREFIX}{name}").as_bytes()).ok()??;
+        serde_json::from_slice(&v).ok()
+    }
+
+    /// Make a flow's progress durable (sled flush).
+    pub fn put_flow_progress(&self, name: &str, p: &FlowProgress) -> Result<()> {
+        let v = serde_json::to_vec(p).map_err(|e| err!(Internal, "cannot encode flow progress: {e}"))?;
+        self.put(format!("{PROGRESS_PREFIX}{name}"), v)
+    }
+
+    /// A new flow id (one more than the largest so far).
+    pub fn next_flow_id(&self) -> u32 {
+        self.flows().iter().map(|f| f.id).max().unwrap_or(1023) + 1
+    }
+}
+
+impl FlowDef {
+    /// SHOW CREATE FLOW's text (GreptimeDB's layout: one clause per line;
+    /// OR REPLACE never appears).
+    pub fn create_text(&self) -> String {
+        let q = |s: &str| s.replace('\'', "''");
+        let mut out = format!("CREATE FLOW IF NOT EXISTS {}\nSINK TO {}.{}\n", self.name, self.sink_database, self.sink_table);
+        if let Some(e) = self.expire_after_s {
+            out.push_str(&format!("EXPIRE AFTER '{e} s'\n"));
+        }
+        if let Some(e) = self.eval_interval_s {
+            out.push_str(&format!("EVAL INTERVAL '{e} s'\n"));
+        }
+        if let Some(c) = &self.comment {
+            out.push_str(&format!("COMMENT '{}'\n", q(c)));
+        }
+        if !self.options.is_empty() {
+            let o: Vec<String> = self.options.iter().map(|(k, v)| format!("{k} = '{}'", q(v))).collect();
+            out.push_str(&format!("WITH ({})\n", o.join(", ")));
+        }
+        out.push_str(&format!("AS {}", self.query));
+        out
+    }
+}

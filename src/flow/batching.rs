@@ -1,0 +1,242 @@
+//! Evaluation of a flow: collect what changed in its sources since the
+//! progress it holds (storage's change log, deletes and overwrites
+//! included), turn changed timestamps into dirty windows, recompute the
+//! dirty windows in bounded ranges with the window predicate added to the
+//! logical plan, and replace those ranges of the sink. Progress (per
+//! source-region sequence) is made durable once no dirty window is left.
+//!
+//! `evaluate_range` is the seam for incremental evaluation (issue 9): today
+//! it recomputes a range of windows from the source in full.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use arrow::array::{Array, RecordBatch};
+
+use crate::catalog::{FlowDef, TableDef};
+use crate::error::Result;
+use crate::exec::ExecCtx;
+use crate::planner::logical::LogicalPlan;
+use crate::planner::{Params, Planner};
+use crate::storage::{region_id, Region, ScanRequest, SeqNo};
+use crate::err;
+
+use super::shape::{self, FlowShape, Refresh};
+use super::sink::{self, Fill};
+use super::Env;
+
+/// What started an evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// An EVAL INTERVAL tick: `now()` is the tick time (ms).
+    Tick(i64),
+    /// Soon after writes (no EVAL INTERVAL).
+    Adaptive,
+    /// ADMIN FLUSH_FLOW: everything acknowledged before it.
+    Flush,
+}
+
+/// The in-memory part of a flow's state; the durable part is
+/// `FlowProgress` in the catalog.
+#[derive(Debug, Default)]
+pub struct TaskState {
+    pub progress: crate::catalog::FlowProgress,
+    /// Dirty windows, start → end.
+    pub dirty: BTreeMap<i64, i64>,
+    /// Changes read into `dirty` up to these sequences (not yet durable).
+    pub read_upto: BTreeMap<u64, SeqNo>,
+    /// A whole-query flow has changes to reflect.
+    pub full_dirty: bool,
+    pub failures: u32,
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+pub fn holder(flow: &str) -> String {
+    format!("flow:{flow}")
+}
+
+fn ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us: i64) -> ExecCtx {
+    ExecCtx {
+        statement_ts: now_us,
+        database: def.database.clone(),
+        user: "flow".into(),
+        settings: settings.clone(),
+        deadline: None,
+        cancel: Arc::new(AtomicBool::new(false)),
+        pid: 0,
+        activity: Default::default(),
+        view: None,
+    }
+}
+
+pub fn table_regions(env: &Env, t: &TableDef) -> Result<Vec<Arc<Region>>> {
+    (0..t.regions.max(1))
+        .map(|n| env.storage.region(region_id(t.id, n)).ok_or_else(|| err!(Internal, "region {n} of table {} is not open", t.name)))
+        .collect()
+}
+
+/// A flow's query planned for one evaluation, with its shape and sink.
+pub struct Compiled<'a> {
+    pub planner: Planner<'a>,
+    pub logical: LogicalPlan,
+    pub shape: FlowShape,
+    pub sink: TableDef,
+    pub fills: Vec<Fill>,
+}
+
+pub fn compile<'a>(env: &Env<'a>, def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us: i64) -> Result<Compiled<'a>> {
+    let planner = Planner::new(env.catalog, env.storage, &def.database, ctx(def, settings, now_us), Params::default());
+    let q = crate::parser::parse_query(&def.query)?;
+    let logical = planner.plan_query(&q, None)?;
+    let instant = def.sources.iter().any(|(d, t)| env.catalog.table(d, t).is_some_and(|t| t.ttl_ms == Some(0)));
+    let shape = shape::analyze(&logical, def.eval_interval_s.is_some(), instant)?;
+    let sink = env
+        .catalog
+        .table(&def.sink_database, &def.sink_table)
+        .ok_or_else(|| err!(UndefinedTable, "sink table \"{}\" of flow \"{}\" does not exist", def.sink_table, def.name))?;
+    let fills = sink::fill_plan(&shape.columns, &sink)?;
+    Ok(Compiled { planner, logical, shape, sink, fills })
+}
+
+/// Timestamps (time index, microseconds) of the changes of a region in
+/// (after, upto]; from a scan of the whole region when `after` is 0 or the
+/// versions needed are gone (then every window with data is dirty).
+fn changed_times(region: &Region, ti: usize, after: SeqNo, upto: SeqNo) -> Result<Vec<i64>> {
+    let batches: Vec<RecordBatch> = if after > 0 {
+        match region.changes(after, upto) {
+            Ok(b) => vec![b.project(&[ti])?],
+            Err(e) => {
+                tracing::warn!(region = region.id, error = %e, "flow falls back to recomputing every window of the region");
+                region.scan(&ScanRequest { projection: Some(vec![ti]), ..Default::default() })?
+            }
+        }
+    } else {
+        region.scan(&ScanRequest { projection: Some(vec![ti]), ..Default::default() })?
+    };
+    let mut out = Vec::new();
+    for b in batches {
+        let a = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None))?;
+        let a = a.as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>().expect("cast to timestamp µs");
+        out.extend(a.iter().flatten());
+    }
+    Ok(out)
+}
+
+/// Run one evaluation. Returns the rows written to the sink.
+pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, settings: &Arc<HashMap<String, String>>) -> Result<u64> {
+    let now = match trigger {
+        Trigger::Tick(t) => t,
+        _ => now_ms(),
+    };
+    let c = compile(env, def, settings, now * 1000)?;
+    // 1. What changed since the progress read so far.
+    let mut changed = false;
+    for (d, t) in &def.sources {
+        let Some(src) = env.catalog.table(d, t) else { continue };
+        for region in table_regions(env, &src)? {
+            let after = st.read_upto.get(&region.id).or_else(|| st.progress.regions.get(&region.id)).copied().unwrap_or(0);
+            let upto = region.last_seq();
+            if upto <= after {
+                continue;
+            }
+            changed = true;
+            match &c.shape.refresh {
+                Refresh::Windowed { source, window, .. } if source.id == src.id => {
+                    let ti = src.time_index.expect("a windowed source has a time index");
+                    let mut ws = Vec::new();
+                    for ts in changed_times(&region, ti, after, upto)? {
+                        window.assign(ts, &mut ws);
+                    }
+                    for (s, e) in ws {
+                        st.dirty.insert(s, e);
+                    }
+                }
+                _ => st.full_dirty = true,
+            }
+            st.read_upto.insert(region.id, upto);
+        }
+    }
+    // 2. Recompute.
+    let mut rows = 0u64;
+    let mut ran = false;
+    match &c.shape.refresh {
+        Refresh::Windowed { source, window, time_output } if c.sink.time_index.is_some_and(|ti| c.fills[ti] == Fill::Output(*time_output)) => {
+            if let Some(exp) = def.expire_after_s {
+                let lower = (now - exp * 1000) * 1000;
+                st.dirty.retain(|_, e| *e > lower);
+            }
+            let windows: Vec<(i64, i64)> = st.dirty.iter().map(|(s, e)| (*s, *e)).collect();
+            let ranges = super::window::ranges(&windows, window.merge_gap(), window.max_per_query());
+            let many = ranges.len() > 1;
+            for ((lo, hi), n) in ranges {
+                rows += evaluate_range(env, &c, source.id, Some((lo, hi)), now * 1000)? as u64;
+                let done: Vec<i64> = st.dirty.range(lo..hi).map(|(s, _)| *s).collect();
+                for s in done {
+                    st.dirty.remove(&s);
+                }
+                st.progress.windows_done += n as u64;
+                ran = true;
+                if many {
+                    // Backfill and large catch-ups show their progress.
+                    env.catalog.put_flow_progress(&def.name, &st.progress)?;
+                }
+            }
+        }
+        _ => {
+            if !st.dirty.is_empty() {
+                // A sink whose time index is not the window column: whole-query replace.
+                st.dirty.clear();
+                st.full_dirty = true;
+            }
+            if st.full_dirty || !matches!(trigger, Trigger::Adaptive) || (changed && def.eval_interval_s.is_none()) {
+                rows += evaluate_range(env, &c, u32::MAX, None, now * 1000)? as u64;
+                st.full_dirty = false;
+                ran = true;
+            }
+        }
+    }
+    // 3. Durable progress once nothing read is left undone.
+    if ran || !st.read_upto.is_empty() {
+        if ran {
+            st.progress.last_execution_ms = Some(now);
+            st.progress.rows_written += rows;
+        }
+        if let Trigger::Tick(t) = trigger {
+            st.progress.last_tick_ms = Some(t);
+        }
+        if st.dirty.is_empty() && !st.full_dirty {
+            let done = std::mem::take(&mut st.read_upto);
+            for (r, seq) in done {
+                st.progress.regions.insert(r, seq);
+                if let Some(region) = env.storage.region(r) {
+                    if let Err(e) = region.hold_versions(&holder(&def.name), seq) {
+                        tracing::warn!(flow = %def.name, region = r, error = %e, "cannot hold versions for a flow");
+                    }
+                }
+            }
+        }
+        env.catalog.put_flow_progress(&def.name, &st.progress)?;
+    }
+    Ok(rows)
+}
+
+/// Recompute `range` of the sink (all of it when None) from the source:
+/// the window predicate goes on the source scan of the logical plan.
+/// Full recomputation of a window set: the seam where incremental
+/// evaluation (issue 9) plugs in.
+pub fn evaluate_range(env: &Env, c: &Compiled, source_id: u32, range: Option<(i64, i64)>, now_us: i64) -> Result<usize> {
+    let mut logical = c.logical.clone();
+    if let Some((lo, hi)) = range {
+        shape::restrict_time(&mut logical, source_id, lo, hi);
+    }
+    let plan = c.planner.physical(logical)?;
+    let batches = crate::exec::collect(&plan, &c.planner.ctx)?;
+    let regions = table_regions(env, &c.sink)?;
+    let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
+    let new = sink::sink_batch(&c.sink, schema, &c.shape.columns, &c.fills, &batches, now_us)?;
+    sink::replace(env.storage, &c.sink, &regions, &new, range)
+}

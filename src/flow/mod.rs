@@ -1,0 +1,341 @@
+//! Flows: continuous queries whose sink table always equals their query
+//! evaluated over the source tables (GreptimeDB's CREATE FLOW surface,
+//! with exact batching, backfill and durable progress).
+//!
+//! `FlowManager` owns the running flows: it listens to storage's write
+//! notices (`WriteListener`), schedules evaluations (EVAL INTERVAL ticks,
+//! epoch-aligned, or adaptively soon after writes) on one scheduler
+//! thread, and serves ADMIN FLUSH_FLOW. `shape` reads a flow's plan (mode,
+//! window, sink keys), `window` assigns timestamps to windows, `batching`
+//! evaluates dirty windows, `sink` creates, checks and replaces the sink.
+//!
+//! May import `planner`, `exec`, `storage`, `catalog`, `parser`, `types`,
+//! `error`; never `sql` or `server`. Storage never imports flow.
+
+pub mod batching;
+pub mod shape;
+pub mod sink;
+pub mod window;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use crate::catalog::{Catalog, FlowDef, FlowProgress};
+use crate::error::Result;
+use crate::storage::{StorageEngine, WriteListener, WriteNotice};
+use crate::{bail, err};
+
+use batching::{Trigger, TaskState};
+
+/// How soon after a write a flow without EVAL INTERVAL evaluates.
+pub const ADAPTIVE_DELAY_MS: u64 = 100;
+/// Retry backoff after a failed evaluation: doubles up to this.
+pub const RETRY_MAX_MS: u64 = 10_000;
+
+/// What an evaluation reads and writes.
+pub struct Env<'a> {
+    pub catalog: &'a Catalog,
+    pub storage: &'a StorageEngine,
+}
+
+/// One registered flow.
+pub struct FlowTask {
+    pub def: RwLock<FlowDef>,
+    /// The execution lock: the scheduler and FLUSH_FLOW take turns.
+    state: Mutex<TaskState>,
+    /// Adaptive: evaluate at this instant.
+    due: Mutex<Option<Instant>>,
+    /// EVAL INTERVAL: the next tick (ms since the epoch).
+    next_tick_ms: Mutex<Option<i64>>,
+}
+
+pub struct FlowManager {
+    flows: RwLock<BTreeMap<String, Arc<FlowTask>>>,
+    /// Session settings the flows' queries run with.
+    settings: Arc<HashMap<String, String>>,
+    wake: (Mutex<bool>, Condvar),
+}
+
+fn first_tick(now_ms: i64, interval_s: i64) -> i64 {
+    let iv = interval_s * 1000;
+    (now_ms + iv - 1).div_euclid(iv) * iv
+}
+
+impl FlowManager {
+    pub fn new(settings: HashMap<String, String>) -> Arc<FlowManager> {
+        Arc::new(FlowManager { flows: RwLock::new(BTreeMap::new()), settings: Arc::new(settings), wake: (Mutex::new(false), Condvar::new()) })
+    }
+
+    /// Start the flows stored in the catalog (at open): their holders are
+    /// placed again at their durable progress before anything runs.
+    pub fn load(&self, env: &Env) {
+        for def in env.catalog.flows() {
+            let progress = env.catalog.flow_progress(&def.name).unwrap_or_default();
+            self.start(env, def, progress);
+        }
+    }
+
+    fn start(&self, env: &Env, def: FlowDef, progress: FlowProgress) {
+        for (r, seq) in &progress.regions {
+            if let Some(region) = env.storage.region(*r) {
+                if let Err(e) = region.hold_versions(&batching::holder(&def.name), *seq) {
+                    tracing::warn!(flow = %def.name, region = r, error = %e, "flow progress is older than the region's history; the flow recomputes its windows");
+                }
+            }
+        }
+        let next_tick = def.eval_interval_s.map(|iv| match progress.last_tick_ms {
+            Some(t) => t + iv * 1000,
+            None => first_tick(batching::now_ms(), iv),
+        });
+        let task = Arc::new(FlowTask {
+            state: Mutex::new(TaskState { progress, ..Default::default() }),
+            // Catch up (backfill, or changes while stopped) right away.
+            due: Mutex::new(if def.eval_interval_s.is_none() { Some(Instant::now()) } else { None }),
+            next_tick_ms: Mutex::new(next_tick),
+            def: RwLock::new(def.clone()),
+        });
+        self.flows.write().unwrap().insert(def.name.clone(), task);
+        self.kick();
+    }
+
+    /// Register a new flow: its initial progress is nothing read (backfill)
+    /// or, with `backfill = false`, each source region's current sequence.
+    pub fn create(&self, env: &Env, def: FlowDef) -> Result<()> {
+        let mut progress = FlowProgress::default();
+        let backfill = def.options.get("backfill").map(|v| v != "false").unwrap_or(true);
+        if !backfill {
+            for (d, t) in &def.sources {
+                if let Some(src) = env.catalog.table(d, t) {
+                    for r in batching::table_regions(env, &src)? {
+                        progress.regions.insert(r.id, r.last_seq());
+                    }
+                }
+            }
+        }
+        env.catalog.put_flow(&def)?;
+        env.catalog.put_flow_progress(&def.name, &progress)?;
+        self.start(env, def, progress);
+        Ok(())
+    }
+
+    /// Stop a flow and release its holders (the catalog entry is the
+    /// caller's).
+    pub fn remove(&self, env: &Env, name: &str) {
+        let task = self.flows.write().unwrap().remove(name);
+        if let Some(task) = task {
+            // Wait for a running evaluation to end.
+            let st = task.state.lock().unwrap_or_else(|e| e.into_inner());
+            for r in st.progress.regions.keys().chain(st.read_upto.keys()) {
+                if let Some(region) = env.storage.region(*r) {
+                    region.release_versions(&batching::holder(name));
+                }
+            }
+        }
+    }
+
+    /// Update a running flow's definition (COMMENT ON FLOW).
+    pub fn update_def(&self, def: &FlowDef) {
+        if let Some(t) = self.flows.read().unwrap().get(&def.name) {
+            *t.def.write().unwrap() = def.clone();
+        }
+    }
+
+    fn task(&self, name: &str) -> Option<Arc<FlowTask>> {
+        self.flows.read().unwrap().get(name).cloned()
+    }
+
+    /// ADMIN FLUSH_FLOW: bring the flow up to date with every write
+    /// acknowledged before the call. Returns the rows written.
+    pub fn flush(&self, env: &Env, name: &str) -> Result<u64> {
+        let Some(task) = self.task(name) else { bail!(UndefinedObject, "flow \"{name}\" does not exist") };
+        self.run_task(env, &task, Trigger::Flush)
+    }
+
+    fn run_task(&self, env: &Env, task: &FlowTask, trigger: Trigger) -> Result<u64> {
+        let mut st = task.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut def = task.def.read().unwrap().clone();
+        if def.pending {
+            if !def.sources.iter().all(|(d, t)| env.catalog.table(d, t).is_some()) {
+                return Ok(0);
+            }
+            self.activate(env, &mut def)?;
+            *task.def.write().unwrap() = def.clone();
+        }
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
+            .unwrap_or_else(|p| {
+                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+                Err(err!(Internal, "flow \"{name}\" panicked: {msg}", name = def.name))
+            });
+        match &r {
+            Ok(_) => st.failures = 0,
+            Err(e) => {
+                st.failures += 1;
+                let backoff = (100u64 << st.failures.min(10)).min(RETRY_MAX_MS);
+                tracing::warn!(flow = %def.name, error = %e, retry_ms = backoff, "flow evaluation failed; its dirty windows are kept");
+                *task.due.lock().unwrap() = Some(Instant::now() + Duration::from_millis(backoff));
+            }
+        }
+        r
+    }
+
+    /// A pending flow whose sources appeared: decide its mode and sink.
+    fn activate(&self, env: &Env, def: &mut FlowDef) -> Result<()> {
+        let c = batching::compile(env, def, &self.settings, batching::now_ms() * 1000);
+        // The sink may be missing: create it from the query's shape.
+        let shape = match c {
+            Ok(c) => c.shape,
+            Err(_) if env.catalog.table(&def.sink_database, &def.sink_table).is_none() => {
+                let planner = crate::planner::Planner::new(
+                    env.catalog,
+                    env.storage,
+                    &def.database,
+                    batching_ctx(def, &self.settings),
+                    Default::default(),
+                );
+                let logical = planner.plan_query(&crate::parser::parse_query(&def.query)?, None)?;
+                let instant = def.sources.iter().any(|(d, t)| env.catalog.table(d, t).is_some_and(|t| t.ttl_ms == Some(0)));
+                let shape = shape::analyze(&logical, def.eval_interval_s.is_some(), instant)?;
+                let mut t = sink::auto_sink(&shape, &def.sink_database, &def.sink_table)?;
+                t.id = env.catalog.next_table_id()?;
+                create_table(env, &t)?;
+                shape
+            }
+            Err(e) => return Err(e),
+        };
+        def.pending = false;
+        def.source_ids = def.sources.iter().filter_map(|(d, t)| env.catalog.table(d, t)).map(|t| t.id).collect();
+        def.flow_type = shape.flow_type.to_string();
+        def.updated_ms = batching::now_ms();
+        env.catalog.put_flow(def)
+    }
+
+    fn kick(&self) {
+        self.wake.1.notify_all();
+    }
+
+    /// Run the scheduler until the owner is gone. `env` gives the catalog
+    /// and storage from the owner (the engine, which owns this manager).
+    pub fn spawn_scheduler<T: Send + Sync + 'static>(self: &Arc<Self>, owner: Weak<T>, env: fn(&T) -> Env<'_>) {
+        let me = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new().name("weir-flows".into()).spawn(move || loop {
+            let Some(mgr) = me.upgrade() else { return };
+            let Some(o) = owner.upgrade() else { return };
+            let wait = mgr.run_due(&env(&o));
+            drop(o);
+            let g = mgr.wake.0.lock().unwrap();
+            if *g {
+                return;
+            }
+            let _ = mgr.wake.1.wait_timeout(g, wait).unwrap();
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the flow scheduler");
+        }
+    }
+
+    /// Stop the scheduler thread.
+    pub fn stop(&self) {
+        *self.wake.0.lock().unwrap() = true;
+        self.kick();
+    }
+
+    /// Run the flows that are due; returns how long to sleep.
+    fn run_due(&self, env: &Env) -> Duration {
+        let mut wait = Duration::from_millis(1000);
+        let tasks: Vec<Arc<FlowTask>> = self.flows.read().unwrap().values().cloned().collect();
+        for task in tasks {
+            let now = Instant::now();
+            let pending = task.def.read().unwrap().pending;
+            // Adaptive.
+            let due = { *task.due.lock().unwrap() };
+            if let Some(d) = due {
+                if d <= now || pending {
+                    *task.due.lock().unwrap() = None;
+                    let _ = self.run_task(env, &task, Trigger::Adaptive);
+                } else {
+                    wait = wait.min(d - now);
+                }
+            }
+            if pending {
+                continue;
+            }
+            // EVAL INTERVAL ticks: the latest tick due runs (missed ones
+            // are not replayed one by one).
+            let iv = task.def.read().unwrap().eval_interval_s;
+            if let Some(iv) = iv {
+                let iv_ms = iv * 1000;
+                let next = { *task.next_tick_ms.lock().unwrap() };
+                let now_ms = batching::now_ms();
+                if let Some(t) = next {
+                    if t <= now_ms {
+                        let tick = t + (now_ms - t) / iv_ms * iv_ms;
+                        *task.next_tick_ms.lock().unwrap() = Some(tick + iv_ms);
+                        let _ = self.run_task(env, &task, Trigger::Tick(tick));
+                        wait = wait.min(Duration::from_millis((tick + iv_ms - batching::now_ms()).max(1) as u64));
+                    } else {
+                        wait = wait.min(Duration::from_millis((t - now_ms) as u64));
+                    }
+                }
+            }
+        }
+        wait
+    }
+}
+
+fn batching_ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>) -> crate::exec::ExecCtx {
+    crate::exec::ExecCtx {
+        statement_ts: batching::now_ms() * 1000,
+        database: def.database.clone(),
+        user: "flow".into(),
+        settings: settings.clone(),
+        deadline: None,
+        cancel: Default::default(),
+        pid: 0,
+        activity: Default::default(),
+        view: None,
+    }
+}
+
+/// Create a table's regions, then its catalog entry (as CREATE TABLE does).
+pub fn create_table(env: &Env, t: &crate::catalog::TableDef) -> Result<()> {
+    let fields: Vec<arrow::datatypes::Field> =
+        t.columns.iter().map(|c| arrow::datatypes::Field::new(&c.name, c.ty.to_arrow(), true)).collect();
+    let desc = crate::storage::RegionDescriptor {
+        table_name: t.name.clone(),
+        schema: Arc::new(arrow::datatypes::Schema::new(fields)),
+        primary_key: t.primary_key.clone(),
+        time_index: t.time_index,
+        append_mode: t.append_mode,
+        ttl_ms: t.ttl_ms,
+    };
+    for n in 0..t.regions.max(1) {
+        env.storage.open_region(crate::storage::region_id(t.id, n), desc.clone())?;
+    }
+    env.catalog.create_table(t.clone())
+}
+
+impl WriteListener for FlowManager {
+    /// Cheap: note which flows read the written table and wake the
+    /// scheduler for adaptive ones. The changes themselves are read from
+    /// the change log at evaluation.
+    fn on_write(&self, notice: &WriteNotice) {
+        let flows = self.flows.read().unwrap();
+        let mut woke = false;
+        for task in flows.values() {
+            let def = task.def.read().unwrap();
+            if def.eval_interval_s.is_some() || !def.sources.iter().any(|(_, t)| *t == notice.table_name) {
+                continue;
+            }
+            let mut due = task.due.lock().unwrap();
+            if due.is_none() {
+                *due = Some(Instant::now() + Duration::from_millis(ADAPTIVE_DELAY_MS));
+                woke = true;
+            }
+        }
+        drop(flows);
+        if woke {
+            self.kick();
+        }
+    }
+}

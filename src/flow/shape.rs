@@ -1,0 +1,206 @@
+//! What a flow's query is to the flow engine, read from its logical plan:
+//! the mode (R-0.1: batching when the plan aggregates or is DISTINCT,
+//! streaming otherwise), how it is kept up to date (dirty windows over the
+//! one source's time index, or the whole query each time), and which
+//! output columns become the sink's time index and primary key.
+
+use crate::catalog::TableDef;
+use crate::error::Result;
+use crate::exec::expr::Expr;
+use crate::exec::plan::PlanColumn;
+use crate::planner::analysis::{self, ColumnRole, GroupKeyKind, Node, PlanNode};
+use crate::planner::logical::LogicalPlan;
+use crate::{bail, err};
+
+use super::window::Window;
+
+/// How the sink is kept equal to the query.
+#[derive(Debug, Clone)]
+pub enum Refresh {
+    /// Changed source rows dirty windows; a window's sink rows are
+    /// recomputed from the source rows of the window. `time_output` is the
+    /// output column holding each row's window start.
+    Windowed { source: TableDef, window: Window, time_output: usize },
+    /// The whole query, replacing the whole sink.
+    Full,
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowShape {
+    /// "batching" or "streaming".
+    pub flow_type: &'static str,
+    pub refresh: Refresh,
+    pub columns: Vec<PlanColumn>,
+    /// The output column that becomes the sink's time index.
+    pub time_output: Option<usize>,
+    /// Output columns that become the sink's primary key.
+    pub key_outputs: Vec<usize>,
+}
+
+/// Count the table scans of a plan's nodes; true when a node holds a
+/// subquery expression.
+fn scans(plan: &LogicalPlan, n: &mut usize, subquery: &mut bool, joins: &mut bool) {
+    if plan.own_exprs().iter().any(|e| analysis::has_subquery(e)) {
+        *subquery = true;
+    }
+    match plan.node() {
+        Node::Scan(_) => *n += 1,
+        Node::Rows => {}
+        Node::Join(l, r, _) | Node::SetOp(l, r, _, _) => {
+            *joins = true;
+            scans(l, n, subquery, joins);
+            scans(r, n, subquery, joins);
+        }
+        Node::Filter(i)
+        | Node::Project(i, _)
+        | Node::Aggregate(i, _, _)
+        | Node::Window(i, _)
+        | Node::Sort(i, _)
+        | Node::Limit(i)
+        | Node::Distinct(i)
+        | Node::DistinctOn(i) => scans(i, n, subquery, joins),
+    }
+}
+
+fn aggregates_or_distinct(plan: &LogicalPlan) -> bool {
+    match plan.node() {
+        Node::Aggregate(..) | Node::Distinct(_) | Node::DistinctOn(_) => true,
+        Node::Scan(_) | Node::Rows => false,
+        Node::Join(l, r, _) | Node::SetOp(l, r, _, _) => aggregates_or_distinct(l) || aggregates_or_distinct(r),
+        Node::Filter(i) | Node::Project(i, _) | Node::Window(i, _) | Node::Sort(i, _) | Node::Limit(i) => aggregates_or_distinct(i),
+    }
+}
+
+/// The output column of `plan` that is the `k`-th group key of its
+/// aggregation, when it is passed up unchanged.
+fn group_key_output(plan: &LogicalPlan, k: usize) -> Option<usize> {
+    match plan {
+        LogicalPlan::Aggregate { .. } => Some(k),
+        LogicalPlan::Project { input, exprs, .. } => {
+            let j = group_key_output(input, k)?;
+            exprs.iter().position(|e| matches!(e, Expr::Column { index, .. } if *index == j))
+        }
+        LogicalPlan::Filter { input, .. }
+        | LogicalPlan::Sort { input, .. }
+        | LogicalPlan::Limit { input, .. }
+        | LogicalPlan::Distinct { input } => group_key_output(input, k),
+        _ => None,
+    }
+}
+
+/// The single table scan of a plan, when there is exactly one.
+pub fn single_scan(plan: &LogicalPlan) -> Option<&crate::planner::logical::Scan> {
+    match plan {
+        LogicalPlan::Scan(s) => Some(s),
+        LogicalPlan::Filter { input, .. }
+        | LogicalPlan::Project { input, .. }
+        | LogicalPlan::Aggregate { input, .. }
+        | LogicalPlan::Window { input, .. }
+        | LogicalPlan::Sort { input, .. }
+        | LogicalPlan::Limit { input, .. }
+        | LogicalPlan::Distinct { input }
+        | LogicalPlan::DistinctOn { input, .. } => single_scan(input),
+        _ => None,
+    }
+}
+
+/// Restrict the scans of `table_id` to `[lo, hi)` on the time index: the
+/// window predicate, added on the logical plan (pushdown keeps it and
+/// storage filters rows by it exactly).
+pub fn restrict_time(plan: &mut LogicalPlan, table_id: u32, lo: i64, hi: i64) {
+    match plan {
+        LogicalPlan::Scan(s) => {
+            if s.table.id == table_id {
+                let (a, b) = s.time_range.unwrap_or((i64::MIN, i64::MAX));
+                s.time_range = Some((a.max(lo), b.min(hi)));
+            }
+        }
+        LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => {}
+        LogicalPlan::Filter { input, .. }
+        | LogicalPlan::Project { input, .. }
+        | LogicalPlan::Aggregate { input, .. }
+        | LogicalPlan::Window { input, .. }
+        | LogicalPlan::Sort { input, .. }
+        | LogicalPlan::Limit { input, .. }
+        | LogicalPlan::Distinct { input }
+        | LogicalPlan::DistinctOn { input, .. } => restrict_time(input, table_id, lo, hi),
+        LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => {
+            restrict_time(left, table_id, lo, hi);
+            restrict_time(right, table_id, lo, hi);
+        }
+    }
+}
+
+/// Analyze a flow's planned query. `instant_source`: a source has
+/// `ttl = 'instant'`.
+pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool) -> Result<FlowShape> {
+    let columns = crate::planner::output_columns(plan);
+    let batching = aggregates_or_distinct(plan);
+    if instant_source {
+        if batching {
+            return Err(err!(FeatureNotSupported, "a flow that aggregates over a source with ttl = 'instant' is not supported yet")
+                .with_detail("such flows run in streaming mode, whose aggregation is not built yet")
+                .with_hint("give the source a ttl so its rows are kept, then the flow runs in batching mode"));
+        }
+        bail!(FeatureNotSupported, "a flow over a source with ttl = 'instant' is not supported yet");
+    }
+    let (mut n, mut subquery, mut joins) = (0, false, false);
+    scans(plan, &mut n, &mut subquery, &mut joins);
+    let simple = n == 1 && !subquery && !joins;
+    let outputs = analysis::source_columns(plan);
+    let is_ts = |i: usize| columns[i].ty.is_timestamp();
+    if batching {
+        let shape = analysis::analyze_aggregate(plan);
+        let mut key_outputs: Vec<usize> = Vec::new();
+        let mut window: Option<(crate::planner::analysis::TimeWindow, usize)> = None;
+        if let Some(shape) = &shape {
+            for k in &shape.group_keys {
+                if let Some(o) = group_key_output(plan, k.index) {
+                    key_outputs.push(o);
+                    if let GroupKeyKind::TimeWindow(w) = &k.kind {
+                        if window.is_none() && is_ts(o) {
+                            window = Some((w.clone(), o));
+                        }
+                    }
+                }
+            }
+        } else if let LogicalPlan::Distinct { .. } = plan {
+            key_outputs = (0..columns.len()).collect();
+        }
+        key_outputs.sort();
+        key_outputs.dedup();
+        let time_output = window.as_ref().map(|w| w.1).or_else(|| key_outputs.iter().copied().find(|&o| is_ts(o)));
+        let key_outputs: Vec<usize> = key_outputs.into_iter().filter(|o| Some(*o) != time_output).collect();
+        let refresh = match (window, simple) {
+            (Some((w, o)), true) => {
+                let source = single_scan(plan).map(|s| s.table.clone());
+                match source {
+                    Some(source) => Refresh::Windowed { source, window: Window::Tumble(w), time_output: o },
+                    None => Refresh::Full,
+                }
+            }
+            _ => {
+                if !has_eval_interval {
+                    return Err(err!(
+                        InvalidParameterValue,
+                        "SQL batching flow without a time-window expression must specify EVAL INTERVAL"
+                    )
+                    .with_detail("without a GROUP BY window over the source's time index (date_bin, date_trunc, time_bucket, tumble) the flow cannot tell which results a change affects")
+                    .with_hint("add EVAL INTERVAL '1 minute' to run the whole query on that schedule"));
+                }
+                Refresh::Full
+            }
+        };
+        return Ok(FlowShape { flow_type: "batching", refresh, columns, time_output, key_outputs });
+    }
+    // Streaming: map / filter / project. Each source row gives at most one
+    // sink row at the same time, so a changed timestamp is a window.
+    let time_output = (0..columns.len()).find(|&i| matches!(&outputs[i], Some(s) if s.role == ColumnRole::TimeIndex));
+    let key_outputs: Vec<usize> = (0..columns.len()).filter(|&i| matches!(&outputs[i], Some(s) if s.role == ColumnRole::Tag)).collect();
+    let refresh = match (time_output, simple && analysis::is_append_only(plan), single_scan(plan)) {
+        (Some(o), true, Some(s)) => Refresh::Windowed { source: s.table.clone(), window: Window::Instant, time_output: o },
+        _ => Refresh::Full,
+    };
+    let time_output = time_output.or_else(|| (0..columns.len()).find(|&i| is_ts(i)));
+    Ok(FlowShape { flow_type: "streaming", refresh, columns, time_output, key_outputs })
+}

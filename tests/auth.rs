@@ -1,0 +1,171 @@
+//! Connection-level authentication: roles, pg_hba rules and methods
+//! (trust, reject, scram-sha-256, md5, password), PostgreSQL's 28000 /
+//! 28P01 answers, verifiers only in pg_authid and only for superusers, no
+//! password in the server's log.
+
+mod common;
+
+use std::time::Duration;
+
+use common::TestServer;
+use tokio_postgres::Config;
+
+const SUPER_PW: &str = "Sup3r-secret-pw";
+
+/// A weir with this hba file; the harness's superuser `weir_test` gets
+/// password SUPER_PW.
+fn start(hba: &str) -> (TestServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let hba_path = dir.path().join("pg_hba.conf");
+    std::fs::write(&hba_path, hba).unwrap();
+    let data = dir.path().join("data");
+    let s = TestServer::spawn_with(&data, &[("WEIR_SUPERUSER_PASSWORD", SUPER_PW)], &["--hba-file", hba_path.to_str().unwrap()])
+        .unwrap();
+    (s, dir)
+}
+
+fn cfg(s: &TestServer, user: &str, password: Option<&str>) -> Config {
+    let mut c = s.config(None);
+    c.user(user);
+    if let Some(p) = password {
+        c.password(p);
+    }
+    c.connect_timeout(Duration::from_secs(10));
+    c
+}
+
+async fn try_connect(c: &Config) -> Result<tokio_postgres::Client, (String, String)> {
+    match common::connect(c).await {
+        Ok(cl) => Ok(cl),
+        Err(e) => {
+            let db = e.as_db_error().map(|d| (d.code().code().to_string(), d.message().to_string()));
+            Err(db.unwrap_or_else(|| ("none".into(), e.to_string())))
+        }
+    }
+}
+
+async fn setup_roles(s: &TestServer) {
+    let c = try_connect(&cfg(s, "weir_test", Some(SUPER_PW))).await.expect("superuser connects with its password");
+    c.batch_execute(
+        "CREATE USER alice PASSWORD 'alice-pw';
+         CREATE ROLE bob LOGIN PASSWORD 'bob-pw';
+         CREATE ROLE nologin_role PASSWORD 'x-pw';
+         CREATE ROLE readers;
+         CREATE USER carol PASSWORD 'carol-pw';
+         GRANT readers TO carol;
+         CREATE USER dave PASSWORD 'dave-pw';",
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn methods_and_rules() {
+    let (s, _dir) = start(
+        "# first match wins
+host all dave 127.0.0.1/32 reject
+host all +readers 127.0.0.1/32 password
+host all bob 127.0.0.1/32 md5
+host all alice 127.0.0.1/32 scram-sha-256
+host all weir_test 127.0.0.1/32 scram-sha-256
+host all nologin_role 127.0.0.1/32 trust
+host all ghost 127.0.0.1/32 trust
+host all ghost2 127.0.0.1/32 scram-sha-256
+",
+    );
+    setup_roles(&s).await;
+    // SCRAM: good and bad password, and no password at all.
+    let c = try_connect(&cfg(&s, "alice", Some("alice-pw"))).await.unwrap();
+    let who: String = c.query_one("SELECT current_user", &[]).await.unwrap().get(0);
+    assert_eq!(who, "alice");
+    let e = try_connect(&cfg(&s, "alice", Some("wrong"))).await.err().unwrap();
+    assert_eq!(e, ("28P01".into(), "password authentication failed for user \"alice\"".into()));
+    assert!(try_connect(&cfg(&s, "alice", None)).await.is_err());
+    // md5 rule: answered with SCRAM (the stored password is a verifier).
+    try_connect(&cfg(&s, "bob", Some("bob-pw"))).await.unwrap();
+    let e = try_connect(&cfg(&s, "bob", Some("alice-pw"))).await.err().unwrap();
+    assert_eq!(e.0, "28P01");
+    // password (cleartext) rule for members of +readers.
+    try_connect(&cfg(&s, "carol", Some("carol-pw"))).await.unwrap();
+    let e = try_connect(&cfg(&s, "carol", Some("nope"))).await.err().unwrap();
+    assert_eq!(e, ("28P01".into(), "password authentication failed for user \"carol\"".into()));
+    // reject, and no rule at all.
+    let e = try_connect(&cfg(&s, "dave", Some("dave-pw"))).await.err().unwrap();
+    assert_eq!(
+        e,
+        ("28000".into(), "pg_hba.conf rejects connection for host \"127.0.0.1\", user \"dave\", database \"public\", no encryption".into())
+    );
+    let e = try_connect(&cfg(&s, "nobody", Some("x"))).await.err().unwrap();
+    assert_eq!(
+        e,
+        ("28000".into(), "no pg_hba.conf entry for host \"127.0.0.1\", user \"nobody\", database \"public\", no encryption".into())
+    );
+    // A role that may not log in; a user that is no role (trust and SCRAM).
+    let e = try_connect(&cfg(&s, "nologin_role", None)).await.err().unwrap();
+    assert_eq!(e, ("28000".into(), "role \"nologin_role\" is not permitted to log in".into()));
+    let e = try_connect(&cfg(&s, "ghost", None)).await.err().unwrap();
+    assert_eq!(e, ("28000".into(), "role \"ghost\" does not exist".into()));
+    let e = try_connect(&cfg(&s, "ghost2", Some("x"))).await.err().unwrap();
+    assert_eq!(e.0, "28P01");
+
+    // Verifiers: pg_authid for superusers, in PostgreSQL's format; masked
+    // in pg_roles; pg_authid refused to others.
+    let su = try_connect(&cfg(&s, "weir_test", Some(SUPER_PW))).await.unwrap();
+    let v: String = su.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = 'alice'", &[]).await.unwrap().get(0);
+    assert!(v.starts_with("SCRAM-SHA-256$4096:"), "{v}");
+    assert!(!v.contains("alice-pw"));
+    let alice = try_connect(&cfg(&s, "alice", Some("alice-pw"))).await.unwrap();
+    let e = alice.query("SELECT rolpassword FROM pg_authid", &[]).await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "42501");
+    let masked: String = alice.query_one("SELECT rolpassword FROM pg_roles WHERE rolname = 'alice'", &[]).await.unwrap().get(0);
+    assert_eq!(masked, "********");
+    let n: i64 = alice
+        .query_one(
+            "SELECT count(*) FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid JOIN pg_roles u ON u.oid = m.member \
+             WHERE r.rolname = 'readers' AND u.rolname = 'carol'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1);
+
+    // Role administration needs a superuser (or CREATEROLE).
+    let e = alice.batch_execute("CREATE ROLE eve").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "42501");
+    let e = alice.batch_execute("ALTER ROLE bob PASSWORD 'x'").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "42501");
+    // Anyone may change their own password; the old one stops working.
+    alice.batch_execute("ALTER ROLE alice PASSWORD 'alice-pw2'").await.unwrap();
+    assert_eq!(try_connect(&cfg(&s, "alice", Some("alice-pw"))).await.err().unwrap().0, "28P01");
+    try_connect(&cfg(&s, "alice", Some("alice-pw2"))).await.unwrap();
+    // ALTER ROLE NOLOGIN, DROP ROLE.
+    su.batch_execute("ALTER ROLE bob NOLOGIN").await.unwrap();
+    assert_eq!(try_connect(&cfg(&s, "bob", Some("bob-pw"))).await.err().unwrap().0, "28000");
+    su.batch_execute("DROP ROLE bob; DROP ROLE IF EXISTS bob").await.unwrap();
+    let e = su.batch_execute("DROP ROLE bob").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "42704");
+    let e = su.batch_execute("CREATE ROLE alice").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "42710");
+    drop((alice, su));
+
+    // No password in the server's log or in error messages.
+    let log = s.log_tail();
+    for pw in [SUPER_PW, "alice-pw", "bob-pw", "carol-pw", "wrong", "alice-pw2"] {
+        assert!(!log.contains(pw), "log shows a password:\n{log}");
+    }
+}
+
+/// Without an hba file: trust on loopback (the README's commands).
+#[tokio::test(flavor = "multi_thread")]
+async fn default_is_loopback_trust() {
+    let s = TestServer::start().unwrap();
+    if s.is_external() {
+        return;
+    }
+    let c = s.connect(None).await.unwrap();
+    let r: bool = c.query_one("SELECT rolsuper FROM pg_roles WHERE rolname = current_user", &[]).await.unwrap().get(0);
+    assert!(r);
+    let e = try_connect(&cfg(&s, "not_a_role", None)).await.err().unwrap();
+    assert_eq!(e, ("28000".into(), "role \"not_a_role\" does not exist".into()));
+}
