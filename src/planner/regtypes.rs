@@ -213,7 +213,13 @@ impl Planner<'_> {
     /// Bind `inner::reg*`: the OID when `want_oid`, else the printed name.
     pub fn bind_reg_cast(&self, inner: Expr, kind: RegKind, want_oid: bool) -> Result<Expr> {
         if kind == RegKind::Proc {
-            bail!(FeatureNotSupported, "type {} is not supported", kind.type_name());
+            // Weir has no pg_proc: functions are named, not numbered, so a
+            // regproc is its name both ways (pg_type.typinput holds names).
+            return Ok(match inner {
+                Expr::Literal { value: Value::Text(s), .. } => Expr::lit(Value::Text(normalize(&s, kind)), SqlType::Text),
+                e if e.ty().is_text() => e,
+                e => Expr::Cast { expr: Box::new(e), ty: SqlType::Text },
+            });
         }
         let entries = self.reg_entries(kind);
         let out_ty = if want_oid { SqlType::Int8 } else { SqlType::Text };

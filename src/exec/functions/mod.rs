@@ -240,6 +240,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("version", vec![s(&[], Text)], info).stable(),
         Def::new("current_database", vec![s(&[], Text)], info).stable(),
         Def::new("current_schema", vec![s(&[], Text)], info).stable(),
+        Def::new("current_schemas", vec![s(&[Bool], Text)], info).stable(),
         Def::new("current_user", vec![s(&[], Text)], info).alias(&["session_user", "user"]).stable(),
         Def::new("pg_backend_pid", vec![s(&[], Int4)], info).stable(),
         Def::new("inet_server_addr", vec![s(&[], Text)], info).stable(),
@@ -353,6 +354,12 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         }
         "current_database" => Value::Text(ctx.database.clone()),
         "current_schema" => Value::Text("public".into()),
+        // The search path as a name[] in text form (implicit schemas first).
+        "current_schemas" => match a.first() {
+            Some(Value::Bool(true)) => Value::Text("{pg_catalog,public}".into()),
+            Some(Value::Null) | None => Value::Null,
+            _ => Value::Text("{public}".into()),
+        },
         "current_user" => Value::Text(ctx.user.clone()),
         "pg_backend_pid" => Value::Int(ctx.pid as i64),
         "pg_get_userbyid" => Value::Text(ctx.user.clone()),
