@@ -339,3 +339,15 @@ impl WriteListener for FlowManager {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::first_tick;
+
+    #[test]
+    fn ticks_are_epoch_aligned() {
+        assert_eq!(first_tick(1_500, 1), 2_000);
+        assert_eq!(first_tick(2_000, 1), 2_000);
+        assert_eq!(first_tick(61_000, 60), 120_000);
+    }
+}
