@@ -170,3 +170,27 @@ fn node_postgres_smoke() {
     assert!(out.status.success(), "node_pg_smoke.js failed:\n{text}\n{}", s.log_tail());
     print!("{text}");
 }
+
+/// psql's `\d t` lists the table's primary key (tags + time index) from
+/// pg_index / pg_constraint / pg_get_indexdef.
+#[test]
+fn psql_describe_shows_primary_key() {
+    if !Command::new("psql").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        assert!(!in_ci(), "psql is missing");
+        eprintln!("SKIPPED: psql is missing");
+        return;
+    }
+    if common::external_url().is_some() {
+        return; // TIME INDEX is weir's grammar
+    }
+    let s = TestServer::start().expect("start server");
+    let out = Command::new("psql")
+        .arg(url(&s))
+        .args(["-X", "-v", "ON_ERROR_STOP=1"])
+        .args(["-c", "CREATE TABLE psql_t (host STRING, ts TIMESTAMP TIME INDEX, v DOUBLE, PRIMARY KEY (host))", "-c", "\\d psql_t"])
+        .output()
+        .expect("run psql");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "psql failed:\n{text}\n{}", s.log_tail());
+    assert!(text.contains("\"psql_t_pkey\" PRIMARY KEY, btree (host, ts)"), "{text}");
+}
