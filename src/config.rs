@@ -17,6 +17,22 @@ pub struct Config {
     /// loopback, reject elsewhere.
     pub hba_file: String,
     pub storage: StorageSection,
+    pub execution: ExecutionSection,
+}
+
+/// Query execution limits.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct ExecutionSection {
+    /// Memory one query may hold (hash tables, sorts, buffered rows,
+    /// function results); past it the query fails with 53200.
+    pub query_memory_bytes_max: usize,
+}
+
+impl Default for ExecutionSection {
+    fn default() -> Self {
+        ExecutionSection { query_memory_bytes_max: crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -39,11 +55,15 @@ pub struct StorageSection {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { data_dir: "weir-data".into(), listen: "127.0.0.1:5433".into(),
+        Config {
+            data_dir: "weir-data".into(),
+            listen: "127.0.0.1:5433".into(),
             superuser: "weir".into(),
             superuser_password_file: String::new(),
             hba_file: String::new(),
-            storage: StorageSection::default() }
+            storage: StorageSection::default(),
+            execution: ExecutionSection::default(),
+        }
     }
 }
 
@@ -105,5 +125,7 @@ mod tests {
         ] {
             assert!(storage.contains_key(key), "conf/weir.toml lacks storage.{key}");
         }
+        let execution = file.get("execution").and_then(|s| s.as_table()).expect("conf/weir.toml has [execution]");
+        assert!(execution.contains_key("query_memory_bytes_max"), "conf/weir.toml lacks execution.query_memory_bytes_max");
     }
 }

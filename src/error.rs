@@ -62,6 +62,10 @@ pub enum ErrorKind {
     InvalidArgumentForPowerFunction,
     StringDataTooLong,
     ProgramLimitExceeded,
+    /// The query's memory budget is exhausted (53200).
+    OutOfMemory,
+    /// Nesting too deep to evaluate (54001, `stack depth limit exceeded`).
+    StackDepthExceeded,
     BadCopyFileFormat,
     Storage,
     Corrupt,
@@ -131,6 +135,8 @@ impl ErrorKind {
             InvalidArgumentForPowerFunction => "2201F",
             StringDataTooLong => "22001",
             ProgramLimitExceeded => "54000",
+            OutOfMemory => "53200",
+            StackDepthExceeded => "54001",
             BadCopyFileFormat => "22P04",
             Storage => "58030",
             Corrupt => "XX001",

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod config;
 pub mod error;
 pub mod exec;
+pub mod failpoint;
 pub mod flow;
 pub mod parser;
 pub mod planner;

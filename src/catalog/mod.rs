@@ -9,7 +9,7 @@ pub use flow::{FlowDef, FlowProgress};
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::RwLock;
+use parking_lot::RwLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -161,15 +161,15 @@ impl Catalog {
     }
 
     pub fn database_exists(&self, name: &str) -> bool {
-        self.state.read().unwrap().databases.contains_key(name)
+        self.state.read().databases.contains_key(name)
     }
 
     pub fn databases(&self) -> Vec<String> {
-        self.state.read().unwrap().databases.keys().cloned().collect()
+        self.state.read().databases.keys().cloned().collect()
     }
 
     pub fn create_database(&self, name: &str) -> Result<()> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         if st.databases.contains_key(name) {
             bail!(DuplicateDatabase, "database \"{name}\" already exists");
         }
@@ -180,7 +180,7 @@ impl Catalog {
 
     /// Drop a database; returns the tables it held so their regions can go.
     pub fn drop_database(&self, name: &str) -> Result<Vec<TableDef>> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         if !st.databases.contains_key(name) {
             bail!(UndefinedDatabase, "database \"{name}\" does not exist");
         }
@@ -209,7 +209,7 @@ impl Catalog {
     }
 
     pub fn create_table(&self, def: TableDef) -> Result<()> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         let key = (def.database.clone(), def.name.clone());
         if st.tables.contains_key(&key) || st.views.contains_key(&key) {
             bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
@@ -222,7 +222,7 @@ impl Catalog {
     /// Replace a table's definition in one write (TRUNCATE gives it new
     /// regions under a new id). Returns the old definition.
     pub fn replace_table(&self, def: TableDef) -> Result<TableDef> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         let key = (def.database.clone(), def.name.clone());
         let Some(old) = st.tables.get(&key).cloned() else {
             bail!(UndefinedTable, "table \"{}\" does not exist", def.name);
@@ -233,7 +233,7 @@ impl Catalog {
     }
 
     pub fn drop_table(&self, database: &str, name: &str) -> Result<TableDef> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         let key = (database.to_string(), name.to_string());
         let Some(def) = st.tables.remove(&key) else {
             bail!(UndefinedTable, "table \"{name}\" does not exist");
@@ -249,19 +249,19 @@ impl Catalog {
     }
 
     pub fn table(&self, database: &str, name: &str) -> Option<TableDef> {
-        self.state.read().unwrap().tables.get(&(database.to_string(), name.to_string())).cloned()
+        self.state.read().tables.get(&(database.to_string(), name.to_string())).cloned()
     }
 
     pub fn tables(&self, database: &str) -> Vec<TableDef> {
-        self.state.read().unwrap().tables.values().filter(|t| t.database == database).cloned().collect()
+        self.state.read().tables.values().filter(|t| t.database == database).cloned().collect()
     }
 
     pub fn all_tables(&self) -> Vec<TableDef> {
-        self.state.read().unwrap().tables.values().cloned().collect()
+        self.state.read().tables.values().cloned().collect()
     }
 
     pub fn create_view(&self, def: ViewDef, or_replace: bool) -> Result<()> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         let key = (def.database.clone(), def.name.clone());
         if st.tables.contains_key(&key) || (st.views.contains_key(&key) && !or_replace) {
             bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
@@ -272,7 +272,7 @@ impl Catalog {
     }
 
     pub fn drop_view(&self, database: &str, name: &str) -> Result<()> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         if st.views.remove(&(database.to_string(), name.to_string())).is_none() {
             bail!(UndefinedTable, "view \"{name}\" does not exist");
         }
@@ -280,15 +280,15 @@ impl Catalog {
     }
 
     pub fn view(&self, database: &str, name: &str) -> Option<ViewDef> {
-        self.state.read().unwrap().views.get(&(database.to_string(), name.to_string())).cloned()
+        self.state.read().views.get(&(database.to_string(), name.to_string())).cloned()
     }
 
     pub fn views(&self, database: &str) -> Vec<ViewDef> {
-        self.state.read().unwrap().views.values().filter(|t| t.database == database).cloned().collect()
+        self.state.read().views.values().filter(|t| t.database == database).cloned().collect()
     }
 
     pub fn create_index(&self, def: IndexDef) -> Result<()> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         let key = (def.database.clone(), def.name.clone());
         if st.indexes.contains_key(&key) {
             bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
@@ -299,7 +299,7 @@ impl Catalog {
     }
 
     pub fn drop_index(&self, database: &str, name: &str) -> Result<()> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         if st.indexes.remove(&(database.to_string(), name.to_string())).is_none() {
             bail!(UndefinedObject, "index \"{name}\" does not exist");
         }
@@ -307,6 +307,6 @@ impl Catalog {
     }
 
     pub fn indexes(&self, database: &str, table: &str) -> Vec<IndexDef> {
-        self.state.read().unwrap().indexes.values().filter(|i| i.database == database && i.table == table).cloned().collect()
+        self.state.read().indexes.values().filter(|i| i.database == database && i.table == table).cloned().collect()
     }
 }

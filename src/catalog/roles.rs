@@ -152,20 +152,20 @@ impl Catalog {
     }
 
     pub fn role(&self, name: &str) -> Option<RoleDef> {
-        self.state.read().unwrap().roles.get(name).cloned()
+        self.state.read().roles.get(name).cloned()
     }
 
     pub fn roles(&self) -> Vec<RoleDef> {
-        self.state.read().unwrap().roles.values().cloned().collect()
+        self.state.read().roles.values().cloned().collect()
     }
 
     pub fn has_roles(&self) -> bool {
-        !self.state.read().unwrap().roles.is_empty()
+        !self.state.read().roles.is_empty()
     }
 
     pub fn create_role(&self, mut def: RoleDef) -> Result<()> {
         check_name(&def.name)?;
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         if st.roles.contains_key(&def.name) {
             bail!(DuplicateObject, "role \"{}\" already exists", def.name);
         }
@@ -183,7 +183,7 @@ impl Catalog {
 
     /// Change a role with `f` (which may fail, leaving it unchanged).
     pub fn alter_role(&self, name: &str, f: impl FnOnce(&mut RoleDef) -> Result<()>) -> Result<()> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         let Some(mut r) = st.roles.get(name).cloned() else {
             bail!(UndefinedObject, "role \"{name}\" does not exist");
         };
@@ -200,7 +200,7 @@ impl Catalog {
 
     /// Drop a role; memberships in it go too.
     pub fn drop_role(&self, name: &str) -> Result<()> {
-        let mut st = self.state.write().unwrap();
+        let mut st = self.state.write();
         if st.roles.remove(name).is_none() {
             bail!(UndefinedObject, "role \"{name}\" does not exist");
         }
@@ -217,7 +217,7 @@ impl Catalog {
     /// Every role `name` is a member of, directly or not, itself included
     /// (`inherit_only`: follow only roles that inherit, for privileges).
     pub fn role_closure(&self, name: &str, inherit_only: bool) -> Vec<String> {
-        let st = self.state.read().unwrap();
+        let st = self.state.read();
         let mut out = vec![name.to_string()];
         let mut i = 0;
         while i < out.len() {
@@ -237,7 +237,7 @@ impl Catalog {
     }
 
     pub fn is_superuser(&self, name: &str) -> bool {
-        self.state.read().unwrap().roles.get(name).is_some_and(|r| r.superuser)
+        self.state.read().roles.get(name).is_some_and(|r| r.superuser)
     }
 }
 

@@ -3,7 +3,9 @@
 //! tables read a copy.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 /// One session's row.
 #[derive(Debug, Clone)]
@@ -26,20 +28,20 @@ pub struct Activity(Arc<Mutex<BTreeMap<i32, ActivityRow>>>);
 
 impl Activity {
     pub fn set(&self, row: ActivityRow) {
-        self.0.lock().unwrap().insert(row.pid, row);
+        self.0.lock().insert(row.pid, row);
     }
 
     pub fn update(&self, pid: i32, f: impl FnOnce(&mut ActivityRow)) {
-        if let Some(r) = self.0.lock().unwrap().get_mut(&pid) {
+        if let Some(r) = self.0.lock().get_mut(&pid) {
             f(r);
         }
     }
 
     pub fn remove(&self, pid: i32) {
-        self.0.lock().unwrap().remove(&pid);
+        self.0.lock().remove(&pid);
     }
 
     pub fn rows(&self) -> Vec<ActivityRow> {
-        self.0.lock().unwrap().values().cloned().collect()
+        self.0.lock().values().cloned().collect()
     }
 }

@@ -239,6 +239,14 @@ impl Accumulator {
                         match cur {
                             None => *cur = Some(s.value(i).to_string()),
                             Some(c) => {
+                                let more = sep.len() + s.value(i).len();
+                                if c.len() + more > super::memory::MAX_VALUE_BYTES {
+                                    // PostgreSQL's words for a string buffer past 1 GB.
+                                    return Err(err!(ProgramLimitExceeded, "out of memory").with_detail(format!(
+                                        "Cannot enlarge string buffer containing {} bytes by {more} more bytes.",
+                                        c.len()
+                                    )));
+                                }
                                 c.push_str(&sep);
                                 c.push_str(s.value(i));
                             }

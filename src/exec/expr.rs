@@ -6,7 +6,9 @@
 //! `b <> 0 AND a / b > 1` never divides by zero.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use arrow::array::*;
 use arrow::compute::kernels::{boolean, cmp, numeric};
@@ -425,7 +427,14 @@ impl Expr {
         let n = batch.num_rows();
         match self {
             Expr::Column { index, .. } => Ok(batch.column(*index).clone()),
-            Expr::Literal { value, ty } => scalar_array(value, *ty, n),
+            Expr::Literal { value, ty } => {
+                // A literal becomes n copies: a large folded constant
+                // (repeat('x', 1000000)) is charged before it is copied.
+                if let Value::Text(s) = value {
+                    ctx.check_alloc(s.len().saturating_mul(n), "a constant's copies")?;
+                }
+                scalar_array(value, *ty, n)
+            }
             Expr::Outer { .. } => bail!(Internal, "outer reference evaluated outside its subquery"),
             Expr::Param { index, .. } => bail!(Internal, "parameter ${} was not bound", index + 1),
             Expr::Binary { op, left, right, ty } => eval_binary(*op, left, right, *ty, batch, ctx),
@@ -587,6 +596,10 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
     }
     let l = left.eval(batch, ctx)?;
     let r = right.eval(batch, ctx)?;
+    if op == BinOp::Concat {
+        let bytes = super::memory::array_bytes(l.as_ref()) + super::memory::array_bytes(r.as_ref());
+        ctx.check_alloc(bytes, "||")?;
+    }
     binary_arrays(op, &l, &r, left.ty(), ty)
 }
 
@@ -675,6 +688,16 @@ pub fn binary_arrays(op: BinOp, l: &ArrayRef, r: &ArrayRef, operand_ty: SqlType,
             let l = cast_array(&make_ref(l), operand_ty, SqlType::Text)?;
             let r = cast_array(&make_ref(r), operand_ty, SqlType::Text)?;
             let (l, r) = (l.as_string::<i32>(), r.as_string::<i32>());
+            let mut total = 0usize;
+            for (a, b) in l.iter().zip(r.iter()) {
+                if let (Some(a), Some(b)) = (a, b) {
+                    super::memory::check_value_bytes(a.len() + b.len())?;
+                    total += a.len() + b.len();
+                }
+            }
+            if total > i32::MAX as usize {
+                bail!(ProgramLimitExceeded, "requested length too large");
+            }
             let out: StringArray = l.iter().zip(r.iter()).map(|(a, b)| Some(format!("{}{}", a?, b?))).collect();
             Arc::new(out)
         }
@@ -963,7 +986,7 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
     let run = |row: usize| -> Result<Arc<Vec<Vec<Value>>>> {
         let vals: Vec<Value> = if *correlated { outer_cols.iter().map(|c| value_at(c.as_ref(), row)).collect() } else { vec![] };
         let key: Vec<Key> = vals.iter().map(Key::from).collect();
-        if let Some(r) = cache.results.lock().unwrap().get(&key) {
+        if let Some(r) = cache.results.lock().get(&key) {
             return Ok(r.clone());
         }
         let Some(plan) = plan.physical() else { bail!(Internal, "subquery was not physically planned") };
@@ -981,7 +1004,7 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
         };
         let limit = if matches!(kind, SubqueryKind::Exists { .. }) { Some(1) } else { None };
         let rows = Arc::new(super::collect_rows(&p, ctx, limit)?);
-        cache.results.lock().unwrap().insert(key, rows.clone());
+        cache.results.lock().insert(key, rows.clone());
         Ok(rows)
     };
     match kind {

@@ -67,12 +67,20 @@ impl HashAggExecutor {
                         })
                         .collect::<Result<_>>()?;
                     let rows = converter.convert_columns(&super::keys::normalize_keys(&keys))?;
+                    let mut new_bytes = 0;
                     for i in 0..n {
                         let row = rows.row(i);
                         // Look up before inserting: no key allocation for known groups.
                         let g = match groups.get(row.as_ref()) {
                             Some(&g) => g,
                             None => {
+                                // The key twice (map and rows), the map's
+                                // overhead and a state slot per aggregate.
+                                let bytes = row.as_ref().len() * 2 + 64 + 32 * accs.len();
+                                new_bytes += bytes;
+                                if new_bytes >= 1 << 20 {
+                                    self.ctx.charge(std::mem::take(&mut new_bytes), "hash aggregation groups")?;
+                                }
                                 let g = group_rows.len();
                                 groups.insert(row.as_ref().into(), g);
                                 group_rows.push(row.owned());
@@ -81,12 +89,17 @@ impl HashAggExecutor {
                         };
                         group_idx.push(g);
                     }
+                    self.ctx.charge(new_bytes, "hash aggregation groups")?;
                     for a in accs.iter_mut() {
                         a.resize(group_rows.len());
                     }
                 }
                 for a in accs.iter_mut() {
                     let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(&batch, &self.ctx)).collect::<Result<_>>()?;
+                    if a.call.func == super::plan::AggFunc::StringAgg {
+                        // string_agg keeps every value it folds in.
+                        self.ctx.charge(args.iter().map(|x| super::memory::array_bytes(x.as_ref())).sum(), "string_agg")?;
+                    }
                     let filter = a.call.filter.as_ref().map(|f| f.eval(&batch, &self.ctx)).transpose()?;
                     let filter = filter.as_ref().map(|f| f.as_any().downcast_ref::<BooleanArray>().expect("filter is boolean"));
                     if simple {

@@ -71,12 +71,15 @@ impl HashJoinExecutor {
         let mut right = self.right.take().expect("build once");
         let schema = right.schema();
         let batches = super::drain(&mut right, &self.ctx)?;
-        let batch = super::concat(&schema, &batches)?;
+        let batch = super::concat(&self.ctx, &schema, &batches)?;
         let mut table: HashMap<Box<[u8]>, Vec<u32>> = HashMap::new();
         let conv = self.key_converter()?;
         if !self.right_keys.is_empty() && batch.num_rows() > 0 {
             let keys: Vec<ArrayRef> = self.right_keys.iter().map(|e| e.eval(&batch, &self.ctx)).collect::<Result<_>>()?;
             let rows = conv.convert_columns(&super::keys::normalize_keys(&keys))?;
+            // The hash table: each key twice (rows and map), a row index and
+            // the map's own overhead (an estimate, ~48 bytes a row).
+            self.ctx.charge(rows.size() * 2 + batch.num_rows() * 48, "a hash join's build side")?;
             for i in 0..batch.num_rows() {
                 // NULL keys never match.
                 if keys.iter().any(|k| k.is_null(i)) {
@@ -94,7 +97,9 @@ impl HashJoinExecutor {
     fn probe(&self, left: &RecordBatch) -> Result<(Vec<u32>, Vec<u32>)> {
         let b = self.build.as_ref().unwrap();
         let (mut li, mut ri) = (Vec::new(), Vec::new());
+        // Index pairs are 8 bytes; the joined batch is charged in `combine`.
         if self.left_keys.is_empty() {
+            self.ctx.check_alloc(left.num_rows().saturating_mul(b.batch.num_rows()).saturating_mul(8), "a join's row pairs")?;
             for l in 0..left.num_rows() as u32 {
                 for r in 0..b.batch.num_rows() as u32 {
                     li.push(l);
@@ -109,6 +114,7 @@ impl HashJoinExecutor {
                     continue;
                 }
                 if let Some(m) = b.table.get(rows.row(l).as_ref()) {
+                    self.ctx.check_alloc((li.len() + m.len()) * 8, "a join's row pairs")?;
                     for &r in m {
                         li.push(l as u32);
                         ri.push(r);
@@ -120,6 +126,9 @@ impl HashJoinExecutor {
     }
 
     fn combine(&self, left: &RecordBatch, li: &UInt32Array, right: &RecordBatch, ri: &UInt32Array) -> Result<RecordBatch> {
+        // Bytes per joined row, from the inputs' average row sizes.
+        let per_row = |b: &RecordBatch| super::memory::batch_bytes(b) / b.num_rows().max(1);
+        self.ctx.check_alloc(li.len().saturating_mul(per_row(left) + per_row(right) + 1), "joined rows")?;
         let mut cols: Vec<ArrayRef> = Vec::with_capacity(left.num_columns() + right.num_columns());
         for c in left.columns() {
             cols.push(take(c.as_ref(), li, None)?);
@@ -183,7 +192,7 @@ impl HashJoinExecutor {
                 let lidx = UInt32Array::from(unmatched);
                 let ridx = UInt32Array::from(vec![None::<u32>; lidx.len()]);
                 let extra = self.combine(&left, &lidx, &right_batch, &ridx)?;
-                super::concat(&self.schema, &[joined, extra])
+                super::concat(&self.ctx, &self.schema, &[joined, extra])
             }
         }
     }

@@ -156,6 +156,7 @@ pub(crate) fn ctx() -> ExecCtx {
         cancel: Arc::new(AtomicBool::new(false)),
         pid: 1,
         activity: Default::default(),
+        memory: Arc::new(super::memory::MemoryBudget::new(usize::MAX)),
         view: None,
     }
 }

@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod expr;
 pub mod functions;
+pub mod memory;
 pub mod plan;
 
 mod aggregate;
@@ -56,6 +57,9 @@ pub struct ExecCtx {
     /// This session's backend pid and the process's session registry.
     pub pid: i32,
     pub activity: activity::Activity,
+    /// The statement's memory budget, shared by all its operators and
+    /// subqueries; it goes away (and so releases everything) with the query.
+    pub memory: Arc<memory::MemoryBudget>,
     /// The statement's snapshot and its transaction's own writes; None
     /// reads each region's latest rows.
     pub view: Option<Arc<crate::storage::ReadView>>,
@@ -73,6 +77,17 @@ impl ExecCtx {
             }
         }
         Ok(())
+    }
+
+    /// Charge `bytes` kept until the query ends to its budget (53200 when
+    /// they do not fit).
+    pub fn charge(&self, bytes: usize, what: &str) -> Result<()> {
+        self.memory.charge(bytes, what)
+    }
+
+    /// Check that a transient allocation of `bytes` fits in the budget.
+    pub fn check_alloc(&self, bytes: usize, what: &str) -> Result<()> {
+        self.memory.check_alloc(bytes, what)
     }
 }
 
@@ -170,6 +185,7 @@ pub fn collect_rows(plan: &Plan, ctx: &ExecCtx, limit: Option<usize>) -> Result<
         let r = exec.next_batch(BATCH_ROWS)?;
         let drained = r.is_drained;
         let b = r.into_dense()?;
+        ctx.charge(memory::batch_bytes(&b), "subquery rows")?;
         for i in 0..b.num_rows() {
             rows.push(b.columns().iter().map(|c| value_at(c.as_ref(), i)).collect());
             if limit.is_some_and(|l| rows.len() >= l) {
@@ -192,6 +208,7 @@ pub(crate) fn drain(child: &mut Box<dyn BatchExecutor>, ctx: &ExecCtx) -> Result
         let drained = r.is_drained;
         let b = r.into_dense()?;
         if b.num_rows() > 0 {
+            ctx.charge(memory::batch_bytes(&b), "buffered rows")?;
             out.push(b);
         }
         if drained {
@@ -215,11 +232,26 @@ pub(crate) fn empty_batch(schema: &SchemaRef) -> RecordBatch {
     RecordBatch::new_empty(schema.clone())
 }
 
-/// Concatenate batches (zero-column batches keep their row count).
-pub(crate) fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+/// Concatenate batches (zero-column batches keep their row count); the copy
+/// is charged to the query's memory budget first.
+pub(crate) fn concat(ctx: &ExecCtx, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
     if schema.fields().is_empty() {
         let n = batches.iter().map(|b| b.num_rows()).sum();
         return Ok(RecordBatch::try_new_with_options(schema.clone(), vec![], &RecordBatchOptions::new().with_row_count(Some(n)))?);
+    }
+    if batches.len() > 1 {
+        let bytes: usize = batches.iter().map(memory::batch_bytes).sum();
+        ctx.charge(bytes, "concatenated rows")?;
+    }
+    // arrow's string and binary arrays have 32-bit offsets: a column past
+    // 2 GiB would panic in the kernel, so refuse it as PostgreSQL would.
+    for (i, f) in schema.fields().iter().enumerate() {
+        if matches!(f.data_type(), arrow::datatypes::DataType::Utf8 | arrow::datatypes::DataType::Binary) {
+            let len: usize = batches.iter().map(|b| b.column(i).to_data().buffers().get(1).map(|v| v.len()).unwrap_or(0)).sum();
+            if len > i32::MAX as usize {
+                bail!(ProgramLimitExceeded, "requested length too large");
+            }
+        }
     }
     Ok(arrow::compute::concat_batches(schema, batches)?)
 }

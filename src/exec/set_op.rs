@@ -46,16 +46,18 @@ impl SetOpExecutor {
     fn compute(&mut self) -> Result<RecordBatch> {
         let l: Vec<RecordBatch> = super::drain(&mut self.left, &self.ctx)?.iter().map(|b| self.relabel(b)).collect::<Result<_>>()?;
         let r: Vec<RecordBatch> = super::drain(&mut self.right, &self.ctx)?.iter().map(|b| self.relabel(b)).collect::<Result<_>>()?;
-        let left = super::concat(&self.schema, &l)?;
-        let right = super::concat(&self.schema, &r)?;
+        let left = super::concat(&self.ctx, &self.schema, &l)?;
+        let right = super::concat(&self.ctx, &self.schema, &r)?;
         if self.kind == SetOpKind::Union && self.all {
-            return super::concat(&self.schema, &[left, right]);
+            return super::concat(&self.ctx, &self.schema, &[left, right]);
         }
         let conv = RowConverter::new(self.schema.fields().iter().map(|f| SortField::new(f.data_type().clone())).collect())?;
         let lrows = conv.convert_columns(&normalize_keys(left.columns()))?;
         let rrows = conv.convert_columns(&normalize_keys(right.columns()))?;
+        // Row encodings, then a hash set or map holding a copy of each key.
+        self.ctx.charge((lrows.size() + rrows.size()) * 2 + (left.num_rows() + right.num_rows()) * 48, "a set operation's hash table")?;
         if self.kind == SetOpKind::Union {
-            let all = super::concat(&self.schema, &[left, right])?;
+            let all = super::concat(&self.ctx, &self.schema, &[left, right])?;
             let arows = conv.convert_columns(&normalize_keys(all.columns()))?;
             let mut seen = std::collections::HashSet::new();
             let idx: UInt32Array = (0..all.num_rows()).filter(|&i| seen.insert(arows.row(i).as_ref().to_vec())).map(|i| i as u32).collect();

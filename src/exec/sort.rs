@@ -26,7 +26,7 @@ impl SortExecutor {
     fn sort_all(&mut self) -> Result<RecordBatch> {
         let schema = self.child.schema();
         let batches = super::drain(&mut self.child, &self.ctx)?;
-        let all = super::concat(&schema, &batches)?;
+        let all = super::concat(&self.ctx, &schema, &batches)?;
         if all.num_rows() <= 1 || self.keys.is_empty() {
             return Ok(all);
         }
@@ -43,6 +43,8 @@ impl SortExecutor {
             });
         }
         let idx = lexsort_to_indices(&cols, self.limit)?;
+        // The sorted copy of the rows.
+        self.ctx.charge(super::memory::batch_bytes(&all) / all.num_rows() * idx.len(), "a sort")?;
         super::take_batch(&all, &idx)
     }
 }

@@ -30,7 +30,7 @@ impl WindowExecutor {
     fn compute(&mut self) -> Result<RecordBatch> {
         let in_schema = self.child.schema();
         let batches = super::drain(&mut self.child, &self.ctx)?;
-        let input = super::concat(&in_schema, &batches)?;
+        let input = super::concat(&self.ctx, &in_schema, &batches)?;
         let mut cols: Vec<ArrayRef> = input.columns().to_vec();
         for call in &self.calls {
             cols.push(self.eval_call(call, &input)?);
@@ -43,6 +43,8 @@ impl WindowExecutor {
         if n == 0 {
             return Ok(arrow::array::new_empty_array(&call.ty.to_arrow()));
         }
+        // The sort order, a boxed value per row and the output column.
+        self.ctx.charge(n * (8 + 2 * std::mem::size_of::<Value>()), "a window partition")?;
         let part: Vec<ArrayRef> =
             call.partition_by.iter().map(|e| e.eval(input, &self.ctx).map(|a| super::keys::normalize_key(&a))).collect::<Result<_>>()?;
         let ord: Vec<ArrayRef> =
@@ -140,6 +142,9 @@ impl WindowExecutor {
                                 while e < rows.len() && peers(rows[k], rows[e]) {
                                     e += 1;
                                 }
+                                // Each peer group folds the prefix again
+                                // (quadratic): honour timeouts and cancels.
+                                self.ctx.check()?;
                                 let v = fold(f, &vals[..e])?;
                                 for &r in &rows[k..e] {
                                     out[r] = v.clone();
@@ -149,6 +154,7 @@ impl WindowExecutor {
                         }
                         WindowFrame::RowsPreceding(p) => {
                             for k in 0..rows.len() {
+                                self.ctx.check()?;
                                 let from = p.map(|p| k.saturating_sub(p)).unwrap_or(0);
                                 out[rows[k]] = fold(f, &vals[from..=k])?;
                             }

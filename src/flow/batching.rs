@@ -70,6 +70,8 @@ fn ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us: i64) -> E
         pid: 0,
         activity: Default::default(),
         view: None,
+        // Flow queries have no session: the default per-query budget.
+        memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),
     }
 }
 

@@ -18,7 +18,9 @@ pub mod sink;
 pub mod window;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::catalog::{Catalog, FlowDef, FlowProgress};
@@ -95,7 +97,7 @@ impl FlowManager {
             next_tick_ms: Mutex::new(next_tick),
             def: RwLock::new(def.clone()),
         });
-        self.flows.write().unwrap().insert(def.name.clone(), task);
+        self.flows.write().insert(def.name.clone(), task);
         self.kick();
     }
 
@@ -122,10 +124,10 @@ impl FlowManager {
     /// Stop a flow and release its holders (the catalog entry is the
     /// caller's).
     pub fn remove(&self, env: &Env, name: &str) {
-        let task = self.flows.write().unwrap().remove(name);
+        let task = self.flows.write().remove(name);
         if let Some(task) = task {
             // Wait for a running evaluation to end.
-            let st = task.state.lock().unwrap_or_else(|e| e.into_inner());
+            let st = task.state.lock();
             for r in st.progress.regions.keys().chain(st.read_upto.keys()) {
                 if let Some(region) = env.storage.region(*r) {
                     region.release_versions(&batching::holder(name));
@@ -136,13 +138,13 @@ impl FlowManager {
 
     /// Update a running flow's definition (COMMENT ON FLOW).
     pub fn update_def(&self, def: &FlowDef) {
-        if let Some(t) = self.flows.read().unwrap().get(&def.name) {
-            *t.def.write().unwrap() = def.clone();
+        if let Some(t) = self.flows.read().get(&def.name) {
+            *t.def.write() = def.clone();
         }
     }
 
     fn task(&self, name: &str) -> Option<Arc<FlowTask>> {
-        self.flows.read().unwrap().get(name).cloned()
+        self.flows.read().get(name).cloned()
     }
 
     /// ADMIN FLUSH_FLOW: bring the flow up to date with every write
@@ -153,14 +155,14 @@ impl FlowManager {
     }
 
     fn run_task(&self, env: &Env, task: &FlowTask, trigger: Trigger) -> Result<u64> {
-        let mut st = task.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut def = task.def.read().unwrap().clone();
+        let mut st = task.state.lock();
+        let mut def = task.def.read().clone();
         if def.pending {
             if !def.sources.iter().all(|(d, t)| env.catalog.table(d, t).is_some()) {
                 return Ok(0);
             }
             self.activate(env, &mut def)?;
-            *task.def.write().unwrap() = def.clone();
+            *task.def.write() = def.clone();
         }
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
             .unwrap_or_else(|p| {
@@ -173,7 +175,7 @@ impl FlowManager {
                 st.failures += 1;
                 let backoff = (100u64 << st.failures.min(10)).min(RETRY_MAX_MS);
                 tracing::warn!(flow = %def.name, error = %e, retry_ms = backoff, "flow evaluation failed; its dirty windows are kept");
-                *task.due.lock().unwrap() = Some(Instant::now() + Duration::from_millis(backoff));
+                *task.due.lock() = Some(Instant::now() + Duration::from_millis(backoff));
             }
         }
         r
@@ -223,11 +225,11 @@ impl FlowManager {
             let Some(o) = owner.upgrade() else { return };
             let wait = mgr.run_due(&env(&o));
             drop(o);
-            let g = mgr.wake.0.lock().unwrap();
+            let mut g = mgr.wake.0.lock();
             if *g {
                 return;
             }
-            let _ = mgr.wake.1.wait_timeout(g, wait).unwrap();
+            mgr.wake.1.wait_for(&mut g, wait);
         });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the flow scheduler");
@@ -236,22 +238,22 @@ impl FlowManager {
 
     /// Stop the scheduler thread.
     pub fn stop(&self) {
-        *self.wake.0.lock().unwrap() = true;
+        *self.wake.0.lock() = true;
         self.kick();
     }
 
     /// Run the flows that are due; returns how long to sleep.
     fn run_due(&self, env: &Env) -> Duration {
         let mut wait = Duration::from_millis(1000);
-        let tasks: Vec<Arc<FlowTask>> = self.flows.read().unwrap().values().cloned().collect();
+        let tasks: Vec<Arc<FlowTask>> = self.flows.read().values().cloned().collect();
         for task in tasks {
             let now = Instant::now();
-            let pending = task.def.read().unwrap().pending;
+            let pending = task.def.read().pending;
             // Adaptive.
-            let due = { *task.due.lock().unwrap() };
+            let due = { *task.due.lock() };
             if let Some(d) = due {
                 if d <= now || pending {
-                    *task.due.lock().unwrap() = None;
+                    *task.due.lock() = None;
                     let _ = self.run_task(env, &task, Trigger::Adaptive);
                 } else {
                     wait = wait.min(d - now);
@@ -262,15 +264,15 @@ impl FlowManager {
             }
             // EVAL INTERVAL ticks: the latest tick due runs (missed ones
             // are not replayed one by one).
-            let iv = task.def.read().unwrap().eval_interval_s;
+            let iv = task.def.read().eval_interval_s;
             if let Some(iv) = iv {
                 let iv_ms = iv * 1000;
-                let next = { *task.next_tick_ms.lock().unwrap() };
+                let next = { *task.next_tick_ms.lock() };
                 let now_ms = batching::now_ms();
                 if let Some(t) = next {
                     if t <= now_ms {
                         let tick = t + (now_ms - t) / iv_ms * iv_ms;
-                        *task.next_tick_ms.lock().unwrap() = Some(tick + iv_ms);
+                        *task.next_tick_ms.lock() = Some(tick + iv_ms);
                         let _ = self.run_task(env, &task, Trigger::Tick(tick));
                         wait = wait.min(Duration::from_millis((tick + iv_ms - batching::now_ms()).max(1) as u64));
                     } else {
@@ -294,6 +296,7 @@ fn batching_ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>) -> crate
         pid: 0,
         activity: Default::default(),
         view: None,
+        memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),
     }
 }
 
@@ -320,14 +323,14 @@ impl WriteListener for FlowManager {
     /// scheduler for adaptive ones. The changes themselves are read from
     /// the change log at evaluation.
     fn on_write(&self, notice: &WriteNotice) {
-        let flows = self.flows.read().unwrap();
+        let flows = self.flows.read();
         let mut woke = false;
         for task in flows.values() {
-            let def = task.def.read().unwrap();
+            let def = task.def.read();
             if def.eval_interval_s.is_some() || !def.sources.iter().any(|(_, t)| *t == notice.table_name) {
                 continue;
             }
-            let mut due = task.due.lock().unwrap();
+            let mut due = task.due.lock();
             if due.is_none() {
                 *due = Some(Instant::now() + Duration::from_millis(ADAPTIVE_DELAY_MS));
                 woke = true;

@@ -21,6 +21,7 @@ mod create_table;
 mod create_user;
 mod dialect;
 mod flow;
+mod nesting;
 
 use std::fmt;
 
@@ -156,16 +157,30 @@ fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, Wei
 
 /// Parse a query string into its statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
+    // Deep nesting is refused before sqlparser's recursive descent (slow on
+    // it) and after it, before anything else recurses over the AST.
+    nesting::check_text(sql)?;
     let dialect = WeirDialect::default();
     let mut p = new_parser(&dialect, sql)?;
-    parse_statements(&mut p).map_err(|e| syntax_error(sql, e))
+    let stmts = parse_statements(&mut p).map_err(|e| syntax_error(sql, e))?;
+    for s in &stmts {
+        match s {
+            Statement::Sql(s) => nesting::check(s)?,
+            Statement::Admin(a) => nesting::check(&a.function)?,
+            // weir's DDL: column lists and options, no deep expressions.
+            _ => {}
+        }
+    }
+    Ok(stmts)
 }
 
 /// Parse one expression (a stored column DEFAULT, for example).
 pub fn parse_expr(sql: &str) -> Result<ast::Expr, WeirError> {
     let dialect = WeirDialect::default();
     let mut p = new_parser(&dialect, sql)?;
+    nesting::check_text(sql)?;
     let e = p.parse_expr().map_err(|e| syntax_error(sql, e))?;
+    nesting::check(&e)?;
     match &p.peek_token_ref().token {
         Token::EOF => Ok(e),
         _ => Err(syntax_error(sql, p.expected_ref::<()>("end of expression", p.peek_token_ref()).unwrap_err())),
@@ -237,10 +252,7 @@ fn char_position(sql: &str, line: usize, column: usize) -> usize {
 /// program-limit kind).
 pub fn syntax_error(sql: &str, e: ParserError) -> WeirError {
     let (text, tokenizer) = match e {
-        ParserError::RecursionLimitExceeded => {
-            return WeirError::new(ErrorKind::ProgramLimitExceeded, "stack depth limit exceeded")
-                .with_hint("the statement nests too deeply; simplify it");
-        }
+        ParserError::RecursionLimitExceeded => return nesting::too_deep(),
         ParserError::TokenizerError(s) => (s, true),
         ParserError::ParserError(s) => (s, false),
     };

@@ -182,7 +182,7 @@ fn syntax_errors_read_like_postgres() {
     let e = parse("CREATE TABLE t (ts TIMESTAMP, TIME INDEX (ts)").unwrap_err();
     assert_eq!(e.message, "syntax error at end of input");
     let e = parse(&format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000))).unwrap_err();
-    assert_eq!(e.sqlstate(), "54000");
+    assert_eq!(e.sqlstate(), "54001");
 }
 
 #[test]

@@ -833,9 +833,30 @@ impl<'a> Planner<'a> {
                         arg_ty
                     }
                 }
-                AggFunc::BoolAnd | AggFunc::BoolOr => SqlType::Bool,
-                AggFunc::StringAgg => SqlType::Text,
+                AggFunc::BoolAnd | AggFunc::BoolOr => {
+                    if arg_ty != SqlType::Bool && arg_ty != SqlType::Unknown {
+                        bail!(UndefinedFunction, "function {name}({arg_ty}) does not exist");
+                    }
+                    SqlType::Bool
+                }
+                AggFunc::StringAgg => {
+                    // string_agg(text, text): other types have no such function.
+                    let tys: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
+                    if tys.len() != 2 || tys.iter().any(|t| !t.is_text() && *t != SqlType::Unknown) {
+                        let names: Vec<String> = tys.iter().map(|t| t.to_string()).collect();
+                        bail!(UndefinedFunction, "function {name}({}) does not exist", names.join(", "));
+                    }
+                    for b in bound.iter_mut() {
+                        if b.ty() == SqlType::Unknown {
+                            *b = coerce(b.clone(), SqlType::Text)?;
+                        }
+                    }
+                    SqlType::Text
+                }
             };
+            if matches!(func, AggFunc::BoolAnd | AggFunc::BoolOr) && arg_ty == SqlType::Unknown {
+                bound[0] = coerce(bound[0].clone(), SqlType::Bool)?;
+            }
             if matches!(func, AggFunc::Min | AggFunc::Max) && arg_ty == SqlType::Unknown {
                 bound[0] = coerce(bound[0].clone(), SqlType::Text)?;
             }

@@ -298,6 +298,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         i(st.ssts_pruned),
                         i(st.row_groups_read),
                         i(st.row_groups_pruned),
+                        i(st.background_panics),
                     ]);
                 }
             }
@@ -323,6 +324,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("ssts_pruned", Int8),
                     ("row_groups_read", Int8),
                     ("row_groups_pruned", Int8),
+                    ("background_panics", Int8),
                 ],
                 rows,
             )

@@ -7,7 +7,9 @@ mod encode;
 pub mod hba;
 
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use futures::{stream, Sink, SinkExt};
@@ -108,7 +110,7 @@ struct IdleWatch {
 /// ends and the session, with its open block, is dropped).
 async fn watch_idle(idle: Arc<IdleWatch>, sock: std::net::TcpStream) {
     loop {
-        let (deadline, closed) = *idle.state.lock().unwrap();
+        let (deadline, closed) = *idle.state.lock();
         if closed {
             return;
         }
@@ -214,7 +216,7 @@ impl StartupHandler for Connection {
                     // PostgreSQL answers md5 with SCRAM when the stored
                     // password is a SCRAM verifier, and ours all are.
                     Method::ScramSha256 | Method::Md5 => {
-                        *self.auth.lock().unwrap() = Auth::ScramFirst { secret, valid };
+                        *self.auth.lock() = Auth::ScramFirst { secret, valid };
                         client.set_state(pgwire::api::PgWireConnectionState::AuthenticationInProgress);
                         client
                             .send(PgWireBackendMessage::Authentication(pgwire::messages::startup::Authentication::SASL(vec![
@@ -223,7 +225,7 @@ impl StartupHandler for Connection {
                             .await?;
                     }
                     Method::Password => {
-                        *self.auth.lock().unwrap() = Auth::Cleartext { secret: if valid { secret } else { None } };
+                        *self.auth.lock() = Auth::Cleartext { secret: if valid { secret } else { None } };
                         client.set_state(pgwire::api::PgWireConnectionState::AuthenticationInProgress);
                         client
                             .send(PgWireBackendMessage::Authentication(pgwire::messages::startup::Authentication::CleartextPassword))
@@ -236,7 +238,7 @@ impl StartupHandler for Connection {
                 let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_else(|| "weir".into());
                 let db = client.metadata().get(METADATA_DATABASE).cloned().unwrap_or_else(|| user.clone());
                 let failed = || fatal("28P01", format!("password authentication failed for user \"{user}\""));
-                let state = std::mem::take(&mut *self.auth.lock().unwrap());
+                let state = std::mem::take(&mut *self.auth.lock());
                 match state {
                     Auth::None => Err(fatal("08P01", "unexpected password message".into())),
                     Auth::Cleartext { secret } => {
@@ -266,7 +268,7 @@ impl StartupHandler for Connection {
                         let (first, waiting) = ScramServerAuth::new()
                             .on_client_first_message_with_secret(&data, scram_secret)
                             .map_err(|_| fatal("08P01", "malformed SCRAM message".into()))?;
-                        *self.auth.lock().unwrap() = Auth::ScramFinal { waiting: Box::new(waiting), valid };
+                        *self.auth.lock() = Auth::ScramFinal { waiting: Box::new(waiting), valid };
                         client
                             .send(PgWireBackendMessage::Authentication(pgwire::messages::startup::Authentication::SASLContinue(
                                 first.into_bytes().into(),
@@ -319,12 +321,12 @@ impl Connection {
             (crate::exec::functions::now_micros() as i32) ^ (self.pid.wrapping_mul(0x5bd1_e995)),
         );
         client.set_pid_and_secret_key(self.pid, secret.clone());
-        self.cancels.lock().unwrap().insert(self.pid, (secret, sess.cancel.clone()));
+        self.cancels.lock().insert(self.pid, (secret, sess.cancel.clone()));
         if let Some(app) = client.metadata().get("application_name") {
             sess.settings.insert("application_name".into(), app.clone());
         }
         sess.register(self.pid);
-        *self.session.lock().unwrap() = Some(sess);
+        *self.session.lock() = Some(sess);
         finish_authentication(client, &Params { superuser: self.engine.catalog.is_superuser(user) }).await?;
         Ok(())
     }
@@ -332,12 +334,12 @@ impl Connection {
 
 impl Connection {
     fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
-        let mut guard = self.session.lock().unwrap();
-        self.idle.state.lock().unwrap().0 = None;
+        let mut guard = self.session.lock();
+        self.idle.state.lock().0 = None;
         let s = guard.as_mut().expect("session after startup");
         let r = tokio::task::block_in_place(|| f(s));
         let deadline = s.idle_in_transaction_timeout().map(|t| std::time::Instant::now() + t);
-        self.idle.state.lock().unwrap().0 = deadline;
+        self.idle.state.lock().0 = deadline;
         if deadline.is_some() {
             self.idle.wake.notify_one();
         }
@@ -349,10 +351,24 @@ impl Connection {
     /// starts from 'T': its error response makes it 'E' again, a ROLLBACK TO
     /// leaves it 'T', a COMMIT or ROLLBACK makes it idle.
     fn prime_status<C: ClientInfo>(&self, client: &mut C) {
-        let failed = self.session.lock().unwrap().as_ref().is_some_and(|s| s.tx == TxState::Failed);
+        let failed = self.session.lock().as_ref().is_some_and(|s| s.tx == TxState::Failed);
         if failed {
             client.set_transaction_status(pgwire::messages::response::TransactionStatus::Transaction);
         }
+    }
+
+    /// Run a statement *and encode its results* inside one panic guard: a
+    /// panic anywhere in between is an error response (XX000), never a
+    /// dropped connection. The session's lock does not poison.
+    fn with_session_guarded<R>(&self, f: impl FnOnce(&mut Session) -> PgWireResult<R>) -> PgWireResult<R> {
+        self.with_session(|s| match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(s))) {
+            Ok(r) => r,
+            Err(p) => {
+                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|m| m.to_string())).unwrap_or_default();
+                s.fail();
+                Err(user_error(&crate::err!(Internal, "internal error: {msg}")))
+            }
+        })
     }
 }
 
@@ -379,6 +395,9 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
             }
         }
         QueryResult::Rows { columns, batches } => {
+            if crate::failpoint::armed_now("encode_panic") && columns.iter().any(|c| c.name == "encode_panic") {
+                panic!("failpoint encode_panic");
+            }
             let fields: Vec<FieldInfo> = columns
                 .iter()
                 .enumerate()
@@ -432,7 +451,7 @@ impl SimpleQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let query = query.to_string();
-        self.with_session(|s| {
+        self.with_session_guarded(|s| {
             let before = s.tx;
             let (results, err) = s.execute_sql(&query);
             let mut out = Vec::new();
@@ -470,7 +489,7 @@ impl QueryParser for WeirQueryParser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         let client_types: Vec<Option<SqlType>> = types.iter().map(|t| t.as_ref().and_then(sql_type_of)).collect();
-        let mut guard = self.session.lock().unwrap();
+        let mut guard = self.session.lock();
         let s = guard.as_mut().expect("session after startup");
         let r = tokio::task::block_in_place(|| s.prepare(sql, &client_types));
         match r {
@@ -544,7 +563,7 @@ impl ExtendedQueryHandler for Connection {
             values.push(encode::decode_param(raw.as_deref(), ty, binary).map_err(|e| user_error(&e))?);
         }
         let formats = portal.result_column_format.clone();
-        self.with_session(|s| {
+        self.with_session_guarded(|s| {
             let before = s.tx;
             match s.execute_prepared(prepared, values) {
                 Ok(r) => {
@@ -603,7 +622,7 @@ impl pgwire::api::cancel::CancelHandler for Connection {
             SecretKey::I32(v) => v.to_be_bytes().to_vec(),
             SecretKey::Bytes(b) => b.to_vec(),
         };
-        let found = self.cancels.lock().unwrap().get(&req.pid).cloned();
+        let found = self.cancels.lock().get(&req.pid).cloned();
         tracing::debug!(pid = req.pid, known = found.is_some(), "cancel request");
         if let Some((secret, flag)) = found {
             if bytes(&secret) == bytes(&req.secret_key) {
@@ -689,8 +708,8 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                     if let Err(e) = pgwire::tokio::process_socket(socket, None, conn).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
-                    registry.lock().unwrap().remove(&pid);
-                    idle.state.lock().unwrap().1 = true;
+                    registry.lock().remove(&pid);
+                    idle.state.lock().1 = true;
                     idle.wake.notify_one();
                 });
             }

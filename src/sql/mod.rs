@@ -241,8 +241,17 @@ impl Session {
             cancel: self.cancel.clone(),
             pid: self.pid,
             activity: self.engine.activity.clone(),
+            memory: Arc::new(crate::exec::memory::MemoryBudget::new(self.query_memory_bytes_max())),
             view: Some(txn::read_view(self)),
         }
+    }
+
+    /// This session's memory budget per query: the server's, or less when
+    /// the session set `weir.query_memory_bytes_max` lower.
+    pub fn query_memory_bytes_max(&self) -> usize {
+        let server = self.engine.config.execution.query_memory_bytes_max;
+        let session = self.settings.get(session_vars::QUERY_MEMORY_SETTING).and_then(|v| v.parse::<usize>().ok());
+        session.map_or(server, |s| s.min(server))
     }
 
     /// Run a simple-protocol query string: each statement in order, up to
@@ -293,7 +302,8 @@ impl Session {
         r
     }
 
-    fn fail(&mut self) {
+    /// A statement failed: an open transaction block is now aborted.
+    pub fn fail(&mut self) {
         if self.tx == TxState::InBlock {
             self.tx = TxState::Failed;
         }

@@ -53,6 +53,10 @@ pub fn defaults() -> HashMap<String, String> {
     .collect()
 }
 
+/// The session's own memory budget per query, in bytes; it can only lower
+/// the server's `query_memory_bytes_max`.
+pub const QUERY_MEMORY_SETTING: &str = "weir.query_memory_bytes_max";
+
 /// Milliseconds from a setting such as `5000`, `5s`, `1min`.
 pub fn parse_ms(s: &str) -> Option<u64> {
     let s = s.trim().trim_matches('\'');
@@ -262,6 +266,9 @@ fn assign(s: &mut Session, name: String, value: Option<String>) -> Result<()> {
         };
         s.settings.insert(name, v);
         return Ok(());
+    }
+    if name == QUERY_MEMORY_SETTING && value.parse::<u64>().map_or(true, |n| n == 0) {
+        bail!(InvalidParameterValue, "invalid value for parameter \"{name}\": \"{value}\"")
     }
     if (name == "statement_timeout" || name == "idle_in_transaction_session_timeout") && parse_ms(&value).is_none() {
         bail!(InvalidParameterValue, "invalid value for parameter \"{name}\": \"{value}\"");

@@ -17,7 +17,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
 use sqlparser::ast::{self, Statement, TransactionAccessMode, TransactionIsolationLevel, TransactionMode};
@@ -227,7 +229,7 @@ fn apply(s: &Session, block: Block) -> Result<()> {
     let engine = s.engine.clone();
     engine.storage.snapshot_source().release(&block.holder);
     let dropped: HashSet<u32> = block.drops.iter().map(|d| d.id).collect();
-    let writes = std::mem::take(&mut block.writes.lock().unwrap_or_else(|p| p.into_inner()).parts);
+    let writes = std::mem::take(&mut block.writes.lock().parts);
     let parts: Vec<(Arc<Region>, RegionWrites)> = writes
         .into_values()
         .filter(|p| !dropped.contains(&((p.region.id >> 32) as u32)))
@@ -293,7 +295,7 @@ fn no_block(what: &str) -> crate::error::WeirError {
 
 fn savepoint(s: &mut Session, name: &str) -> Result<QueryResult> {
     let Some(b) = s.block.as_mut() else { return Err(no_block("SAVEPOINT")) };
-    let writes = b.writes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let writes = b.writes.lock().clone();
     b.savepoints.push(Savepoint { name: name.to_string(), writes, created: b.created.len(), drops: b.drops.len() });
     Ok(QueryResult::Command("SAVEPOINT".into()))
 }
@@ -322,7 +324,7 @@ fn rollback_to(s: &mut Session, name: &str) -> Result<QueryResult> {
     // The savepoint stays; later ones go.
     b.savepoints.truncate(i + 1);
     let sp = &b.savepoints[i];
-    *b.writes.lock().unwrap_or_else(|p| p.into_inner()) = sp.writes.clone();
+    *b.writes.lock() = sp.writes.clone();
     let (nc, nd) = (sp.created, sp.drops);
     let undo: Vec<Created> = b.created.drain(nc..).collect();
     b.drops.truncate(nd);
@@ -436,7 +438,7 @@ pub fn read_view(s: &Session) -> Arc<ReadView> {
     let b = s.block.as_ref();
     let overlay = b.map(|b| {
         let w = b.writes.clone();
-        Box::new(move || w.lock().unwrap_or_else(|p| p.into_inner()).parts.iter().map(|(id, p)| (*id, Arc::new(p.writes.clone()))).collect())
+        Box::new(move || w.lock().parts.iter().map(|(id, p)| (*id, Arc::new(p.writes.clone()))).collect())
             as crate::storage::OverlayFn
     });
     Arc::new(ReadView::new(src, b.and_then(|b| b.snapshot.clone()), overlay))
@@ -466,7 +468,7 @@ pub fn write_rows(s: &Session, def: &TableDef, regions: &[Arc<Region>], batch: &
     let Some(block) = s.block.as_ref() else {
         return write_routed(def, regions, batch);
     };
-    let mut guard = block.writes.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = block.writes.lock();
     let b = &mut *guard;
     let routed: Vec<(usize, RecordBatch)> = if regions.len() <= 1 {
         vec![(0, batch.clone())]
@@ -500,7 +502,7 @@ pub fn delete_rows(s: &Session, region: &Arc<Region>, rows: &RecordBatch) -> Res
         region.delete(rows)?;
         return Ok(());
     };
-    let mut guard = block.writes.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = block.writes.lock();
     let b = &mut *guard;
     let limit = buffer_limit(s);
     let ids = rows.column(rows.num_columns() - 1).as_any().downcast_ref::<UInt64Array>().expect("__rowid is UInt64").clone();

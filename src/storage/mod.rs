@@ -36,7 +36,9 @@ pub use wal::{LocalLog, LogStore, LogSync};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use arrow::datatypes::SchemaRef;
 
@@ -283,7 +285,7 @@ impl StorageEngine {
             let (shared, regions, stopped) = (shared.clone(), regions.clone(), stopped.clone());
             std::thread::Builder::new()
                 .name("weir-storage-bg".into())
-                .spawn(move || background_loop(shared, regions, stopped, interval))
+                .spawn(move || background_supervisor(shared, regions, stopped, interval))
                 .expect("spawn the storage background thread")
         });
         Ok(StorageEngine { shared, regions, background, stopped })
@@ -291,10 +293,10 @@ impl StorageEngine {
 
     /// Create (or reopen after restart) a region; replays what it has on disk.
     pub fn open_region(&self, id: RegionId, desc: RegionDescriptor) -> Result<Arc<Region>> {
-        if let Some(r) = self.regions.read().unwrap().get(&id) {
+        if let Some(r) = self.regions.read().get(&id) {
             return Ok(r.clone());
         }
-        let mut regions = self.regions.write().unwrap();
+        let mut regions = self.regions.write();
         if let Some(r) = regions.get(&id) {
             return Ok(r.clone());
         }
@@ -305,7 +307,7 @@ impl StorageEngine {
 
     /// Drop a region and delete its files and manifest.
     pub fn drop_region(&self, id: RegionId) -> Result<()> {
-        let region = self.regions.write().unwrap().remove(&id);
+        let region = self.regions.write().remove(&id);
         if let Some(r) = region {
             r.close();
         }
@@ -321,16 +323,16 @@ impl StorageEngine {
     }
 
     pub fn region(&self, id: RegionId) -> Option<Arc<Region>> {
-        self.regions.read().unwrap().get(&id).cloned()
+        self.regions.read().get(&id).cloned()
     }
 
     /// Every open region (for statistics views).
     pub fn regions(&self) -> Vec<Arc<Region>> {
-        self.regions.read().unwrap().values().cloned().collect()
+        self.regions.read().values().cloned().collect()
     }
 
     pub fn subscribe(&self, listener: Arc<dyn WriteListener>) {
-        self.shared.listeners.lock().unwrap().push(listener);
+        self.shared.listeners.lock().push(listener);
     }
 
     /// Bytes held by all memtables.
@@ -347,44 +349,93 @@ impl StorageEngine {
 impl Drop for StorageEngine {
     fn drop(&mut self) {
         self.stopped.store(true, Ordering::SeqCst);
-        *self.shared.wake.0.lock().unwrap() = true;
+        *self.shared.wake.0.lock() = true;
         self.shared.kick();
         if let Some(h) = self.background.take() {
             let _ = h.join();
         }
-        for r in self.regions.read().unwrap().values() {
+        for r in self.regions.read().values() {
             r.close();
         }
     }
 }
 
+/// [`enforce_budget`] with each region's flush contained as in [`contained`].
+fn enforce_budget_contained(shared: &Shared, regions: &RwLock<HashMap<RegionId, Arc<Region>>>) -> Result<()> {
+    enforce_budget_with(shared, regions, &|r: &Region| {
+        contained(r, "flush", || r.flush());
+        Ok(())
+    })
+}
+
 fn enforce_budget(shared: &Shared, regions: &RwLock<HashMap<RegionId, Arc<Region>>>) -> Result<()> {
+    enforce_budget_with(shared, regions, &|r: &Region| r.flush())
+}
+
+fn enforce_budget_with(shared: &Shared, regions: &RwLock<HashMap<RegionId, Arc<Region>>>, flush: &dyn Fn(&Region) -> Result<()>) -> Result<()> {
     let max = shared.tuning.global_memtable_bytes_max;
     if shared.mem_used.load(Ordering::Relaxed) <= max {
         return Ok(());
     }
-    let mut all: Vec<Arc<Region>> = regions.read().unwrap().values().cloned().collect();
+    let mut all: Vec<Arc<Region>> = regions.read().values().cloned().collect();
     all.sort_by_key(|r| std::cmp::Reverse(r.memtable_bytes()));
     for r in all {
         if shared.mem_used.load(Ordering::Relaxed) <= max / 2 {
             break;
         }
         if r.memtable_bytes() > 0 {
-            r.flush()?;
+            flush(&r)?;
         }
     }
     Ok(())
+}
+
+/// The text of a caught panic.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+}
+
+/// Run one region's background step; a panic in it is logged and counted
+/// in the region's `background_panics` (information_schema.region_statistics)
+/// instead of ending the background thread.
+fn contained(r: &Region, what: &str, f: impl FnOnce() -> Result<()>) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(region = r.id, error = %e, "background {what} failed"),
+        Err(p) => {
+            r.count_background_panic();
+            tracing::error!(region = r.id, panic = %panic_message(p.as_ref()), "background {what} panicked; the region carries on");
+        }
+    }
+}
+
+/// The background thread's body: the loop, restarted after any panic that
+/// escapes a region's step (logged; locks do not poison, so the next pass
+/// sees usable state).
+fn background_supervisor(shared: Arc<Shared>, regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>>, stopped: Arc<AtomicBool>, interval_ms: u64) {
+    loop {
+        let (s, r, st) = (shared.clone(), regions.clone(), stopped.clone());
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| background_loop(s, r, st, interval_ms))) {
+            Ok(()) => return,
+            Err(p) => {
+                tracing::error!(panic = %panic_message(p.as_ref()), "storage background thread panicked; restarting it");
+                if stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 fn background_loop(shared: Arc<Shared>, regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>>, stopped: Arc<AtomicBool>, interval_ms: u64) {
     let period = std::time::Duration::from_millis(interval_ms);
     loop {
         {
-            let g = shared.wake.0.lock().unwrap();
+            let mut g = shared.wake.0.lock();
             if *g {
                 return;
             }
-            let (g, _) = shared.wake.1.wait_timeout(g, period).unwrap();
+            shared.wake.1.wait_for(&mut g, period);
             if *g {
                 return;
             }
@@ -392,17 +443,15 @@ fn background_loop(shared: Arc<Shared>, regions: Arc<RwLock<HashMap<RegionId, Ar
         if stopped.load(Ordering::SeqCst) {
             return;
         }
-        if let Err(e) = enforce_budget(&shared, &regions) {
+        if let Err(e) = enforce_budget_contained(&shared, &regions) {
             tracing::warn!(error = %e, "background flush failed");
         }
-        let all: Vec<Arc<Region>> = regions.read().unwrap().values().cloned().collect();
+        let all: Vec<Arc<Region>> = regions.read().values().cloned().collect();
         for r in all {
             if stopped.load(Ordering::SeqCst) {
                 return;
             }
-            if let Err(e) = r.background_work() {
-                tracing::warn!(region = r.id, error = %e, "background storage work failed");
-            }
+            contained(&r, "storage work", || r.background_work());
         }
     }
 }

@@ -39,7 +39,9 @@
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions, Scalar, UInt64Array};
 use arrow::buffer::BooleanBuffer;
@@ -134,6 +136,8 @@ pub struct RegionStats {
     pub compactions: u64,
     /// WAL fsyncs of writes (one may cover many writes: group commit).
     pub wal_syncs: u64,
+    /// Panics caught in this region's background flush or compaction.
+    pub background_panics: u64,
 }
 
 #[derive(Default)]
@@ -145,6 +149,7 @@ struct Counters {
     flushes: AtomicU64,
     compactions: AtomicU64,
     wal_syncs: AtomicU64,
+    background_panics: AtomicU64,
 }
 
 struct Inner {
@@ -393,7 +398,7 @@ impl Region {
     /// Stop background work on this region (dropped or engine closing).
     pub(super) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        let inner = self.inner.lock().unwrap();
+        let inner = self.inner.lock();
         let bytes = inner.mem.bytes + inner.frozen.iter().map(|m| m.bytes).sum::<usize>();
         drop(inner);
         let _ = self.shared.mem_used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(bytes)));
@@ -408,16 +413,16 @@ impl Region {
     /// Latest acknowledged sequence: every write up to it is visible (and
     /// durable when the WAL syncs), none after it; a gap-free snapshot bound.
     pub fn last_seq(&self) -> SeqNo {
-        self.inner.lock().unwrap().last_seq
+        self.inner.lock().last_seq
     }
 
     /// Every write up to this sequence is in SSTs.
     pub fn flushed_seq(&self) -> SeqNo {
-        self.inner.lock().unwrap().manifest.flushed_seq
+        self.inner.lock().manifest.flushed_seq
     }
 
     pub(super) fn memtable_bytes(&self) -> usize {
-        self.inner.lock().unwrap().mem.bytes
+        self.inner.lock().mem.bytes
     }
 
     /// Insert rows (all user columns, table order). Returns the sequence.
@@ -465,7 +470,7 @@ impl Region {
         let cfg = &self.shared.config;
         let tun = &self.shared.tuning;
         let (seq, flush_needed) = {
-            let mut inner = self.inner.lock().unwrap();
+            let mut inner = self.inner.lock();
             if let Some(e) = &inner.wal_failed {
                 return Err(self.wal_failed_error(e));
             }
@@ -523,7 +528,7 @@ impl Region {
             // Durable but behind a held transaction record: wait for its
             // decision.
             if inner.syncing || inner.synced_seq >= seq {
-                inner = self.synced.wait(inner).unwrap();
+                self.synced.wait(&mut inner);
                 continue;
             }
             inner = self.lead_sync(inner);
@@ -544,7 +549,7 @@ impl Region {
         if handle.is_some() {
             self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
         }
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         inner.syncing = false;
         let published = synced.and_then(|()| {
             inner.synced_seq = inner.synced_seq.max(target);
@@ -568,7 +573,7 @@ impl Region {
                 return Err(self.wal_failed_error(e));
             }
             if inner.syncing {
-                inner = self.synced.wait(inner).unwrap();
+                self.synced.wait(&mut inner);
                 continue;
             }
             inner = self.lead_sync(inner);
@@ -604,7 +609,7 @@ impl Region {
         payload[17..25].copy_from_slice(&del_len.to_le_bytes());
         encode_batch(&put, &mut payload)?;
         let instant = self.desc.ttl_ms == Some(0);
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         if let Some(e) = &inner.wal_failed {
             return Err(self.wal_failed_error(e));
         }
@@ -638,7 +643,7 @@ impl Region {
     /// The commit decision for a held transaction record: publish its rows
     /// (`commit`) or publish it empty. Callers hold the engine's commit gate.
     pub(super) fn decide_txn(&self, seq: SeqNo, commit: bool) {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         if let Some(p) = inner.pending.iter_mut().find(|p| p.seq == seq) {
             p.held = false;
             if !commit {
@@ -668,7 +673,7 @@ impl Region {
         let cfg = &self.shared.config;
         let tun = &self.shared.tuning;
         let flush_needed = {
-            let inner = self.inner.lock().unwrap();
+            let inner = self.inner.lock();
             inner.mem.bytes > cfg.memtable_bytes_max || inner.log.bytes() > tun.wal_bytes_max
         };
         if flush_needed {
@@ -718,7 +723,7 @@ impl Region {
     fn notify(&self, seq: SeqNo, batch: &RecordBatch, rows: usize) {
         let time_range = self.desc.time_index.and_then(|ti| time_bounds(batch.column(ti)).ok().flatten());
         let notice = WriteNotice { table_name: self.desc.table_name.clone(), region_id: self.id, seq_range: (seq, seq), time_range, rows };
-        let listeners = self.shared.listeners.lock().unwrap().clone();
+        let listeners = self.shared.listeners.lock().clone();
         for l in listeners {
             l.on_write(&notice);
         }
@@ -733,30 +738,30 @@ impl Region {
 
     /// The oldest sequence some reader still needs versions at.
     fn horizon(&self) -> SeqNo {
-        self.holds.lock().unwrap().values().copied().min().unwrap_or(SeqNo::MAX)
+        self.holds.lock().values().copied().min().unwrap_or(SeqNo::MAX)
     }
 
     /// Keep every version visible at snapshot `seq` and later (for exact
     /// scans and [`Region::changes`] from `seq`) until released; calling it
     /// again for the same holder moves the hold.
     pub fn hold_versions(&self, holder: &str, seq: SeqNo) -> Result<()> {
-        let history = self.inner.lock().unwrap().manifest.history_seq;
+        let history = self.inner.lock().manifest.history_seq;
         if seq < history {
             return Err(crate::err!(SequenceRangeUnsupported, "versions at sequence {seq} of region {} are gone", self.id)
                 .with_detail(format!("versions replaced at or before sequence {history} may have been compacted away"))
                 .with_hint("hold from a full snapshot at the current sequence instead"));
         }
-        self.holds.lock().unwrap().insert(holder.to_string(), seq);
+        self.holds.lock().insert(holder.to_string(), seq);
         Ok(())
     }
 
     /// Drop a hold placed by [`Region::hold_versions`].
     pub fn release_versions(&self, holder: &str) {
-        self.holds.lock().unwrap().remove(holder);
+        self.holds.lock().remove(holder);
     }
 
     fn snapshot(&self, after: Option<SeqNo>, upto: Option<SeqNo>, time: Option<(i64, i64)>, with_mem: bool) -> Snapshot {
-        let inner = self.inner.lock().unwrap();
+        let inner = self.inner.lock();
         let mut mem = Vec::new();
         if with_mem {
             for m in inner.frozen.iter().map(|m| m.as_ref()).chain(std::iter::once(&inner.mem)) {
@@ -1014,7 +1019,7 @@ impl Region {
         let mut b = req.seq;
         if let (Some(s), None, SeqMode::Exact) = (req.snapshot, b.upto, b.mode) {
             let (last, history) = {
-                let inner = self.inner.lock().unwrap();
+                let inner = self.inner.lock();
                 (inner.last_seq, inner.manifest.history_seq)
             };
             // Only a region that moved since the snapshot needs the bound.
@@ -1270,7 +1275,7 @@ impl Region {
     /// Commit a manifest edit with compare-and-set; `edit` sees the current one.
     fn commit(&self, edit: impl FnOnce(&mut Manifest)) -> Result<(Arc<Manifest>, Vec<u8>)> {
         let (mut m, old) = {
-            let inner = self.inner.lock().unwrap();
+            let inner = self.inner.lock();
             ((*inner.manifest).clone(), inner.manifest_bytes.clone())
         };
         edit(&mut m);
@@ -1285,12 +1290,12 @@ impl Region {
 
     /// Write the memtable to an SST, commit it in the manifest, truncate the WAL.
     pub fn flush(&self) -> Result<()> {
-        let _f = self.flush_lock.lock().unwrap();
+        let _f = self.flush_lock.lock();
         if self.closed.load(Ordering::SeqCst) {
             return Ok(());
         }
         let (frozen, upto) = {
-            let mut inner = self.inner.lock().unwrap();
+            let mut inner = self.inner.lock();
             if !inner.mem.is_empty() {
                 let mem = std::mem::take(&mut inner.mem);
                 inner.frozen.push(Arc::new(mem));
@@ -1308,8 +1313,8 @@ impl Region {
         // Peak memory: the frozen memtable plus the sorted copy (and the
         // pruned one when versions go).
         let (new_file, history) = self.write_sorted(batches, false, None)?;
-        let _m = self.manifest_lock.lock().unwrap();
-        let next_rowid = self.inner.lock().unwrap().next_rowid;
+        let _m = self.manifest_lock.lock();
+        let next_rowid = self.inner.lock().next_rowid;
         let (m, bytes) = self.commit(|m| {
             m.flushed_seq = upto;
             m.next_rowid = m.next_rowid.max(next_rowid);
@@ -1318,7 +1323,7 @@ impl Region {
                 m.files.push(f.meta.clone());
             }
         })?;
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         inner.manifest = m;
         inner.manifest_bytes = bytes;
         if let Some(f) = new_file {
@@ -1345,9 +1350,12 @@ impl Region {
 
     /// Periodic work: flush over the thresholds, merge small files.
     pub(super) fn background_work(&self) -> Result<()> {
+        if crate::failpoint::fire_once(&format!("storage_background_panic_region_{}", self.id)) {
+            panic!("failpoint storage_background_panic");
+        }
         let (cfg, tun) = (&self.shared.config, &self.shared.tuning);
         let (mem, wal) = {
-            let inner = self.inner.lock().unwrap();
+            let inner = self.inner.lock();
             (inner.mem.bytes, inner.log.bytes())
         };
         if mem > cfg.memtable_bytes_max || wal > tun.wal_bytes_max {
@@ -1358,12 +1366,12 @@ impl Region {
     }
 
     fn compact_with(&self, force: bool) -> Result<usize> {
-        let _c = self.compact_lock.lock().unwrap();
+        let _c = self.compact_lock.lock();
         if self.closed.load(Ordering::SeqCst) {
             return Ok(0);
         }
         let cfg = &self.shared.tuning;
-        let files = self.inner.lock().unwrap().files.clone();
+        let files = self.inner.lock().files.clone();
         let cutoff = self.ttl_cutoff();
         let window_us = cfg.compaction_window_ms.max(1).saturating_mul(1000);
         let mut windows: BTreeMap<i64, Vec<Arc<SstFile>>> = BTreeMap::new();
@@ -1399,7 +1407,7 @@ impl Region {
         }
         // Tombstones may go only when no other file can hold what they delete.
         let span = inputs.iter().filter_map(|f| f.meta.time_range).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
-        let others = self.inner.lock().unwrap().files.clone();
+        let others = self.inner.lock().files.clone();
         let overlapping = others.iter().any(|o| {
             !inputs.iter().any(|i| Arc::ptr_eq(i, o))
                 && match (span, o.meta.time_range) {
@@ -1408,7 +1416,7 @@ impl Region {
                 }
         });
         let (new_file, history) = self.write_sorted(std::mem::take(&mut batches), !overlapping, cutoff)?;
-        let _m = self.manifest_lock.lock().unwrap();
+        let _m = self.manifest_lock.lock();
         let gone: HashSet<&str> = inputs.iter().map(|f| f.meta.path.as_str()).collect();
         let (m, bytes) = self.commit(|m| {
             m.files.retain(|f| !gone.contains(f.path.as_str()));
@@ -1417,7 +1425,7 @@ impl Region {
             }
             m.history_seq = m.history_seq.max(history);
         })?;
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         inner.manifest = m;
         inner.manifest_bytes = bytes;
         let mut files: Vec<Arc<SstFile>> = inner.files.iter().filter(|f| !gone.contains(f.meta.path.as_str())).cloned().collect();
@@ -1432,8 +1440,13 @@ impl Region {
     }
 
     /// Sizes, sequences and read counters.
+    /// Count a panic caught in this region's background work.
+    pub(super) fn count_background_panic(&self) {
+        self.counters.background_panics.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn stats(&self) -> RegionStats {
-        let inner = self.inner.lock().unwrap();
+        let inner = self.inner.lock();
         let c = &self.counters;
         RegionStats {
             memtable_rows: inner.mem.rows + inner.frozen.iter().map(|m| m.rows).sum::<usize>(),
@@ -1454,6 +1467,7 @@ impl Region {
             flushes: c.flushes.load(Ordering::Relaxed),
             compactions: c.compactions.load(Ordering::Relaxed),
             wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
+            background_panics: c.background_panics.load(Ordering::Relaxed),
         }
     }
 }

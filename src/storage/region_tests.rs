@@ -2,7 +2,9 @@
 //! compaction and corruption, against real files in a temp dir.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, TimeUnit, TimestampMicrosecondType, UInt64Type};
@@ -250,7 +252,7 @@ fn ttl_hides_and_instant_stores_nothing() {
     struct Rec(Mutex<Vec<WriteNotice>>);
     impl WriteListener for Rec {
         fn on_write(&self, n: &WriteNotice) {
-            self.0.lock().unwrap().push(n.clone());
+            self.0.lock().push(n.clone());
         }
     }
     let rec = Arc::new(Rec(Mutex::new(Vec::new())));
@@ -261,7 +263,7 @@ fn ttl_hides_and_instant_stores_nothing() {
     assert_eq!(r0.write(&batch(&d0, &[("x", 20, Some(1))])).unwrap(), 2);
     assert!(scan_all(&r0).is_empty());
     assert_eq!(r0.stats().memtable_rows, 0);
-    let notices = rec.0.lock().unwrap().clone();
+    let notices = rec.0.lock().clone();
     assert_eq!(notices.len(), 2);
     assert_eq!((notices[0].seq_range, notices[0].time_range, notices[0].rows), ((1, 1), Some((10, 30)), 2));
     assert_eq!(notices[0].table_name, "cpu");
@@ -754,4 +756,31 @@ fn bench_concurrent_fsync_writes() {
         println!("{threads} threads x {per} fsynced single-row writes: {:.0} ms, {:.0} writes/s", secs * 1e3, acked.len() as f64 / secs);
         println!("  wal fsyncs: {}", r.stats().wal_syncs);
     }
+}
+
+/// A panic in the background thread's work on a region is caught, counted in
+/// the region's statistics, and the thread keeps flushing afterwards.
+#[test]
+fn background_panic_is_counted_and_the_thread_carries_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = desc(false, None);
+    let tuning = StorageTuning { background_interval_ms: 5, global_memtable_bytes_max: 1, ..Default::default() };
+    let e = StorageEngine::open_tuned(dir.path(), StorageConfig { wal_fsync: false, ..Default::default() }, tuning).unwrap();
+    let r = e.open_region(0xFA11, d.clone()).unwrap();
+    crate::failpoint::arm("storage_background_panic_region_64017");
+    let wait = |what: &str, ok: &dyn Fn(&RegionStats) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !ok(&r.stats()) {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}: {:?}", r.stats().background_panics);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    wait("the panic", &|s| s.background_panics == 1);
+    // The thread is still there: writes over the global budget get flushed.
+    r.write(&batch(&d, &[("a", 1, Some(1))])).unwrap();
+    wait("a background flush", &|s| s.flushes >= 1 && s.memtable_rows == 0);
+    r.write(&batch(&d, &[("b", 2, Some(2))])).unwrap();
+    wait("another background flush", &|s| s.flushes >= 2 && s.memtable_rows == 0);
+    assert_eq!(r.stats().background_panics, 1);
+    assert_eq!(scan_all(&r).len(), 2);
 }

@@ -24,7 +24,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{Mutex, RwLock};
 
 use arrow::array::RecordBatch;
 
@@ -107,7 +109,7 @@ impl CommitLog {
     }
 
     fn next_id(&self) -> Result<u64> {
-        let mut g = self.log.lock().unwrap();
+        let mut g = self.log.lock();
         if g.next_txn >= g.reserved_hi {
             g.reserve()?;
         }
@@ -118,7 +120,7 @@ impl CommitLog {
 
     /// The commit point: `commit <txn>` is durable on return.
     fn log_commit(&self, txn: u64) -> Result<()> {
-        let mut g = self.log.lock().unwrap();
+        let mut g = self.log.lock();
         g.append(REC_COMMIT, txn)
     }
 }
@@ -185,14 +187,14 @@ impl SnapshotSource {
     /// The last published sequence of every region, taken under the commit
     /// gate: a multi-region commit is in it whole or not at all.
     pub fn take(&self) -> Arc<HashMap<RegionId, SeqNo>> {
-        let regions: Vec<Arc<Region>> = self.regions.read().unwrap().values().cloned().collect();
-        let _g = self.shared.gate.read().unwrap();
+        let regions: Vec<Arc<Region>> = self.regions.read().values().cloned().collect();
+        let _g = self.shared.gate.read();
         Arc::new(regions.iter().map(|r| (r.id, r.last_seq())).collect())
     }
 
     /// Keep the versions at `snap` of every region in it until released.
     pub fn hold(&self, holder: &str, snap: &HashMap<RegionId, SeqNo>) -> Result<()> {
-        let regions: Vec<Arc<Region>> = self.regions.read().unwrap().values().cloned().collect();
+        let regions: Vec<Arc<Region>> = self.regions.read().values().cloned().collect();
         for r in regions {
             if let Some(&s) = snap.get(&r.id) {
                 r.hold_versions(holder, s)?;
@@ -202,7 +204,7 @@ impl SnapshotSource {
     }
 
     pub fn release(&self, holder: &str) {
-        let regions: Vec<Arc<Region>> = self.regions.read().unwrap().values().cloned().collect();
+        let regions: Vec<Arc<Region>> = self.regions.read().values().cloned().collect();
         for r in regions {
             r.release_versions(holder);
         }
@@ -304,7 +306,7 @@ impl StorageEngine {
                     pause_at("logged");
                 }
                 {
-                    let _g = self.shared.gate.write().unwrap();
+                    let _g = self.shared.gate.write();
                     for ((r, _), &seq) in parts.iter().zip(&held) {
                         r.decide_txn(seq, failed.is_none());
                     }
@@ -318,7 +320,7 @@ impl StorageEngine {
                 }
             }
         }
-        let listeners = self.shared.listeners.lock().unwrap().clone();
+        let listeners = self.shared.listeners.lock().clone();
         for l in listeners {
             l.on_commit(&notices);
         }

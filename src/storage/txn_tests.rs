@@ -2,7 +2,9 @@
 //! decides nothing until the commit record, replay skips transactions
 //! without one, ids are not reused, listeners hear one change.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use arrow::array::{AsArray, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt64Array};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, TimeUnit};
@@ -69,10 +71,10 @@ struct Listener {
 
 impl WriteListener for Listener {
     fn on_write(&self, _: &WriteNotice) {
-        self.commits.lock().unwrap().push(1);
+        self.commits.lock().push(1);
     }
     fn on_commit(&self, notices: &[WriteNotice]) {
-        self.commits.lock().unwrap().push(notices.len());
+        self.commits.lock().push(notices.len());
     }
 }
 
@@ -88,7 +90,7 @@ fn multi_region_commit_is_one_unit_and_survives_reopen() {
         assert_eq!(values(&a), vec![("x".into(), 1), ("y".into(), 2)]);
         assert_eq!(values(&b), vec![("z".into(), 3)]);
         // One change for the listener, with both regions' notices.
-        assert_eq!(*l.commits.lock().unwrap(), vec![2]);
+        assert_eq!(*l.commits.lock(), vec![2]);
         // Tombstones at seq - 1, rows at seq: a replaced identity keeps the new row.
         let old = a.scan(&ScanRequest { with_rowid: true, ..Default::default() }).unwrap();
         let x = arrow::compute::filter_record_batch(
@@ -154,7 +156,7 @@ fn writers_behind_a_held_record_wait_for_its_decision() {
     assert!(!writer.is_finished(), "a later write was published before the held transaction was decided");
     assert!(values(&a).is_empty());
     {
-        let _g = e.shared.gate.write().unwrap();
+        let _g = e.shared.gate.write();
         a.decide_txn(seq, false);
     }
     let wseq = writer.join().unwrap();

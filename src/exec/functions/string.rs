@@ -122,13 +122,18 @@ pub fn repeat(a: &Args<'_>) -> Result<ArrayRef> {
     let s = a.str(0)?;
     let k = a.i64(1)?;
     let mut b = StringBuilder::with_capacity(a.n, 0);
+    let mut held = 0usize;
     for i in 0..a.n {
         match (s.get(i), k.get(i)) {
             (Some(v), Some(c)) => {
                 let c = c.max(0) as usize;
-                if v.len().checked_mul(c).is_none_or(|bytes| bytes > TEXT_BYTES_MAX) {
+                let Some(bytes) = v.len().checked_mul(c).filter(|bytes| *bytes <= TEXT_BYTES_MAX) else {
                     return Err(too_large());
-                }
+                };
+                // The batch's results so far plus this one, against what the
+                // query's memory budget has left.
+                held += bytes;
+                a.ctx.check_alloc(held, "repeat()")?;
                 b.append_value(v.repeat(c));
             }
             _ => b.append_null(),
@@ -259,6 +264,7 @@ fn pad(a: &Args<'_>, leftside: bool) -> Result<ArrayRef> {
     let k = a.i64(1)?;
     let fill = if a.len() > 2 { Some(a.str(2)?) } else { None };
     let mut b = StringBuilder::with_capacity(a.n, 0);
+    let mut held = 0usize;
     for i in 0..a.n {
         let f = match &fill {
             Some(f) => f.get(i),
@@ -267,10 +273,13 @@ fn pad(a: &Args<'_>, leftside: bool) -> Result<ArrayRef> {
         match (s.get(i), k.get(i), f) {
             (Some(v), Some(len), Some(f)) => {
                 let len = len.max(0) as usize;
-                // Characters are at most 4 bytes.
-                if len.saturating_mul(4) > TEXT_BYTES_MAX && len.saturating_mul(f.len().max(1)) > TEXT_BYTES_MAX {
+                // Characters are at most 4 bytes: PostgreSQL refuses what
+                // could need more than 1 GB that way (lpad('x', 300000000)).
+                if len.saturating_mul(4) > TEXT_BYTES_MAX - 4 {
                     return Err(too_large());
                 }
+                held += len.saturating_mul(f.len().max(1)).max(v.len());
+                a.ctx.check_alloc(held, name_of_pad(leftside))?;
                 let have = v.chars().count();
                 if have >= len || f.is_empty() {
                     b.append_value(&v[..char_offset(v, len.min(have))]);
@@ -287,6 +296,14 @@ fn pad(a: &Args<'_>, leftside: bool) -> Result<ArrayRef> {
         }
     }
     Ok(arc(b.finish()))
+}
+
+fn name_of_pad(leftside: bool) -> &'static str {
+    if leftside {
+        "lpad()"
+    } else {
+        "rpad()"
+    }
 }
 
 pub fn lpad(a: &Args<'_>) -> Result<ArrayRef> {
@@ -366,6 +383,7 @@ fn text_at(a: &Args<'_>, j: usize, i: usize) -> Option<String> {
 pub fn concat(a: &Args<'_>) -> Result<ArrayRef> {
     let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
     let mut buf = String::new();
+    let mut held = 0usize;
     for i in 0..a.n {
         buf.clear();
         for j in 0..a.len() {
@@ -379,7 +397,9 @@ pub fn concat(a: &Args<'_>) -> Result<ArrayRef> {
             if buf.len() > TEXT_BYTES_MAX {
                 return Err(too_large());
             }
+            a.ctx.check_alloc(held + buf.len(), "concat()")?;
         }
+        held += buf.len();
         b.append_value(&buf);
     }
     Ok(arc(b.finish()))
@@ -390,6 +410,7 @@ pub fn concat_ws(a: &Args<'_>) -> Result<ArrayRef> {
     let sep = a.str(0)?;
     let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
     let mut buf = String::new();
+    let mut held = 0usize;
     for i in 0..a.n {
         let Some(sp) = sep.get(i) else {
             b.append_null();
@@ -408,7 +429,9 @@ pub fn concat_ws(a: &Args<'_>) -> Result<ArrayRef> {
             if buf.len() > TEXT_BYTES_MAX {
                 return Err(too_large());
             }
+            a.ctx.check_alloc(held + buf.len(), "concat_ws()")?;
         }
+        held += buf.len();
         b.append_value(&buf);
     }
     Ok(arc(b.finish()))

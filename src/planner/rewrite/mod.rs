@@ -101,6 +101,7 @@ pub(crate) mod test_util {
             cancel: Default::default(),
             pid: 0,
             activity: Default::default(),
+            memory: std::sync::Arc::new(crate::exec::memory::MemoryBudget::new(usize::MAX)),
             view: None,
         }
     }

@@ -1,0 +1,104 @@
+//! No input takes the server down or poisons it (issue 6, part 5):
+//! the per-query memory budget answers 53200 for every kind of large
+//! allocation and 54000 for one value past 1 GB; a panic while encoding
+//! results is an error response and the connection carries on.
+
+mod common;
+
+use common::TestServer;
+
+fn state(e: &tokio_postgres::Error) -> String {
+    common::format_error(e).1.unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_budget_answers_53200_and_54000() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::spawn(dir.path()).unwrap();
+    let c = server.connect(None).await.unwrap();
+
+    // The query that used to abort the whole process.
+    let e = c.simple_query("SELECT length(repeat('x', 10000000000000))").await.unwrap_err();
+    assert_eq!(state(&e), "54000", "{e}");
+    assert!(common::format_error(&e).0.contains("requested length too large"), "{e}");
+
+    c.batch_execute("CREATE TABLE m (host TEXT, ts TIMESTAMP TIME INDEX, v BIGINT, PRIMARY KEY (host))").await.unwrap();
+    c.batch_execute("INSERT INTO m SELECT 'h' || (g % 10), TIMESTAMP '2024-01-01' + (g || ' seconds')::interval, g FROM generate_series(1, 20000) g")
+        .await
+        .unwrap();
+    let default: String = match &c.simple_query("SHOW weir.query_memory_bytes_max").await {
+        Ok(_) => panic!("the session setting is unset until SET"),
+        Err(e) => state(e),
+    };
+    assert_eq!(default, "42704");
+    let e = c.simple_query("SET weir.query_memory_bytes_max = 0").await.unwrap_err();
+    assert_eq!(state(&e), "22023", "{e}");
+
+    // 1 MB: every operator that holds rows runs out, each with 53200.
+    c.batch_execute("SET weir.query_memory_bytes_max = 1000000").await.unwrap();
+    let over = [
+        ("sort", "SELECT g FROM generate_series(1, 300000) g ORDER BY g DESC LIMIT 1"),
+        ("hash aggregate", "SELECT g % 100000, count(*) FROM generate_series(1, 300000) g GROUP BY 1"),
+        ("distinct", "SELECT count(*) FROM (SELECT DISTINCT g FROM generate_series(1, 300000) g) s"),
+        ("hash join build", "SELECT count(*) FROM generate_series(1, 10) a JOIN (SELECT g FROM generate_series(1, 300000) g) b ON a = b.g"),
+        ("window", "SELECT max(r) FROM (SELECT row_number() OVER (ORDER BY g) r FROM generate_series(1, 300000) g) s"),
+        ("set operation", "SELECT count(*) FROM (SELECT g FROM generate_series(1, 300000) g UNION SELECT 1) s"),
+        ("string_agg", "SELECT length(string_agg(repeat('x', 1000), ',')) FROM generate_series(1, 5000)"),
+        ("repeat", "SELECT length(repeat('x', 5000000))"),
+        ("collected result", "SELECT g FROM generate_series(1, 300000) g"),
+        ("scalar subquery", "SELECT (SELECT max(x) FROM (SELECT g AS x FROM generate_series(1, 300000) g ORDER BY 1) s)"),
+    ];
+    for (what, sql) in over {
+        let e = c.simple_query(sql).await.expect_err(what);
+        assert_eq!(state(&e), "53200", "{what}: {e}");
+        let db = e.as_db_error().unwrap();
+        assert_eq!(db.message(), "out of memory", "{what}");
+        assert!(db.detail().unwrap_or("").contains("query_memory_bytes_max"), "{what}: {:?}", db.detail());
+        // The connection carries on.
+        assert_eq!(c.query_one("SELECT 1 + 1", &[]).await.unwrap().get::<_, i32>(0), 2, "{what}");
+    }
+    // A cross join's row pairs are checked before they are made.
+    let e = c.simple_query("SELECT count(*) FROM m a, m b").await.unwrap_err();
+    assert_eq!(state(&e), "53200", "{e}");
+    // Streaming does not hold rows: the same input passes under the budget.
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM generate_series(1, 300000) g WHERE g % 2 = 0", &[])
+        .await
+        .unwrap_or_else(|e| panic!("{:?}", common::format_error(&e)))
+        .get(0);
+    assert_eq!(n, 150000);
+    // Back to the server's budget (1 GiB): everything above runs.
+    c.batch_execute("RESET weir.query_memory_bytes_max").await.unwrap();
+    for (what, sql) in over {
+        c.simple_query(sql).await.unwrap_or_else(|e| panic!("{what} under the server's budget: {e}"));
+    }
+    // A session cannot raise its budget past the server's.
+    c.batch_execute("SET weir.query_memory_bytes_max = 100000000000000").await.unwrap();
+    let e = c.simple_query("SELECT length(repeat(g::text, 400000000)) FROM generate_series(1, 3) g").await.unwrap_err();
+    assert_eq!(state(&e), "53200", "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_while_encoding_is_an_error_not_a_dropped_connection() {
+    // Arm the test-only failpoint in the server process.
+    std::env::set_var("WEIR_FAILPOINTS", "encode_panic");
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = TestServer::spawn(dir.path()).unwrap();
+    std::env::remove_var("WEIR_FAILPOINTS");
+    let c = server.connect(None).await.unwrap();
+    for round in 0..3 {
+        // Simple protocol.
+        let e = c.simple_query("SELECT 1 AS encode_panic").await.unwrap_err();
+        assert_eq!(state(&e), "XX000", "{e}");
+        assert!(!e.is_closed());
+        // Extended protocol.
+        let e = c.query("SELECT $1::int AS encode_panic", &[&round]).await.unwrap_err();
+        assert_eq!(state(&e), "XX000", "{e}");
+        // The session and its lock are fine afterwards.
+        assert_eq!(c.query_one("SELECT $1::int + 1", &[&round]).await.unwrap().get::<_, i32>(0), round + 1);
+    }
+    // Other connections too.
+    let c2 = server.connect(None).await.unwrap();
+    assert_eq!(c2.query_one("SELECT 7", &[]).await.unwrap().get::<_, i32>(0), 7);
+    assert!(server.exited().is_none());
+}
