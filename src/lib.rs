@@ -13,6 +13,7 @@ pub mod flow;
 pub mod parser;
 pub mod planner;
 pub mod server;
+pub mod sled_open;
 pub mod sql;
 pub mod storage;
 pub mod types;

@@ -19,8 +19,7 @@ fn start(hba: &str) -> (TestServer, tempfile::TempDir) {
     let hba_path = dir.path().join("pg_hba.conf");
     std::fs::write(&hba_path, hba).unwrap();
     let data = dir.path().join("data");
-    let s = TestServer::spawn_with(&data, &[("WEIR_SUPERUSER_PASSWORD", SUPER_PW)], &["--hba-file", hba_path.to_str().unwrap()])
-        .unwrap();
+    let s = TestServer::spawn_with(&data, &[("WEIR_SUPERUSER_PASSWORD", SUPER_PW)], &["--hba-file", hba_path.to_str().unwrap()]).unwrap();
     (s, dir)
 }
 

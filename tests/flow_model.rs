@@ -62,7 +62,9 @@ const FLOWS: &[(&str, &str, &str, &str)] = &[
 ];
 
 async fn setup(c: &Client) {
-    c.batch_execute("CREATE TABLE src (host STRING, ts TIMESTAMP TIME INDEX, v BIGINT, PRIMARY KEY (host)) WITH (regions = 2)").await.unwrap();
+    c.batch_execute("CREATE TABLE src (host STRING, ts TIMESTAMP TIME INDEX, v BIGINT, PRIMARY KEY (host)) WITH (regions = 2)")
+        .await
+        .unwrap();
     for (name, sink, _, q) in FLOWS {
         let eval = if *name == "m_total" { "EVAL INTERVAL '1 hour' " } else { "" };
         c.batch_execute(&format!("CREATE FLOW {name} SINK TO {sink} {eval}AS {q}")).await.unwrap();
@@ -121,9 +123,13 @@ async fn sinks_equal_their_queries() {
                 5 => {
                     let h = hosts[rng.below(4) as usize];
                     let lo = rng.below(300);
-                    c.batch_execute(&format!("DELETE FROM src WHERE host = '{h}' AND ts >= {} AND ts < {}", ts(lo), ts(lo + rng.below(60))))
-                        .await
-                        .unwrap();
+                    c.batch_execute(&format!(
+                        "DELETE FROM src WHERE host = '{h}' AND ts >= {} AND ts < {}",
+                        ts(lo),
+                        ts(lo + rng.below(60))
+                    ))
+                    .await
+                    .unwrap();
                 }
                 6 => {
                     c.batch_execute(&format!("UPDATE src SET v = v + 1 WHERE ts < {}", ts(rng.below(300)))).await.unwrap();

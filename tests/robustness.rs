@@ -23,9 +23,11 @@ async fn memory_budget_answers_53200_and_54000() {
     assert!(common::format_error(&e).0.contains("requested length too large"), "{e}");
 
     c.batch_execute("CREATE TABLE m (host TEXT, ts TIMESTAMP TIME INDEX, v BIGINT, PRIMARY KEY (host))").await.unwrap();
-    c.batch_execute("INSERT INTO m SELECT 'h' || (g % 10), TIMESTAMP '2024-01-01' + (g || ' seconds')::interval, g FROM generate_series(1, 20000) g")
-        .await
-        .unwrap();
+    c.batch_execute(
+        "INSERT INTO m SELECT 'h' || (g % 10), TIMESTAMP '2024-01-01' + (g || ' seconds')::interval, g FROM generate_series(1, 20000) g",
+    )
+    .await
+    .unwrap();
     let default: String = match &c.simple_query("SHOW weir.query_memory_bytes_max").await {
         Ok(_) => panic!("the session setting is unset until SET"),
         Err(e) => state(e),

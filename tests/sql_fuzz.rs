@@ -156,11 +156,35 @@ const FUNCS: &[&str] = &[
     "nosuchfunc",
 ];
 
-const AGGS: &[&str] =
-    &["count", "sum", "avg", "min", "max", "string_agg", "bool_and", "bool_or", "stddev", "variance", "stddev_pop", "var_samp", "array_agg"];
+const AGGS: &[&str] = &[
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "string_agg",
+    "bool_and",
+    "bool_or",
+    "stddev",
+    "variance",
+    "stddev_pop",
+    "var_samp",
+    "array_agg",
+];
 
-const WINDOW_FUNCS: &[&str] =
-    &["row_number()", "rank()", "dense_rank()", "percent_rank()", "ntile(3)", "lag(x)", "lead(x, 2)", "first_value(x)", "sum(x)", "count(*)", "avg(x)"];
+const WINDOW_FUNCS: &[&str] = &[
+    "row_number()",
+    "rank()",
+    "dense_rank()",
+    "percent_rank()",
+    "ntile(3)",
+    "lag(x)",
+    "lead(x, 2)",
+    "first_value(x)",
+    "sum(x)",
+    "count(*)",
+    "avg(x)",
+];
 
 /// The usual argument count of each function in `FUNCS`.
 fn arity(f: &str) -> usize {
@@ -201,7 +225,9 @@ impl Gen {
                     "'infinity'::timestamp",
                 ])
                 .into(),
-            9 => r.pick(&["INTERVAL '1 day'", "INTERVAL '1 month'", "'-3 hours'::interval", "INTERVAL '1000000 years'", "'P1D'::interval"]).into(),
+            9 => r
+                .pick(&["INTERVAL '1 day'", "INTERVAL '1 month'", "'-3 hours'::interval", "INTERVAL '1000000 years'", "'P1D'::interval"])
+                .into(),
             10 => r.pick(&["DATE '2024-01-01'", "'0001-01-01'::date", "'2024-13-45'::date", "CURRENT_DATE"]).into(),
             11 => r.pick(&["NULL::int", "NULL::text", "NULL::timestamp", "NULL::float8", "NULL::boolean", "CAST(NULL AS bigint)"]).into(),
             12 => format!("{}", r.next() as i64 >> r.below(63)),
@@ -258,12 +284,22 @@ impl Gen {
             return "NULL".into();
         }
         match want {
-            'i' => r.pick(&["0", "1", "-1", "2", "3", "7", "10", "100", "-42", "2147483647", "-2147483648", "9223372036854775807", "32767"]).into(),
-            'f' => r.pick(&["0.0", "1.5", "-2.5", "3.25", "1e300", "-1e-300", "'NaN'::float8", "'Infinity'::float8", "0.1", "100.0"]).into(),
+            'i' => r
+                .pick(&["0", "1", "-1", "2", "3", "7", "10", "100", "-42", "2147483647", "-2147483648", "9223372036854775807", "32767"])
+                .into(),
+            'f' => {
+                r.pick(&["0.0", "1.5", "-2.5", "3.25", "1e300", "-1e-300", "'NaN'::float8", "'Infinity'::float8", "0.1", "100.0"]).into()
+            }
             's' => r.pick(&["'a'", "'abc'", "''", "'h1'", "'note 2'", "'x%'", "'%o%'", "'ünï'", "'12'", "'r1'"]).into(),
             'b' => r.pick(&["TRUE", "FALSE", "TRUE", "FALSE"]).into(),
             _ => r
-                .pick(&["TIMESTAMP '2024-01-01 00:30:00'", "TIMESTAMP '2024-01-01'", "TIMESTAMP '1999-12-31 23:59:59'", "now()", "TIMESTAMP '2024-02-29 12:00:00'"])
+                .pick(&[
+                    "TIMESTAMP '2024-01-01 00:30:00'",
+                    "TIMESTAMP '2024-01-01'",
+                    "TIMESTAMP '1999-12-31 23:59:59'",
+                    "now()",
+                    "TIMESTAMP '2024-02-29 12:00:00'",
+                ])
                 .into(),
         }
     }
@@ -300,26 +336,59 @@ impl Gen {
                 }
                 2 => format!("abs({})", self.typed(cols, 'i')),
                 3 => format!("length({})", self.typed(cols, 's')),
-                4 => format!("({})::{}", { let w = if self.rng.pct(50) { 'f' } else { 's' }; self.typed(cols, w) }, self.rng.pick(&["int4", "int8", "int2"])),
+                4 => format!(
+                    "({})::{}",
+                    {
+                        let w = if self.rng.pct(50) { 'f' } else { 's' };
+                        self.typed(cols, w)
+                    },
+                    self.rng.pick(&["int4", "int8", "int2"])
+                ),
                 _ => format!("(- {})", self.typed(cols, 'i')),
             },
             'f' => match k {
                 0 | 1 => {
                     let op = self.rng.pick(&["+", "-", "*", "/"]);
-                    format!("({} {op} {})", self.typed(cols, 'f'), { let w = if self.rng.pct(50) { 'f' } else { 'i' }; self.typed(cols, w) })
+                    format!("({} {op} {})", self.typed(cols, 'f'), {
+                        let w = if self.rng.pct(50) { 'f' } else { 'i' };
+                        self.typed(cols, w)
+                    })
                 }
-                2 => format!("{}({})", self.rng.pick(&["sqrt", "ln", "exp", "abs", "round", "floor", "ceil", "sin", "cbrt"]), self.typed(cols, 'f')),
+                2 => format!(
+                    "{}({})",
+                    self.rng.pick(&["sqrt", "ln", "exp", "abs", "round", "floor", "ceil", "sin", "cbrt"]),
+                    self.typed(cols, 'f')
+                ),
                 3 => format!("power({}, {})", self.typed(cols, 'f'), self.typed(cols, 'i')),
-                4 => format!("({})::float8", { let w = if self.rng.pct(50) { 'i' } else { 's' }; self.typed(cols, w) }),
+                4 => format!("({})::float8", {
+                    let w = if self.rng.pct(50) { 'i' } else { 's' };
+                    self.typed(cols, w)
+                }),
                 _ => format!("extract({} FROM {})", self.rng.pick(&["epoch", "hour", "year", "dow", "minute"]), self.typed(cols, 't')),
             },
             's' => match k {
-                0 => format!("({} || {})", self.typed(cols, 's'), { let w = if self.rng.pct(60) { 's' } else { 'i' }; self.typed(cols, w) }),
-                1 => format!("{}({})", self.rng.pick(&["upper", "lower", "initcap", "reverse", "md5", "btrim", "quote_ident"]), self.typed(cols, 's')),
+                0 => format!("({} || {})", self.typed(cols, 's'), {
+                    let w = if self.rng.pct(60) { 's' } else { 'i' };
+                    self.typed(cols, w)
+                }),
+                1 => format!(
+                    "{}({})",
+                    self.rng.pick(&["upper", "lower", "initcap", "reverse", "md5", "btrim", "quote_ident"]),
+                    self.typed(cols, 's')
+                ),
                 2 => format!("substr({}, {}, {})", self.typed(cols, 's'), self.typed(cols, 'i'), self.typed(cols, 'i')),
                 3 => format!("replace({}, {}, {})", self.typed(cols, 's'), self.typed(cols, 's'), self.typed(cols, 's')),
-                4 => format!("{}({}, {}, {})", self.rng.pick(&["lpad", "rpad"]), self.typed(cols, 's'), self.rng.pick(&["0", "3", "10", "-2"]), self.typed(cols, 's')),
-                _ => format!("({})::text", { let w = ['i', 'f', 'b', 't'][self.rng.below(4)]; self.typed(cols, w) }),
+                4 => format!(
+                    "{}({}, {}, {})",
+                    self.rng.pick(&["lpad", "rpad"]),
+                    self.typed(cols, 's'),
+                    self.rng.pick(&["0", "3", "10", "-2"]),
+                    self.typed(cols, 's')
+                ),
+                _ => format!("({})::text", {
+                    let w = ['i', 'f', 'b', 't'][self.rng.below(4)];
+                    self.typed(cols, w)
+                }),
             },
             'b' => match k {
                 0 | 1 => {
@@ -329,13 +398,33 @@ impl Gen {
                 }
                 2 => format!("({} {} {})", self.typed(cols, 'b'), self.rng.pick(&["AND", "OR"]), self.typed(cols, 'b')),
                 3 => format!("({} {}LIKE {})", self.typed(cols, 's'), if self.rng.pct(30) { "NOT " } else { "" }, self.typed(cols, 's')),
-                4 => format!("({} IS {}NULL)", { let w = ['i', 'f', 's', 't'][self.rng.below(4)]; self.typed(cols, w) }, if self.rng.pct(50) { "NOT " } else { "" }),
+                4 => format!(
+                    "({} IS {}NULL)",
+                    {
+                        let w = ['i', 'f', 's', 't'][self.rng.below(4)];
+                        self.typed(cols, w)
+                    },
+                    if self.rng.pct(50) { "NOT " } else { "" }
+                ),
                 _ => format!("({} IN ({}, {}))", self.typed(cols, 'i'), self.typed(cols, 'i'), self.typed(cols, 'i')),
             },
             _ => match k {
-                0 | 1 => format!("({} {} {})", self.typed(cols, 't'), self.rng.pick(&["+", "-"]), self.rng.pick(&["INTERVAL '1 hour'", "INTERVAL '1 month'", "INTERVAL '2 days'", "INTERVAL '-90 minutes'"])),
-                2 | 3 => format!("date_trunc('{}', {})", self.rng.pick(&["minute", "hour", "day", "week", "month", "year"]), self.typed(cols, 't')),
-                4 => format!("date_bin(INTERVAL '{}', {}, TIMESTAMP '2024-01-01')", self.rng.pick(&["5 minutes", "1 hour", "1 day", "0 seconds"]), self.typed(cols, 't')),
+                0 | 1 => format!(
+                    "({} {} {})",
+                    self.typed(cols, 't'),
+                    self.rng.pick(&["+", "-"]),
+                    self.rng.pick(&["INTERVAL '1 hour'", "INTERVAL '1 month'", "INTERVAL '2 days'", "INTERVAL '-90 minutes'"])
+                ),
+                2 | 3 => format!(
+                    "date_trunc('{}', {})",
+                    self.rng.pick(&["minute", "hour", "day", "week", "month", "year"]),
+                    self.typed(cols, 't')
+                ),
+                4 => format!(
+                    "date_bin(INTERVAL '{}', {}, TIMESTAMP '2024-01-01')",
+                    self.rng.pick(&["5 minutes", "1 hour", "1 day", "0 seconds"]),
+                    self.typed(cols, 't')
+                ),
                 _ => format!("({})::timestamp", self.typed(cols, 's')),
             },
         }
@@ -354,8 +443,31 @@ impl Gen {
             0..=9 => self.leaf(cols),
             10..=15 => {
                 let op = self.rng.pick(&[
-                    "+", "-", "*", "/", "%", "||", "=", "<>", "<", ">", "<=", ">=", "AND", "OR", "IS DISTINCT FROM", "IS NOT DISTINCT FROM", "LIKE",
-                    "ILIKE", "NOT LIKE", "^", "~", "#", "&", "|", "<<",
+                    "+",
+                    "-",
+                    "*",
+                    "/",
+                    "%",
+                    "||",
+                    "=",
+                    "<>",
+                    "<",
+                    ">",
+                    "<=",
+                    ">=",
+                    "AND",
+                    "OR",
+                    "IS DISTINCT FROM",
+                    "IS NOT DISTINCT FROM",
+                    "LIKE",
+                    "ILIKE",
+                    "NOT LIKE",
+                    "^",
+                    "~",
+                    "#",
+                    "&",
+                    "|",
+                    "<<",
                 ]);
                 format!("({} {op} {})", self.expr(cols), self.expr(cols))
             }
@@ -377,10 +489,18 @@ impl Gen {
                 let n = if self.rng.pct(75) { arity(f) } else { self.rng.below(5) };
                 let args: Vec<String> = (0..n).map(|_| self.expr(cols)).collect();
                 match f {
-                    "extract" => format!("extract({} FROM {})", self.rng.pick(&["year", "epoch", "dow", "hour", "nosuch"]), self.expr(cols)),
-                    "substring" if self.rng.pct(50) => format!("substring({} FROM {} FOR {})", self.expr(cols), self.expr(cols), self.expr(cols)),
+                    "extract" => {
+                        format!("extract({} FROM {})", self.rng.pick(&["year", "epoch", "dow", "hour", "nosuch"]), self.expr(cols))
+                    }
+                    "substring" if self.rng.pct(50) => {
+                        format!("substring({} FROM {} FOR {})", self.expr(cols), self.expr(cols), self.expr(cols))
+                    }
                     "date_trunc" | "date_part" if self.rng.pct(60) => {
-                        format!("{f}('{}', {})", self.rng.pick(&["hour", "day", "month", "year", "week", "bogus", "minute"]), self.expr(cols))
+                        format!(
+                            "{f}('{}', {})",
+                            self.rng.pick(&["hour", "day", "month", "year", "week", "bogus", "minute"]),
+                            self.expr(cols)
+                        )
                     }
                     _ => format!("{f}({})", args.join(", ")),
                 }
@@ -470,8 +590,24 @@ impl Gen {
             }
             5 => {
                 let kind = self.rng.pick(&["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "INNER JOIN"]);
-                let on = self.rng.pick(&["cpu.host = disk.host", "cpu.ts = disk.ts", "cpu.n = disk.used", "TRUE", "cpu.usage > disk.free", "NULL"]);
-                let mut cols: Vec<(&str, char)> = vec![("cpu.host", 's'), ("disk.host", 's'), ("usage", 'f'), ("used", 'i'), ("cpu.ts", 't'), ("dev", 's'), ("n", 'i'), ("note", 's')];
+                let on = self.rng.pick(&[
+                    "cpu.host = disk.host",
+                    "cpu.ts = disk.ts",
+                    "cpu.n = disk.used",
+                    "TRUE",
+                    "cpu.usage > disk.free",
+                    "NULL",
+                ]);
+                let mut cols: Vec<(&str, char)> = vec![
+                    ("cpu.host", 's'),
+                    ("disk.host", 's'),
+                    ("usage", 'f'),
+                    ("used", 'i'),
+                    ("cpu.ts", 't'),
+                    ("dev", 's'),
+                    ("n", 'i'),
+                    ("note", 's'),
+                ];
                 if self.rng.pct(20) {
                     cols.push(("ts", 't')); // ambiguous: 42702
                 }
@@ -532,7 +668,10 @@ impl Gen {
             sql.push_str(&format!(" ORDER BY {key}{}", self.rng.pick(&["", " DESC", " NULLS FIRST", " ASC NULLS LAST"])));
         }
         if self.rng.pct(20) {
-            sql.push_str(&format!(" LIMIT {}", self.rng.pick(&["0", "1", "5", "9223372036854775807", "-1", "NULL", "ALL", "99999999999999999999"])));
+            sql.push_str(&format!(
+                " LIMIT {}",
+                self.rng.pick(&["0", "1", "5", "9223372036854775807", "-1", "NULL", "ALL", "99999999999999999999"])
+            ));
         }
         if self.rng.pct(8) {
             sql.push_str(&format!(" OFFSET {}", self.rng.pick(&["0", "2", "9223372036854775807", "-1", "NULL"])));
@@ -556,7 +695,12 @@ impl Gen {
         match self.rng.below(4) {
             0 | 1 => {
                 let vals: Vec<String> = (0..8).map(|_| self.literal()).collect();
-                format!("INSERT INTO cpu (host, region, ts, usage, load, mem, n, k, ok, note) VALUES ('h{}', 'r{}', {})", self.rng.below(5), self.rng.below(3), vals.join(", "))
+                format!(
+                    "INSERT INTO cpu (host, region, ts, usage, load, mem, n, k, ok, note) VALUES ('h{}', 'r{}', {})",
+                    self.rng.below(5),
+                    self.rng.below(3),
+                    vals.join(", ")
+                )
             }
             2 => {
                 let vals: Vec<String> = (0..3).map(|_| self.literal()).collect();
@@ -651,43 +795,43 @@ async fn run_stream(c: tokio_postgres::Client, seed: u64, n: usize) -> Outcome {
         let mut answers = futures::future::join_all(queries).await.into_iter();
         let mut prev = Duration::ZERO;
         for sql in &batch {
-        let (r, at) = answers.next().unwrap();
-        let (probe, _) = answers.next().unwrap();
-        let took = at.saturating_sub(prev);
-        prev = at;
-        i += 1;
-        let short = |k: usize| sql.chars().take(k).collect::<String>();
-        if out.slowest.len() < 6 || took > out.slowest[out.slowest.len() - 1].0 {
-            out.slowest.push((took, short(300)));
-            out.slowest.sort_by(|a, b| b.0.cmp(&a.0));
-            out.slowest.truncate(6);
-        }
-        match r {
-            Ok(msgs) => {
-                out.ok += 1;
-                assert!(msgs.iter().any(|m| matches!(m, SimpleQueryMessage::CommandComplete(_))), "no CommandComplete for {sql}");
+            let (r, at) = answers.next().unwrap();
+            let (probe, _) = answers.next().unwrap();
+            let took = at.saturating_sub(prev);
+            prev = at;
+            i += 1;
+            let short = |k: usize| sql.chars().take(k).collect::<String>();
+            if out.slowest.len() < 6 || took > out.slowest[out.slowest.len() - 1].0 {
+                out.slowest.push((took, short(300)));
+                out.slowest.sort_by(|a, b| b.0.cmp(&a.0));
+                out.slowest.truncate(6);
             }
-            Err(e) => {
-                let Some(db) = e.as_db_error() else {
-                    out.lost = Some(format!("statement {i} (seed {seed:#x}) lost the connection: {e}\n{}", short(2000)));
-                    return out;
-                };
-                let code = db.code().code().to_string();
-                assert!(
-                    code.len() == 5 && code.chars().all(|ch| ch.is_ascii_digit() || ch.is_ascii_uppercase()),
-                    "bad SQLSTATE {code:?} for {sql}"
-                );
-                assert_eq!(db.severity(), "ERROR", "{sql}: {}", db.message());
-                if code == "XX000" {
-                    out.internal.push((short(500), db.message().to_string()));
+            match r {
+                Ok(msgs) => {
+                    out.ok += 1;
+                    assert!(msgs.iter().any(|m| matches!(m, SimpleQueryMessage::CommandComplete(_))), "no CommandComplete for {sql}");
                 }
-                *out.by_state.entry(code).or_default() += 1;
+                Err(e) => {
+                    let Some(db) = e.as_db_error() else {
+                        out.lost = Some(format!("statement {i} (seed {seed:#x}) lost the connection: {e}\n{}", short(2000)));
+                        return out;
+                    };
+                    let code = db.code().code().to_string();
+                    assert!(
+                        code.len() == 5 && code.chars().all(|ch| ch.is_ascii_digit() || ch.is_ascii_uppercase()),
+                        "bad SQLSTATE {code:?} for {sql}"
+                    );
+                    assert_eq!(db.severity(), "ERROR", "{sql}: {}", db.message());
+                    if code == "XX000" {
+                        out.internal.push((short(500), db.message().to_string()));
+                    }
+                    *out.by_state.entry(code).or_default() += 1;
+                }
             }
-        }
-        if let Err(e) = probe {
-            out.lost = Some(format!("connection unusable after statement {i} (seed {seed:#x}): {e}\n{}", short(2000)));
-            return out;
-        }
+            if let Err(e) = probe {
+                out.lost = Some(format!("connection unusable after statement {i} (seed {seed:#x}): {e}\n{}", short(2000)));
+                return out;
+            }
         }
     }
     out

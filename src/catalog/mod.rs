@@ -7,9 +7,9 @@ mod flow;
 
 pub use flow::{FlowDef, FlowProgress};
 
+use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::path::Path;
-use parking_lot::RwLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -118,7 +118,7 @@ const ROLE_PREFIX: &str = "role/";
 
 impl Catalog {
     pub fn open(dir: &Path) -> Result<Catalog> {
-        let db = sled::open(dir.join("catalog"))?;
+        let db = crate::sled_open::open(&sled::Config::new().path(dir.join("catalog")))?;
         let tree = db.open_tree("catalog")?;
         let mut state = State::default();
         for item in tree.iter() {

@@ -15,12 +15,12 @@ use std::sync::Arc;
 use arrow::array::{Array, RecordBatch};
 
 use crate::catalog::{FlowDef, TableDef};
+use crate::err;
 use crate::error::Result;
 use crate::exec::ExecCtx;
 use crate::planner::logical::LogicalPlan;
 use crate::planner::{Params, Planner};
 use crate::storage::{region_id, Region, ScanRequest, SeqNo};
-use crate::err;
 
 use super::shape::{self, FlowShape, Refresh};
 use super::sink::{self, Fill};
@@ -166,7 +166,9 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
     let mut rows = 0u64;
     let mut ran = false;
     match &c.shape.refresh {
-        Refresh::Windowed { source, window, time_output } if c.sink.time_index.is_some_and(|ti| c.fills[ti] == Fill::Output(*time_output)) => {
+        Refresh::Windowed { source, window, time_output }
+            if c.sink.time_index.is_some_and(|ti| c.fills[ti] == Fill::Output(*time_output)) =>
+        {
             if let Some(exp) = def.expire_after_s {
                 let lower = (now - exp * 1000) * 1000;
                 st.dirty.retain(|_, e| *e > lower);

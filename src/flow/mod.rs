@@ -28,7 +28,7 @@ use crate::error::Result;
 use crate::storage::{StorageEngine, WriteListener, WriteNotice};
 use crate::{bail, err};
 
-use batching::{Trigger, TaskState};
+use batching::{TaskState, Trigger};
 
 /// How soon after a write a flow without EVAL INTERVAL evaluates.
 pub const ADAPTIVE_DELAY_MS: u64 = 100;
@@ -66,7 +66,11 @@ fn first_tick(now_ms: i64, interval_s: i64) -> i64 {
 
 impl FlowManager {
     pub fn new(settings: HashMap<String, String>) -> Arc<FlowManager> {
-        Arc::new(FlowManager { flows: RwLock::new(BTreeMap::new()), settings: Arc::new(settings), wake: (Mutex::new(false), Condvar::new()) })
+        Arc::new(FlowManager {
+            flows: RwLock::new(BTreeMap::new()),
+            settings: Arc::new(settings),
+            wake: (Mutex::new(false), Condvar::new()),
+        })
     }
 
     /// Start the flows stored in the catalog (at open): their holders are
@@ -166,7 +170,8 @@ impl FlowManager {
         }
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
             .unwrap_or_else(|p| {
-                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+                let msg =
+                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
                 Err(err!(Internal, "flow \"{name}\" panicked: {msg}", name = def.name))
             });
         match &r {

@@ -50,7 +50,13 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
             o
         }
         None => {
-            columns.push(ColumnDef { name: TS_PLACEHOLDER.into(), ty: SqlType::Timestamp, nullable: false, default: None, precision: Some(3) });
+            columns.push(ColumnDef {
+                name: TS_PLACEHOLDER.into(),
+                ty: SqlType::Timestamp,
+                nullable: false,
+                default: None,
+                precision: Some(3),
+            });
             columns.len() - 1
         }
     };
@@ -141,7 +147,14 @@ pub fn fill_plan(out: &[PlanColumn], sink: &TableDef) -> Result<Vec<Fill>> {
 }
 
 /// The query's result as rows of the sink.
-pub fn sink_batch(sink: &TableDef, schema: arrow::datatypes::SchemaRef, out: &[PlanColumn], fills: &[Fill], batches: &[RecordBatch], now_us: i64) -> Result<RecordBatch> {
+pub fn sink_batch(
+    sink: &TableDef,
+    schema: arrow::datatypes::SchemaRef,
+    out: &[PlanColumn],
+    fills: &[Fill],
+    batches: &[RecordBatch],
+    now_us: i64,
+) -> Result<RecordBatch> {
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(fills.len());
     for (j, f) in fills.iter().enumerate() {
@@ -189,7 +202,13 @@ fn identity_cols(sink: &TableDef) -> Vec<usize> {
 /// wins on the sink's identity, so changed groups are overwritten in
 /// place) and the old rows whose identity is not among the new ones
 /// (vanished groups) are deleted. Returns the rows written.
-pub fn replace(storage: &StorageEngine, sink: &TableDef, regions: &[Arc<Region>], new: &RecordBatch, range: Option<(i64, i64)>) -> Result<usize> {
+pub fn replace(
+    storage: &StorageEngine,
+    sink: &TableDef,
+    regions: &[Arc<Region>],
+    new: &RecordBatch,
+    range: Option<(i64, i64)>,
+) -> Result<usize> {
     let id_cols = identity_cols(sink);
     let fields: Vec<SortField> = id_cols.iter().map(|&c| SortField::new(new.schema().field(c).data_type().clone())).collect();
     let conv = RowConverter::new(fields)?;

@@ -207,11 +207,8 @@ pub(super) fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> 
         return Ok(Statement::ShowCreateFlow(ShowCreateFlow { name }));
     }
     parse_words(parser, &["SHOW", "FLOWS"]);
-    let database = if parser.parse_keyword(Keyword::IN) || parser.parse_keyword(Keyword::FROM) {
-        Some(parser.parse_identifier()?)
-    } else {
-        None
-    };
+    let database =
+        if parser.parse_keyword(Keyword::IN) || parser.parse_keyword(Keyword::FROM) { Some(parser.parse_identifier()?) } else { None };
     let like = if parser.parse_keyword(Keyword::LIKE) { Some(parser.parse_literal_string()?) } else { None };
     Ok(Statement::ShowFlows(ShowFlows { database, like }))
 }

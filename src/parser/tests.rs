@@ -338,6 +338,13 @@ fn measure_parse_speed() {
         }
     }
     let pg = t.elapsed();
-    println!("{} statements x {rounds}: weir {:?} ({} ok), PostgreSqlDialect {:?} ({} ok)", stmts.len(), weir, ok / rounds, pg, ok_pg / rounds);
+    println!(
+        "{} statements x {rounds}: weir {:?} ({} ok), PostgreSqlDialect {:?} ({} ok)",
+        stmts.len(),
+        weir,
+        ok / rounds,
+        pg,
+        ok_pg / rounds
+    );
     assert!(ok >= ok_pg);
 }

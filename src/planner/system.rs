@@ -741,11 +741,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 .roles()
                 .into_iter()
                 .map(|r| {
-                    let password = if authid {
-                        r.password.clone().map(Value::Text).unwrap_or(Value::Null)
-                    } else {
-                        t("********")
-                    };
+                    let password = if authid { r.password.clone().map(Value::Text).unwrap_or(Value::Null) } else { t("********") };
                     vec![
                         Value::Int(r.oid as i64),
                         t(&r.name),

@@ -57,8 +57,7 @@ fn prefix_of_mask(mask: IpAddr) -> Option<u8> {
         IpAddr::V6(m) => u128::from(m),
     };
     let ones = bits.leading_ones();
-    (bits.checked_shl(ones).unwrap_or(0) == 0).then_some(ones as u8)
-        .map(|o| if mask.is_ipv4() { o.min(32) } else { o })
+    (bits.checked_shl(ones).unwrap_or(0) == 0).then_some(ones as u8).map(|o| if mask.is_ipv4() { o.min(32) } else { o })
 }
 
 fn in_net(addr: IpAddr, net: IpAddr, bits: u8) -> bool {
@@ -129,13 +128,13 @@ impl Hba {
                     Address::All
                 } else if let Some((ip, bits)) = a.split_once('/') {
                     let ip: IpAddr = ip.parse().map_err(|_| err!(InvalidParameterValue, "invalid IP address \"{a}\" at {}", at()))?;
-                    let bits: u8 = bits.parse().map_err(|_| err!(InvalidParameterValue, "invalid CIDR mask in address \"{a}\" at {}", at()))?;
+                    let bits: u8 =
+                        bits.parse().map_err(|_| err!(InvalidParameterValue, "invalid CIDR mask in address \"{a}\" at {}", at()))?;
                     Address::Net(ip, bits)
                 } else if let Ok(ip) = a.parse::<IpAddr>() {
-                    let mask: IpAddr = f
-                        .get(4)
-                        .and_then(|m| m.parse().ok())
-                        .ok_or_else(|| err!(InvalidParameterValue, "specifying both host name and CIDR mask is invalid: \"{a}\" at {}", at()))?;
+                    let mask: IpAddr = f.get(4).and_then(|m| m.parse().ok()).ok_or_else(|| {
+                        err!(InvalidParameterValue, "specifying both host name and CIDR mask is invalid: \"{a}\" at {}", at())
+                    })?;
                     i = 5;
                     let bits = prefix_of_mask(mask).ok_or_else(|| err!(InvalidParameterValue, "invalid IP mask at {}", at()))?;
                     Address::Net(ip, bits)

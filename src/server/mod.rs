@@ -86,10 +86,18 @@ enum Auth {
     /// SCRAM: the client-first message is awaited, then the client-final one.
     /// `valid`: the role exists and has a password (else the
     /// exchange is played to its end and fails, as PostgreSQL's mock auth).
-    ScramFirst { secret: Option<crate::catalog::roles::ScramVerifier>, valid: bool },
-    ScramFinal { waiting: Box<pgwire::api::auth::sasl::scram::ScramServerAuthWaitingForClientFinal>, valid: bool },
+    ScramFirst {
+        secret: Option<crate::catalog::roles::ScramVerifier>,
+        valid: bool,
+    },
+    ScramFinal {
+        waiting: Box<pgwire::api::auth::sasl::scram::ScramServerAuthWaitingForClientFinal>,
+        valid: bool,
+    },
     /// A cleartext password is awaited (method `password`).
-    Cleartext { secret: Option<crate::catalog::roles::ScramVerifier> },
+    Cleartext {
+        secret: Option<crate::catalog::roles::ScramVerifier>,
+    },
 }
 
 fn fatal(code: &str, msg: String) -> PgWireError {
@@ -317,9 +325,8 @@ impl Connection {
         let mut sess = Session::new(self.engine.clone(), db, user);
         // Backend key data for cancel requests: our pid counter and a
         // secret from the clock and address (not cryptographic).
-        let secret = pgwire::messages::startup::SecretKey::I32(
-            (crate::exec::functions::now_micros() as i32) ^ (self.pid.wrapping_mul(0x5bd1_e995)),
-        );
+        let secret =
+            pgwire::messages::startup::SecretKey::I32((crate::exec::functions::now_micros() as i32) ^ (self.pid.wrapping_mul(0x5bd1_e995)));
         client.set_pid_and_secret_key(self.pid, secret.clone());
         self.cancels.lock().insert(self.pid, (secret, sess.cancel.clone()));
         if let Some(app) = client.metadata().get("application_name") {
@@ -364,7 +371,8 @@ impl Connection {
         self.with_session(|s| match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(s))) {
             Ok(r) => r,
             Err(p) => {
-                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|m| m.to_string())).unwrap_or_default();
+                let msg =
+                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|m| m.to_string())).unwrap_or_default();
                 s.fail();
                 Err(user_error(&crate::err!(Internal, "internal error: {msg}")))
             }

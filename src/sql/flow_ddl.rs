@@ -92,8 +92,7 @@ pub fn create_flow(s: &mut Session, cf: &CreateFlow) -> Result<QueryResult> {
     let cat = &engine.catalog;
     let tag = || Ok(QueryResult::Command("CREATE FLOW".into()));
     if cf.or_replace && cf.if_not_exists {
-        return Err(err!(FeatureNotSupported, "CREATE OR REPLACE FLOW cannot be combined with IF NOT EXISTS")
-            .with_hint("use one of them"));
+        return Err(err!(FeatureNotSupported, "CREATE OR REPLACE FLOW cannot be combined with IF NOT EXISTS").with_hint("use one of them"));
     }
     let name = ident(&cf.name);
     let old = cat.flow(&name);
@@ -180,7 +179,8 @@ pub fn create_flow(s: &mut Session, cf: &CreateFlow) -> Result<QueryResult> {
         def.pending = true;
     } else {
         if old.as_ref().is_some_and(|o| o.pending) {
-            return Err(err!(FeatureNotSupported, "cannot replace the pending flow \"{name}\" with an active one").with_hint("DROP FLOW it, then CREATE FLOW"));
+            return Err(err!(FeatureNotSupported, "cannot replace the pending flow \"{name}\" with an active one")
+                .with_hint("DROP FLOW it, then CREATE FLOW"));
         }
         let planner = s.planner(Params::default());
         let logical = planner.plan_query(&cf.query, None)?;

@@ -8,8 +8,8 @@
 pub mod copy;
 mod ddl;
 mod dml;
-pub mod roles;
 mod flow_ddl;
+pub mod roles;
 mod session_vars;
 mod txn;
 

@@ -29,9 +29,7 @@ fn password_text(p: &Password) -> Result<Option<String>> {
     match p {
         Password::NullPassword => Ok(None),
         Password::Password(Expr::Value(v)) => match &v.value {
-            AstValue::SingleQuotedString(s) | AstValue::DollarQuotedString(ast::DollarQuotedString { value: s, .. }) => {
-                Ok(Some(s.clone()))
-            }
+            AstValue::SingleQuotedString(s) | AstValue::DollarQuotedString(ast::DollarQuotedString { value: s, .. }) => Ok(Some(s.clone())),
             AstValue::Null => Ok(None),
             _ => bail!(Syntax, "syntax error at or near \"PASSWORD\""),
         },

@@ -230,11 +230,8 @@ fn apply(s: &Session, block: Block) -> Result<()> {
     engine.storage.snapshot_source().release(&block.holder);
     let dropped: HashSet<u32> = block.drops.iter().map(|d| d.id).collect();
     let writes = std::mem::take(&mut block.writes.lock().parts);
-    let parts: Vec<(Arc<Region>, RegionWrites)> = writes
-        .into_values()
-        .filter(|p| !dropped.contains(&((p.region.id >> 32) as u32)))
-        .map(|p| (p.region, p.writes))
-        .collect();
+    let parts: Vec<(Arc<Region>, RegionWrites)> =
+        writes.into_values().filter(|p| !dropped.contains(&((p.region.id >> 32) as u32))).map(|p| (p.region, p.writes)).collect();
     if let Err(e) = engine.storage.commit(parts) {
         undo_created(s, &block.created);
         return Err(e);
@@ -438,8 +435,7 @@ pub fn read_view(s: &Session) -> Arc<ReadView> {
     let b = s.block.as_ref();
     let overlay = b.map(|b| {
         let w = b.writes.clone();
-        Box::new(move || w.lock().parts.iter().map(|(id, p)| (*id, Arc::new(p.writes.clone()))).collect())
-            as crate::storage::OverlayFn
+        Box::new(move || w.lock().parts.iter().map(|(id, p)| (*id, Arc::new(p.writes.clone()))).collect()) as crate::storage::OverlayFn
     });
     Arc::new(ReadView::new(src, b.and_then(|b| b.snapshot.clone()), overlay))
 }

@@ -29,9 +29,7 @@ pub struct SledKv {
 
 impl SledKv {
     pub fn open(path: &std::path::Path) -> Result<SledKv> {
-        let db = sled::Config::new()
-            .path(path)
-            .open()
+        let db = crate::sled_open::open(&sled::Config::new().path(path))
             .map_err(|e| crate::err!(Storage, "cannot open the storage metadata store {}", path.display()).with_detail(e.to_string()))?;
         Ok(SledKv { db })
     }

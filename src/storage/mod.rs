@@ -372,7 +372,11 @@ fn enforce_budget(shared: &Shared, regions: &RwLock<HashMap<RegionId, Arc<Region
     enforce_budget_with(shared, regions, &|r: &Region| r.flush())
 }
 
-fn enforce_budget_with(shared: &Shared, regions: &RwLock<HashMap<RegionId, Arc<Region>>>, flush: &dyn Fn(&Region) -> Result<()>) -> Result<()> {
+fn enforce_budget_with(
+    shared: &Shared,
+    regions: &RwLock<HashMap<RegionId, Arc<Region>>>,
+    flush: &dyn Fn(&Region) -> Result<()>,
+) -> Result<()> {
     let max = shared.tuning.global_memtable_bytes_max;
     if shared.mem_used.load(Ordering::Relaxed) <= max {
         return Ok(());
@@ -412,7 +416,12 @@ fn contained(r: &Region, what: &str, f: impl FnOnce() -> Result<()>) {
 /// The background thread's body: the loop, restarted after any panic that
 /// escapes a region's step (logged; locks do not poison, so the next pass
 /// sees usable state).
-fn background_supervisor(shared: Arc<Shared>, regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>>, stopped: Arc<AtomicBool>, interval_ms: u64) {
+fn background_supervisor(
+    shared: Arc<Shared>,
+    regions: Arc<RwLock<HashMap<RegionId, Arc<Region>>>>,
+    stopped: Arc<AtomicBool>,
+    interval_ms: u64,
+) {
     loop {
         let (s, r, st) = (shared.clone(), regions.clone(), stopped.clone());
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| background_loop(s, r, st, interval_ms))) {

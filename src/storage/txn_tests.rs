@@ -174,12 +174,11 @@ fn overlay_reads_a_transactions_own_writes_over_a_snapshot() {
     let snap = e.snapshot_source().take();
     a.write(&RecordBatch::try_new(desc().schema, puts(&a, &[("late", 9, 9)]).columns()[..3].to_vec()).unwrap()).unwrap();
     // Own writes: replace x, add w; the late row is after the snapshot.
-    let view =
-        ReadView::new(e.snapshot_source(), Some(snap), {
-            let own = Arc::new(writes(&a, &[("x", 1, 100), ("w", 0, 7)]));
-            let id = a.id;
-            Some(Box::new(move || [(id, own.clone())].into_iter().collect()))
-        });
+    let view = ReadView::new(e.snapshot_source(), Some(snap), {
+        let own = Arc::new(writes(&a, &[("x", 1, 100), ("w", 0, 7)]));
+        let id = a.id;
+        Some(Box::new(move || [(id, own.clone())].into_iter().collect()))
+    });
     let mut req = ScanRequest::default();
     view.apply(a.id, &mut req);
     let mut got: Vec<(String, i64)> = Vec::new();

@@ -4,8 +4,9 @@
 //! equalities `inner = outer` in its filters. The equalities become the
 //! join's keys (with `x` = q's column for IN), so `q` runs once instead
 //! of once per distinct outer row. A correlated scalar subquery of one
-//! aggregate (`SELECT max(v) FROM q WHERE q.k = t.k`), in a filter or a
-//! select list, becomes a left join with `q` grouped by its inner keys.
+//! aggregate (`SELECT max(v) FROM q WHERE q.k = t.k`), in a filter, a
+//! select list or an aggregate's arguments, becomes a left join with `q`
+//! grouped by its inner keys.
 //!
 //! Left alone (evaluated nested, per outer row, as before): `NOT IN`
 //! (NULLs make it differ from an anti join), quantified subqueries,
@@ -19,7 +20,8 @@ use crate::exec::plan::{JoinKind, PlanColumn};
 use crate::planner::logical::{logical_subplan, LogicalPlan};
 use crate::planner::rewrite::pushdown::map_inputs;
 
-/// Decorrelate the subqueries of every filter and projection in the plan.
+/// Decorrelate the subqueries of every filter, projection and aggregate
+/// in the plan.
 pub fn decorrelate(plan: LogicalPlan) -> LogicalPlan {
     match map_inputs(plan, decorrelate) {
         LogicalPlan::Filter { input, predicate } => {
@@ -50,6 +52,26 @@ pub fn decorrelate(plan: LogicalPlan) -> LogicalPlan {
         LogicalPlan::Project { input, exprs, columns } => {
             let (input, exprs) = scalar_joins(*input, exprs);
             LogicalPlan::Project { input: Box::new(input), exprs, columns }
+        }
+        LogicalPlan::Aggregate { input, group_by, aggs, columns } => {
+            // Group keys, aggregate arguments and filters, flattened and back.
+            let mut exprs: Vec<Expr> = group_by.clone();
+            for a in &aggs {
+                exprs.extend(a.args.iter().cloned());
+                exprs.extend(a.filter.iter().cloned());
+            }
+            let (input, exprs) = scalar_joins(*input, exprs);
+            let mut it = exprs.into_iter();
+            let group_by: Vec<Expr> = group_by.iter().map(|_| it.next().expect("as many")).collect();
+            let aggs = aggs
+                .into_iter()
+                .map(|a| {
+                    let args = a.args.iter().map(|_| it.next().expect("as many")).collect();
+                    let filter = a.filter.as_ref().map(|_| it.next().expect("as many"));
+                    crate::exec::plan::AggCall { args, filter, ..a }
+                })
+                .collect();
+            LogicalPlan::Aggregate { input: Box::new(input), group_by, aggs, columns }
         }
         other => other,
     }
