@@ -116,6 +116,8 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
                 _ => bail!(UndefinedObject, "type \"{n}\" does not exist"),
             }
         }
+        // reg* casts are bound by `bind_reg_cast`; elsewhere the name.
+        D::Regclass => SqlType::Text,
         other => bail!(FeatureNotSupported, "type {other} is not supported"),
     })
 }
@@ -192,9 +194,15 @@ impl<'a> Planner<'a> {
                 };
                 Expr::lit(parse_text_as(&s, ty)?, ty)
             }
+            E::Cast { expr, data_type, .. } if super::regtypes::reg_kind(data_type).is_some() => {
+                let kind = super::regtypes::reg_kind(data_type).expect("checked");
+                let inner = self.bind_expr(expr, scope, agg)?;
+                self.infer_param(&inner, SqlType::Text);
+                self.bind_reg_cast(inner, kind, false)?
+            }
             E::Cast { expr, data_type, .. } => {
                 let ty = sql_type(data_type)?;
-                let inner = self.bind_expr(expr, scope, agg)?;
+                let inner = self.bind_reg_operand(expr, scope, agg, ty.is_integer())?;
                 self.infer_param(&inner, ty);
                 match inner {
                     Expr::Literal { .. } | Expr::Param { .. } => coerce(inner, ty)?,
@@ -240,8 +248,8 @@ impl<'a> Planner<'a> {
                 }
             }
             E::BinaryOp { left, op, right } => {
-                let l = self.bind_expr(left, scope, agg)?;
-                let r = self.bind_expr(right, scope, agg)?;
+                let l = self.bind_reg_operand(left, scope, agg, true)?;
+                let r = self.bind_reg_operand(right, scope, agg, true)?;
                 let regex = match op {
                     BO::PGRegexMatch => Some((false, false)),
                     BO::PGRegexIMatch => Some((false, true)),
@@ -579,7 +587,24 @@ impl<'a> Planner<'a> {
     }
 
     /// Record the inferred type of parameters met in a typed context.
-    fn infer_param(&self, e: &Expr, ty: SqlType) {
+    /// Bind an operand; a cast to a reg* type in it is its OID when
+    /// `want_oid` (compared with `oid` columns or cast to an integer).
+    pub(super) fn bind_reg_operand(&self, e: &ast::Expr, scope: &Scope, agg: Option<&AggCollector>, want_oid: bool) -> Result<Expr> {
+        match super::regtypes::reg_cast(e) {
+            Some((inner, kind, lenient)) if want_oid || lenient => {
+                let inner = self.bind_expr(inner, scope, agg)?;
+                self.infer_param(&inner, SqlType::Text);
+                if lenient {
+                    self.bind_reg_lenient(inner, kind, want_oid)
+                } else {
+                    self.bind_reg_cast(inner, kind, true)
+                }
+            }
+            _ => self.bind_expr(e, scope, agg),
+        }
+    }
+
+    pub(super) fn infer_param(&self, e: &Expr, ty: SqlType) {
         if let Expr::Param { index, ty: SqlType::Unknown } = e {
             let mut p = self.params.borrow_mut();
             if p.types[*index].is_none() && ty != SqlType::Unknown {
@@ -757,6 +782,12 @@ impl<'a> Planner<'a> {
         };
         if let Some(over) = &f.over {
             return self.bind_window(&name, &args, star, distinct, over, scope, agg);
+        }
+        if matches!(name.as_str(), "to_regclass" | "to_regtype" | "to_regnamespace") && args.len() == 1 {
+            return self.bind_reg_operand(&ast::Expr::Function(f.clone()), scope, agg, false);
+        }
+        if let Some(e) = self.bind_catalog_function(&name, &args, scope, agg)? {
+            return Ok(e);
         }
         if let Some(func) = agg_func(&name) {
             if agg.is_none() {

@@ -9,6 +9,7 @@ pub mod analysis;
 mod bind;
 pub mod incremental;
 pub mod logical;
+mod regtypes;
 pub mod physical;
 pub mod rewrite;
 mod select;

@@ -31,14 +31,93 @@ pub fn table_oid(id: u32) -> i64 {
     16384 + id as i64
 }
 
+/// OID of a table's primary-key index (time index + tags), as pg_class and
+/// pg_index list it.
+pub fn index_oid(id: u32) -> i64 {
+    40000 + id as i64
+}
+
+/// OID of the i-th view of the connection's database.
+pub fn view_oid(i: usize) -> i64 {
+    60000 + i as i64
+}
+
+/// pg_catalog relations with their PostgreSQL OIDs, for `'pg_class'::regclass`.
+pub const SYSTEM_RELATIONS: &[(i64, &str)] = &[
+    (1247, "pg_type"),
+    (1249, "pg_attribute"),
+    (1255, "pg_proc"),
+    (1259, "pg_class"),
+    (1262, "pg_database"),
+    (2601, "pg_am"),
+    (2604, "pg_attrdef"),
+    (2606, "pg_constraint"),
+    (2609, "pg_description"),
+    (2610, "pg_index"),
+    (2615, "pg_namespace"),
+    (3456, "pg_collation"),
+];
+
+/// The columns of a table's primary key as PostgreSQL tools see it: the
+/// tags and the time index, which together identify a row (the last write
+/// wins). Append-mode tables keep duplicates, so they have none.
+pub fn pk_columns(tdef: &crate::catalog::TableDef) -> Option<Vec<usize>> {
+    let ts = tdef.time_index?;
+    if tdef.append_mode {
+        return None;
+    }
+    let mut cols = tdef.primary_key.clone();
+    cols.push(ts);
+    Some(cols)
+}
+
+fn pk_names(tdef: &crate::catalog::TableDef, cols: &[usize]) -> String {
+    cols.iter().map(|&i| quote_ident(&tdef.columns[i].name)).collect::<Vec<_>>().join(", ")
+}
+
+/// `pg_get_indexdef` of a table's primary-key index.
+pub fn pk_indexdef(tdef: &crate::catalog::TableDef, cols: &[usize]) -> String {
+    format!("CREATE UNIQUE INDEX {} ON public.{} USING btree ({})", quote_ident(&format!("{}_pkey", tdef.name)), quote_ident(&tdef.name), pk_names(tdef, cols))
+}
+
+/// `pg_get_constraintdef` of a table's primary key.
+pub fn pk_constraintdef(tdef: &crate::catalog::TableDef, cols: &[usize]) -> String {
+    format!("PRIMARY KEY ({})", pk_names(tdef, cols))
+}
+
+/// A name as PostgreSQL prints it: quoted when it needs to be.
+pub fn quote_ident(n: &str) -> String {
+    let plain = !n.is_empty()
+        && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !n.starts_with(|c: char| c.is_ascii_digit());
+    if plain {
+        n.to_string()
+    } else {
+        format!("\"{}\"", n.replace('"', "\"\""))
+    }
+}
+
+/// `typlen` of a column type (-1: variable length).
+fn type_len(ty: SqlType) -> i64 {
+    use SqlType::*;
+    match ty {
+        Bool => 1,
+        Int2 => 2,
+        Int4 | Float4 | Date => 4,
+        Int8 | Float8 | Timestamp | TimestampTz => 8,
+        Interval => 16,
+        Text | Varchar | Unknown => -1,
+    }
+}
+
 /// A database whose name is also one of PostgreSQL's schemas (`public`
 /// is always the connection's database): not listed as a schema.
-fn is_reserved_schema(name: &str) -> bool {
+pub fn is_reserved_schema(name: &str) -> bool {
     matches!(name, "public" | "pg_catalog" | "information_schema")
 }
 
 /// OID of the namespace of the i-th database (in `databases()` order).
-fn database_namespace_oid(i: usize) -> i64 {
+pub fn database_namespace_oid(i: usize) -> i64 {
     14000 + i as i64
 }
 
@@ -333,10 +412,16 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 ]
             };
             for tdef in p.catalog.tables(db) {
-                rows.push(row(table_oid(tdef.id), &tdef.name, "r", false));
+                let pk = pk_columns(&tdef);
+                rows.push(row(table_oid(tdef.id), &tdef.name, "r", pk.is_some()));
+                if pk.is_some() {
+                    let mut r = row(index_oid(tdef.id), &format!("{}_pkey", tdef.name), "i", false);
+                    r[5] = Value::Int(403); // btree
+                    rows.push(r);
+                }
             }
             for (i, v) in p.catalog.views(db).iter().enumerate() {
-                rows.push(row(60000 + i as i64, &v.name, "v", false));
+                rows.push(row(view_oid(i), &v.name, "v", false));
             }
             table(
                 &[
@@ -367,7 +452,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             )
         }
         ("pg_catalog", "pg_am") => {
-            table(&[("oid", Int8), ("amname", Text), ("amtype", Text)], vec![vec![Value::Int(2), t("heap"), t("t")]])
+            table(&[("oid", Int8), ("amname", Text), ("amtype", Text)], vec![vec![Value::Int(2), t("heap"), t("t")], vec![Value::Int(403), t("btree"), t("i")]])
         }
         ("pg_catalog", "pg_attribute") => {
             let mut rows = Vec::new();
@@ -385,6 +470,10 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         Value::Int(0),
                         t(""),
                         t(""),
+                        Value::Int(type_len(c.ty)),
+                        Value::Int(0),
+                        Value::Bool(true),
+                        Value::Int(0),
                     ]);
                 }
             }
@@ -392,7 +481,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 if let Ok((_, cols)) = p.plan_table(None, &v.name) {
                     for (i, c) in cols.iter().enumerate() {
                         rows.push(vec![
-                            Value::Int(60000 + vi as i64),
+                            Value::Int(view_oid(vi)),
                             t(&c.name),
                             Value::Int(c.ty.pg_oid() as i64),
                             Value::Int(-1),
@@ -403,6 +492,10 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                             Value::Int(0),
                             t(""),
                             t(""),
+                            Value::Int(type_len(c.ty)),
+                            Value::Int(0),
+                            Value::Bool(true),
+                            Value::Int(0),
                         ]);
                     }
                 }
@@ -420,6 +513,10 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("attcollation", Int8),
                     ("attidentity", Text),
                     ("attgenerated", Text),
+                    ("attlen", Int2),
+                    ("attndims", Int4),
+                    ("attislocal", Bool),
+                    ("attinhcount", Int4),
                 ],
                 rows,
             )
@@ -436,30 +533,198 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             table(&[("adrelid", Int8), ("adnum", Int2), ("adbin", Text)], rows)
         }
         ("pg_catalog", "pg_type") => {
-            let types = [Bool, Int2, Int4, Int8, Float4, Float8, Text, Varchar, Timestamp, TimestampTz, Date, Interval];
-            let rows = types
-                .iter()
-                .map(|ty| {
-                    vec![
-                        Value::Int(ty.pg_oid() as i64),
-                        t(&ty.pg_name().replace(' ', "_")),
-                        Value::Int(11),
-                        t("b"),
-                        Value::Int(0),
-                        Value::Int(0),
-                        Value::Int(0),
-                    ]
-                })
-                .collect();
+            // (oid, typname, typlen, array oid, category, collatable)
+            const TYPES: &[(i64, &str, i64, i64, &str, bool)] = &[
+                (16, "bool", 1, 1000, "B", false),
+                (17, "bytea", -1, 1001, "U", false),
+                (18, "char", 1, 1002, "Z", false),
+                (19, "name", 64, 1003, "S", true),
+                (20, "int8", 8, 1016, "N", false),
+                (21, "int2", 2, 1005, "N", false),
+                (23, "int4", 4, 1007, "N", false),
+                (25, "text", -1, 1009, "S", true),
+                (26, "oid", 4, 1028, "N", false),
+                (700, "float4", 4, 1021, "N", false),
+                (701, "float8", 8, 1022, "N", false),
+                (1043, "varchar", -1, 1015, "S", true),
+                (1082, "date", 4, 1182, "D", false),
+                (1114, "timestamp", 8, 1115, "D", false),
+                (1184, "timestamptz", 8, 1185, "D", false),
+                (1186, "interval", 16, 1187, "T", false),
+                (1700, "numeric", -1, 1231, "N", false),
+                (2205, "regclass", 4, 2210, "N", false),
+                (2206, "regtype", 4, 2211, "N", false),
+            ];
+            let mut rows = Vec::new();
+            let mut push = |oid: i64, name: &str, len: i64, elem: i64, array: i64, cat: &str, coll: bool| {
+                let byval = (1..=8).contains(&len);
+                let io = if cat == "A" { "array".to_string() } else { name.to_string() };
+                rows.push(vec![
+                    Value::Int(oid),
+                    t(name),
+                    Value::Int(11),
+                    Value::Int(10),
+                    Value::Int(len),
+                    Value::Bool(byval),
+                    t("b"),
+                    t(cat),
+                    Value::Bool(true),
+                    t(","),
+                    Value::Int(0),
+                    Value::Int(elem),
+                    Value::Int(array),
+                    t(&format!("{io}_in")),
+                    t(&format!("{io}_out")),
+                    t(&format!("{io}_recv")),
+                    Value::Bool(false),
+                    Value::Int(0),
+                    Value::Int(-1),
+                    Value::Int(0),
+                    Value::Int(if coll { 100 } else { 0 }),
+                    Value::Null,
+                ]);
+            };
+            for &(oid, name, len, array, cat, coll) in TYPES {
+                push(oid, name, len, 0, array, cat, coll);
+                push(array, &format!("_{name}"), -1, oid, 0, "A", coll);
+            }
             table(
                 &[
                     ("oid", Int8),
                     ("typname", Text),
                     ("typnamespace", Int8),
+                    ("typowner", Int8),
+                    ("typlen", Int2),
+                    ("typbyval", Bool),
                     ("typtype", Text),
-                    ("typelem", Int8),
-                    ("typcollation", Int8),
+                    ("typcategory", Text),
+                    ("typisdefined", Bool),
+                    ("typdelim", Text),
                     ("typrelid", Int8),
+                    ("typelem", Int8),
+                    ("typarray", Int8),
+                    ("typinput", Text),
+                    ("typoutput", Text),
+                    ("typreceive", Text),
+                    ("typnotnull", Bool),
+                    ("typbasetype", Int8),
+                    ("typtypmod", Int4),
+                    ("typndims", Int4),
+                    ("typcollation", Int8),
+                    ("typdefault", Text),
+                ],
+                rows,
+            )
+        }
+        ("pg_catalog", "pg_index") => {
+            let mut rows = Vec::new();
+            for tdef in p.catalog.tables(db) {
+                let Some(cols) = pk_columns(&tdef) else { continue };
+                let key = cols.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(" ");
+                let zeros = cols.iter().map(|_| "0").collect::<Vec<_>>().join(" ");
+                let n = Value::Int(cols.len() as i64);
+                let (yes, no) = (Value::Bool(true), Value::Bool(false));
+                rows.push(vec![
+                    Value::Int(index_oid(tdef.id)),
+                    Value::Int(table_oid(tdef.id)),
+                    n.clone(),
+                    n,
+                    yes.clone(),
+                    yes.clone(),
+                    no.clone(),
+                    yes.clone(),
+                    no.clone(),
+                    yes.clone(),
+                    no.clone(),
+                    yes.clone(),
+                    yes,
+                    no,
+                    t(&key),
+                    t(&zeros),
+                    t(&zeros),
+                    t(&zeros),
+                    Value::Null,
+                    Value::Null,
+                ]);
+            }
+            table(
+                &[
+                    ("indexrelid", Int8),
+                    ("indrelid", Int8),
+                    ("indnatts", Int2),
+                    ("indnkeyatts", Int2),
+                    ("indisunique", Bool),
+                    ("indisprimary", Bool),
+                    ("indisexclusion", Bool),
+                    ("indimmediate", Bool),
+                    ("indisclustered", Bool),
+                    ("indisvalid", Bool),
+                    ("indcheckxmin", Bool),
+                    ("indisready", Bool),
+                    ("indislive", Bool),
+                    ("indisreplident", Bool),
+                    ("indkey", Text),
+                    ("indcollation", Text),
+                    ("indclass", Text),
+                    ("indoption", Text),
+                    ("indexprs", Text),
+                    ("indpred", Text),
+                ],
+                rows,
+            )
+        }
+        ("pg_catalog", "pg_constraint") => {
+            let mut rows = Vec::new();
+            for tdef in p.catalog.tables(db) {
+                let Some(cols) = pk_columns(&tdef) else { continue };
+                let key = format!("{{{}}}", cols.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(","));
+                rows.push(vec![
+                    Value::Int(index_oid(tdef.id)),
+                    t(&format!("{}_pkey", tdef.name)),
+                    Value::Int(2200),
+                    t("p"),
+                    Value::Bool(false),
+                    Value::Bool(false),
+                    Value::Bool(true),
+                    Value::Int(table_oid(tdef.id)),
+                    Value::Int(0),
+                    Value::Int(index_oid(tdef.id)),
+                    Value::Int(0),
+                    Value::Int(0),
+                    t(" "),
+                    t(" "),
+                    t(" "),
+                    Value::Bool(true),
+                    Value::Int(0),
+                    Value::Bool(true),
+                    t(&key),
+                    Value::Null,
+                    Value::Null,
+                ]);
+            }
+            table(
+                &[
+                    ("oid", Int8),
+                    ("conname", Text),
+                    ("connamespace", Int8),
+                    ("contype", Text),
+                    ("condeferrable", Bool),
+                    ("condeferred", Bool),
+                    ("convalidated", Bool),
+                    ("conrelid", Int8),
+                    ("contypid", Int8),
+                    ("conindid", Int8),
+                    ("conparentid", Int8),
+                    ("confrelid", Int8),
+                    ("confupdtype", Text),
+                    ("confdeltype", Text),
+                    ("confmatchtype", Text),
+                    ("conislocal", Bool),
+                    ("coninhcount", Int4),
+                    ("connoinherit", Bool),
+                    ("conkey", Text),
+                    ("confkey", Text),
+                    ("conbin", Text),
                 ],
                 rows,
             )
@@ -555,31 +820,20 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             }
             table(&[("roleid", Int8), ("member", Int8), ("grantor", Int8), ("admin_option", Bool)], rows)
         }
-        ("pg_catalog", "pg_index") => table(
+        ("pg_catalog", "pg_sequence") => table(
             &[
-                ("indexrelid", Int8),
-                ("indrelid", Int8),
-                ("indisprimary", Bool),
-                ("indisunique", Bool),
-                ("indisclustered", Bool),
-                ("indisvalid", Bool),
-                ("indisreplident", Bool),
+                ("seqrelid", Int8),
+                ("seqtypid", Int8),
+                ("seqstart", Int8),
+                ("seqincrement", Int8),
+                ("seqmax", Int8),
+                ("seqmin", Int8),
+                ("seqcache", Int8),
+                ("seqcycle", Bool),
             ],
             vec![],
         ),
-        ("pg_catalog", "pg_constraint") => table(
-            &[
-                ("oid", Int8),
-                ("conname", Text),
-                ("conrelid", Int8),
-                ("conindid", Int8),
-                ("contype", Text),
-                ("condeferrable", Bool),
-                ("condeferred", Bool),
-            ],
-            vec![],
-        ),
-        ("pg_catalog", "pg_collation") => table(&[("oid", Int8), ("collname", Text)], vec![vec![Value::Int(100), t("default")]]),
+        ("pg_catalog", "pg_collation") => table(&[("oid", Int8), ("collname", Text), ("collnamespace", Int8)], vec![vec![Value::Int(100), t("default"), Value::Int(11)]]),
         ("pg_catalog", "pg_extension") => table(&[("oid", Int8), ("extname", Text), ("extversion", Text)], vec![]),
         ("pg_catalog", "pg_inherits") => {
             table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], vec![])

@@ -240,6 +240,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("version", vec![s(&[], Text)], info).stable(),
         Def::new("current_database", vec![s(&[], Text)], info).stable(),
         Def::new("current_schema", vec![s(&[], Text)], info).stable(),
+        Def::new("current_schemas", vec![s(&[Bool], Text)], info).stable(),
         Def::new("current_user", vec![s(&[], Text)], info).alias(&["session_user", "user"]).stable(),
         Def::new("pg_backend_pid", vec![s(&[], Int4)], info).stable(),
         Def::new("inet_server_addr", vec![s(&[], Text)], info).stable(),
@@ -261,6 +262,10 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("array_to_string", vec![any(2, Text), any(3, Text)], info).lenient().stable(),
         Def::new("pg_relation_is_publishable", vec![any(1, Bool)], info).stable(),
         Def::new("pg_table_is_visible", vec![any(1, Bool)], info).stable(),
+        // Every collation lives in pg_catalog; no column is serial.
+        Def::new("pg_collation_is_visible", vec![any(1, Bool)], info).stable(),
+        Def::new("pg_get_serial_sequence", vec![any(2, Text)], info).lenient().stable(),
+        Def::new("json_build_object", (0..=16).step_by(2).map(|n| any(n, Text)).collect(), info).lenient().stable(),
         Def::new("has_table_privilege", vec![any(2, Bool), any(3, Bool)], info).stable(),
         Def::new("has_schema_privilege", vec![any(2, Bool), any(3, Bool)], info).stable(),
         Def::new("has_database_privilege", vec![any(2, Bool), any(3, Bool)], info).stable(),
@@ -349,6 +354,12 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         }
         "current_database" => Value::Text(ctx.database.clone()),
         "current_schema" => Value::Text("public".into()),
+        // The search path as a name[] in text form (implicit schemas first).
+        "current_schemas" => match a.first() {
+            Some(Value::Bool(true)) => Value::Text("{pg_catalog,public}".into()),
+            Some(Value::Null) | None => Value::Null,
+            _ => Value::Text("{public}".into()),
+        },
         "current_user" => Value::Text(ctx.user.clone()),
         "pg_backend_pid" => Value::Int(ctx.pid as i64),
         "pg_get_userbyid" => Value::Text(ctx.user.clone()),
@@ -404,6 +415,33 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             }
         }
         "pg_encoding_to_char" => Value::Text("UTF8".into()),
+        "pg_collation_is_visible" => Value::Bool(true),
+        "pg_get_serial_sequence" => Value::Null,
+        "json_build_object" => {
+            let json = |v: &Value| match v {
+                Value::Null => "null".to_string(),
+                Value::Bool(b) => b.to_string(),
+                Value::Int(i) => i.to_string(),
+                Value::Float(f) if f.is_finite() => crate::types::format_value(v),
+                other => {
+                    let s = as_s(other).unwrap_or_default();
+                    let mut out = String::from("\"");
+                    for c in s.chars() {
+                        match c {
+                            '"' => out.push_str("\\\""),
+                            '\\' => out.push_str("\\\\"),
+                            '\n' => out.push_str("\\n"),
+                            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                            c => out.push(c),
+                        }
+                    }
+                    out.push('"');
+                    out
+                }
+            };
+            let pairs: Vec<String> = a.chunks(2).map(|kv| format!("\"{}\" : {}", as_s(&kv[0]).unwrap_or_default(), json(&kv[1]))).collect();
+            Value::Text(format!("{{{}}}", pairs.join(", ")))
+        }
         "format_type" => match a.first() {
             None | Some(Value::Null) => Value::Null,
             Some(v) => Value::Text(crate::types::pg_type_name(as_i(v).unwrap_or(0) as u32).to_string()),

@@ -15,7 +15,7 @@ use super::{and_all, conjuncts, is_volatile};
 use crate::exec::expr::{BinOp, Expr};
 use crate::exec::plan::JoinKind;
 use crate::planner::logical::{LogicalPlan, Scan};
-use crate::types::Value;
+use crate::types::{SqlType, Value};
 
 /// Push every filter of the plan down as far as it goes.
 pub fn push_down_filters(plan: LogicalPlan) -> LogicalPlan {
@@ -230,7 +230,8 @@ pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
             }
             continue;
         }
-        let (col, lit, op) = match (left.as_ref(), right.as_ref()) {
+        let (left, right) = (through_utc_cast(left, ti), through_utc_cast(right, ti));
+        let (col, lit, op) = match (left, right) {
             (Expr::Column { index, .. }, Expr::Literal { value, .. }) => (*index, value.clone(), *op),
             (Expr::Literal { value, .. }, Expr::Column { index, .. }) => {
                 let flipped = match op {
@@ -262,6 +263,19 @@ pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
         } else if op == BinOp::Eq && pk.contains(&col) && !lit.is_null() {
             narrow_tags(s, col, vec![lit]);
         }
+    }
+}
+
+/// `ts::timestamptz` (or `::timestamp`) of the time index, as the binder
+/// writes it for `ts < now()`, is the time index itself: sessions run in UTC
+/// (SET TimeZone accepts only UTC), where the cast keeps the microseconds.
+/// Once other session time zones exist this must look at the zone.
+fn through_utc_cast(e: &Expr, ti: Option<usize>) -> &Expr {
+    match e {
+        Expr::Cast { expr, ty: SqlType::Timestamp | SqlType::TimestampTz } if matches!(expr.as_ref(), Expr::Column { index, .. } if Some(*index) == ti) => {
+            expr
+        }
+        _ => e,
     }
 }
 
@@ -409,6 +423,19 @@ pub(crate) mod tests {
         assert_eq!(s.filters.len(), 5);
         assert_eq!(s.time_range, Some((100, 500)));
         assert_eq!(s.tag_sets, vec![(0, vec![Value::Text("b".into())])], "IN and = intersect");
+    }
+
+    #[test]
+    fn a_cast_of_the_time_index_bounds_the_scan_but_not_of_another_column() {
+        // `ts < now()` binds as ts::timestamptz < '…'; in UTC that is ts < '…'.
+        let cast = |c: Expr| Expr::Cast { expr: Box::new(c), ty: SqlType::TimestampTz };
+        let tstz = |us: i64| Expr::lit(Value::Timestamp(us), SqlType::TimestampTz);
+        let pred = bin(BinOp::And, bin(BinOp::Lt, cast(col(1, SqlType::Timestamp)), tstz(900)), bin(BinOp::Gt, cast(col(2, Int8)), tstz(5)));
+        let LogicalPlan::Scan(s) = push_down_filters(LogicalPlan::Filter { input: Box::new(cpu_scan()), predicate: pred }) else {
+            panic!()
+        };
+        assert_eq!(s.time_range, Some((i64::MIN, 900)));
+        assert_eq!(s.filters.len(), 2, "the filters stay: the range only prunes");
     }
 
     #[test]

@@ -1,0 +1,383 @@
+//! PostgreSQL's object-identifier alias types (`regclass`, `regtype`,
+//! `regnamespace`, `regproc`): the name ↔ OID tables, built from the catalog
+//! at plan time, and the binding of casts to them.
+//!
+//! A reg* value is an OID that prints as a name. Weir has no column type for
+//! that, so the binder picks the representation from where the cast sits:
+//! compared with (or cast to) an integer it is the OID (`c.oid =
+//! 'pg_class'::regclass`), everywhere else the name (`oid::regclass`,
+//! `'int4'::regtype::text`). Literals resolve at plan time (an unknown name
+//! fails like PostgreSQL: 42P01 / 42704 / 3F000 / 42883); columns and
+//! parameters go through a CASE over the table.
+//!
+//! May import `exec`, `catalog`, `types`, `error`; never `sql` or `server`.
+
+use sqlparser::ast;
+
+use super::system::{pk_constraintdef, pk_indexdef, database_namespace_oid, index_oid, is_reserved_schema, pk_columns, quote_ident, table_oid, view_oid, SYSTEM_RELATIONS};
+use super::bind::AggCollector;
+use super::{Planner, Scope};
+use crate::error::Result;
+use crate::exec::expr::Expr;
+use crate::types::{SqlType, Value};
+use crate::{bail, err};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegKind {
+    Class,
+    Type,
+    Namespace,
+    Proc,
+}
+
+impl RegKind {
+    fn type_name(self) -> &'static str {
+        match self {
+            RegKind::Class => "regclass",
+            RegKind::Type => "regtype",
+            RegKind::Namespace => "regnamespace",
+            RegKind::Proc => "regproc",
+        }
+    }
+}
+
+/// The reg* kind a cast target names, if any.
+pub fn reg_kind(dt: &ast::DataType) -> Option<RegKind> {
+    match dt {
+        ast::DataType::Regclass => Some(RegKind::Class),
+        ast::DataType::Custom(name, _) => {
+            let n = name.0.last().map(|p| p.to_string()).unwrap_or_default().to_lowercase();
+            match n.trim_matches('"') {
+                "regclass" => Some(RegKind::Class),
+                "regtype" => Some(RegKind::Type),
+                "regnamespace" => Some(RegKind::Namespace),
+                "regproc" | "regprocedure" => Some(RegKind::Proc),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Is `e` (under parentheses) a cast to a reg* type, or a `to_reg*(x)`
+/// call (lenient: NULL for a missing name)? Gives x, the kind, lenient.
+pub fn reg_cast(e: &ast::Expr) -> Option<(&ast::Expr, RegKind, bool)> {
+    match e {
+        ast::Expr::Nested(inner) => reg_cast(inner),
+        ast::Expr::Cast { expr, data_type, .. } => reg_kind(data_type).map(|k| (expr.as_ref(), k, false)),
+        ast::Expr::Function(f) if f.over.is_none() => {
+            let name = f.name.0.last().map(|p| p.to_string().to_lowercase()).unwrap_or_default();
+            let kind = match name.as_str() {
+                "to_regclass" => RegKind::Class,
+                "to_regtype" => RegKind::Type,
+                "to_regnamespace" => RegKind::Namespace,
+                _ => return None,
+            };
+            match &f.args {
+                ast::FunctionArguments::List(l) if l.args.len() == 1 && l.clauses.is_empty() => match &l.args[0] {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Some((x, kind, true)),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Built-in types: OID, the name PostgreSQL prints, and the other names it
+/// accepts on input.
+const TYPES: &[(i64, &str, &[&str])] = &[
+    (16, "boolean", &["bool"]),
+    (17, "bytea", &[]),
+    (18, "\"char\"", &["char"]),
+    (19, "name", &[]),
+    (20, "bigint", &["int8"]),
+    (21, "smallint", &["int2"]),
+    (23, "integer", &["int4", "int"]),
+    (25, "text", &[]),
+    (26, "oid", &[]),
+    (700, "real", &["float4"]),
+    (701, "double precision", &["float8", "float"]),
+    (1043, "character varying", &["varchar"]),
+    (1082, "date", &[]),
+    (1114, "timestamp without time zone", &["timestamp"]),
+    (1184, "timestamp with time zone", &["timestamptz"]),
+    (1186, "interval", &[]),
+    (1700, "numeric", &["decimal"]),
+    (2205, "regclass", &[]),
+    (2206, "regtype", &[]),
+    (4089, "regnamespace", &[]),
+    (24, "regproc", &[]),
+];
+
+/// One object: OID, printed name, accepted input names (lowercase).
+struct Entry {
+    oid: i64,
+    name: String,
+    inputs: Vec<String>,
+}
+
+/// An input name as PostgreSQL reads it: the last dotted part (schemas are
+/// not separate namespaces here), unquoted verbatim or folded to lowercase.
+fn normalize(input: &str, kind: RegKind) -> String {
+    let s = input.trim();
+    if kind == RegKind::Type {
+        // Type names have spaces ("double precision") and modifiers.
+        let s = s.strip_prefix("pg_catalog.").unwrap_or(s);
+        let s = s.split('(').next().unwrap_or(s).trim();
+        return s.to_lowercase();
+    }
+    let last = split_dotted(s).pop().unwrap_or_default();
+    last
+}
+
+fn split_dotted(s: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut cur)),
+            c if quoted => cur.push(c),
+            c => cur.extend(c.to_lowercase()),
+        }
+    }
+    parts.push(cur);
+    parts
+}
+
+impl Planner<'_> {
+    fn reg_entries(&self, kind: RegKind) -> Vec<Entry> {
+        let db = self.database.as_str();
+        let entry = |oid: i64, name: &str| Entry { oid, name: quote_ident(name), inputs: vec![name.to_string()] };
+        match kind {
+            RegKind::Class => {
+                let mut v: Vec<Entry> = SYSTEM_RELATIONS.iter().map(|(oid, n)| entry(*oid, n)).collect();
+                for t in self.catalog.tables(db) {
+                    v.push(entry(table_oid(t.id), &t.name));
+                    if pk_columns(&t).is_some() {
+                        v.push(entry(index_oid(t.id), &format!("{}_pkey", t.name)));
+                    }
+                }
+                for (i, view) in self.catalog.views(db).iter().enumerate() {
+                    v.push(entry(view_oid(i), &view.name));
+                }
+                v
+            }
+            RegKind::Type => TYPES
+                .iter()
+                .map(|(oid, name, alias)| Entry {
+                    oid: *oid,
+                    name: name.to_string(),
+                    inputs: std::iter::once(name.trim_matches('"')).chain(alias.iter().copied()).map(str::to_string).collect(),
+                })
+                .collect(),
+            RegKind::Namespace => {
+                let mut v = vec![entry(11, "pg_catalog"), entry(2200, "public"), entry(13000, "information_schema")];
+                for (i, d) in self.catalog.databases().iter().enumerate().filter(|(_, d)| !is_reserved_schema(d)) {
+                    v.push(entry(database_namespace_oid(i), d));
+                }
+                v
+            }
+            RegKind::Proc => Vec::new(),
+        }
+    }
+
+    fn reg_missing(&self, kind: RegKind, name: &str) -> crate::error::WeirError {
+        match kind {
+            RegKind::Class => err!(UndefinedTable, "relation \"{name}\" does not exist"),
+            RegKind::Type => err!(UndefinedObject, "type \"{name}\" does not exist"),
+            RegKind::Namespace => err!(UndefinedSchema, "schema \"{name}\" does not exist"),
+            RegKind::Proc => err!(UndefinedFunction, "function \"{name}\" does not exist"),
+        }
+    }
+
+    /// `to_reg*(inner)`: as `bind_reg_cast`, NULL for a missing name.
+    pub fn bind_reg_lenient(&self, inner: Expr, kind: RegKind, want_oid: bool) -> Result<Expr> {
+        use crate::error::ErrorKind as K;
+        match self.bind_reg_cast(inner, kind, want_oid) {
+            Err(e) if matches!(e.kind, K::UndefinedTable | K::UndefinedObject | K::UndefinedSchema) => {
+                Ok(Expr::lit(Value::Null, if want_oid { SqlType::Int8 } else { SqlType::Text }))
+            }
+            other => other,
+        }
+    }
+
+    /// Bind `inner::reg*`: the OID when `want_oid`, else the printed name.
+    pub fn bind_reg_cast(&self, inner: Expr, kind: RegKind, want_oid: bool) -> Result<Expr> {
+        if kind == RegKind::Proc {
+            // Weir has no pg_proc: functions are named, not numbered, so a
+            // regproc is its name both ways (pg_type.typinput holds names).
+            return Ok(match inner {
+                Expr::Literal { value: Value::Text(s), .. } => Expr::lit(Value::Text(normalize(&s, kind)), SqlType::Text),
+                e if e.ty().is_text() => e,
+                e => Expr::Cast { expr: Box::new(e), ty: SqlType::Text },
+            });
+        }
+        let entries = self.reg_entries(kind);
+        let out_ty = if want_oid { SqlType::Int8 } else { SqlType::Text };
+        let from = inner.ty();
+        // A literal: resolved now.
+        if let Expr::Literal { value, .. } = &inner {
+            return Ok(match value {
+                Value::Null => Expr::lit(Value::Null, out_ty),
+                Value::Int(oid) => match (want_oid, entries.iter().find(|e| e.oid == *oid)) {
+                    (true, _) => Expr::lit(Value::Int(*oid), out_ty),
+                    (false, Some(e)) => Expr::lit(Value::Text(e.name.clone()), out_ty),
+                    (false, None) => Expr::lit(Value::Text(oid.to_string()), out_ty),
+                },
+                Value::Text(s) => {
+                    if let Ok(oid) = s.trim().parse::<i64>() {
+                        return self.bind_reg_cast(Expr::lit(Value::Int(oid), SqlType::Int8), kind, want_oid);
+                    }
+                    let n = normalize(s, kind);
+                    let e = entries.iter().find(|e| e.inputs.iter().any(|i| *i == n)).ok_or_else(|| self.reg_missing(kind, &n))?;
+                    if want_oid {
+                        Expr::lit(Value::Int(e.oid), out_ty)
+                    } else {
+                        Expr::lit(Value::Text(e.name.clone()), out_ty)
+                    }
+                }
+                _ => bail!(DatatypeMismatch, "cannot cast type {} to {}", from, kind.type_name()),
+            });
+        }
+        // A column or parameter: a CASE over the table, built now.
+        if from.is_integer() || (from == SqlType::Unknown && want_oid && !matches!(inner, Expr::Param { .. })) {
+            if want_oid {
+                return Ok(if from == SqlType::Int8 { inner } else { Expr::Cast { expr: Box::new(inner), ty: SqlType::Int8 } });
+            }
+            let key = Expr::Cast { expr: Box::new(inner.clone()), ty: SqlType::Int8 };
+            let whens =
+                entries.iter().map(|e| (Expr::lit(Value::Int(e.oid), SqlType::Int8), Expr::lit(Value::Text(e.name.clone()), SqlType::Text))).collect();
+            let fallback = Expr::Cast { expr: Box::new(inner), ty: SqlType::Text };
+            return Ok(Expr::Case { operand: Some(Box::new(key)), whens, else_expr: Some(Box::new(fallback)), ty: SqlType::Text });
+        }
+        if from.is_text() || matches!(inner, Expr::Param { .. }) {
+            let key = match inner {
+                Expr::Param { index, .. } => Expr::Param { index, ty: SqlType::Text },
+                e if e.ty() == SqlType::Text => e,
+                e => Expr::Cast { expr: Box::new(e), ty: SqlType::Text },
+            };
+            let mut whens = Vec::new();
+            for e in &entries {
+                let v = if want_oid { Value::Int(e.oid) } else { Value::Text(e.name.clone()) };
+                for i in &e.inputs {
+                    whens.push((Expr::lit(Value::Text(i.clone()), SqlType::Text), Expr::lit(v.clone(), out_ty)));
+                }
+            }
+            return Ok(Expr::Case { operand: Some(Box::new(key)), whens, else_expr: None, ty: out_ty });
+        }
+        bail!(DatatypeMismatch, "cannot cast type {} to {}", from, kind.type_name())
+    }
+}
+
+impl Planner<'_> {
+    /// An argument naming a relation (`'t'`, `'t'::regclass`, an OID) as its OID.
+    fn relation_arg(&self, a: &ast::Expr, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
+        let e = self.bind_reg_operand(a, scope, agg, true)?;
+        self.infer_param(&e, SqlType::Text);
+        if e.ty().is_text() || matches!(e, Expr::Param { ty: SqlType::Text, .. }) {
+            return self.bind_reg_cast(e, RegKind::Class, true);
+        }
+        Ok(if e.ty() == SqlType::Int8 { e } else { Expr::Cast { expr: Box::new(e), ty: SqlType::Int8 } })
+    }
+
+    /// Catalog functions answered from the catalog and region statistics at
+    /// plan time, as a CASE over the objects' OIDs: the index and constraint
+    /// definitions of primary keys, view definitions, and sizes in bytes.
+    pub(super) fn bind_catalog_function(
+        &self,
+        name: &str,
+        args: &[ast::Expr],
+        scope: &Scope,
+        agg: Option<&AggCollector>,
+    ) -> Result<Option<Expr>> {
+        let db = self.database.clone();
+        let case = |key: Expr, arms: Vec<(i64, Value)>, ty: SqlType| Expr::Case {
+            operand: Some(Box::new(key)),
+            whens: arms.into_iter().map(|(oid, v)| (Expr::lit(Value::Int(oid), SqlType::Int8), Expr::lit(v, ty))).collect(),
+            else_expr: None,
+            ty,
+        };
+        let table_bytes = |t: &crate::catalog::TableDef| -> Result<(i64, i64)> {
+            let (mut data, mut wal) = (0i64, 0i64);
+            for r in self.regions(t)? {
+                let st = r.stats();
+                data += st.sst_bytes as i64;
+                wal += st.wal_bytes as i64;
+            }
+            Ok((data, wal))
+        };
+        Ok(Some(match (name, args) {
+            ("pg_get_indexdef" | "pg_get_constraintdef", [a, ..]) => {
+                let key = self.relation_arg(a, scope, agg)?;
+                let arms = self
+                    .catalog
+                    .tables(&db)
+                    .iter()
+                    .filter_map(|t| {
+                        let cols = pk_columns(t)?;
+                        let def = if name == "pg_get_indexdef" { pk_indexdef(t, &cols) } else { pk_constraintdef(t, &cols) };
+                        Some((index_oid(t.id), Value::Text(def)))
+                    })
+                    .collect();
+                case(key, arms, SqlType::Text)
+            }
+            ("pg_get_viewdef", [a, ..]) => {
+                let key = self.relation_arg(a, scope, agg)?;
+                let arms = self.catalog.views(&db).iter().enumerate().map(|(i, v)| (view_oid(i), Value::Text(format!(" {};", v.sql.trim().trim_end_matches(';'))))).collect();
+                case(key, arms, SqlType::Text)
+            }
+            ("pg_relation_size" | "pg_table_size" | "pg_total_relation_size" | "pg_indexes_size", [a, ..]) => {
+                let key = self.relation_arg(a, scope, agg)?;
+                let mut arms = Vec::new();
+                for t in self.catalog.tables(&db) {
+                    let (data, wal) = table_bytes(&t)?;
+                    let v = match name {
+                        "pg_relation_size" => data,
+                        "pg_indexes_size" => 0,
+                        _ => data + wal,
+                    };
+                    arms.push((table_oid(t.id), Value::Int(v)));
+                    if pk_columns(&t).is_some() {
+                        arms.push((index_oid(t.id), Value::Int(0)));
+                    }
+                }
+                for i in 0..self.catalog.views(&db).len() {
+                    arms.push((view_oid(i), Value::Int(0)));
+                }
+                case(key, arms, SqlType::Int8)
+            }
+            ("pg_database_size", [a]) => {
+                let arg = self.bind_expr(a, scope, agg)?;
+                self.infer_param(&arg, SqlType::Text);
+                let mut by_name = Vec::new();
+                let mut by_oid = Vec::new();
+                for (i, d) in self.catalog.databases().iter().enumerate() {
+                    let mut total = 0;
+                    for t in self.catalog.tables(d) {
+                        let (data, wal) = table_bytes(&t)?;
+                        total += data + wal;
+                    }
+                    by_name.push((Expr::lit(Value::Text(d.clone()), SqlType::Text), Expr::lit(Value::Int(total), SqlType::Int8)));
+                    by_oid.push((16000 + i as i64, Value::Int(total)));
+                }
+                if arg.ty().is_integer() {
+                    let key = if arg.ty() == SqlType::Int8 { arg } else { Expr::Cast { expr: Box::new(arg), ty: SqlType::Int8 } };
+                    case(key, by_oid, SqlType::Int8)
+                } else {
+                    let key = if arg.ty() == SqlType::Text { arg } else { Expr::Cast { expr: Box::new(arg), ty: SqlType::Text } };
+                    Expr::Case { operand: Some(Box::new(key)), whens: by_name, else_expr: None, ty: SqlType::Int8 }
+                }
+            }
+            _ => return Ok(None),
+        }))
+    }
+}
