@@ -1,5 +1,6 @@
 // pgjdbc against weir: DDL, a parameterized insert, a select of every type,
-// an error with its SQLSTATE, COPY, and the DatabaseMetaData calls database
+// an error with its SQLSTATE, COPY, transactions (autocommit off, rollback,
+// commit, savepoints), and the DatabaseMetaData calls database
 // tools (DBeaver, DataGrip, Metabase) make to list tables and columns.
 // Usage: java -cp postgresql.jar JdbcSmoke.java jdbc:postgresql://host:port/db user
 import java.io.StringReader;
@@ -11,6 +12,13 @@ import org.postgresql.copy.CopyManager;
 public class JdbcSmoke {
     static void check(boolean ok, String what) {
         if (!ok) throw new AssertionError(what);
+    }
+
+    static long count(Statement s, String where) throws SQLException {
+        try (ResultSet r = s.executeQuery("SELECT count(*) FROM jdbc_cpu WHERE " + where)) {
+            r.next();
+            return r.getLong(1);
+        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -58,6 +66,32 @@ public class JdbcSmoke {
             long n = cm.copyIn("COPY jdbc_cpu (host, ts, usage) FROM STDIN WITH (FORMAT csv)",
                     new StringReader("b,2024-01-01 00:00:01,2.5\nc,2024-01-01 00:00:02,3.5\n"));
             check(n == 2, "copy count " + n);
+
+            // Transactions as JDBC applications use them: autocommit off,
+            // rollback() undoes, commit() keeps, a savepoint rolls back part.
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                s.executeUpdate("INSERT INTO jdbc_cpu (host, ts, usage) VALUES ('tx1', '2024-01-01 00:01:00', 1)");
+                c.rollback();
+                check(count(s, "host = 'tx1'") == 0, "rollback() undoes the insert");
+                s.executeUpdate("INSERT INTO jdbc_cpu (host, ts, usage) VALUES ('tx2', '2024-01-01 00:01:00', 2)");
+                Savepoint sp = c.setSavepoint("sp1");
+                s.executeUpdate("INSERT INTO jdbc_cpu (host, ts, usage) VALUES ('tx3', '2024-01-01 00:01:00', 3)");
+                c.rollback(sp);
+                c.commit();
+                check(count(s, "host = 'tx2'") == 1, "commit() keeps the insert before the savepoint");
+                check(count(s, "host = 'tx3'") == 0, "rollback(savepoint) undoes the insert after it");
+                try {
+                    s.executeQuery("SELECT * FROM no_such_table");
+                    throw new AssertionError("expected an error");
+                } catch (SQLException e) {
+                    check("42P01".equals(e.getSQLState()), "sqlstate in a block " + e.getSQLState());
+                }
+                c.rollback();
+                check(count(s, "host = 'tx2'") == 1, "the block is usable after rollback()");
+                c.commit();
+            }
+            c.setAutoCommit(true);
 
             DatabaseMetaData md = c.getMetaData();
             List<String> tables = new ArrayList<>();
