@@ -175,12 +175,39 @@ fn make_certs(dir: &std::path::Path) -> Option<()> {
     let run = |args: &[&str]| {
         std::process::Command::new("openssl").args(args).current_dir(dir).output().ok().filter(|o| o.status.success()).map(|_| ())
     };
-    run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=weir test CA"])?;
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=weir test CA",
+    ])?;
     run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])?;
     std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").ok()?;
     run(&[
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2",
-        "-extfile", "san.ext",
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
     ])
 }
 
@@ -214,14 +241,7 @@ fn tls_required_and_offered() {
     let s = TestServer::spawn_with(
         &dir.path().join("data"),
         &[("WEIR_SUPERUSER_PASSWORD", SUPER_PW)],
-        &[
-            "--hba-file",
-            hba.to_str().unwrap(),
-            "--ssl-cert-file",
-            cert.to_str().unwrap(),
-            "--ssl-key-file",
-            key.to_str().unwrap(),
-        ],
+        &["--hba-file", hba.to_str().unwrap(), "--ssl-cert-file", cert.to_str().unwrap(), "--ssl-key-file", key.to_str().unwrap()],
     )
     .unwrap();
     let (ok, out) = psql(&s.addr, "weir_test", SUPER_PW, "sslmode=require", "SELECT 1").unwrap();
@@ -234,7 +254,11 @@ fn tls_required_and_offered() {
     assert!(!ok && out.contains("password authentication failed for user \"weir_test\""), "{out}");
     // Plain connections meet the hostnossl reject rule.
     let (ok, out) = psql(&s.addr, "weir_test", SUPER_PW, "sslmode=disable", "SELECT 1").unwrap();
-    assert!(!ok && out.contains("pg_hba.conf rejects connection for host \"127.0.0.1\", user \"weir_test\", database \"public\", no encryption"), "{out}");
+    assert!(
+        !ok && out
+            .contains("pg_hba.conf rejects connection for host \"127.0.0.1\", user \"weir_test\", database \"public\", no encryption"),
+        "{out}"
+    );
     // verify-full against another CA fails.
     let (ok, _) = psql(&s.addr, "weir_test", SUPER_PW, &format!("sslmode=verify-full sslrootcert={}", cert.display()), "SELECT 1").unwrap();
     assert!(!ok);

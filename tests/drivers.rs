@@ -115,12 +115,12 @@ async fn tokio_postgres_smoke() -> anyhow::Result<()> {
     let s = TestServer::start()?;
     let c = s.connect(None).await?;
     c.batch_execute("DROP TABLE IF EXISTS tp_cpu").await?;
-    c.batch_execute("CREATE TABLE tp_cpu (host STRING, ts TIMESTAMP TIME INDEX, usage DOUBLE, n BIGINT, i INT, ok BOOLEAN, PRIMARY KEY (host))")
-        .await?;
+    c.batch_execute(
+        "CREATE TABLE tp_cpu (host STRING, ts TIMESTAMP TIME INDEX, usage DOUBLE, n BIGINT, i INT, ok BOOLEAN, PRIMARY KEY (host))",
+    )
+    .await?;
     let ts = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_704_067_200);
-    let n = c
-        .execute("INSERT INTO tp_cpu VALUES ($1, $2, $3, $4, $5, $6)", &[&"a", &ts, &1.5f64, &(1i64 << 40), &-7i32, &true])
-        .await?;
+    let n = c.execute("INSERT INTO tp_cpu VALUES ($1, $2, $3, $4, $5, $6)", &[&"a", &ts, &1.5f64, &(1i64 << 40), &-7i32, &true]).await?;
     assert_eq!(n, 1);
     let row = c.query_one("SELECT host, ts, usage, n, i, ok, 2::smallint, 0.25::real, 'x'::varchar FROM tp_cpu", &[]).await?;
     assert_eq!(row.get::<_, String>(0), "a");
@@ -140,14 +140,18 @@ async fn tokio_postgres_smoke() -> anyhow::Result<()> {
     assert_eq!(sink.as_mut().finish().await?, 1);
     // reg* casts: the OID in comparisons, the name when printed.
     let oid: i64 = c.query_one("SELECT oid FROM pg_class WHERE relname = 'tp_cpu'", &[]).await?.get(0);
-    let row = c.query_one("SELECT 'tp_cpu'::regclass::text, $1::bigint::regclass::text, 'int4'::regtype::text, 'public'::regnamespace::text", &[&oid]).await?;
-    assert_eq!((row.get::<_, String>(0), row.get::<_, String>(1), row.get::<_, String>(2), row.get::<_, String>(3)),
-        ("tp_cpu".into(), "tp_cpu".into(), "integer".into(), "public".into()));
     let row = c
         .query_one(
-            "SELECT con.conname, pg_get_constraintdef(con.oid) FROM pg_constraint con WHERE con.conrelid = 'tp_cpu'::regclass",
-            &[],
+            "SELECT 'tp_cpu'::regclass::text, $1::bigint::regclass::text, 'int4'::regtype::text, 'public'::regnamespace::text",
+            &[&oid],
         )
+        .await?;
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, String>(1), row.get::<_, String>(2), row.get::<_, String>(3)),
+        ("tp_cpu".into(), "tp_cpu".into(), "integer".into(), "public".into())
+    );
+    let row = c
+        .query_one("SELECT con.conname, pg_get_constraintdef(con.oid) FROM pg_constraint con WHERE con.conrelid = 'tp_cpu'::regclass", &[])
         .await?;
     assert_eq!((row.get::<_, String>(0), row.get::<_, String>(1)), ("tp_cpu_pkey".into(), "PRIMARY KEY (host, ts)".into()));
     Ok(())

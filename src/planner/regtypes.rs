@@ -14,8 +14,11 @@
 
 use sqlparser::ast;
 
-use super::system::{pk_constraintdef, pk_indexdef, database_namespace_oid, index_oid, is_reserved_schema, pk_columns, quote_ident, table_oid, view_oid, SYSTEM_RELATIONS};
 use super::bind::AggCollector;
+use super::system::{
+    database_namespace_oid, index_oid, is_reserved_schema, pk_columns, pk_constraintdef, pk_indexdef, quote_ident, table_oid, view_oid,
+    SYSTEM_RELATIONS,
+};
 use super::{Planner, Scope};
 use crate::error::Result;
 use crate::exec::expr::Expr;
@@ -254,8 +257,10 @@ impl Planner<'_> {
                 return Ok(if from == SqlType::Int8 { inner } else { Expr::Cast { expr: Box::new(inner), ty: SqlType::Int8 } });
             }
             let key = Expr::Cast { expr: Box::new(inner.clone()), ty: SqlType::Int8 };
-            let whens =
-                entries.iter().map(|e| (Expr::lit(Value::Int(e.oid), SqlType::Int8), Expr::lit(Value::Text(e.name.clone()), SqlType::Text))).collect();
+            let whens = entries
+                .iter()
+                .map(|e| (Expr::lit(Value::Int(e.oid), SqlType::Int8), Expr::lit(Value::Text(e.name.clone()), SqlType::Text)))
+                .collect();
             let fallback = Expr::Cast { expr: Box::new(inner), ty: SqlType::Text };
             return Ok(Expr::Case { operand: Some(Box::new(key)), whens, else_expr: Some(Box::new(fallback)), ty: SqlType::Text });
         }
@@ -332,7 +337,13 @@ impl Planner<'_> {
             }
             ("pg_get_viewdef", [a, ..]) => {
                 let key = self.relation_arg(a, scope, agg)?;
-                let arms = self.catalog.views(&db).iter().enumerate().map(|(i, v)| (view_oid(i), Value::Text(format!(" {};", v.sql.trim().trim_end_matches(';'))))).collect();
+                let arms = self
+                    .catalog
+                    .views(&db)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (view_oid(i), Value::Text(format!(" {};", v.sql.trim().trim_end_matches(';')))))
+                    .collect();
                 case(key, arms, SqlType::Text)
             }
             ("pg_relation_size" | "pg_table_size" | "pg_total_relation_size" | "pg_indexes_size", [a, ..]) => {

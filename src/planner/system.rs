@@ -77,7 +77,12 @@ fn pk_names(tdef: &crate::catalog::TableDef, cols: &[usize]) -> String {
 
 /// `pg_get_indexdef` of a table's primary-key index.
 pub fn pk_indexdef(tdef: &crate::catalog::TableDef, cols: &[usize]) -> String {
-    format!("CREATE UNIQUE INDEX {} ON public.{} USING btree ({})", quote_ident(&format!("{}_pkey", tdef.name)), quote_ident(&tdef.name), pk_names(tdef, cols))
+    format!(
+        "CREATE UNIQUE INDEX {} ON public.{} USING btree ({})",
+        quote_ident(&format!("{}_pkey", tdef.name)),
+        quote_ident(&tdef.name),
+        pk_names(tdef, cols)
+    )
 }
 
 /// `pg_get_constraintdef` of a table's primary key.
@@ -451,9 +456,10 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows,
             )
         }
-        ("pg_catalog", "pg_am") => {
-            table(&[("oid", Int8), ("amname", Text), ("amtype", Text)], vec![vec![Value::Int(2), t("heap"), t("t")], vec![Value::Int(403), t("btree"), t("i")]])
-        }
+        ("pg_catalog", "pg_am") => table(
+            &[("oid", Int8), ("amname", Text), ("amtype", Text)],
+            vec![vec![Value::Int(2), t("heap"), t("t")], vec![Value::Int(403), t("btree"), t("i")]],
+        ),
         ("pg_catalog", "pg_attribute") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
@@ -833,7 +839,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             ],
             vec![],
         ),
-        ("pg_catalog", "pg_collation") => table(&[("oid", Int8), ("collname", Text), ("collnamespace", Int8)], vec![vec![Value::Int(100), t("default"), Value::Int(11)]]),
+        ("pg_catalog", "pg_collation") => {
+            table(&[("oid", Int8), ("collname", Text), ("collnamespace", Int8)], vec![vec![Value::Int(100), t("default"), Value::Int(11)]])
+        }
         ("pg_catalog", "pg_extension") => table(&[("oid", Int8), ("extname", Text), ("extversion", Text)], vec![]),
         ("pg_catalog", "pg_inherits") => {
             table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], vec![])

@@ -685,7 +685,8 @@ fn tls_acceptor(config: &crate::config::Config) -> std::io::Result<Option<pgwire
     if cert.is_empty() || key.is_empty() {
         return Err(std::io::Error::other("ssl_cert_file and ssl_key_file must be given together"));
     }
-    let bad = |what: &str, path: &str, e: &dyn std::fmt::Display| std::io::Error::other(format!("could not load {what} file \"{path}\": {e}"));
+    let bad =
+        |what: &str, path: &str, e: &dyn std::fmt::Display| std::io::Error::other(format!("could not load {what} file \"{path}\": {e}"));
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| bad("server certificate", cert, &e))?
         .collect::<Result<_, _>>()

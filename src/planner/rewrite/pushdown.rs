@@ -430,7 +430,8 @@ pub(crate) mod tests {
         // `ts < now()` binds as ts::timestamptz < '…'; in UTC that is ts < '…'.
         let cast = |c: Expr| Expr::Cast { expr: Box::new(c), ty: SqlType::TimestampTz };
         let tstz = |us: i64| Expr::lit(Value::Timestamp(us), SqlType::TimestampTz);
-        let pred = bin(BinOp::And, bin(BinOp::Lt, cast(col(1, SqlType::Timestamp)), tstz(900)), bin(BinOp::Gt, cast(col(2, Int8)), tstz(5)));
+        let pred =
+            bin(BinOp::And, bin(BinOp::Lt, cast(col(1, SqlType::Timestamp)), tstz(900)), bin(BinOp::Gt, cast(col(2, Int8)), tstz(5)));
         let LogicalPlan::Scan(s) = push_down_filters(LogicalPlan::Filter { input: Box::new(cpu_scan()), predicate: pred }) else {
             panic!()
         };
