@@ -307,16 +307,7 @@ fn batching_ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>) -> crate
 
 /// Create a table's regions, then its catalog entry (as CREATE TABLE does).
 pub fn create_table(env: &Env, t: &crate::catalog::TableDef) -> Result<()> {
-    let fields: Vec<arrow::datatypes::Field> =
-        t.columns.iter().map(|c| arrow::datatypes::Field::new(&c.name, c.ty.to_arrow(), true)).collect();
-    let desc = crate::storage::RegionDescriptor {
-        table_name: t.name.clone(),
-        schema: Arc::new(arrow::datatypes::Schema::new(fields)),
-        primary_key: t.primary_key.clone(),
-        time_index: t.time_index,
-        append_mode: t.append_mode,
-        ttl_ms: t.ttl_ms,
-    };
+    let desc = crate::planner::region_descriptor(t);
     for n in 0..t.regions.max(1) {
         env.storage.open_region(crate::storage::region_id(t.id, n), desc.clone())?;
     }

@@ -22,7 +22,7 @@ use crate::catalog::{Catalog, TableDef};
 use crate::error::Result;
 use crate::exec::plan::{Plan, PlanColumn};
 use crate::exec::ExecCtx;
-use crate::storage::{region_id, Region, StorageEngine};
+use crate::storage::{region_id, Region, RegionDescriptor, StorageEngine};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 use logical::LogicalPlan;
@@ -225,4 +225,20 @@ pub fn output_columns(plan: &LogicalPlan) -> Vec<PlanColumn> {
         .iter()
         .map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: if c.ty == SqlType::Unknown { SqlType::Text } else { c.ty } })
         .collect()
+}
+
+/// The storage layout of a table's regions: its columns as arrow fields,
+/// primary key, time index, append mode and TTL. CREATE TABLE and flows'
+/// sink tables open regions with it.
+pub fn region_descriptor(t: &TableDef) -> RegionDescriptor {
+    let fields: Vec<arrow::datatypes::Field> =
+        t.columns.iter().map(|c| arrow::datatypes::Field::new(&c.name, c.ty.to_arrow(), true)).collect();
+    RegionDescriptor {
+        table_name: t.name.clone(),
+        schema: Arc::new(arrow::datatypes::Schema::new(fields)),
+        primary_key: t.primary_key.clone(),
+        time_index: t.time_index,
+        append_mode: t.append_mode,
+        ttl_ms: t.ttl_ms,
+    }
 }

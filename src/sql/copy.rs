@@ -172,7 +172,7 @@ impl CopyIn {
             }
             arrays.push(a);
         }
-        let schema = super::ddl::region_descriptor(def).schema;
+        let schema = crate::planner::region_descriptor(def).schema;
         let batch = RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
         let batch = super::dml::round_timestamps(def, batch)?;
         let regions: Vec<Arc<crate::storage::Region>> =

@@ -14,22 +14,10 @@ use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
 use crate::parser::{Admin, CreateTable};
 use crate::planner::{ident, object_name, relation, Params, Relation};
-use crate::storage::{region_id, RegionDescriptor};
+use crate::storage::region_id;
 use crate::types::{parse_interval, SqlType};
 use crate::{bail, err};
 
-pub fn region_descriptor(t: &TableDef) -> RegionDescriptor {
-    let fields: Vec<arrow::datatypes::Field> =
-        t.columns.iter().map(|c| arrow::datatypes::Field::new(&c.name, c.ty.to_arrow(), true)).collect();
-    RegionDescriptor {
-        table_name: t.name.clone(),
-        schema: Arc::new(arrow::datatypes::Schema::new(fields)),
-        primary_key: t.primary_key.clone(),
-        time_index: t.time_index,
-        append_mode: t.append_mode,
-        ttl_ms: t.ttl_ms,
-    }
-}
 
 pub(super) fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Result<QueryResult> {
     let cols: Vec<PlanColumn> = names.iter().map(|n| PlanColumn::new(*n, SqlType::Text)).collect();

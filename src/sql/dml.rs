@@ -301,7 +301,7 @@ pub(super) fn round_timestamps(def: &TableDef, batch: RecordBatch) -> Result<Rec
 }
 
 fn region_schema(def: &TableDef) -> arrow::datatypes::SchemaRef {
-    super::ddl::region_descriptor(def).schema
+    crate::planner::region_descriptor(def).schema
 }
 
 /// Scan a region as the statement sees it: its snapshot and its

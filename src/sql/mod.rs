@@ -65,7 +65,7 @@ impl Engine {
     }
 
     pub fn open_table_regions(&self, t: &crate::catalog::TableDef) -> Result<()> {
-        let desc = ddl::region_descriptor(t);
+        let desc = crate::planner::region_descriptor(t);
         for n in 0..t.regions.max(1) {
             self.storage.open_region(region_id(t.id, n), desc.clone())?;
         }
@@ -78,7 +78,7 @@ impl Engine {
     }
 
     pub fn descriptor(t: &crate::catalog::TableDef) -> RegionDescriptor {
-        ddl::region_descriptor(t)
+        crate::planner::region_descriptor(t)
     }
 }
 

@@ -130,46 +130,38 @@ pub fn atan2(a: &Args<'_>) -> Result<ArrayRef> {
     float2(a, |y, x| Ok(y.atan2(x)))
 }
 
+/// `f` applied at `d` decimal places: round(x, d), trunc(x, d).
+fn at_places(a: &Args<'_>, f: fn(f64) -> f64) -> Result<ArrayRef> {
+    let d = cast(&a.cols[1], &DataType::Float64)?;
+    let args = Args {
+        cols: vec![a.cols[0].clone(), d],
+        scalar: a.scalar.clone(),
+        types: a.types.clone(),
+        n: a.n,
+        ret: a.ret,
+        ctx: a.ctx,
+        name: a.name,
+    };
+    float2(&args, |x, d| {
+        let p = 10f64.powi(d as i32);
+        Ok(f(x * p) / p)
+    })
+}
+
 /// round(x) half away from zero (like PostgreSQL's numeric round, which
 /// weir's decimal literals stand for); round(x, d) to d decimal places.
 pub fn round(a: &Args<'_>) -> Result<ArrayRef> {
     if a.len() == 1 {
         return float1(a, |x| Ok(x.round()));
     }
-    let d = cast(&a.cols[1], &DataType::Float64)?;
-    let args = Args {
-        cols: vec![a.cols[0].clone(), d],
-        scalar: a.scalar.clone(),
-        types: a.types.clone(),
-        n: a.n,
-        ret: a.ret,
-        ctx: a.ctx,
-        name: a.name,
-    };
-    float2(&args, |x, d| {
-        let p = 10f64.powi(d as i32);
-        Ok((x * p).round() / p)
-    })
+    at_places(a, f64::round)
 }
 
 pub fn trunc(a: &Args<'_>) -> Result<ArrayRef> {
     if a.len() == 1 {
         return float1(a, |x| Ok(x.trunc()));
     }
-    let d = cast(&a.cols[1], &DataType::Float64)?;
-    let args = Args {
-        cols: vec![a.cols[0].clone(), d],
-        scalar: a.scalar.clone(),
-        types: a.types.clone(),
-        n: a.n,
-        ret: a.ret,
-        ctx: a.ctx,
-        name: a.name,
-    };
-    float2(&args, |x, d| {
-        let p = 10f64.powi(d as i32);
-        Ok((x * p).trunc() / p)
-    })
+    at_places(a, f64::trunc)
 }
 
 /// floor/ceil keep integers as they are.
