@@ -18,7 +18,6 @@ use crate::storage::region_id;
 use crate::types::{parse_interval, SqlType};
 use crate::{bail, err};
 
-
 pub(super) fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Result<QueryResult> {
     let cols: Vec<PlanColumn> = names.iter().map(|n| PlanColumn::new(*n, SqlType::Text)).collect();
     let arrays: Vec<ArrayRef> =
