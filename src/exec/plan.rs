@@ -117,6 +117,41 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
+impl AggCall {
+    /// This call with `m` applied to each expression (shared by the logical
+    /// and physical plans' `map_exprs`).
+    pub fn map_exprs(&self, m: impl Fn(&Expr) -> Expr) -> AggCall {
+        AggCall {
+            func: self.func,
+            args: self.args.iter().map(&m).collect(),
+            distinct: self.distinct,
+            filter: self.filter.as_ref().map(&m),
+            ty: self.ty,
+        }
+    }
+}
+
+impl WindowCall {
+    /// This call with `m` applied to each expression.
+    pub fn map_exprs(&self, m: impl Fn(&Expr) -> Expr) -> WindowCall {
+        WindowCall {
+            func: self.func,
+            args: self.args.iter().map(&m).collect(),
+            partition_by: self.partition_by.iter().map(&m).collect(),
+            order_by: self.order_by.iter().map(|k| k.map_expr(&m)).collect(),
+            frame: self.frame,
+            ty: self.ty,
+        }
+    }
+}
+
+impl SortKey {
+    /// This key with `m` applied to its expression.
+    pub fn map_expr(&self, m: impl Fn(&Expr) -> Expr) -> SortKey {
+        SortKey { expr: m(&self.expr), desc: self.desc, nulls_first: self.nulls_first }
+    }
+}
+
 /// The regions a scan reads (Debug prints their ids only).
 #[derive(Clone)]
 pub struct Regions(pub Vec<Arc<Region>>, pub Vec<crate::storage::SeqBounds>);
@@ -248,41 +283,18 @@ impl Plan {
             Plan::Aggregate { input, group_by, aggs, columns } => Plan::Aggregate {
                 input: mp(input),
                 group_by: group_by.iter().map(m).collect(),
-                aggs: aggs
-                    .iter()
-                    .map(|a| AggCall {
-                        func: a.func,
-                        args: a.args.iter().map(m).collect(),
-                        distinct: a.distinct,
-                        filter: a.filter.as_ref().map(m),
-                        ty: a.ty,
-                    })
-                    .collect(),
+                aggs: aggs.iter().map(|a| a.map_exprs(m)).collect(),
                 columns: columns.clone(),
             },
             Plan::Sort { input, keys, limit } => Plan::Sort {
                 input: mp(input),
-                keys: keys.iter().map(|k| SortKey { expr: m(&k.expr), desc: k.desc, nulls_first: k.nulls_first }).collect(),
+                keys: keys.iter().map(|k| k.map_expr(m)).collect(),
                 limit: *limit,
             },
             Plan::Limit { input, limit, offset } => Plan::Limit { input: mp(input), limit: *limit, offset: *offset },
             Plan::Window { input, calls, columns } => Plan::Window {
                 input: mp(input),
-                calls: calls
-                    .iter()
-                    .map(|c| WindowCall {
-                        func: c.func,
-                        args: c.args.iter().map(m).collect(),
-                        partition_by: c.partition_by.iter().map(m).collect(),
-                        order_by: c
-                            .order_by
-                            .iter()
-                            .map(|k| SortKey { expr: m(&k.expr), desc: k.desc, nulls_first: k.nulls_first })
-                            .collect(),
-                        frame: c.frame,
-                        ty: c.ty,
-                    })
-                    .collect(),
+                calls: calls.iter().map(|c| c.map_exprs(m)).collect(),
                 columns: columns.clone(),
             },
             Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Plan::Join {

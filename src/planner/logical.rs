@@ -219,7 +219,6 @@ impl LogicalPlan {
     pub fn map_exprs(&self, depth: usize, f: &dyn Fn(&Expr, usize) -> Option<Expr>) -> LogicalPlan {
         let m = |e: &Expr| e.map(depth, f);
         let mp = |p: &LogicalPlan| Box::new(p.map_exprs(depth, f));
-        let mk = |k: &SortKey| SortKey { expr: m(&k.expr), desc: k.desc, nulls_first: k.nulls_first };
         match self {
             LogicalPlan::Scan(s) => LogicalPlan::Scan(Scan { filters: s.filters.iter().map(m).collect(), ..s.clone() }),
             LogicalPlan::Memory { .. } => self.clone(),
@@ -234,31 +233,12 @@ impl LogicalPlan {
             LogicalPlan::Aggregate { input, group_by, aggs, columns } => LogicalPlan::Aggregate {
                 input: mp(input),
                 group_by: group_by.iter().map(m).collect(),
-                aggs: aggs
-                    .iter()
-                    .map(|a| AggCall {
-                        func: a.func,
-                        args: a.args.iter().map(m).collect(),
-                        distinct: a.distinct,
-                        filter: a.filter.as_ref().map(m),
-                        ty: a.ty,
-                    })
-                    .collect(),
+                aggs: aggs.iter().map(|a| a.map_exprs(m)).collect(),
                 columns: columns.clone(),
             },
             LogicalPlan::Window { input, calls, columns } => LogicalPlan::Window {
                 input: mp(input),
-                calls: calls
-                    .iter()
-                    .map(|c| WindowCall {
-                        func: c.func,
-                        args: c.args.iter().map(m).collect(),
-                        partition_by: c.partition_by.iter().map(m).collect(),
-                        order_by: c.order_by.iter().map(mk).collect(),
-                        frame: c.frame,
-                        ty: c.ty,
-                    })
-                    .collect(),
+                calls: calls.iter().map(|c| c.map_exprs(m)).collect(),
                 columns: columns.clone(),
             },
             LogicalPlan::Join { left, right, kind, on, filter, columns } => LogicalPlan::Join {
@@ -270,7 +250,7 @@ impl LogicalPlan {
                 columns: columns.clone(),
             },
             LogicalPlan::Sort { input, keys, fetch } => {
-                LogicalPlan::Sort { input: mp(input), keys: keys.iter().map(mk).collect(), fetch: *fetch }
+                LogicalPlan::Sort { input: mp(input), keys: keys.iter().map(|k| k.map_expr(m)).collect(), fetch: *fetch }
             }
             LogicalPlan::Limit { input, limit, offset } => LogicalPlan::Limit { input: mp(input), limit: *limit, offset: *offset },
             LogicalPlan::Distinct { input } => LogicalPlan::Distinct { input: mp(input) },
