@@ -92,6 +92,17 @@ fn unsupported(p: &str) -> crate::error::WeirError {
 
 /// Case of a text pattern: `MONTH` → upper, `Month` → capitalized,
 /// `month` → lower.
+/// A month or day name in the pattern's case: abbreviated to 3 letters, or
+/// full and blank-padded to 9 unless FM.
+fn push_name(out: &mut String, p: &str, name: &str, abbrev: bool, fm: bool) {
+    let s = cased(p, if abbrev { &name[..3] } else { name });
+    if fm || abbrev {
+        out.push_str(&s);
+    } else {
+        out.push_str(&format!("{s:<9}"));
+    }
+}
+
 fn cased(p: &str, s: &str) -> String {
     let mut c = p.chars();
     let first = c.next().unwrap_or('A');
@@ -243,14 +254,7 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
             "IY" => num(&mut out, f.iso_year % 100, 2, fm),
             "I" => num(&mut out, f.iso_year % 10, 1, fm),
             "MONTH" | "MON" => {
-                let name = MONTHS[(f.month - 1).clamp(0, 11) as usize];
-                let name = if p.len() == 3 { &name[..3] } else { name };
-                let s = cased(p, name);
-                if fm || p.len() == 3 {
-                    out.push_str(&s);
-                } else {
-                    out.push_str(&format!("{s:<9}"));
-                }
+                push_name(&mut out, p, MONTHS[(f.month - 1).clamp(0, 11) as usize], p.len() == 3, fm)
             }
             "MM" => {
                 num(&mut out, f.month, 2, fm);
@@ -266,14 +270,7 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
                 }
             }
             "DAY" | "DY" => {
-                let name = DAYS[f.dow as usize];
-                let name = if p.len() == 2 { &name[..3] } else { name };
-                let s = cased(p, name);
-                if fm || p.len() == 2 {
-                    out.push_str(&s);
-                } else {
-                    out.push_str(&format!("{s:<9}"));
-                }
+                push_name(&mut out, p, DAYS[f.dow as usize], p.len() == 2, fm)
             }
             "DDD" => {
                 num(&mut out, f.doy, 3, fm);
