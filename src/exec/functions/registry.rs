@@ -310,7 +310,7 @@ impl Registry {
             let mut pref = 0u32;
             let mut ok = true;
             for (k, t) in types.iter().enumerate() {
-                let want = if k < fixed { sig.args[k] } else { sig.variadic.unwrap() };
+                let want = if k < fixed { sig.args[k] } else { sig.variadic.expect("extra arguments only match a variadic signature") };
                 match coercion_cost(*t, want) {
                     Some(0) => exact += 1,
                     Some(_) => {
@@ -340,7 +340,7 @@ impl Registry {
             .iter()
             .enumerate()
             .map(|(k, t)| {
-                let want = if k < sig.args.len() { sig.args[k] } else { sig.variadic.unwrap() };
+                let want = if k < sig.args.len() { sig.args[k] } else { sig.variadic.expect("extra arguments only match a variadic signature") };
                 match want {
                     Arg::T(w) => Some(w),
                     Arg::Any if *t == SqlType::Unknown => Some(SqlType::Text),
