@@ -44,6 +44,16 @@ async fn assert_serving(s: &TestServer, after: &str) {
     assert!(rows.iter().any(|m| matches!(m, SimpleQueryMessage::Row(_))));
 }
 
+/// The first column of every row a simple query answered, across its statements.
+fn first_column(msgs: &[SimpleQueryMessage]) -> Vec<String> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
 async fn one_value(c: &Client, sql: &str) -> Option<String> {
     for m in c.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}")) {
         if let SimpleQueryMessage::Row(r) = m {
@@ -494,13 +504,7 @@ async fn multi_statement_strings_split_on_tokens() {
         )
         .await
         .unwrap();
-    let values: Vec<String> = msgs
-        .iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_string()),
-            _ => None,
-        })
-        .collect();
+    let values = first_column(&msgs);
     assert_eq!(values, vec!["x;y", "p;q", "r';'s"]);
 
     // A syntax error anywhere runs nothing, and points at the token.
@@ -525,13 +529,7 @@ async fn multi_statement_strings_split_on_tokens() {
         )
         .await
         .unwrap();
-    let values: Vec<String> = msgs
-        .iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_string()),
-            _ => None,
-        })
-        .collect();
+    let values = first_column(&msgs);
     assert_eq!(values, vec!["1", "admin;", "1", "1"]);
     // ADMIN through the extended protocol describes its one column.
     let st = c.prepare("ADMIN flush_table($1)").await.unwrap();
@@ -553,13 +551,7 @@ async fn multi_statement_strings_split_on_tokens() {
         )
         .await
         .unwrap();
-    let values: Vec<String> = msgs
-        .iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_string()),
-            _ => None,
-        })
-        .collect();
+    let values = first_column(&msgs);
     assert_eq!(values, vec!["proto_split_other", "7", "proto_split"]);
     assert_eq!(sqlstate(c.simple_query("USE no_such_database").await), "3D000");
     // Database options would be ignored: refused instead.

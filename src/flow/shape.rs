@@ -45,20 +45,11 @@ fn scans(plan: &LogicalPlan, n: &mut usize, subquery: &mut bool, joins: &mut boo
     }
     match plan.node() {
         Node::Scan(_) => *n += 1,
-        Node::Rows => {}
-        Node::Join(l, r, _) | Node::SetOp(l, r, _, _) => {
-            *joins = true;
-            scans(l, n, subquery, joins);
-            scans(r, n, subquery, joins);
-        }
-        Node::Filter(i)
-        | Node::Project(i, _)
-        | Node::Aggregate(i, _, _)
-        | Node::Window(i, _)
-        | Node::Sort(i, _)
-        | Node::Limit(i)
-        | Node::Distinct(i)
-        | Node::DistinctOn(i) => scans(i, n, subquery, joins),
+        Node::Join(..) | Node::SetOp(..) => *joins = true,
+        _ => {}
+    }
+    for i in analysis::inputs(plan) {
+        scans(i, n, subquery, joins);
     }
 }
 
@@ -92,15 +83,11 @@ fn group_key_output(plan: &LogicalPlan, k: usize) -> Option<usize> {
 pub fn single_scan(plan: &LogicalPlan) -> Option<&crate::planner::logical::Scan> {
     match plan {
         LogicalPlan::Scan(s) => Some(s),
-        LogicalPlan::Filter { input, .. }
-        | LogicalPlan::Project { input, .. }
-        | LogicalPlan::Aggregate { input, .. }
-        | LogicalPlan::Window { input, .. }
-        | LogicalPlan::Sort { input, .. }
-        | LogicalPlan::Limit { input, .. }
-        | LogicalPlan::Distinct { input }
-        | LogicalPlan::DistinctOn { input, .. } => single_scan(input),
-        _ => None,
+        LogicalPlan::Join { .. } | LogicalPlan::SetOp { .. } => None,
+        _ => match plan.inputs()[..] {
+            [input] => single_scan(input),
+            _ => None,
+        },
     }
 }
 

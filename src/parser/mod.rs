@@ -167,8 +167,20 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
         match s {
             Statement::Sql(s) => nesting::check(s)?,
             Statement::Admin(a) => nesting::check(&a.function)?,
-            // weir's DDL: column lists and options, no deep expressions.
-            _ => {}
+            // weir's DDL carries expressions too: a flow's query and
+            // intervals, column DEFAULTs, option values.
+            Statement::CreateFlow(c) => {
+                nesting::check(&c.query)?;
+                nesting::check(&c.expire_after)?;
+                nesting::check(&c.eval_interval)?;
+            }
+            Statement::CreateTable(c) => {
+                nesting::check(&c.columns)?;
+                nesting::check(&c.constraints)?;
+                nesting::check(&c.options)?;
+            }
+            Statement::CreateDatabase(c) => nesting::check(&c.options)?,
+            Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {}
         }
     }
     Ok(stmts)

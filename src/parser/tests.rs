@@ -296,6 +296,20 @@ fn broken_weir_statements_are_errors_not_panics() {
     }
 }
 
+#[test]
+fn weir_ddl_expressions_are_nesting_checked() {
+    // `1+1+…` nests without parentheses, so only the AST check sees it.
+    let deep = format!("{}1", "1+".repeat(crate::parser::nesting::NESTING_DEPTH_MAX + 10));
+    for sql in [
+        format!("CREATE FLOW f SINK TO s AS SELECT {deep} FROM t"),
+        format!("CREATE FLOW f SINK TO s EVAL INTERVAL {deep} AS SELECT 1 FROM t"),
+        format!("CREATE TABLE t (ts TIMESTAMP TIME INDEX, a INT DEFAULT {deep})"),
+    ] {
+        let e = parse(&sql).unwrap_err();
+        assert_eq!(e.sqlstate(), "54001", "{}", &sql[..40]);
+    }
+}
+
 /// Parse time of the sql-tests statements, weir's parser against plain
 /// sqlparser (`cargo test --lib measure_parse_speed -- --ignored --nocapture`);
 /// weir must parse every statement PostgreSQL's dialect parses.

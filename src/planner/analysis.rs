@@ -859,7 +859,7 @@ pub fn has_subquery(e: &Expr) -> bool {
     found
 }
 
-fn inputs<P: PlanNode + ?Sized>(plan: &P) -> Vec<&P> {
+pub(crate) fn inputs<P: PlanNode + ?Sized>(plan: &P) -> Vec<&P> {
     match plan.node() {
         Node::Scan(_) | Node::Rows => vec![],
         Node::Filter(i)

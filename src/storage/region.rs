@@ -500,18 +500,7 @@ impl Region {
             (seq, inner.mem.bytes > cfg.memtable_bytes_max || inner.log.bytes() > tun.wal_bytes_max)
         };
         self.notify(seq, batch, n);
-        if flush_needed {
-            // The write is durable and acknowledged; a failed flush is retried later.
-            if let Err(e) = self.flush() {
-                tracing::warn!(region = self.id, error = %e, "flush after write failed");
-            }
-        } else if self.shared.mem_used.load(Ordering::Relaxed) > tun.global_memtable_bytes_max {
-            if tun.background_interval_ms > 0 {
-                self.shared.kick();
-            } else if let Err(e) = self.flush() {
-                tracing::warn!(region = self.id, error = %e, "flush for the memtable budget failed");
-            }
-        }
+        self.flush_checks(flush_needed);
         Ok(seq)
     }
 
@@ -676,6 +665,15 @@ impl Region {
             let inner = self.inner.lock();
             inner.mem.bytes > cfg.memtable_bytes_max || inner.log.bytes() > tun.wal_bytes_max
         };
+        self.flush_checks(flush_needed);
+    }
+
+    /// Flush when this region is over its limits (`flush_needed`), else
+    /// flush or kick the background worker when all memtables are over the
+    /// global budget. The write is already durable and acknowledged; a
+    /// failed flush is retried later.
+    fn flush_checks(&self, flush_needed: bool) {
+        let tun = &self.shared.tuning;
         if flush_needed {
             if let Err(e) = self.flush() {
                 tracing::warn!(region = self.id, error = %e, "flush after write failed");
@@ -1474,4 +1472,4 @@ impl Region {
 
 #[cfg(test)]
 #[path = "region_tests.rs"]
-mod tests;
+pub(super) mod tests;

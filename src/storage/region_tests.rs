@@ -12,7 +12,7 @@ use arrow::datatypes::{DataType, Field, Int64Type, Schema, TimeUnit, TimestampMi
 use crate::error::ErrorKind;
 use crate::storage::*;
 
-fn desc(append_mode: bool, ttl_ms: Option<i64>) -> RegionDescriptor {
+pub(in crate::storage) fn desc(append_mode: bool, ttl_ms: Option<i64>) -> RegionDescriptor {
     RegionDescriptor {
         table_name: "cpu".into(),
         schema: Arc::new(Schema::new(vec![

@@ -7,24 +7,14 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use arrow::array::{AsArray, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt64Array};
-use arrow::datatypes::{DataType, Field, Int64Type, Schema, TimeUnit};
+use arrow::datatypes::Int64Type;
 
 use super::*;
 use crate::storage::*;
 
+/// The region tests' table, not append-only, no TTL.
 fn desc() -> RegionDescriptor {
-    RegionDescriptor {
-        table_name: "cpu".into(),
-        schema: Arc::new(Schema::new(vec![
-            Field::new("host", DataType::Utf8, true),
-            Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false),
-            Field::new("v", DataType::Int64, true),
-        ])),
-        primary_key: vec![0],
-        time_index: Some(1),
-        append_mode: false,
-        ttl_ms: None,
-    }
+    crate::storage::region::tests::desc(false, None)
 }
 
 fn engine(dir: &std::path::Path, fsync: bool) -> StorageEngine {
