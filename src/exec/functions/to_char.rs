@@ -189,7 +189,8 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
             continue;
         }
         let Some(p) = PATTERNS.iter().find(|p| rest.starts_with(**p)) else {
-            let c = rest.chars().next().unwrap();
+            // A trailing FM prefix leaves nothing to render.
+            let Some(c) = rest.chars().next() else { break };
             out.push(c);
             rest = &rest[c.len_utf8()..];
             continue;
@@ -606,5 +607,12 @@ mod tests {
         assert_eq!(number_to_char(3.14159, "0.000").unwrap(), " 3.142");
         assert_eq!(number_to_char(12345.0, "999").unwrap(), " ###");
         assert!(number_to_char(1.0, "9.99EEEE").is_err());
+    }
+
+    #[test]
+    fn a_trailing_fm_is_not_a_panic() {
+        let t = parse_timestamp("2026-03-04 05:06:07").unwrap();
+        assert_eq!(timestamp_to_char(t, false, "YYYYFM").unwrap(), "2026");
+        assert_eq!(timestamp_to_char(t, false, "FM").unwrap(), "");
     }
 }
