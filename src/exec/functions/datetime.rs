@@ -69,7 +69,8 @@ pub fn trunc_timestamp(unit: &str, us: i64) -> Result<i64> {
         _ => None,
     };
     if let Some(step) = step {
-        return Ok(us.div_euclid(step) * step);
+        // Flooring can step below i64::MIN for the most negative values.
+        return us.div_euclid(step).checked_mul(step).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"));
     }
     let dt = naive(us)?;
     let y = dt.year();
