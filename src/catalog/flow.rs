@@ -11,8 +11,8 @@ use super::Catalog;
 use crate::err;
 use crate::error::Result;
 
-const FLOW_PREFIX: &str = "flow/";
-const PROGRESS_PREFIX: &str = "flowprog/";
+pub(super) const FLOW_PREFIX: &str = "flow/";
+pub(super) const PROGRESS_PREFIX: &str = "flowprog/";
 
 /// A flow as CREATE FLOW defined it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

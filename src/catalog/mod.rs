@@ -139,6 +139,12 @@ impl Catalog {
             } else if key.starts_with(ROLE_PREFIX) {
                 let r: RoleDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.roles.insert(r.name.clone(), r);
+            } else if key.starts_with(flow::FLOW_PREFIX) {
+                // Flows are read from sled when used; a damaged entry is
+                // found here, at open, rather than skipped later.
+                serde_json::from_slice::<FlowDef>(&v).map_err(corrupt)?;
+            } else if key.starts_with(flow::PROGRESS_PREFIX) {
+                serde_json::from_slice::<FlowProgress>(&v).map_err(corrupt)?;
             }
         }
         let cat = Catalog { tree, db, state: RwLock::new(state) };
@@ -308,5 +314,22 @@ impl Catalog {
 
     pub fn indexes(&self, database: &str, table: &str) -> Vec<IndexDef> {
         self.state.read().indexes.values().filter(|i| i.database == database && i.table == table).cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_damaged_flow_entry_is_corrupt_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let cat = Catalog::open(dir.path()).unwrap();
+            cat.put(format!("{}f1", flow::FLOW_PREFIX), b"{not json".to_vec()).unwrap();
+        }
+        let e = Catalog::open(dir.path()).err().expect("a damaged flow entry fails the open");
+        assert_eq!(e.kind, crate::error::ErrorKind::Corrupt, "{e}");
+        assert!(e.to_string().contains("flow/f1"), "{e}");
     }
 }

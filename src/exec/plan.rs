@@ -286,17 +286,13 @@ impl Plan {
                 aggs: aggs.iter().map(|a| a.map_exprs(m)).collect(),
                 columns: columns.clone(),
             },
-            Plan::Sort { input, keys, limit } => Plan::Sort {
-                input: mp(input),
-                keys: keys.iter().map(|k| k.map_expr(m)).collect(),
-                limit: *limit,
-            },
+            Plan::Sort { input, keys, limit } => {
+                Plan::Sort { input: mp(input), keys: keys.iter().map(|k| k.map_expr(m)).collect(), limit: *limit }
+            }
             Plan::Limit { input, limit, offset } => Plan::Limit { input: mp(input), limit: *limit, offset: *offset },
-            Plan::Window { input, calls, columns } => Plan::Window {
-                input: mp(input),
-                calls: calls.iter().map(|c| c.map_exprs(m)).collect(),
-                columns: columns.clone(),
-            },
+            Plan::Window { input, calls, columns } => {
+                Plan::Window { input: mp(input), calls: calls.iter().map(|c| c.map_exprs(m)).collect(), columns: columns.clone() }
+            }
             Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Plan::Join {
                 left: mp(left),
                 right: mp(right),

@@ -236,11 +236,9 @@ impl LogicalPlan {
                 aggs: aggs.iter().map(|a| a.map_exprs(m)).collect(),
                 columns: columns.clone(),
             },
-            LogicalPlan::Window { input, calls, columns } => LogicalPlan::Window {
-                input: mp(input),
-                calls: calls.iter().map(|c| c.map_exprs(m)).collect(),
-                columns: columns.clone(),
-            },
+            LogicalPlan::Window { input, calls, columns } => {
+                LogicalPlan::Window { input: mp(input), calls: calls.iter().map(|c| c.map_exprs(m)).collect(), columns: columns.clone() }
+            }
             LogicalPlan::Join { left, right, kind, on, filter, columns } => LogicalPlan::Join {
                 left: mp(left),
                 right: mp(right),

@@ -228,23 +228,19 @@ pub fn drop_flow(s: &mut Session, d: &DropFlow) -> Result<QueryResult> {
     Ok(QueryResult::Command("DROP FLOW".into()))
 }
 
-/// SQL LIKE with % and _ (no escapes).
-fn like(p: &[char], t: &[char]) -> bool {
-    match p.first() {
-        None => t.is_empty(),
-        Some('%') => (0..=t.len()).any(|i| like(&p[1..], &t[i..])),
-        Some('_') => !t.is_empty() && like(&p[1..], &t[1..]),
-        Some(c) => t.first() == Some(c) && like(&p[1..], &t[1..]),
-    }
-}
-
 pub fn show_flows(s: &mut Session, sf: &ShowFlows) -> Result<QueryResult> {
     // The flows created in this database (or the one named by IN).
     let db = sf.database.as_ref().map(ident).unwrap_or_else(|| s.database.clone());
     let mut names: Vec<String> = s.engine.catalog.flows().into_iter().filter(|f| f.database == db).map(|f| f.name).collect();
     if let Some(p) = &sf.like {
-        let p: Vec<char> = p.chars().collect();
-        names.retain(|n| like(&p, &n.chars().collect::<Vec<_>>()));
+        // The LIKE of every other query (arrow's kernel: linear in the name,
+        // PostgreSQL's backslash escape).
+        use arrow::array::{Array, StringArray};
+        let matched = arrow::compute::kernels::comparison::like(
+            &StringArray::from(names.clone()),
+            &arrow::array::Scalar::new(StringArray::from(vec![p.as_str()])),
+        )?;
+        names = names.into_iter().enumerate().filter(|(i, _)| matched.is_valid(*i) && matched.value(*i)).map(|(_, n)| n).collect();
     }
     names.sort();
     text_rows(&["Flows"], names.into_iter().map(|n| vec![n]).collect())

@@ -340,7 +340,8 @@ impl Registry {
             .iter()
             .enumerate()
             .map(|(k, t)| {
-                let want = if k < sig.args.len() { sig.args[k] } else { sig.variadic.expect("extra arguments only match a variadic signature") };
+                let want =
+                    if k < sig.args.len() { sig.args[k] } else { sig.variadic.expect("extra arguments only match a variadic signature") };
                 match want {
                     Arg::T(w) => Some(w),
                     Arg::Any if *t == SqlType::Unknown => Some(SqlType::Text),

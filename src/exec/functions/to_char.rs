@@ -254,9 +254,7 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
             "IYY" => num(&mut out, f.iso_year % 1000, 3, fm),
             "IY" => num(&mut out, f.iso_year % 100, 2, fm),
             "I" => num(&mut out, f.iso_year % 10, 1, fm),
-            "MONTH" | "MON" => {
-                push_name(&mut out, p, MONTHS[(f.month - 1).clamp(0, 11) as usize], p.len() == 3, fm)
-            }
+            "MONTH" | "MON" => push_name(&mut out, p, MONTHS[(f.month - 1).clamp(0, 11) as usize], p.len() == 3, fm),
             "MM" => {
                 num(&mut out, f.month, 2, fm);
                 numeric = Some(f.month)
@@ -270,9 +268,7 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
                     out.push_str(&format!("{r:<4}"));
                 }
             }
-            "DAY" | "DY" => {
-                push_name(&mut out, p, DAYS[f.dow as usize], p.len() == 2, fm)
-            }
+            "DAY" | "DY" => push_name(&mut out, p, DAYS[f.dow as usize], p.len() == 2, fm),
             "DDD" => {
                 num(&mut out, f.doy, 3, fm);
                 numeric = Some(f.doy)
