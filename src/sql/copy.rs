@@ -550,7 +550,7 @@ impl CopyParser {
 
 /// An arrow builder for one column of a SQL type, with parse fast paths
 /// for the common types (others go through `parse_text_as`).
-enum ColumnBuilder {
+pub(super) enum ColumnBuilder {
     F64(arrow::array::Float64Builder),
     I64(arrow::array::Int64Builder),
     Text(arrow::array::StringBuilder),
@@ -559,7 +559,12 @@ enum ColumnBuilder {
 }
 
 impl ColumnBuilder {
-    fn new(ty: SqlType) -> ColumnBuilder {
+    /// Whether `push_text` parses this type without a `Value`.
+    pub(super) fn has_fast_path(ty: SqlType) -> bool {
+        matches!(ty, SqlType::Float8 | SqlType::Int8 | SqlType::Text | SqlType::Varchar | SqlType::Timestamp)
+    }
+
+    pub(super) fn new(ty: SqlType) -> ColumnBuilder {
         use arrow::array::*;
         match ty {
             SqlType::Float8 => ColumnBuilder::F64(Float64Builder::with_capacity(1024)),
@@ -570,7 +575,7 @@ impl ColumnBuilder {
         }
     }
 
-    fn push_null(&mut self) {
+    pub(super) fn push_null(&mut self) {
         match self {
             ColumnBuilder::F64(b) => b.append_null(),
             ColumnBuilder::I64(b) => b.append_null(),
@@ -580,7 +585,7 @@ impl ColumnBuilder {
         }
     }
 
-    fn push_text(&mut self, t: &str) -> Result<()> {
+    pub(super) fn push_text(&mut self, t: &str) -> Result<()> {
         match self {
             ColumnBuilder::F64(b) => {
                 let fast = !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'));
@@ -615,7 +620,7 @@ impl ColumnBuilder {
         Ok(())
     }
 
-    fn finish(&mut self) -> ArrayRef {
+    pub(super) fn finish(&mut self) -> ArrayRef {
         match self {
             ColumnBuilder::F64(b) => Arc::new(b.finish()),
             ColumnBuilder::I64(b) => Arc::new(b.finish()),
