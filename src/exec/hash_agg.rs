@@ -1,14 +1,13 @@
-//! `HashAggExecutor`: GROUP BY via arrow's row format as the hash key;
-//! with no GROUP BY it is the simple aggregation (one output row always).
-
-use std::collections::HashMap;
+//! `HashAggExecutor`: GROUP BY through a `GroupTable` (packed fixed-width
+//! keys, or arrow's row format for the rest); with no GROUP BY it is the
+//! simple aggregation (one output row always).
 
 use arrow::array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::SchemaRef;
-use arrow::row::{OwnedRow, RowConverter, SortField};
 
 use super::aggregate::Accumulator;
 use super::expr::{cast_array, Expr};
+use super::group_keys::GroupTable;
 use super::plan::{arrow_schema, AggCall, PlanColumn};
 use super::{BatchExecutor, BatchResult, ExecCtx};
 use crate::error::Result;
@@ -32,16 +31,15 @@ impl HashAggExecutor {
     fn aggregate(&mut self) -> Result<RecordBatch> {
         let mut accs: Vec<Accumulator> = self.aggs.iter().map(Accumulator::new).collect();
         let key_types: Vec<_> = self.group_by.iter().map(|e| e.ty().to_arrow()).collect();
-        let converter = RowConverter::new(key_types.iter().map(|t| SortField::new(t.clone())).collect())?;
-        let mut groups: HashMap<Box<[u8]>, usize> = HashMap::new();
-        let mut group_rows: Vec<OwnedRow> = Vec::new();
         let simple = self.group_by.is_empty();
+        let mut groups = if simple { None } else { Some(GroupTable::new(&key_types)?) };
         if simple {
             for a in accs.iter_mut() {
                 a.resize(1);
             }
         }
         let mut group_idx: Vec<usize> = Vec::new();
+        let mut charged = 0usize;
         loop {
             self.ctx.check()?;
             let r = self.child.next_batch(super::BATCH_ROWS)?;
@@ -50,9 +48,7 @@ impl HashAggExecutor {
             let n = batch.num_rows();
             if n > 0 {
                 group_idx.clear();
-                if simple {
-                    group_idx.resize(n, 0);
-                } else {
+                if let Some(groups) = groups.as_mut() {
                     let keys: Vec<ArrayRef> = self
                         .group_by
                         .iter()
@@ -66,32 +62,15 @@ impl HashAggExecutor {
                             }
                         })
                         .collect::<Result<_>>()?;
-                    let rows = converter.convert_columns(&super::keys::normalize_keys(&keys))?;
-                    let mut new_bytes = 0;
-                    for i in 0..n {
-                        let row = rows.row(i);
-                        // Look up before inserting: no key allocation for known groups.
-                        let g = match groups.get(row.as_ref()) {
-                            Some(&g) => g,
-                            None => {
-                                // The key twice (map and rows), the map's
-                                // overhead and a state slot per aggregate.
-                                let bytes = row.as_ref().len() * 2 + 64 + 32 * accs.len();
-                                new_bytes += bytes;
-                                if new_bytes >= 1 << 20 {
-                                    self.ctx.charge(std::mem::take(&mut new_bytes), "hash aggregation groups")?;
-                                }
-                                let g = group_rows.len();
-                                groups.insert(row.as_ref().into(), g);
-                                group_rows.push(row.owned());
-                                g
-                            }
-                        };
-                        group_idx.push(g);
+                    groups.assign(&keys, &mut group_idx)?;
+                    // Keys, map slots and a state slot per aggregate.
+                    let held = groups.bytes() + groups.len() * 32 * accs.len();
+                    if held > charged {
+                        self.ctx.charge(held - charged, "hash aggregation groups")?;
+                        charged = held;
                     }
-                    self.ctx.charge(new_bytes, "hash aggregation groups")?;
                     for a in accs.iter_mut() {
-                        a.resize(group_rows.len());
+                        a.resize(groups.len());
                     }
                 }
                 for a in accs.iter_mut() {
@@ -113,8 +92,11 @@ impl HashAggExecutor {
                 break;
             }
         }
-        let ngroups = if simple { 1 } else { group_rows.len() };
-        let mut cols: Vec<ArrayRef> = if simple { vec![] } else { converter.convert_rows(group_rows.iter().map(|r| r.row()))? };
+        let ngroups = groups.as_ref().map(|g| g.len()).unwrap_or(1);
+        let mut cols: Vec<ArrayRef> = match &groups {
+            Some(g) => g.keys()?,
+            None => vec![],
+        };
         for a in &accs {
             cols.push(a.finish()?);
         }
