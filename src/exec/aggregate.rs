@@ -331,6 +331,94 @@ impl Accumulator {
         Ok(())
     }
 
+    /// Fold another accumulator of the same call (a partial aggregation of
+    /// other rows) in: its group `g` is this one's `map[g]`. Not for
+    /// DISTINCT or string_agg, whose states depend on the rows' order.
+    pub fn merge(&mut self, other: &Accumulator, map: &[usize]) -> Result<()> {
+        let overflow = || err!(NumericOutOfRange, "bigint out of range");
+        match (&mut self.state, &other.state) {
+            (State::Count(v), State::Count(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    v[m] += o[g];
+                }
+            }
+            (State::SumInt(v), State::SumInt(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        v[m] = Some(v[m].unwrap_or(0).checked_add(x).ok_or_else(overflow)?);
+                    }
+                }
+            }
+            (State::SumFloat(v), State::SumFloat(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        v[m] = Some(v[m].unwrap_or(0.0) + x);
+                    }
+                }
+            }
+            (State::Avg(v), State::Avg(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    v[m].0 += o[g].0;
+                    v[m].1 += o[g].1;
+                }
+            }
+            (State::Var(v), State::Var(o)) => {
+                // Chan et al.'s pairwise combination of (n, mean, m2).
+                for (g, &m) in map.iter().enumerate() {
+                    let (nb, mb, m2b) = o[g];
+                    if nb == 0 {
+                        continue;
+                    }
+                    let (na, ma, m2a) = v[m];
+                    let n = na + nb;
+                    let d = mb - ma;
+                    v[m] = (n, ma + d * nb as f64 / n as f64, m2a + m2b + d * d * na as f64 * nb as f64 / n as f64);
+                }
+            }
+            (State::MinMaxF64 { vals, is_min }, State::MinMaxF64 { vals: o, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        let better = vals[m].is_none_or(|c| if *is_min { pg_float_gt(c, x) } else { pg_float_gt(x, c) });
+                        if better {
+                            vals[m] = Some(x);
+                        }
+                    }
+                }
+            }
+            (State::MinMaxI64 { vals, is_min }, State::MinMaxI64 { vals: o, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        if vals[m].is_none_or(|c| if *is_min { c > x } else { c < x }) {
+                            vals[m] = Some(x);
+                        }
+                    }
+                }
+            }
+            (State::MinMax { vals, is_min }, State::MinMax { vals: o, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    let x = &o[g];
+                    if x.is_null() {
+                        continue;
+                    }
+                    let o = x.total_cmp(&vals[m]);
+                    if vals[m].is_null() || if *is_min { o.is_lt() } else { o.is_gt() } {
+                        vals[m] = x.clone();
+                    }
+                }
+            }
+            (State::Bool { vals, and }, State::Bool { vals: o, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        let c = vals[m].unwrap_or(*and);
+                        vals[m] = Some(if *and { c && x } else { c || x });
+                    }
+                }
+            }
+            _ => return Err(err!(Internal, "aggregate states of {:?} cannot be merged", self.call.func)),
+        }
+        Ok(())
+    }
+
     pub fn finish(&self) -> Result<ArrayRef> {
         let ty = self.call.ty;
         Ok(match &self.state {
