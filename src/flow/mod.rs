@@ -94,8 +94,16 @@ impl FlowManager {
             Some(t) => t + iv * 1000,
             None => first_tick(batching::now_ms(), iv),
         });
+        // A catch-up that was running resumes where it stopped: its dirty
+        // windows not yet done, the sequences they were read up to.
+        let mut st = TaskState { full_dirty: progress.pending_full, ..Default::default() };
+        if !progress.pending_upto.is_empty() {
+            st.read_upto = progress.pending_upto.clone();
+            st.dirty = env.catalog.flow_pending(&def.name).into_iter().filter(|(s, _)| *s >= progress.pending_from).collect();
+        }
+        st.progress = progress;
         let task = Arc::new(FlowTask {
-            state: Mutex::new(TaskState { progress, ..Default::default() }),
+            state: Mutex::new(st),
             // Catch up (backfill, or changes while stopped) right away.
             due: Mutex::new(if def.eval_interval_s.is_none() { Some(Instant::now()) } else { None }),
             next_tick_ms: Mutex::new(next_tick),
@@ -108,8 +116,8 @@ impl FlowManager {
     /// Register a new flow: its initial progress is nothing read (backfill)
     /// or, with `backfill = false`, each source region's current sequence.
     pub fn create(&self, env: &Env, def: FlowDef) -> Result<()> {
-        let mut progress = FlowProgress::default();
         let backfill = def.options.get("backfill").map(|v| v != "false").unwrap_or(true);
+        let mut progress = FlowProgress { backfilling: backfill, ..Default::default() };
         if !backfill {
             for (d, t) in &def.sources {
                 if let Some(src) = env.catalog.table(d, t) {
@@ -175,6 +183,12 @@ impl FlowManager {
                 Err(err!(Internal, "flow \"{name}\" panicked: {msg}", name = def.name))
             });
         match &r {
+            Ok(_) if st.more => {
+                // Batches left: run again right after the other flows.
+                st.failures = 0;
+                *task.due.lock() = Some(Instant::now());
+                self.kick();
+            }
             Ok(_) => st.failures = 0,
             Err(e) => {
                 st.failures += 1;

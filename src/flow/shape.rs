@@ -45,6 +45,8 @@ fn scans(plan: &LogicalPlan, n: &mut usize, subquery: &mut bool, joins: &mut boo
     }
     match plan.node() {
         Node::Scan(_) => *n += 1,
+        // hop()'s expansion (a join with the window numbers) reads one table.
+        Node::Join(..) if hop_expansion(plan).is_some() => {}
         Node::Join(..) | Node::SetOp(..) => *joins = true,
         _ => {}
     }
@@ -79,8 +81,24 @@ fn group_key_output(plan: &LogicalPlan, k: usize) -> Option<usize> {
     }
 }
 
+/// The input of hop()'s expansion: a join of the rows with a series of
+/// window numbers (`planner::hop`).
+fn hop_expansion(plan: &LogicalPlan) -> Option<&LogicalPlan> {
+    match plan {
+        LogicalPlan::Join { left, right, kind: crate::exec::plan::JoinKind::Inner, on, .. }
+            if on.is_empty() && matches!(**right, LogicalPlan::Series { .. }) =>
+        {
+            Some(left)
+        }
+        _ => None,
+    }
+}
+
 /// The single table scan of a plan, when there is exactly one.
 pub fn single_scan(plan: &LogicalPlan) -> Option<&crate::planner::logical::Scan> {
+    if let Some(input) = hop_expansion(plan) {
+        return single_scan(input);
+    }
     match plan {
         LogicalPlan::Scan(s) => Some(s),
         LogicalPlan::Join { .. } | LogicalPlan::SetOp { .. } => None,
@@ -139,14 +157,19 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
     if batching {
         let shape = analysis::analyze_aggregate(plan);
         let mut key_outputs: Vec<usize> = Vec::new();
-        let mut window: Option<(crate::planner::analysis::TimeWindow, usize)> = None;
+        let mut window: Option<(Window, usize)> = None;
         if let Some(shape) = &shape {
             for k in &shape.group_keys {
                 if let Some(o) = group_key_output(plan, k.index) {
                     key_outputs.push(o);
-                    if let GroupKeyKind::TimeWindow(w) = &k.kind {
+                    let w = match &k.kind {
+                        GroupKeyKind::TimeWindow(w) => Some(Window::Tumble(w.clone())),
+                        GroupKeyKind::HopWindow(h) => Some(Window::Hop(h.clone())),
+                        _ => None,
+                    };
+                    if let Some(w) = w {
                         if window.is_none() && is_ts(o) {
-                            window = Some((w.clone(), o));
+                            window = Some((w, o));
                         }
                     }
                 }
@@ -162,7 +185,7 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
             (Some((w, o)), true) => {
                 let source = single_scan(plan).map(|s| s.table.clone());
                 match source {
-                    Some(source) => Refresh::Windowed { source, window: Window::Tumble(w), time_output: o },
+                    Some(source) => Refresh::Windowed { source, window: w, time_output: o },
                     None => Refresh::Full,
                 }
             }
