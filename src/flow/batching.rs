@@ -51,6 +51,8 @@ pub struct TaskState {
     pub failures: u32,
     /// The last scheduled run stopped after its batches with work left.
     pub more: bool,
+    /// Rows written to a `ttl = 'instant'` source, not yet transformed.
+    pub instant_rows: Vec<(u32, RecordBatch)>,
 }
 
 /// Batches (ranges of windows, one query each) a scheduled evaluation runs
@@ -197,6 +199,8 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
                     }
                 }
             }
+            // The rows came with the write notices.
+            Refresh::Stream { .. } => {}
             _ => st.full_dirty = true,
         }
         st.read_upto.insert(region.id, upto);
@@ -260,6 +264,16 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
                         std::process::abort();
                     }
                 }
+            }
+        }
+        Refresh::Stream { source } => {
+            // The source keeps no rows: a TRUNCATE leaves nothing to redo.
+            st.full_dirty = false;
+            let mine: Vec<RecordBatch> = st.instant_rows.iter().filter(|(t, _)| *t == source.id).map(|(_, b)| b.clone()).collect();
+            if !mine.is_empty() {
+                rows += evaluate_rows(env, &c, source.id, &mine, now * 1000)? as u64;
+                st.instant_rows.clear();
+                ran = true;
             }
         }
         _ => {
@@ -327,11 +341,26 @@ pub fn evaluate_range(env: &Env, c: &Compiled, source_id: u32, range: Option<(i6
     // (a hop window reaching past the range saw part of its rows).
     let range = range.map(|(lo, hi)| match &c.shape.refresh {
         Refresh::Windowed { window, .. } => window.covered(lo, hi),
-        Refresh::Full => (lo, hi),
+        Refresh::Full | Refresh::Stream { .. } => (lo, hi),
     });
     let new = match (range, c.sink.time_index) {
         (Some((lo, hi)), Some(ti)) => sink::rows_in_range(&new, ti, lo, hi)?,
         _ => new,
     };
     sink::replace(env.storage, &c.sink, &regions, &new, range)
+}
+
+/// Run the rows written to an instant source through the query and upsert
+/// the result into the sink (nothing is replaced: the source keeps no rows
+/// to recompute from).
+pub fn evaluate_rows(env: &Env, c: &Compiled, source_id: u32, rows: &[RecordBatch], now_us: i64) -> Result<usize> {
+    let mut logical = c.logical.clone();
+    shape::replace_scan(&mut logical, source_id, rows)?;
+    let plan = c.planner.physical(logical)?;
+    let batches = crate::exec::collect(&plan, &c.planner.ctx)?;
+    let regions = table_regions(env, &c.sink)?;
+    let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
+    let new = sink::sink_batch(&c.sink, schema, &c.shape.columns, &c.fills, &batches, now_us)?;
+    // An empty time range: no old row is deleted.
+    sink::replace(env.storage, &c.sink, &regions, &new, Some((0, 0)))
 }
