@@ -339,7 +339,7 @@ class Weir:
         self.data_dir = data_dir
         self.logf = open(log_path, "wb")
         self.log_path = log_path
-        self.proc = subprocess.Popen([binary, "--data-dir", data_dir, "--listen", "127.0.0.1:0"],
+        self.proc = subprocess.Popen([binary, "--data-dir", data_dir, "--listen", "127.0.0.1:0", "--superuser", "bench"],
                                      stdout=subprocess.PIPE, stderr=self.logf, stdin=subprocess.DEVNULL)
         if pid_file:
             with open(pid_file, "w") as f:
