@@ -620,12 +620,28 @@ impl ColumnBuilder {
         Ok(())
     }
 
+    /// The column so far; the builder starts again, sized like it (so the
+    /// next chunk's buffers neither regrow from empty nor overshoot by the
+    /// doubling of a growing buffer: the memtable keeps them as they are).
     pub(super) fn finish(&mut self) -> ArrayRef {
+        use arrow::array::*;
         match self {
-            ColumnBuilder::F64(b) => Arc::new(b.finish()),
-            ColumnBuilder::I64(b) => Arc::new(b.finish()),
-            ColumnBuilder::Text(b) => Arc::new(b.finish()),
-            ColumnBuilder::Ts(b) => Arc::new(b.finish()),
+            ColumnBuilder::F64(b) => {
+                let n = b.len();
+                Arc::new(std::mem::replace(b, Float64Builder::with_capacity(n)).finish()) as ArrayRef
+            }
+            ColumnBuilder::I64(b) => {
+                let n = b.len();
+                Arc::new(std::mem::replace(b, Int64Builder::with_capacity(n)).finish()) as ArrayRef
+            }
+            ColumnBuilder::Text(b) => {
+                let (n, bytes) = (b.len(), b.values_slice().len());
+                Arc::new(std::mem::replace(b, StringBuilder::with_capacity(n, bytes + bytes / 8)).finish()) as ArrayRef
+            }
+            ColumnBuilder::Ts(b) => {
+                let n = b.len();
+                Arc::new(std::mem::replace(b, TimestampMicrosecondBuilder::with_capacity(n)).finish()) as ArrayRef
+            }
             ColumnBuilder::Other(ty, b) => {
                 let a = b.finish();
                 // Builders know no time zone: relabel TIMESTAMPTZ.
