@@ -1015,3 +1015,143 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
     st.incr.mode = Some(mode);
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::analysis::{TimeWindow, WindowKind, WindowWidth};
+    use crate::planner::incremental::KeptAgg;
+    use crate::types::SqlType;
+
+    const ALL: [Fallback; 8] = [
+        Fallback::MissingWatermark,
+        Fallback::IncompleteWatermark,
+        Fallback::StaleWatermark,
+        Fallback::SnapshotExpired,
+        Fallback::Failed,
+        Fallback::Backlog,
+        Fallback::StateMissing,
+        Fallback::Overflow,
+    ];
+
+    #[test]
+    fn full_snapshot_success_enters_incremental() {
+        for r in ALL {
+            assert_eq!(Mode::FullSnapshot(r).next(&Event::FullDone), Mode::Incremental);
+        }
+        assert_eq!(Mode::Incremental.next(&Event::FullDone), Mode::Incremental);
+    }
+
+    #[test]
+    fn incremental_success_stays_incremental() {
+        assert_eq!(Mode::Incremental.next(&Event::IncrementalDone), Mode::Incremental);
+        // An incremental success cannot end a full snapshot.
+        assert_eq!(Mode::FullSnapshot(Fallback::Backlog).next(&Event::IncrementalDone), Mode::FullSnapshot(Fallback::Backlog));
+    }
+
+    #[test]
+    fn every_fallback_reason_leads_to_full_snapshot_with_the_reason() {
+        for r in ALL {
+            assert_eq!(Mode::Incremental.next(&Event::Fallback(r)), Mode::FullSnapshot(r));
+            assert_eq!(Mode::FullSnapshot(Fallback::Failed).next(&Event::Fallback(r)), Mode::FullSnapshot(r));
+            assert_eq!(Mode::FullSnapshot(r).reason().as_deref(), Some(r.name()));
+        }
+    }
+
+    #[test]
+    fn failure_falls_back_as_failed() {
+        assert_eq!(Mode::Incremental.next(&Event::Failed), Mode::FullSnapshot(Fallback::Failed));
+        assert_eq!(Mode::FullSnapshot(Fallback::MissingWatermark).next(&Event::Failed), Mode::FullSnapshot(Fallback::Failed));
+    }
+
+    #[test]
+    fn disabled_is_for_good() {
+        let d = Mode::Disabled("count(DISTINCT …)".into());
+        for ev in [Event::FullDone, Event::IncrementalDone, Event::Failed, Event::Fallback(Fallback::Backlog)] {
+            assert_eq!(d.next(&ev), d);
+        }
+        assert_eq!(d.name(), "disabled");
+        assert_eq!(d.reason().as_deref(), Some("count(DISTINCT …)"));
+    }
+
+    fn plan(keeps: &[(Keep, bool)]) -> DeltaPlan {
+        let mut aggs = Vec::new();
+        let mut partial = Vec::new();
+        for (k, int_sum) in keeps {
+            aggs.push(KeptAgg { keep: *k, first: partial.len(), int_sum: *int_sum, ty: SqlType::Int8 });
+            for _ in 0..k.width() {
+                partial.push(AggCall { func: AggFunc::Sum, args: vec![], distinct: false, filter: None, ty: SqlType::Int8 });
+            }
+        }
+        partial.push(AggCall { func: AggFunc::CountStar, args: vec![], distinct: false, filter: None, ty: SqlType::Int8 });
+        let window = TimeWindow { column: 0, width: WindowWidth::Micros(10), origin: 0, kind: WindowKind::DateBin };
+        DeltaPlan { group_count: 1, window_key: 0, window, aggs, partial, inexact: None }
+    }
+    use crate::exec::plan::{AggCall, AggFunc};
+
+    fn i(v: i64) -> Value {
+        Value::Int(v)
+    }
+
+    #[test]
+    fn sums_counts_and_averages_subtract_retractions() {
+        let dp = plan(&[(Keep::Count, false), (Keep::Sum, true), (Keep::Avg, true)]);
+        // count, (sum, n), (sum, n), rows
+        let mut cur = vec![i(3), i(30), i(3), i(30), i(3), i(3)];
+        let plus = vec![i(1), i(5), i(1), i(5), i(1), i(1)];
+        let minus = vec![i(2), i(25), i(2), i(25), i(2), i(2)];
+        assert_eq!(merge(&dp, &mut cur, Some(&plus), Some(&minus)), Merge::Done);
+        assert_eq!(cur, vec![i(2), i(10), i(2), i(10), i(2), i(2)]);
+        let g = Group { key: vec![Value::Timestamp(0)], st: cur.clone() };
+        assert_eq!(finals(&dp, &g)[1..], [i(2), i(10), Value::Float(5.0)]);
+        // Every non-NULL value retracted: sum and avg are NULL, count 0.
+        let minus = vec![i(2), i(10), i(2), i(10), i(2), i(2)];
+        assert_eq!(merge(&dp, &mut cur, None, Some(&minus)), Merge::Done);
+        let g = Group { key: vec![Value::Timestamp(0)], st: cur.clone() };
+        assert_eq!(finals(&dp, &g)[1..], [i(0), Value::Null, Value::Null]);
+        assert_eq!(cur[dp.rows_col()], i(0));
+    }
+
+    #[test]
+    fn losing_the_extreme_asks_for_a_recompute() {
+        let dp = plan(&[(Keep::Min, false), (Keep::Max, false)]);
+        let mut cur = vec![i(5), i(50), i(4)];
+        // Retracting values strictly inside the range keeps both extremes.
+        let before = cur.clone();
+        assert_eq!(merge(&dp, &mut cur, Some(&[i(7), i(60), i(1)]), Some(&[i(6), i(40), i(1)])), Merge::Done);
+        assert_eq!(cur, vec![i(5), i(60), i(4)]);
+        // Retracting the min (or a value equal to it) cannot be merged.
+        let mut c2 = before.clone();
+        assert_eq!(merge(&dp, &mut c2, None, Some(&[i(5), i(20), i(1)])), Merge::LostExtreme);
+        assert_eq!(c2, before, "left untouched");
+        let mut c3 = before.clone();
+        assert_eq!(merge(&dp, &mut c3, None, Some(&[i(9), i(50), i(1)])), Merge::LostExtreme);
+    }
+
+    #[test]
+    fn overflow_and_inconsistency_are_reported() {
+        let dp = plan(&[(Keep::Sum, true)]);
+        let mut cur = vec![i(EXACT_INT - 1), i(1), i(1)];
+        assert_eq!(merge(&dp, &mut cur, Some(&[i(5), i(1), i(1)]), None), Merge::Overflow);
+        let mut cur = vec![i(1), i(1), i(1)];
+        assert_eq!(merge(&dp, &mut cur, None, Some(&[i(1), i(2), i(2)])), Merge::Inconsistent);
+    }
+
+    #[test]
+    fn window_states_round_trip() {
+        let mut w = WindowState::new();
+        for key in [vec![Value::Timestamp(10), Value::Text("a".into())], vec![Value::Timestamp(10), Value::Null]] {
+            let st = vec![i(-3), Value::Float(1.5), Value::Bool(true), Value::Date(7), Value::Null];
+            w.insert(key_bytes(&key), Group { key, st });
+        }
+        assert_eq!(decode_window(&encode_window(&w)).unwrap(), w);
+        assert!(decode_window(&encode_window(&w)[..5]).is_err(), "truncated is Corrupt, not a panic");
+    }
+
+    #[test]
+    fn adjacent_windows_make_one_range() {
+        let dp = plan(&[]);
+        let set: BTreeSet<i64> = [0, 10, 20, 50].into_iter().collect();
+        assert_eq!(runs(&dp, &set), vec![(0, 30), (50, 60)]);
+    }
+}
