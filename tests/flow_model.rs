@@ -168,4 +168,12 @@ async fn sinks_equal_their_queries() {
     let n = rows(&c, "SELECT count(*) FROM m_sum_out").await;
     assert_ne!(n, vec!["0".to_string()], "the workload left the sink empty");
     eprintln!("flow_model: m_sum_out has {} rows", n[0]);
+    // Incremental evaluation was on (issue 9): the windowed aggregate flows
+    // merged deltas into partial states.
+    let modes = rows(
+        &c,
+        "SELECT flow_name, mode, reason FROM information_schema.flow_statistics WHERE flow_name IN ('m_sum', 'm_having', 'm_nested')",
+    )
+    .await;
+    assert_eq!(modes, vec!["m_having|incremental|NULL", "m_nested|incremental|NULL", "m_sum|incremental|NULL"]);
 }

@@ -511,11 +511,29 @@ fn rewrite_scan(plan: &mut LogicalPlan, src: &Input) {
 }
 
 /// Run the query's partial aggregation over `input`: one group per row.
-fn partial(c: &Compiled, dp: &DeltaPlan, input: &Input) -> Result<Vec<Group>> {
+/// With `group`, only the rows of that group (its non-window keys equal
+/// to those values; pushdown turns tag equalities into scan pruning).
+fn partial(c: &Compiled, dp: &DeltaPlan, input: &Input, group: Option<&[Value]>) -> Result<Vec<Group>> {
+    use crate::exec::expr::{BinOp, Expr};
     let agg = find_aggregate(&c.logical).ok_or_else(|| err!(Internal, "flow query lost its aggregation"))?;
     let LogicalPlan::Aggregate { input: agg_in, group_by, columns, .. } = agg else { unreachable!("find_aggregate") };
     let mut inp = (**agg_in).clone();
     rewrite_scan(&mut inp, input);
+    if let Some(key) = group {
+        let conds = group_by.iter().zip(key).enumerate().filter(|(j, _)| *j != dp.window_key).map(|(_, (e, v))| match v {
+            Value::Null => Expr::IsNull { expr: Box::new(e.clone()), negated: false },
+            v => Expr::Binary {
+                op: BinOp::Eq,
+                left: Box::new(e.clone()),
+                right: Box::new(Expr::Literal { value: v.clone(), ty: e.ty() }),
+                ty: crate::types::SqlType::Bool,
+            },
+        });
+        let pred = conds.reduce(|a, b| Expr::Binary { op: BinOp::And, left: Box::new(a), right: Box::new(b), ty: crate::types::SqlType::Bool });
+        if let Some(predicate) = pred {
+            inp = LogicalPlan::Filter { input: Box::new(inp), predicate };
+        }
+    }
     let mut cols: Vec<PlanColumn> = columns[..dp.group_count].to_vec();
     cols.extend(dp.partial.iter().enumerate().map(|(i, a)| PlanColumn::new(format!("__partial{i}"), a.ty)));
     let plan = LogicalPlan::Aggregate { input: Box::new(inp), group_by: group_by.clone(), aggs: dp.partial.clone(), columns: cols };
@@ -816,7 +834,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         // Everything from the source, as of `upto`.
         mode = mode.next(&Event::Fallback(reason));
         let range = lower.map(|l| (dp.window.start(l), i64::MAX));
-        let groups = partial(c, dp, &Input::Source(range, &upto))?;
+        let groups = partial(c, dp, &Input::Source(range, &upto), None)?;
         let mut windows: HashMap<i64, WindowState> = HashMap::new();
         for g in groups {
             let w = window_of(dp, &g.key)?;
@@ -844,6 +862,8 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         let ti = source.time_index.ok_or_else(|| err!(Internal, "windowed source has no time index"))?;
         // Windows recomputed from the source, and why.
         let mut recompute: BTreeMap<i64, Option<Fallback>> = BTreeMap::new();
+        // Groups whose min / max lost its extreme: recomputed one by one.
+        let mut lost: BTreeMap<i64, Vec<(Vec<u8>, Vec<Value>)>> = BTreeMap::new();
         let backlog =
             def.options.get("incremental_backlog_rows").and_then(|v| v.parse::<u64>().ok()).unwrap_or(BACKLOG_ROWS_DEFAULT);
         let wholesale = if mode == Mode::FullSnapshot(Fallback::Failed) {
@@ -887,7 +907,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
                     continue;
                 }
                 let batch = arrow::compute::concat_batches(&side[0].schema(), side)?;
-                for g in partial(c, dp, &Input::Delta(batch))? {
+                for g in partial(c, dp, &Input::Delta(batch), None)? {
                     let e = delta.entry(key_bytes(&g.key)).or_insert_with(|| (g.key.clone(), None, None));
                     if i == 0 {
                         e.1 = Some(g.st);
@@ -928,7 +948,8 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
                     }
                     Merge::LostExtreme => {
                         st.incr.stats.extreme_recomputes += 1;
-                        recompute.entry(w).or_insert(None);
+                        lost.entry(w).or_default().push((kb, key));
+                        touched.insert(w);
                     }
                     Merge::Overflow => {
                         recompute.insert(w, Some(Fallback::Overflow));
@@ -941,7 +962,26 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         }
         // Merged groups make the evaluation incremental; windows only
         // recomputed by fallbacks make it a (partial) full one.
-        let merged = !touched.is_empty() || (wholesale.is_none() && recompute.values().all(|r| r.is_none()));
+        let merged = !touched.is_empty() || (wholesale.is_none() && recompute.is_empty());
+        // Each group that lost its extreme, from the source rows of that
+        // group and window (unless its whole window is recomputed anyway).
+        for (w, groups) in &lost {
+            if recompute.contains_key(w) {
+                continue;
+            }
+            let range = (*w, dp.window.end(*w));
+            for (kb, key) in groups {
+                let fresh = partial(c, dp, &Input::Source(Some(range), &upto), Some(key))?;
+                let ws = st.incr.cache.get_mut(w).expect("a merged window is loaded");
+                ws.remove(kb);
+                for g in fresh {
+                    st.incr.stats.rows_read += int(&g.st[dp.rows_col()]) as u64;
+                    if key_bytes(&g.key) == *kb {
+                        ws.insert(kb.clone(), g);
+                    }
+                }
+            }
+        }
         if merged {
             st.incr.stats.incremental_evaluations += 1;
         } else {
@@ -954,7 +994,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
                 st.incr.cache.insert(*w, WindowState::new());
             }
             for (lo, hi) in runs(dp, &set) {
-                for g in partial(c, dp, &Input::Source(Some((lo, hi)), &upto))? {
+                for g in partial(c, dp, &Input::Source(Some((lo, hi)), &upto), None)? {
                     let w = window_of(dp, &g.key)?;
                     st.incr.stats.rows_read += int(&g.st[dp.rows_col()]) as u64;
                     st.incr.cache.entry(w).or_default().insert(key_bytes(&g.key), g);
