@@ -778,11 +778,22 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
             Mode::Incremental
         }
     });
-    // Watermarks.
+    // Watermarks. A checkpointed region that is no longer a source region
+    // (TRUNCATE, the table created again) left without retractions.
     let mut full: Option<Fallback> = match &mode {
         Mode::FullSnapshot(r) if *r != Fallback::Failed => Some(*r),
         _ => None,
     };
+    let gone: Vec<u64> = st.progress.regions.keys().filter(|r| !upto.contains_key(r)).copied().collect();
+    if !gone.is_empty() {
+        for r in &gone {
+            st.progress.regions.remove(r);
+            if let Some(region) = env.storage.region(*r) {
+                region.release_versions(&holder(&def.name));
+            }
+        }
+        full.get_or_insert(Fallback::StaleWatermark);
+    }
     if full.is_none() {
         if regions.iter().any(|r| !st.progress.regions.contains_key(&r.id)) {
             full = Some(if st.progress.regions.is_empty() { Fallback::MissingWatermark } else { Fallback::IncompleteWatermark });
@@ -855,6 +866,12 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         st.incr.cache = windows;
         if let Some(m) = st.incr.meta.as_mut() {
             m.complete = true;
+        }
+        if st.progress.backfilling {
+            // The backfill was this one snapshot.
+            st.progress.backfilling = false;
+            st.progress.backfill_total = touched.len() as u64;
+            st.progress.backfill_done = touched.len() as u64;
         }
         mode = mode.next(&Event::FullDone);
     } else if changed {

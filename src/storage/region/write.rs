@@ -78,7 +78,7 @@ impl Region {
             inner = self.wait_synced(inner, seq)?;
             (seq, inner.mem.bytes > cfg.memtable_bytes_max || inner.log.bytes() > tun.wal_bytes_max)
         };
-        self.notify(seq, batch, n);
+        self.notify(seq, batch, n, op == OP_PUT);
         self.flush_checks(flush_needed);
         Ok(seq)
     }
@@ -153,6 +153,24 @@ impl Region {
     /// published on return. Otherwise the record is durable on return but
     /// held until [`Region::decide_txn`]. Returns the record's sequence.
     pub(in crate::storage) fn append_txn(&self, txn: u64, w: &crate::storage::txn::RegionWrites) -> Result<SeqNo> {
+        self.append_txn_with(txn, w, true)
+    }
+
+    /// As [`Region::append_txn`] for a held record (`txn != 0`) without
+    /// waiting for its fsync: a bulk load appends many records and syncs
+    /// once ([`Region::sync_through`]) before its commit record.
+    pub(in crate::storage) fn append_held_unsynced(&self, txn: u64, w: &crate::storage::txn::RegionWrites) -> Result<SeqNo> {
+        debug_assert!(txn != 0);
+        self.append_txn_with(txn, w, false)
+    }
+
+    /// Return once every record up to `seq` is durable.
+    pub(in crate::storage) fn sync_through(&self, seq: SeqNo) -> Result<()> {
+        let inner = self.inner.lock();
+        self.wait_durable(inner, seq).map(drop)
+    }
+
+    fn append_txn_with(&self, txn: u64, w: &crate::storage::txn::RegionWrites, wait_durable: bool) -> Result<SeqNo> {
         let del = concat_all(&self.layout.stored, &w.deletes)?;
         let puts: Vec<RecordBatch> =
             w.puts.iter().map(|b| b.project(&(0..self.layout.ncols).collect::<Vec<_>>())).collect::<std::result::Result<_, _>>()?;
@@ -202,8 +220,10 @@ impl Region {
             if !self.shared.config.wal_fsync {
                 inner.synced_seq = seq;
             }
-            let inner = self.wait_durable(inner, seq)?;
-            drop(inner);
+            if wait_durable {
+                let inner = self.wait_durable(inner, seq)?;
+                drop(inner);
+            }
         }
         Ok(seq)
     }
@@ -232,7 +252,15 @@ impl Region {
             w.puts.iter().filter_map(|b| time_bounds(b.column(ti)).ok().flatten()).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
         });
         let rows = w.puts.iter().map(|b| b.num_rows()).sum::<usize>() + w.deletes.iter().map(|b| b.num_rows()).sum::<usize>();
-        WriteNotice { table_name: self.desc.table_name.clone(), region_id: self.id, seq_range: (seq - 1, seq), time_range, rows }
+        let instant_rows = if self.desc.ttl_ms == Some(0) { w.puts.clone() } else { vec![] };
+        WriteNotice {
+            table_name: self.desc.table_name.clone(),
+            region_id: self.id,
+            seq_range: (seq - 1, seq),
+            time_range,
+            rows,
+            instant_rows,
+        }
     }
 
     /// Flush checks after a published transaction record (as after a
@@ -297,9 +325,17 @@ impl Region {
             .with_hint("check the disk, then restart the server; writes acknowledged before the failure are safe")
     }
 
-    pub(super) fn notify(&self, seq: SeqNo, batch: &RecordBatch, rows: usize) {
+    pub(super) fn notify(&self, seq: SeqNo, batch: &RecordBatch, rows: usize, put: bool) {
         let time_range = self.desc.time_index.and_then(|ti| time_bounds(batch.column(ti)).ok().flatten());
-        let notice = WriteNotice { table_name: self.desc.table_name.clone(), region_id: self.id, seq_range: (seq, seq), time_range, rows };
+        let instant_rows = if put && self.desc.ttl_ms == Some(0) { vec![batch.clone()] } else { vec![] };
+        let notice = WriteNotice {
+            table_name: self.desc.table_name.clone(),
+            region_id: self.id,
+            seq_range: (seq, seq),
+            time_range,
+            rows,
+            instant_rows,
+        };
         let listeners = self.shared.listeners.lock().clone();
         for l in listeners {
             l.on_write(&notice);
