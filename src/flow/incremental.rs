@@ -44,6 +44,10 @@ use super::sink;
 use super::window::Window;
 use super::Env;
 
+/// More groups of one window than this lost their min / max: the window
+/// is recomputed by one query rather than one query per group.
+pub const LOST_GROUPS_MAX: usize = 4;
+
 /// More changed rows than this in one evaluation: recompute the affected
 /// windows instead (flow option `incremental_backlog_rows`).
 pub const BACKLOG_ROWS_DEFAULT: u64 = 1 << 20;
@@ -984,6 +988,11 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         // group and window (unless its whole window is recomputed anyway).
         for (w, groups) in &lost {
             if recompute.contains_key(w) {
+                continue;
+            }
+            if groups.len() > LOST_GROUPS_MAX {
+                // Many groups of one window: one query over the window.
+                recompute.insert(*w, None);
                 continue;
             }
             let range = (*w, dp.window.end(*w));
