@@ -168,6 +168,12 @@ fn wal_bytes(dir: &std::path::Path) -> u64 {
     n
 }
 
+fn commit_log_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir.join("regions").join("txn"))
+        .map(|rd| rd.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+        .unwrap_or(0)
+}
+
 /// `kill -9` while a COPY is being sent (chunks already in the WAL, no
 /// commit record): after the restart none of its rows exist; a COPY killed
 /// after its commit record is there whole.
@@ -201,11 +207,18 @@ async fn copy_killed_midway_leaves_nothing() {
     drop(c);
     server.stop(std::time::Duration::from_secs(10));
 
-    // Killed after the commit record, before publishing: all of it.
-    let mut server = TestServer::spawn_env(dir.path(), &[("WEIR_TEST_COMMIT_PAUSE", "logged:5000")]).unwrap();
+    // Killed after the commit record, before publishing: all of it. The
+    // commit log growing says the COPY reached its commit point.
+    let mut server = TestServer::spawn_env(dir.path(), &[("WEIR_TEST_COMMIT_PAUSE", "logged:60000")]).unwrap();
     let c = server.connect(None).await.unwrap();
+    let log_before = commit_log_bytes(dir.path());
     let copying = tokio::spawn(async move { copy(&c, "COPY k FROM STDIN", &rows(100_000, None).replace('h', "z")).await.is_ok() });
-    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let t0 = std::time::Instant::now();
+    while commit_log_bytes(dir.path()) <= log_before {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(120), "the COPY never wrote its commit record");
+        assert!(!copying.is_finished(), "COPY ended without a commit record");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert!(!copying.is_finished(), "COPY returned before the kill: the pause hook did not hold it");
     server.kill9();
     assert!(!copying.await.unwrap(), "a killed server cannot acknowledge the COPY");
