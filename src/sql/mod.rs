@@ -280,7 +280,10 @@ impl Session {
     pub fn execute_sql(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
         self.activity_start(sql);
         let r = self.execute_sql_inner(sql);
-        self.activity_end();
+        // A streamed result ends the statement's activity when it is read.
+        if !r.0.last().is_some_and(stream::RowStream::ends_activity) {
+            self.activity_end();
+        }
         r
     }
 
@@ -413,7 +416,9 @@ impl Session {
     pub fn execute_prepared(&mut self, p: &Prepared, values: Vec<crate::types::Value>) -> Result<QueryResult> {
         self.activity_start(&p.sql);
         let r = self.execute_prepared_inner(p, values);
-        self.activity_end();
+        if !r.as_ref().is_ok_and(stream::RowStream::ends_activity) {
+            self.activity_end();
+        }
         r
     }
 

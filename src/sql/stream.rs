@@ -16,11 +16,22 @@ pub struct RowStream {
     exec: Box<dyn BatchExecutor>,
     ctx: ExecCtx,
     done: bool,
+    /// The statement's `query_start` in pg_stat_activity: it shows as
+    /// active until its rows are out (see `Drop`).
+    started: Option<i64>,
 }
 
 impl RowStream {
     pub fn new(exec: Box<dyn BatchExecutor>, ctx: ExecCtx) -> RowStream {
-        RowStream { exec, ctx, done: false }
+        let mut started = None;
+        ctx.activity.update(ctx.pid, |r| started = r.query_start);
+        RowStream { exec, ctx, done: false, started }
+    }
+
+    /// Is this a streamed result (the statement stays active while it is
+    /// read)?
+    pub(super) fn ends_activity(r: &super::QueryResult) -> bool {
+        matches!(r, super::QueryResult::Stream { .. } | super::QueryResult::CopyOutStream { .. })
     }
 
     /// The next non-empty batch, or None when the result is complete. After
@@ -35,6 +46,7 @@ impl RowStream {
                 Ok(x) => x,
                 Err(e) => {
                     self.done = true;
+                    self.end_activity();
                     return Err(e);
                 }
             };
@@ -43,7 +55,20 @@ impl RowStream {
                 return Ok(Some(batch));
             }
         }
+        self.end_activity();
         Ok(None)
+    }
+
+    /// The statement is over: idle in pg_stat_activity, unless another
+    /// statement has started since.
+    fn end_activity(&mut self) {
+        if let Some(started) = self.started.take() {
+            self.ctx.activity.update(self.ctx.pid, |r| {
+                if r.query_start == Some(started) && r.state == "active" {
+                    r.state = "idle".into();
+                }
+            });
+        }
     }
 
     /// Pull everything (callers that want the whole result).
@@ -54,6 +79,12 @@ impl RowStream {
             out.push(b);
         }
         Ok(out)
+    }
+}
+
+impl Drop for RowStream {
+    fn drop(&mut self) {
+        self.end_activity();
     }
 }
 
