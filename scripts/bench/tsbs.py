@@ -418,7 +418,13 @@ def bench_weir(args, csv_path, nrows, ins_stmts, qs, res):
         out["rss_after_ingest"] = e.rss()
         run = run_sql(e.conn)
         for name, sql, ordered in qs:
-            times, rows = time_query(run, sql, args.runs)
+            try:
+                times, rows = time_query(run, sql, args.runs)
+            except Exception as ex:  # one query's error does not end the engine's run
+                out["queries"][name] = {"error": f"{type(ex).__name__}: {ex}".splitlines()[0]}
+                res["query_errors"].append(f"weir: {name}: {out['queries'][name]['error']}")
+                log(f"!! weir: {name}: {out['queries'][name]['error']}")
+                continue
             out["queries"][name] = {"times": times, "rows": len(rows)}
             res["answers"].setdefault(name, {})["weir"] = norm_rows(rows, ordered)
             log(f"weir: {name}: median {statistics.median(times) * 1e3:.1f} ms, {len(rows)} rows")
@@ -482,7 +488,13 @@ def bench_pg(args, csv_path, nrows, ins_stmts, qs, res):
     out["rss_after_ingest"] = {"VmHWM": peak()}
     run = run_sql(conn)
     for name, sql, ordered in qs:
-        times, rows = time_query(run, sql, args.runs)
+        try:
+            times, rows = time_query(run, sql, args.runs)
+        except Exception as ex:
+            out["queries"][name] = {"error": f"{type(ex).__name__}: {ex}".splitlines()[0]}
+            res["query_errors"].append(f"PostgreSQL: {name}: {out['queries'][name]['error']}")
+            log(f"!! PostgreSQL: {name}: {out['queries'][name]['error']}")
+            continue
         out["queries"][name] = {"times": times, "rows": len(rows)}
         res["answers"].setdefault(name, {})["PostgreSQL"] = norm_rows(rows, ordered)
         log(f"PostgreSQL: {name}: median {statistics.median(times) * 1e3:.1f} ms, {len(rows)} rows")
@@ -545,6 +557,8 @@ def bench_duck(args, csv_path, qs, res):
     for name, rows in d["answers"].items():
         res["answers"].setdefault(name, {})["DuckDB"] = rows
     for name, q in d["result"]["queries"].items():
+        if "error" in q:
+            res["query_errors"].append(f"DuckDB: {name}: {q['error']}")
         if "times" in q:
             log(f"DuckDB: {name}: median {statistics.median(q['times']) * 1e3:.1f} ms, {q['rows']} rows")
         else:
@@ -640,7 +654,7 @@ def main():
     res = {"rows": nrows, "hosts": args.hosts, "ticks": ticks, "runs": args.runs, "seed": args.seed,
            "insert_rows": min(args.insert_rows, nrows), "started": dt.datetime.utcnow().isoformat() + "Z",
            "loadavg_start": open("/proc/loadavg").read().split()[:3], "engines": {}, "answers": {},
-           "queries": [{"name": n, "sql": s} for n, s, _ in qs]}
+           "queries": [{"name": n, "sql": s} for n, s, _ in qs], "query_errors": []}
     failures = []
     for e, fn in (("weir", lambda: bench_weir(args, csv_path, nrows, ins_stmts, qs, res)),
                   ("PostgreSQL", lambda: bench_pg(args, csv_path, nrows, ins_stmts, qs, res)),
@@ -676,7 +690,11 @@ def main():
         for m in mismatches:
             log("   " + m)
         return 4
-    if failures:
+    if res["query_errors"]:
+        log("!! queries that failed:")
+        for m in res["query_errors"]:
+            log("   " + m)
+    if failures or res["query_errors"]:
         return 3
     return 0
 

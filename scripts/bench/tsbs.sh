@@ -20,7 +20,7 @@
 #
 # Without BENCH_PG_DSN it needs root: the throwaway PostgreSQL runs as the
 # `postgres` user (initdb refuses root) on a free loopback port.
-# Exit status: 0 all measured and answers agree; 3 some engine failed;
+# Exit status: 0 all measured and answers agree; 3 an engine or query failed;
 # 4 answers differ between engines; other: setup failure.
 set -euo pipefail
 
