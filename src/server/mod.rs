@@ -322,6 +322,11 @@ impl Connection {
         if !self.engine.catalog.database_exists(db) {
             return Err(fatal("3D000", format!("database \"{db}\" does not exist")));
         }
+        if let Err(e) = crate::sql::privilege::connect_allowed(&self.engine.catalog, user, db) {
+            let mut info = pg_error(&e);
+            info.severity = "FATAL".into();
+            return Err(PgWireError::UserError(Box::new(info)));
+        }
         let mut sess = Session::new(self.engine.clone(), db, user);
         // Backend key data for cancel requests: our pid counter and a
         // secret from the clock and address (not cryptographic).
