@@ -1,7 +1,7 @@
 //! The privilege inquiry functions, answered from the catalog's owners and
 //! ACLs at plan time: `has_table_privilege`, `has_database_privilege`,
-//! `has_schema_privilege`, `has_column_privilege`, `has_any_column_privilege`
-//! and `pg_has_role`, in all their argument forms (with or without the
+//! `has_schema_privilege`, `has_column_privilege`, `has_any_column_privilege`,
+//! `pg_has_role` and `pg_get_userbyid`, in all their argument forms (with or without the
 //! user; names or OIDs). Constant arguments give a constant; a column (say
 //! `c.oid`) becomes a CASE over the objects, as `regtypes.rs` does.
 //!
@@ -145,6 +145,33 @@ impl Planner<'_> {
         scope: &Scope,
         agg: Option<&AggCollector>,
     ) -> Result<Option<Expr>> {
+        if name == "pg_get_userbyid" && args.len() == 1 {
+            // A role's name by OID (PostgreSQL prints unknown ones so).
+            let roles = self.role_objects();
+            return Ok(Some(match self.privilege_arg(&args[0], scope, agg)? {
+                Arg::Const(Value::Null) => Expr::lit(Value::Null, SqlType::Text),
+                Arg::Const(v) => {
+                    let oid = match &v {
+                        Value::Int(i) => *i,
+                        other => crate::types::format_value(other).trim().parse().unwrap_or(0),
+                    };
+                    let name = roles
+                        .iter()
+                        .find(|(o, _, _)| *o == oid)
+                        .map(|(_, n, _)| n.clone())
+                        .unwrap_or_else(|| format!("unknown (OID={oid})"));
+                    Expr::lit(Value::Text(name), SqlType::Text)
+                }
+                Arg::Dyn(e) => {
+                    let key = Expr::Cast { expr: Box::new(e), ty: SqlType::Int8 };
+                    let whens = roles
+                        .iter()
+                        .map(|(oid, n, _)| (Expr::lit(Value::Int(*oid), SqlType::Int8), Expr::lit(Value::Text(n.clone()), SqlType::Text)))
+                        .collect();
+                    Expr::Case { operand: Some(Box::new(key)), whens, else_expr: None, ty: SqlType::Text }
+                }
+            }));
+        }
         const TABLE: &[&str] = &["SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"];
         let (objects, allowed, with_column, what): (fn(&Self) -> Vec<(i64, String, Obj)>, &[&str], bool, &str) = match name {
             "has_table_privilege" => (Self::relation_objects, TABLE, false, "relation"),

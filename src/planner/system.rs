@@ -45,6 +45,7 @@ fn visible(p: &Planner, db: &str, name: &str) -> bool {
 fn table_privilege_rows(p: &Planner, role_view: bool) -> Vec<Vec<Value>> {
     let db = p.database.as_str();
     let enabled = p.catalog.role_closure(&p.ctx.user, true);
+    let su = p.catalog.is_superuser(&p.ctx.user);
     let mut rels: Vec<(String, String, String)> = Vec::new();
     for tdef in p.catalog.tables(db) {
         rels.push((db.to_string(), "public".into(), tdef.name));
@@ -66,7 +67,7 @@ fn table_privilege_rows(p: &Planner, role_view: bool) -> Vec<Vec<Value>> {
         let (_, items, _) = p.catalog.object_acl(&obj);
         for i in items {
             let grantee = if i.grantee.is_empty() { "PUBLIC".to_string() } else { i.grantee.clone() };
-            let mine = enabled.contains(&i.grantor) || enabled.contains(&i.grantee);
+            let mine = su || enabled.contains(&i.grantor) || enabled.contains(&i.grantee);
             let shown = if role_view { mine } else { mine || i.grantee.is_empty() };
             if !shown {
                 continue;
@@ -583,6 +584,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         Value::Int(0),
                         Value::Bool(true),
                         Value::Int(0),
+                        Value::Null,
                     ]);
                 }
             }
@@ -605,6 +607,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                             Value::Int(0),
                             Value::Bool(true),
                             Value::Int(0),
+                            Value::Null,
                         ]);
                     }
                 }
@@ -626,6 +629,8 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("attndims", Int4),
                     ("attislocal", Bool),
                     ("attinhcount", Int4),
+                    // No column privileges: always NULL.
+                    ("attacl", Text),
                 ],
                 rows,
             )

@@ -118,6 +118,7 @@ fn privilege_mask(p: &ast::Privileges, obj: &AclObject, kind: &str) -> Result<u3
             bail!(FeatureNotSupported, "column privileges are not supported");
         }
         if bit & obj.all() == 0 {
+            let kind = if kind == "database" { "database" } else { "relation" };
             bail!(InvalidGrantOperation, "invalid privilege type {} for {kind}", acl::privilege_name(bit));
         }
         mask |= bit;
