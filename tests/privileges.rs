@@ -215,4 +215,13 @@ async fn table_privileges() {
     let mut cfg = s.config(None);
     cfg.user("alice");
     assert_eq!(common::connect(&cfg).await.err().unwrap().as_db_error().unwrap().code().code(), "42501");
+
+    // A role with privileges cannot be dropped; a renamed one keeps them.
+    assert_eq!(
+        fails(&su, "DROP ROLE alice").await,
+        ("2BP01".into(), "role \"alice\" cannot be dropped because some objects depend on it".into())
+    );
+    ok(&su, "ALTER ROLE readers RENAME TO viewers").await;
+    assert_eq!(one(&bob, "SELECT count(*) FROM t").await, "2");
+    assert_eq!(one(&su, "SELECT has_table_privilege('viewers', 't', 'SELECT')").await, "t");
 }

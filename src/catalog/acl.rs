@@ -311,6 +311,63 @@ impl Catalog {
         Ok(())
     }
 
+    /// What depends on a role, in PostgreSQL's words (`owner of table t`,
+    /// `privileges for database d`): DROP ROLE refuses while any is left.
+    pub fn role_dependents(&self, role: &str) -> Vec<String> {
+        let st = self.state.read();
+        let mut out = Vec::new();
+        for (key, o) in &st.acls {
+            let Some(rest) = key.strip_prefix(super::ACL_PREFIX) else { continue };
+            let what = match rest.split_once('/') {
+                Some(("db", n)) => format!("database {n}"),
+                Some(("rel", dn)) => {
+                    let (d, n) = dn.split_once('/').unwrap_or(("", dn));
+                    let kind = if st.views.contains_key(&(d.to_string(), n.to_string())) { "view" } else { "table" };
+                    format!("{kind} {n}")
+                }
+                Some(("flow", n)) => format!("flow {n}"),
+                _ => continue,
+            };
+            if o.owner.as_deref() == Some(role) {
+                out.push(format!("owner of {what}"));
+            }
+            if o.acl
+                .as_ref()
+                .is_some_and(|a| a.iter().any(|i| i.grantee == role || (i.grantor == role && o.owner.as_deref() != Some(role))))
+            {
+                out.push(format!("privileges for {what}"));
+            }
+        }
+        out
+    }
+
+    /// ALTER ROLE … RENAME TO: owners and ACL items follow the role.
+    pub fn rename_role_in_acls(&self, old: &str, new: &str) -> Result<()> {
+        let keys: Vec<String> = self.state.read().acls.keys().cloned().collect();
+        for key in keys {
+            let mut st = self.state.write();
+            let Some(mut o) = st.acls.get(&key).cloned() else { continue };
+            let mut changed = false;
+            if o.owner.as_deref() == Some(old) {
+                o.owner = Some(new.to_string());
+                changed = true;
+            }
+            for i in o.acl.iter_mut().flatten() {
+                for n in [&mut i.grantee, &mut i.grantor] {
+                    if n == old {
+                        *n = new.to_string();
+                        changed = true;
+                    }
+                }
+            }
+            if changed {
+                self.put(key.clone(), serde_json::to_vec(&o).map_err(|e| err!(Internal, "{e}"))?)?;
+                st.acls.insert(key, o);
+            }
+        }
+        Ok(())
+    }
+
     /// The privileges `user` holds on `obj` and those it may grant:
     /// everything for a superuser; else what the ACL gives the roles whose
     /// privileges it has (itself and INHERIT memberships) and PUBLIC; an

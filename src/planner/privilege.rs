@@ -145,6 +145,11 @@ impl Planner<'_> {
         scope: &Scope,
         agg: Option<&AggCollector>,
     ) -> Result<Option<Expr>> {
+        if name == "ssl_is_used" && args.is_empty() {
+            // sslinfo's: is this session's connection encrypted?
+            let used = self.ctx.activity.rows().iter().any(|r| r.pid == self.ctx.pid && r.ssl.is_some());
+            return Ok(Some(Expr::lit(Value::Bool(used), SqlType::Bool)));
+        }
         if name == "pg_get_userbyid" && args.len() == 1 {
             // A role's name by OID (PostgreSQL prints unknown ones so).
             let roles = self.role_objects();

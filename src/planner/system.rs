@@ -979,6 +979,35 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         ("pg_catalog", "pg_publication_rel") => {
             table(&[("oid", Int8), ("prpubid", Int8), ("prrelid", Int8), ("prqual", Text), ("prattrs", Text)], vec![])
         }
+        ("pg_catalog", "pg_stat_ssl") => {
+            // One row per session, joined with pg_stat_activity by pid.
+            let rows = p
+                .ctx
+                .activity
+                .rows()
+                .into_iter()
+                .map(|r| {
+                    let (ssl, version, cipher, bits) = match &r.ssl {
+                        Some(s) => (true, t(&s.version), t(&s.cipher), Value::Int(s.bits as i64)),
+                        None => (false, Value::Null, Value::Null, Value::Null),
+                    };
+                    vec![Value::Int(r.pid as i64), Value::Bool(ssl), version, cipher, bits, Value::Null, Value::Null, Value::Null]
+                })
+                .collect();
+            table(
+                &[
+                    ("pid", Int4),
+                    ("ssl", Bool),
+                    ("version", Text),
+                    ("cipher", Text),
+                    ("bits", Int4),
+                    ("client_dn", Text),
+                    ("client_serial", Text),
+                    ("issuer_dn", Text),
+                ],
+                rows,
+            )
+        }
         ("pg_catalog", "pg_stat_activity") | ("information_schema", "processlist") => {
             let ts = |t: i64| Value::Timestamp(t);
             let rows = p

@@ -200,6 +200,7 @@ impl Session {
             query: String::new(),
             backend_start: now,
             query_start: None,
+            ssl: None,
         });
     }
 
