@@ -2,7 +2,7 @@
 // an error with its SQLSTATE, COPY, transactions (autocommit off, rollback,
 // commit, savepoints), and the DatabaseMetaData calls database
 // tools (DBeaver, DataGrip, Metabase) make to list tables and columns.
-// Usage: java -cp postgresql.jar JdbcSmoke.java jdbc:postgresql://host:port/db user
+// Usage: java -cp postgresql.jar JdbcSmoke.java jdbc:postgresql://host:port/db?sslmode=require user [password]
 import java.io.StringReader;
 import java.sql.*;
 import java.util.*;
@@ -24,6 +24,7 @@ public class JdbcSmoke {
     public static void main(String[] args) throws Exception {
         Properties props = new Properties();
         props.setProperty("user", args[1]);
+        if (args.length > 2 && !args[2].isEmpty()) props.setProperty("password", args[2]);
         try (Connection c = DriverManager.getConnection(args[0], props)) {
             try (Statement s = c.createStatement()) {
                 s.execute("DROP TABLE IF EXISTS jdbc_cpu");
