@@ -189,11 +189,13 @@ impl<'a> Planner<'a> {
         // FROM and WHERE.
         let (mut plan, columns) = self.plan_from(&s.from, s.selection.as_ref(), outer)?;
         let scope = Scope::new(columns.clone(), outer);
+        *scope.records.borrow_mut() = super::srf::record_columns(&plan);
         let mut deferred_filter = None;
         if let Some(w) = &s.selection {
             // Conjuncts were already used in plan_from; only those with
             // subqueries (or no columns at all) are applied here.
             let conj = self.bind_where(w, &scope)?;
+            conj.iter().try_for_each(|c| super::srf::refuse_in(c, "WHERE"))?;
             let rest: Vec<Expr> = conj.into_iter().filter(|c| deferred(c)).collect();
             if !rest.is_empty() {
                 deferred_filter = Some(and_all(rest));
@@ -264,9 +266,13 @@ impl<'a> Planner<'a> {
             if contains_agg(&e) {
                 bail!(Grouping, "aggregate functions are not allowed in GROUP BY");
             }
+            if super::srf::contains_srf(&e) {
+                bail!(FeatureNotSupported, "set-returning functions in GROUP BY are not supported");
+            }
             group_by.push(e);
         }
         let having = s.having.as_ref().map(|h| self.bind_expr(h, &scope, Some(&collector))).transpose()?;
+        having.iter().try_for_each(|h| super::srf::refuse_in(h, "HAVING"))?;
 
         // ORDER BY keys, bound now so their aggregates are collected too.
         enum OrderRef {
@@ -384,6 +390,17 @@ impl<'a> Planner<'a> {
             order_exprs = order_exprs.iter().map(|o| o.as_ref().map(place)).collect();
             distinct_on = distinct_on.iter().map(place).collect();
             plan = Plan::Window { input: Box::new(plan), calls, columns: cols };
+        }
+
+        // Set-returning calls of the list run in a ProjectSet under the
+        // projection.
+        {
+            let mut orders: Vec<Expr> = order_exprs.iter().flatten().cloned().collect();
+            plan = super::srf::project_set(plan, &mut [&mut proj, &mut orders, &mut distinct_on])?;
+            let mut it = orders.into_iter();
+            for o in order_exprs.iter_mut().flatten() {
+                *o = it.next().unwrap();
+            }
         }
 
         // Projection with hidden sort columns appended.
@@ -547,6 +564,12 @@ impl<'a> Planner<'a> {
                 let mut cols = left.columns.clone();
                 cols.extend(right.columns.clone());
                 let scope = Scope::new(cols.clone(), outer);
+                {
+                    let mut recs = super::srf::record_columns(&left.plan);
+                    let nl = left.columns.len();
+                    recs.extend(super::srf::record_columns(&right.plan).into_iter().map(|(i, f)| (nl + i, f)));
+                    *scope.records.borrow_mut() = recs;
+                }
                 let cond = match constraint {
                     Some(ast::JoinConstraint::On(e)) => Some(super::coerce(self.bind_expr(e, &scope, None)?, SqlType::Bool)?),
                     Some(ast::JoinConstraint::None) | None => None,
@@ -579,6 +602,15 @@ impl<'a> Planner<'a> {
     fn join_group(&self, rels: Vec<Rel>, on: &[ast::Expr], selection: Option<&ast::Expr>, outer: Option<&Scope>) -> Result<Rel> {
         let all_cols: Vec<PlanColumn> = rels.iter().flat_map(|r| r.columns.clone()).collect();
         let scope = Scope::new(all_cols.clone(), outer);
+        {
+            // Record columns of the relations, for `(t.col).field` in conditions.
+            let mut at = 0;
+            for r in &rels {
+                let recs = super::srf::record_columns(&r.plan);
+                scope.records.borrow_mut().extend(recs.into_iter().map(|(i, f)| (at + i, f)));
+                at += r.columns.len();
+            }
+        }
         let mut conj: Vec<Expr> = Vec::new();
         for e in on {
             conj.extend(self.bind_where(e, &scope)?);
