@@ -647,6 +647,21 @@ impl<'a> Planner<'a> {
     }
 
     pub fn bind_binary(&self, op: &BO, l: Expr, r: Expr) -> Result<Expr> {
+        // Bitwise operators are PostgreSQL's int*and / int*or / int*xor functions.
+        let bitwise = match op {
+            BO::BitwiseAnd => Some("int8and"),
+            BO::BitwiseOr => Some("int8or"),
+            BO::PGBitwiseXor => Some("int8xor"),
+            _ => None,
+        };
+        if let Some(f) = bitwise {
+            let (lt, rt) = (l.ty(), r.ty());
+            return self.call(f, vec![l, r]).map_err(|_| {
+                err!(UndefinedFunction, "operator does not exist: {lt} {op} {rt}").with_hint(
+                    "No operator matches the given name and argument types. You might need to add explicit type casts.",
+                )
+            });
+        }
         let bop = binop(op)?;
         match bop {
             BinOp::And | BinOp::Or => {

@@ -723,6 +723,11 @@ impl<'a> Planner<'a> {
 
     fn plan_factor(&self, f: &TableFactor, outer: Option<&Scope>) -> Result<Rel> {
         match f {
+            TableFactor::Table { name, alias, args: Some(args), with_ordinality, .. }
+                if *with_ordinality || object_name(name)?.1 != "generate_series" =>
+            {
+                self.plan_function_in_from(name, alias.as_ref(), args, *with_ordinality, outer)
+            }
             TableFactor::Table { name, alias, args: Some(args), .. } => {
                 let (_, fname) = object_name(name)?;
                 if fname != "generate_series" {
@@ -789,6 +794,89 @@ impl<'a> Planner<'a> {
     }
 
     /// A table, view or system table by name.
+    /// A set-returning function in FROM (`unnest(a) [WITH ORDINALITY] AS
+    /// t(x, n)`, `generate_series(...) WITH ORDINALITY`, …): a ProjectSet
+    /// over one empty row. `unnest … WITH ORDINALITY` is `_pg_expandarray`'s
+    /// (element, position) pairs.
+    fn plan_function_in_from(
+        &self,
+        name: &ast::ObjectName,
+        alias: Option<&ast::TableAlias>,
+        args: &ast::TableFunctionArgs,
+        ordinality: bool,
+        outer: Option<&Scope>,
+    ) -> Result<Rel> {
+        let (_, fname) = object_name(name)?;
+        let Some(kind) = crate::exec::plan::SrfKind::from_name(&fname) else {
+            bail!(FeatureNotSupported, "table function {fname} is not supported")
+        };
+        let scope = Scope::new(vec![], outer);
+        let mut asts = Vec::new();
+        for a in &args.args {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
+                bail!(FeatureNotSupported, "unsupported argument of {fname}")
+            };
+            asts.push(e.clone());
+        }
+        let bound: Vec<Expr> = asts.iter().map(|e| self.bind_expr(e, &scope, None)).collect::<Result<_>>()?;
+        let marker = self.bind_srf(kind, &asts, &scope, bound)?;
+        let unit = Plan::Values { rows: vec![vec![]], columns: vec![] };
+        let (plan, value_ty) = match (kind, ordinality) {
+            (crate::exec::plan::SrfKind::Unnest, true) => {
+                let Expr::Func { args, ty, .. } = &marker else { unreachable!() };
+                let ty = *ty;
+                let e = self.bind_srf(crate::exec::plan::SrfKind::ExpandArray, &asts, &scope, args.clone())?;
+                (super::srf::project_set(unit, &mut [&mut vec![e]])?, ty)
+            }
+            _ => {
+                let ty = marker.ty();
+                (super::srf::project_set(unit, &mut [&mut vec![marker]])?, ty)
+            }
+        };
+        let srf_cols = plan.columns().to_vec();
+        let first = if ordinality {
+            // The pair's element column is text; cast it to the element type.
+            let x = Expr::Column { index: 0, ty: SqlType::Unknown };
+            if value_ty == SqlType::Unknown { x } else { super::coerce(x, value_ty)? }
+        } else {
+            Expr::Column { index: 0, ty: if value_ty == SqlType::Unknown { SqlType::Text } else { value_ty } }
+        };
+        let mut exprs = vec![first];
+        if ordinality {
+            exprs.push(match srf_cols.len() {
+                // unnest: the position column of the (x, n) pair.
+                2 => Expr::Column { index: 1, ty: SqlType::Int4 },
+                _ => bail!(FeatureNotSupported, "WITH ORDINALITY is supported for unnest only"),
+            });
+        }
+        if kind == crate::exec::plan::SrfKind::ExpandArray {
+            bail!(FeatureNotSupported, "table function {fname} is not supported");
+        }
+        let exprs: Vec<Expr> = exprs.into_iter().map(|e| if e.ty() == SqlType::Unknown { super::coerce(e, SqlType::Text) } else { Ok(e) }).collect::<Result<_>>()?;
+        let qual = alias.map(|a| ident(&a.name)).unwrap_or_else(|| fname.clone());
+        let names: Vec<String> = exprs
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                alias.and_then(|a| a.columns.get(i)).map(|c| ident(&c.name)).unwrap_or_else(|| {
+                    if i == 0 {
+                        // A function's single column is named after the alias (or the function).
+                        qual.clone()
+                    } else {
+                        "ordinality".to_string()
+                    }
+                })
+            })
+            .collect();
+        let cols: Vec<PlanColumn> = exprs
+            .iter()
+            .zip(names)
+            .map(|(e, n)| PlanColumn { name: n, qualifier: Some(qual.clone()), ty: if e.ty() == SqlType::Unknown { SqlType::Text } else { e.ty() } })
+            .collect();
+        let plan = Plan::Project { input: Box::new(plan), exprs, columns: cols.clone() };
+        Ok(Rel { plan, columns: cols })
+    }
+
     pub fn plan_table(&self, schema: Option<&str>, name: &str) -> Result<(Plan, Vec<PlanColumn>)> {
         let rel = super::Relation {
             written_schema: schema.map(str::to_string),

@@ -414,6 +414,8 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     Value::Null,
                     Value::Null,
                     Value::Int(0),
+                    // relpages: no page estimate (as a never-analyzed relation).
+                    Value::Int(0),
                 ]
             };
             for tdef in p.catalog.tables(db) {
@@ -452,6 +454,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("reloptions", Text),
                     ("relpartbound", Text),
                     ("reltype", Int8),
+                    ("relpages", Int4),
                 ],
                 rows,
             )
@@ -651,6 +654,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     t(&zeros),
                     Value::Null,
                     Value::Null,
+                    Value::Bool(false),
                 ]);
             }
             table(
@@ -675,6 +679,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("indoption", Text),
                     ("indexprs", Text),
                     ("indpred", Text),
+                    ("indnullsnotdistinct", Bool),
                 ],
                 rows,
             )

@@ -151,6 +151,13 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             vec![s(&[Int2, Int2], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8), s(&[Float8, Float8], Float8)],
             math::modulo,
         ),
+        // Bitwise operators on integers (`&`, `|`, `#`), PostgreSQL's int*and/or/xor.
+        Def::new("int8and", vec![s(&[Int2, Int2], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::bitand)
+            .alias(&["int2and", "int4and"]),
+        Def::new("int8or", vec![s(&[Int2, Int2], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::bitor)
+            .alias(&["int2or", "int4or"]),
+        Def::new("int8xor", vec![s(&[Int2, Int2], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::bitxor)
+            .alias(&["int2xor", "int4xor"]),
         // Strings.
         Def::new("lower", vec![s(&[Text], Text)], string::lower),
         Def::new("upper", vec![s(&[Text], Text)], string::upper),
@@ -392,11 +399,13 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         "array_subscript" => {
             let arr = s0().unwrap_or_default();
             let k = a.get(1).and_then(as_i).unwrap_or(0);
-            let items: Vec<&str> = arr.trim_matches(|c| c == '{' || c == '}').split(',').map(|p| p.trim().trim_matches('"')).collect();
-            if k >= 1 && (k as usize) <= items.len() && !items[k as usize - 1].is_empty() {
-                Value::Text(items[k as usize - 1].to_string())
-            } else {
-                Value::Null
+            // Arrays count from 1; vector types (int2vector, oidvector:
+            // `1 2`, no braces) from 0, as in PostgreSQL.
+            let lower = if arr.trim_start().starts_with('{') { 1 } else { 0 };
+            let items = crate::exec::project_set::array_elements(&arr)?;
+            match k.checked_sub(lower).and_then(|i| usize::try_from(i).ok()).and_then(|i| items.get(i)) {
+                Some(Some(v)) => Value::Text(v.clone()),
+                _ => Value::Null,
             }
         }
         "array_any_eq" | "array_all_eq" => {
