@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 
 use crate::error::Result;
@@ -140,6 +141,10 @@ pub struct WriteNotice {
     /// Min / max time index of the rows written, if the table has one.
     pub time_range: Option<(i64, i64)>,
     pub rows: usize,
+    /// The rows put, for a table with `ttl = 'instant'` only (they are
+    /// stored nowhere, so listeners get them here; flows transform them).
+    /// May carry trailing internal columns after the table's.
+    pub instant_rows: Vec<RecordBatch>,
 }
 
 /// Receives a notice after each acknowledged write. Storage does not know

@@ -78,7 +78,7 @@ impl Region {
             inner = self.wait_synced(inner, seq)?;
             (seq, inner.mem.bytes > cfg.memtable_bytes_max || inner.log.bytes() > tun.wal_bytes_max)
         };
-        self.notify(seq, batch, n);
+        self.notify(seq, batch, n, op == OP_PUT);
         self.flush_checks(flush_needed);
         Ok(seq)
     }
@@ -232,7 +232,15 @@ impl Region {
             w.puts.iter().filter_map(|b| time_bounds(b.column(ti)).ok().flatten()).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
         });
         let rows = w.puts.iter().map(|b| b.num_rows()).sum::<usize>() + w.deletes.iter().map(|b| b.num_rows()).sum::<usize>();
-        WriteNotice { table_name: self.desc.table_name.clone(), region_id: self.id, seq_range: (seq - 1, seq), time_range, rows }
+        let instant_rows = if self.desc.ttl_ms == Some(0) { w.puts.clone() } else { vec![] };
+        WriteNotice {
+            table_name: self.desc.table_name.clone(),
+            region_id: self.id,
+            seq_range: (seq - 1, seq),
+            time_range,
+            rows,
+            instant_rows,
+        }
     }
 
     /// Flush checks after a published transaction record (as after a
@@ -297,9 +305,17 @@ impl Region {
             .with_hint("check the disk, then restart the server; writes acknowledged before the failure are safe")
     }
 
-    pub(super) fn notify(&self, seq: SeqNo, batch: &RecordBatch, rows: usize) {
+    pub(super) fn notify(&self, seq: SeqNo, batch: &RecordBatch, rows: usize, put: bool) {
         let time_range = self.desc.time_index.and_then(|ti| time_bounds(batch.column(ti)).ok().flatten());
-        let notice = WriteNotice { table_name: self.desc.table_name.clone(), region_id: self.id, seq_range: (seq, seq), time_range, rows };
+        let instant_rows = if put && self.desc.ttl_ms == Some(0) { vec![batch.clone()] } else { vec![] };
+        let notice = WriteNotice {
+            table_name: self.desc.table_name.clone(),
+            region_id: self.id,
+            seq_range: (seq, seq),
+            time_range,
+            rows,
+            instant_rows,
+        };
         let listeners = self.shared.listeners.lock().clone();
         for l in listeners {
             l.on_write(&notice);
