@@ -254,7 +254,7 @@ fn node_postgres_smoke() {
 }
 
 /// psql's `\d t` lists the table's primary key (tags + time index) from
-/// pg_index / pg_constraint / pg_get_indexdef.
+/// pg_index / pg_constraint / pg_get_indexdef; `\d+`, `\di`, `\dv` work.
 #[test]
 fn psql_describe_shows_primary_key() {
     if !Command::new("psql").arg("--version").output().is_ok_and(|o| o.status.success()) {
@@ -270,11 +270,17 @@ fn psql_describe_shows_primary_key() {
         .arg(s.url())
         .args(["-X", "-v", "ON_ERROR_STOP=1"])
         .args(["-c", "CREATE TABLE psql_t (host STRING, ts TIMESTAMP TIME INDEX, v DOUBLE, PRIMARY KEY (host))", "-c", "\\d psql_t"])
+        .args(["-c", "CREATE VIEW psql_v AS SELECT host FROM psql_t", "-c", "\\d+ psql_t", "-c", "\\di", "-c", "\\dv", "-c", "\\d+ psql_v"])
         .output()
         .expect("run psql");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "psql failed:\n{text}\n{}", s.log_tail());
     assert!(text.contains("\"psql_t_pkey\" PRIMARY KEY, btree (host, ts)"), "{text}");
+    // \d+ (storage column, reloptions through a correlated unnest in FROM), \di, \dv.
+    assert!(text.contains(" host   | text                        |           |          |         | extended |"), "{text}");
+    assert!(text.contains(" public | psql_t_pkey | index | weir_test | psql_t"), "{text}");
+    assert!(text.contains(" public | psql_v | view | weir_test"), "{text}");
+    assert!(text.contains("View definition:"), "{text}");
 }
 
 /// pgx (Go, Debian's golang-github-jackc-pgx-v4-dev in GOPATH mode): connect

@@ -281,6 +281,25 @@ impl<'a> Planner<'a> {
                 }
             }
             E::Collate { expr, .. } => self.bind_expr(expr, scope, agg)?,
+            // `t.col[k]`: a qualified column, then a subscript.
+            E::CompoundFieldAccess { root, access_chain }
+                if access_chain.len() > 1
+                    && matches!(root.as_ref(), E::Identifier(_))
+                    && access_chain[..access_chain.len() - 1].iter().all(|a| matches!(a, ast::AccessExpr::Dot(E::Identifier(_))))
+                    && matches!(access_chain.last(), Some(ast::AccessExpr::Subscript(ast::Subscript::Index { .. }))) =>
+            {
+                let mut parts = vec![match root.as_ref() {
+                    E::Identifier(i) => i.clone(),
+                    _ => unreachable!(),
+                }];
+                for a in &access_chain[..access_chain.len() - 1] {
+                    if let ast::AccessExpr::Dot(E::Identifier(i)) = a {
+                        parts.push(i.clone());
+                    }
+                }
+                let inner = E::CompoundFieldAccess { root: Box::new(E::CompoundIdentifier(parts)), access_chain: vec![access_chain.last().unwrap().clone()] };
+                self.bind_expr(&inner, scope, agg)?
+            }
             E::CompoundFieldAccess { root, access_chain } if access_chain.len() == 1 => match &access_chain[0] {
                 ast::AccessExpr::Subscript(ast::Subscript::Index { index }) => {
                     let arr = coerce(self.bind_expr(root, scope, agg)?, SqlType::Text)?;

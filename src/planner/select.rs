@@ -423,7 +423,7 @@ impl<'a> Planner<'a> {
         let mut out_cols: Vec<PlanColumn> = items
             .iter()
             .zip(&proj)
-            .map(|((_, n), e)| PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown { SqlType::Text } else { e.ty() }))
+            .map(|((_, n), e)| PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown && !untyped_element(e) { SqlType::Text } else { e.ty() }))
             .collect();
         let visible = out_cols.len();
         let mut keys = Vec::new();
@@ -462,7 +462,7 @@ impl<'a> Planner<'a> {
         }
         let proj: Vec<Expr> = proj
             .into_iter()
-            .map(|e| if e.ty() == SqlType::Unknown { super::coerce(e, SqlType::Text) } else { Ok(e) })
+            .map(|e| if e.ty() == SqlType::Unknown && !untyped_element(&e) { super::coerce(e, SqlType::Text) } else { Ok(e) })
             .collect::<Result<_>>()?;
         plan = Plan::Project { input: Box::new(plan), exprs: proj, columns: out_cols.clone() };
         match &s.distinct {
@@ -742,7 +742,17 @@ impl<'a> Planner<'a> {
             TableFactor::Table { name, alias, args: Some(args), with_ordinality, .. }
                 if *with_ordinality || object_name(name)?.1 != "generate_series" =>
             {
-                self.plan_function_in_from(name, alias.as_ref(), args, *with_ordinality, outer)
+                let mut asts = Vec::new();
+                for a in &args.args {
+                    let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
+                        bail!(FeatureNotSupported, "unsupported argument of {}", object_name(name)?.1)
+                    };
+                    asts.push(e.clone());
+                }
+                self.plan_function_in_from(&object_name(name)?.1, alias.as_ref(), &asts, *with_ordinality, outer)
+            }
+            TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality, .. } if array_exprs.len() == 1 => {
+                self.plan_function_in_from("unnest", alias.as_ref(), array_exprs, *with_ordinality, outer)
             }
             TableFactor::Table { name, alias, args: Some(args), .. } => {
                 let (_, fname) = object_name(name)?;
@@ -816,32 +826,25 @@ impl<'a> Planner<'a> {
     /// (element, position) pairs.
     fn plan_function_in_from(
         &self,
-        name: &ast::ObjectName,
+        fname: &str,
         alias: Option<&ast::TableAlias>,
-        args: &ast::TableFunctionArgs,
+        asts: &[ast::Expr],
         ordinality: bool,
         outer: Option<&Scope>,
     ) -> Result<Rel> {
-        let (_, fname) = object_name(name)?;
+        let fname = fname.to_string();
         let Some(kind) = crate::exec::plan::SrfKind::from_name(&fname) else {
             bail!(FeatureNotSupported, "table function {fname} is not supported")
         };
         let scope = Scope::new(vec![], outer);
-        let mut asts = Vec::new();
-        for a in &args.args {
-            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
-                bail!(FeatureNotSupported, "unsupported argument of {fname}")
-            };
-            asts.push(e.clone());
-        }
         let bound: Vec<Expr> = asts.iter().map(|e| self.bind_expr(e, &scope, None)).collect::<Result<_>>()?;
-        let marker = self.bind_srf(kind, &asts, &scope, bound)?;
+        let marker = self.bind_srf(kind, asts, &scope, bound)?;
         let unit = Plan::Values { rows: vec![vec![]], columns: vec![] };
         let (plan, value_ty) = match (kind, ordinality) {
             (crate::exec::plan::SrfKind::Unnest, true) => {
                 let Expr::Func { args, ty, .. } = &marker else { unreachable!() };
                 let ty = *ty;
-                let e = self.bind_srf(crate::exec::plan::SrfKind::ExpandArray, &asts, &scope, args.clone())?;
+                let e = self.bind_srf(crate::exec::plan::SrfKind::ExpandArray, asts, &scope, args.clone())?;
                 (super::srf::project_set(unit, &mut [&mut vec![e]])?, ty)
             }
             _ => {
@@ -855,7 +858,7 @@ impl<'a> Planner<'a> {
             let x = Expr::Column { index: 0, ty: SqlType::Unknown };
             if value_ty == SqlType::Unknown { x } else { super::coerce(x, value_ty)? }
         } else {
-            Expr::Column { index: 0, ty: if value_ty == SqlType::Unknown { SqlType::Text } else { value_ty } }
+            Expr::Column { index: 0, ty: value_ty }
         };
         let mut exprs = vec![first];
         if ordinality {
@@ -868,7 +871,7 @@ impl<'a> Planner<'a> {
         if kind == crate::exec::plan::SrfKind::ExpandArray {
             bail!(FeatureNotSupported, "table function {fname} is not supported");
         }
-        let exprs: Vec<Expr> = exprs.into_iter().map(|e| if e.ty() == SqlType::Unknown { super::coerce(e, SqlType::Text) } else { Ok(e) }).collect::<Result<_>>()?;
+
         let qual = alias.map(|a| ident(&a.name)).unwrap_or_else(|| fname.clone());
         let names: Vec<String> = exprs
             .iter()
@@ -887,7 +890,7 @@ impl<'a> Planner<'a> {
         let cols: Vec<PlanColumn> = exprs
             .iter()
             .zip(names)
-            .map(|(e, n)| PlanColumn { name: n, qualifier: Some(qual.clone()), ty: if e.ty() == SqlType::Unknown { SqlType::Text } else { e.ty() } })
+            .map(|(e, n)| PlanColumn { name: n, qualifier: Some(qual.clone()), ty: e.ty() })
             .collect();
         let plan = Plan::Project { input: Box::new(plan), exprs, columns: cols.clone() };
         Ok(Rel { plan, columns: cols })
@@ -982,6 +985,13 @@ impl<'a> Planner<'a> {
         }
         bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display())
     }
+}
+
+/// An element of an array whose element type weir does not know (arrays are
+/// text values): it stays untyped through projections so that comparisons
+/// cast it, as `unnest(pg_index.indkey) = attnum` needs.
+fn untyped_element(e: &Expr) -> bool {
+    matches!(e, Expr::Column { ty: SqlType::Unknown, .. })
 }
 
 fn split_and(e: &ast::Expr, out: &mut Vec<ast::Expr>) {

@@ -488,6 +488,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         Value::Int(0),
                         Value::Bool(true),
                         Value::Int(0),
+                        t(if type_len(c.ty) < 0 { "x" } else { "p" }),
+                        t(""),
+                        Value::Int(-1),
                     ]);
                 }
             }
@@ -510,6 +513,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                             Value::Int(0),
                             Value::Bool(true),
                             Value::Int(0),
+                            t(if type_len(c.ty) < 0 { "x" } else { "p" }),
+                            t(""),
+                            Value::Int(-1),
                         ]);
                     }
                 }
@@ -531,6 +537,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("attndims", Int4),
                     ("attislocal", Bool),
                     ("attinhcount", Int4),
+                    ("attstorage", Text),
+                    ("attcompression", Text),
+                    ("attstattarget", Int2),
                 ],
                 rows,
             )
@@ -921,7 +930,13 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             )
         }
         ("pg_catalog", "pg_settings") => {
-            let rows = p.ctx.settings.iter().map(|(k, v)| vec![t(k), t(v)]).collect();
+            let mut rows: Vec<Vec<Value>> = p.ctx.settings.iter().map(|(k, v)| vec![t(k), t(v)]).collect();
+            // Compile-time limits drivers read (pgjdbc's getMaxIndexKeys), PostgreSQL's values.
+            for (k, v) in [("max_index_keys", "32"), ("max_identifier_length", "63"), ("max_function_args", "100")] {
+                if !p.ctx.settings.contains_key(k) {
+                    rows.push(vec![t(k), t(v)]);
+                }
+            }
             table(&[("name", Text), ("setting", Text)], rows)
         }
         _ => bail!(UndefinedTable, "relation \"{schema}.{name}\" does not exist"),

@@ -116,8 +116,27 @@ public class JdbcSmoke {
                         + ":" + r.getInt("KEY_SEQ") + ":" + r.getString("PK_NAME"));
             }
             check(pk.equals(List.of("public.jdbc_cpu:host:1:jdbc_cpu_pkey", "public.jdbc_cpu:ts:2:jdbc_cpu_pkey")), "getPrimaryKeys " + pk);
-            // getIndexInfo still fails (pg_class.relpages, pg_am, the 3-argument
-            // pg_get_indexdef); its rows are checked directly.
+            // getIndexInfo: the same expansion, pg_get_indexdef(index, k, false)
+            // for each column and indoption[k - 1] & 1 for its order.
+            List<String> idx = new ArrayList<>();
+            try (ResultSet r = md.getIndexInfo(null, null, "jdbc_cpu", false, false)) {
+                while (r.next()) idx.add(r.getString("INDEX_NAME") + ":" + r.getBoolean("NON_UNIQUE") + ":" + r.getShort("TYPE")
+                        + ":" + r.getShort("ORDINAL_POSITION") + ":" + r.getString("COLUMN_NAME") + ":" + r.getString("ASC_OR_DESC"));
+            }
+            check(idx.equals(List.of("jdbc_cpu_pkey:false:3:1:host:A", "jdbc_cpu_pkey:false:3:2:ts:A")), "getIndexInfo " + idx);
+            // Foreign keys: weir has none; the queries (generate_series(1, 32) pos(n)
+            // in FROM, conkey[pos.n]) run and answer no rows.
+            try (ResultSet r = md.getImportedKeys(null, null, "jdbc_cpu")) {
+                check(!r.next(), "getImportedKeys has rows");
+            }
+            try (ResultSet r = md.getExportedKeys(null, null, "jdbc_cpu")) {
+                check(!r.next(), "getExportedKeys has rows");
+            }
+            List<String> catalogs = new ArrayList<>();
+            try (ResultSet r = md.getCatalogs()) {
+                while (r.next()) catalogs.add(r.getString("TABLE_CAT"));
+            }
+            check(catalogs.contains("public"), "getCatalogs " + catalogs);
             try (Statement s = c.createStatement();
                  ResultSet r = s.executeQuery("SELECT c.conname, i.indkey, pg_get_indexdef(i.indexrelid) FROM pg_constraint c "
                          + "JOIN pg_index i ON c.conindid = i.indexrelid WHERE c.conrelid = 'jdbc_cpu'::regclass AND c.contype = 'p'")) {
