@@ -29,7 +29,7 @@ pub use meta::{FileMeta, Manifest, MetaKv, SledKv};
 pub use object::{LocalStore, ObjectStore};
 pub use region::{Region, RegionStats};
 pub use route::route_rows;
-pub use txn::{OverlayFn, ReadView, RegionWrites, SnapshotSource, OVERLAY_SEQ, TEMP_ROWID_BASE};
+pub use txn::{BulkWrite, OverlayFn, ReadView, RegionWrites, SnapshotSource, OVERLAY_SEQ, TEMP_ROWID_BASE};
 pub use version::{OP_COLUMN, SEQ_COLUMN};
 pub use wal::{LocalLog, LogStore, LogSync};
 

@@ -153,6 +153,24 @@ impl Region {
     /// published on return. Otherwise the record is durable on return but
     /// held until [`Region::decide_txn`]. Returns the record's sequence.
     pub(in crate::storage) fn append_txn(&self, txn: u64, w: &crate::storage::txn::RegionWrites) -> Result<SeqNo> {
+        self.append_txn_with(txn, w, true)
+    }
+
+    /// As [`Region::append_txn`] for a held record (`txn != 0`) without
+    /// waiting for its fsync: a bulk load appends many records and syncs
+    /// once ([`Region::sync_through`]) before its commit record.
+    pub(in crate::storage) fn append_held_unsynced(&self, txn: u64, w: &crate::storage::txn::RegionWrites) -> Result<SeqNo> {
+        debug_assert!(txn != 0);
+        self.append_txn_with(txn, w, false)
+    }
+
+    /// Return once every record up to `seq` is durable.
+    pub(in crate::storage) fn sync_through(&self, seq: SeqNo) -> Result<()> {
+        let inner = self.inner.lock();
+        self.wait_durable(inner, seq).map(drop)
+    }
+
+    fn append_txn_with(&self, txn: u64, w: &crate::storage::txn::RegionWrites, wait_durable: bool) -> Result<SeqNo> {
         let del = concat_all(&self.layout.stored, &w.deletes)?;
         let puts: Vec<RecordBatch> =
             w.puts.iter().map(|b| b.project(&(0..self.layout.ncols).collect::<Vec<_>>())).collect::<std::result::Result<_, _>>()?;
@@ -202,8 +220,10 @@ impl Region {
             if !self.shared.config.wal_fsync {
                 inner.synced_seq = seq;
             }
-            let inner = self.wait_durable(inner, seq)?;
-            drop(inner);
+            if wait_durable {
+                let inner = self.wait_durable(inner, seq)?;
+                drop(inner);
+            }
         }
         Ok(seq)
     }
