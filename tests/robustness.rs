@@ -39,7 +39,7 @@ async fn memory_budget_answers_53200_and_54000() {
     // 1 MB: every operator that holds rows runs out, each with 53200.
     c.batch_execute("SET weir.query_memory_bytes_max = 1000000").await.unwrap();
     let over = [
-        ("sort", "SELECT g FROM generate_series(1, 300000) g ORDER BY g DESC LIMIT 1"),
+        ("sort", "SELECT g FROM generate_series(1, 300000) g ORDER BY g DESC LIMIT 200000"),
         ("hash aggregate", "SELECT g % 100000, count(*) FROM generate_series(1, 300000) g GROUP BY 1"),
         ("distinct", "SELECT count(*) FROM (SELECT DISTINCT g FROM generate_series(1, 300000) g) s"),
         ("hash join build", "SELECT count(*) FROM generate_series(1, 10) a JOIN (SELECT g FROM generate_series(1, 300000) g) b ON a = b.g"),
@@ -69,6 +69,13 @@ async fn memory_budget_answers_53200_and_54000() {
         .unwrap_or_else(|e| panic!("{:?}", common::format_error(&e)))
         .get(0);
     assert_eq!(n, 150000);
+    // Nor does a small top-k: it keeps k rows and a chunk, not its input.
+    let top: i64 = c
+        .query_one("SELECT g FROM generate_series(1, 300000) g ORDER BY g DESC LIMIT 1", &[])
+        .await
+        .unwrap_or_else(|e| panic!("{:?}", common::format_error(&e)))
+        .get(0);
+    assert_eq!(top, 300000);
     // Back to the server's budget (1 GiB): everything above runs.
     c.batch_execute("RESET weir.query_memory_bytes_max").await.unwrap();
     for (what, sql) in over {

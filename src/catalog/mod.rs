@@ -5,7 +5,7 @@
 
 mod flow;
 
-pub use flow::{FlowDef, FlowProgress};
+pub use flow::{FlowDef, FlowProgress, FlowStatistics};
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -108,6 +108,8 @@ pub struct Catalog {
     tree: sled::Tree,
     db: sled::Db,
     state: RwLock<State>,
+    /// Running flows' statistics (in memory; `information_schema.flow_statistics`).
+    pub flow_stats: RwLock<BTreeMap<String, flow::FlowStatistics>>,
 }
 
 const DB_PREFIX: &str = "db/";
@@ -147,7 +149,7 @@ impl Catalog {
                 serde_json::from_slice::<FlowProgress>(&v).map_err(corrupt)?;
             }
         }
-        let cat = Catalog { tree, db, state: RwLock::new(state) };
+        let cat = Catalog { tree, db, state: RwLock::new(state), flow_stats: Default::default() };
         if !cat.database_exists("public") {
             cat.create_database("public")?;
         }

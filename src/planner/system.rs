@@ -281,6 +281,86 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows,
             )
         }
+        ("information_schema", "flow_statistics") => {
+            // Incremental evaluation (issue 9): one row per flow of this
+            // database, from the running flows' statistics.
+            let mut rows = Vec::new();
+            let mut flows: Vec<_> = p.catalog.flows().into_iter().filter(|f| f.database == db).collect();
+            flows.sort_by(|a, b| a.name.cmp(&b.name));
+            let board = p.catalog.flow_stats.read().clone();
+            let now_ms =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+            for f in flows {
+                let prog = p.catalog.flow_progress(&f.name).unwrap_or_default();
+                let st = board.get(&f.name).cloned().unwrap_or_default();
+                let i = |v: u64| Value::Int(v as i64);
+                // Lag: changes not yet reflected → time since the flow last caught up.
+                let mut pending = false;
+                for (d, n) in &f.sources {
+                    if let Some(tdef) = p.catalog.table(d, n) {
+                        for r in p.regions(&tdef)? {
+                            if prog.regions.get(&r.id).is_none_or(|s| *s < r.last_seq()) {
+                                pending = true;
+                            }
+                        }
+                    }
+                }
+                let lag = match (pending, prog.last_execution_ms) {
+                    (false, _) => Value::Int(0),
+                    (true, Some(t)) => Value::Int((now_ms - t).max(0)),
+                    (true, None) => Value::Null,
+                };
+                let inc = st.incremental_evaluations;
+                let hit = if inc + st.full_evaluations == 0 {
+                    Value::Null
+                } else {
+                    Value::Float(inc as f64 / (inc + st.full_evaluations) as f64)
+                };
+                let fallbacks = serde_json::Value::from(st.fallbacks.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>());
+                let checkpoints = serde_json::Value::from(
+                    prog.regions.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>(),
+                );
+                rows.push(vec![
+                    t(&f.name),
+                    if st.mode.is_empty() { t("not_started") } else { t(&st.mode) },
+                    st.reason.as_deref().map(t).unwrap_or(Value::Null),
+                    t(&checkpoints.to_string()),
+                    i(st.evaluations),
+                    i(st.incremental_evaluations),
+                    i(st.full_evaluations),
+                    hit,
+                    t(&fallbacks.to_string()),
+                    i(st.fallback_windows),
+                    i(st.extreme_recomputes),
+                    i(st.rows_read),
+                    i(st.rows_written),
+                    i(st.state_windows),
+                    st.last_error.as_deref().map(t).unwrap_or(Value::Null),
+                    lag,
+                ]);
+            }
+            table(
+                &[
+                    ("flow_name", Text),
+                    ("mode", Text),
+                    ("reason", Text),
+                    ("checkpoints", Text),
+                    ("evaluations", Int8),
+                    ("incremental_evaluations", Int8),
+                    ("full_evaluations", Int8),
+                    ("incremental_hit_rate", Float8),
+                    ("fallbacks", Text),
+                    ("fallback_windows", Int8),
+                    ("extreme_recomputes", Int8),
+                    ("rows_read", Int8),
+                    ("rows_written", Int8),
+                    ("state_windows", Int8),
+                    ("last_error", Text),
+                    ("lag_ms", Int8),
+                ],
+                rows,
+            )
+        }
         ("information_schema", "region_statistics") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
