@@ -5,6 +5,7 @@
 
 mod encode;
 pub mod hba;
+mod socket;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -76,6 +77,8 @@ pub struct Connection {
     idle: Arc<IdleWatch>,
     hba: Arc<hba::Hba>,
     auth: Arc<Mutex<Auth>>,
+    /// The TLS facts of the socket, known after the handshake (pg_stat_ssl).
+    ssl: Arc<Mutex<Option<crate::exec::activity::SslInfo>>>,
 }
 
 /// Where a connection's authentication exchange stands.
@@ -322,6 +325,11 @@ impl Connection {
         if !self.engine.catalog.database_exists(db) {
             return Err(fatal("3D000", format!("database \"{db}\" does not exist")));
         }
+        if let Err(e) = crate::sql::privilege::connect_allowed(&self.engine.catalog, user, db) {
+            let mut info = pg_error(&e);
+            info.severity = "FATAL".into();
+            return Err(PgWireError::UserError(Box::new(info)));
+        }
         let mut sess = Session::new(self.engine.clone(), db, user);
         // Rows go out as they are computed (see `streamed`).
         sess.stream_results = true;
@@ -335,6 +343,8 @@ impl Connection {
             sess.settings.insert("application_name".into(), app.clone());
         }
         sess.register(self.pid);
+        let ssl = self.ssl.lock().clone();
+        self.engine.activity.update(self.pid, |r| r.ssl = ssl);
         *self.session.lock() = Some(sess);
         finish_authentication(client, &Params { superuser: self.engine.catalog.is_superuser(user) }).await?;
         Ok(())
@@ -820,6 +830,7 @@ impl Connection {
             idle: self.idle.clone(),
             hba: self.hba.clone(),
             auth: self.auth.clone(),
+            ssl: self.ssl.clone(),
         }
     }
 }
@@ -880,7 +891,7 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                 next_pid = if next_pid == i32::MAX { 1000 } else { next_pid + 1 };
                 let pid = next_pid;
                 let idle = Arc::new(IdleWatch::default());
-                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default() });
+                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default(), ssl: Default::default() });
                 let registry = cancels.clone();
                 let tls = tls.clone();
                 // A second handle on the socket, for the idle-in-transaction
@@ -896,7 +907,9 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                     Err(e) => tracing::warn!("no idle-in-transaction watchdog for {peer}: {e}"),
                 }
                 tokio::spawn(async move {
-                    if let Err(e) = pgwire::tokio::process_socket(socket, tls, conn).await {
+                    let facts = conn.clone();
+                    let on_tls = move |ssl| *facts.ssl.lock() = ssl;
+                    if let Err(e) = socket::process_socket(socket, tls, conn, on_tls).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
                     registry.lock().remove(&pid);

@@ -282,5 +282,6 @@ pub fn flush_flow(s: &Session, name: &str) -> Result<i64> {
     if s.engine.catalog.flow(&name).is_none() {
         bail!(UndefinedObject, "flow \"{name}\" does not exist");
     }
+    super::privilege::check_flow_owner(s, &name)?;
     Ok(s.engine.flows.flush(&env(s), &name)? as i64)
 }

@@ -9,6 +9,7 @@ pub mod copy;
 mod ddl;
 mod dml;
 mod flow_ddl;
+pub mod privilege;
 pub mod roles;
 mod session_vars;
 pub mod stream;
@@ -220,6 +221,7 @@ impl Session {
             query: String::new(),
             backend_start: now,
             query_start: None,
+            ssl: None,
         });
     }
 
@@ -379,6 +381,9 @@ impl Session {
         } else if let WeirStatement::Sql(Statement::Query(q)) = &stmt {
             if self.tx != TxState::Failed {
                 let planner = self.planner(Params { types: param_types.clone(), values: None });
+                // Privileges are checked when the statement runs, as in
+                // PostgreSQL, not when it is described.
+                planner.check_as.replace(None);
                 let plan = planner.plan_query(q, None)?;
                 columns = crate::planner::output_columns(&plan);
                 param_types = planner.params.borrow().types.clone();
@@ -443,6 +448,8 @@ impl Session {
     fn planner_with(&self, params: Params, keys: Option<crate::planner::incremental::IncrementalKeys>) -> Planner<'_> {
         let mut p = Planner::new(&self.engine.catalog, &self.engine.storage, &self.database, self.exec_ctx(), params);
         p.incremental = keys;
+        // Every relation the statement reads is checked as the user.
+        p.check_as = std::cell::RefCell::new(Some(self.user.clone()));
         p
     }
 
@@ -452,6 +459,16 @@ impl Session {
         if self.tx == TxState::Failed && !matches!(stmt, WeirStatement::Sql(Statement::Commit { .. } | Statement::Rollback { .. })) {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }
+        privilege::check_statement(self, stmt)?;
+        let created = privilege::new_objects(self, stmt);
+        let r = self.dispatch_statement(stmt, params);
+        if r.is_ok() {
+            privilege::record_owners(self, &created, stmt)?;
+        }
+        r
+    }
+
+    fn dispatch_statement(&mut self, stmt: &WeirStatement, params: Params) -> Result<QueryResult> {
         if let Some(r) = txn::intercept(self, stmt) {
             return r;
         }
@@ -522,7 +539,7 @@ impl Session {
             Statement::Set(_) | Statement::Reset(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => {
                 session_vars::execute(self, stmt)
             }
-            _ => match roles::execute(self, stmt) {
+            _ => match roles::execute(self, stmt).or_else(|| privilege::execute(self, stmt)) {
                 Some(r) => r,
                 None => ddl::execute(self, stmt),
             },
