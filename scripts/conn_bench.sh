@@ -34,6 +34,7 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+[ -n "${KEEP:-}" ] && trap - EXIT
 
 as_pg() {
     if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -62,7 +63,6 @@ grep -q "weir listening" "$WORK/weir.log" || { cat "$WORK/weir.log"; exit 1; }
 
 # PostgreSQL 15 on its own data directory.
 mkdir -p "$WORK/pg" && chown postgres "$WORK/pg" 2>/dev/null || true
-cp "$WORK/server.crt" "$WORK/server.key" "$WORK/pg_hba.conf" "$WORK/pg/" 2>/dev/null || true
 as_pg "$PGBIN/initdb" -D "$WORK/pg" -U postgres --auth=trust >/dev/null
 cp "$WORK/pg_hba.conf" "$WORK/pg/pg_hba.conf"
 cp "$WORK/server.crt" "$WORK/server.key" "$WORK/pg/"
@@ -71,13 +71,13 @@ chmod 600 "$WORK/pg/server.key"
 as_pg "$PGBIN/pg_ctl" -D "$WORK/pg" -l "$WORK/pg/log" -w \
     -o "-p $PG_PORT -k $WORK/pg -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key -c password_encryption=scram-sha-256" start >/dev/null
 
-setup_roles() { # host port superuser
+setup_roles() { # port superuser database
     for r in bench_trust bench_scram bench_tls; do
-        psql -q -h 127.0.0.1 -p "$2" -U "$3" -d postgres -c "CREATE ROLE $r LOGIN PASSWORD '$PW'" >/dev/null
+        psql -q -h 127.0.0.1 -p "$1" -U "$2" -d "$3" -c "CREATE ROLE $r LOGIN PASSWORD '$PW'" >/dev/null
     done
 }
-setup_roles 127.0.0.1 "$WEIR_PORT" weir
-setup_roles 127.0.0.1 "$PG_PORT" postgres
+setup_roles "$WEIR_PORT" weir public
+setup_roles "$PG_PORT" postgres postgres
 
 echo "SELECT 1;" > "$WORK/select1.sql"
 run() { # name port db user sslmode
