@@ -8,7 +8,10 @@ the time from the INSERT's acknowledgement until the sink's row for that
 (host, minute) reflects the batch (its count reaches the value the source
 has after the batch). Prints freshness p50/p99 and the server's CPU per
 row (user+sys from /proc/<pid>/stat) for ingest alone (a first phase with
-no flow) and with the flow (the difference is flow maintenance).
+no flow) and with the flow (the difference is flow maintenance, which also
+counts the prober's polling queries), and the CPU of the flow scheduler
+thread itself (`weir-flows`, /proc/<pid>/task/<tid>/stat): maintenance
+proper.
 
 Usage: scripts/flow_bench.py --dsn postgres://weir@127.0.0.1:5432/public --pid <weir pid>
        [--rate 10000] [--seconds 20]
@@ -23,6 +26,20 @@ def cpu_seconds(pid):
         parts = f.read().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(parts[11]) + int(parts[12])) / ticks
+
+def thread_cpu_seconds(pid, name):
+    total = 0.0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if f.read().strip() != name:
+                    continue
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+            total += (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+        except FileNotFoundError:
+            pass
+    return total
 
 def write_phase(dsn, rate, seconds, t0_minute, probe=None):
     conn = psycopg.connect(dsn, autocommit=True)
@@ -96,7 +113,9 @@ def main():
     th = threading.Thread(target=prober, args=(a.dsn, probes, results, stop))
     th.start()
     cpu2 = cpu_seconds(a.pid)
+    flow0 = thread_cpu_seconds(a.pid, "weir-flows")
     n2 = write_phase(a.dsn, a.rate, a.seconds, time.time(), probes)
+    flow1 = thread_cpu_seconds(a.pid, "weir-flows")
     stop.set()
     th.join()
     cpu3 = cpu_seconds(a.pid)
@@ -106,6 +125,7 @@ def main():
     print(f"rows: ingest-only {n1} ({n1 / a.seconds:.0f}/s), with flow {n2} ({n2 / a.seconds:.0f}/s)")
     print(f"freshness: samples {len(results)}, p50 {p(0.5):.3f} s, p99 {p(0.99):.3f} s")
     print(f"server CPU per row: ingest {ingest_us:.1f} us, ingest+flow {total_us:.1f} us, flow maintenance {total_us - ingest_us:.1f} us")
+    print(f"flow scheduler thread CPU per row: {(flow1 - flow0) / n2 * 1e6:.2f} us")
     c.execute("DROP FLOW bench_1m")
 
 if __name__ == "__main__":

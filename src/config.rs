@@ -50,7 +50,8 @@ pub struct StorageSection {
     /// compaction, background thread), read from the same section.
     #[serde(flatten)]
     pub tuning: crate::storage::StorageTuning,
-    /// Largest COPY FROM STDIN payload held before it is written.
+    /// Longest row COPY FROM STDIN accepts (the data itself is parsed and
+    /// written in chunks as it arrives).
     pub copy_buffer_bytes_max: usize,
     /// Largest volume of writes one transaction block buffers before
     /// COMMIT; past it the statement fails with 53400.

@@ -102,3 +102,115 @@ async fn copy_out(c: &Client, sql: &str) -> String {
     }
     String::from_utf8(out).unwrap()
 }
+
+fn rows(n: usize, bad_at: Option<usize>) -> String {
+    let mut data = String::with_capacity(n * 40);
+    for i in 0..n {
+        if Some(i) == bad_at {
+            data.push_str("bad\tnot a time\t1\n");
+        } else {
+            data.push_str(&format!("h{}\t2024-01-01 00:00:00.{:06}\t{i}\n", i % 7, i % 1_000_000));
+        }
+    }
+    data
+}
+
+/// A bad row late in a payload of many chunks (each already written as a
+/// held record when the error comes): nothing is visible, the table stays
+/// writable (the held records were released), and a restart replays none
+/// of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_of_many_chunks_is_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = TestServer::spawn(dir.path()).unwrap();
+    let c = server.connect(None).await.unwrap();
+    // Three regions: each chunk is routed, so the load spans regions.
+    c.batch_execute("CREATE TABLE big (host TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, PRIMARY KEY (host)) WITH (regions = 3)")
+        .await
+        .unwrap();
+    let n = 300_000; // > 4 chunks of 65,536 rows
+    let e = copy(&c, "COPY big FROM STDIN", &rows(n, Some(n - 10))).await.unwrap_err();
+    let (msg, state) = common::format_error(&e);
+    assert_eq!(state.as_deref(), Some("22007"), "{msg}");
+    assert_eq!(count(&c, "SELECT count(*) FROM big").await, 0);
+    // Writers of the region are not stuck behind the dropped load.
+    c.batch_execute("INSERT INTO big VALUES ('x', '2024-01-02 00:00:00', 1)").await.unwrap();
+    assert_eq!(copy(&c, "COPY big FROM STDIN", &rows(n, None)).await.unwrap(), n as u64);
+    assert_eq!(count(&c, "SELECT count(*) FROM big").await, n as i64 + 1);
+    // Inside a block, the COPY's rows leave with the block.
+    c.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(copy(&c, "COPY big FROM STDIN", &rows(1000, None).replace("h", "blk")).await.unwrap(), 1000);
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM big").await, n as i64 + 1);
+    drop(c);
+    server.stop(std::time::Duration::from_secs(10));
+    let server = TestServer::spawn(dir.path()).unwrap();
+    let c = server.connect(None).await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM big").await, n as i64 + 1);
+    assert_eq!(count(&c, "SELECT count(*) FROM big WHERE host = 'bad'").await, 0);
+}
+
+fn wal_bytes(dir: &std::path::Path) -> u64 {
+    fn walk(p: &std::path::Path, out: &mut u64) {
+        if let Ok(rd) = std::fs::read_dir(p) {
+            for e in rd.flatten() {
+                let path = e.path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if path.extension().is_some_and(|x| x == "log") && path.to_string_lossy().contains("region_") {
+                    *out += e.metadata().map(|m| m.len()).unwrap_or(0);
+                }
+            }
+        }
+    }
+    let mut n = 0;
+    walk(dir, &mut n);
+    n
+}
+
+/// `kill -9` while a COPY is being sent (chunks already in the WAL, no
+/// commit record): after the restart none of its rows exist; a COPY killed
+/// after its commit record is there whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_killed_midway_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = TestServer::spawn(dir.path()).unwrap();
+    let c = server.connect(None).await.unwrap();
+    c.batch_execute("CREATE TABLE k (host TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, PRIMARY KEY (host))").await.unwrap();
+    assert_eq!(copy(&c, "COPY k FROM STDIN", &rows(10, None)).await.unwrap(), 10);
+    let before = wal_bytes(dir.path());
+    let st = c.prepare("COPY k FROM STDIN").await.unwrap();
+    let sink = c.copy_in::<_, bytes::Bytes>(&st).await.unwrap();
+    futures::pin_mut!(sink);
+    let data = rows(200_000, None);
+    sink.send(bytes::Bytes::from(data)).await.unwrap();
+    // Wait until chunks of the open COPY are in the WAL.
+    let t0 = std::time::Instant::now();
+    while wal_bytes(dir.path()) < before + 4_000_000 {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "the COPY's chunks never reached the WAL");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    server.kill9();
+    drop(sink);
+    drop(st);
+    drop(c);
+    let mut server = TestServer::spawn(dir.path()).expect("restart after kill -9");
+    let c = server.connect(None).await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM k").await, 10, "a COPY without its commit record is not replayed");
+    c.batch_execute("INSERT INTO k VALUES ('after', '2024-01-03 00:00:00', 1)").await.unwrap();
+    drop(c);
+    server.stop(std::time::Duration::from_secs(10));
+
+    // Killed after the commit record, before publishing: all of it.
+    let mut server = TestServer::spawn_env(dir.path(), &[("WEIR_TEST_COMMIT_PAUSE", "logged:5000")]).unwrap();
+    let c = server.connect(None).await.unwrap();
+    let copying = tokio::spawn(async move { copy(&c, "COPY k FROM STDIN", &rows(100_000, None).replace('h', "z")).await.is_ok() });
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert!(!copying.is_finished(), "COPY returned before the kill: the pause hook did not hold it");
+    server.kill9();
+    assert!(!copying.await.unwrap(), "a killed server cannot acknowledge the COPY");
+    let server = TestServer::spawn(dir.path()).expect("restart after kill -9");
+    let c = server.connect(None).await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM k WHERE host LIKE 'z%'").await, 100_000);
+    assert_eq!(count(&c, "SELECT count(*) FROM k").await, 100_011);
+}

@@ -13,6 +13,9 @@ use crate::error::Result;
 
 pub(super) const FLOW_PREFIX: &str = "flow/";
 pub(super) const PROGRESS_PREFIX: &str = "flowprog/";
+/// Dirty windows of a catch-up in progress (start, end as little-endian
+/// i64 pairs: a long backfill's list is written once, not as JSON per batch).
+pub(super) const PENDING_PREFIX: &str = "flowpend/";
 
 /// A flow as CREATE FLOW defined it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -55,6 +58,25 @@ pub struct FlowProgress {
     /// Windows written since the flow started (backfill included).
     pub windows_done: u64,
     pub rows_written: u64,
+    /// Backfill: windows of the history found at the first evaluation and
+    /// windows of them written so far (0 / 0 with `backfill = false`).
+    #[serde(default)]
+    pub backfill_total: u64,
+    #[serde(default)]
+    pub backfill_done: u64,
+    /// The backfill has not finished.
+    #[serde(default)]
+    pub backfilling: bool,
+    /// A catch-up in several batches: the changes were read up to these
+    /// sequences into the dirty windows stored under `flowpend/`; windows
+    /// starting before `pending_from` are done. Empty when none is running.
+    #[serde(default)]
+    pub pending_upto: BTreeMap<u64, u64>,
+    #[serde(default)]
+    pub pending_from: i64,
+    /// The catch-up recomputes the whole sink (a source was truncated).
+    #[serde(default)]
+    pub pending_full: bool,
 }
 
 impl Catalog {
@@ -80,7 +102,29 @@ impl Catalog {
     /// Remove a flow and its progress.
     pub fn drop_flow(&self, name: &str) -> Result<()> {
         self.del(format!("{FLOW_PREFIX}{name}"))?;
+        self.del(format!("{PENDING_PREFIX}{name}"))?;
         self.del(format!("{PROGRESS_PREFIX}{name}"))
+    }
+
+    /// The dirty windows of a flow's catch-up in progress (see
+    /// `FlowProgress::pending_upto`).
+    pub fn flow_pending(&self, name: &str) -> Vec<(i64, i64)> {
+        let Ok(Some(v)) = self.tree.get(format!("{PENDING_PREFIX}{name}").as_bytes()) else { return vec![] };
+        v.chunks_exact(16)
+            .map(|c| {
+                let (a, b) = c.split_at(8);
+                (i64::from_le_bytes(a.try_into().expect("8 bytes")), i64::from_le_bytes(b.try_into().expect("8 bytes")))
+            })
+            .collect()
+    }
+
+    pub fn put_flow_pending(&self, name: &str, windows: &[(i64, i64)]) -> Result<()> {
+        let mut v = Vec::with_capacity(windows.len() * 16);
+        for (s, e) in windows {
+            v.extend_from_slice(&s.to_le_bytes());
+            v.extend_from_slice(&e.to_le_bytes());
+        }
+        self.put(format!("{PENDING_PREFIX}{name}"), v)
     }
 
     pub fn flow_progress(&self, name: &str) -> Option<FlowProgress> {

@@ -18,6 +18,17 @@ enum State {
     SumInt(Vec<Option<i64>>),
     SumFloat(Vec<Option<f64>>),
     Avg(Vec<(f64, i64)>),
+    /// min/max over floats, PostgreSQL's order (NaN above all numbers).
+    MinMaxF64 {
+        vals: Vec<Option<f64>>,
+        is_min: bool,
+    },
+    /// min/max over integers, timestamps and dates, as i64.
+    MinMaxI64 {
+        vals: Vec<Option<i64>>,
+        is_min: bool,
+    },
+    /// min/max over anything else, through `Value`s.
     MinMax {
         vals: Vec<Value>,
         is_min: bool,
@@ -47,8 +58,19 @@ impl Accumulator {
             AggFunc::Sum if input_ty.is_integer() => State::SumInt(vec![]),
             AggFunc::Sum => State::SumFloat(vec![]),
             AggFunc::Avg => State::Avg(vec![]),
-            AggFunc::Min => State::MinMax { vals: vec![], is_min: true },
-            AggFunc::Max => State::MinMax { vals: vec![], is_min: false },
+            AggFunc::Min | AggFunc::Max => {
+                let is_min = call.func == AggFunc::Min;
+                match input_ty {
+                    SqlType::Float8 | SqlType::Float4 => State::MinMaxF64 { vals: vec![], is_min },
+                    SqlType::Int2
+                    | SqlType::Int4
+                    | SqlType::Int8
+                    | SqlType::Timestamp
+                    | SqlType::TimestampTz
+                    | SqlType::Date => State::MinMaxI64 { vals: vec![], is_min },
+                    _ => State::MinMax { vals: vec![], is_min },
+                }
+            }
             AggFunc::BoolAnd => State::Bool { vals: vec![], and: true },
             AggFunc::BoolOr => State::Bool { vals: vec![], and: false },
             AggFunc::StringAgg => State::StringAgg(vec![]),
@@ -63,6 +85,8 @@ impl Accumulator {
             State::SumInt(v) => v.resize(groups, None),
             State::SumFloat(v) => v.resize(groups, None),
             State::Avg(v) => v.resize(groups, (0.0, 0)),
+            State::MinMaxF64 { vals, .. } => vals.resize(groups, None),
+            State::MinMaxI64 { vals, .. } => vals.resize(groups, None),
             State::MinMax { vals, .. } => vals.resize(groups, Value::Null),
             State::Bool { vals, .. } => vals.resize(groups, None),
             State::StringAgg(v) => v.resize(groups, None),
@@ -122,9 +146,16 @@ impl Accumulator {
             return Ok(());
         }
         let a = &args[0];
+        // The rows to fold in; None: every row (no FILTER, no NULL, no
+        // DISTINCT), the tight loops below.
+        let mut keep: Option<Vec<bool>> = if filter.is_none() && a.null_count() == 0 && !self.call.distinct {
+            None
+        } else {
+            Some((0..n).map(|i| live(i) && a.is_valid(i)).collect())
+        };
         // DISTINCT: drop (group, value) pairs already seen.
-        let mut keep: Vec<bool> = (0..n).map(|i| live(i) && a.is_valid(i)).collect();
         if self.call.distinct {
+            let keep = keep.as_mut().expect("distinct has a mask");
             // Values compared in arrow's row format: no allocation per
             // value until a new one is kept.
             if self.distinct_rows.is_none() {
@@ -143,59 +174,99 @@ impl Accumulator {
                 }
             }
         }
-        match &mut self.state {
-            State::Count(v) => {
-                for i in 0..n {
-                    if keep[i] {
-                        v[groups[i]] += 1;
+        // Run `$body` for each kept row `$i`.
+        macro_rules! each {
+            ($i:ident => $body:block) => {
+                match &keep {
+                    None => {
+                        for $i in 0..n $body
+                    }
+                    Some(k) => {
+                        for $i in 0..n {
+                            if k[$i] $body
+                        }
                     }
                 }
-            }
+            };
+        }
+        match &mut self.state {
+            State::Count(v) => each!(i => { v[groups[i]] += 1; }),
             State::SumInt(v) => {
                 let c = cast_array(a, self.call.args[0].ty(), SqlType::Int8)?;
-                let c = c.as_primitive::<Int64Type>();
-                for i in 0..n {
-                    if keep[i] {
-                        let s = v[groups[i]].unwrap_or(0);
-                        v[groups[i]] = Some(s.checked_add(c.value(i)).ok_or_else(|| err!(NumericOutOfRange, "bigint out of range"))?);
-                    }
-                }
+                let c = c.as_primitive::<Int64Type>().values();
+                each!(i => {
+                    let s = &mut v[groups[i]];
+                    *s = Some(s.unwrap_or(0).checked_add(c[i]).ok_or_else(|| err!(NumericOutOfRange, "bigint out of range"))?);
+                })
             }
             State::SumFloat(v) => {
                 let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
-                let c = c.as_primitive::<Float64Type>();
-                for i in 0..n {
-                    if keep[i] {
-                        v[groups[i]] = Some(v[groups[i]].unwrap_or(0.0) + c.value(i));
-                    }
-                }
+                let c = c.as_primitive::<Float64Type>().values();
+                each!(i => {
+                    let s = &mut v[groups[i]];
+                    *s = Some(s.unwrap_or(0.0) + c[i]);
+                })
             }
             State::Avg(v) => {
                 let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
-                let c = c.as_primitive::<Float64Type>();
-                for i in 0..n {
-                    if keep[i] {
-                        let s = &mut v[groups[i]];
-                        s.0 += c.value(i);
-                        s.1 += 1;
-                    }
-                }
+                let c = c.as_primitive::<Float64Type>().values();
+                each!(i => {
+                    let s = &mut v[groups[i]];
+                    s.0 += c[i];
+                    s.1 += 1;
+                })
             }
             State::Var(v) => {
                 let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
-                let c = c.as_primitive::<Float64Type>();
-                for i in 0..n {
-                    if keep[i] {
-                        let s = &mut v[groups[i]];
-                        let x = c.value(i);
-                        s.0 += 1;
-                        let d = x - s.1;
-                        s.1 += d / s.0 as f64;
-                        s.2 += d * (x - s.1);
-                    }
+                let c = c.as_primitive::<Float64Type>().values();
+                each!(i => {
+                    let s = &mut v[groups[i]];
+                    let x = c[i];
+                    s.0 += 1;
+                    let d = x - s.1;
+                    s.1 += d / s.0 as f64;
+                    s.2 += d * (x - s.1);
+                })
+            }
+            State::MinMaxF64 { vals, is_min } => {
+                let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
+                let c = c.as_primitive::<Float64Type>().values();
+                if *is_min {
+                    each!(i => {
+                        let cur = &mut vals[groups[i]];
+                        if cur.is_none_or(|m| pg_float_gt(m, c[i])) {
+                            *cur = Some(c[i]);
+                        }
+                    })
+                } else {
+                    each!(i => {
+                        let cur = &mut vals[groups[i]];
+                        if cur.is_none_or(|m| pg_float_gt(c[i], m)) {
+                            *cur = Some(c[i]);
+                        }
+                    })
+                }
+            }
+            State::MinMaxI64 { vals, is_min } => {
+                let c = i64_values(a)?;
+                if *is_min {
+                    each!(i => {
+                        let cur = &mut vals[groups[i]];
+                        if cur.is_none_or(|m| m > c[i]) {
+                            *cur = Some(c[i]);
+                        }
+                    })
+                } else {
+                    each!(i => {
+                        let cur = &mut vals[groups[i]];
+                        if cur.is_none_or(|m| m < c[i]) {
+                            *cur = Some(c[i]);
+                        }
+                    })
                 }
             }
             State::MinMax { vals, is_min } => {
+                let keep = keep.unwrap_or_else(|| vec![true; n]);
                 for i in 0..n {
                     if keep[i] {
                         let x = value_at(a.as_ref(), i);
@@ -215,6 +286,7 @@ impl Accumulator {
                 }
             }
             State::Bool { vals, and } => {
+                let keep = keep.unwrap_or_else(|| vec![true; n]);
                 let b = a.as_boolean();
                 for i in 0..n {
                     if keep[i] {
@@ -227,6 +299,7 @@ impl Accumulator {
                 let s = cast_array(a, self.call.args[0].ty(), SqlType::Text)?;
                 let s = s.as_string::<i32>();
                 let sep = args.get(1).map(|d| cast_array(d, SqlType::Text, SqlType::Text)).transpose()?;
+                let keep = keep.unwrap_or_else(|| vec![true; n]);
                 for i in 0..n {
                     if keep[i] {
                         let sep = sep
@@ -254,6 +327,94 @@ impl Accumulator {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Fold another accumulator of the same call (a partial aggregation of
+    /// other rows) in: its group `g` is this one's `map[g]`. Not for
+    /// DISTINCT or string_agg, whose states depend on the rows' order.
+    pub fn merge(&mut self, other: &Accumulator, map: &[usize]) -> Result<()> {
+        let overflow = || err!(NumericOutOfRange, "bigint out of range");
+        match (&mut self.state, &other.state) {
+            (State::Count(v), State::Count(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    v[m] += o[g];
+                }
+            }
+            (State::SumInt(v), State::SumInt(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        v[m] = Some(v[m].unwrap_or(0).checked_add(x).ok_or_else(overflow)?);
+                    }
+                }
+            }
+            (State::SumFloat(v), State::SumFloat(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        v[m] = Some(v[m].unwrap_or(0.0) + x);
+                    }
+                }
+            }
+            (State::Avg(v), State::Avg(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    v[m].0 += o[g].0;
+                    v[m].1 += o[g].1;
+                }
+            }
+            (State::Var(v), State::Var(o)) => {
+                // Chan et al.'s pairwise combination of (n, mean, m2).
+                for (g, &m) in map.iter().enumerate() {
+                    let (nb, mb, m2b) = o[g];
+                    if nb == 0 {
+                        continue;
+                    }
+                    let (na, ma, m2a) = v[m];
+                    let n = na + nb;
+                    let d = mb - ma;
+                    v[m] = (n, ma + d * nb as f64 / n as f64, m2a + m2b + d * d * na as f64 * nb as f64 / n as f64);
+                }
+            }
+            (State::MinMaxF64 { vals, is_min }, State::MinMaxF64 { vals: o, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        let better = vals[m].is_none_or(|c| if *is_min { pg_float_gt(c, x) } else { pg_float_gt(x, c) });
+                        if better {
+                            vals[m] = Some(x);
+                        }
+                    }
+                }
+            }
+            (State::MinMaxI64 { vals, is_min }, State::MinMaxI64 { vals: o, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        if vals[m].is_none_or(|c| if *is_min { c > x } else { c < x }) {
+                            vals[m] = Some(x);
+                        }
+                    }
+                }
+            }
+            (State::MinMax { vals, is_min }, State::MinMax { vals: o, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    let x = &o[g];
+                    if x.is_null() {
+                        continue;
+                    }
+                    let o = x.total_cmp(&vals[m]);
+                    if vals[m].is_null() || if *is_min { o.is_lt() } else { o.is_gt() } {
+                        vals[m] = x.clone();
+                    }
+                }
+            }
+            (State::Bool { vals, and }, State::Bool { vals: o, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some(x) = o[g] {
+                        let c = vals[m].unwrap_or(*and);
+                        vals[m] = Some(if *and { c && x } else { c || x });
+                    }
+                }
+            }
+            _ => return Err(err!(Internal, "aggregate states of {:?} cannot be merged", self.call.func)),
         }
         Ok(())
     }
@@ -295,9 +456,46 @@ impl Accumulator {
                     .collect();
                 Arc::new(a)
             }
+            State::MinMaxF64 { vals, .. } => {
+                cast_array(&(Arc::new(Float64Array::from(vals.clone())) as ArrayRef), SqlType::Float8, ty)?
+            }
+            State::MinMaxI64 { vals, .. } => i64_array(vals, ty)?,
             State::MinMax { vals, .. } => values_to_array(vals, ty)?,
             State::Bool { vals, .. } => Arc::new(BooleanArray::from(vals.clone())),
             State::StringAgg(v) => Arc::new(StringArray::from(v.clone())),
         })
     }
+}
+
+/// PostgreSQL's `a > b` for floats: NaN above every number, -0 = 0.
+#[inline]
+fn pg_float_gt(a: f64, b: f64) -> bool {
+    if b.is_nan() {
+        false
+    } else {
+        a.is_nan() || a > b
+    }
+}
+
+/// An integer, timestamp or date column's values as i64 (borrowed where
+/// they already are).
+fn i64_values(a: &ArrayRef) -> Result<std::borrow::Cow<'_, [i64]>> {
+    use std::borrow::Cow;
+    Ok(match a.data_type() {
+        DataType::Int64 => Cow::Borrowed(a.as_primitive::<Int64Type>().values().as_ref()),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => Cow::Borrowed(a.as_primitive::<TimestampMicrosecondType>().values().as_ref()),
+        DataType::Int32 => Cow::Owned(a.as_primitive::<Int32Type>().values().iter().map(|&x| x as i64).collect()),
+        DataType::Int16 => Cow::Owned(a.as_primitive::<Int16Type>().values().iter().map(|&x| x as i64).collect()),
+        DataType::Date32 => Cow::Owned(a.as_primitive::<Date32Type>().values().iter().map(|&x| x as i64).collect()),
+        other => return Err(err!(Internal, "min/max state over {other}")),
+    })
+}
+
+/// i64 min/max states as a column of `ty`.
+fn i64_array(vals: &[Option<i64>], ty: SqlType) -> Result<ArrayRef> {
+    Ok(match ty.to_arrow() {
+        DataType::Timestamp(_, tz) => Arc::new(TimestampMicrosecondArray::from(vals.to_vec()).with_timezone_opt(tz)),
+        DataType::Date32 => Arc::new(vals.iter().map(|v| v.map(|x| x as i32)).collect::<Date32Array>()),
+        _ => cast_array(&(Arc::new(Int64Array::from(vals.to_vec())) as ArrayRef), SqlType::Int8, ty)?,
+    })
 }

@@ -1,14 +1,13 @@
-//! `HashAggExecutor`: GROUP BY via arrow's row format as the hash key;
-//! with no GROUP BY it is the simple aggregation (one output row always).
-
-use std::collections::HashMap;
+//! `HashAggExecutor`: GROUP BY through a `GroupTable` (packed fixed-width
+//! keys, or arrow's row format for the rest); with no GROUP BY it is the
+//! simple aggregation (one output row always).
 
 use arrow::array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::SchemaRef;
-use arrow::row::{OwnedRow, RowConverter, SortField};
 
 use super::aggregate::Accumulator;
 use super::expr::{cast_array, Expr};
+use super::group_keys::GroupTable;
 use super::plan::{arrow_schema, AggCall, PlanColumn};
 use super::{BatchExecutor, BatchResult, ExecCtx};
 use crate::error::Result;
@@ -29,94 +28,97 @@ impl HashAggExecutor {
         HashAggExecutor { child, group_by, aggs, columns: columns.to_vec(), schema: arrow_schema(columns), ctx, output: None, pos: 0 }
     }
 
+    /// Whether partial states of these aggregates can be merged: not
+    /// string_agg (its order is the input's) nor DISTINCT, and no subquery
+    /// to evaluate on another thread.
+    fn parallel_safe(&self) -> bool {
+        self.aggs.iter().all(|a| {
+            !a.distinct
+                && a.func != super::plan::AggFunc::StringAgg
+                && !a.args.iter().chain(a.filter.as_ref()).any(|e| e.has_subquery())
+        }) && !self.group_by.iter().any(|e| e.has_subquery())
+    }
+
     fn aggregate(&mut self) -> Result<RecordBatch> {
-        let mut accs: Vec<Accumulator> = self.aggs.iter().map(Accumulator::new).collect();
         let key_types: Vec<_> = self.group_by.iter().map(|e| e.ty().to_arrow()).collect();
-        let converter = RowConverter::new(key_types.iter().map(|t| SortField::new(t.clone())).collect())?;
-        let mut groups: HashMap<Box<[u8]>, usize> = HashMap::new();
-        let mut group_rows: Vec<OwnedRow> = Vec::new();
-        let simple = self.group_by.is_empty();
-        if simple {
-            for a in accs.iter_mut() {
-                a.resize(1);
-            }
-        }
-        let mut group_idx: Vec<usize> = Vec::new();
-        loop {
+        let spec = Spec { group_by: &self.group_by, aggs: &self.aggs, key_types: &key_types, ctx: &self.ctx };
+        let mut main = Partial::new(&spec)?;
+        let parallel = self.parallel_safe() && self.ctx.settings.get("weir.agg_parallel").is_none_or(|v| v != "off");
+        let mut seq: u64 = 0;
+        let mut rows = 0usize;
+        let mut drained = false;
+        // Alone until the input proves large, then with a helper thread
+        // folding every batch it has room for into its own partial state.
+        while !drained && !(parallel && rows >= PARALLEL_AFTER_ROWS) {
             self.ctx.check()?;
             let r = self.child.next_batch(super::BATCH_ROWS)?;
-            let drained = r.is_drained;
+            drained = r.is_drained;
             let batch = r.into_dense()?;
-            let n = batch.num_rows();
-            if n > 0 {
-                group_idx.clear();
-                if simple {
-                    group_idx.resize(n, 0);
-                } else {
-                    let keys: Vec<ArrayRef> = self
-                        .group_by
-                        .iter()
-                        .zip(&key_types)
-                        .map(|(e, t)| {
-                            let a = e.eval(&batch, &self.ctx)?;
-                            if a.data_type() != t {
-                                cast_array(&a, crate::types::SqlType::from_arrow(a.data_type()), e.ty())
-                            } else {
-                                Ok(a)
-                            }
-                        })
-                        .collect::<Result<_>>()?;
-                    let rows = converter.convert_columns(&super::keys::normalize_keys(&keys))?;
-                    let mut new_bytes = 0;
-                    for i in 0..n {
-                        let row = rows.row(i);
-                        // Look up before inserting: no key allocation for known groups.
-                        let g = match groups.get(row.as_ref()) {
-                            Some(&g) => g,
-                            None => {
-                                // The key twice (map and rows), the map's
-                                // overhead and a state slot per aggregate.
-                                let bytes = row.as_ref().len() * 2 + 64 + 32 * accs.len();
-                                new_bytes += bytes;
-                                if new_bytes >= 1 << 20 {
-                                    self.ctx.charge(std::mem::take(&mut new_bytes), "hash aggregation groups")?;
-                                }
-                                let g = group_rows.len();
-                                groups.insert(row.as_ref().into(), g);
-                                group_rows.push(row.owned());
-                                g
+            rows += batch.num_rows();
+            main.fold(&spec, &batch, seq)?;
+            seq += 1;
+        }
+        let mut helped = false;
+        if !drained {
+            helped = true;
+            let child = &mut self.child;
+            let ctx = &self.ctx;
+            let helper = std::thread::scope(|scope| -> Result<Partial> {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<(RecordBatch, u64)>(2);
+                let spec = &spec;
+                let h = scope.spawn(move || -> Result<Partial> {
+                    let mut p = Partial::new(spec)?;
+                    for (batch, seq) in rx {
+                        ctx.check()?;
+                        p.fold(spec, &batch, seq)?;
+                    }
+                    Ok(p)
+                });
+                let mut tx = Some(tx);
+                let r = (|| -> Result<()> {
+                    while !drained {
+                        ctx.check()?;
+                        let r = child.next_batch(super::BATCH_ROWS)?;
+                        drained = r.is_drained;
+                        let batch = r.into_dense()?;
+                        let batch = match tx.as_ref().map(|t| t.try_send((batch, seq))) {
+                            None | Some(Ok(())) => None,
+                            Some(Err(std::sync::mpsc::TrySendError::Full((b, _)))) => Some(b),
+                            // The helper stopped (an error): it says why below.
+                            Some(Err(std::sync::mpsc::TrySendError::Disconnected((b, _)))) => {
+                                tx = None;
+                                Some(b)
                             }
                         };
-                        group_idx.push(g);
+                        if let Some(b) = batch {
+                            main.fold(spec, &b, seq)?;
+                        }
+                        seq += 1;
                     }
-                    self.ctx.charge(new_bytes, "hash aggregation groups")?;
-                    for a in accs.iter_mut() {
-                        a.resize(group_rows.len());
-                    }
-                }
-                for a in accs.iter_mut() {
-                    let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(&batch, &self.ctx)).collect::<Result<_>>()?;
-                    if a.call.func == super::plan::AggFunc::StringAgg {
-                        // string_agg keeps every value it folds in.
-                        self.ctx.charge(args.iter().map(|x| super::memory::array_bytes(x.as_ref())).sum(), "string_agg")?;
-                    }
-                    let filter = a.call.filter.as_ref().map(|f| f.eval(&batch, &self.ctx)).transpose()?;
-                    let filter = filter.as_ref().map(|f| f.as_any().downcast_ref::<BooleanArray>().expect("filter is boolean"));
-                    if simple {
-                        a.update_single(&args, filter, n)?;
-                    } else {
-                        a.update(&group_idx, &args, filter)?;
-                    }
-                }
-            }
-            if drained {
-                break;
-            }
+                    Ok(())
+                })();
+                drop(tx);
+                let helper = h.join().unwrap_or_else(|_| Err(crate::err!(Internal, "aggregation helper panicked")));
+                r?;
+                helper
+            })?;
+            main.merge(helper)?;
         }
-        let ngroups = if simple { 1 } else { group_rows.len() };
-        let mut cols: Vec<ArrayRef> = if simple { vec![] } else { converter.convert_rows(group_rows.iter().map(|r| r.row()))? };
+        let Partial { groups, accs, first, .. } = main;
+        let ngroups = groups.as_ref().map(|g| g.len()).unwrap_or(1);
+        let mut cols: Vec<ArrayRef> = match &groups {
+            Some(g) => g.keys()?,
+            None => vec![],
+        };
         for a in &accs {
             cols.push(a.finish()?);
+        }
+        if helped && ngroups > 1 {
+            // Groups in order of first sight in the input, as without help.
+            let mut order: Vec<u32> = (0..ngroups as u32).collect();
+            order.sort_by_key(|&g| first[g as usize]);
+            let idx = arrow::array::UInt32Array::from(order);
+            cols = cols.iter().map(|c| arrow::compute::take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
         }
         // Coerce to declared output types (e.g. sum over int4 is int8).
         let cols: Vec<ArrayRef> = cols
@@ -131,6 +133,127 @@ impl HashAggExecutor {
             })
             .collect::<Result<_>>()?;
         Ok(RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(ngroups)))?)
+    }
+}
+
+/// Rows folded on the calling thread before a helper joins in.
+const PARALLEL_AFTER_ROWS: usize = 64 * 1024;
+
+/// What every partial aggregation evaluates.
+struct Spec<'a> {
+    group_by: &'a [Expr],
+    aggs: &'a [AggCall],
+    key_types: &'a [arrow::datatypes::DataType],
+    ctx: &'a ExecCtx,
+}
+
+/// Groups and aggregate states over part of the input.
+struct Partial {
+    /// None: no GROUP BY, one group.
+    groups: Option<GroupTable>,
+    accs: Vec<Accumulator>,
+    /// Per group, where it was first seen: batch number << 32 | row.
+    first: Vec<u64>,
+    group_idx: Vec<usize>,
+    charged: usize,
+}
+
+impl Partial {
+    fn new(spec: &Spec) -> Result<Partial> {
+        let mut accs: Vec<Accumulator> = spec.aggs.iter().map(Accumulator::new).collect();
+        let groups = if spec.group_by.is_empty() {
+            for a in accs.iter_mut() {
+                a.resize(1);
+            }
+            None
+        } else {
+            Some(GroupTable::new(spec.key_types)?)
+        };
+        Ok(Partial { groups, accs, first: vec![], group_idx: vec![], charged: 0 })
+    }
+
+    /// Fold batch number `seq` in.
+    fn fold(&mut self, spec: &Spec, batch: &RecordBatch, seq: u64) -> Result<()> {
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let ctx = spec.ctx;
+        if let Some(groups) = self.groups.as_mut() {
+            let keys: Vec<ArrayRef> = spec
+                .group_by
+                .iter()
+                .zip(spec.key_types)
+                .map(|(e, t)| {
+                    let a = e.eval(batch, ctx)?;
+                    if a.data_type() != t {
+                        cast_array(&a, crate::types::SqlType::from_arrow(a.data_type()), e.ty())
+                    } else {
+                        Ok(a)
+                    }
+                })
+                .collect::<Result<_>>()?;
+            let before = groups.len();
+            groups.assign(&keys, &mut self.group_idx)?;
+            // New groups are numbered in order of first sight.
+            let mut next = before;
+            for (i, &g) in self.group_idx.iter().enumerate() {
+                if g == next {
+                    self.first.push(seq << 32 | i as u64);
+                    next += 1;
+                }
+            }
+            // Keys, map slots and a state slot per aggregate.
+            let held = groups.bytes() + groups.len() * 32 * self.accs.len();
+            if held > self.charged {
+                ctx.charge(held - self.charged, "hash aggregation groups")?;
+                self.charged = held;
+            }
+            for a in self.accs.iter_mut() {
+                a.resize(groups.len());
+            }
+        }
+        for a in self.accs.iter_mut() {
+            let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(batch, ctx)).collect::<Result<_>>()?;
+            if a.call.func == super::plan::AggFunc::StringAgg {
+                // string_agg keeps every value it folds in.
+                ctx.charge(args.iter().map(|x| super::memory::array_bytes(x.as_ref())).sum(), "string_agg")?;
+            }
+            let filter = a.call.filter.as_ref().map(|f| f.eval(batch, ctx)).transpose()?;
+            let filter = filter.as_ref().map(|f| f.as_any().downcast_ref::<BooleanArray>().expect("filter is boolean"));
+            if self.groups.is_none() {
+                a.update_single(&args, filter, n)?;
+            } else {
+                a.update(&self.group_idx, &args, filter)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fold another partial's groups and states into this one.
+    fn merge(&mut self, other: Partial) -> Result<()> {
+        let map: Vec<usize> = match (self.groups.as_mut(), &other.groups) {
+            (Some(mine), Some(theirs)) => {
+                if theirs.len() == 0 {
+                    return Ok(());
+                }
+                let mut map = vec![];
+                mine.assign(&theirs.keys()?, &mut map)?;
+                self.first.resize(mine.len(), u64::MAX);
+                for (g, &m) in map.iter().enumerate() {
+                    self.first[m] = self.first[m].min(other.first[g]);
+                }
+                for a in self.accs.iter_mut() {
+                    a.resize(mine.len());
+                }
+                map
+            }
+            _ => vec![0],
+        };
+        for (a, b) in self.accs.iter_mut().zip(&other.accs) {
+            a.merge(b, &map)?;
+        }
+        Ok(())
     }
 }
 

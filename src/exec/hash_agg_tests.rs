@@ -255,3 +255,52 @@ fn a_cancel_request_stops_the_aggregation() {
     );
     assert_eq!(run(&mut a, 1024).unwrap_err().kind.sqlstate(), "57014");
 }
+
+/// A large input (past the point where a helper thread joins in): the
+/// parallel partial aggregation merged at the end gives the answer of one
+/// thread, groups in the same (first-seen) order.
+#[test]
+fn parallel_partial_aggregation_matches_one_thread() {
+    let cols = columns(&[("k", Text), ("v", Int8)]);
+    let steps = || -> Vec<Step> {
+        (0..300)
+            .map(|b| {
+                Step::dense(
+                    (0..1000)
+                        .map(|i| {
+                            let r = b * 1000 + i;
+                            let k = if r % 101 == 0 { null() } else { txt(&format!("k{}", (r / 7) % 53)) };
+                            let v = if r % 13 == 0 { null() } else { int((r * 7919) % 100_003 - 50_000) };
+                            vec![k, v]
+                        })
+                        .collect(),
+                )
+            })
+            .collect()
+    };
+    let v = || col(1, Int8);
+    let aggs = vec![
+        call(AggFunc::CountStar, vec![], Int8),
+        call(AggFunc::Count, vec![v()], Int8),
+        call(AggFunc::Sum, vec![v()], Int8),
+        call(AggFunc::Avg, vec![v()], Float8),
+        call(AggFunc::Min, vec![v()], Int8),
+        call(AggFunc::Max, vec![v()], Int8),
+    ];
+    let out = columns(&[("k", Text), ("n", Int8), ("c", Int8), ("s", Int8), ("a", Float8), ("lo", Int8), ("hi", Int8)]);
+    let run_with = |parallel: bool, group_by: Vec<Expr>, out: &[PlanColumn]| {
+        let mut c = ctx();
+        if !parallel {
+            c.settings = std::sync::Arc::new([("weir.agg_parallel".to_string(), "off".to_string())].into_iter().collect());
+        }
+        let mut a = HashAggExecutor::new(MockExecutor::new(&cols, steps()).boxed(), group_by, aggs.clone(), out, c);
+        run(&mut a, 1024).unwrap()
+    };
+    let one = run_with(false, vec![col(0, Text)], &out);
+    assert_eq!(one.len(), 54, "53 keys and NULL");
+    assert_eq!(run_with(true, vec![col(0, Text)], &out), one);
+    let simple = &out[1..];
+    let one = run_with(false, vec![], simple);
+    assert_eq!(one[0][0], "300000");
+    assert_eq!(run_with(true, vec![], simple), one);
+}

@@ -14,6 +14,7 @@ pub mod plan;
 
 mod aggregate;
 mod distinct_on;
+mod group_keys;
 mod hash_agg;
 mod hash_join;
 mod keys;

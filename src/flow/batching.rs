@@ -49,7 +49,16 @@ pub struct TaskState {
     /// A whole-query flow has changes to reflect.
     pub full_dirty: bool,
     pub failures: u32,
+    /// The last scheduled run stopped after its batches with work left.
+    pub more: bool,
+    /// Rows written to a `ttl = 'instant'` source, not yet transformed.
+    pub instant_rows: Vec<(u32, RecordBatch)>,
 }
+
+/// Batches (ranges of windows, one query each) a scheduled evaluation runs
+/// before it yields to the other flows; the rest runs right after. ADMIN
+/// FLUSH_FLOW runs them all.
+pub const BATCHES_PER_RUN: usize = 16;
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
@@ -105,15 +114,16 @@ pub fn compile<'a>(env: &Env<'a>, def: &FlowDef, settings: &Arc<HashMap<String, 
 }
 
 /// Timestamps (time index, microseconds) of the changes of a region in
-/// (after, upto]; from a scan of the whole region when `after` is 0 or the
-/// versions needed are gone (then every window with data is dirty).
-fn changed_times(region: &Region, ti: usize, after: SeqNo, upto: SeqNo) -> Result<Vec<i64>> {
+/// (after, upto]; from a scan of the whole region when `after` is 0. None
+/// when the versions needed are gone: rows deleted then left no trace, so
+/// the caller recomputes the whole sink.
+fn changed_times(region: &Region, ti: usize, after: SeqNo, upto: SeqNo) -> Result<Option<Vec<i64>>> {
     let batches: Vec<RecordBatch> = if after > 0 {
         match region.changes(after, upto) {
             Ok(b) => vec![b.project(&[ti])?],
             Err(e) => {
-                tracing::warn!(region = region.id, error = %e, "flow falls back to recomputing every window of the region");
-                region.scan(&ScanRequest { projection: Some(vec![ti]), ..Default::default() })?
+                tracing::warn!(region = region.id, error = %e, "flow falls back to recomputing its whole sink");
+                return Ok(None);
             }
         }
     } else {
@@ -125,7 +135,7 @@ fn changed_times(region: &Region, ti: usize, after: SeqNo, upto: SeqNo) -> Resul
         let a = a.as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>().expect("cast to timestamp µs");
         out.extend(a.iter().flatten());
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// Run one evaluation. Returns the rows written to the sink.
@@ -135,32 +145,68 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
         _ => now_ms(),
     };
     let c = compile(env, def, settings, now * 1000)?;
+    st.more = false;
     // 1. What changed since the progress read so far.
     let mut changed = false;
+    let mut added = false;
+    let mut regions_now: Vec<(TableDef, Arc<Region>)> = Vec::new();
     for (d, t) in &def.sources {
         let Some(src) = env.catalog.table(d, t) else { continue };
         for region in table_regions(env, &src)? {
-            let after = st.read_upto.get(&region.id).or_else(|| st.progress.regions.get(&region.id)).copied().unwrap_or(0);
-            let upto = region.last_seq();
-            if upto <= after {
-                continue;
+            regions_now.push((src.clone(), region));
+        }
+    }
+    // A region the flow read that is no longer a source region: its table
+    // was truncated (or dropped and created again). Its rows left without
+    // retractions, so the whole sink is recomputed.
+    let gone: Vec<u64> =
+        st.progress.regions.keys().chain(st.read_upto.keys()).filter(|r| !regions_now.iter().any(|(_, x)| x.id == **r)).copied().collect();
+    if !gone.is_empty() {
+        st.full_dirty = true;
+        changed = true;
+        for r in gone {
+            st.progress.regions.remove(&r);
+            st.read_upto.remove(&r);
+            st.progress.pending_upto.remove(&r);
+            if let Some(region) = env.storage.region(r) {
+                region.release_versions(&holder(&def.name));
             }
-            changed = true;
-            match &c.shape.refresh {
-                Refresh::Windowed { source, window, .. } if source.id == src.id => {
+        }
+    }
+    for (src, region) in &regions_now {
+        let after = st.read_upto.get(&region.id).or_else(|| st.progress.regions.get(&region.id)).copied().unwrap_or(0);
+        let upto = region.last_seq();
+        if upto <= after {
+            continue;
+        }
+        changed = true;
+        match &c.shape.refresh {
+            Refresh::Windowed { source, window, .. } if source.id == src.id => {
+                if !st.full_dirty {
                     let ti = src.time_index.expect("a windowed source has a time index");
-                    let mut ws = Vec::new();
-                    for ts in changed_times(&region, ti, after, upto)? {
-                        window.assign(ts, &mut ws);
-                    }
-                    for (s, e) in ws {
-                        st.dirty.insert(s, e);
+                    match changed_times(region, ti, after, upto)? {
+                        Some(times) => {
+                            let mut ws = Vec::new();
+                            for ts in times {
+                                window.assign(ts, &mut ws);
+                            }
+                            added |= !ws.is_empty();
+                            for (s, e) in ws {
+                                st.dirty.insert(s, e);
+                            }
+                        }
+                        None => st.full_dirty = true,
                     }
                 }
-                _ => st.full_dirty = true,
             }
-            st.read_upto.insert(region.id, upto);
+            // The rows came with the write notices.
+            Refresh::Stream { .. } => {}
+            _ => st.full_dirty = true,
         }
+        st.read_upto.insert(region.id, upto);
+    }
+    if st.progress.backfilling && st.progress.backfill_total == 0 {
+        st.progress.backfill_total = st.dirty.len().max(usize::from(st.full_dirty)) as u64;
     }
     // 2. Recompute.
     let mut rows = 0u64;
@@ -169,6 +215,13 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
         Refresh::Windowed { source, window, time_output }
             if c.sink.time_index.is_some_and(|ti| c.fills[ti] == Fill::Output(*time_output)) =>
         {
+            if st.full_dirty {
+                rows += evaluate_range(env, &c, source.id, None, now * 1000)? as u64;
+                st.progress.windows_done += st.dirty.len().max(1) as u64;
+                st.dirty.clear();
+                st.full_dirty = false;
+                ran = true;
+            }
             if let Some(exp) = def.expire_after_s {
                 let lower = (now - exp * 1000) * 1000;
                 st.dirty.retain(|_, e| *e > lower);
@@ -176,18 +229,51 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
             let windows: Vec<(i64, i64)> = st.dirty.iter().map(|(s, e)| (*s, *e)).collect();
             let ranges = super::window::ranges(&windows, window.merge_gap(), window.max_per_query());
             let many = ranges.len() > 1;
-            for ((lo, hi), n) in ranges {
+            if many && added {
+                // A catch-up in several batches (backfill, a large late
+                // write): its windows become durable first, then each
+                // batch moves a cursor, so a crash resumes where it stopped.
+                env.catalog.put_flow_pending(&def.name, &windows)?;
+                st.progress.pending_upto = st.read_upto.clone();
+                st.progress.pending_from = i64::MIN;
+            }
+            let limit = if trigger == Trigger::Flush { usize::MAX } else { BATCHES_PER_RUN };
+            for (i, ((lo, hi), n)) in ranges.into_iter().enumerate() {
+                if i == limit {
+                    st.more = true;
+                    break;
+                }
                 rows += evaluate_range(env, &c, source.id, Some((lo, hi)), now * 1000)? as u64;
-                let done: Vec<i64> = st.dirty.range(lo..hi).map(|(s, _)| *s).collect();
+                let (clo, chi) = window.covered(lo, hi);
+                let done: Vec<i64> = st.dirty.range(clo..chi).map(|(s, _)| *s).collect();
                 for s in done {
                     st.dirty.remove(&s);
                 }
                 st.progress.windows_done += n as u64;
+                if st.progress.backfilling {
+                    st.progress.backfill_done = (st.progress.backfill_done + n as u64).min(st.progress.backfill_total);
+                }
                 ran = true;
                 if many {
                     // Backfill and large catch-ups show their progress.
+                    st.progress.pending_from = st.progress.pending_from.max(chi);
+                    st.progress.last_execution_ms = Some(now);
                     env.catalog.put_flow_progress(&def.name, &st.progress)?;
+                    if crate::failpoint::fire_once("flow_crash_after_batch") {
+                        tracing::error!(flow = %def.name, "failpoint flow_crash_after_batch");
+                        std::process::abort();
+                    }
                 }
+            }
+        }
+        Refresh::Stream { source } => {
+            // The source keeps no rows: a TRUNCATE leaves nothing to redo.
+            st.full_dirty = false;
+            let mine: Vec<RecordBatch> = st.instant_rows.iter().filter(|(t, _)| *t == source.id).map(|(_, b)| b.clone()).collect();
+            if !mine.is_empty() {
+                rows += evaluate_rows(env, &c, source.id, &mine, now * 1000)? as u64;
+                st.instant_rows.clear();
+                ran = true;
             }
         }
         _ => {
@@ -222,7 +308,16 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
                     }
                 }
             }
+            if st.progress.backfilling {
+                st.progress.backfilling = false;
+                st.progress.backfill_done = st.progress.backfill_total;
+            }
+            if !st.progress.pending_upto.is_empty() {
+                st.progress.pending_upto.clear();
+                env.catalog.put_flow_pending(&def.name, &[])?;
+            }
         }
+        st.progress.pending_full = st.full_dirty;
         env.catalog.put_flow_progress(&def.name, &st.progress)?;
     }
     Ok(rows)
@@ -242,5 +337,30 @@ pub fn evaluate_range(env: &Env, c: &Compiled, source_id: u32, range: Option<(i6
     let regions = table_regions(env, &c.sink)?;
     let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
     let new = sink::sink_batch(&c.sink, schema, &c.shape.columns, &c.fills, &batches, now_us)?;
+    // Only the windows the range computes from all their rows are replaced
+    // (a hop window reaching past the range saw part of its rows).
+    let range = range.map(|(lo, hi)| match &c.shape.refresh {
+        Refresh::Windowed { window, .. } => window.covered(lo, hi),
+        Refresh::Full | Refresh::Stream { .. } => (lo, hi),
+    });
+    let new = match (range, c.sink.time_index) {
+        (Some((lo, hi)), Some(ti)) => sink::rows_in_range(&new, ti, lo, hi)?,
+        _ => new,
+    };
     sink::replace(env.storage, &c.sink, &regions, &new, range)
+}
+
+/// Run the rows written to an instant source through the query and upsert
+/// the result into the sink (nothing is replaced: the source keeps no rows
+/// to recompute from).
+pub fn evaluate_rows(env: &Env, c: &Compiled, source_id: u32, rows: &[RecordBatch], now_us: i64) -> Result<usize> {
+    let mut logical = c.logical.clone();
+    shape::replace_scan(&mut logical, source_id, rows)?;
+    let plan = c.planner.physical(logical)?;
+    let batches = crate::exec::collect(&plan, &c.planner.ctx)?;
+    let regions = table_regions(env, &c.sink)?;
+    let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
+    let new = sink::sink_batch(&c.sink, schema, &c.shape.columns, &c.fills, &batches, now_us)?;
+    // An empty time range: no old row is deleted.
+    sink::replace(env.storage, &c.sink, &regions, &new, Some((0, 0)))
 }

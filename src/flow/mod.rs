@@ -30,8 +30,15 @@ use crate::{bail, err};
 
 use batching::{TaskState, Trigger};
 
-/// How soon after a write a flow without EVAL INTERVAL evaluates.
-pub const ADAPTIVE_DELAY_MS: u64 = 100;
+/// How soon after a write a flow without EVAL INTERVAL evaluates, at
+/// least: the debounce that coalesces a burst of writes into one run.
+pub const ADAPTIVE_DELAY_MS: u64 = 50;
+/// The debounce grows with the cost of the flow's last evaluation
+/// (`ADAPTIVE_COST_FACTOR` times it, so maintenance takes at most about a
+/// quarter of a core per flow) up to this, which bounds the staleness a
+/// busy flow adds.
+pub const ADAPTIVE_MAX_MS: u64 = 400;
+pub const ADAPTIVE_COST_FACTOR: u32 = 3;
 /// Retry backoff after a failed evaluation: doubles up to this.
 pub const RETRY_MAX_MS: u64 = 10_000;
 
@@ -50,6 +57,20 @@ pub struct FlowTask {
     due: Mutex<Option<Instant>>,
     /// EVAL INTERVAL: the next tick (ms since the epoch).
     next_tick_ms: Mutex<Option<i64>>,
+    /// Rows written to an instant source since the last evaluation.
+    /// (table id, rows): the table is told by the region id, as two
+    /// databases may hold tables of one name.
+    instant_rows: Mutex<Vec<(u32, arrow::array::RecordBatch)>>,
+    /// How long the last evaluation took (the adaptive debounce follows it).
+    last_cost: Mutex<Duration>,
+}
+
+impl FlowTask {
+    /// The adaptive debounce: a burst of writes within it is one run.
+    fn debounce(&self) -> Duration {
+        (*self.last_cost.lock() * ADAPTIVE_COST_FACTOR)
+            .clamp(Duration::from_millis(ADAPTIVE_DELAY_MS), Duration::from_millis(ADAPTIVE_MAX_MS))
+    }
 }
 
 pub struct FlowManager {
@@ -94,11 +115,21 @@ impl FlowManager {
             Some(t) => t + iv * 1000,
             None => first_tick(batching::now_ms(), iv),
         });
+        // A catch-up that was running resumes where it stopped: its dirty
+        // windows not yet done, the sequences they were read up to.
+        let mut st = TaskState { full_dirty: progress.pending_full, ..Default::default() };
+        if !progress.pending_upto.is_empty() {
+            st.read_upto = progress.pending_upto.clone();
+            st.dirty = env.catalog.flow_pending(&def.name).into_iter().filter(|(s, _)| *s >= progress.pending_from).collect();
+        }
+        st.progress = progress;
         let task = Arc::new(FlowTask {
-            state: Mutex::new(TaskState { progress, ..Default::default() }),
+            state: Mutex::new(st),
             // Catch up (backfill, or changes while stopped) right away.
             due: Mutex::new(if def.eval_interval_s.is_none() { Some(Instant::now()) } else { None }),
             next_tick_ms: Mutex::new(next_tick),
+            instant_rows: Mutex::new(Vec::new()),
+            last_cost: Mutex::new(Duration::ZERO),
             def: RwLock::new(def.clone()),
         });
         self.flows.write().insert(def.name.clone(), task);
@@ -108,8 +139,8 @@ impl FlowManager {
     /// Register a new flow: its initial progress is nothing read (backfill)
     /// or, with `backfill = false`, each source region's current sequence.
     pub fn create(&self, env: &Env, def: FlowDef) -> Result<()> {
-        let mut progress = FlowProgress::default();
         let backfill = def.options.get("backfill").map(|v| v != "false").unwrap_or(true);
+        let mut progress = FlowProgress { backfilling: backfill, ..Default::default() };
         if !backfill {
             for (d, t) in &def.sources {
                 if let Some(src) = env.catalog.table(d, t) {
@@ -168,13 +199,24 @@ impl FlowManager {
             self.activate(env, &mut def)?;
             *task.def.write() = def.clone();
         }
+        st.instant_rows.append(&mut task.instant_rows.lock());
+        let started = Instant::now();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
             .unwrap_or_else(|p| {
                 let msg =
                     p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
                 Err(err!(Internal, "flow \"{name}\" panicked: {msg}", name = def.name))
             });
+        if trigger != Trigger::Flush {
+            *task.last_cost.lock() = started.elapsed();
+        }
         match &r {
+            Ok(_) if st.more => {
+                // Batches left: run again right after the other flows.
+                st.failures = 0;
+                *task.due.lock() = Some(Instant::now());
+                self.kick();
+            }
             Ok(_) => st.failures = 0,
             Err(e) => {
                 st.failures += 1;
@@ -323,12 +365,19 @@ impl WriteListener for FlowManager {
         let mut woke = false;
         for task in flows.values() {
             let def = task.def.read();
-            if def.eval_interval_s.is_some() || !def.sources.iter().any(|(_, t)| *t == notice.table_name) {
+            if !def.sources.iter().any(|(_, t)| *t == notice.table_name) {
+                continue;
+            }
+            if !notice.instant_rows.is_empty() && !def.pending {
+                let table = (notice.region_id >> 32) as u32;
+                task.instant_rows.lock().extend(notice.instant_rows.iter().map(|b| (table, b.clone())));
+            }
+            if def.eval_interval_s.is_some() {
                 continue;
             }
             let mut due = task.due.lock();
             if due.is_none() {
-                *due = Some(Instant::now() + Duration::from_millis(ADAPTIVE_DELAY_MS));
+                *due = Some(Instant::now() + task.debounce());
                 woke = true;
             }
         }

@@ -5,12 +5,12 @@
 //! output columns become the sink's time index and primary key.
 
 use crate::catalog::TableDef;
+use crate::err;
 use crate::error::Result;
 use crate::exec::expr::Expr;
 use crate::exec::plan::PlanColumn;
 use crate::planner::analysis::{self, ColumnRole, GroupKeyKind, Node, PlanNode};
 use crate::planner::logical::LogicalPlan;
-use crate::{bail, err};
 
 use super::window::Window;
 
@@ -23,6 +23,10 @@ pub enum Refresh {
     Windowed { source: TableDef, window: Window, time_output: usize },
     /// The whole query, replacing the whole sink.
     Full,
+    /// A map / filter / project flow over a `ttl = 'instant'` source: the
+    /// rows of each write (carried by storage's notice, stored nowhere)
+    /// run through the query and are upserted into the sink.
+    Stream { source: TableDef },
 }
 
 #[derive(Debug, Clone)]
@@ -45,6 +49,8 @@ fn scans(plan: &LogicalPlan, n: &mut usize, subquery: &mut bool, joins: &mut boo
     }
     match plan.node() {
         Node::Scan(_) => *n += 1,
+        // hop()'s expansion (a join with the window numbers) reads one table.
+        Node::Join(..) if hop_expansion(plan).is_some() => {}
         Node::Join(..) | Node::SetOp(..) => *joins = true,
         _ => {}
     }
@@ -79,8 +85,24 @@ fn group_key_output(plan: &LogicalPlan, k: usize) -> Option<usize> {
     }
 }
 
+/// The input of hop()'s expansion: a join of the rows with a series of
+/// window numbers (`planner::hop`).
+fn hop_expansion(plan: &LogicalPlan) -> Option<&LogicalPlan> {
+    match plan {
+        LogicalPlan::Join { left, right, kind: crate::exec::plan::JoinKind::Inner, on, .. }
+            if on.is_empty() && matches!(**right, LogicalPlan::Series { .. }) =>
+        {
+            Some(left)
+        }
+        _ => None,
+    }
+}
+
 /// The single table scan of a plan, when there is exactly one.
 pub fn single_scan(plan: &LogicalPlan) -> Option<&crate::planner::logical::Scan> {
+    if let Some(input) = hop_expansion(plan) {
+        return single_scan(input);
+    }
     match plan {
         LogicalPlan::Scan(s) => Some(s),
         LogicalPlan::Join { .. } | LogicalPlan::SetOp { .. } => None,
@@ -118,35 +140,84 @@ pub fn restrict_time(plan: &mut LogicalPlan, table_id: u32, lo: i64, hi: i64) {
     }
 }
 
+/// Replace the scans of `table_id` by `rows` (all the table's columns,
+/// extra trailing columns ignored), keeping what was pushed into the scan
+/// (its filters and projection).
+pub fn replace_scan(plan: &mut LogicalPlan, table_id: u32, rows: &[arrow::array::RecordBatch]) -> Result<()> {
+    match plan {
+        LogicalPlan::Scan(s) if s.table.id == table_id => {
+            let width = s.table.columns.len();
+            let keep: Vec<usize> = (0..width).collect();
+            let batches = rows.iter().map(|b| b.project(&keep)).collect::<std::result::Result<Vec<_>, _>>()?;
+            let mut p = LogicalPlan::Memory { name: s.table.name.clone(), batches, columns: s.table_columns() };
+            if let Some(predicate) = s.filters.iter().cloned().reduce(|a, b| Expr::Binary {
+                op: crate::exec::expr::BinOp::And,
+                left: Box::new(a),
+                right: Box::new(b),
+                ty: crate::types::SqlType::Bool,
+            }) {
+                p = LogicalPlan::Filter { input: Box::new(p), predicate };
+            }
+            if let Some(proj) = &s.projection {
+                let exprs = proj.iter().map(|&i| Expr::Column { index: i, ty: s.table.columns[i].ty }).collect();
+                p = LogicalPlan::Project { input: Box::new(p), exprs, columns: s.columns.clone() };
+            }
+            *plan = p;
+        }
+        LogicalPlan::Scan(_) | LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => {}
+        LogicalPlan::Filter { input, .. }
+        | LogicalPlan::Project { input, .. }
+        | LogicalPlan::Aggregate { input, .. }
+        | LogicalPlan::Window { input, .. }
+        | LogicalPlan::Sort { input, .. }
+        | LogicalPlan::Limit { input, .. }
+        | LogicalPlan::Distinct { input }
+        | LogicalPlan::DistinctOn { input, .. } => replace_scan(input, table_id, rows)?,
+        LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => {
+            replace_scan(left, table_id, rows)?;
+            replace_scan(right, table_id, rows)?;
+        }
+    }
+    Ok(())
+}
+
 /// Analyze a flow's planned query. `instant_source`: a source has
 /// `ttl = 'instant'`.
 pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool) -> Result<FlowShape> {
     let columns = crate::planner::output_columns(plan);
     let batching = aggregates_or_distinct(plan);
+    let (mut n, mut subquery, mut joins) = (0, false, false);
+    scans(plan, &mut n, &mut subquery, &mut joins);
+    let simple = n == 1 && !subquery && !joins;
     if instant_source {
         if batching {
             return Err(err!(FeatureNotSupported, "a flow that aggregates over a source with ttl = 'instant' is not supported yet")
                 .with_detail("such flows run in streaming mode, whose aggregation is not built yet")
                 .with_hint("give the source a ttl so its rows are kept, then the flow runs in batching mode"));
         }
-        bail!(FeatureNotSupported, "a flow over a source with ttl = 'instant' is not supported yet");
+        if !simple || !analysis::is_append_only(plan) {
+            return Err(err!(FeatureNotSupported, "a flow over a source with ttl = 'instant' must read only that table, row by row")
+                .with_detail("the rows of such a source are stored nowhere: only map / filter / project queries over them can run"));
+        }
     }
-    let (mut n, mut subquery, mut joins) = (0, false, false);
-    scans(plan, &mut n, &mut subquery, &mut joins);
-    let simple = n == 1 && !subquery && !joins;
     let outputs = analysis::source_columns(plan);
     let is_ts = |i: usize| columns[i].ty.is_timestamp();
     if batching {
         let shape = analysis::analyze_aggregate(plan);
         let mut key_outputs: Vec<usize> = Vec::new();
-        let mut window: Option<(crate::planner::analysis::TimeWindow, usize)> = None;
+        let mut window: Option<(Window, usize)> = None;
         if let Some(shape) = &shape {
             for k in &shape.group_keys {
                 if let Some(o) = group_key_output(plan, k.index) {
                     key_outputs.push(o);
-                    if let GroupKeyKind::TimeWindow(w) = &k.kind {
+                    let w = match &k.kind {
+                        GroupKeyKind::TimeWindow(w) => Some(Window::Tumble(w.clone())),
+                        GroupKeyKind::HopWindow(h) => Some(Window::Hop(h.clone())),
+                        _ => None,
+                    };
+                    if let Some(w) = w {
                         if window.is_none() && is_ts(o) {
-                            window = Some((w.clone(), o));
+                            window = Some((w, o));
                         }
                     }
                 }
@@ -162,7 +233,7 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
             (Some((w, o)), true) => {
                 let source = single_scan(plan).map(|s| s.table.clone());
                 match source {
-                    Some(source) => Refresh::Windowed { source, window: Window::Tumble(w), time_output: o },
+                    Some(source) => Refresh::Windowed { source, window: w, time_output: o },
                     None => Refresh::Full,
                 }
             }
@@ -185,6 +256,7 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
     let time_output = (0..columns.len()).find(|&i| matches!(&outputs[i], Some(s) if s.role == ColumnRole::TimeIndex));
     let key_outputs: Vec<usize> = (0..columns.len()).filter(|&i| matches!(&outputs[i], Some(s) if s.role == ColumnRole::Tag)).collect();
     let refresh = match (time_output, simple && analysis::is_append_only(plan), single_scan(plan)) {
+        (_, true, Some(s)) if instant_source => Refresh::Stream { source: s.table.clone() },
         (Some(o), true, Some(s)) => Refresh::Windowed { source: s.table.clone(), window: Window::Instant, time_output: o },
         _ => Refresh::Full,
     };

@@ -189,6 +189,17 @@ pub fn sink_batch(
     Ok(RecordBatch::try_new_with_options(schema, cols, &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)))?)
 }
 
+/// The rows of `batch` whose time index (column `ti`) is in `[lo, hi)`.
+pub fn rows_in_range(batch: &RecordBatch, ti: usize, lo: i64, hi: i64) -> Result<RecordBatch> {
+    let t = arrow::compute::cast(batch.column(ti), &arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None))?;
+    let t = t.as_any().downcast_ref::<TimestampMicrosecondArray>().ok_or_else(|| err!(Internal, "sink time index is not a timestamp"))?;
+    let keep = arrow::array::BooleanArray::from_iter(t.iter().map(|v| Some(v.is_some_and(|v| v >= lo && v < hi))));
+    if keep.true_count() == batch.num_rows() {
+        return Ok(batch.clone());
+    }
+    Ok(arrow::compute::filter_record_batch(batch, &keep)?)
+}
+
 /// Identity of sink rows: primary key then time index.
 fn identity_cols(sink: &TableDef) -> Vec<usize> {
     let mut c = sink.primary_key.clone();

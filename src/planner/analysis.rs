@@ -350,6 +350,56 @@ pub fn time_window(expr: &Expr, inputs: &[Option<SourceColumn>]) -> Option<TimeW
     is_ti(w.column).then_some(w)
 }
 
+/// A hopping window over a time index column (`hop(ts, slide, size[,
+/// origin])` as a GROUP BY key): windows `[s, s + size)` start at every
+/// `origin + n·slide`, so a timestamp belongs to up to ceil(size / slide)
+/// of them. Microseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HopWindow {
+    /// The input column holding the time index.
+    pub column: usize,
+    pub slide: i64,
+    pub size: i64,
+    pub origin: i64,
+}
+
+impl HopWindow {
+    /// The windows `[start, end)` holding `ts`, newest first.
+    pub fn windows(&self, ts: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let newest = self.origin.saturating_add((ts.saturating_sub(self.origin)).div_euclid(self.slide).saturating_mul(self.slide));
+        (0i64..)
+            .map(move |k| newest.saturating_sub(k.saturating_mul(self.slide)))
+            .take_while(move |s| ts < s.saturating_add(self.size))
+            .map(move |s| (s, s.saturating_add(self.size)))
+    }
+}
+
+/// The hop window of a GROUP BY key as the binder expands it:
+/// `hop(ts, slide, size, origin, k)` with constant slide, size and origin
+/// over the time index (see `planner::hop`).
+pub fn hop_window(expr: &Expr, inputs: &[Option<SourceColumn>]) -> Option<HopWindow> {
+    let Expr::Func { name, args, .. } = expr else { return None };
+    let [ts, slide, size, origin, _k] = args.as_slice() else { return None };
+    if name != "hop" {
+        return None;
+    }
+    let column = column_of(ts)?;
+    if !matches!(inputs.get(column), Some(Some(SourceColumn { role: ColumnRole::TimeIndex, .. }))) {
+        return None;
+    }
+    let micros = |e: &Expr| match const_value(e)? {
+        Value::Interval(iv) if iv.months == 0 && iv.approx_micros() > 0 => Some(iv.approx_micros()),
+        Value::Text(s) => crate::types::parse_interval(&s).filter(|us| *us > 0),
+        _ => None,
+    };
+    let origin = match const_value(origin)? {
+        Value::Timestamp(t) => t,
+        Value::Date(d) => d as i64 * DAY_US,
+        _ => return None,
+    };
+    Some(HopWindow { column, slide: micros(slide)?, size: micros(size)?, origin })
+}
+
 /// `date_bin`, `date_trunc`, `time_bucket` and `tumble*` over a column,
 /// with constant stride and origin, mirroring how exec evaluates them.
 fn bucket_function(e: &Expr) -> Option<TimeWindow> {
@@ -513,6 +563,8 @@ fn epoch_math(e: &Expr) -> Option<TimeWindow> {
 pub enum GroupKeyKind {
     /// A time window over the time index.
     TimeWindow(TimeWindow),
+    /// A hopping window over the time index (a row is in several).
+    HopWindow(HopWindow),
     /// A tag (primary-key) column as is.
     Tag(SourceColumn),
     /// Another table column as is (a field, or the time index itself).
@@ -725,6 +777,8 @@ pub fn analyze_aggregate<P: PlanNode + ?Sized>(plan: &P) -> Option<AggregateShap
                 .map(|(index, e)| {
                     let kind = if let Some(w) = time_window(e, &inputs) {
                         GroupKeyKind::TimeWindow(w)
+                    } else if let Some(h) = hop_window(e, &inputs) {
+                        GroupKeyKind::HopWindow(h)
                     } else if let Some(s) = column_of(e).and_then(|i| inputs.get(i).cloned().flatten()) {
                         if s.role == ColumnRole::Tag {
                             GroupKeyKind::Tag(s)

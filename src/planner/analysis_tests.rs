@@ -221,12 +221,26 @@ fn other_group_keys_are_tags_columns_or_expressions() {
         .iter()
         .map(|k| match k.kind {
             GroupKeyKind::TimeWindow(_) => "window",
+            GroupKeyKind::HopWindow(_) => "hop",
             GroupKeyKind::Tag(_) => "tag",
             GroupKeyKind::Column(_) => "column",
             GroupKeyKind::Expr => "expr",
         })
         .collect();
     assert_eq!(kinds, vec!["tag", "window", "tag"]);
+    // hop() as a key: the binder expands the rows; the key is recognised
+    // with its slide, size and origin.
+    let hs = f.shape("SELECT host, hop(ts, INTERVAL '1 minute', INTERVAL '5 minutes') AS w, count(*) FROM cpu GROUP BY host, w");
+    let hop = hs.group_keys.iter().find_map(|k| match &k.kind {
+        GroupKeyKind::HopWindow(h) => Some(h.clone()),
+        _ => None,
+    });
+    let hop = hop.expect("hop key recognised");
+    assert_eq!((hop.slide, hop.size, hop.origin), (60_000_000, 300_000_000, 0));
+    let ws: Vec<(i64, i64)> = hop.windows(90_000_000).collect();
+    assert_eq!(ws.len(), 5);
+    assert_eq!(ws[0], (60_000_000, 360_000_000));
+    assert_eq!(ws[4], (-180_000_000, 120_000_000));
     assert_eq!(s.time_window().unwrap().kind, WindowKind::DateBin);
     assert!(s.decomposable());
     // The aggregate is found under HAVING, ORDER BY and LIMIT.

@@ -7,6 +7,7 @@
 
 pub mod analysis;
 mod bind;
+mod hop;
 pub mod incremental;
 pub mod logical;
 pub mod physical;

@@ -295,8 +295,24 @@ impl<'a> Planner<'a> {
             Some(ast::Distinct::On(exprs)) => exprs.iter().map(|e| self.bind_expr(e, &scope, Some(&collector))).collect::<Result<_>>()?,
             _ => vec![],
         };
-        let mut proj: Vec<Expr> = items.iter().map(|(e, _)| e.clone()).collect();
+        // hop(ts, slide, size) as a key: each row joins every window holding it.
+        let (expanded, hop) = super::hop::expand(self, plan, &mut group_by)?;
+        plan = expanded;
         let mut having = having;
+        if let Some((old, new)) = &hop {
+            let sub = |e: &Expr| super::hop::substitute(e, old, new);
+            for (e, _) in items.iter_mut() {
+                *e = sub(e);
+            }
+            having = having.as_ref().map(sub);
+            for (r, _) in order_refs.iter_mut() {
+                if let OrderRef::Expr(e) = r {
+                    *e = sub(e);
+                }
+            }
+            distinct_on = distinct_on.iter().map(sub).collect();
+        }
+        let mut proj: Vec<Expr> = items.iter().map(|(e, _)| e.clone()).collect();
         let mut order_exprs: Vec<Option<Expr>> = order_refs
             .iter()
             .map(|(r, _)| match r {

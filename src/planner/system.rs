@@ -248,6 +248,8 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     f.eval_interval_s.map(Value::Int).unwrap_or(Value::Null),
                     Value::Int(prog.windows_done as i64),
                     Value::Int(prog.rows_written as i64),
+                    Value::Int(prog.backfill_done as i64),
+                    Value::Int(prog.backfill_total as i64),
                 ]);
             }
             table(
@@ -272,6 +274,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("eval_interval", Int8),
                     ("windows_done", Int8),
                     ("rows_written", Int8),
+                    // Backfill (flows): windows of the history written / found.
+                    ("backfill_done", Int8),
+                    ("backfill_total", Int8),
                 ],
                 rows,
             )

@@ -1,10 +1,17 @@
-//! COPY ... FROM STDIN: the bulk load path. Data is buffered (bounded by
-//! `copy_buffer_bytes_max`), parsed completely, then written: a bad row
-//! anywhere means nothing is written.
+//! COPY FROM STDIN and COPY TO STDOUT. COPY FROM parses the data as it
+//! arrives, a byte at a time through a text/CSV state machine, straight
+//! into arrow column builders (no per-cell `Value` for the common types);
+//! every `COPY_CHUNK_ROWS` rows (or `COPY_CHUNK_BYTES` of field text) the
+//! chunk is written, so memory held for parsing is one record plus one
+//! chunk, not the payload. Outside a transaction block the chunks are held
+//! records of one storage bulk write ([`crate::storage::BulkWrite`]):
+//! committed at the end (all rows visible at once, durable with one commit
+//! record), published empty on any error, and not replayed after a crash
+//! without the commit record. Inside a block the chunks join the block.
 
 use std::sync::Arc;
 
-use arrow::array::{RecordBatch, RecordBatchOptions};
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
 use sqlparser::ast::{self, CopyOption, CopySource, CopyTarget};
 
 use super::{QueryResult, Session};
@@ -12,22 +19,24 @@ use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::exec::expr::parse_text_as;
 use crate::planner::ident;
-use crate::storage::region_id;
-use crate::types::Value;
+use crate::storage::{region_id, BulkWrite, Region, TEMP_ROWID_BASE};
+use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
+/// Rows parsed before a chunk is written.
+pub const COPY_CHUNK_ROWS: usize = 65_536;
+/// Bytes of field text parsed before a chunk is written.
+pub const COPY_CHUNK_BYTES: usize = 32 << 20;
+
 /// A COPY FROM STDIN in progress on a session.
-#[derive(Debug)]
 pub struct CopyIn {
     pub table: TableDef,
     pub columns: Vec<usize>,
-    pub csv: bool,
-    pub delimiter: char,
-    pub null: String,
-    pub header: bool,
-    pub quote: char,
-    pub buffer: Vec<u8>,
-    pub buffer_bytes_max: usize,
+    parser: CopyParser,
+    regions: Vec<Arc<Region>>,
+    /// Outside a block: the load's held records.
+    bulk: Option<BulkWrite>,
+    rows: usize,
 }
 
 pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
@@ -52,115 +61,117 @@ pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
             })
             .collect::<Result<_>>()?
     };
-    let mut c = CopyIn {
-        table: def,
-        columns: cols,
-        csv: false,
-        delimiter: '\t',
-        null: "\\N".into(),
-        header: false,
-        quote: '"',
-        buffer: Vec::new(),
-        buffer_bytes_max: s.engine.config.storage.copy_buffer_bytes_max,
-    };
+    let mut f = Format { csv: false, delimiter: '\t', null: "\\N".into(), header: false, quote: '"' };
     let mut null_set = false;
     let mut delim_set = false;
     for o in options {
         match o {
-            CopyOption::Format(f) => match f.value.to_lowercase().as_str() {
-                "csv" => c.csv = true,
-                "text" => c.csv = false,
+            CopyOption::Format(fm) => match fm.value.to_lowercase().as_str() {
+                "csv" => f.csv = true,
+                "text" => f.csv = false,
                 other => bail!(FeatureNotSupported, "COPY format \"{other}\" is not supported"),
             },
             CopyOption::Delimiter(d) => {
-                c.delimiter = *d;
+                f.delimiter = *d;
                 delim_set = true;
             }
             CopyOption::Null(n) => {
-                c.null = n.clone();
+                f.null = n.clone();
                 null_set = true;
             }
-            CopyOption::Header(h) => c.header = *h,
-            CopyOption::Quote(q) => c.quote = *q,
+            CopyOption::Header(h) => f.header = *h,
+            CopyOption::Quote(q) => f.quote = *q,
             other => bail!(FeatureNotSupported, "COPY option {other} is not supported"),
         }
     }
     for o in legacy_options {
         match o {
-            ast::CopyLegacyOption::Csv(_) => c.csv = true,
+            ast::CopyLegacyOption::Csv(_) => f.csv = true,
             ast::CopyLegacyOption::Delimiter(d) => {
-                c.delimiter = *d;
+                f.delimiter = *d;
                 delim_set = true;
             }
             ast::CopyLegacyOption::Null(n) => {
-                c.null = n.clone();
+                f.null = n.clone();
                 null_set = true;
             }
             other => bail!(FeatureNotSupported, "COPY option {other} is not supported"),
         }
     }
-    if c.csv {
+    if f.csv {
         if !delim_set {
-            c.delimiter = ',';
+            f.delimiter = ',';
         }
         if !null_set {
-            c.null = String::new();
+            f.null = String::new();
         }
     }
-    let n = c.columns.len();
-    s.copy = Some(c);
+    if !f.delimiter.is_ascii() {
+        bail!(FeatureNotSupported, "COPY delimiter must be a single one-byte character");
+    }
+    if !f.quote.is_ascii() {
+        bail!(FeatureNotSupported, "COPY quote must be a single one-byte character");
+    }
+    let types: Vec<SqlType> = cols.iter().map(|&c| def.columns[c].ty).collect();
+    let names: Vec<String> = cols.iter().map(|&c| def.columns[c].name.clone()).collect();
+    let mut parser = CopyParser::new(f, types, names, def.name.clone());
+    parser.record_bytes_max = s.engine.config.storage.copy_buffer_bytes_max;
+    let regions: Vec<Arc<Region>> = (0..def.regions.max(1)).filter_map(|n| s.engine.storage.region(region_id(def.id, n))).collect();
+    if regions.is_empty() {
+        bail!(Internal, "table \"{}\" has no open region", def.name);
+    }
+    let n = cols.len();
+    s.copy = Some(CopyIn { table: def, columns: cols, parser, regions, bulk: None, rows: 0 });
     Ok(QueryResult::CopyIn { columns: n })
 }
 
+impl std::fmt::Debug for CopyIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CopyIn").field("table", &self.table.name).field("rows", &self.rows).field("bulk", &self.bulk).finish()
+    }
+}
+
 impl CopyIn {
-    pub fn push(&mut self, data: &[u8]) -> Result<()> {
-        if self.buffer.len() + data.len() > self.buffer_bytes_max {
-            bail!(ProgramLimitExceeded, "COPY data exceeds copy_buffer_bytes_max ({} bytes)", self.buffer_bytes_max);
+    /// Parse `data`, writing every full chunk.
+    pub fn push(&mut self, data: &[u8], s: &Session) -> Result<()> {
+        let mut chunks = Vec::new();
+        self.parser.push(data, &mut |cols, n| {
+            chunks.push((cols, n));
+            Ok(())
+        })?;
+        for (cols, n) in chunks {
+            self.write_chunk(s, cols, n)?;
         }
-        self.buffer.extend_from_slice(data);
         Ok(())
     }
 
-    /// Parse everything, then write. Returns the row count.
-    pub fn finish(self, s: &Session) -> Result<usize> {
-        let text = String::from_utf8(self.buffer.clone()).map_err(|_| err!(InvalidText, "invalid byte sequence for encoding \"UTF8\""))?;
-        let ncols = self.columns.len();
-        // Values go straight into arrow builders: no Value kept per cell.
-        let mut per_col: Vec<ColumnBuilder> = self.columns.iter().map(|&c| ColumnBuilder::new(self.table.columns[c].ty)).collect();
-        let mut line_no = 0usize;
-        let records =
-            if self.csv { csv_records(&text, self.delimiter, self.quote) } else { text_records(&text, self.delimiter, &self.null) };
-        for rec in records {
-            line_no += 1;
-            if self.header && line_no == 1 {
-                continue;
-            }
-            if rec.len() == 1 && rec[0].0 == "\\." {
-                break;
-            }
-            if rec.len() == 1 && rec[0].0.is_empty() && ncols > 1 {
-                continue;
-            }
-            if rec.len() != ncols {
-                bail!(BadCopyFileFormat, "{} data for column at line {line_no}", if rec.len() < ncols { "missing" } else { "extra" });
-            }
-            for (k, (field, quoted)) in rec.into_iter().enumerate() {
-                let col = &self.table.columns[self.columns[k]];
-                let v = if !quoted && field == self.null {
-                    Value::Null
-                } else {
-                    parse_text_as(&field, col.ty)
-                        .map_err(|e| e.with_detail(format!("COPY {}, line {line_no}, column {}", self.table.name, col.name)))?
-                };
-                per_col[k].push(v);
-            }
+    /// End of data: write the last chunk and commit. Returns the row count.
+    pub fn finish(mut self, s: &Session) -> Result<usize> {
+        let mut chunks = Vec::new();
+        self.parser.finish(&mut |cols, n| {
+            chunks.push((cols, n));
+            Ok(())
+        })?;
+        for (cols, n) in chunks {
+            self.write_chunk(s, cols, n)?;
         }
-        let nrows = per_col.first().map(|c| c.len).unwrap_or(0);
-        let mut per_col: Vec<Option<arrow::array::ArrayRef>> = per_col.into_iter().map(|b| Some(b.finish())).collect();
+        if let Some(b) = self.bulk.take() {
+            b.commit()?;
+        }
+        Ok(self.rows)
+    }
+
+    /// The parser's bounds (for tests and statistics).
+    pub fn stats(&self) -> CopyStats {
+        self.parser.stats
+    }
+
+    fn write_chunk(&mut self, s: &Session, per_col: Vec<ArrayRef>, nrows: usize) -> Result<()> {
         if nrows == 0 {
-            return Ok(0);
+            return Ok(());
         }
         let def = &self.table;
+        let mut per_col: Vec<Option<ArrayRef>> = per_col.into_iter().map(Some).collect();
         let mut arrays = Vec::with_capacity(def.columns.len());
         for (i, c) in def.columns.iter().enumerate() {
             let a = match self.columns.iter().position(|&x| x == i) {
@@ -175,130 +186,670 @@ impl CopyIn {
         let schema = crate::planner::region_descriptor(def).schema;
         let batch = RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
         let batch = super::dml::round_timestamps(def, batch)?;
-        let regions: Vec<Arc<crate::storage::Region>> =
-            (0..def.regions.max(1)).filter_map(|n| s.engine.storage.region(region_id(def.id, n))).collect();
-        // Inside a block the rows join it; outside, COPY is its own
-        // transaction: every region's rows or none, also across a crash.
-        super::txn::write_unit(s, def, &regions, &batch)?;
-        Ok(nrows)
-    }
-}
-
-/// Text format: tab-separated, backslash escapes. A field whose raw text
-/// is the NULL marker is NULL (returned as the marker, unflagged); any
-/// other field is flagged not-NULL, so an escaped `\\N` stays text.
-fn text_records(text: &str, delim: char, null: &str) -> Vec<Vec<(String, bool)>> {
-    let mut out = Vec::new();
-    for line in text.split('\n') {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.is_empty() {
-            continue;
-        }
-        if line == "\\." {
-            out.push(vec![("\\.".to_string(), false)]);
-            break;
-        }
-        let mut fields = Vec::new();
-        let mut cur = String::new();
-        let mut raw = String::new();
-        let mut chars = line.chars();
-        let finish = |cur: &mut String, raw: &mut String, fields: &mut Vec<(String, bool)>| {
-            if raw == null {
-                fields.push((null.to_string(), false));
-            } else {
-                fields.push((std::mem::take(cur), true));
-            }
-            cur.clear();
-            raw.clear();
-        };
-        while let Some(c) = chars.next() {
-            if c == '\\' {
-                raw.push(c);
-                let Some(n) = chars.next() else { break };
-                raw.push(n);
-                match n {
-                    't' => cur.push('\t'),
-                    'n' => cur.push('\n'),
-                    'r' => cur.push('\r'),
-                    other => cur.push(other),
-                }
-            } else if c == delim {
-                finish(&mut cur, &mut raw, &mut fields);
-            } else {
-                cur.push(c);
-                raw.push(c);
-            }
-        }
-        finish(&mut cur, &mut raw, &mut fields);
-        out.push(fields);
-    }
-    out
-}
-
-/// CSV: quoted fields may hold delimiters, quotes ("") and newlines. A
-/// quoted empty string is not NULL.
-fn csv_records(text: &str, delim: char, quote: char) -> Vec<Vec<(String, bool)>> {
-    let mut out = Vec::new();
-    let mut fields = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut in_quotes = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if in_quotes {
-            if c == quote {
-                if chars.peek() == Some(&quote) {
-                    cur.push(quote);
-                    chars.next();
-                } else {
-                    in_quotes = false;
-                }
-            } else {
-                cur.push(c);
-            }
-        } else if c == quote {
-            in_quotes = true;
-            quoted = true;
-        } else if c == delim {
-            fields.push((std::mem::take(&mut cur), quoted));
-            quoted = false;
-        } else if c == '\n' || c == '\r' {
-            if c == '\r' && chars.peek() == Some(&'\n') {
-                chars.next();
-            }
-            fields.push((std::mem::take(&mut cur), quoted));
-            quoted = false;
-            let rec = std::mem::take(&mut fields);
-            if !(rec.len() == 1 && rec[0].0.is_empty() && !rec[0].1) {
-                out.push(rec);
-            }
+        if s.block.is_some() {
+            // Inside a block the rows join it (and leave with it).
+            super::txn::write_unit(s, def, &self.regions, &batch)?;
         } else {
-            cur.push(c);
+            let routed: Vec<(usize, RecordBatch)> = if self.regions.len() <= 1 {
+                vec![(0, batch)]
+            } else {
+                crate::storage::route_rows(&batch, &def.primary_key, self.regions.len() as u32)?
+                    .into_iter()
+                    .map(|(r, p)| (r as usize, p))
+                    .collect()
+            };
+            if self.bulk.is_none() {
+                self.bulk = Some(s.engine.storage.begin_bulk()?);
+            }
+            let bulk = self.bulk.as_mut().expect("just set");
+            for (r, rows) in routed {
+                let n = rows.num_rows() as u64;
+                if n == 0 {
+                    continue;
+                }
+                let mut cols: Vec<ArrayRef> = rows.columns().to_vec();
+                cols.push(Arc::new(UInt64Array::from_iter_values(TEMP_ROWID_BASE..TEMP_ROWID_BASE + n)));
+                let stored = RecordBatch::try_new_with_options(
+                    self.regions[r].stored_schema(),
+                    cols,
+                    &RecordBatchOptions::new().with_row_count(Some(n as usize)),
+                )?;
+                bulk.append(&self.regions[r], stored)?;
+            }
+        }
+        self.rows += nrows;
+        Ok(())
+    }
+}
+
+/// COPY FROM's format options.
+#[derive(Debug, Clone)]
+pub struct Format {
+    pub csv: bool,
+    pub delimiter: char,
+    pub null: String,
+    pub header: bool,
+    pub quote: char,
+}
+
+/// High-water marks of COPY FROM's parse state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CopyStats {
+    /// Largest record (field bytes) held while parsing, across messages.
+    pub max_record_bytes: usize,
+    /// Most rows in one chunk.
+    pub max_chunk_rows: usize,
+    /// Most field bytes in one chunk.
+    pub max_chunk_bytes: usize,
+    pub chunks: usize,
+}
+
+/// The streaming COPY FROM parser: bytes in, chunks of column arrays out.
+pub(crate) struct CopyParser {
+    csv: bool,
+    delim: u8,
+    quote: u8,
+    null: Vec<u8>,
+    header: bool,
+    table: String,
+    names: Vec<String>,
+    builders: Vec<ColumnBuilder>,
+    pub(crate) chunk_rows_max: usize,
+    pub(crate) chunk_bytes_max: usize,
+    pub(crate) record_bytes_max: usize,
+    pub(crate) stats: CopyStats,
+    // The record being parsed: decoded field bytes and, per field, its end
+    // in `buf` and whether it is NULL.
+    buf: Vec<u8>,
+    fields: Vec<(usize, bool)>,
+    // The current field's raw text (before escapes), kept only as far as
+    // needed to compare it with the NULL marker and `\.`.
+    raw_len: usize,
+    raw_head: Vec<u8>,
+    last_raw_cr: bool,
+    escape: bool,
+    in_quotes: bool,
+    quote_pending: bool,
+    quoted: bool,
+    skip_lf: bool,
+    line_no: usize,
+    ended: bool,
+    chunk_rows: usize,
+    chunk_bytes: usize,
+}
+
+type Emit<'a> = dyn FnMut(Vec<ArrayRef>, usize) -> Result<()> + 'a;
+
+impl CopyParser {
+    pub(crate) fn new(f: Format, types: Vec<SqlType>, names: Vec<String>, table: String) -> CopyParser {
+        CopyParser {
+            csv: f.csv,
+            delim: f.delimiter as u8,
+            quote: f.quote as u8,
+            null: f.null.into_bytes(),
+            header: f.header,
+            table,
+            names,
+            builders: types.into_iter().map(ColumnBuilder::new).collect(),
+            chunk_rows_max: COPY_CHUNK_ROWS,
+            chunk_bytes_max: COPY_CHUNK_BYTES,
+            record_bytes_max: usize::MAX,
+            stats: CopyStats::default(),
+            buf: Vec::new(),
+            fields: Vec::new(),
+            raw_len: 0,
+            raw_head: Vec::new(),
+            last_raw_cr: false,
+            escape: false,
+            in_quotes: false,
+            quote_pending: false,
+            quoted: false,
+            skip_lf: false,
+            line_no: 0,
+            ended: false,
+            chunk_rows: 0,
+            chunk_bytes: 0,
         }
     }
-    if !cur.is_empty() || !fields.is_empty() || quoted {
-        fields.push((cur, quoted));
-        out.push(fields);
+
+    #[inline]
+    fn raw_push(&mut self, b: u8) {
+        if self.raw_head.len() <= self.null.len().max(2) {
+            self.raw_head.push(b);
+        }
+        self.raw_len += 1;
+        self.last_raw_cr = b == b'\r';
     }
-    out
+
+    fn raw_is(&self, pat: &[u8]) -> bool {
+        self.raw_len == pat.len() && self.raw_head == pat
+    }
+
+    fn end_field(&mut self) {
+        let start = self.fields.last().map(|f| f.0).unwrap_or(0);
+        let is_null = if self.csv { !self.quoted && self.buf[start..] == self.null[..] } else { self.raw_is(&self.null) };
+        self.fields.push((self.buf.len(), is_null));
+        self.quoted = false;
+    }
+
+    fn reset_raw(&mut self) {
+        self.raw_len = 0;
+        self.raw_head.clear();
+        self.last_raw_cr = false;
+    }
+
+    /// Parse `data`; `emit` gets every full chunk.
+    pub(crate) fn push(&mut self, data: &[u8], emit: &mut Emit) -> Result<()> {
+        let r = if self.csv { self.push_csv(data, emit) } else { self.push_text(data, emit) };
+        self.note_record_size()?;
+        r
+    }
+
+    fn note_record_size(&mut self) -> Result<()> {
+        self.stats.max_record_bytes = self.stats.max_record_bytes.max(self.buf.len());
+        if self.buf.len() > self.record_bytes_max {
+            bail!(ProgramLimitExceeded, "COPY row is longer than copy_buffer_bytes_max ({} bytes)", self.record_bytes_max);
+        }
+        Ok(())
+    }
+
+    fn push_text(&mut self, data: &[u8], emit: &mut Emit) -> Result<()> {
+        for &b in data {
+            if self.ended {
+                break;
+            }
+            if self.escape {
+                self.escape = false;
+                self.raw_push(b);
+                self.buf.push(match b {
+                    b't' => b'\t',
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    other => other,
+                });
+                self.last_raw_cr = false;
+                continue;
+            }
+            if b == b'\\' {
+                self.escape = true;
+                self.raw_push(b);
+            } else if b == b'\n' {
+                if self.last_raw_cr {
+                    self.buf.pop();
+                    self.raw_len -= 1;
+                    if self.raw_head.len() > self.raw_len {
+                        self.raw_head.truncate(self.raw_len);
+                    }
+                }
+                let empty_line = self.fields.is_empty() && self.raw_len == 0;
+                self.end_field();
+                let dot = self.fields.len() == 1 && self.raw_is(b"\\.");
+                self.reset_raw();
+                if empty_line {
+                    self.fields.clear();
+                    self.buf.clear();
+                    continue;
+                }
+                if dot {
+                    self.ended = true;
+                    self.fields.clear();
+                    self.buf.clear();
+                    break;
+                }
+                self.end_record(emit)?;
+            } else if b == self.delim {
+                self.end_field();
+                self.reset_raw();
+            } else {
+                self.buf.push(b);
+                self.raw_push(b);
+            }
+            if self.buf.len() > self.record_bytes_max {
+                self.note_record_size()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn push_csv(&mut self, data: &[u8], emit: &mut Emit) -> Result<()> {
+        for &b in data {
+            if self.ended {
+                break;
+            }
+            if self.quote_pending {
+                self.quote_pending = false;
+                if b == self.quote {
+                    self.buf.push(b);
+                    continue;
+                }
+                self.in_quotes = false;
+            } else if self.in_quotes {
+                if b == self.quote {
+                    self.quote_pending = true;
+                } else {
+                    self.buf.push(b);
+                }
+                continue;
+            }
+            if self.skip_lf {
+                self.skip_lf = false;
+                if b == b'\n' {
+                    continue;
+                }
+            }
+            if b == self.quote {
+                self.in_quotes = true;
+                self.quoted = true;
+            } else if b == self.delim {
+                self.end_field();
+            } else if b == b'\n' || b == b'\r' {
+                self.skip_lf = b == b'\r';
+                self.csv_record_end(emit)?;
+            } else {
+                self.buf.push(b);
+            }
+            if self.buf.len() > self.record_bytes_max {
+                self.note_record_size()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn csv_record_end(&mut self, emit: &mut Emit) -> Result<()> {
+        let empty = self.fields.is_empty() && self.buf.is_empty() && !self.quoted;
+        self.end_field();
+        if empty {
+            self.fields.clear();
+            return Ok(());
+        }
+        if self.fields.len() == 1 && !self.quoted && &self.buf[..] == b"\\." {
+            self.ended = true;
+            self.fields.clear();
+            self.buf.clear();
+            return Ok(());
+        }
+        self.end_record(emit)
+    }
+
+    /// End of data: the last record (without a newline) and the last chunk.
+    pub(crate) fn finish(&mut self, emit: &mut Emit) -> Result<()> {
+        if !self.ended {
+            if self.csv {
+                if self.in_quotes && !self.quote_pending {
+                    bail!(BadCopyFileFormat, "unterminated CSV quoted field");
+                }
+                self.in_quotes = false;
+                self.quote_pending = false;
+                if !self.buf.is_empty() || !self.fields.is_empty() || self.quoted {
+                    self.csv_record_end(emit)?;
+                }
+            } else if !self.buf.is_empty() || !self.fields.is_empty() || self.raw_len > 0 {
+                self.push_text(b"\n", emit)?;
+            }
+        }
+        self.emit_chunk(emit)
+    }
+
+    fn end_record(&mut self, emit: &mut Emit) -> Result<()> {
+        self.line_no += 1;
+        let line_no = self.line_no;
+        if self.header && line_no == 1 {
+            self.fields.clear();
+            self.buf.clear();
+            return Ok(());
+        }
+        let ncols = self.builders.len();
+        if self.fields.len() != ncols {
+            let what = if self.fields.len() < ncols { "missing" } else { "extra" };
+            bail!(BadCopyFileFormat, "{what} data for column at line {line_no}");
+        }
+        let mut start = 0;
+        for (k, &(end, is_null)) in self.fields.iter().enumerate() {
+            let bytes = &self.buf[start..end];
+            start = end;
+            let r = if is_null {
+                self.builders[k].push_null();
+                Ok(())
+            } else {
+                match std::str::from_utf8(bytes) {
+                    Ok(text) => self.builders[k].push_text(text),
+                    Err(_) => Err(err!(InvalidText, "invalid byte sequence for encoding \"UTF8\"")),
+                }
+            };
+            if let Err(e) = r {
+                // Columns before k got this row's value: the chunk is
+                // dropped with the whole COPY, so no rollback is needed.
+                return Err(e.with_detail(format!("COPY {}, line {line_no}, column {}", self.table, self.names[k])));
+            }
+        }
+        self.chunk_rows += 1;
+        self.chunk_bytes += self.buf.len();
+        self.stats.max_record_bytes = self.stats.max_record_bytes.max(self.buf.len());
+        self.fields.clear();
+        self.buf.clear();
+        if self.chunk_rows >= self.chunk_rows_max || self.chunk_bytes >= self.chunk_bytes_max {
+            self.emit_chunk(emit)?;
+        }
+        Ok(())
+    }
+
+    fn emit_chunk(&mut self, emit: &mut Emit) -> Result<()> {
+        if self.chunk_rows == 0 {
+            return Ok(());
+        }
+        self.stats.max_chunk_rows = self.stats.max_chunk_rows.max(self.chunk_rows);
+        self.stats.max_chunk_bytes = self.stats.max_chunk_bytes.max(self.chunk_bytes);
+        self.stats.chunks += 1;
+        let n = self.chunk_rows;
+        self.chunk_rows = 0;
+        self.chunk_bytes = 0;
+        let cols = self.builders.iter_mut().map(|b| b.finish()).collect();
+        emit(cols, n)
+    }
+}
+
+/// An arrow builder for one column of a SQL type, with parse fast paths
+/// for the common types (others go through `parse_text_as`).
+pub(super) enum ColumnBuilder {
+    F64(arrow::array::Float64Builder),
+    I64(arrow::array::Int64Builder),
+    Text(arrow::array::StringBuilder),
+    Ts(arrow::array::TimestampMicrosecondBuilder),
+    Other(SqlType, Box<dyn arrow::array::ArrayBuilder>),
+}
+
+impl ColumnBuilder {
+    /// Whether `push_text` parses this type without a `Value`.
+    pub(super) fn has_fast_path(ty: SqlType) -> bool {
+        matches!(ty, SqlType::Float8 | SqlType::Int8 | SqlType::Text | SqlType::Varchar | SqlType::Timestamp)
+    }
+
+    pub(super) fn new(ty: SqlType) -> ColumnBuilder {
+        use arrow::array::*;
+        match ty {
+            SqlType::Float8 => ColumnBuilder::F64(Float64Builder::with_capacity(1024)),
+            SqlType::Int8 => ColumnBuilder::I64(Int64Builder::with_capacity(1024)),
+            SqlType::Text | SqlType::Varchar => ColumnBuilder::Text(StringBuilder::new()),
+            SqlType::Timestamp => ColumnBuilder::Ts(TimestampMicrosecondBuilder::with_capacity(1024)),
+            _ => ColumnBuilder::Other(ty, make_builder(&ty.to_arrow(), 1024)),
+        }
+    }
+
+    pub(super) fn push_null(&mut self) {
+        match self {
+            ColumnBuilder::F64(b) => b.append_null(),
+            ColumnBuilder::I64(b) => b.append_null(),
+            ColumnBuilder::Text(b) => b.append_null(),
+            ColumnBuilder::Ts(b) => b.append_null(),
+            ColumnBuilder::Other(ty, b) => push_value(*ty, b.as_mut(), Value::Null),
+        }
+    }
+
+    pub(super) fn push_text(&mut self, t: &str) -> Result<()> {
+        match self {
+            ColumnBuilder::F64(b) => {
+                let fast = !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'));
+                match fast.then(|| t.parse::<f64>().ok()).flatten() {
+                    Some(v) => b.append_value(v),
+                    None => match parse_text_as(t, SqlType::Float8)? {
+                        Value::Float(v) => b.append_value(v),
+                        _ => b.append_null(),
+                    },
+                }
+            }
+            ColumnBuilder::I64(b) => match t.parse::<i64>() {
+                Ok(v) if !t.starts_with('+') => b.append_value(v),
+                _ => match parse_text_as(t, SqlType::Int8)? {
+                    Value::Int(v) => b.append_value(v),
+                    _ => b.append_null(),
+                },
+            },
+            ColumnBuilder::Text(b) => b.append_value(t),
+            ColumnBuilder::Ts(b) => match fast_timestamp(t.as_bytes()) {
+                Some(v) => b.append_value(v),
+                None => match parse_text_as(t, SqlType::Timestamp)? {
+                    Value::Timestamp(v) => b.append_value(v),
+                    _ => b.append_null(),
+                },
+            },
+            ColumnBuilder::Other(ty, b) => {
+                let v = parse_text_as(t, *ty)?;
+                push_value(*ty, b.as_mut(), v)
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(&mut self) -> ArrayRef {
+        match self {
+            ColumnBuilder::F64(b) => Arc::new(b.finish()),
+            ColumnBuilder::I64(b) => Arc::new(b.finish()),
+            ColumnBuilder::Text(b) => Arc::new(b.finish()),
+            ColumnBuilder::Ts(b) => Arc::new(b.finish()),
+            ColumnBuilder::Other(ty, b) => {
+                let a = b.finish();
+                // Builders know no time zone: relabel TIMESTAMPTZ.
+                if *ty == SqlType::TimestampTz {
+                    arrow::compute::cast(&a, &ty.to_arrow()).expect("timestamp relabel")
+                } else {
+                    a
+                }
+            }
+        }
+    }
+}
+
+fn push_value(ty: SqlType, b: &mut dyn arrow::array::ArrayBuilder, v: Value) {
+    use crate::types::SqlType as T;
+    use arrow::array::*;
+    let b = b.as_any_mut();
+    macro_rules! put {
+        ($builder:ty, $val:expr) => {
+            b.downcast_mut::<$builder>().expect("builder matches the column type").append_option($val)
+        };
+    }
+    let int = |v: &Value| if let Value::Int(i) = v { Some(*i) } else { None };
+    match ty {
+        T::Bool => put!(BooleanBuilder, if let Value::Bool(x) = v { Some(x) } else { None }),
+        T::Int2 => put!(Int16Builder, int(&v).map(|i| i as i16)),
+        T::Int4 => put!(Int32Builder, int(&v).map(|i| i as i32)),
+        T::Int8 => put!(Int64Builder, int(&v)),
+        T::Float4 => put!(Float32Builder, if let Value::Float(x) = v { Some(x as f32) } else { None }),
+        T::Float8 => put!(Float64Builder, if let Value::Float(x) = v { Some(x) } else { None }),
+        T::Text | T::Varchar | T::Unknown => put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None }),
+        T::Timestamp | T::TimestampTz => put!(TimestampMicrosecondBuilder, if let Value::Timestamp(x) = v { Some(x) } else { None }),
+        T::Date => put!(Date32Builder, if let Value::Date(x) = v { Some(x) } else { None }),
+        T::Interval => {
+            put!(IntervalMonthDayNanoBuilder, if let Value::Interval(x) = v { Some(crate::types::interval_to_arrow(x)) } else { None })
+        }
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.ffffff]` (or `T` between), years 1000-9999, as
+/// microseconds since 1970; anything else (or out of range) is None and
+/// takes the general parser.
+fn fast_timestamp(s: &[u8]) -> Option<i64> {
+    if s.len() < 19 || s[4] != b'-' || s[7] != b'-' || !(s[10] == b' ' || s[10] == b'T') || s[13] != b':' || s[16] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let mut v = 0i64;
+        for &c in &s[r] {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            v = v * 10 + (c - b'0') as i64;
+        }
+        Some(v)
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if y < 1000 || !(1..=12).contains(&mo) || d < 1 || h > 23 || mi > 59 || sec > 59 {
+        return None;
+    }
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let mdays = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][(mo - 1) as usize];
+    if d > mdays {
+        return None;
+    }
+    let mut frac = 0i64;
+    if s.len() > 19 {
+        if s[19] != b'.' || s.len() == 20 || s.len() > 26 {
+            return None;
+        }
+        let digits = s.len() - 20;
+        frac = num(20..s.len())? * 10i64.pow(6 - digits as u32);
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let (yy, m) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 86_400 + h * 3600 + mi * 60 + sec) * 1_000_000) + frac)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn csv_quotes_and_newlines() {
-        let r = csv_records("a,\"b,c\",\"\"\n\"x\"\"y\",,\"line\nbreak\"\n", ',', '"');
-        assert_eq!(r.len(), 2);
-        assert_eq!(r[0], vec![("a".into(), false), ("b,c".into(), true), ("".into(), true)]);
-        assert_eq!(r[1], vec![("x\"y".into(), true), ("".into(), false), ("line\nbreak".into(), true)]);
+    fn parse(f: Format, types: Vec<SqlType>, pieces: &[&[u8]]) -> Result<(Vec<RecordBatch>, CopyStats)> {
+        let n = types.len();
+        let mut p = CopyParser::new(f, types.clone(), (0..n).map(|i| format!("c{i}")).collect(), "t".into());
+        p.chunk_rows_max = 3;
+        let mut out = Vec::new();
+        let mut emit = |cols: Vec<ArrayRef>, _n: usize| {
+            out.push(RecordBatch::try_new(
+                Arc::new(arrow::datatypes::Schema::new(
+                    cols.iter().enumerate().map(|(i, c)| arrow::datatypes::Field::new(format!("c{i}"), c.data_type().clone(), true)).collect::<Vec<_>>(),
+                )),
+                cols,
+            )
+            .unwrap());
+            Ok(())
+        };
+        for piece in pieces {
+            p.push(piece, &mut emit)?;
+        }
+        p.finish(&mut emit)?;
+        Ok((out, p.stats))
+    }
+
+    fn text_fmt() -> Format {
+        Format { csv: false, delimiter: '\t', null: "\\N".into(), header: false, quote: '"' }
+    }
+
+    fn csv_fmt() -> Format {
+        Format { csv: true, delimiter: ',', null: String::new(), header: false, quote: '"' }
+    }
+
+    fn cells(batches: &[RecordBatch]) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        for b in batches {
+            for i in 0..b.num_rows() {
+                out.push(
+                    b.columns()
+                        .iter()
+                        .map(|c| match crate::types::value_at(c.as_ref(), i) {
+                            Value::Null => "NULL".to_string(),
+                            v => crate::types::format_value(&v),
+                        })
+                        .collect(),
+                );
+            }
+        }
+        out
     }
 
     #[test]
-    fn text_escapes() {
-        let r = text_records("1\ta\\tb\t\\N\t\\\\N\n\\.\n", '\t', "\\N");
-        assert_eq!(r[0], vec![("1".into(), true), ("a\tb".into(), true), ("\\N".into(), false), ("\\N".into(), true)]);
+    fn csv_quotes_and_newlines_in_any_split() {
+        let data = b"a,\"b,c\",\"\"\r\n\"x\"\"y\",,\"line\nbreak\"\n";
+        let want = vec![vec!["a", "b,c", ""], vec!["x\"y", "NULL", "line\nbreak"]];
+        // Every split point of the payload gives the same rows.
+        for cut in 0..data.len() {
+            let (b, _) = parse(csv_fmt(), vec![SqlType::Text; 3], &[&data[..cut], &data[cut..]]).unwrap();
+            assert_eq!(cells(&b), want, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn text_escapes_nulls_and_end_marker() {
+        let data = b"1\ta\\tb\t\\N\t\\\\N\r\n\n2\t\\\\\t\t\\N\n\\.\n3\tignored\tx\ty\n";
+        for cut in 0..data.len() {
+            let (b, _) =
+                parse(text_fmt(), vec![SqlType::Int8, SqlType::Text, SqlType::Text, SqlType::Text], &[&data[..cut], &data[cut..]])
+                    .unwrap();
+            assert_eq!(
+                cells(&b),
+                vec![vec!["1", "a\tb", "NULL", "\\N"], vec!["2", "\\", "", "NULL"]],
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn fast_paths_agree_with_the_general_parser() {
+        for t in ["2016-01-01 00:00:00", "2024-02-29 23:59:59.5", "1999-12-31T12:34:56.123456", "2000-03-01 00:00:00.000001"] {
+            assert_eq!(Some(fast_timestamp(t.as_bytes()).unwrap()), match parse_text_as(t, SqlType::Timestamp).unwrap() {
+                Value::Timestamp(v) => Some(v),
+                _ => None,
+            }, "{t}");
+        }
+        for t in ["2023-02-29 00:00:00", "2016-01-01 24:00:00", "2016-1-01 00:00:00", "2016-01-01 00:00:00+02", "2016-01-01 00:00:00.1234567"] {
+            assert_eq!(fast_timestamp(t.as_bytes()), None, "{t}");
+        }
+        let (b, _) = parse(text_fmt(), vec![SqlType::Float8, SqlType::Int8], &[b"1.5\t-3\n Infinity \t +4\n-1e3\t0\n"]).unwrap();
+        assert_eq!(cells(&b), vec![vec!["1.5", "-3"], vec!["Infinity", "4"], vec!["-1000", "0"]]);
+        let e = parse(text_fmt(), vec![SqlType::Float8, SqlType::Int8], &[b"1.5\t-3\n2\tx\n"]).unwrap_err();
+        assert!(e.detail.clone().unwrap_or_default().contains("line 2, column c1"), "{e:?}");
+    }
+
+    /// The parse state never holds more than one record, and chunks are
+    /// bounded, however large the payload and however it is split.
+    #[test]
+    fn memory_is_bounded_by_record_and_chunk() {
+        let line = b"host_1\t2016-01-01 00:00:00\t12.5\n";
+        let rows = 10_000;
+        let payload: Vec<u8> = line.iter().copied().cycle().take(line.len() * rows).collect();
+        for piece in [1usize, 7, 4096, payload.len()] {
+            let pieces: Vec<&[u8]> = payload.chunks(piece).collect();
+            let (b, st) = parse(text_fmt(), vec![SqlType::Text, SqlType::Timestamp, SqlType::Float8], &pieces).unwrap();
+            assert_eq!(b.iter().map(|b| b.num_rows()).sum::<usize>(), rows);
+            assert!(st.max_record_bytes <= line.len(), "{st:?}");
+            assert_eq!(st.max_chunk_rows, 3, "{st:?}");
+            assert_eq!(st.chunks, rows.div_ceil(3));
+        }
+        // The byte bound cuts chunks too.
+        let mut p = CopyParser::new(text_fmt(), vec![SqlType::Text], vec!["c0".into()], "t".into());
+        p.chunk_bytes_max = 100;
+        let mut n = 0;
+        p.push(&b"abcdefghij\n".repeat(1000), &mut |_c, k| {
+            n += k;
+            Ok(())
+        })
+        .unwrap();
+        p.finish(&mut |_c, k| {
+            n += k;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, 1000);
+        assert!(p.stats.max_chunk_bytes <= 100 && p.stats.max_chunk_rows == 10, "{:?}", p.stats);
+        // A record over the limit is an error, not a buffer that grows.
+        let mut p = CopyParser::new(text_fmt(), vec![SqlType::Text], vec!["c0".into()], "t".into());
+        p.record_bytes_max = 64;
+        let e = p.push(&[b'x'; 1000], &mut |_c, _k| Ok(())).unwrap_err();
+        assert_eq!(e.sqlstate(), "54000");
+        assert!(p.stats.max_record_bytes <= 65, "{:?}", p.stats);
+    }
+
+    #[test]
+    fn unterminated_csv_quote_and_column_counts() {
+        let e = parse(csv_fmt(), vec![SqlType::Text], &[b"\"abc\n"]).unwrap_err();
+        assert_eq!(e.sqlstate(), "22P04");
+        let e = parse(csv_fmt(), vec![SqlType::Text, SqlType::Text], &[b"a,b\nc\n"]).unwrap_err();
+        assert!(e.to_string().contains("missing data for column at line 2"), "{e}");
     }
 }
 
@@ -431,52 +982,3 @@ fn text_field(s: &str, delim: char) -> String {
     out
 }
 
-/// An arrow builder for one column of a SQL type.
-struct ColumnBuilder {
-    ty: crate::types::SqlType,
-    inner: Box<dyn arrow::array::ArrayBuilder>,
-    len: usize,
-}
-
-impl ColumnBuilder {
-    fn new(ty: crate::types::SqlType) -> ColumnBuilder {
-        ColumnBuilder { ty, inner: arrow::array::make_builder(&ty.to_arrow(), 1024), len: 0 }
-    }
-
-    fn push(&mut self, v: Value) {
-        use crate::types::SqlType as T;
-        use arrow::array::*;
-        self.len += 1;
-        let b = self.inner.as_any_mut();
-        macro_rules! put {
-            ($builder:ty, $val:expr) => {
-                b.downcast_mut::<$builder>().expect("builder matches the column type").append_option($val)
-            };
-        }
-        let int = |v: &Value| if let Value::Int(i) = v { Some(*i) } else { None };
-        match self.ty {
-            T::Bool => put!(BooleanBuilder, if let Value::Bool(x) = v { Some(x) } else { None }),
-            T::Int2 => put!(Int16Builder, int(&v).map(|i| i as i16)),
-            T::Int4 => put!(Int32Builder, int(&v).map(|i| i as i32)),
-            T::Int8 => put!(Int64Builder, int(&v)),
-            T::Float4 => put!(Float32Builder, if let Value::Float(x) = v { Some(x as f32) } else { None }),
-            T::Float8 => put!(Float64Builder, if let Value::Float(x) = v { Some(x) } else { None }),
-            T::Text | T::Varchar | T::Unknown => put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None }),
-            T::Timestamp | T::TimestampTz => put!(TimestampMicrosecondBuilder, if let Value::Timestamp(x) = v { Some(x) } else { None }),
-            T::Date => put!(Date32Builder, if let Value::Date(x) = v { Some(x) } else { None }),
-            T::Interval => {
-                put!(IntervalMonthDayNanoBuilder, if let Value::Interval(x) = v { Some(crate::types::interval_to_arrow(x)) } else { None })
-            }
-        }
-    }
-
-    fn finish(mut self) -> arrow::array::ArrayRef {
-        let a = self.inner.finish();
-        // Builders know no time zone: relabel TIMESTAMPTZ.
-        if self.ty == crate::types::SqlType::TimestampTz {
-            arrow::compute::cast(&a, &self.ty.to_arrow()).expect("timestamp relabel")
-        } else {
-            a
-        }
-    }
-}

@@ -113,7 +113,12 @@ fn insert(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
     let targets = target_columns(def, &ins.columns)?;
     let Some(src) = &ins.source else { bail!(FeatureNotSupported, "INSERT needs VALUES or a query") };
     // Source rows as arrays per target column.
+    let fast = match src.body.as_ref() {
+        ast::SetExpr::Values(v) if src.order_by.is_none() && src.limit_clause.is_none() => literal_rows(def, &targets, &v.rows),
+        _ => None,
+    };
     let (cols, nrows): (Vec<ArrayRef>, usize) = match src.body.as_ref() {
+        _ if fast.is_some() => fast.expect("checked"),
         ast::SetExpr::Values(v) if src.order_by.is_none() && src.limit_clause.is_none() => {
             let scope = Scope::new(vec![], None);
             let mut per_col: Vec<Vec<Expr>> = vec![Vec::with_capacity(v.rows.len()); targets.len()];
@@ -202,6 +207,66 @@ fn insert(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
     check_unique(planner, def, regions, &batch)?;
     super::txn::write_rows(s, def, regions, &batch)?;
     Ok(QueryResult::Command(format!("INSERT 0 {nrows}")))
+}
+
+/// The fast path of `INSERT ... VALUES` whose cells are all literals that
+/// go into their column unchanged: quoted strings (into any column with a
+/// fast parser: text, float8, bigint, timestamp — the column type's input
+/// function, as for an unknown-typed literal), numbers into float8 and
+/// bigint columns, and NULL. The cells are parsed straight into arrow
+/// builders, with no bound expression or `Value` per cell. None when any
+/// cell is something else or fails to parse: the general path then binds
+/// the statement and reports the error as usual.
+fn literal_rows(def: &TableDef, targets: &[usize], rows: &[ast::Parens<Vec<ast::Expr>>]) -> Option<(Vec<ArrayRef>, usize)> {
+    use super::copy::ColumnBuilder;
+    if rows.is_empty() {
+        return None;
+    }
+    let types: Vec<SqlType> = targets.iter().map(|&t| def.columns[t].ty).collect();
+    if !types.iter().all(|t| ColumnBuilder::has_fast_path(*t)) {
+        return None;
+    }
+    let mut builders: Vec<ColumnBuilder> = types.iter().map(|&t| ColumnBuilder::new(t)).collect();
+    for row in rows {
+        if row.content.len() != targets.len() {
+            return None;
+        }
+        for (k, e) in row.content.iter().enumerate() {
+            let ty = types[k];
+            let (neg, v) = match e {
+                ast::Expr::Value(v) => (false, &v.value),
+                ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match expr.as_ref() {
+                    ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => (true, &v.value),
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            let b = &mut builders[k];
+            match v {
+                ast::Value::Null => b.push_null(),
+                ast::Value::SingleQuotedString(t) => b.push_text(t).ok()?,
+                ast::Value::Number(n, _) => {
+                    let text = if neg { format!("-{n}") } else { n.clone() };
+                    match ty {
+                        SqlType::Float8 => {
+                            let f: f64 = text.parse().ok()?;
+                            if !f.is_finite() {
+                                return None;
+                            }
+                            b.push_text(&text).ok()?
+                        }
+                        SqlType::Int8 => {
+                            text.parse::<i64>().ok()?;
+                            b.push_text(&text).ok()?
+                        }
+                        _ => return None,
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+    Some((builders.iter_mut().map(|b| b.finish()).collect(), rows.len()))
 }
 
 /// Whether a value of type `from` may be stored in a column of type `to`.

@@ -264,6 +264,12 @@ pub fn comment_on_flow(s: &mut Session, c: &CommentOnFlow) -> Result<QueryResult
 
 /// ADMIN FLUSH_FLOW('name'): the rows written.
 pub fn flush_flow(s: &Session, name: &str) -> Result<i64> {
+    // Like VACUUM: the sink write is the flow's own commit, which a
+    // ROLLBACK of the block could not undo.
+    if s.block.is_some() {
+        return Err(err!(ActiveSqlTransaction, "ADMIN FLUSH_FLOW cannot run inside a transaction block")
+            .with_detail("the flow writes its sink in its own transaction, which the block's ROLLBACK could not undo"));
+    }
     // 'catalog.name' is accepted; flows are per process.
     let name = name.rsplit('.').next().unwrap_or(name).to_string();
     if s.engine.catalog.flow(&name).is_none() {

@@ -488,12 +488,16 @@ impl Session {
 
     /// Data of a COPY in progress.
     pub fn copy_data(&mut self, data: &[u8]) -> Result<()> {
-        match self.copy.as_mut() {
-            Some(c) => {
-                let r = c.push(data);
+        match self.copy.take() {
+            Some(mut c) => {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.push(data, self)))
+                    .unwrap_or_else(|_| Err(err!(Internal, "internal error during COPY")));
                 if r.is_err() {
-                    self.copy = None;
+                    // Dropping the COPY publishes its written chunks empty.
+                    drop(c);
                     self.fail();
+                } else {
+                    self.copy = Some(c);
                 }
                 r
             }
@@ -501,7 +505,7 @@ impl Session {
         }
     }
 
-    /// End of COPY data: parse and write everything, or nothing.
+    /// End of COPY data: write the last chunk and commit, or nothing.
     pub fn copy_done(&mut self) -> Result<usize> {
         let Some(c) = self.copy.take() else { bail!(Internal, "no COPY in progress") };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.finish(self)))

@@ -29,7 +29,7 @@ pub use meta::{FileMeta, Manifest, MetaKv, SledKv};
 pub use object::{LocalStore, ObjectStore};
 pub use region::{Region, RegionStats};
 pub use route::route_rows;
-pub use txn::{OverlayFn, ReadView, RegionWrites, SnapshotSource, OVERLAY_SEQ, TEMP_ROWID_BASE};
+pub use txn::{BulkWrite, OverlayFn, ReadView, RegionWrites, SnapshotSource, OVERLAY_SEQ, TEMP_ROWID_BASE};
 pub use version::{OP_COLUMN, SEQ_COLUMN};
 pub use wal::{LocalLog, LogStore, LogSync};
 
@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 
 use crate::error::Result;
@@ -140,6 +141,10 @@ pub struct WriteNotice {
     /// Min / max time index of the rows written, if the table has one.
     pub time_range: Option<(i64, i64)>,
     pub rows: usize,
+    /// The rows put, for a table with `ttl = 'instant'` only (they are
+    /// stored nowhere, so listeners get them here; flows transform them).
+    /// May carry trailing internal columns after the table's.
+    pub instant_rows: Vec<RecordBatch>,
 }
 
 /// Receives a notice after each acknowledged write. Storage does not know

@@ -328,6 +328,117 @@ impl StorageEngine {
     }
 }
 
+/// A bulk load (COPY outside a transaction block) written as it is parsed:
+/// each chunk is one held `OP_TXN` record of one transaction id, appended
+/// without waiting for its fsync, so memory is not the whole payload's
+/// text. [`BulkWrite::commit`] syncs every region's WAL, writes the commit
+/// record (the commit point) and publishes every record under the commit
+/// gate: readers see all of the load or none of it, and recovery replays
+/// the records only with the commit record. Dropped or aborted, the records
+/// are published empty. While a load holds records in a region, other
+/// writers of that region wait behind them (as behind any held record).
+pub struct BulkWrite {
+    shared: Arc<Shared>,
+    txn: u64,
+    /// Held records, in append order.
+    held: Vec<(Arc<Region>, SeqNo)>,
+    notices: Vec<WriteNotice>,
+    done: bool,
+}
+
+impl std::fmt::Debug for BulkWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BulkWrite").field("txn", &self.txn).field("records", &self.held.len()).finish()
+    }
+}
+
+impl StorageEngine {
+    /// Start a bulk load (see [`BulkWrite`]).
+    pub fn begin_bulk(&self) -> Result<BulkWrite> {
+        let txn = self.shared.txns.next_id()?;
+        Ok(BulkWrite { shared: self.shared.clone(), txn, held: Vec::new(), notices: Vec::new(), done: false })
+    }
+}
+
+impl BulkWrite {
+    /// Append rows (all user columns plus a temporary `__rowid`, as
+    /// [`RegionWrites::puts`]) to `region` as one held record.
+    pub fn append(&mut self, region: &Arc<Region>, rows: RecordBatch) -> Result<()> {
+        if rows.num_rows() == 0 {
+            return Ok(());
+        }
+        let w = RegionWrites { deletes: vec![], puts: vec![rows] };
+        let seq = region.append_held_unsynced(self.txn, &w)?;
+        self.held.push((region.clone(), seq));
+        self.notices.push(region.txn_notice(&w, seq));
+        Ok(())
+    }
+
+    /// Records appended so far.
+    pub fn records(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Make the whole load durable and visible at once.
+    pub fn commit(mut self) -> Result<()> {
+        self.done = true;
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let mut last: Vec<(Arc<Region>, SeqNo)> = Vec::new();
+        for (r, seq) in &self.held {
+            match last.iter_mut().find(|(x, _)| x.id == r.id) {
+                Some(e) => e.1 = e.1.max(*seq),
+                None => last.push((r.clone(), *seq)),
+            }
+        }
+        let mut failed = last.iter().map(|(r, seq)| r.sync_through(*seq)).find_map(|r| r.err());
+        if failed.is_none() {
+            pause_at("prepared");
+            if let Err(e) = self.shared.txns.log_commit(self.txn) {
+                failed = Some(e);
+            }
+        }
+        if failed.is_none() {
+            pause_at("logged");
+        }
+        self.decide(failed.is_none());
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        for (r, _) in &last {
+            r.after_commit();
+        }
+        let listeners = self.shared.listeners.lock().clone();
+        for l in listeners {
+            l.on_commit(&self.notices);
+        }
+        Ok(())
+    }
+
+    /// Drop the load: its records are published empty.
+    pub fn abort(mut self) {
+        self.done = true;
+        self.decide(false);
+    }
+
+    fn decide(&self, commit: bool) {
+        let _g = self.shared.gate.write();
+        for (r, seq) in &self.held {
+            r.decide_txn(*seq, commit);
+        }
+    }
+}
+
+impl Drop for BulkWrite {
+    fn drop(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.decide(false);
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "txn_tests.rs"]
 mod tests;

@@ -242,6 +242,45 @@ pub fn tumble(a: &Args<'_>) -> Result<ArrayRef> {
     date_bin(&tumble_as_date_bin(a))
 }
 
+/// `hop(ts, slide, size[, origin[, k]])`: the start of the `k`-th newest
+/// hopping window holding ts (windows `size` long, starting every `slide`,
+/// aligned on origin, default the epoch; k defaults to 0, the window
+/// starting at date_bin(slide, ts, origin)); NULL when that window does not
+/// hold ts (k too large, or a gap when slide > size). As a GROUP BY key the
+/// binder expands each row into every window it falls in (k = 0, 1, …).
+pub fn hop(a: &Args<'_>) -> Result<ArrayRef> {
+    let ts = a.prim::<TimestampMicrosecondType>(0)?;
+    let slides = a.prim::<IntervalMonthDayNanoType>(1)?;
+    let sizes = a.prim::<IntervalMonthDayNanoType>(2)?;
+    let origin = if a.len() > 3 { Some(a.prim::<TimestampMicrosecondType>(3)?) } else { None };
+    let k = if a.len() > 4 { Some(a.prim::<Int64Type>(4)?) } else { None };
+    let range = || err!(DatetimeFieldOverflow, "timestamp out of range");
+    let mut b = TimestampMicrosecondBuilder::with_capacity(a.n);
+    for i in 0..a.n {
+        let o = match &origin {
+            Some(o) => o.get(i),
+            None => Some(0),
+        };
+        let k = match &k {
+            Some(k) => k.get(i),
+            None => Some(0),
+        };
+        let (Some(t), Some(sl), Some(sz), Some(o), Some(k)) = (ts.get(i), slides.get(i), sizes.get(i), o, k) else {
+            b.append_null();
+            continue;
+        };
+        let slide = stride_micros(interval_from_arrow(sl))?;
+        let size = stride_micros(interval_from_arrow(sz))?;
+        let newest =
+            t.checked_sub(o).and_then(|d| d.div_euclid(slide).checked_mul(slide)).and_then(|d| o.checked_add(d)).ok_or_else(range)?;
+        match k.checked_mul(slide).and_then(|back| newest.checked_sub(back)) {
+            Some(start) if k >= 0 && start.checked_add(size).is_some_and(|end| t < end) => b.append_value(start),
+            _ => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish().with_timezone_opt(tz(&a.cols[0]))))
+}
+
 /// `tumble_end(ts, stride[, origin])`: the end (exclusive) of ts's window.
 pub fn tumble_end(a: &Args<'_>) -> Result<ArrayRef> {
     let start = tumble(a)?;

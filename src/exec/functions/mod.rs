@@ -113,6 +113,10 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
     };
     let tumble_sigs: Vec<Signature> =
         [Timestamp, TimestampTz].iter().flat_map(|t| [s(&[*t, Interval], *t), s(&[*t, Interval, *t], *t)]).collect();
+    let hop_sigs: Vec<Signature> = [Timestamp, TimestampTz]
+        .iter()
+        .flat_map(|t| [s(&[*t, Interval, Interval], *t), s(&[*t, Interval, Interval, *t], *t), s(&[*t, Interval, Interval, *t, Int8], *t)])
+        .collect();
     let any_t = Arg::Any;
     let defs = vec![
         // Conditional expressions: evaluated lazily by the binder/evaluator.
@@ -223,6 +227,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         // GreptimeDB's flow window: tumble(ts, stride[, origin]).
         Def::new("tumble", tumble_sigs.clone(), datetime::tumble).alias(&["tumble_start"]),
         Def::new("tumble_end", tumble_sigs, datetime::tumble_end),
+        // Hopping (sliding) flow window: hop(ts, slide, size[, origin]).
+        Def::new("hop", hop_sigs, datetime::hop),
         Def::new(
             "date_part",
             {
