@@ -163,6 +163,14 @@ pub fn plan(planner: &Planner, vs: &VectorSelector, t: &Target, lo_ms: i64, hi_m
     })
 }
 
+fn tag_at(a: &arrow::array::StringArray, r: usize) -> &str {
+    if a.is_null(r) {
+        ""
+    } else {
+        a.value(r)
+    }
+}
+
 fn matches_labels(matchers: &[Matcher], labels: &Labels) -> bool {
     matchers.iter().filter(|m| m.name != "__name__" && m.name != FIELD_LABEL).all(|m| m.is_match(label(labels, &m.name)))
 }
@@ -198,7 +206,6 @@ pub fn load(planner: &Planner, vs: &VectorSelector, lo_ms: i64, hi_ms: i64, keep
         // Scans come sorted by primary key: most rows continue the previous
         // row's series, found without building a key.
         let mut last: Option<usize> = None;
-        let tag_at = |a: &arrow::array::StringArray, r: usize| if a.is_null(r) { "" } else { a.value(r) };
         for r in 0..b.num_rows() {
             if ts.is_null(r) {
                 continue;
