@@ -249,6 +249,11 @@ fn tls_required_and_offered() {
     let verify = format!("sslmode=verify-full sslrootcert={}", ca.display());
     let (ok, out) = psql(&s.addr, "weir_test", SUPER_PW, &verify, "SELECT 41 + 1").unwrap();
     assert!(ok && out.trim() == "42", "{out}");
+    // pg_stat_ssl: this session's TLS facts, joined with pg_stat_activity.
+    let q = "SELECT s.ssl, s.version, s.cipher, s.bits, a.usename = current_user, ssl_is_used() \
+             FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid WHERE s.pid = pg_backend_pid()";
+    let (ok, out) = psql(&s.addr, "weir_test", SUPER_PW, &verify, q).unwrap();
+    assert!(ok && out.trim() == "t|TLSv1.3|TLS_AES_256_GCM_SHA384|256|t|t", "{out}");
     // Wrong password over TLS.
     let (ok, out) = psql(&s.addr, "weir_test", "nope", &verify, "SELECT 1").unwrap();
     assert!(!ok && out.contains("password authentication failed for user \"weir_test\""), "{out}");
@@ -270,4 +275,7 @@ fn tls_required_and_offered() {
     assert!(!ok && out.contains("does not support SSL"), "{out}");
     let (ok, out) = psql(&plain.addr, "weir_test", "", "sslmode=prefer", "SELECT 1").unwrap();
     assert!(ok && out.trim() == "1", "{out}");
+    let q = "SELECT ssl::text || coalesce(version, 'none') || ssl_is_used()::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+    let (ok, out) = psql(&plain.addr, "weir_test", "", "sslmode=prefer", q).unwrap();
+    assert!(ok && out.trim() == "falsenonefalse", "{out}");
 }

@@ -13,6 +13,8 @@ use crate::error::Result;
 
 pub(super) const FLOW_PREFIX: &str = "flow/";
 pub(super) const PROGRESS_PREFIX: &str = "flowprog/";
+/// `flowstate/<flow>/<key>`: a flow's incremental partial states.
+pub(super) const STATE_PREFIX: &str = "flowstate/";
 /// Dirty windows of a catch-up in progress (start, end as little-endian
 /// i64 pairs: a long backfill's list is written once, not as JSON per batch).
 pub(super) const PENDING_PREFIX: &str = "flowpend/";
@@ -79,6 +81,33 @@ pub struct FlowProgress {
     pub pending_full: bool,
 }
 
+/// What a running flow's evaluations did (in memory, since the process
+/// started): `information_schema.flow_statistics`.
+#[derive(Debug, Clone, Default)]
+pub struct FlowStatistics {
+    /// "incremental", "full_snapshot" or "disabled".
+    pub mode: String,
+    /// Why the flow is in full-snapshot mode or disabled.
+    pub reason: Option<String>,
+    pub evaluations: u64,
+    pub incremental_evaluations: u64,
+    pub full_evaluations: u64,
+    /// Fallback reason → count.
+    pub fallbacks: BTreeMap<String, u64>,
+    /// Windows recomputed from the source by fallbacks.
+    pub fallback_windows: u64,
+    /// Groups whose min / max lost its extreme to a retraction.
+    pub extreme_recomputes: u64,
+    pub rows_read: u64,
+    pub rows_written: u64,
+    pub last_error: Option<String>,
+    /// When the oldest change not yet reflected was noticed (ms since the
+    /// epoch); None when up to date.
+    pub dirty_since_ms: Option<i64>,
+    /// Windows with partial state.
+    pub state_windows: u64,
+}
+
 impl Catalog {
     pub fn flows(&self) -> Vec<FlowDef> {
         self.tree
@@ -102,8 +131,49 @@ impl Catalog {
     /// Remove a flow and its progress.
     pub fn drop_flow(&self, name: &str) -> Result<()> {
         self.del(format!("{FLOW_PREFIX}{name}"))?;
+        self.flow_stats.write().remove(name);
+        self.commit_flow_state(name, None, true, Vec::new())?;
         self.del(format!("{PENDING_PREFIX}{name}"))?;
         self.del(format!("{PROGRESS_PREFIX}{name}"))
+    }
+
+    /// One entry of a flow's incremental state.
+    pub fn flow_state(&self, flow: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.tree.get(format!("{STATE_PREFIX}{flow}/{key}").as_bytes())?.map(|v| v.to_vec()))
+    }
+
+    /// Commit changes to a flow's incremental state (None deletes; `clear`
+    /// first deletes every entry) together with its progress, in one sled
+    /// batch, then flush: the checkpoint and the states it covers become
+    /// durable together or not at all.
+    pub fn commit_flow_state(
+        &self,
+        flow: &str,
+        progress: Option<&FlowProgress>,
+        clear: bool,
+        changes: Vec<(String, Option<Vec<u8>>)>,
+    ) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        if clear {
+            for kv in self.tree.scan_prefix(format!("{STATE_PREFIX}{flow}/").as_bytes()) {
+                let (k, _) = kv?;
+                batch.remove(k);
+            }
+        }
+        for (k, v) in changes {
+            let key = format!("{STATE_PREFIX}{flow}/{k}");
+            match v {
+                Some(v) => batch.insert(key.as_bytes(), v),
+                None => batch.remove(key.as_bytes()),
+            }
+        }
+        if let Some(p) = progress {
+            let v = serde_json::to_vec(p).map_err(|e| err!(Internal, "cannot encode flow progress: {e}"))?;
+            batch.insert(format!("{PROGRESS_PREFIX}{flow}").as_bytes(), v);
+        }
+        self.tree.apply_batch(batch)?;
+        self.tree.flush()?;
+        Ok(())
     }
 
     /// The dirty windows of a flow's catch-up in progress (see

@@ -5,7 +5,7 @@
 
 mod flow;
 
-pub use flow::{FlowDef, FlowProgress};
+pub use flow::{FlowDef, FlowProgress, FlowStatistics};
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -17,6 +17,7 @@ use crate::error::Result;
 use crate::types::SqlType;
 use crate::{bail, err};
 
+pub mod acl;
 pub mod roles;
 pub use roles::RoleDef;
 
@@ -101,6 +102,8 @@ struct State {
     views: BTreeMap<(String, String), ViewDef>,
     indexes: BTreeMap<(String, String), IndexDef>,
     roles: BTreeMap<String, RoleDef>,
+    /// Owners and ACLs by `acl::AclObject` key (`acl.rs`).
+    acls: BTreeMap<String, acl::ObjectAcl>,
 }
 
 /// The catalog. Every change is written through to sled and flushed.
@@ -108,6 +111,8 @@ pub struct Catalog {
     tree: sled::Tree,
     db: sled::Db,
     state: RwLock<State>,
+    /// Running flows' statistics (in memory; `information_schema.flow_statistics`).
+    pub flow_stats: RwLock<BTreeMap<String, flow::FlowStatistics>>,
 }
 
 const DB_PREFIX: &str = "db/";
@@ -115,6 +120,7 @@ const TABLE_PREFIX: &str = "table/";
 const VIEW_PREFIX: &str = "view/";
 const INDEX_PREFIX: &str = "index/";
 const ROLE_PREFIX: &str = "role/";
+const ACL_PREFIX: &str = "acl/";
 
 impl Catalog {
     pub fn open(dir: &Path) -> Result<Catalog> {
@@ -139,6 +145,9 @@ impl Catalog {
             } else if key.starts_with(ROLE_PREFIX) {
                 let r: RoleDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.roles.insert(r.name.clone(), r);
+            } else if key.starts_with(ACL_PREFIX) {
+                let a: acl::ObjectAcl = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.acls.insert(key.clone(), a);
             } else if key.starts_with(flow::FLOW_PREFIX) {
                 // Flows are read from sled when used; a damaged entry is
                 // found here, at open, rather than skipped later.
@@ -147,7 +156,7 @@ impl Catalog {
                 serde_json::from_slice::<FlowProgress>(&v).map_err(corrupt)?;
             }
         }
-        let cat = Catalog { tree, db, state: RwLock::new(state) };
+        let cat = Catalog { tree, db, state: RwLock::new(state), flow_stats: Default::default() };
         if !cat.database_exists("public") {
             cat.create_database("public")?;
         }
@@ -194,12 +203,15 @@ impl Catalog {
         for t in &tables {
             self.del(format!("{TABLE_PREFIX}{}/{}", t.database, t.name))?;
             st.tables.remove(&(t.database.clone(), t.name.clone()));
+            self.forget_acl(&mut st, &acl::AclObject::Relation(t.database.clone(), t.name.clone()))?;
         }
         let views: Vec<(String, String)> = st.views.keys().filter(|k| k.0 == name).cloned().collect();
         for k in views {
             self.del(format!("{VIEW_PREFIX}{}/{}", k.0, k.1))?;
+            self.forget_acl(&mut st, &acl::AclObject::Relation(k.0.clone(), k.1.clone()))?;
             st.views.remove(&k);
         }
+        self.forget_acl(&mut st, &acl::AclObject::Database(name.to_string()))?;
         let idx: Vec<(String, String)> = st.indexes.keys().filter(|k| k.0 == name).cloned().collect();
         for k in idx {
             self.del(format!("{INDEX_PREFIX}{}/{}", k.0, k.1))?;
@@ -245,6 +257,7 @@ impl Catalog {
             bail!(UndefinedTable, "table \"{name}\" does not exist");
         };
         self.del(format!("{TABLE_PREFIX}{database}/{name}"))?;
+        self.forget_acl(&mut st, &acl::AclObject::Relation(database.to_string(), name.to_string()))?;
         let idx: Vec<(String, String)> =
             st.indexes.iter().filter(|(k, v)| k.0 == database && v.table == name).map(|(k, _)| k.clone()).collect();
         for k in idx {
@@ -282,6 +295,7 @@ impl Catalog {
         if st.views.remove(&(database.to_string(), name.to_string())).is_none() {
             bail!(UndefinedTable, "view \"{name}\" does not exist");
         }
+        self.forget_acl(&mut st, &acl::AclObject::Relation(database.to_string(), name.to_string()))?;
         self.del(format!("{VIEW_PREFIX}{database}/{name}"))
     }
 
@@ -310,6 +324,10 @@ impl Catalog {
             bail!(UndefinedObject, "index \"{name}\" does not exist");
         }
         self.del(format!("{INDEX_PREFIX}{database}/{name}"))
+    }
+
+    pub fn index(&self, database: &str, name: &str) -> Option<IndexDef> {
+        self.state.read().indexes.get(&(database.to_string(), name.to_string())).cloned()
     }
 
     pub fn indexes(&self, database: &str, table: &str) -> Vec<IndexDef> {

@@ -20,6 +20,19 @@ pub struct ActivityRow {
     /// Microseconds since the epoch.
     pub backend_start: i64,
     pub query_start: Option<i64>,
+    /// The connection's TLS facts (pg_stat_ssl); None when not encrypted.
+    pub ssl: Option<SslInfo>,
+}
+
+/// A TLS session as pg_stat_ssl shows it (OpenSSL's names).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SslInfo {
+    /// `TLSv1.3`, `TLSv1.2`.
+    pub version: String,
+    /// e.g. `TLS_AES_256_GCM_SHA384`.
+    pub cipher: String,
+    /// Key bits of the cipher.
+    pub bits: i32,
 }
 
 /// The registry of sessions, shared by the process.

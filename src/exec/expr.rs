@@ -732,9 +732,20 @@ fn eval_in_list(expr: &Expr, list: &[Expr], negated: bool, batch: &RecordBatch, 
     if interval {
         a = super::functions::temporal::interval_cmp_keys(a.as_ref())?;
     }
+    if let Some(r) = in_text_set(&a, list) {
+        return Ok(Arc::new(if negated { boolean::not(&r)? } else { r }));
+    }
     // acc = OR of equalities with SQL three-valued logic.
     let mut acc = BooleanArray::from(vec![false; n]);
     for item in list {
+        // A constant item is compared as a scalar, not as n copies.
+        if let (Expr::Literal { value, ty: lt }, false, true) = (item, interval, n > 1) {
+            let one = values_to_array(std::slice::from_ref(value), *lt)?;
+            if one.data_type() == a.data_type() {
+                acc = boolean::or_kleene(&acc, &cmp::eq(&a, &Scalar::new(one))?)?;
+                continue;
+            }
+        }
         let mut v = item.eval(batch, ctx)?;
         if interval {
             v = super::functions::temporal::interval_cmp_keys(v.as_ref())?;
@@ -743,6 +754,53 @@ fn eval_in_list(expr: &Expr, list: &[Expr], negated: bool, batch: &RecordBatch, 
         acc = boolean::or_kleene(&acc, &eq)?;
     }
     Ok(Arc::new(if negated { boolean::not(&acc)? } else { acc }))
+}
+
+/// `text IN (constants)` in one pass over the strings with a set (tag
+/// IN-lists: `hostname IN ('host_1', …)`); a run of one string is looked
+/// up once. None when the column is not text or an item not a constant.
+fn in_text_set(a: &ArrayRef, list: &[Expr]) -> Option<BooleanArray> {
+    if a.data_type() != &DataType::Utf8 || list.len() < 2 {
+        return None;
+    }
+    let mut set = std::collections::HashSet::with_capacity(list.len());
+    let mut has_null = false;
+    for item in list {
+        match item {
+            Expr::Literal { value: Value::Text(s), ty } if ty.to_arrow() == DataType::Utf8 => {
+                set.insert(s.as_str());
+            }
+            Expr::Literal { value: Value::Null, .. } => has_null = true,
+            _ => return None,
+        }
+    }
+    let s = a.as_string::<i32>();
+    let mut prev: Option<(&str, bool)> = None;
+    // Not found: false, or NULL when the list holds a NULL.
+    let miss = if has_null { None } else { Some(false) };
+    Some(
+        (0..s.len())
+            .map(|i| {
+                if s.is_null(i) {
+                    return None;
+                }
+                let v = s.value(i);
+                let hit = match prev {
+                    Some((p, h)) if p == v => h,
+                    _ => {
+                        let h = set.contains(v);
+                        prev = Some((v, h));
+                        h
+                    }
+                };
+                if hit {
+                    Some(true)
+                } else {
+                    miss
+                }
+            })
+            .collect(),
+    )
 }
 
 fn eval_case(

@@ -35,8 +35,16 @@ impl BatchExecutor for SelectionExecutor {
         }
         let mask = self.predicate.eval(&batch, &self.ctx)?;
         let mask = mask.as_any().downcast_ref::<arrow::array::BooleanArray>().expect("predicate is boolean");
-        let live: UInt32Array = (0..mask.len()).filter(|&i| mask.is_valid(i) && mask.value(i)).map(|i| i as u32).collect();
-        let logical_rows = if live.len() == batch.num_rows() { None } else { Some(live) };
+        // True and not null, a word at a time.
+        let bits = match mask.nulls() {
+            Some(nulls) => mask.values() & nulls.inner(),
+            None => mask.values().clone(),
+        };
+        let logical_rows = if bits.count_set_bits() == batch.num_rows() {
+            None
+        } else {
+            Some(UInt32Array::from_iter_values(bits.set_indices().map(|i| i as u32)))
+        };
         Ok(BatchResult { batch, logical_rows, is_drained: drained })
     }
 }

@@ -1,13 +1,20 @@
-//! `SortExecutor`: ORDER BY over the whole input, with an optional top-k
-//! limit handed to arrow's lexsort.
+//! `SortExecutor`: ORDER BY over the whole input; with a LIMIT (top-k) the
+//! input streams through a bounded heap of candidates instead: every few
+//! thousand rows the candidates are cut back to the best k, so memory and
+//! sort work follow k, not the input. Ties keep input order either way.
 
-use arrow::array::RecordBatch;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, UInt32Array, UInt64Array};
 use arrow::compute::{lexsort_to_indices, SortColumn, SortOptions};
 use arrow::datatypes::SchemaRef;
 
 use super::plan::SortKey;
 use super::{BatchExecutor, BatchResult, ExecCtx};
 use crate::error::Result;
+
+/// Limits up to this many rows take the streaming top-k.
+const TOP_K_MAX: usize = 100_000;
 
 pub struct SortExecutor {
     child: Box<dyn BatchExecutor>,
@@ -23,7 +30,88 @@ impl SortExecutor {
         SortExecutor { child, keys, limit, ctx, output: None, pos: 0 }
     }
 
+    /// The sort columns of `batch`: normalized keys, intervals by their
+    /// comparison value.
+    fn sort_columns(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
+        self.keys
+            .iter()
+            .map(|k| {
+                let mut values = k.expr.eval(batch, &self.ctx)?;
+                if k.expr.ty() == crate::types::SqlType::Interval {
+                    values = super::functions::temporal::interval_cmp_keys(values.as_ref())?;
+                }
+                Ok(super::keys::normalize_key(&values))
+            })
+            .collect()
+    }
+
+    /// The indices of the best `limit` rows of `keys` (all rows when None),
+    /// ties by `pos`, the input order.
+    fn best(&self, keys: &[ArrayRef], pos: &ArrayRef, limit: Option<usize>) -> Result<UInt32Array> {
+        let mut cols: Vec<SortColumn> = keys
+            .iter()
+            .zip(&self.keys)
+            .map(|(v, k)| SortColumn { values: v.clone(), options: Some(SortOptions { descending: k.desc, nulls_first: k.nulls_first }) })
+            .collect();
+        cols.push(SortColumn { values: pos.clone(), options: None });
+        Ok(lexsort_to_indices(&cols, limit)?)
+    }
+
+    /// ORDER BY … LIMIT k: keep at most k rows (plus one chunk of input).
+    fn top_k(&mut self, k: usize) -> Result<RecordBatch> {
+        let schema = self.child.schema();
+        // Candidates: rows, their sort keys (evaluated once: ORDER BY
+        // random() must not change between cuts) and input positions.
+        let mut rows: Vec<RecordBatch> = vec![];
+        let mut keys: Vec<Vec<ArrayRef>> = vec![];
+        let mut pos: Vec<ArrayRef> = vec![];
+        let mut held = 0usize;
+        let mut charged = 0usize;
+        let mut seen = 0u64;
+        let chunk = (2 * k).max(4096);
+        let mut drained = false;
+        while !drained {
+            self.ctx.check()?;
+            let r = self.child.next_batch(super::BATCH_ROWS)?;
+            drained = r.is_drained;
+            let b = r.into_dense()?;
+            let n = b.num_rows();
+            if n > 0 {
+                keys.push(self.sort_columns(&b)?);
+                pos.push(Arc::new(UInt64Array::from_iter_values(seen..seen + n as u64)));
+                seen += n as u64;
+                held += n;
+                rows.push(b);
+            }
+            if held > k + chunk || (drained && held > 0) {
+                let all = if rows.len() == 1 { rows[0].clone() } else { arrow::compute::concat_batches(&schema, &rows)? };
+                // Charged at its largest: at most k + one chunk of rows.
+                let bytes = super::memory::batch_bytes(&all);
+                if bytes > charged {
+                    self.ctx.charge(bytes - charged, "a top-k sort")?;
+                    charged = bytes;
+                }
+                let all_keys: Vec<ArrayRef> = (0..self.keys.len())
+                    .map(|j| arrow::compute::concat(&keys.iter().map(|ks| ks[j].as_ref()).collect::<Vec<_>>()))
+                    .collect::<std::result::Result<_, _>>()?;
+                let all_pos = arrow::compute::concat(&pos.iter().map(|p| p.as_ref()).collect::<Vec<_>>())?;
+                let idx = self.best(&all_keys, &all_pos, Some(k))?;
+                rows = vec![super::take_batch(&all, &idx)?];
+                keys = vec![all_keys.iter().map(|c| arrow::compute::take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?];
+                pos = vec![arrow::compute::take(all_pos.as_ref(), &idx, None)?];
+                held = idx.len();
+            }
+        }
+        // The last cut sorted the survivors.
+        Ok(rows.pop().unwrap_or_else(|| super::empty_batch(&schema)))
+    }
+
     fn sort_all(&mut self) -> Result<RecordBatch> {
+        if let (Some(k), false) = (self.limit, self.keys.is_empty()) {
+            if k <= TOP_K_MAX {
+                return self.top_k(k);
+            }
+        }
         let schema = self.child.schema();
         let batches = super::drain(&mut self.child, &self.ctx)?;
         let all = super::concat(&self.ctx, &schema, &batches)?;

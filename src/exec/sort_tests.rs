@@ -103,3 +103,28 @@ fn a_cancel_request_stops_the_sort() {
     let mut s = SortExecutor::new(MockExecutor::new(&cols, vec![Step::dense(input())]).boxed(), vec![key(1, Int8, false, false)], None, c);
     assert_eq!(run(&mut s, 1024).unwrap_err().kind.sqlstate(), "57014");
 }
+
+/// Top-k over an input many times k: the best k rows, ties in input order,
+/// as a full sort would give them.
+#[test]
+fn top_k_streams_a_large_input_and_keeps_ties_in_input_order() {
+    let cols = columns(&[("k", Text), ("v", Int8)]);
+    let steps: Vec<Step> = (0..40)
+        .map(|b| Step::dense((0..1000).map(|i| vec![txt(&format!("r{}", b * 1000 + i)), int(((b * 1000 + i) * 37) % 1009)]).collect()))
+        .collect();
+    let full = sort(steps.clone(), vec![key(1, Int8, true, false)], None, 100_000);
+    for k in [0, 1, 7, 500, 5000] {
+        let top = sort(steps.clone(), vec![key(1, Int8, true, false)], Some(k), 1024);
+        let v = |r: &[Vec<String>]| r.iter().map(|r| r[1].clone()).collect::<Vec<_>>();
+        assert_eq!(v(&top), v(&full[..k]), "k = {k}");
+        // Within a value, input order (row names grow with position).
+        for w in top.windows(2) {
+            if w[0][1] == w[1][1] {
+                assert!(w[0][0][1..].parse::<u32>().unwrap() < w[1][0][1..].parse::<u32>().unwrap());
+            }
+        }
+    }
+    // Ties (every value appears ~40 times) come out in input order.
+    let top = sort(steps, vec![key(1, Int8, false, false)], Some(3), 1024);
+    assert_eq!(top, rows(&[&["r0", "0"], &["r1009", "0"], &["r2018", "0"]]));
+}

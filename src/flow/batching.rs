@@ -49,6 +49,8 @@ pub struct TaskState {
     /// A whole-query flow has changes to reflect.
     pub full_dirty: bool,
     pub failures: u32,
+    /// Incremental evaluation (issue 9): mode, partial states, statistics.
+    pub incr: super::incremental::IncrState,
     /// The last scheduled run stopped after its batches with work left.
     pub more: bool,
     /// Rows written to a `ttl = 'instant'` source, not yet transformed.
@@ -146,6 +148,11 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
     };
     let c = compile(env, def, settings, now * 1000)?;
     st.more = false;
+    // Incremental evaluation where it is provably exact (issue 9).
+    if let Some(rows) = super::incremental::run(env, def, st, &c, trigger, now)? {
+        return Ok(rows);
+    }
+    let windows_before = st.progress.windows_done;
     // 1. What changed since the progress read so far.
     let mut changed = false;
     let mut added = false;
@@ -320,6 +327,7 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
         st.progress.pending_full = st.full_dirty;
         env.catalog.put_flow_progress(&def.name, &st.progress)?;
     }
+    super::incremental::note_batching(env, def, st, rows, st.progress.windows_done - windows_before);
     Ok(rows)
 }
 

@@ -13,6 +13,7 @@
 //! `error`; never `sql` or `server`. Storage never imports flow.
 
 pub mod batching;
+pub mod incremental;
 pub mod shape;
 pub mod sink;
 pub mod window;

@@ -595,3 +595,35 @@ fn dirty_windows_and_their_filter() {
         assert_eq!(value_at(keep.as_ref(), i), Value::Bool(want), "{t}");
     }
 }
+
+#[test]
+fn delta_plans_say_which_flow_queries_merge() {
+    use crate::planner::incremental::{delta_plan, Keep};
+    let f = fixture();
+    let w = "date_bin(INTERVAL '1 minute', ts)";
+    let dp = delta_plan(&f.logical(&format!(
+        "SELECT host, {w} AS m, count(*), sum(n), avg(n), min(usage), max(ts), bool_and(ok), bool_or(ok) FROM cpu WHERE n > 0 GROUP BY host, m HAVING count(*) > 1"
+    )))
+    .unwrap();
+    assert_eq!((dp.group_count, dp.window_key), (2, 1));
+    let keeps: Vec<Keep> = dp.aggs.iter().map(|a| a.keep).collect();
+    // HAVING's count(*) is the select list's.
+    assert_eq!(keeps, [Keep::Count, Keep::Sum, Keep::Avg, Keep::Min, Keep::Max, Keep::Min, Keep::Max]);
+    assert_eq!(dp.partial.len(), 1 + 2 + 2 + 1 + 1 + 1 + 1 + 1, "states, then rows per group");
+    assert!(dp.inexact.is_none(), "integer sums are exact");
+    let dp = delta_plan(&f.logical(&format!("SELECT {w} AS m, avg(usage) FROM cpu GROUP BY m"))).unwrap();
+    assert!(dp.inexact.as_deref().is_some_and(|r| r.contains("floating-point")));
+    for (sql, why) in [
+        (format!("SELECT {w} AS m, count(DISTINCT host) FROM cpu GROUP BY m"), "DISTINCT"),
+        (format!("SELECT {w} AS m, string_agg(host, ',') FROM cpu GROUP BY m"), "string_agg"),
+        (format!("SELECT {w} AS m, stddev(n) FROM cpu GROUP BY m"), "not kept incrementally"),
+        (format!("SELECT {w} AS m, count(*) FROM cpu WHERE ts > now() - INTERVAL '1 hour' GROUP BY m"), "stable function"),
+        (format!("SELECT {w} AS m, count(*) FILTER (WHERE random() < 0.5) FROM cpu GROUP BY m"), "volatile"),
+        ("SELECT host, count(*) FROM cpu GROUP BY host".to_string(), "time window"),
+        (format!("SELECT {w} AS m, count(*) FROM cpu GROUP BY m ORDER BY m LIMIT 3"), "LIMIT"),
+        (format!("SELECT {w} AS m, count(*) FROM cpu JOIN t2 USING (host) GROUP BY m"), "one table"),
+    ] {
+        let r = delta_plan(&f.logical(&sql)).expect_err(&sql);
+        assert!(r.contains(why), "{sql}: {r}");
+    }
+}

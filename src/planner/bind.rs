@@ -789,6 +789,9 @@ impl<'a> Planner<'a> {
         if let Some(e) = self.bind_catalog_function(&name, &args, scope, agg)? {
             return Ok(e);
         }
+        if let Some(e) = self.bind_privilege_function(&name, &args, scope, agg)? {
+            return Ok(e);
+        }
         if let Some(func) = agg_func(&name) {
             if agg.is_none() {
                 bail!(Grouping, "aggregate functions are not allowed here");

@@ -98,3 +98,181 @@ impl IncrementalKeys {
         Ok(SeqBounds { after: Some(after), upto: Some(last_seq), mode })
     }
 }
+
+// ---------------------------------------------------------------------------
+// Delta plans (issue 9): can a flow's aggregation be kept by merging the
+// change log into stored partial states, and how.
+
+use super::analysis::{self, GroupKeyKind, TimeWindow, Volatility};
+use super::logical::LogicalPlan;
+use crate::exec::expr::Expr;
+use crate::exec::plan::{AggCall, AggFunc};
+use crate::types::SqlType;
+
+/// How one of the query's aggregates is kept in partial state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// count(*) / count(x): one state, the count; retractions subtract.
+    Count,
+    /// sum(x): (sum, count of non-NULL x); NULL when the count is 0.
+    Sum,
+    /// avg(x): (sum, count); NULL when the count is 0.
+    Avg,
+    /// min(x) / bool_and(x): the least value; a retraction of a value at
+    /// or below it recomputes the group.
+    Min,
+    /// max(x) / bool_or(x).
+    Max,
+}
+
+impl Keep {
+    /// Partial state columns of this aggregate.
+    pub fn width(self) -> usize {
+        match self {
+            Keep::Sum | Keep::Avg => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// One aggregate of the query and where its state columns start among the
+/// partial columns.
+#[derive(Debug, Clone)]
+pub struct KeptAgg {
+    pub keep: Keep,
+    pub first: usize,
+    /// The sum is kept as an integer (integer argument): exact.
+    pub int_sum: bool,
+    /// The aggregate's output type.
+    pub ty: SqlType,
+}
+
+/// A flow query whose aggregation can be maintained from deltas.
+#[derive(Debug, Clone)]
+pub struct DeltaPlan {
+    /// GROUP BY keys; the one at `window_key` is the time window.
+    pub group_count: usize,
+    pub window_key: usize,
+    pub window: TimeWindow,
+    pub aggs: Vec<KeptAgg>,
+    /// The partial calls, run over delta rows and over source windows:
+    /// every aggregate's state calls, then `count(*)` (rows per group, so
+    /// a group vanishes at zero rows).
+    pub partial: Vec<AggCall>,
+    /// Why merging is exact only up to rounding (floating-point sums
+    /// depend on the order of addition); None when exact.
+    pub inexact: Option<String>,
+}
+
+impl DeltaPlan {
+    /// The partial column holding the group's row count.
+    pub fn rows_col(&self) -> usize {
+        self.partial.len() - 1
+    }
+}
+
+fn part(func: AggFunc, args: Vec<Expr>, filter: &Option<Expr>, ty: SqlType) -> AggCall {
+    AggCall { func, args, distinct: false, filter: filter.clone(), ty }
+}
+
+/// The Aggregate node under the Project / Filter (HAVING) / Sort nodes on
+/// top of a plan.
+fn top_aggregate(plan: &LogicalPlan) -> std::result::Result<&LogicalPlan, String> {
+    match plan {
+        LogicalPlan::Aggregate { .. } => Ok(plan),
+        LogicalPlan::Project { input, .. } | LogicalPlan::Filter { input, .. } => top_aggregate(input),
+        LogicalPlan::Sort { input, fetch: None, .. } => top_aggregate(input),
+        LogicalPlan::Sort { .. } | LogicalPlan::Limit { .. } => Err("LIMIT above the aggregation depends on other groups".into()),
+        LogicalPlan::Window { .. } => Err("a window function above the aggregation depends on other groups".into()),
+        LogicalPlan::Distinct { .. } | LogicalPlan::DistinctOn { .. } => Err("DISTINCT above the aggregation".into()),
+        _ => Err("the query has no aggregation to keep partial states of".into()),
+    }
+}
+
+/// The aggregation's input must be filters and projections over one scan.
+fn simple_input(plan: &LogicalPlan) -> std::result::Result<(), String> {
+    match plan {
+        LogicalPlan::Scan(s) => match s.table.ttl_ms {
+            Some(_) => Err(format!("source \"{}\" has a TTL: expired rows leave no retraction in the change log", s.table.name)),
+            None => Ok(()),
+        },
+        LogicalPlan::Filter { input, .. } | LogicalPlan::Project { input, .. } => simple_input(input),
+        _ => Err("the aggregation's input is not filters and projections over one table".into()),
+    }
+}
+
+/// Decide whether (and how) a flow's query can be evaluated by merging
+/// deltas into partial states; the error is the reason it cannot (for
+/// good: the query does not change).
+pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> {
+    match analysis::volatility(plan) {
+        Volatility::Volatile => return Err("the query calls a volatile function".into()),
+        Volatility::Stable => return Err("the query calls a stable function (now(), settings): its result moves with time".into()),
+        Volatility::Immutable => {}
+    }
+    let agg = top_aggregate(plan)?;
+    let LogicalPlan::Aggregate { input, group_by, aggs, .. } = agg else { unreachable!("top_aggregate returns an Aggregate") };
+    simple_input(input)?;
+    let shape = analysis::analyze_aggregate(agg).ok_or("the query has no aggregation")?;
+    let (window_key, window) = shape
+        .group_keys
+        .iter()
+        .find_map(|k| match &k.kind {
+            GroupKeyKind::TimeWindow(w) => Some((k.index, w.clone())),
+            _ => None,
+        })
+        .ok_or("no GROUP BY key is a time window")?;
+    let mut kept = Vec::new();
+    let mut partial = Vec::new();
+    let mut inexact = None;
+    for a in aggs {
+        let name = format!("{:?}", a.func).to_lowercase();
+        let idempotent = matches!(a.func, AggFunc::Min | AggFunc::Max | AggFunc::BoolAnd | AggFunc::BoolOr);
+        if a.distinct && !idempotent {
+            return Err(format!("{name}(DISTINCT …) needs every value seen so far, not a partial state"));
+        }
+        let first = partial.len();
+        let arg_ty = a.args.first().map(|e| e.ty());
+        let int_arg = arg_ty.is_some_and(|t| t.is_integer());
+        let keep = match a.func {
+            AggFunc::CountStar | AggFunc::Count => {
+                partial.push(part(a.func, a.args.clone(), &a.filter, SqlType::Int8));
+                Keep::Count
+            }
+            AggFunc::Sum | AggFunc::Avg => {
+                let x = a.args.first().cloned().ok_or("sum / avg without an argument")?;
+                let sum_ty = if int_arg { SqlType::Int8 } else { SqlType::Float8 };
+                if !int_arg {
+                    inexact.get_or_insert_with(|| format!("{name} over {} adds floating-point numbers, whose rounding depends on the order of addition", arg_ty.map(|t| t.pg_name()).unwrap_or("?")));
+                }
+                let xs = if int_arg || arg_ty == Some(SqlType::Float8) { x.clone() } else { Expr::Cast { expr: Box::new(x.clone()), ty: SqlType::Float8 } };
+                partial.push(part(AggFunc::Sum, vec![xs], &a.filter, sum_ty));
+                partial.push(part(AggFunc::Count, vec![x], &a.filter, SqlType::Int8));
+                if a.func == AggFunc::Sum {
+                    Keep::Sum
+                } else {
+                    Keep::Avg
+                }
+            }
+            AggFunc::Min | AggFunc::Max | AggFunc::BoolAnd | AggFunc::BoolOr => {
+                let ty = arg_ty.unwrap_or(a.ty);
+                if !(ty.is_numeric() || ty.is_timestamp() || matches!(ty, SqlType::Bool | SqlType::Text | SqlType::Date)) {
+                    return Err(format!("{name} over {} has no order the flow engine can compare", ty.pg_name()));
+                }
+                partial.push(part(a.func, a.args.clone(), &a.filter, a.ty));
+                if matches!(a.func, AggFunc::Min | AggFunc::BoolAnd) {
+                    Keep::Min
+                } else {
+                    Keep::Max
+                }
+            }
+            AggFunc::StringAgg => return Err("string_agg concatenates in input order; partial strings cannot be merged in that order".into()),
+            AggFunc::VarPop | AggFunc::VarSamp | AggFunc::StddevPop | AggFunc::StddevSamp => {
+                return Err(format!("{name} is not kept incrementally: its merged formula rounds differently from the direct one"))
+            }
+        };
+        kept.push(KeptAgg { keep, first, int_sum: int_arg, ty: a.ty });
+    }
+    partial.push(part(AggFunc::CountStar, vec![], &None, SqlType::Int8));
+    Ok(DeltaPlan { group_count: group_by.len(), window_key, window, aggs: kept, partial, inexact })
+}

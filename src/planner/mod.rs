@@ -11,6 +11,7 @@ mod hop;
 pub mod incremental;
 pub mod logical;
 pub mod physical;
+mod privilege;
 mod regtypes;
 pub mod rewrite;
 mod select;
@@ -65,6 +66,11 @@ pub struct Planner<'a> {
     pub watermarks: RefCell<Vec<(u64, u64)>>,
     /// WITH queries in scope, innermost last: name → (query, column names).
     pub ctes: RefCell<Vec<(String, sqlparser::ast::Query, Vec<String>)>>,
+    /// The role whose SELECT privilege every relation read is checked
+    /// against (42501): the session's user, a view's owner inside that
+    /// view. None: unchecked (a flow's own evaluation, describing a
+    /// statement, planning a view's definition).
+    pub check_as: RefCell<Option<String>>,
 }
 
 impl<'a> Planner<'a> {
@@ -78,6 +84,7 @@ impl<'a> Planner<'a> {
             incremental: None,
             watermarks: RefCell::new(Vec::new()),
             ctes: RefCell::new(Vec::new()),
+            check_as: RefCell::new(None),
         }
     }
 

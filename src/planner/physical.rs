@@ -91,12 +91,14 @@ pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
 fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
     let mut request = ScanRequest { projection: s.projection.clone(), time_range: s.time_range, ..Default::default() };
     if let Some(first) = s.regions.0.first() {
-        // Storage prunes by one value per tag column; larger sets are
-        // left to the selection above.
+        // Storage prunes by each tag column's set of values (an equality
+        // or IN-list); the selection above still filters.
         for (col, set) in &s.tag_sets {
-            let [v] = set.as_slice() else { continue };
+            if set.is_empty() || set.iter().any(|v| matches!(v, crate::types::Value::Null)) {
+                continue;
+            }
             let ty = SqlType::from_arrow(first.desc.schema.field(*col).data_type());
-            if let Ok(a) = crate::types::values_to_array(std::slice::from_ref(v), ty) {
+            if let Ok(a) = crate::types::values_to_array(set, ty) {
                 request.filters.push(ColumnEq { column: *col, value: a });
             }
         }

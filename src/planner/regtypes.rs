@@ -285,7 +285,7 @@ impl Planner<'_> {
 
 impl Planner<'_> {
     /// An argument naming a relation (`'t'`, `'t'::regclass`, an OID) as its OID.
-    fn relation_arg(&self, a: &ast::Expr, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
+    pub(super) fn relation_arg(&self, a: &ast::Expr, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
         let e = self.bind_reg_operand(a, scope, agg, true)?;
         self.infer_param(&e, SqlType::Text);
         if e.ty().is_text() || matches!(e, Expr::Param { ty: SqlType::Text, .. }) {

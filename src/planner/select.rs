@@ -811,6 +811,9 @@ impl<'a> Planner<'a> {
             None => bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display()),
         };
         if let Some(def) = self.catalog.table(db, name) {
+            if let Some(role) = self.check_as.borrow().as_deref() {
+                self.catalog.check_relation(role, db, name, "table", crate::catalog::acl::SELECT)?;
+            }
             let regions = self.regions(&def)?;
             let cols: Vec<PlanColumn> =
                 def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
@@ -835,13 +838,25 @@ impl<'a> Planner<'a> {
         }
         if let Some(v) = self.catalog.view(db, name) {
             let q = crate::parser::parse_query(&v.sql)?;
+            // The view is read as the user; its relations as its owner.
+            let body_role = match self.check_as.borrow().as_deref() {
+                Some(role) => {
+                    self.catalog.check_relation(role, db, name, "view", crate::catalog::acl::SELECT)?;
+                    Some(self.catalog.owner_of(&crate::catalog::acl::AclObject::Relation(db.to_string(), name.to_string())))
+                }
+                None => None,
+            };
             let plan = if db == self.database {
-                self.plan_query(&q, None)?
+                let saved = self.check_as.replace(body_role);
+                let r = self.plan_query(&q, None);
+                self.check_as.replace(saved);
+                r?
             } else {
                 // Another database's view: its unqualified names are that
                 // database's, so it is planned by a planner for it.
                 let mut other = super::Planner::new(self.catalog, self.storage, db, self.ctx.clone(), Default::default());
                 other.incremental = self.incremental.clone();
+                other.check_as = std::cell::RefCell::new(body_role);
                 let plan = other.plan_query(&q, None)?;
                 self.watermarks.borrow_mut().extend(other.watermarks.into_inner());
                 plan

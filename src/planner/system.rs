@@ -6,6 +6,7 @@ use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use super::logical::LogicalPlan;
 use super::Planner;
 use crate::bail;
+use crate::catalog::acl::AclObject;
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
 use crate::types::{values_to_array, SqlType, Value};
@@ -24,6 +25,83 @@ fn table(cols: &[(&str, SqlType)], rows: Vec<Vec<Value>>) -> Result<(LogicalPlan
 
 fn t(s: &str) -> Value {
     Value::Text(s.to_string())
+}
+
+/// The OID of a role by name (the bootstrap superuser's, 10, if it is gone).
+fn role_oid(p: &Planner, name: &str) -> i64 {
+    p.catalog.role(name).map(|r| r.oid as i64).unwrap_or(10)
+}
+
+/// May the planning user see relation `db.name` in information_schema:
+/// does it own it or hold some privilege on it?
+fn visible(p: &Planner, db: &str, name: &str) -> bool {
+    let obj = AclObject::Relation(db.to_string(), name.to_string());
+    p.catalog.privileges(&p.ctx.user, &obj).0 != 0 || p.catalog.is_owner(&p.ctx.user, &obj)
+}
+
+/// information_schema.table_privileges / role_table_grants: one row per
+/// privilege of each ACL item whose grantor or grantee is an enabled role
+/// of the user (or the grantee is PUBLIC), as PostgreSQL's view filters.
+fn table_privilege_rows(p: &Planner, role_view: bool) -> Vec<Vec<Value>> {
+    let db = p.database.as_str();
+    let enabled = p.catalog.role_closure(&p.ctx.user, true);
+    let su = p.catalog.is_superuser(&p.ctx.user);
+    let mut rels: Vec<(String, String, String)> = Vec::new();
+    for tdef in p.catalog.tables(db) {
+        rels.push((db.to_string(), "public".into(), tdef.name));
+    }
+    for v in p.catalog.views(db) {
+        rels.push((db.to_string(), "public".into(), v.name));
+    }
+    for other in p.catalog.databases().into_iter().filter(|d| d != db && !is_reserved_schema(d)) {
+        for tdef in p.catalog.tables(&other) {
+            rels.push((other.clone(), other.clone(), tdef.name));
+        }
+        for v in p.catalog.views(&other) {
+            rels.push((other.clone(), other.clone(), v.name));
+        }
+    }
+    let mut rows = Vec::new();
+    for (rdb, schema, name) in rels {
+        let obj = AclObject::Relation(rdb, name.clone());
+        let (_, items, _) = p.catalog.object_acl(&obj);
+        for i in items {
+            let grantee = if i.grantee.is_empty() { "PUBLIC".to_string() } else { i.grantee.clone() };
+            let mine = su || enabled.contains(&i.grantor) || enabled.contains(&i.grantee);
+            let shown = if role_view { mine } else { mine || i.grantee.is_empty() };
+            if !shown {
+                continue;
+            }
+            for bit in [
+                crate::catalog::acl::INSERT,
+                crate::catalog::acl::SELECT,
+                crate::catalog::acl::UPDATE,
+                crate::catalog::acl::DELETE,
+                crate::catalog::acl::TRUNCATE,
+                crate::catalog::acl::REFERENCES,
+                crate::catalog::acl::TRIGGER,
+            ] {
+                if i.privs & bit == 0 {
+                    continue;
+                }
+                let yes_no = |b: bool| t(if b { "YES" } else { "NO" });
+                // Ownership confers the grant option whether or not stored.
+                let grantable = i.grant_options & bit != 0 || (!i.grantee.is_empty() && p.catalog.is_owner(&i.grantee, &obj));
+                let hierarchy = bit == crate::catalog::acl::SELECT;
+                rows.push(vec![
+                    t(&i.grantor),
+                    t(&grantee),
+                    t(db),
+                    t(&schema),
+                    t(&name),
+                    t(crate::catalog::acl::privilege_name(bit)),
+                    yes_no(grantable),
+                    yes_no(hierarchy),
+                ]);
+            }
+        }
+    }
+    rows
 }
 
 /// OID of a table: its id offset past PostgreSQL's built-in range.
@@ -140,31 +218,50 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
     let db = p.database.as_str();
     match (schema, name) {
         ("information_schema", "tables") => {
+            // Only relations the user has some privilege on (or owns), as
+            // PostgreSQL shows them.
             let mut rows = Vec::new();
-            for tdef in p.catalog.tables(db) {
+            for tdef in p.catalog.tables(db).into_iter().filter(|x| visible(p, db, &x.name)) {
                 rows.push(vec![t(db), t("public"), t(&tdef.name), t("BASE TABLE")]);
             }
-            for v in p.catalog.views(db) {
+            for v in p.catalog.views(db).into_iter().filter(|x| visible(p, db, &x.name)) {
                 rows.push(vec![t(db), t("public"), t(&v.name), t("VIEW")]);
             }
             // Other databases' tables, under their database's schema name.
             for other in p.catalog.databases().into_iter().filter(|d| d != db && !is_reserved_schema(d)) {
-                for tdef in p.catalog.tables(&other) {
+                for tdef in p.catalog.tables(&other).into_iter().filter(|x| visible(p, &other, &x.name)) {
                     rows.push(vec![t(db), t(&other), t(&tdef.name), t("BASE TABLE")]);
                 }
-                for v in p.catalog.views(&other) {
+                for v in p.catalog.views(&other).into_iter().filter(|x| visible(p, &other, &x.name)) {
                     rows.push(vec![t(db), t(&other), t(&v.name), t("VIEW")]);
                 }
             }
             table(&[("table_catalog", Text), ("table_schema", Text), ("table_name", Text), ("table_type", Text)], rows)
         }
+        ("information_schema", "table_privileges") | ("information_schema", "role_table_grants") => table(
+            &[
+                ("grantor", Text),
+                ("grantee", Text),
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("privilege_type", Text),
+                ("is_grantable", Text),
+                ("with_hierarchy", Text),
+            ],
+            table_privilege_rows(p, name == "role_table_grants"),
+        ),
         ("information_schema", "columns") => {
             let mut rows = Vec::new();
             // This database's tables under `public`, other databases' under
             // their database's name (as in information_schema.tables).
             let mut schemas = vec![(db.to_string(), "public".to_string())];
             schemas.extend(p.catalog.databases().into_iter().filter(|d| d != db && !is_reserved_schema(d)).map(|d| (d.clone(), d)));
-            for (tdef, schema) in schemas.iter().flat_map(|(d, schema)| p.catalog.tables(d).into_iter().map(move |t| (t, schema))) {
+            for (tdef, schema) in schemas
+                .iter()
+                .flat_map(|(d, schema)| p.catalog.tables(d).into_iter().map(move |t| (t, schema)))
+                .filter(|(tdef, _)| visible(p, &tdef.database, &tdef.name))
+            {
                 for (i, c) in tdef.columns.iter().enumerate() {
                     let role = if tdef.time_index == Some(i) {
                         "TIMESTAMP"
@@ -281,6 +378,86 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows,
             )
         }
+        ("information_schema", "flow_statistics") => {
+            // Incremental evaluation (issue 9): one row per flow of this
+            // database, from the running flows' statistics.
+            let mut rows = Vec::new();
+            let mut flows: Vec<_> = p.catalog.flows().into_iter().filter(|f| f.database == db).collect();
+            flows.sort_by(|a, b| a.name.cmp(&b.name));
+            let board = p.catalog.flow_stats.read().clone();
+            let now_ms =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+            for f in flows {
+                let prog = p.catalog.flow_progress(&f.name).unwrap_or_default();
+                let st = board.get(&f.name).cloned().unwrap_or_default();
+                let i = |v: u64| Value::Int(v as i64);
+                // Lag: changes not yet reflected → time since the flow last caught up.
+                let mut pending = false;
+                for (d, n) in &f.sources {
+                    if let Some(tdef) = p.catalog.table(d, n) {
+                        for r in p.regions(&tdef)? {
+                            if prog.regions.get(&r.id).is_none_or(|s| *s < r.last_seq()) {
+                                pending = true;
+                            }
+                        }
+                    }
+                }
+                let lag = match (pending, prog.last_execution_ms) {
+                    (false, _) => Value::Int(0),
+                    (true, Some(t)) => Value::Int((now_ms - t).max(0)),
+                    (true, None) => Value::Null,
+                };
+                let inc = st.incremental_evaluations;
+                let hit = if inc + st.full_evaluations == 0 {
+                    Value::Null
+                } else {
+                    Value::Float(inc as f64 / (inc + st.full_evaluations) as f64)
+                };
+                let fallbacks = serde_json::Value::from(st.fallbacks.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>());
+                let checkpoints = serde_json::Value::from(
+                    prog.regions.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>(),
+                );
+                rows.push(vec![
+                    t(&f.name),
+                    if st.mode.is_empty() { t("not_started") } else { t(&st.mode) },
+                    st.reason.as_deref().map(t).unwrap_or(Value::Null),
+                    t(&checkpoints.to_string()),
+                    i(st.evaluations),
+                    i(st.incremental_evaluations),
+                    i(st.full_evaluations),
+                    hit,
+                    t(&fallbacks.to_string()),
+                    i(st.fallback_windows),
+                    i(st.extreme_recomputes),
+                    i(st.rows_read),
+                    i(st.rows_written),
+                    i(st.state_windows),
+                    st.last_error.as_deref().map(t).unwrap_or(Value::Null),
+                    lag,
+                ]);
+            }
+            table(
+                &[
+                    ("flow_name", Text),
+                    ("mode", Text),
+                    ("reason", Text),
+                    ("checkpoints", Text),
+                    ("evaluations", Int8),
+                    ("incremental_evaluations", Int8),
+                    ("full_evaluations", Int8),
+                    ("incremental_hit_rate", Float8),
+                    ("fallbacks", Text),
+                    ("fallback_windows", Int8),
+                    ("extreme_recomputes", Int8),
+                    ("rows_read", Int8),
+                    ("rows_written", Int8),
+                    ("state_windows", Int8),
+                    ("last_error", Text),
+                    ("lag_ms", Int8),
+                ],
+                rows,
+            )
+        }
         ("information_schema", "region_statistics") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
@@ -359,10 +536,11 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 .iter()
                 .enumerate()
                 .map(|(i, d)| {
+                    let obj = AclObject::Database(d.clone());
                     vec![
                         Value::Int(16000 + i as i64),
                         t(d),
-                        Value::Int(10),
+                        Value::Int(role_oid(p, &p.catalog.owner_of(&obj))),
                         Value::Int(6),
                         t("C"),
                         t("C"),
@@ -371,7 +549,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         Value::Bool(false),
                         Value::Bool(true),
                         Value::Int(-1),
-                        Value::Null,
+                        p.catalog.acl_column(&obj).map(Value::Text).unwrap_or(Value::Null),
                     ]
                 })
                 .collect();
@@ -396,12 +574,16 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         ("pg_catalog", "pg_class") => {
             let mut rows = Vec::new();
             let row = |oid: i64, name: &str, kind: &str, has_index: bool| {
+                // An index has its table's owner and no ACL of its own.
+                let rel = name.strip_suffix("_pkey").filter(|_| kind == "i").unwrap_or(name);
+                let obj = AclObject::Relation(db.to_string(), rel.to_string());
+                let acl = if kind == "i" { None } else { p.catalog.acl_column(&obj) };
                 vec![
                     Value::Int(oid),
                     t(name),
                     Value::Int(2200),
                     t(kind),
-                    Value::Int(10),
+                    Value::Int(role_oid(p, &p.catalog.owner_of(&obj))),
                     Value::Int(if kind == "r" { 2 } else { 0 }),
                     Value::Int(0),
                     Value::Bool(has_index),
@@ -419,6 +601,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     Value::Null,
                     Value::Null,
                     Value::Int(0),
+                    acl.map(Value::Text).unwrap_or(Value::Null),
                 ]
             };
             for tdef in p.catalog.tables(db) {
@@ -457,6 +640,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("reloptions", Text),
                     ("relpartbound", Text),
                     ("reltype", Int8),
+                    ("relacl", Text),
                 ],
                 rows,
             )
@@ -485,6 +669,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         Value::Int(0),
                         Value::Bool(true),
                         Value::Int(0),
+                        Value::Null,
                     ]);
                 }
             }
@@ -507,6 +692,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                             Value::Int(0),
                             Value::Bool(true),
                             Value::Int(0),
+                            Value::Null,
                         ]);
                     }
                 }
@@ -528,6 +714,8 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("attndims", Int4),
                     ("attislocal", Bool),
                     ("attinhcount", Int4),
+                    // No column privileges: always NULL.
+                    ("attacl", Text),
                 ],
                 rows,
             )
@@ -875,6 +1063,35 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         ("pg_catalog", "pg_publication_namespace") => table(&[("oid", Int8), ("pnpubid", Int8), ("pnnspid", Int8)], vec![]),
         ("pg_catalog", "pg_publication_rel") => {
             table(&[("oid", Int8), ("prpubid", Int8), ("prrelid", Int8), ("prqual", Text), ("prattrs", Text)], vec![])
+        }
+        ("pg_catalog", "pg_stat_ssl") => {
+            // One row per session, joined with pg_stat_activity by pid.
+            let rows = p
+                .ctx
+                .activity
+                .rows()
+                .into_iter()
+                .map(|r| {
+                    let (ssl, version, cipher, bits) = match &r.ssl {
+                        Some(s) => (true, t(&s.version), t(&s.cipher), Value::Int(s.bits as i64)),
+                        None => (false, Value::Null, Value::Null, Value::Null),
+                    };
+                    vec![Value::Int(r.pid as i64), Value::Bool(ssl), version, cipher, bits, Value::Null, Value::Null, Value::Null]
+                })
+                .collect();
+            table(
+                &[
+                    ("pid", Int4),
+                    ("ssl", Bool),
+                    ("version", Text),
+                    ("cipher", Text),
+                    ("bits", Int4),
+                    ("client_dn", Text),
+                    ("client_serial", Text),
+                    ("issuer_dn", Text),
+                ],
+                rows,
+            )
         }
         ("pg_catalog", "pg_stat_activity") | ("information_schema", "processlist") => {
             let ts = |t: i64| Value::Timestamp(t);

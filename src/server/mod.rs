@@ -5,6 +5,7 @@
 
 mod encode;
 pub mod hba;
+mod socket;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -76,6 +77,8 @@ pub struct Connection {
     idle: Arc<IdleWatch>,
     hba: Arc<hba::Hba>,
     auth: Arc<Mutex<Auth>>,
+    /// The TLS facts of the socket, known after the handshake (pg_stat_ssl).
+    ssl: Arc<Mutex<Option<crate::exec::activity::SslInfo>>>,
 }
 
 /// Where a connection's authentication exchange stands.
@@ -322,7 +325,14 @@ impl Connection {
         if !self.engine.catalog.database_exists(db) {
             return Err(fatal("3D000", format!("database \"{db}\" does not exist")));
         }
+        if let Err(e) = crate::sql::privilege::connect_allowed(&self.engine.catalog, user, db) {
+            let mut info = pg_error(&e);
+            info.severity = "FATAL".into();
+            return Err(PgWireError::UserError(Box::new(info)));
+        }
         let mut sess = Session::new(self.engine.clone(), db, user);
+        // Rows go out as they are computed (see `streamed`).
+        sess.stream_results = true;
         // Backend key data for cancel requests: our pid counter and a
         // secret from the clock and address (not cryptographic).
         let secret =
@@ -333,6 +343,8 @@ impl Connection {
             sess.settings.insert("application_name".into(), app.clone());
         }
         sess.register(self.pid);
+        let ssl = self.ssl.lock().clone();
+        self.engine.activity.update(self.pid, |r| r.ssl = ssl);
         *self.session.lock() = Some(sess);
         finish_authentication(client, &Params { superuser: self.engine.catalog.is_superuser(user) }).await?;
         Ok(())
@@ -380,6 +392,50 @@ impl Connection {
     }
 }
 
+/// A panic's message as an internal error.
+fn panic_error(p: Box<dyn std::any::Any + Send>) -> PgWireError {
+    let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|m| m.to_string())).unwrap_or_default();
+    user_error(&crate::err!(Internal, "internal error: {msg}"))
+}
+
+/// A result computed while the client reads it: `step` produces the items
+/// of the next batch (None at the end). It runs on the connection's task
+/// between socket writes (pgwire feeds each item to the socket, which
+/// flushes as its buffer fills), so the first rows leave before the last
+/// are computed and memory holds one batch. A failure or panic is the last
+/// item: the client gets an ErrorResponse after the rows before it, as from
+/// PostgreSQL.
+fn streamed<T: Send + 'static>(
+    mut step: impl FnMut() -> PgWireResult<Option<Vec<T>>> + Send + 'static,
+) -> impl futures::Stream<Item = PgWireResult<T>> + Send + 'static {
+    let mut pending = Vec::new().into_iter();
+    let mut done = false;
+    stream::iter(std::iter::from_fn(move || loop {
+        if let Some(item) = pending.next() {
+            return Some(Ok(item));
+        }
+        if done {
+            return None;
+        }
+        let r = tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut step)));
+        match r {
+            Ok(Ok(Some(items))) => pending = items.into_iter(),
+            Ok(Ok(None)) => {
+                done = true;
+                return None;
+            }
+            Ok(Err(e)) => {
+                done = true;
+                return Some(Err(e));
+            }
+            Err(p) => {
+                done = true;
+                return Some(Err(panic_error(p)));
+            }
+        }
+    }))
+}
+
 /// Turn a statement result into a pgwire response.
 fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxState) -> PgWireResult<Response> {
     Ok(match r {
@@ -391,6 +447,41 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
                 Ok(pgwire::messages::copy::CopyData::new(bytes::Bytes::from(l)))
             });
             Response::CopyOut(pgwire::api::results::CopyResponse::new(0, columns, stream::iter(data.collect::<Vec<_>>())))
+        }
+        QueryResult::CopyOutStream { columns, mut lines } => {
+            let data = streamed(move || {
+                let Some(lines) = lines.next_lines().map_err(|e| user_error(&e))? else { return Ok(None) };
+                Ok(Some(
+                    lines
+                        .into_iter()
+                        .map(|mut l| {
+                            l.push('\n');
+                            pgwire::messages::copy::CopyData::new(bytes::Bytes::from(l))
+                        })
+                        .collect(),
+                ))
+            });
+            Response::CopyOut(pgwire::api::results::CopyResponse::new(0, columns, data))
+        }
+        QueryResult::Stream { columns, mut rows } => {
+            if crate::failpoint::armed_now("encode_panic") && columns.iter().any(|c| c.name == "encode_panic") {
+                panic!("failpoint encode_panic");
+            }
+            let fields = Arc::new(field_infos(&columns, formats));
+            let row_fields = fields.clone();
+            let data = streamed(move || {
+                let Some(b) = rows.next_batch().map_err(|e| user_error(&e))? else { return Ok(None) };
+                let mut enc = DataRowEncoder::new(row_fields.clone());
+                let mut out = Vec::with_capacity(b.num_rows());
+                for i in 0..b.num_rows() {
+                    for (c, col) in columns.iter().zip(b.columns()) {
+                        enc.encode_field(&encode::CellRef::at(col.as_ref(), i, c.ty))?;
+                    }
+                    out.push(enc.take_row());
+                }
+                Ok(Some(out))
+            });
+            Response::Query(QueryResponse::new(fields, data))
         }
         QueryResult::Command(tag) => {
             let t = tag_of(&tag);
@@ -406,12 +497,7 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
             if crate::failpoint::armed_now("encode_panic") && columns.iter().any(|c| c.name == "encode_panic") {
                 panic!("failpoint encode_panic");
             }
-            let fields: Vec<FieldInfo> = columns
-                .iter()
-                .enumerate()
-                .map(|(i, c)| FieldInfo::new(c.name.clone(), None, None, pg_type(c.ty), formats.format_for(i)))
-                .collect();
-            let fields = Arc::new(fields);
+            let fields = Arc::new(field_infos(&columns, formats));
             let mut rows = Vec::new();
             let mut enc = DataRowEncoder::new(fields.clone());
             for b in &batches {
@@ -425,6 +511,10 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
             Response::Query(QueryResponse::new(fields, stream::iter(rows)))
         }
     })
+}
+
+fn field_infos(columns: &[crate::exec::plan::PlanColumn], formats: &Format) -> Vec<FieldInfo> {
+    columns.iter().enumerate().map(|(i, c)| FieldInfo::new(c.name.clone(), None, None, pg_type(c.ty), formats.format_for(i))).collect()
 }
 
 /// A command tag from its text: `INSERT 0 3` keeps the oid form.
@@ -545,7 +635,7 @@ impl ExtendedQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         self.prime_status(client);
-        self._on_execute(client, message).await
+        self.execute_streaming(client, message).await
     }
 
     async fn do_query<C>(&self, _client: &mut C, portal: &Portal<Prepared>, _max_rows: usize) -> PgWireResult<Response>
@@ -581,6 +671,77 @@ impl ExtendedQueryHandler for Connection {
                 Err(e) => Err(user_error(&e)),
             }
         })
+    }
+}
+
+impl Connection {
+    /// pgwire's Execute, except that an Execute without a row limit sends
+    /// the rows as they are computed: pgwire's portal would first collect
+    /// the whole result. A row limit (portal suspension) keeps pgwire's
+    /// portal, which holds at most that many rows.
+    async fn execute_streaming<C>(&self, client: &mut C, message: pgwire::messages::extendedquery::Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + pgwire::api::ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use pgwire::api::portal::PortalExecutionState;
+        use pgwire::api::store::{Entry, PortalStore};
+        use pgwire::messages::response::EmptyQueryResponse;
+        let max_rows = message.max_rows as usize;
+        let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(name) {
+            Some(Entry::Value(p)) => Some(p),
+            _ => None,
+        };
+        let Some(portal) = portal.filter(|_| max_rows == 0) else { return self._on_execute(client, message).await };
+        if !matches!(*portal.state().lock().await, PortalExecutionState::Initial) {
+            return self._on_execute(client, message).await;
+        }
+        if !matches!(client.state(), pgwire::api::PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        let mut status = client.transaction_status();
+        client.set_state(pgwire::api::PgWireConnectionState::QueryInProgress);
+        let resp = ExtendedQueryHandler::do_query(self, client, portal.as_ref(), max_rows).await?;
+        match resp {
+            Response::Query(results) => {
+                let fields = results.row_schema();
+                pgwire::api::query::send_query_response(client, results, false).await?;
+                // Done: a later Execute of this portal sends no rows.
+                portal.start(QueryResponse::new(fields, stream::empty())).await;
+            }
+            Response::EmptyQuery => client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?,
+            Response::Execution(tag) => pgwire::api::query::send_execution_response(client, tag).await?,
+            Response::TransactionStart(tag) => {
+                pgwire::api::query::send_execution_response(client, tag).await?;
+                status = status.to_in_transaction_state();
+            }
+            Response::TransactionEnd(tag) => {
+                pgwire::api::query::send_execution_response(client, tag).await?;
+                status = status.to_idle_state();
+                client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+            }
+            Response::Error(e) => {
+                client.send(PgWireBackendMessage::ErrorResponse((*e).into())).await?;
+                status = status.to_error_state();
+            }
+            Response::CopyIn(r) => {
+                client.set_state(pgwire::api::PgWireConnectionState::CopyInProgress(true));
+                pgwire::api::copy::send_copy_in_response(client, r).await?;
+            }
+            Response::CopyOut(r) => pgwire::api::copy::send_copy_out_response(client, r).await?,
+            Response::CopyBoth(r) => {
+                client.set_state(pgwire::api::PgWireConnectionState::CopyInProgress(true));
+                pgwire::api::copy::send_copy_both_response(client, r).await?;
+            }
+        }
+        if !matches!(client.state(), pgwire::api::PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(pgwire::api::PgWireConnectionState::ReadyForQuery);
+            client.set_transaction_status(status);
+        }
+        Ok(())
     }
 }
 
@@ -669,6 +830,7 @@ impl Connection {
             idle: self.idle.clone(),
             hba: self.hba.clone(),
             auth: self.auth.clone(),
+            ssl: self.ssl.clone(),
         }
     }
 }
@@ -729,7 +891,7 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                 next_pid = if next_pid == i32::MAX { 1000 } else { next_pid + 1 };
                 let pid = next_pid;
                 let idle = Arc::new(IdleWatch::default());
-                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default() });
+                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default(), ssl: Default::default() });
                 let registry = cancels.clone();
                 let tls = tls.clone();
                 // A second handle on the socket, for the idle-in-transaction
@@ -745,7 +907,9 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                     Err(e) => tracing::warn!("no idle-in-transaction watchdog for {peer}: {e}"),
                 }
                 tokio::spawn(async move {
-                    if let Err(e) = pgwire::tokio::process_socket(socket, tls, conn).await {
+                    let facts = conn.clone();
+                    let on_tls = move |ssl| *facts.ssl.lock() = ssl;
+                    if let Err(e) = socket::process_socket(socket, tls, conn, on_tls).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
                     registry.lock().remove(&pid);

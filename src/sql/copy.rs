@@ -882,8 +882,11 @@ fn copy_table_rows(s: &mut Session, table_name: &ast::ObjectName, columns: &[ast
     };
     let columns = crate::planner::output_columns(&plan);
     let plan = planner.physical(plan)?;
-    let batches = crate::exec::collect(&plan, &planner.ctx)?;
-    Ok(QueryResult::Rows { columns, batches })
+    let rows = super::stream::RowStream::new(crate::exec::build(&plan, &planner.ctx)?, planner.ctx.clone());
+    if s.may_stream() {
+        return Ok(QueryResult::Stream { columns, rows });
+    }
+    Ok(QueryResult::Rows { columns, batches: rows.collect()? })
 }
 
 /// COPY table|query TO STDOUT, text or CSV: the rows as lines.
@@ -928,15 +931,40 @@ fn copy_out(
         CopySource::Table { table_name, columns } => copy_table_rows(s, table_name, columns)?,
         CopySource::Query(q) => s.execute_sql_statement(&ast::Statement::Query(q.clone()), Default::default())?,
     };
-    let QueryResult::Rows { columns, batches } = r else { bail!(Internal, "COPY query returned no rows") };
-    let mut lines = Vec::new();
-    if header && csv {
-        lines.push(columns.iter().map(|c| csv_field(&c.name, delim)).collect::<Vec<_>>().join(&delim.to_string()));
+    let (columns, rows) = match r {
+        QueryResult::Rows { columns, batches } => (columns, Err(batches)),
+        QueryResult::Stream { columns, rows } => (columns, Ok(rows)),
+        _ => bail!(Internal, "COPY query returned no rows"),
+    };
+    let header = (header && csv).then(|| columns.iter().map(|c| csv_field(&c.name, delim)).collect::<Vec<_>>().join(&delim.to_string()));
+    let format = LineFormat { columns, csv, delim, null };
+    match rows {
+        Ok(rows) => Ok(QueryResult::CopyOutStream { columns: format.columns.len(), lines: CopyLines { header, rows, format } }),
+        Err(batches) => {
+            let mut lines: Vec<String> = header.into_iter().collect();
+            for b in &batches {
+                format.lines(b, &mut lines);
+            }
+            Ok(QueryResult::CopyOut { columns: format.columns.len(), lines })
+        }
     }
-    for b in &batches {
+}
+
+/// How COPY TO writes a row as a line.
+struct LineFormat {
+    columns: Vec<crate::exec::plan::PlanColumn>,
+    csv: bool,
+    delim: char,
+    null: String,
+}
+
+impl LineFormat {
+    /// The lines of a batch's rows (without newlines).
+    fn lines(&self, b: &RecordBatch, out: &mut Vec<String>) {
+        let (csv, delim, null) = (self.csv, self.delim, &self.null);
         for i in 0..b.num_rows() {
-            let mut fields = Vec::with_capacity(columns.len());
-            for (c, col) in columns.iter().zip(b.columns()) {
+            let mut fields = Vec::with_capacity(self.columns.len());
+            for (c, col) in self.columns.iter().zip(b.columns()) {
                 let v = crate::types::value_at(col.as_ref(), i);
                 let text = match &v {
                     Value::Null => {
@@ -950,10 +978,35 @@ fn copy_out(
                 };
                 fields.push(if csv { csv_field(&text, delim) } else { text_field(&text, delim) });
             }
-            lines.push(fields.join(&delim.to_string()));
+            out.push(fields.join(&delim.to_string()));
         }
     }
-    Ok(QueryResult::CopyOut { columns: columns.len(), lines })
+}
+
+/// COPY TO's lines computed batch by batch while the client reads them.
+pub struct CopyLines {
+    header: Option<String>,
+    rows: super::stream::RowStream,
+    format: LineFormat,
+}
+
+impl CopyLines {
+    /// The next lines (the header first), or None at the end.
+    pub fn next_lines(&mut self) -> Result<Option<Vec<String>>> {
+        if let Some(h) = self.header.take() {
+            return Ok(Some(vec![h]));
+        }
+        let Some(b) = self.rows.next_batch()? else { return Ok(None) };
+        let mut out = Vec::with_capacity(b.num_rows());
+        self.format.lines(&b, &mut out);
+        Ok(Some(out))
+    }
+}
+
+impl std::fmt::Debug for CopyLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CopyLines")
+    }
 }
 
 fn csv_field(s: &str, delim: char) -> String {

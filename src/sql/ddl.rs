@@ -200,6 +200,8 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             // unqualified names are its own database's (`CREATE VIEW db.v`).
             let mut planner = s.planner(Default::default());
             planner.database = database.clone();
+            // A view's relations are checked as its owner when it is read.
+            planner.check_as.replace(None);
             let plan = planner.plan_query(&cv.query, None)?;
             drop(planner);
             let mut columns: Vec<String> = plan.columns().iter().map(|c| c.name.clone()).collect();
@@ -641,7 +643,9 @@ pub fn admin(s: &mut Session, a: &Admin, params: Params) -> Result<QueryResult> 
     let table = |s: &Session| -> Result<TableDef> {
         let n = args.first().ok_or_else(|| err!(InvalidParameterValue, "{name} needs a table name"))?;
         let object = crate::parser::parse_object_name(n)?;
-        s.planner(Params::default()).table_named(&object)
+        let t = s.planner(Params::default()).table_named(&object)?;
+        super::privilege::check_admin_table(s, &t)?;
+        Ok(t)
     };
     let n: i64 = match name.as_str() {
         "flush_table" => {

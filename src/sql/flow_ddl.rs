@@ -18,7 +18,8 @@ use crate::planner::{ident, relation, Params, SchemaRef};
 use crate::types::Value;
 use crate::{bail, err};
 
-const OPTIONS: &[&str] = &["defer_on_missing_source", "backfill", "experimental_enable_incremental_read"];
+const OPTIONS: &[&str] =
+    &["defer_on_missing_source", "backfill", "experimental_enable_incremental_read", "incremental", "incremental_backlog_rows"];
 
 fn env(s: &Session) -> Env<'_> {
     Env { catalog: &s.engine.catalog, storage: &s.engine.storage }
@@ -107,6 +108,12 @@ pub fn create_flow(s: &mut Session, cf: &CreateFlow) -> Result<QueryResult> {
     for (k, v) in &cf.options {
         match k.as_str() {
             "flow_type" => bail!(InvalidParameterValue, "flow option 'flow_type' is reserved for internal use"),
+            "incremental_backlog_rows" => {
+                let n: u64 = v.trim().parse().map_err(|_| {
+                    err!(InvalidParameterValue, "flow option 'incremental_backlog_rows' must be a row count, not \"{v}\"")
+                })?;
+                options.insert(k.to_string(), n.to_string());
+            }
             k if OPTIONS.contains(&k) => {
                 options.insert(k.to_string(), bool_option(k, v)?);
             }
@@ -275,5 +282,6 @@ pub fn flush_flow(s: &Session, name: &str) -> Result<i64> {
     if s.engine.catalog.flow(&name).is_none() {
         bail!(UndefinedObject, "flow \"{name}\" does not exist");
     }
+    super::privilege::check_flow_owner(s, &name)?;
     Ok(s.engine.flows.flush(&env(s), &name)? as i64)
 }

@@ -9,8 +9,10 @@ pub mod copy;
 mod ddl;
 mod dml;
 mod flow_ddl;
+pub mod privilege;
 pub mod roles;
 mod session_vars;
+pub mod stream;
 mod txn;
 
 use std::collections::HashMap;
@@ -100,6 +102,18 @@ pub enum QueryResult {
         columns: usize,
         lines: Vec<String>,
     },
+    /// Rows computed while the client reads them (only when the session
+    /// asked for it with `stream_results`; see `stream.rs`).
+    Stream {
+        columns: Vec<PlanColumn>,
+        rows: stream::RowStream,
+    },
+    /// COPY TO STDOUT computed while the client reads it: each item is the
+    /// lines (without newlines) of one batch.
+    CopyOutStream {
+        columns: usize,
+        lines: copy::CopyLines,
+    },
     Empty,
 }
 
@@ -150,6 +164,12 @@ pub struct Session {
     pub pid: i32,
     /// The open transaction block (`txn.rs`), if any.
     pub block: Option<txn::Block>,
+    /// The caller (the server) can send rows as they are computed: a query
+    /// outside a transaction block that is the last statement of its query
+    /// string answers `QueryResult::Stream` / `CopyOutStream`.
+    pub stream_results: bool,
+    /// The statement running now may answer with a stream.
+    stream_now: bool,
 }
 
 /// A statement parsed for the extended protocol.
@@ -183,6 +203,8 @@ impl Session {
             copy: None,
             pid: 0,
             block: None,
+            stream_results: false,
+            stream_now: false,
         }
     }
 
@@ -199,6 +221,7 @@ impl Session {
             query: String::new(),
             backend_start: now,
             query_start: None,
+            ssl: None,
         });
     }
 
@@ -259,7 +282,10 @@ impl Session {
     pub fn execute_sql(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
         self.activity_start(sql);
         let r = self.execute_sql_inner(sql);
-        self.activity_end();
+        // A streamed result ends the statement's activity when it is read.
+        if !r.0.last().is_some_and(stream::RowStream::ends_activity) {
+            self.activity_end();
+        }
         r
     }
 
@@ -275,8 +301,14 @@ impl Session {
             return (vec![QueryResult::Empty], None);
         }
         let mut out = Vec::new();
-        for s in &stmts {
-            match self.guard(|sess| sess.execute_statement(s, Params::default())) {
+        let n = stmts.len();
+        for (i, s) in stmts.iter().enumerate() {
+            // Only the last statement may stream: the ones after it would
+            // otherwise run before its rows are computed.
+            self.stream_now = self.stream_results && i + 1 == n;
+            let r = self.guard(|sess| sess.execute_statement(s, Params::default()));
+            self.stream_now = false;
+            match r {
                 Ok(r) => out.push(r),
                 Err(e) => return (out, Some(e)),
             }
@@ -300,6 +332,12 @@ impl Session {
             self.fail();
         }
         r
+    }
+
+    /// May the statement running now answer with a stream (see
+    /// `stream_results`)?
+    pub fn may_stream(&self) -> bool {
+        self.stream_now && self.tx == TxState::Idle && self.block.is_none()
     }
 
     /// A statement failed: an open transaction block is now aborted.
@@ -343,6 +381,9 @@ impl Session {
         } else if let WeirStatement::Sql(Statement::Query(q)) = &stmt {
             if self.tx != TxState::Failed {
                 let planner = self.planner(Params { types: param_types.clone(), values: None });
+                // Privileges are checked when the statement runs, as in
+                // PostgreSQL, not when it is described.
+                planner.check_as.replace(None);
                 let plan = planner.plan_query(q, None)?;
                 columns = crate::planner::output_columns(&plan);
                 param_types = planner.params.borrow().types.clone();
@@ -380,7 +421,9 @@ impl Session {
     pub fn execute_prepared(&mut self, p: &Prepared, values: Vec<crate::types::Value>) -> Result<QueryResult> {
         self.activity_start(&p.sql);
         let r = self.execute_prepared_inner(p, values);
-        self.activity_end();
+        if !r.as_ref().is_ok_and(stream::RowStream::ends_activity) {
+            self.activity_end();
+        }
         r
     }
 
@@ -390,7 +433,10 @@ impl Session {
         };
         let params = Params { types: p.param_types.iter().map(|t| Some(*t)).collect(), values: Some(values) };
         let stmt = stmt.clone();
-        self.guard(|s| s.execute_statement(&stmt, params))
+        self.stream_now = self.stream_results;
+        let r = self.guard(|s| s.execute_statement(&stmt, params));
+        self.stream_now = false;
+        r
     }
 
     pub fn planner(&self, params: Params) -> Planner<'_> {
@@ -402,6 +448,8 @@ impl Session {
     fn planner_with(&self, params: Params, keys: Option<crate::planner::incremental::IncrementalKeys>) -> Planner<'_> {
         let mut p = Planner::new(&self.engine.catalog, &self.engine.storage, &self.database, self.exec_ctx(), params);
         p.incremental = keys;
+        // Every relation the statement reads is checked as the user.
+        p.check_as = std::cell::RefCell::new(Some(self.user.clone()));
         p
     }
 
@@ -411,6 +459,16 @@ impl Session {
         if self.tx == TxState::Failed && !matches!(stmt, WeirStatement::Sql(Statement::Commit { .. } | Statement::Rollback { .. })) {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }
+        privilege::check_statement(self, stmt)?;
+        let created = privilege::new_objects(self, stmt);
+        let r = self.dispatch_statement(stmt, params);
+        if r.is_ok() {
+            privilege::record_owners(self, &created, stmt)?;
+        }
+        r
+    }
+
+    fn dispatch_statement(&mut self, stmt: &WeirStatement, params: Params) -> Result<QueryResult> {
         if let Some(r) = txn::intercept(self, stmt) {
             return r;
         }
@@ -438,12 +496,19 @@ impl Session {
             Statement::Query(q) => {
                 let keys = crate::planner::incremental::IncrementalKeys::from_settings(&self.settings)?;
                 let return_seqs = keys.as_ref().is_some_and(|k| k.return_region_seq);
+                // Incremental reads report watermarks on success only, so
+                // they are computed whole; so is a block's statement (its
+                // failure must fail the block before the next one runs).
+                let stream = self.may_stream() && keys.is_none();
                 let planner = self.planner_with(params, keys);
                 let result = planner.plan_query(q, None).and_then(|plan| {
                     let columns = crate::planner::output_columns(&plan);
                     let plan = planner.physical(plan)?;
-                    let batches = crate::exec::collect(&plan, &planner.ctx)?;
-                    Ok(QueryResult::Rows { columns, batches })
+                    let rows = stream::RowStream::new(crate::exec::build(&plan, &planner.ctx)?, planner.ctx.clone());
+                    if stream {
+                        return Ok(QueryResult::Stream { columns, rows });
+                    }
+                    Ok(QueryResult::Rows { columns, batches: rows.collect()? })
                 });
                 // Watermarks come with success only, complete or not at all
                 // they are never extra columns of the rows.
@@ -479,7 +544,7 @@ impl Session {
             Statement::Set(_) | Statement::Reset(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => {
                 session_vars::execute(self, stmt)
             }
-            _ => match roles::execute(self, stmt) {
+            _ => match roles::execute(self, stmt).or_else(|| privilege::execute(self, stmt)) {
                 Some(r) => r,
                 None => ddl::execute(self, stmt),
             },

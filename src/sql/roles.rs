@@ -178,6 +178,7 @@ fn alter_role(s: &mut Session, name: &ast::Ident, op: &ast::AlterRoleOperation) 
                 }
             }
             cat.drop_role(&name)?;
+            cat.rename_role_in_acls(&name, &new)?;
         }
         _ => bail!(FeatureNotSupported, "this form of ALTER ROLE is not supported"),
     }
@@ -200,6 +201,11 @@ fn drop_roles(s: &mut Session, if_exists: bool, names: &[ast::ObjectName]) -> Re
         }
         if target.oid == 10 {
             bail!(ObjectInUse, "cannot drop role {name} because it is required by the database system");
+        }
+        let deps = cat.role_dependents(&name);
+        if !deps.is_empty() {
+            return Err(err!(DependentObjectsStillExist, "role \"{name}\" cannot be dropped because some objects depend on it")
+                .with_detail(deps.join("\n")));
         }
         cat.drop_role(&name)?;
     }

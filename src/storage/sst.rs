@@ -140,17 +140,20 @@ pub enum PruneValue {
 }
 
 impl PruneValue {
-    /// From a one-element array; None when it cannot prune (null, float).
-    pub fn from_array(a: &ArrayRef) -> Option<PruneValue> {
-        if a.is_empty() || a.is_null(0) {
+    /// Every element of an array (a tag's IN-list); None when one cannot
+    /// prune (null, float) or the array is empty.
+    pub fn set_from_array(a: &ArrayRef) -> Option<Vec<PruneValue>> {
+        if a.is_empty() || a.null_count() > 0 {
             return None;
         }
         match a.data_type() {
-            DataType::Utf8 => Some(PruneValue::Bytes(a.as_string::<i32>().value(0).as_bytes().to_vec())),
-            DataType::Boolean => Some(PruneValue::Bool(a.as_boolean().value(0))),
+            DataType::Utf8 => {
+                Some(a.as_string::<i32>().iter().map(|v| PruneValue::Bytes(v.unwrap_or_default().as_bytes().to_vec())).collect())
+            }
+            DataType::Boolean => Some(a.as_boolean().iter().map(|v| PruneValue::Bool(v.unwrap_or_default())).collect()),
             DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Timestamp(..) => {
                 let v = arrow::compute::cast(a, &DataType::Int64).ok()?;
-                Some(PruneValue::Int(v.as_primitive::<Int64Type>().value(0)))
+                Some(v.as_primitive::<Int64Type>().values().iter().map(|x| PruneValue::Int(*x)).collect())
             }
             _ => None,
         }
@@ -165,8 +168,9 @@ pub struct SstPredicate<'a> {
     /// [lo, hi) on the time index column `ts_col`.
     pub time: Option<(i64, i64)>,
     pub ts_col: Option<usize>,
-    /// (column, value) equalities.
-    pub eq: &'a [(usize, PruneValue)],
+    /// (column, values): the column equals one of the values (a tag
+    /// equality or IN-list).
+    pub eq: &'a [(usize, Vec<PruneValue>)],
     pub seq_col: usize,
 }
 
@@ -192,9 +196,19 @@ fn rg_may_match(rg: &RowGroupMetaData, p: &SstPredicate<'_>) -> bool {
             return false;
         }
     }
-    for (c, v) in p.eq {
+    for (c, vs) in p.eq {
         let Some(s) = stats(*c) else { continue };
-        let outside = match (v, s) {
+        if !vs.is_empty() && vs.iter().all(|v| value_outside(v, s)) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Is `v` outside the [min, max] of a column chunk's statistics?
+fn value_outside(v: &PruneValue, s: &Statistics) -> bool {
+    {
+        match (v, s) {
             (PruneValue::Int(x), s) => int_range(s).is_some_and(|(min, max)| *x < min || *x > max),
             (PruneValue::Bytes(x), Statistics::ByteArray(bs)) => match (bs.min_opt(), bs.max_opt()) {
                 (Some(min), Some(max)) => x.as_slice() < min.data() || x.as_slice() > max.data(),
@@ -205,12 +219,8 @@ fn rg_may_match(rg: &RowGroupMetaData, p: &SstPredicate<'_>) -> bool {
                 _ => false,
             },
             _ => false,
-        };
-        if outside {
-            return false;
         }
     }
-    true
 }
 
 /// Whether the manifest entry alone rules the file out.
@@ -264,76 +274,110 @@ fn page_selection(md: &parquet::file::metadata::ParquetMetaData, rg: usize, ts_c
 /// that may match. With `p.time` and `p.ts_col`, only rows whose time is in
 /// the range are returned (pages outside it are not decoded). Returns the
 /// batches and the number of row groups read and pruned.
-pub fn read_sst(f: &SstFile, cols: &[usize], p: &SstPredicate<'_>) -> Result<(Vec<RecordBatch>, usize, usize)> {
-    let md = f.reader_meta.metadata();
-    let mut rgs: Vec<usize> = (0..md.num_row_groups()).filter(|&i| rg_may_match(md.row_group(i), p)).collect();
-    let time = p.time.zip(p.ts_col);
-    // Page-level time pruning.
-    let mut selection: Option<Vec<RowSelector>> = None;
-    if let Some(((lo, hi), tc)) = time {
-        let mut sel = Vec::new();
-        let mut any_pruned = false;
-        let mut kept = Vec::with_capacity(rgs.len());
-        for &rg in &rgs {
-            let rg_rows = md.row_group(rg).num_rows() as usize;
-            let s = page_selection(md, rg, tc, lo, hi).unwrap_or_else(|| vec![RowSelector::select(rg_rows)]);
-            if s.iter().all(|x| x.skip) {
-                continue;
-            }
-            any_pruned |= s.iter().any(|x| x.skip);
-            kept.push(rg);
-            sel.extend(s);
-        }
-        rgs = kept;
-        if any_pruned {
-            selection = Some(sel);
-        }
-    }
-    let pruned = md.num_row_groups() - rgs.len();
-    if rgs.is_empty() {
-        return Ok((vec![], 0, pruned));
-    }
-    let nread = rgs.len();
-    let schema = md.file_metadata().schema_descr();
-    // One read per needed column chunk instead of one per page.
-    let mut fetch: Vec<usize> = cols.to_vec();
-    if let Some((_, tc)) = time {
-        fetch.push(tc);
-    }
-    let mut ranges: Vec<(u64, u64)> = Vec::new();
-    for &rg in &rgs {
-        for &c in &fetch {
-            let (start, len) = md.row_group(rg).column(c).byte_range();
-            ranges.push((start, start + len));
-        }
-    }
-    let reader = ObjectReader { store: f.store.clone(), path: f.meta.path.clone(), len: f.meta.bytes };
-    let reader = PrefetchReader::new(reader, ranges).map_err(|e| corrupt(&f.meta.path, e.message.clone()))?;
-    let mask = ProjectionMask::roots(schema, cols.iter().copied());
-    let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, f.reader_meta.clone())
-        .with_projection(mask)
-        .with_row_groups(rgs)
-        .with_batch_size(64 * 1024);
-    if let Some(sel) = selection {
-        b = b.with_row_selection(RowSelection::from(sel));
-    }
-    if let Some(((lo, hi), tc)) = time {
-        let pred = ArrowPredicateFn::new(ProjectionMask::roots(schema, [tc]), move |batch: RecordBatch| {
-            let t = arrow::compute::cast(batch.column(0), &DataType::Int64)?;
-            let t = t.as_primitive::<Int64Type>();
-            let v = t.values();
-            let mask = arrow::buffer::BooleanBuffer::collect_bool(t.len(), |i| v[i] >= lo && v[i] < hi);
-            Ok(arrow::array::BooleanArray::new(mask, t.nulls().cloned()))
-        });
-        b = b.with_row_filter(RowFilter::new(vec![Box::new(pred)]));
-    }
-    let r = b.build().map_err(|e| corrupt(&f.meta.path, e.to_string()))?;
+pub fn read_sst(f: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> Result<(Vec<RecordBatch>, usize, usize)> {
+    let mut scan = scan_sst(f, cols, p);
     let mut out = Vec::new();
-    for b in r {
-        let b = b.map_err(|e| corrupt(&f.meta.path, e.to_string()))?;
-        if b.num_rows() > 0 {
-            out.push(b);
+    while let Some(b) = scan.next_batch()? {
+        out.push(b);
+    }
+    Ok((out, scan.read, scan.pruned))
+}
+
+/// A read of one SST, a row group at a time: only that row group's column
+/// chunks are fetched and decoded, so memory is bounded by a row group, not
+/// by the file.
+pub struct SstScan {
+    file: Arc<SstFile>,
+    cols: Vec<usize>,
+    time: Option<((i64, i64), usize)>,
+    /// Row groups still to read, with their page selection (None: all rows).
+    groups: std::collections::VecDeque<(usize, Option<Vec<RowSelector>>)>,
+    current: Option<parquet::arrow::arrow_reader::ParquetRecordBatchReader>,
+    /// Row groups that may match (read) and ruled out (pruned).
+    pub read: usize,
+    pub pruned: usize,
+}
+
+/// Plan a read of `cols` of the row groups and pages of `f` that may match
+/// `p` (statistics and page index); nothing is fetched yet.
+pub fn scan_sst(f: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> SstScan {
+    let md = f.reader_meta.metadata();
+    let time = p.time.zip(p.ts_col);
+    let mut groups = std::collections::VecDeque::new();
+    for rg in (0..md.num_row_groups()).filter(|&i| rg_may_match(md.row_group(i), p)) {
+        // Page-level time pruning.
+        let sel = match time {
+            Some(((lo, hi), tc)) => match page_selection(md, rg, tc, lo, hi) {
+                Some(s) if s.iter().all(|x| x.skip) => continue,
+                Some(s) if s.iter().any(|x| x.skip) => Some(s),
+                _ => None,
+            },
+            None => None,
+        };
+        groups.push_back((rg, sel));
+    }
+    let read = groups.len();
+    SstScan { file: f.clone(), cols: cols.to_vec(), time, groups, current: None, read, pruned: md.num_row_groups() - read }
+}
+
+impl SstScan {
+    /// The next non-empty batch of the file, or None at its end.
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let path = self.file.meta.path.clone();
+        loop {
+            if let Some(r) = self.current.as_mut() {
+                match r.next() {
+                    Some(b) => {
+                        let b = b.map_err(|e| corrupt(&path, e.to_string()))?;
+                        if b.num_rows() > 0 {
+                            return Ok(Some(b));
+                        }
+                        continue;
+                    }
+                    None => self.current = None,
+                }
+            }
+            let Some((rg, sel)) = self.groups.pop_front() else { return Ok(None) };
+            self.current = Some(self.open_group(rg, sel)?);
         }
     }
-    Ok((out, nread, pruned))
+
+    fn open_group(&self, rg: usize, sel: Option<Vec<RowSelector>>) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+        let f = &self.file;
+        let md = f.reader_meta.metadata();
+        let schema = md.file_metadata().schema_descr();
+        // One read per needed column chunk instead of one per page.
+        let mut fetch: Vec<usize> = self.cols.clone();
+        if let Some((_, tc)) = self.time {
+            fetch.push(tc);
+        }
+        let ranges: Vec<(u64, u64)> = fetch
+            .iter()
+            .map(|&c| {
+                let (start, len) = md.row_group(rg).column(c).byte_range();
+                (start, start + len)
+            })
+            .collect();
+        let reader = ObjectReader { store: f.store.clone(), path: f.meta.path.clone(), len: f.meta.bytes };
+        let reader = PrefetchReader::new(reader, ranges).map_err(|e| corrupt(&f.meta.path, e.message.clone()))?;
+        let mask = ProjectionMask::roots(schema, self.cols.iter().copied());
+        let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, f.reader_meta.clone())
+            .with_projection(mask)
+            .with_row_groups(vec![rg])
+            .with_batch_size(64 * 1024);
+        if let Some(sel) = sel {
+            b = b.with_row_selection(RowSelection::from(sel));
+        }
+        if let Some(((lo, hi), tc)) = self.time {
+            let pred = ArrowPredicateFn::new(ProjectionMask::roots(schema, [tc]), move |batch: RecordBatch| {
+                let t = arrow::compute::cast(batch.column(0), &DataType::Int64)?;
+                let t = t.as_primitive::<Int64Type>();
+                let v = t.values();
+                let mask = arrow::buffer::BooleanBuffer::collect_bool(t.len(), |i| v[i] >= lo && v[i] < hi);
+                Ok(arrow::array::BooleanArray::new(mask, t.nulls().cloned()))
+            });
+            b = b.with_row_filter(RowFilter::new(vec![Box::new(pred)]));
+        }
+        b.build().map_err(|e| corrupt(&f.meta.path, e.to_string()))
+    }
 }

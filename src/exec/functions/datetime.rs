@@ -136,7 +136,22 @@ pub fn date_trunc(a: &Args<'_>) -> Result<ArrayRef> {
         }
         let ts = a.prim::<TimestampMicrosecondType>(1)?;
         let ts = ts.array_any();
-        let out: TimestampMicrosecondArray = ts.try_unary(|t| trunc_timestamp(unit, t))?;
+        let step = match unit {
+            "microseconds" => Some(1),
+            "milliseconds" => Some(1_000),
+            "second" => Some(USECS_PER_SEC),
+            "minute" => Some(USECS_PER_MINUTE),
+            "hour" => Some(USECS_PER_HOUR),
+            "day" => Some(USECS_PER_DAY),
+            _ => None,
+        };
+        let out: TimestampMicrosecondArray = match step {
+            // Fixed-width units: one floor per row, the unit matched once.
+            Some(step) => ts.try_unary(|t| {
+                t.div_euclid(step).checked_mul(step).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))
+            })?,
+            None => ts.try_unary(|t| trunc_timestamp(unit, t))?,
+        };
         return Ok(arc(out.with_timezone_opt(tz(&a.cols[1]))));
     }
     // A unit per row: the slow path.

@@ -290,6 +290,55 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
     defs.into_iter().map(Def::done).collect()
 }
 
+/// The elements of a one-dimensional array in PostgreSQL's text form
+/// (`{a,"b c",NULL}`): quoted elements unescaped, unquoted NULL as None.
+fn array_elements(text: &str) -> Vec<Option<String>> {
+    let inner = text.trim();
+    let Some(inner) = inner.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else {
+        return vec![Some(text.to_string())];
+    };
+    let mut out = Vec::new();
+    let mut chars = inner.chars().peekable();
+    if inner.trim().is_empty() {
+        return out;
+    }
+    loop {
+        let mut cur = String::new();
+        let mut quoted = false;
+        while chars.peek() == Some(&' ') {
+            chars.next();
+        }
+        if chars.peek() == Some(&'"') {
+            quoted = true;
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => cur.extend(chars.next()),
+                    '"' => break,
+                    c => cur.push(c),
+                }
+            }
+        }
+        while let Some(&c) = chars.peek() {
+            if c == ',' {
+                break;
+            }
+            chars.next();
+            if c == '\\' {
+                cur.extend(chars.next());
+            } else {
+                cur.push(c);
+            }
+        }
+        let item = if quoted { cur } else { cur.trim().to_string() };
+        out.push(if !quoted && item.eq_ignore_ascii_case("NULL") { None } else { Some(item) });
+        if chars.next().is_none() {
+            break;
+        }
+    }
+    out
+}
+
 impl Signature {
     fn with_ret(mut self, ret: SqlType) -> Signature {
         self.ret = ret;
@@ -375,8 +424,15 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         | "shobj_description"
         | "pg_get_indexdef"
         | "pg_get_constraintdef"
-        | "pg_get_viewdef"
-        | "array_to_string" => Value::Null,
+        | "pg_get_viewdef" => Value::Null,
+        "array_to_string" => match (s0(), a.get(1).and_then(as_s)) {
+            (Some(arr), Some(sep)) => {
+                let null = a.get(2).and_then(as_s);
+                let parts: Vec<String> = array_elements(&arr).into_iter().filter_map(|e| e.or_else(|| null.clone())).collect();
+                Value::Text(parts.join(&sep))
+            }
+            _ => Value::Null,
+        },
         "pg_get_expr" => a.first().cloned().unwrap_or(Value::Null),
         "array_upper" | "array_length" | "cardinality" => {
             let arr = s0().unwrap_or_default();

@@ -428,6 +428,7 @@ mod changes;
 mod compact;
 mod flush;
 mod read;
+pub use read::RegionScan;
 mod write;
 
 #[cfg(test)]

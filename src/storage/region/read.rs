@@ -2,6 +2,7 @@
 //! version merge and scans. Imports only what the region module does.
 
 use super::*;
+use crate::storage::sst::{scan_sst, SstScan};
 
 /// What a read sees, taken under the lock in one step.
 pub(super) struct Snapshot {
@@ -19,8 +20,6 @@ pub(super) struct Snapshot {
 /// Rows read from one memtable or SST.
 pub(super) struct Source {
     pub(super) batches: Vec<RecordBatch>,
-    /// Time range the source may cover (None: unknown or no time index).
-    pub(super) time: Option<(i64, i64)>,
     /// No two rows share an identity.
     pub(super) distinct: bool,
 }
@@ -60,8 +59,8 @@ fn sst_time(f: &RowFilter) -> Option<(i64, i64)> {
     }
 }
 
-fn prune_eq(f: &RowFilter) -> Vec<(usize, PruneValue)> {
-    f.eq.iter().filter_map(|(c, v)| PruneValue::from_array(v).map(|p| (*c, p))).collect()
+fn prune_eq(f: &RowFilter) -> Vec<(usize, Vec<PruneValue>)> {
+    f.eq.iter().filter_map(|(c, v)| PruneValue::set_from_array(v).map(|p| (*c, p))).collect()
 }
 
 fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
@@ -114,7 +113,18 @@ impl Region {
         for (c, v) in &f.eq {
             let col = batch.column(pos(*c));
             let v = arrow::compute::cast(v, col.data_type())?;
-            mask = and(mask, cmp::eq(col, &Scalar::new(v))?)?;
+            // One value, or an IN-list: any of them.
+            let mut any: Option<BooleanArray> = None;
+            for i in 0..v.len() {
+                let m = cmp::eq(col, &Scalar::new(v.slice(i, 1)))?;
+                any = Some(match any {
+                    None => m,
+                    Some(a) => arrow::compute::or(&a, &m)?,
+                });
+            }
+            if let Some(any) = any {
+                mask = and(mask, any)?;
+            }
         }
         Ok(mask)
     }
@@ -137,18 +147,11 @@ impl Region {
             Ok(())
         };
         let keep = |b: RecordBatch, out: &mut Vec<RecordBatch>| keep_with(b, f, out);
-        let mut mem_time: Option<(i64, i64)> = None;
-        let mut mem_untimed = false;
-        for (i, (b, t)) in snap.mem.iter().enumerate() {
+        for (i, (b, _)) in snap.mem.iter().enumerate() {
             keep_with(b.project(cols)?, if i >= snap.overlay_from { &unbounded } else { f }, &mut out)?;
-            match t {
-                Some((lo, hi)) => mem_time = Some(mem_time.map_or((*lo, *hi), |(a, b)| (a.min(*lo), b.max(*hi)))),
-                None => mem_untimed = true,
-            }
         }
         if !out.is_empty() {
-            let time = if mem_untimed { None } else { mem_time };
-            sources.push(Source { batches: std::mem::take(&mut out), time, distinct: false });
+            sources.push(Source { batches: std::mem::take(&mut out), distinct: false });
         }
         if with_ssts {
             let eq = prune_eq(f);
@@ -170,33 +173,11 @@ impl Region {
                     keep(b, &mut out)?;
                 }
                 if !out.is_empty() {
-                    sources.push(Source { batches: std::mem::take(&mut out), time: file.meta.time_range, distinct: file.meta.distinct });
+                    sources.push(Source { batches: std::mem::take(&mut out), distinct: file.meta.distinct });
                 }
             }
         }
         Ok(sources)
-    }
-
-    /// Split sources into groups that may share identities. With last write
-    /// wins the identity holds the time, so sources with disjoint time
-    /// ranges never need a dedup against each other; otherwise one group.
-    pub(super) fn components(&self, mut sources: Vec<Source>) -> Vec<Vec<Source>> {
-        let timed = self.desc.last_write_wins() && sources.iter().all(|s| s.time.is_some());
-        if !timed || sources.len() <= 1 {
-            return if sources.is_empty() { vec![] } else { vec![sources] };
-        }
-        sources.sort_by_key(|s| s.time.unwrap().0);
-        let mut out: Vec<Vec<Source>> = Vec::new();
-        let mut end = i64::MIN;
-        for s in sources {
-            let (lo, hi) = s.time.unwrap();
-            match out.last_mut() {
-                Some(group) if lo <= end => group.push(s),
-                _ => out.push(vec![s]),
-            }
-            end = end.max(hi);
-        }
-        out
     }
 
     pub(super) fn key_cols(&self, batch: &RecordBatch, cols: &[usize]) -> Vec<ArrayRef> {
@@ -211,7 +192,7 @@ impl Region {
     }
 
     /// The file and row-group pruning predicate of a row filter.
-    pub(super) fn sst_predicate<'a>(&self, f: &RowFilter, eq: &'a [(usize, PruneValue)]) -> SstPredicate<'a> {
+    pub(super) fn sst_predicate<'a>(&self, f: &RowFilter, eq: &'a [(usize, Vec<PruneValue>)]) -> SstPredicate<'a> {
         SstPredicate {
             seq_after: f.seq_after,
             seq_upto: f.seq_upto,
@@ -250,17 +231,17 @@ impl Region {
         (isolated, rest)
     }
 
-    /// Visible rows of an isolated SST (see [`Region::split_isolated`]),
-    /// projected: reads only the projected and filtered columns, `__op` when
-    /// the file has tombstones, `__seq` when the bounds cut through it.
-    pub(super) fn read_isolated(
+    /// Plan the read of an isolated SST (see [`Region::split_isolated`]):
+    /// only the projected and filtered columns, `__op` when the file has
+    /// tombstones, `__seq` when the bounds cut through it. None when no row
+    /// group may match.
+    pub(super) fn open_isolated(
         &self,
-        file: &SstFile,
+        file: &Arc<SstFile>,
         proj: &[usize],
         f: &RowFilter,
         with_rowid: bool,
-        out: &mut Vec<RecordBatch>,
-    ) -> Result<()> {
+    ) -> Result<Option<IsolatedRead>> {
         let m = &file.meta;
         let seq_after = f.seq_after.filter(|&a| m.seq_range.0 <= a);
         let seq_upto = f.seq_upto.filter(|&u| m.seq_range.1 > u);
@@ -288,23 +269,16 @@ impl Region {
             // from the metadata.
             self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
             self.counters.row_groups_read.fetch_add(md.num_row_groups() as u64, Ordering::Relaxed);
-            if m.rows > 0 {
-                out.push(RecordBatch::try_new_with_options(
-                    Arc::new(Schema::empty()),
-                    vec![],
-                    &RecordBatchOptions::new().with_row_count(Some(m.rows as usize)),
-                )?);
-            }
-            return Ok(());
+            return Ok(Some(IsolatedRead { scan: None, count_only: Some(m.rows as usize), cols, rf: None, opos: None, out_cols: vec![] }));
         }
         let eq = prune_eq(f);
         let p = SstPredicate { seq_after, seq_upto, time, ts_col: self.layout.time_index, eq: &eq, seq_col };
-        let (batches, read, pruned) = read_sst(file, &cols, &p)?;
-        self.counters.row_groups_read.fetch_add(read as u64, Ordering::Relaxed);
-        self.counters.row_groups_pruned.fetch_add(pruned as u64, Ordering::Relaxed);
-        if read == 0 {
+        let scan = scan_sst(file, &cols, &p);
+        self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
+        self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
+        if scan.read == 0 {
             self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
+            return Ok(None);
         }
         self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
         let pos = |c: usize| cols.iter().position(|&x| x == c).unwrap();
@@ -314,9 +288,27 @@ impl Region {
         if with_rowid {
             out_cols.push(pos(self.layout.rowid()));
         }
-        for b in batches {
-            let mut mask = self.row_mask(&b, &cols, &rf)?;
-            if let Some(o) = opos {
+        Ok(Some(IsolatedRead { scan: Some(scan), count_only: None, cols, rf: Some(rf), opos, out_cols }))
+    }
+
+    /// The next visible, projected batch of an isolated SST read.
+    fn next_isolated(&self, r: &mut IsolatedRead) -> Result<Option<RecordBatch>> {
+        if let Some(rows) = r.count_only.take() {
+            if rows == 0 {
+                return Ok(None);
+            }
+            let b = RecordBatch::try_new_with_options(
+                Arc::new(Schema::empty()),
+                vec![],
+                &RecordBatchOptions::new().with_row_count(Some(rows)),
+            )?;
+            return Ok(Some(b));
+        }
+        let Some(scan) = r.scan.as_mut() else { return Ok(None) };
+        let rf = r.rf.as_ref().expect("a decoding read has its filter");
+        while let Some(b) = scan.next_batch()? {
+            let mut mask = self.row_mask(&b, &r.cols, rf)?;
+            if let Some(o) = r.opos {
                 mask = and(mask, BooleanArray::new(put_mask(b.column(o)), None))?;
             }
             let b = match mask {
@@ -324,14 +316,26 @@ impl Region {
                 None => b,
             };
             if b.num_rows() > 0 {
-                out.push(b.project(&out_cols)?);
+                return Ok(Some(b.project(&r.out_cols)?));
             }
         }
-        Ok(())
+        r.scan = None;
+        Ok(None)
     }
 
     /// The visible rows: newest version of each identity, deletes dropped.
     pub fn scan(&self, req: &ScanRequest) -> Result<Vec<RecordBatch>> {
+        let mut scan = self.scan_stream(req)?;
+        let mut out = Vec::new();
+        while let Some(b) = scan.next_batch(self)? {
+            out.push(b);
+        }
+        Ok(out)
+    }
+
+    /// [`Region::scan`] a batch at a time: the bounds are checked and the
+    /// snapshot taken now; rows are read as [`RegionScan::next_batch`] asks.
+    pub fn scan_stream(&self, req: &ScanRequest) -> Result<RegionScan> {
         let mut b = req.seq;
         if let (Some(s), None, SeqMode::Exact) = (req.snapshot, b.upto, b.mode) {
             let (last, history) = {
@@ -399,7 +403,9 @@ impl Region {
             eq: req
                 .filters
                 .iter()
-                .filter(|e| self.layout.primary_key.contains(&e.column) && e.value.len() == 1)
+                .filter(|e| {
+                    self.layout.primary_key.contains(&e.column) && (1..=IN_LIST_MAX).contains(&e.value.len()) && e.value.null_count() == 0
+                })
                 .map(|e| (e.column, e.value.clone()))
                 .collect(),
         };
@@ -412,50 +418,125 @@ impl Region {
         cols.extend([self.layout.rowid(), self.layout.seq(), self.layout.op()]);
         cols.sort_unstable();
         cols.dedup();
-        if self.desc.ttl_ms == Some(0) {
-            return Ok(vec![]);
-        }
-        let mut out = Vec::new();
-        if !memtable_only {
-            let (isolated, rest) = self.split_isolated(&snap, &filter);
-            for file in &isolated {
-                self.read_isolated(file, &proj, &filter, req.with_rowid, &mut out)?;
-            }
-            if !isolated.is_empty() {
-                snap.files = Arc::new(rest);
-            }
-        }
-        let sources = self.read(&snap, &cols, &filter, !memtable_only)?;
         let schema = self.layout.project(&cols);
         let opos = cols.iter().position(|&c| c == self.layout.op()).unwrap();
         let mut out_cols: Vec<usize> = proj.iter().map(|c| cols.iter().position(|x| x == c).unwrap()).collect();
         if req.with_rowid {
             out_cols.push(cols.iter().position(|&c| c == self.layout.rowid()).unwrap());
         }
-        for group in self.components(sources) {
-            let distinct = group.len() == 1 && group[0].distinct;
-            let batches: Vec<RecordBatch> = group.into_iter().flat_map(|s| s.batches).collect();
-            if distinct {
-                for b in batches {
-                    let visible = crate::storage::version::filter(&b, put_mask(b.column(opos)))?;
-                    if visible.num_rows() > 0 {
-                        out.push(visible.project(&out_cols)?);
-                    }
+        let mut scan = RegionScan {
+            work: VecDeque::new(),
+            isolated: None,
+            ready: VecDeque::new(),
+            snap: Snapshot { mem: vec![], overlay_from: 0, files: Arc::new(vec![]), flushed_seq: 0, history_seq: 0, last_seq: 0 },
+            proj,
+            cols,
+            schema,
+            opos,
+            out_cols,
+            filter,
+            with_rowid: req.with_rowid,
+            with_ssts: !memtable_only,
+        };
+        if self.desc.ttl_ms == Some(0) {
+            return Ok(scan);
+        }
+        if !memtable_only {
+            let (isolated, rest) = self.split_isolated(&snap, &scan.filter);
+            scan.work.extend(isolated.into_iter().map(Work::Isolated));
+            snap.files = Arc::new(rest);
+        }
+        // The other sources, grouped by what may share identities (by their
+        // time ranges), each group read and merged when the scan reaches it.
+        let eq = prune_eq(&scan.filter);
+        let p = self.sst_predicate(&scan.filter, &eq);
+        let mut specs: Vec<(Option<(i64, i64)>, Spec)> = Vec::new();
+        if !snap.mem.is_empty() {
+            let untimed = snap.mem.iter().any(|(_, t)| t.is_none());
+            let t = snap.mem.iter().filter_map(|(_, t)| *t).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+            specs.push((if untimed { None } else { t }, Spec::Mem));
+        }
+        if !memtable_only {
+            for f in snap.files.iter() {
+                if file_may_match(&f.meta, &p) {
+                    specs.push((f.meta.time_range, Spec::File(f.clone())));
+                } else {
+                    self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
                 }
-                continue;
-            }
-            let all = concat_all(&schema, &batches)?;
-            let visible = if distinct {
-                crate::storage::version::filter(&all, put_mask(all.column(opos)))?
-            } else {
-                let newest = self.newest(&all, &cols)?;
-                crate::storage::version::filter(&newest, put_mask(newest.column(opos)))?
-            };
-            if visible.num_rows() > 0 {
-                out.push(visible.project(&out_cols)?);
             }
         }
-        Ok(out)
+        scan.work.extend(self.spec_groups(specs).into_iter().map(Work::Group));
+        scan.snap = snap;
+        Ok(scan)
+    }
+
+    /// Group sources that may share identities: with last write wins the
+    /// identity holds the time, so sources with disjoint time ranges never
+    /// need a dedup against each other; otherwise one group.
+    fn spec_groups(&self, mut specs: Vec<(Option<(i64, i64)>, Spec)>) -> Vec<Vec<Spec>> {
+        let timed = self.desc.last_write_wins() && specs.iter().all(|s| s.0.is_some());
+        if !timed || specs.len() <= 1 {
+            return if specs.is_empty() { vec![] } else { vec![specs.into_iter().map(|s| s.1).collect()] };
+        }
+        specs.sort_by_key(|s| s.0.unwrap().0);
+        let mut out: Vec<Vec<Spec>> = Vec::new();
+        let mut end = i64::MIN;
+        for (t, s) in specs {
+            let (lo, hi) = t.unwrap();
+            match out.last_mut() {
+                Some(group) if lo <= end => group.push(s),
+                _ => out.push(vec![s]),
+            }
+            end = end.max(hi);
+        }
+        out
+    }
+
+    /// Read one group of sources whole and keep the newest visible version
+    /// of each identity, projected.
+    fn read_group(&self, scan: &RegionScan, group: Vec<Spec>, out: &mut VecDeque<RecordBatch>) -> Result<()> {
+        let with_mem = group.iter().any(|s| matches!(s, Spec::Mem));
+        let files: Vec<Arc<SstFile>> = group
+            .into_iter()
+            .filter_map(|s| match s {
+                Spec::File(f) => Some(f),
+                Spec::Mem => None,
+            })
+            .collect();
+        let single = files.len() == 1 && !with_mem;
+        let snap = &scan.snap;
+        let sub = Snapshot {
+            mem: if with_mem { snap.mem.clone() } else { vec![] },
+            overlay_from: if with_mem { snap.overlay_from } else { 0 },
+            files: Arc::new(files),
+            flushed_seq: snap.flushed_seq,
+            history_seq: snap.history_seq,
+            last_seq: snap.last_seq,
+        };
+        let sources = self.read(&sub, &scan.cols, &scan.filter, scan.with_ssts)?;
+        let distinct = single && sources.len() == 1 && sources[0].distinct;
+        let batches: Vec<RecordBatch> = sources.into_iter().flat_map(|s| s.batches).collect();
+        if batches.is_empty() {
+            return Ok(());
+        }
+        let opos = scan.opos;
+        if distinct {
+            for b in batches {
+                let visible = crate::storage::version::filter(&b, put_mask(b.column(opos)))?;
+                if visible.num_rows() > 0 {
+                    out.push_back(visible.project(&scan.out_cols)?);
+                }
+            }
+            return Ok(());
+        }
+        let all = concat_all(&scan.schema, &batches)?;
+        drop(batches);
+        let newest = self.newest(&all, &scan.cols)?;
+        let visible = crate::storage::version::filter(&newest, put_mask(newest.column(opos)))?;
+        if visible.num_rows() > 0 {
+            out.push_back(visible.project(&scan.out_cols)?);
+        }
+        Ok(())
     }
 
     /// A transaction's own writes as full-schema batches above every
@@ -487,5 +568,80 @@ impl Region {
                 self.id
             ))
             .with_hint("hold versions with hold_versions before reading old snapshots, or run a full query")
+    }
+}
+
+/// Tag IN-lists longer than this are not used to prune (the filter above
+/// still applies).
+const IN_LIST_MAX: usize = 256;
+
+/// Sources of one group of a lazy scan.
+enum Spec {
+    /// The memtable snapshot (with a transaction's own writes).
+    Mem,
+    File(Arc<SstFile>),
+}
+
+enum Work {
+    /// An SST that shares no identity with the other sources: read a row
+    /// group at a time.
+    Isolated(Arc<SstFile>),
+    /// Sources that may share identities: read together and merged.
+    Group(Vec<Spec>),
+}
+
+/// An isolated SST being read.
+pub(super) struct IsolatedRead {
+    scan: Option<SstScan>,
+    /// Nothing to decode: this many visible rows, as one zero-column batch.
+    count_only: Option<usize>,
+    cols: Vec<usize>,
+    rf: Option<RowFilter>,
+    opos: Option<usize>,
+    out_cols: Vec<usize>,
+}
+
+/// A region scan in progress (see [`Region::scan_stream`]): work items are
+/// read in turn, so memory holds one SST row group (isolated files) or one
+/// group of overlapping sources, not the whole region.
+pub struct RegionScan {
+    work: VecDeque<Work>,
+    isolated: Option<IsolatedRead>,
+    ready: VecDeque<RecordBatch>,
+    snap: Snapshot,
+    proj: Vec<usize>,
+    cols: Vec<usize>,
+    schema: arrow::datatypes::SchemaRef,
+    opos: usize,
+    out_cols: Vec<usize>,
+    filter: RowFilter,
+    with_rowid: bool,
+    with_ssts: bool,
+}
+
+impl RegionScan {
+    /// The next batch of visible rows (projected, `__rowid` last when
+    /// asked), or None at the end. `region` is the region scanned.
+    pub fn next_batch(&mut self, region: &Region) -> Result<Option<RecordBatch>> {
+        loop {
+            if let Some(b) = self.ready.pop_front() {
+                return Ok(Some(b));
+            }
+            if let Some(r) = self.isolated.as_mut() {
+                if let Some(b) = region.next_isolated(r)? {
+                    return Ok(Some(b));
+                }
+                self.isolated = None;
+            }
+            match self.work.pop_front() {
+                None => return Ok(None),
+                Some(Work::Isolated(file)) => self.isolated = region.open_isolated(&file, &self.proj, &self.filter, self.with_rowid)?,
+                Some(Work::Group(group)) => {
+                    let mut out = VecDeque::new();
+                    region.read_group(self, group, &mut out)?;
+                    self.ready = out;
+                }
+            }
+        }
     }
 }

@@ -1,0 +1,1223 @@
+//! Incremental evaluation of windowed aggregate flows (issue 9, R-1.4 –
+//! read only the change log since the flow's per-region sequence
+//! checkpoint (retractions included), aggregate the delta with the query's
+//! own partial aggregates, merge it into partial states stored per
+//! (window, group), and rewrite only the touched windows of the sink.
+//!
+//! Each flow runs a small state machine ([`Mode`]): `FullSnapshot(reason)`
+//! recomputes partial states from the source (everything, or just the
+//! affected windows), `Incremental` merges deltas, `Disabled(reason)` is
+//! for queries that cannot merge (decided by `planner::incremental::
+//! delta_plan` from the plan) — those keep batching's window
+//! recomputation for good.
+//!
+//! State store: the catalog's sled tree (`flowstate/<flow>/w<start>` per
+//! window and `meta`), because the checkpoint (`FlowProgress`) lives
+//! there too: one sled batch commits the new states *and* the checkpoint
+//! that covers them, so a delta is never merged twice (replaying a delta
+//! into a sum is not idempotent). The sink is written first, in one
+//! storage commit; a crash between the sink write and the state commit
+//! replays the same delta into the same old state and rewrites the same
+//! sink rows.
+//!
+//! May import `planner`, `exec`, `storage`, `catalog`, `types`, `error`
+//! (as the rest of `flow`); never `sql` or `server`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, UInt64Array};
+use arrow::row::{RowConverter, SortField};
+
+use crate::catalog::{FlowDef, FlowStatistics, TableDef};
+use crate::err;
+use crate::error::{ErrorKind, Result};
+use crate::exec::plan::PlanColumn;
+use crate::planner::incremental::{delta_plan, DeltaPlan, Keep};
+use crate::planner::logical::LogicalPlan;
+use crate::storage::{Region, RegionWrites, ScanRequest, SeqBounds, SeqMode, SeqNo, TEMP_ROWID_BASE};
+use crate::types::{value_at, values_to_array, Value};
+
+use super::batching::{holder, table_regions, Compiled, TaskState, Trigger};
+use super::shape::Refresh;
+use super::sink;
+use super::window::Window;
+use super::Env;
+
+/// More groups of one window than this lost their min / max: the window
+/// is recomputed by one query rather than one query per group.
+pub const LOST_GROUPS_MAX: usize = 4;
+
+/// More changed rows than this in one evaluation: recompute the affected
+/// windows instead (flow option `incremental_backlog_rows`).
+pub const BACKLOG_ROWS_DEFAULT: u64 = 1 << 20;
+
+/// Why a flow (or some of its windows) is recomputed from the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Fallback {
+    /// No checkpoint yet: a new flow backfilling, or state written by an
+    /// older definition of the flow.
+    MissingWatermark,
+    /// Some source region has no checkpoint.
+    IncompleteWatermark,
+    /// A checkpoint is ahead of its region (the region was recreated).
+    StaleWatermark,
+    /// The change log since the checkpoint can no longer be read exactly
+    /// (WR001 – WR003: versions compacted away, memtable-only fence).
+    SnapshotExpired,
+    /// The previous evaluation failed; its delta may be half merged.
+    Failed,
+    /// More changed rows than the backlog bound.
+    Backlog,
+    /// A changed window has no partial state (flows created with
+    /// `backfill = false` never saw its older rows).
+    StateMissing,
+    /// An integer sum left the range where merging stays exact.
+    Overflow,
+}
+
+impl Fallback {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fallback::MissingWatermark => "missing_watermark",
+            Fallback::IncompleteWatermark => "incomplete_watermark",
+            Fallback::StaleWatermark => "stale_watermark",
+            Fallback::SnapshotExpired => "snapshot_expired",
+            Fallback::Failed => "failed",
+            Fallback::Backlog => "backlog",
+            Fallback::StateMissing => "state_missing",
+            Fallback::Overflow => "overflow",
+        }
+    }
+}
+
+/// The per-flow state machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    FullSnapshot(Fallback),
+    Incremental,
+    /// The query cannot merge partial states: for good.
+    Disabled(String),
+}
+
+/// What an evaluation step reports to the state machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A full evaluation succeeded with complete watermarks.
+    FullDone,
+    /// An incremental evaluation succeeded; the checkpoints advanced.
+    IncrementalDone,
+    /// Correctness cannot be proven for (part of) the flow.
+    Fallback(Fallback),
+    /// The evaluation failed.
+    Failed,
+}
+
+impl Mode {
+    pub fn next(&self, ev: &Event) -> Mode {
+        match (self, ev) {
+            (Mode::Disabled(r), _) => Mode::Disabled(r.clone()),
+            (_, Event::FullDone) => Mode::Incremental,
+            (Mode::Incremental, Event::IncrementalDone) => Mode::Incremental,
+            // An incremental success cannot end a full snapshot.
+            (Mode::FullSnapshot(r), Event::IncrementalDone) => Mode::FullSnapshot(*r),
+            (_, Event::Fallback(r)) => Mode::FullSnapshot(*r),
+            (_, Event::Failed) => Mode::FullSnapshot(Fallback::Failed),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::FullSnapshot(_) => "full_snapshot",
+            Mode::Incremental => "incremental",
+            Mode::Disabled(_) => "disabled",
+        }
+    }
+
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Mode::FullSnapshot(r) => Some(r.name().to_string()),
+            Mode::Incremental => None,
+            Mode::Disabled(r) => Some(r.clone()),
+        }
+    }
+}
+
+/// One group's partial state.
+#[derive(Debug, Clone, PartialEq)]
+struct Group {
+    key: Vec<Value>,
+    st: Vec<Value>,
+}
+
+/// A window's groups by encoded key.
+type WindowState = HashMap<Vec<u8>, Group>;
+
+/// Which definition the stored state belongs to, and whether it covers
+/// every window with rows (a full snapshot was taken).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Meta {
+    flow_id: u32,
+    created_ms: i64,
+    query: String,
+    complete: bool,
+}
+
+/// The incremental part of a flow's in-memory state.
+#[derive(Debug, Default)]
+pub struct IncrState {
+    pub mode: Option<Mode>,
+    meta: Option<Meta>,
+    /// Windows loaded from the state store.
+    cache: HashMap<i64, WindowState>,
+    pub stats: FlowStatistics,
+}
+
+// ---------------------------------------------------------------------------
+// Encoding of states (values tagged by kind).
+
+fn put_value(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Null => out.push(0),
+        Value::Bool(b) => out.extend([1, *b as u8]),
+        Value::Int(i) => {
+            out.push(2);
+            out.extend(i.to_le_bytes())
+        }
+        Value::Float(f) => {
+            out.push(3);
+            out.extend(f.to_bits().to_le_bytes())
+        }
+        Value::Text(s) => {
+            out.push(4);
+            out.extend((s.len() as u32).to_le_bytes());
+            out.extend(s.as_bytes())
+        }
+        Value::Timestamp(t) => {
+            out.push(5);
+            out.extend(t.to_le_bytes())
+        }
+        Value::Date(d) => {
+            out.push(6);
+            out.extend(d.to_le_bytes())
+        }
+        Value::Interval(iv) => {
+            out.push(7);
+            out.extend(iv.months.to_le_bytes());
+            out.extend(iv.days.to_le_bytes());
+            out.extend(iv.micros.to_le_bytes())
+        }
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        if self.0.len() < n {
+            return Err(err!(Corrupt, "flow state entry is truncated"));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn value(&mut self) -> Result<Value> {
+        Ok(match self.take(1)?[0] {
+            0 => Value::Null,
+            1 => Value::Bool(self.take(1)?[0] != 0),
+            2 => Value::Int(self.i64()?),
+            3 => Value::Float(f64::from_bits(self.i64()? as u64)),
+            4 => {
+                let n = self.u32()? as usize;
+                Value::Text(String::from_utf8(self.take(n)?.to_vec()).map_err(|_| err!(Corrupt, "flow state text is not UTF-8"))?)
+            }
+            5 => Value::Timestamp(self.i64()?),
+            6 => Value::Date(self.u32()? as i32),
+            7 => {
+                let months = self.u32()? as i32;
+                let days = self.u32()? as i32;
+                Value::Interval(crate::types::Interval { months, days, micros: self.i64()? })
+            }
+            t => return Err(err!(Corrupt, "flow state has an unknown value tag {t}")),
+        })
+    }
+}
+
+fn key_bytes(key: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in key {
+        put_value(&mut out, v);
+    }
+    out
+}
+
+fn encode_window(w: &WindowState) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend((w.len() as u32).to_le_bytes());
+    for g in w.values() {
+        out.extend((g.key.len() as u32).to_le_bytes());
+        out.extend((g.st.len() as u32).to_le_bytes());
+        for v in g.key.iter().chain(&g.st) {
+            put_value(&mut out, v);
+        }
+    }
+    out
+}
+
+fn decode_window(b: &[u8]) -> Result<WindowState> {
+    let mut r = Reader(b);
+    let n = r.u32()?;
+    let mut w = WindowState::new();
+    for _ in 0..n {
+        let (nk, ns) = (r.u32()? as usize, r.u32()? as usize);
+        let key = (0..nk).map(|_| r.value()).collect::<Result<Vec<_>>>()?;
+        let st = (0..ns).map(|_| r.value()).collect::<Result<Vec<_>>>()?;
+        w.insert(key_bytes(&key), Group { key, st });
+    }
+    Ok(w)
+}
+
+fn window_key(start: i64) -> String {
+    format!("w{start}")
+}
+
+// ---------------------------------------------------------------------------
+// Merging.
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        _ => 0,
+    }
+}
+
+fn float(v: &Value) -> f64 {
+    match v {
+        Value::Float(f) => *f,
+        Value::Int(i) => *i as f64,
+        _ => 0.0,
+    }
+}
+
+/// SQL order of two non-NULL values of one type (NaN above every number,
+/// as in PostgreSQL).
+fn cmp(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+    use std::cmp::Ordering::*;
+    Some(match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Float(x), Value::Float(y)) => match (x.is_nan(), y.is_nan()) {
+            (true, true) => Equal,
+            (true, false) => Greater,
+            (false, true) => Less,
+            _ => x.partial_cmp(y)?,
+        },
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Text(x), Value::Text(y)) => x.cmp(y),
+        (Value::Timestamp(x), Value::Timestamp(y)) => x.cmp(y),
+        (Value::Date(x), Value::Date(y)) => x.cmp(y),
+        _ => return None,
+    })
+}
+
+/// Integer sums stay exact below this (avg divides them as float8, and
+/// float8 holds every integer below 2^53).
+const EXACT_INT: i64 = 1 << 53;
+
+/// What merging a group's delta needs beyond the merge itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Merge {
+    Done,
+    /// A retraction removed (or may have removed) the current min / max.
+    LostExtreme,
+    Overflow,
+    /// The state disagrees with the delta (more rows retracted than held).
+    Inconsistent,
+}
+
+/// Merge `plus` (partial states of inserted rows) and `minus` (of
+/// retracted rows) into `cur`. `cur` is left untouched unless `Done`.
+fn merge(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, minus: Option<&[Value]>) -> Merge {
+    let n = dp.partial.len();
+    let null = vec![Value::Null; n];
+    let (p, m) = (plus.unwrap_or(&null), minus.unwrap_or(&null));
+    let mut out = cur.clone();
+    for a in &dp.aggs {
+        let f = a.first;
+        match a.keep {
+            Keep::Count => {
+                out[f] = Value::Int(int(&cur[f]) + int(&p[f]) - int(&m[f]));
+            }
+            Keep::Sum | Keep::Avg => {
+                let cnt = int(&cur[f + 1]) + int(&p[f + 1]) - int(&m[f + 1]);
+                if cnt < 0 {
+                    return Merge::Inconsistent;
+                }
+                out[f + 1] = Value::Int(cnt);
+                out[f] = if a.int_sum {
+                    let s = int(&cur[f]).checked_add(int(&p[f])).and_then(|s| s.checked_sub(int(&m[f])));
+                    match s {
+                        Some(s) if s.abs() < EXACT_INT => Value::Int(s),
+                        _ => return Merge::Overflow,
+                    }
+                } else {
+                    Value::Float(float(&cur[f]) + float(&p[f]) - float(&m[f]))
+                };
+                if cnt == 0 {
+                    out[f] = Value::Null;
+                }
+            }
+            Keep::Min | Keep::Max => {
+                let better = |x: &Value, y: &Value| -> Option<bool> {
+                    let o = cmp(x, y)?;
+                    Some(if a.keep == Keep::Min { o.is_lt() } else { o.is_gt() })
+                };
+                if !matches!(m[f], Value::Null) {
+                    match &cur[f] {
+                        Value::Null => return Merge::Inconsistent,
+                        c => match better(c, &m[f]) {
+                            // The retracted values are all worse than the extreme: it stays.
+                            Some(true) => {}
+                            Some(false) => return Merge::LostExtreme,
+                            None => return Merge::Inconsistent,
+                        },
+                    }
+                }
+                if !matches!(p[f], Value::Null) {
+                    let take = match &out[f] {
+                        Value::Null => true,
+                        c => match better(&p[f], c) {
+                            Some(b) => b,
+                            None => return Merge::Inconsistent,
+                        },
+                    };
+                    if take {
+                        out[f] = p[f].clone();
+                    }
+                }
+            }
+        }
+    }
+    let rows = dp.rows_col();
+    let r = int(&cur[rows]) + int(&p[rows]) - int(&m[rows]);
+    if r < 0 {
+        return Merge::Inconsistent;
+    }
+    out[rows] = Value::Int(r);
+    *cur = out;
+    Merge::Done
+}
+
+/// The aggregate's output values of one group (group keys, then each
+/// aggregate's final value).
+fn finals(dp: &DeltaPlan, g: &Group) -> Vec<Value> {
+    let mut row = g.key.clone();
+    for a in &dp.aggs {
+        let f = a.first;
+        row.push(match a.keep {
+            Keep::Count => Value::Int(int(&g.st[f])),
+            Keep::Sum => {
+                if int(&g.st[f + 1]) == 0 {
+                    Value::Null
+                } else {
+                    g.st[f].clone()
+                }
+            }
+            Keep::Avg => {
+                let n = int(&g.st[f + 1]);
+                if n == 0 {
+                    Value::Null
+                } else {
+                    Value::Float(float(&g.st[f]) / n as f64)
+                }
+            }
+            Keep::Min | Keep::Max => g.st[f].clone(),
+        });
+    }
+    row
+}
+
+// ---------------------------------------------------------------------------
+// Plans.
+
+/// Replace the query's Aggregate node (under Project / Filter / Sort) by `with`.
+fn replace_aggregate(plan: &mut LogicalPlan, with: LogicalPlan) {
+    match plan {
+        LogicalPlan::Aggregate { .. } => *plan = with,
+        LogicalPlan::Project { input, .. } | LogicalPlan::Filter { input, .. } | LogicalPlan::Sort { input, .. } => {
+            replace_aggregate(input, with)
+        }
+        _ => {}
+    }
+}
+
+fn find_aggregate(plan: &LogicalPlan) -> Option<&LogicalPlan> {
+    match plan {
+        LogicalPlan::Aggregate { .. } => Some(plan),
+        LogicalPlan::Project { input, .. } | LogicalPlan::Filter { input, .. } | LogicalPlan::Sort { input, .. } => find_aggregate(input),
+        _ => None,
+    }
+}
+
+/// Where the partial aggregation reads its rows.
+enum Input<'a> {
+    /// Change-log rows (all table columns).
+    Delta(RecordBatch),
+    /// The source's rows in `[lo, hi)` (all when None) as of the
+    /// sequences `upto`.
+    Source(Option<(i64, i64)>, &'a BTreeMap<u64, SeqNo>),
+}
+
+fn rewrite_scan(plan: &mut LogicalPlan, src: &Input) {
+    use crate::exec::expr::{BinOp, Expr};
+    match plan {
+        LogicalPlan::Scan(s) => match src {
+            Input::Delta(b) => {
+                let table_cols = s.table_columns();
+                let mut p = LogicalPlan::Memory { name: s.table.name.clone(), batches: vec![b.clone()], columns: table_cols.clone() };
+                // Pushed filters address table columns, as the memory rows do.
+                let pred = s.filters.iter().cloned().reduce(|a, b| Expr::Binary {
+                    op: BinOp::And,
+                    left: Box::new(a),
+                    right: Box::new(b),
+                    ty: crate::types::SqlType::Bool,
+                });
+                if let Some(predicate) = pred {
+                    p = LogicalPlan::Filter { input: Box::new(p), predicate };
+                }
+                if let Some(proj) = &s.projection {
+                    let exprs = proj.iter().map(|&i| Expr::Column { index: i, ty: table_cols[i].ty }).collect();
+                    p = LogicalPlan::Project { input: Box::new(p), exprs, columns: s.columns.clone() };
+                }
+                *plan = p;
+            }
+            Input::Source(range, upto) => {
+                if let Some((lo, hi)) = range {
+                    let (a, b) = s.time_range.unwrap_or((i64::MIN, i64::MAX));
+                    s.time_range = Some((a.max(*lo), b.min(*hi)));
+                }
+                s.regions.1 = s
+                    .regions
+                    .0
+                    .iter()
+                    .map(|r| SeqBounds { after: None, upto: Some(upto.get(&r.id).copied().unwrap_or(0)), mode: SeqMode::Exact })
+                    .collect();
+            }
+        },
+        LogicalPlan::Filter { input, .. } | LogicalPlan::Project { input, .. } => rewrite_scan(input, src),
+        _ => {}
+    }
+}
+
+/// Run the query's partial aggregation over `input`: one group per row.
+/// With `group`, only the rows of that group (its non-window keys equal
+/// to those values; pushdown turns tag equalities into scan pruning).
+fn partial(c: &Compiled, dp: &DeltaPlan, input: &Input, group: Option<&[Value]>) -> Result<Vec<Group>> {
+    use crate::exec::expr::{BinOp, Expr};
+    let agg = find_aggregate(&c.logical).ok_or_else(|| err!(Internal, "flow query lost its aggregation"))?;
+    let LogicalPlan::Aggregate { input: agg_in, group_by, columns, .. } = agg else { unreachable!("find_aggregate") };
+    let mut inp = (**agg_in).clone();
+    rewrite_scan(&mut inp, input);
+    if let Some(key) = group {
+        let conds = group_by.iter().zip(key).enumerate().filter(|(j, _)| *j != dp.window_key).map(|(_, (e, v))| match v {
+            Value::Null => Expr::IsNull { expr: Box::new(e.clone()), negated: false },
+            v => Expr::Binary {
+                op: BinOp::Eq,
+                left: Box::new(e.clone()),
+                right: Box::new(Expr::Literal { value: v.clone(), ty: e.ty() }),
+                ty: crate::types::SqlType::Bool,
+            },
+        });
+        let pred = conds.reduce(|a, b| Expr::Binary { op: BinOp::And, left: Box::new(a), right: Box::new(b), ty: crate::types::SqlType::Bool });
+        if let Some(predicate) = pred {
+            inp = LogicalPlan::Filter { input: Box::new(inp), predicate };
+        }
+    }
+    let mut cols: Vec<PlanColumn> = columns[..dp.group_count].to_vec();
+    cols.extend(dp.partial.iter().enumerate().map(|(i, a)| PlanColumn::new(format!("__partial{i}"), a.ty)));
+    let plan = LogicalPlan::Aggregate { input: Box::new(inp), group_by: group_by.clone(), aggs: dp.partial.clone(), columns: cols };
+    let phys = c.planner.physical(plan)?;
+    let batches = crate::exec::collect(&phys, &c.planner.ctx)?;
+    let mut out = Vec::new();
+    for b in &batches {
+        for i in 0..b.num_rows() {
+            let key = (0..dp.group_count).map(|j| value_at(b.column(j).as_ref(), i)).collect();
+            let st = (dp.group_count..b.num_columns()).map(|j| value_at(b.column(j).as_ref(), i)).collect();
+            out.push(Group { key, st });
+        }
+    }
+    Ok(out)
+}
+
+fn window_of(dp: &DeltaPlan, key: &[Value]) -> Result<i64> {
+    match key.get(dp.window_key) {
+        Some(Value::Timestamp(t)) => Ok(*t),
+        other => Err(err!(Internal, "flow window key is not a timestamp: {other:?}")),
+    }
+}
+
+/// Sorted window starts → `[lo, hi)` ranges of adjacent windows.
+fn runs(dp: &DeltaPlan, windows: &BTreeSet<i64>) -> Vec<(i64, i64)> {
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for &w in windows {
+        let end = dp.window.end(w);
+        match out.last_mut() {
+            Some((_, hi)) if *hi == w => *hi = end,
+            _ => out.push((w, end)),
+        }
+    }
+    out
+}
+
+/// Time index values (µs) of a change-log batch.
+fn times(b: &RecordBatch, ti: usize) -> Result<Vec<i64>> {
+    let ty = arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+    let a = arrow::compute::cast(b.column(ti), &ty)?;
+    let a = a.as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>().expect("cast to timestamp µs");
+    Ok(a.iter().flatten().collect())
+}
+
+/// Replace the sink's rows in `ranges` (everything when None) by `new`,
+/// in one atomic commit (as `sink::replace`, over several ranges).
+fn replace_ranges(env: &Env, sink: &TableDef, regions: &[Arc<Region>], new: &RecordBatch, ranges: Option<&[(i64, i64)]>) -> Result<usize> {
+    let mut id_cols = sink.primary_key.clone();
+    id_cols.extend(sink.time_index);
+    let fields: Vec<SortField> = id_cols.iter().map(|&c| SortField::new(new.schema().field(c).data_type().clone())).collect();
+    let conv = RowConverter::new(fields)?;
+    let new_ids = conv.convert_columns(&id_cols.iter().map(|&c| new.column(c).clone()).collect::<Vec<_>>())?;
+    let keep: HashSet<&[u8]> = (0..new_ids.num_rows()).map(|i| new_ids.row(i).data()).collect();
+    let mut parts: Vec<RegionWrites> = vec![RegionWrites::default(); regions.len()];
+    let scans: Vec<Option<(i64, i64)>> = match ranges {
+        Some(rs) => rs.iter().map(|r| Some(*r)).collect(),
+        None => vec![None],
+    };
+    for (r, region) in regions.iter().enumerate() {
+        for range in &scans {
+            for b in region.scan(&ScanRequest { time_range: *range, with_rowid: true, ..Default::default() })? {
+                if b.num_rows() == 0 {
+                    continue;
+                }
+                let ids = conv.convert_columns(&id_cols.iter().map(|&c| b.column(c).clone()).collect::<Vec<_>>())?;
+                let gone = BooleanArray::from_iter((0..ids.num_rows()).map(|i| Some(!keep.contains(ids.row(i).data()))));
+                if gone.true_count() > 0 {
+                    parts[r].deletes.push(arrow::compute::filter_record_batch(&b, &gone)?);
+                }
+            }
+        }
+    }
+    if new.num_rows() > 0 {
+        let mut next = TEMP_ROWID_BASE;
+        for (r, part) in crate::storage::route_rows(new, &sink.primary_key, regions.len() as u32)? {
+            let n = part.num_rows() as u64;
+            let mut cols: Vec<ArrayRef> = part.columns().to_vec();
+            cols.push(Arc::new(UInt64Array::from_iter_values(next..next + n)));
+            next += n;
+            let mut fields: Vec<arrow::datatypes::FieldRef> = part.schema().fields().iter().cloned().collect();
+            fields.push(Arc::new(arrow::datatypes::Field::new(crate::storage::ROWID_COLUMN, arrow::datatypes::DataType::UInt64, false)));
+            parts[r as usize].puts.push(RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), cols)?);
+        }
+    }
+    env.storage.commit(regions.iter().cloned().zip(parts).collect())?;
+    Ok(new.num_rows())
+}
+
+/// Write the windows' groups to the sink: finals → the query's nodes above
+/// its aggregation (projections, HAVING) → the sink's rows.
+fn write_sink(
+    env: &Env,
+    c: &Compiled,
+    dp: &DeltaPlan,
+    groups: &[&Group],
+    ranges: Option<&[(i64, i64)]>,
+    now_us: i64,
+) -> Result<usize> {
+    let agg = find_aggregate(&c.logical).ok_or_else(|| err!(Internal, "flow query lost its aggregation"))?;
+    let columns = agg.columns().to_vec();
+    let rows: Vec<Vec<Value>> = groups.iter().map(|g| finals(dp, g)).collect();
+    let arrays = (0..columns.len())
+        .map(|j| values_to_array(&rows.iter().map(|r| r[j].clone()).collect::<Vec<_>>(), columns[j].ty))
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    let batch = RecordBatch::try_new_with_options(
+        crate::exec::plan::arrow_schema(&columns),
+        arrays,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+    )?;
+    let mut plan = c.logical.clone();
+    replace_aggregate(&mut plan, LogicalPlan::Memory { name: "flow_state".into(), batches: vec![batch], columns });
+    let phys = c.planner.physical(plan)?;
+    let out = crate::exec::collect(&phys, &c.planner.ctx)?;
+    let regions = table_regions(env, &c.sink)?;
+    let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
+    let new = sink::sink_batch(&c.sink, schema, &c.shape.columns, &c.fills, &out, now_us)?;
+    replace_ranges(env, &c.sink, &regions, &new, ranges)
+}
+
+// ---------------------------------------------------------------------------
+// Evaluation.
+
+/// Decide once whether the flow merges deltas; the reason when not.
+fn decide(def: &FlowDef, c: &Compiled) -> std::result::Result<DeltaPlan, String> {
+    let opt = def.options.get("incremental").map(|s| s.as_str());
+    if opt == Some("false") {
+        return Err("WITH (incremental = false)".into());
+    }
+    let ok_shape = match &c.shape.refresh {
+        Refresh::Windowed { window: Window::Tumble(_), time_output, .. } => {
+            c.sink.time_index.is_some_and(|ti| c.fills[ti] == sink::Fill::Output(*time_output))
+        }
+        _ => false,
+    };
+    if !ok_shape {
+        return Err("the flow is not an aggregation over one time window that is the sink's time index".into());
+    }
+    let dp = delta_plan(&c.logical)?;
+    match &c.shape.refresh {
+        Refresh::Windowed { window: Window::Tumble(w), .. } if *w == dp.window => {}
+        _ => return Err("the sink's window is not the aggregation's time window".into()),
+    }
+    if let Some(why) = &dp.inexact {
+        if opt != Some("true") {
+            return Err(format!("{why}; WITH (incremental = true) accepts rounding differences"));
+        }
+    }
+    Ok(dp)
+}
+
+fn publish(env: &Env, def: &FlowDef, st: &mut TaskState) {
+    let s = &mut st.incr.stats;
+    if let Some(m) = &st.incr.mode {
+        s.mode = m.name().to_string();
+        s.reason = m.reason();
+    }
+    s.state_windows = st.incr.cache.len() as u64;
+    env.catalog.flow_stats.write().insert(def.name.clone(), s.clone());
+}
+
+/// Evaluate a flow incrementally when it can be; None when it cannot (the
+/// caller recomputes its dirty windows, as for every flow before issue 9).
+pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, trigger: Trigger, now: i64) -> Result<Option<u64>> {
+    let dp = match (&st.incr.mode, decide(def, c)) {
+        (Some(Mode::Disabled(_)), _) => None,
+        (_, Ok(dp)) => Some(dp),
+        (_, Err(why)) => {
+            st.incr.mode = Some(Mode::Disabled(why));
+            None
+        }
+    };
+    let Some(dp) = dp else {
+        publish(env, def, st);
+        return Ok(None);
+    };
+    match evaluate(env, def, st, c, &dp, trigger, now) {
+        Ok(rows) => {
+            st.incr.stats.last_error = None;
+            publish(env, def, st);
+            Ok(Some(rows))
+        }
+        Err(e) => {
+            // Nothing of this evaluation is durable: drop what was merged in memory.
+            st.incr.cache.clear();
+            st.incr.meta = None;
+            let m = st.incr.mode.clone().unwrap_or(Mode::Incremental);
+            st.incr.mode = Some(m.next(&Event::Failed));
+            st.incr.stats.last_error = Some(e.to_string());
+            publish(env, def, st);
+            Err(e)
+        }
+    }
+}
+
+/// Record a full recomputation done by the batching path (disabled flows).
+pub fn note_batching(env: &Env, def: &FlowDef, st: &mut TaskState, rows: u64, windows: u64) {
+    if windows > 0 || rows > 0 {
+        st.incr.stats.evaluations += 1;
+        st.incr.stats.full_evaluations += 1;
+        st.incr.stats.fallback_windows += windows;
+        st.incr.stats.rows_written += rows;
+    }
+    publish(env, def, st);
+}
+
+fn load_window(env: &Env, def: &FlowDef, st: &mut TaskState, w: i64) -> Result<bool> {
+    if st.incr.cache.contains_key(&w) {
+        return Ok(true);
+    }
+    match env.catalog.flow_state(&def.name, &window_key(w))? {
+        Some(b) => {
+            st.incr.cache.insert(w, decode_window(&b)?);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &DeltaPlan, trigger: Trigger, now: i64) -> Result<u64> {
+    let Refresh::Windowed { source, .. } = &c.shape.refresh else { unreachable!("decide checked the shape") };
+    let regions = table_regions(env, source)?;
+    let upto: BTreeMap<u64, SeqNo> = regions.iter().map(|r| (r.id, r.last_seq())).collect();
+    // The stored state's definition.
+    let mut clear = false;
+    if st.incr.meta.is_none() {
+        let want = Meta { flow_id: def.id, created_ms: def.created_ms, query: def.query.clone(), complete: false };
+        let stored: Option<Meta> = env.catalog.flow_state(&def.name, "meta")?.and_then(|b| serde_json::from_slice(&b).ok());
+        st.incr.meta = Some(match stored {
+            Some(m) if m.flow_id == want.flow_id && m.created_ms == want.created_ms && m.query == want.query => m,
+            Some(_) => {
+                clear = true;
+                st.incr.cache.clear();
+                want
+            }
+            None => want,
+        });
+    }
+    let mut mode = st.incr.mode.clone().unwrap_or_else(|| {
+        if st.progress.regions.is_empty() {
+            Mode::FullSnapshot(Fallback::MissingWatermark)
+        } else {
+            Mode::Incremental
+        }
+    });
+    // Watermarks. A checkpointed region that is no longer a source region
+    // (TRUNCATE, the table created again) left without retractions.
+    let mut full: Option<Fallback> = match &mode {
+        Mode::FullSnapshot(r) if *r != Fallback::Failed => Some(*r),
+        _ => None,
+    };
+    let gone: Vec<u64> = st.progress.regions.keys().filter(|r| !upto.contains_key(r)).copied().collect();
+    if !gone.is_empty() {
+        for r in &gone {
+            st.progress.regions.remove(r);
+            if let Some(region) = env.storage.region(*r) {
+                region.release_versions(&holder(&def.name));
+            }
+        }
+        full.get_or_insert(Fallback::StaleWatermark);
+    }
+    if full.is_none() {
+        if regions.iter().any(|r| !st.progress.regions.contains_key(&r.id)) {
+            full = Some(if st.progress.regions.is_empty() { Fallback::MissingWatermark } else { Fallback::IncompleteWatermark });
+        } else if regions.iter().any(|r| st.progress.regions[&r.id] > upto[&r.id]) {
+            full = Some(Fallback::StaleWatermark);
+        }
+    }
+    // The delta.
+    let mut deltas: Vec<RecordBatch> = Vec::new();
+    let mut delta_rows = 0u64;
+    if full.is_none() {
+        for r in &regions {
+            let (after, u) = (st.progress.regions[&r.id], upto[&r.id]);
+            if u <= after {
+                continue;
+            }
+            match r.changes(after, u) {
+                Ok(b) => {
+                    delta_rows += b.num_rows() as u64;
+                    if b.num_rows() > 0 {
+                        deltas.push(b);
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind,
+                        ErrorKind::IncrementalQueryStale | ErrorKind::SnapshotFenceStale | ErrorKind::SequenceRangeUnsupported
+                    ) =>
+                {
+                    tracing::info!(flow = %def.name, region = r.id, error = %e, "flow falls back to a full snapshot");
+                    full = Some(Fallback::SnapshotExpired);
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let changed = regions.iter().any(|r| st.progress.regions.get(&r.id) != Some(&upto[&r.id]));
+    let lower = def.expire_after_s.map(|e| (now - e * 1000) * 1000);
+    let now_us = now * 1000;
+    if changed || full.is_some() {
+        st.incr.stats.evaluations += 1;
+    }
+    let stats_rows_before = st.incr.stats.rows_written;
+    let mut touched: BTreeSet<i64> = BTreeSet::new();
+    let mut rows = 0u64;
+    let mut state_changes: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+    if let Some(reason) = full {
+        // Everything from the source, as of `upto`.
+        mode = mode.next(&Event::Fallback(reason));
+        let range = lower.map(|l| (dp.window.start(l), i64::MAX));
+        let groups = partial(c, dp, &Input::Source(range, &upto), None)?;
+        let mut windows: HashMap<i64, WindowState> = HashMap::new();
+        for g in groups {
+            let w = window_of(dp, &g.key)?;
+            st.incr.stats.rows_read += int(&g.st[dp.rows_col()]) as u64;
+            windows.entry(w).or_default().insert(key_bytes(&g.key), g);
+        }
+        let all: Vec<&Group> = windows.values().flat_map(|w| w.values()).collect();
+        let ranges = range.map(|r| vec![r]);
+        rows += write_sink(env, c, dp, &all, ranges.as_deref(), now_us)? as u64;
+        clear = true;
+        for (w, ws) in &windows {
+            state_changes.push((window_key(*w), Some(encode_window(ws))));
+        }
+        st.incr.stats.full_evaluations += 1;
+        *st.incr.stats.fallbacks.entry(reason.name().into()).or_default() += 1;
+        st.incr.stats.fallback_windows += windows.len() as u64;
+        touched.extend(windows.keys().copied());
+        st.incr.cache = windows;
+        if let Some(m) = st.incr.meta.as_mut() {
+            m.complete = true;
+        }
+        if st.progress.backfilling {
+            // The backfill was this one snapshot.
+            st.progress.backfilling = false;
+            st.progress.backfill_total = touched.len() as u64;
+            st.progress.backfill_done = touched.len() as u64;
+        }
+        mode = mode.next(&Event::FullDone);
+    } else if changed {
+        let complete = st.incr.meta.as_ref().is_some_and(|m| m.complete);
+        let ti = source.time_index.ok_or_else(|| err!(Internal, "windowed source has no time index"))?;
+        // Windows recomputed from the source, and why.
+        let mut recompute: BTreeMap<i64, Option<Fallback>> = BTreeMap::new();
+        // Groups whose min / max lost its extreme: recomputed one by one.
+        let mut lost: BTreeMap<i64, Vec<(Vec<u8>, Vec<Value>)>> = BTreeMap::new();
+        let backlog =
+            def.options.get("incremental_backlog_rows").and_then(|v| v.parse::<u64>().ok()).unwrap_or(BACKLOG_ROWS_DEFAULT);
+        let wholesale = if mode == Mode::FullSnapshot(Fallback::Failed) {
+            Some(Fallback::Failed)
+        } else if delta_rows > backlog {
+            Some(Fallback::Backlog)
+        } else {
+            None
+        };
+        let live = |w: i64| lower.is_none_or(|l| dp.window.end(w) > l);
+        if let Some(reason) = wholesale {
+            mode = mode.next(&Event::Fallback(reason));
+            for b in &deltas {
+                for t in times(b, ti)? {
+                    let w = dp.window.start(t);
+                    if live(w) {
+                        recompute.insert(w, Some(reason));
+                    }
+                }
+            }
+        } else {
+            st.incr.stats.rows_read += delta_rows;
+            // Split the change log by sign; each side through the query's partial aggregation.
+            let mut sides: [Vec<RecordBatch>; 2] = [Vec::new(), Vec::new()];
+            for b in &deltas {
+                let ncols = b.num_columns() - 1;
+                let diff = b.column(ncols).as_any().downcast_ref::<Int64Array>().ok_or_else(|| err!(Internal, "change log diff is not int8"))?;
+                let plus = BooleanArray::from_iter(diff.iter().map(|d| Some(d.unwrap_or(0) > 0)));
+                let minus = arrow::compute::not(&plus)?;
+                let user = b.project(&(0..ncols).collect::<Vec<_>>())?;
+                for (i, mask) in [plus, minus].iter().enumerate() {
+                    let part = arrow::compute::filter_record_batch(&user, mask)?;
+                    if part.num_rows() > 0 {
+                        sides[i].push(part);
+                    }
+                }
+            }
+            let mut delta: HashMap<Vec<u8>, (Vec<Value>, Option<Vec<Value>>, Option<Vec<Value>>)> = HashMap::new();
+            for (i, side) in sides.iter().enumerate() {
+                if side.is_empty() {
+                    continue;
+                }
+                let batch = arrow::compute::concat_batches(&side[0].schema(), side)?;
+                for g in partial(c, dp, &Input::Delta(batch), None)? {
+                    let e = delta.entry(key_bytes(&g.key)).or_insert_with(|| (g.key.clone(), None, None));
+                    if i == 0 {
+                        e.1 = Some(g.st);
+                    } else {
+                        e.2 = Some(g.st);
+                    }
+                }
+            }
+            for (kb, (key, p, m)) in delta {
+                let w = window_of(dp, &key)?;
+                if !live(w) || recompute.contains_key(&w) {
+                    continue;
+                }
+                if !load_window(env, def, st, w)? {
+                    if !complete {
+                        recompute.insert(w, Some(Fallback::StateMissing));
+                        continue;
+                    }
+                    st.incr.cache.insert(w, WindowState::new());
+                }
+                let ws = st.incr.cache.get_mut(&w).expect("loaded");
+                let mut cur = match ws.get(&kb) {
+                    Some(g) => g.st.clone(),
+                    None => {
+                        let mut z = vec![Value::Null; dp.partial.len()];
+                        z[dp.rows_col()] = Value::Int(0);
+                        z
+                    }
+                };
+                match merge(dp, &mut cur, p.as_deref(), m.as_deref()) {
+                    Merge::Done => {
+                        if int(&cur[dp.rows_col()]) == 0 {
+                            ws.remove(&kb);
+                        } else {
+                            ws.insert(kb, Group { key, st: cur });
+                        }
+                        touched.insert(w);
+                    }
+                    Merge::LostExtreme => {
+                        st.incr.stats.extreme_recomputes += 1;
+                        lost.entry(w).or_default().push((kb, key));
+                        touched.insert(w);
+                    }
+                    Merge::Overflow => {
+                        recompute.insert(w, Some(Fallback::Overflow));
+                    }
+                    Merge::Inconsistent => {
+                        recompute.insert(w, Some(Fallback::Failed));
+                    }
+                }
+            }
+        }
+        // Merged groups make the evaluation incremental; windows only
+        // recomputed by fallbacks make it a (partial) full one.
+        let merged = !touched.is_empty() || (wholesale.is_none() && recompute.is_empty());
+        // Each group that lost its extreme, from the source rows of that
+        // group and window (unless its whole window is recomputed anyway).
+        for (w, groups) in &lost {
+            if recompute.contains_key(w) {
+                continue;
+            }
+            if groups.len() > LOST_GROUPS_MAX {
+                // Many groups of one window: one query over the window.
+                recompute.insert(*w, None);
+                continue;
+            }
+            let range = (*w, dp.window.end(*w));
+            for (kb, key) in groups {
+                let fresh = partial(c, dp, &Input::Source(Some(range), &upto), Some(key))?;
+                let ws = st.incr.cache.get_mut(w).expect("a merged window is loaded");
+                ws.remove(kb);
+                for g in fresh {
+                    st.incr.stats.rows_read += int(&g.st[dp.rows_col()]) as u64;
+                    if key_bytes(&g.key) == *kb {
+                        ws.insert(kb.clone(), g);
+                    }
+                }
+            }
+        }
+        if merged {
+            st.incr.stats.incremental_evaluations += 1;
+        } else {
+            st.incr.stats.full_evaluations += 1;
+        }
+        // Recompute windows from the source (as of `upto`).
+        if !recompute.is_empty() {
+            let set: BTreeSet<i64> = recompute.keys().copied().collect();
+            for w in &set {
+                st.incr.cache.insert(*w, WindowState::new());
+            }
+            for (lo, hi) in runs(dp, &set) {
+                for g in partial(c, dp, &Input::Source(Some((lo, hi)), &upto), None)? {
+                    let w = window_of(dp, &g.key)?;
+                    st.incr.stats.rows_read += int(&g.st[dp.rows_col()]) as u64;
+                    st.incr.cache.entry(w).or_default().insert(key_bytes(&g.key), g);
+                }
+            }
+            let mut reasons: BTreeSet<Fallback> = BTreeSet::new();
+            for r in recompute.values().flatten() {
+                reasons.insert(*r);
+                st.incr.stats.fallback_windows += 1;
+            }
+            for r in reasons {
+                *st.incr.stats.fallbacks.entry(r.name().into()).or_default() += 1;
+                mode = mode.next(&Event::Fallback(r));
+            }
+            touched.extend(set);
+        }
+        if !touched.is_empty() {
+            let groups: Vec<&Group> = touched.iter().filter_map(|w| st.incr.cache.get(w)).flat_map(|ws| ws.values()).collect();
+            let ranges = runs(dp, &touched);
+            rows += write_sink(env, c, dp, &groups, Some(&ranges), now_us)? as u64;
+            for w in &touched {
+                let ws = &st.incr.cache[w];
+                let v = if ws.is_empty() && complete { None } else { Some(encode_window(ws)) };
+                state_changes.push((window_key(*w), v));
+            }
+        }
+        mode = if mode == Mode::Incremental { mode.next(&Event::IncrementalDone) } else { mode.next(&Event::FullDone) };
+    } else if mode == Mode::FullSnapshot(Fallback::Failed) {
+        // The failed evaluation committed nothing and nothing changed since.
+        mode = mode.next(&Event::FullDone);
+    }
+    // Commit: the checkpoint with the states it covers.
+    if changed || full.is_some() || matches!(trigger, Trigger::Tick(_)) {
+        st.progress.regions.extend(upto.iter().map(|(r, s)| (*r, *s)));
+        if full.is_some() || changed {
+            st.progress.last_execution_ms = Some(now);
+            st.progress.rows_written += rows;
+            st.progress.windows_done += touched.len() as u64;
+        }
+        if let Trigger::Tick(t) = trigger {
+            st.progress.last_tick_ms = Some(t);
+        }
+        if let Some(m) = &st.incr.meta {
+            state_changes.push(("meta".into(), Some(serde_json::to_vec(m).map_err(|e| err!(Internal, "cannot encode flow state: {e}"))?)));
+        }
+        env.catalog.commit_flow_state(&def.name, Some(&st.progress), clear, state_changes)?;
+        for r in &regions {
+            if let Err(e) = r.hold_versions(&holder(&def.name), upto[&r.id]) {
+                tracing::warn!(flow = %def.name, region = r.id, error = %e, "cannot hold versions for a flow");
+            }
+        }
+    }
+    // Windows no longer maintained leave the cache.
+    if let Some(l) = lower {
+        st.incr.cache.retain(|w, _| dp.window.end(*w) > l);
+    }
+    st.incr.stats.rows_written = stats_rows_before + rows;
+    st.incr.mode = Some(mode);
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::analysis::{TimeWindow, WindowKind, WindowWidth};
+    use crate::planner::incremental::KeptAgg;
+    use crate::types::SqlType;
+
+    const ALL: [Fallback; 8] = [
+        Fallback::MissingWatermark,
+        Fallback::IncompleteWatermark,
+        Fallback::StaleWatermark,
+        Fallback::SnapshotExpired,
+        Fallback::Failed,
+        Fallback::Backlog,
+        Fallback::StateMissing,
+        Fallback::Overflow,
+    ];
+
+    #[test]
+    fn full_snapshot_success_enters_incremental() {
+        for r in ALL {
+            assert_eq!(Mode::FullSnapshot(r).next(&Event::FullDone), Mode::Incremental);
+        }
+        assert_eq!(Mode::Incremental.next(&Event::FullDone), Mode::Incremental);
+    }
+
+    #[test]
+    fn incremental_success_stays_incremental() {
+        assert_eq!(Mode::Incremental.next(&Event::IncrementalDone), Mode::Incremental);
+        // An incremental success cannot end a full snapshot.
+        assert_eq!(Mode::FullSnapshot(Fallback::Backlog).next(&Event::IncrementalDone), Mode::FullSnapshot(Fallback::Backlog));
+    }
+
+    #[test]
+    fn every_fallback_reason_leads_to_full_snapshot_with_the_reason() {
+        for r in ALL {
+            assert_eq!(Mode::Incremental.next(&Event::Fallback(r)), Mode::FullSnapshot(r));
+            assert_eq!(Mode::FullSnapshot(Fallback::Failed).next(&Event::Fallback(r)), Mode::FullSnapshot(r));
+            assert_eq!(Mode::FullSnapshot(r).reason().as_deref(), Some(r.name()));
+        }
+    }
+
+    #[test]
+    fn failure_falls_back_as_failed() {
+        assert_eq!(Mode::Incremental.next(&Event::Failed), Mode::FullSnapshot(Fallback::Failed));
+        assert_eq!(Mode::FullSnapshot(Fallback::MissingWatermark).next(&Event::Failed), Mode::FullSnapshot(Fallback::Failed));
+    }
+
+    #[test]
+    fn disabled_is_for_good() {
+        let d = Mode::Disabled("count(DISTINCT …)".into());
+        for ev in [Event::FullDone, Event::IncrementalDone, Event::Failed, Event::Fallback(Fallback::Backlog)] {
+            assert_eq!(d.next(&ev), d);
+        }
+        assert_eq!(d.name(), "disabled");
+        assert_eq!(d.reason().as_deref(), Some("count(DISTINCT …)"));
+    }
+
+    fn plan(keeps: &[(Keep, bool)]) -> DeltaPlan {
+        let mut aggs = Vec::new();
+        let mut partial = Vec::new();
+        for (k, int_sum) in keeps {
+            aggs.push(KeptAgg { keep: *k, first: partial.len(), int_sum: *int_sum, ty: SqlType::Int8 });
+            for _ in 0..k.width() {
+                partial.push(AggCall { func: AggFunc::Sum, args: vec![], distinct: false, filter: None, ty: SqlType::Int8 });
+            }
+        }
+        partial.push(AggCall { func: AggFunc::CountStar, args: vec![], distinct: false, filter: None, ty: SqlType::Int8 });
+        let window = TimeWindow { column: 0, width: WindowWidth::Micros(10), origin: 0, kind: WindowKind::DateBin };
+        DeltaPlan { group_count: 1, window_key: 0, window, aggs, partial, inexact: None }
+    }
+    use crate::exec::plan::{AggCall, AggFunc};
+
+    fn i(v: i64) -> Value {
+        Value::Int(v)
+    }
+
+    #[test]
+    fn sums_counts_and_averages_subtract_retractions() {
+        let dp = plan(&[(Keep::Count, false), (Keep::Sum, true), (Keep::Avg, true)]);
+        // count, (sum, n), (sum, n), rows
+        let mut cur = vec![i(3), i(30), i(3), i(30), i(3), i(3)];
+        let plus = vec![i(1), i(5), i(1), i(5), i(1), i(1)];
+        let minus = vec![i(2), i(25), i(2), i(25), i(2), i(2)];
+        assert_eq!(merge(&dp, &mut cur, Some(&plus), Some(&minus)), Merge::Done);
+        assert_eq!(cur, vec![i(2), i(10), i(2), i(10), i(2), i(2)]);
+        let g = Group { key: vec![Value::Timestamp(0)], st: cur.clone() };
+        assert_eq!(finals(&dp, &g)[1..], [i(2), i(10), Value::Float(5.0)]);
+        // Every non-NULL value retracted: sum and avg are NULL, count 0.
+        let minus = vec![i(2), i(10), i(2), i(10), i(2), i(2)];
+        assert_eq!(merge(&dp, &mut cur, None, Some(&minus)), Merge::Done);
+        let g = Group { key: vec![Value::Timestamp(0)], st: cur.clone() };
+        assert_eq!(finals(&dp, &g)[1..], [i(0), Value::Null, Value::Null]);
+        assert_eq!(cur[dp.rows_col()], i(0));
+    }
+
+    #[test]
+    fn losing_the_extreme_asks_for_a_recompute() {
+        let dp = plan(&[(Keep::Min, false), (Keep::Max, false)]);
+        let mut cur = vec![i(5), i(50), i(4)];
+        // Retracting values strictly inside the range keeps both extremes.
+        let before = cur.clone();
+        assert_eq!(merge(&dp, &mut cur, Some(&[i(7), i(60), i(1)]), Some(&[i(6), i(40), i(1)])), Merge::Done);
+        assert_eq!(cur, vec![i(5), i(60), i(4)]);
+        // Retracting the min (or a value equal to it) cannot be merged.
+        let mut c2 = before.clone();
+        assert_eq!(merge(&dp, &mut c2, None, Some(&[i(5), i(20), i(1)])), Merge::LostExtreme);
+        assert_eq!(c2, before, "left untouched");
+        let mut c3 = before.clone();
+        assert_eq!(merge(&dp, &mut c3, None, Some(&[i(9), i(50), i(1)])), Merge::LostExtreme);
+    }
+
+    #[test]
+    fn overflow_and_inconsistency_are_reported() {
+        let dp = plan(&[(Keep::Sum, true)]);
+        let mut cur = vec![i(EXACT_INT - 1), i(1), i(1)];
+        assert_eq!(merge(&dp, &mut cur, Some(&[i(5), i(1), i(1)]), None), Merge::Overflow);
+        let mut cur = vec![i(1), i(1), i(1)];
+        assert_eq!(merge(&dp, &mut cur, None, Some(&[i(1), i(2), i(2)])), Merge::Inconsistent);
+    }
+
+    #[test]
+    fn window_states_round_trip() {
+        let mut w = WindowState::new();
+        for key in [vec![Value::Timestamp(10), Value::Text("a".into())], vec![Value::Timestamp(10), Value::Null]] {
+            let st = vec![i(-3), Value::Float(1.5), Value::Bool(true), Value::Date(7), Value::Null];
+            w.insert(key_bytes(&key), Group { key, st });
+        }
+        assert_eq!(decode_window(&encode_window(&w)).unwrap(), w);
+        assert!(decode_window(&encode_window(&w)[..5]).is_err(), "truncated is Corrupt, not a panic");
+    }
+
+    #[test]
+    fn adjacent_windows_make_one_range() {
+        let dp = plan(&[]);
+        let set: BTreeSet<i64> = [0, 10, 20, 50].into_iter().collect();
+        assert_eq!(runs(&dp, &set), vec![(0, 30), (50, 60)]);
+    }
+}
