@@ -62,12 +62,9 @@ impl Accumulator {
                 let is_min = call.func == AggFunc::Min;
                 match input_ty {
                     SqlType::Float8 | SqlType::Float4 => State::MinMaxF64 { vals: vec![], is_min },
-                    SqlType::Int2
-                    | SqlType::Int4
-                    | SqlType::Int8
-                    | SqlType::Timestamp
-                    | SqlType::TimestampTz
-                    | SqlType::Date => State::MinMaxI64 { vals: vec![], is_min },
+                    SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Timestamp | SqlType::TimestampTz | SqlType::Date => {
+                        State::MinMaxI64 { vals: vec![], is_min }
+                    }
                     _ => State::MinMax { vals: vec![], is_min },
                 }
             }
@@ -456,9 +453,7 @@ impl Accumulator {
                     .collect();
                 Arc::new(a)
             }
-            State::MinMaxF64 { vals, .. } => {
-                cast_array(&(Arc::new(Float64Array::from(vals.clone())) as ArrayRef), SqlType::Float8, ty)?
-            }
+            State::MinMaxF64 { vals, .. } => cast_array(&(Arc::new(Float64Array::from(vals.clone())) as ArrayRef), SqlType::Float8, ty)?,
             State::MinMaxI64 { vals, .. } => i64_array(vals, ty)?,
             State::MinMax { vals, .. } => values_to_array(vals, ty)?,
             State::Bool { vals, .. } => Arc::new(BooleanArray::from(vals.clone())),

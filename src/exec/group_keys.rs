@@ -227,7 +227,11 @@ enum Lookup {
     K3(FastMap<Packed<3>, u32>),
     K4(FastMap<Packed<4>, u32>),
     /// The slow hash: arrow's row format.
-    Rows { converter: RowConverter, map: HashMap<Box<[u8]>, u32>, rows: Vec<OwnedRow> },
+    Rows {
+        converter: RowConverter,
+        map: HashMap<Box<[u8]>, u32>,
+        rows: Vec<OwnedRow>,
+    },
 }
 
 /// Groups found so far and their keys.
@@ -418,7 +422,8 @@ mod tests {
         let ty = DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()));
         let mut t = GroupTable::new(std::slice::from_ref(&ty)).unwrap();
         let hour = 3_600_000_000i64;
-        let a: ArrayRef = Arc::new(TimestampMicrosecondArray::from((0..5000).map(|i| (i % 1000) * hour).collect::<Vec<_>>()).with_timezone("+00:00"));
+        let a: ArrayRef =
+            Arc::new(TimestampMicrosecondArray::from((0..5000).map(|i| (i % 1000) * hour).collect::<Vec<_>>()).with_timezone("+00:00"));
         let mut out = vec![];
         t.assign(&[a], &mut out).unwrap();
         assert_eq!(t.len(), 1000);

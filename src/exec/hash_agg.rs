@@ -33,9 +33,7 @@ impl HashAggExecutor {
     /// to evaluate on another thread.
     fn parallel_safe(&self) -> bool {
         self.aggs.iter().all(|a| {
-            !a.distinct
-                && a.func != super::plan::AggFunc::StringAgg
-                && !a.args.iter().chain(a.filter.as_ref()).any(|e| e.has_subquery())
+            !a.distinct && a.func != super::plan::AggFunc::StringAgg && !a.args.iter().chain(a.filter.as_ref()).any(|e| e.has_subquery())
         }) && !self.group_by.iter().any(|e| e.has_subquery())
     }
 

@@ -34,12 +34,12 @@ use batching::{TaskState, Trigger};
 /// How soon after a write a flow without EVAL INTERVAL evaluates, at
 /// least: the debounce that coalesces a burst of writes into one run.
 pub const ADAPTIVE_DELAY_MS: u64 = 50;
-/// The debounce grows with the cost of the flow's last evaluation
-/// (`ADAPTIVE_COST_FACTOR` times it, so maintenance takes at most about a
-/// quarter of a core per flow) up to this, which bounds the staleness a
-/// busy flow adds.
-pub const ADAPTIVE_MAX_MS: u64 = 400;
-pub const ADAPTIVE_COST_FACTOR: u32 = 3;
+/// The debounce grows with the CPU cost of the flow's evaluations
+/// (`ADAPTIVE_COST_FACTOR` times it, so a flow under a steady write load
+/// spends at most about 1/20 of a core on maintenance) up to this, which
+/// bounds the staleness a busy flow adds (freshness goal: p99 ≤ 1 s).
+pub const ADAPTIVE_MAX_MS: u64 = 900;
+pub const ADAPTIVE_COST_FACTOR: u32 = 19;
 /// Retry backoff after a failed evaluation: doubles up to this.
 pub const RETRY_MAX_MS: u64 = 10_000;
 
@@ -62,8 +62,20 @@ pub struct FlowTask {
     /// (table id, rows): the table is told by the region id, as two
     /// databases may hold tables of one name.
     instant_rows: Mutex<Vec<(u32, arrow::array::RecordBatch)>>,
-    /// How long the last evaluation took (the adaptive debounce follows it).
+    /// The CPU time of the flow's scheduled evaluations, averaged (the
+    /// adaptive debounce follows it; waiting for fsyncs costs no CPU and
+    /// does not lengthen it).
     last_cost: Mutex<Duration>,
+}
+
+/// CPU time (user + system) of the calling thread, from
+/// /proc/thread-self/stat (clock ticks of 10 ms: callers average it); None
+/// where that file does not exist.
+fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let f: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 impl FlowTask {
@@ -201,7 +213,7 @@ impl FlowManager {
             *task.def.write() = def.clone();
         }
         st.instant_rows.append(&mut task.instant_rows.lock());
-        let started = Instant::now();
+        let started = (Instant::now(), thread_cpu());
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
             .unwrap_or_else(|p| {
                 let msg =
@@ -209,7 +221,12 @@ impl FlowManager {
                 Err(err!(Internal, "flow \"{name}\" panicked: {msg}", name = def.name))
             });
         if trigger != Trigger::Flush {
-            *task.last_cost.lock() = started.elapsed();
+            let cost = match (started.1, thread_cpu()) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => started.0.elapsed(),
+            };
+            let mut avg = task.last_cost.lock();
+            *avg = (*avg * 3 + cost) / 4;
         }
         match &r {
             Ok(_) if st.more => {
@@ -392,6 +409,22 @@ impl WriteListener for FlowManager {
 #[cfg(test)]
 mod tests {
     use super::first_tick;
+
+    #[test]
+    fn thread_cpu_counts_this_threads_work() {
+        let Some(a) = super::thread_cpu() else { return };
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        let mut b = a;
+        // Busy until the clock ticks (10 ms of CPU), at most 10 s on a loaded machine.
+        while b == a && t.elapsed() < std::time::Duration::from_secs(10) {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            b = super::thread_cpu().unwrap();
+        }
+        assert!(b > a, "a busy thread's CPU time advances ({a:?} -> {b:?})");
+    }
 
     #[test]
     fn ticks_are_epoch_aligned() {
