@@ -1,12 +1,20 @@
-//! Python drivers against the server: psycopg 3 and asyncpg
-//! (`tests/drivers/*.py`). `.ci/run` installs them; under `CI=true` a missing
-//! package fails the test, locally it is skipped with a notice. The Python
+//! Drivers and tools against the server: psycopg 3, asyncpg, SQLAlchemy and
+//! pandas (`tests/drivers/*.py`), pgjdbc, node-postgres, pgx (Go),
+//! tokio-postgres and psql. `.ci/run` installs them; under `CI=true` a missing
+//! driver fails the test, locally it is skipped with a notice. The Python
 //! interpreter is `$WEIR_PYTHON`, else `python3`.
+//!
+//! Every driver connects as a real client would: the server requires TLS and
+//! a SCRAM-SHA-256 password (`hostssl … scram-sha-256`, plain connections
+//! rejected), with a CA and server certificate made by openssl at test time;
+//! the URL carries the password and `sslmode=require` with the CA as
+//! `sslrootcert`.
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use common::TestServer;
 
@@ -29,20 +37,87 @@ fn have(module: &str) -> bool {
     ok
 }
 
-fn url(s: &TestServer) -> String {
-    if let Some(u) = common::external_url() {
-        return u;
+/// The superuser's password on the drivers' server.
+const PASSWORD: &str = "drv-Secret_pw 1";
+/// The same, percent-encoded for URLs.
+const PASSWORD_URL: &str = "drv-Secret_pw%201";
+
+/// A weir that requires TLS and SCRAM (or the external `WEIR_TEST_URL` server).
+struct Secure {
+    server: TestServer,
+    /// The CA certificate that signed the server's (None for an external server).
+    ca: Option<PathBuf>,
+    _certs: Option<tempfile::TempDir>,
+    _data: Option<tempfile::TempDir>,
+}
+
+impl std::ops::Deref for Secure {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.server
     }
-    format!("postgresql://weir_test@{}/public", s.addr)
+}
+
+impl Secure {
+    fn start() -> Secure {
+        if common::external_url().is_some() {
+            return Secure { server: TestServer::start().expect("external server"), ca: None, _certs: None, _data: None };
+        }
+        let certs = tempfile::Builder::new().prefix("weir-drivers-tls").tempdir().unwrap();
+        assert!(make_certs(certs.path()).is_some(), "openssl could not make the test certificates");
+        let hba = certs.path().join("pg_hba.conf");
+        // TLS and a password for everyone; a plain connection is refused.
+        std::fs::write(&hba, "hostssl all all 127.0.0.1/32 scram-sha-256\nhostnossl all all 127.0.0.1/32 reject\n").unwrap();
+        let data = tempfile::Builder::new().prefix("weir-test-data").tempdir().unwrap();
+        let (cert, key) = (certs.path().join("server.crt"), certs.path().join("server.key"));
+        let server = TestServer::spawn_with(
+            data.path(),
+            &[("WEIR_SUPERUSER_PASSWORD", PASSWORD)],
+            &[
+                "--hba-file",
+                hba.to_str().unwrap(),
+                "--ssl-cert-file",
+                cert.to_str().unwrap(),
+                "--ssl-key-file",
+                key.to_str().unwrap(),
+            ],
+        )
+        .expect("start server");
+        Secure { server, ca: Some(certs.path().join("ca.crt")), _certs: Some(certs), _data: Some(data) }
+    }
+
+    /// A libpq-style URL with the password, sslmode=require and the CA.
+    fn url(&self) -> String {
+        if let Some(u) = common::external_url() {
+            return u;
+        }
+        let ca = self.ca.as_ref().unwrap().display();
+        format!("postgresql://weir_test:{PASSWORD_URL}@{}/public?sslmode=require&sslrootcert={ca}", self.addr)
+    }
+}
+
+/// A CA and a server certificate for 127.0.0.1 / localhost, made with the
+/// openssl CLI into `dir` (as tests/auth.rs does); None when openssl fails.
+fn make_certs(dir: &Path) -> Option<()> {
+    let run = |args: &[&str]| {
+        Command::new("openssl").args(args).current_dir(dir).output().ok().filter(|o| o.status.success()).map(|_| ())
+    };
+    run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=weir drivers CA"])?;
+    run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])?;
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").ok()?;
+    run(&[
+        "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2",
+        "-extfile", "san.ext",
+    ])
 }
 
 fn run_script(module: &str, script: &str) {
     if !have(module) {
         return;
     }
-    let s = TestServer::start().expect("start server");
+    let s = Secure::start();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers").join(script);
-    let out = Command::new(python()).arg(&path).arg(url(&s)).output().expect("run python");
+    let out = Command::new(python()).arg(&path).arg(s.url()).output().expect("run python");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{script} failed:\n{text}\n{}", s.log_tail());
     print!("{text}");
@@ -90,17 +165,20 @@ fn pgjdbc_smoke_and_metadata() {
         eprintln!("SKIPPED: {msg}");
         return;
     }
-    let s = TestServer::start().expect("start server");
-    let (url, user) = match common::external_url() {
+    let s = Secure::start();
+    let (url, user, password) = match common::external_url() {
         Some(u) => {
             let rest = u.split_once("://").map(|x| x.1).unwrap_or(&u);
             let (user, host) = rest.split_once('@').unwrap_or(("postgres", rest));
-            (format!("jdbc:postgresql://{host}"), user.to_string())
+            (format!("jdbc:postgresql://{host}"), user.to_string(), String::new())
         }
-        None => (format!("jdbc:postgresql://{}/public", s.addr), "weir_test".to_string()),
+        None => {
+            let ca = s.ca.as_ref().unwrap().display();
+            (format!("jdbc:postgresql://{}/public?sslmode=require&sslrootcert={ca}", s.addr), "weir_test".to_string(), PASSWORD.to_string())
+        }
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/JdbcSmoke.java");
-    let out = Command::new("java").arg("-cp").arg(&jar).arg(&path).arg(&url).arg(&user).output().expect("run java");
+    let out = Command::new("java").arg("-cp").arg(&jar).arg(&path).arg(&url).arg(&user).arg(&password).output().expect("run java");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "JdbcSmoke failed:\n{text}\n{}", s.log_tail());
     print!("{text}");
@@ -112,8 +190,8 @@ fn pgjdbc_smoke_and_metadata() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokio_postgres_smoke() -> anyhow::Result<()> {
     use futures::SinkExt;
-    let s = TestServer::start()?;
-    let c = s.connect(None).await?;
+    let s = Secure::start();
+    let c = if s.is_external() { s.connect(None).await? } else { tls_connect(&s).await? };
     c.batch_execute("DROP TABLE IF EXISTS tp_cpu").await?;
     c.batch_execute(
         "CREATE TABLE tp_cpu (host STRING, ts TIMESTAMP TIME INDEX, usage DOUBLE, n BIGINT, i INT, ok BOOLEAN, PRIMARY KEY (host))",
@@ -167,16 +245,16 @@ fn node_postgres_smoke() {
         eprintln!("SKIPPED: {msg}");
         return;
     }
-    let s = TestServer::start().expect("start server");
+    let s = Secure::start();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/node_pg_smoke.js");
-    let out = Command::new("node").arg(&path).arg(url(&s)).output().expect("run node");
+    let out = Command::new("node").arg(&path).arg(s.url()).output().expect("run node");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "node_pg_smoke.js failed:\n{text}\n{}", s.log_tail());
     print!("{text}");
 }
 
 /// psql's `\d t` lists the table's primary key (tags + time index) from
-/// pg_index / pg_constraint / pg_get_indexdef.
+/// pg_index / pg_constraint / pg_get_indexdef; `\d+`, `\di`, `\dv` work.
 #[test]
 fn psql_describe_shows_primary_key() {
     if !Command::new("psql").arg("--version").output().is_ok_and(|o| o.status.success()) {
@@ -187,14 +265,132 @@ fn psql_describe_shows_primary_key() {
     if common::external_url().is_some() {
         return; // TIME INDEX is weir's grammar
     }
-    let s = TestServer::start().expect("start server");
+    let s = Secure::start();
     let out = Command::new("psql")
-        .arg(url(&s))
+        .arg(s.url())
         .args(["-X", "-v", "ON_ERROR_STOP=1"])
         .args(["-c", "CREATE TABLE psql_t (host STRING, ts TIMESTAMP TIME INDEX, v DOUBLE, PRIMARY KEY (host))", "-c", "\\d psql_t"])
+        .args(["-c", "CREATE VIEW psql_v AS SELECT host FROM psql_t", "-c", "\\d+ psql_t", "-c", "\\di", "-c", "\\dv", "-c", "\\d+ psql_v"])
         .output()
         .expect("run psql");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "psql failed:\n{text}\n{}", s.log_tail());
     assert!(text.contains("\"psql_t_pkey\" PRIMARY KEY, btree (host, ts)"), "{text}");
+    // \d+ (storage column, reloptions through a correlated unnest in FROM), \di, \dv.
+    assert!(text.contains(" host   | text                        |           |          |         | extended |"), "{text}");
+    assert!(text.contains(" public | psql_t_pkey | index | weir_test | psql_t"), "{text}");
+    assert!(text.contains(" public | psql_v | view | weir_test"), "{text}");
+    assert!(text.contains("View definition:"), "{text}");
+}
+
+/// pgx (Go, Debian's golang-github-jackc-pgx-v4-dev in GOPATH mode): connect
+/// with a password over TLS, DDL, a parameterized insert, a select of every
+/// type, errors' SQLSTATEs, COPY FROM STDIN, a rolled-back transaction.
+#[test]
+fn pgx_smoke() {
+    let gopath = std::env::var("WEIR_GOPATH").unwrap_or_else(|_| "/usr/share/gocode".into());
+    let go_ok = Command::new("go").arg("version").output().is_ok_and(|o| o.status.success());
+    if !go_ok || !Path::new(&gopath).join("src/github.com/jackc/pgx/v4").exists() {
+        let msg = format!("go or pgx v4 ({gopath}) is missing (apt-get install golang-go golang-github-jackc-pgx-v4-dev)");
+        assert!(!in_ci(), "{msg}");
+        eprintln!("SKIPPED: {msg}");
+        return;
+    }
+    let s = Secure::start();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/pgx_smoke.go");
+    // Go's build cache beside the test binaries, so later runs only link.
+    let cache = std::env::var("GOCACHE").unwrap_or_else(|_| {
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("gocache").to_string_lossy().into_owned()
+    });
+    let out = Command::new("go")
+        .arg("run")
+        .arg(&path)
+        .arg(s.url())
+        .env("GO111MODULE", "off")
+        .env("GOPATH", &gopath)
+        .env("GOCACHE", cache)
+        .env("GOFLAGS", "")
+        .output()
+        .expect("run go");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "pgx_smoke.go failed:\n{text}\n{}", s.log_tail());
+    assert!(text.contains("pgx ok"), "{text}");
+    print!("{text}");
+}
+
+/// tokio-postgres over TLS: a small `MakeTlsConnect` on tokio-rustls (already
+/// built for pgwire) that trusts the test CA, with the superuser's password.
+async fn tls_connect(s: &Secure) -> anyhow::Result<tokio_postgres::Client> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(s.ca.as_ref().unwrap())? {
+        roots.add(c?)?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut cfg = s.config(None);
+    cfg.password(PASSWORD).ssl_mode(tokio_postgres::config::SslMode::Require);
+    // A plain connection is refused by the hostnossl rule.
+    let plain = cfg.clone().ssl_mode(tokio_postgres::config::SslMode::Disable).connect(tokio_postgres::NoTls).await;
+    assert_eq!(common::sqlstate(plain.map(|_| ())), "28000");
+    let (client, conn) = cfg.connect(RustlsConnect(Arc::new(config))).await?;
+    tokio::spawn(conn);
+    Ok(client)
+}
+
+struct RustlsConnect(Arc<rustls::ClientConfig>);
+
+struct RustlsConnectOne(Arc<rustls::ClientConfig>, rustls::pki_types::ServerName<'static>);
+
+struct RustlsStream<S>(tokio_rustls::client::TlsStream<S>);
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> tokio_postgres::tls::MakeTlsConnect<S> for RustlsConnect {
+    type Stream = RustlsStream<S>;
+    type TlsConnect = RustlsConnectOne;
+    type Error = rustls::Error;
+    fn make_tls_connect(&mut self, domain: &str) -> Result<RustlsConnectOne, rustls::Error> {
+        let name = rustls::pki_types::ServerName::try_from(domain.to_string()).map_err(|_| rustls::Error::General("bad server name".into()))?;
+        Ok(RustlsConnectOne(self.0.clone(), name))
+    }
+}
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> tokio_postgres::tls::TlsConnect<S> for RustlsConnectOne {
+    type Stream = RustlsStream<S>;
+    type Error = std::io::Error;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<RustlsStream<S>>> + Send>>;
+    fn connect(self, stream: S) -> Self::Future {
+        let connector = tokio_rustls::TlsConnector::from(self.0);
+        Box::pin(async move { Ok(RustlsStream(connector.connect(self.1, stream).await?)) })
+    }
+}
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> tokio_postgres::tls::TlsStream for RustlsStream<S> {
+    fn channel_binding(&self) -> tokio_postgres::tls::ChannelBinding {
+        tokio_postgres::tls::ChannelBinding::none()
+    }
+}
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> tokio::io::AsyncRead for RustlsStream<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for RustlsStream<S> {
+    fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_shutdown(cx)
+    }
 }

@@ -21,6 +21,7 @@ mod keys;
 mod limit;
 #[cfg(test)]
 pub(crate) mod mock;
+mod project_set;
 mod projection;
 mod scan;
 mod selection;
@@ -141,6 +142,9 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         }
         Plan::Project { input, exprs, columns } => {
             Box::new(projection::ProjectionExecutor::new(build(input, ctx)?, exprs.clone(), columns, ctx.clone()))
+        }
+        Plan::ProjectSet { input, srfs, columns } => {
+            Box::new(project_set::ProjectSetExecutor::new(build(input, ctx)?, srfs.clone(), columns, ctx.clone()))
         }
         Plan::Aggregate { input, group_by, aggs, columns } => {
             Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by.clone(), aggs.clone(), columns, ctx.clone()))

@@ -110,6 +110,56 @@ pub struct WindowCall {
     pub ty: SqlType,
 }
 
+/// A set-returning function of a select list, run by a ProjectSet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SrfKind {
+    /// generate_series(start, stop[, step]) over integers, or timestamps
+    /// with an interval step.
+    GenerateSeries,
+    /// unnest(array): its elements (arrays are text values here).
+    Unnest,
+    /// generate_subscripts(array, dim[, reverse]).
+    GenerateSubscripts,
+    /// information_schema._pg_expandarray(array): records (x, n), two columns.
+    ExpandArray,
+}
+
+impl SrfKind {
+    pub fn from_name(name: &str) -> Option<SrfKind> {
+        Some(match name {
+            "generate_series" => SrfKind::GenerateSeries,
+            "unnest" => SrfKind::Unnest,
+            "generate_subscripts" => SrfKind::GenerateSubscripts,
+            "_pg_expandarray" => SrfKind::ExpandArray,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SrfKind::GenerateSeries => "generate_series",
+            SrfKind::Unnest => "unnest",
+            SrfKind::GenerateSubscripts => "generate_subscripts",
+            SrfKind::ExpandArray => "_pg_expandarray",
+        }
+    }
+}
+
+/// One set-returning call: its arguments (over the input row) and the types
+/// of the columns it adds (one, or a record's fields).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SrfCall {
+    pub kind: SrfKind,
+    pub args: Vec<Expr>,
+    pub out: Vec<(String, SqlType)>,
+}
+
+impl SrfCall {
+    pub fn map_exprs(&self, m: impl Fn(&Expr) -> Expr) -> SrfCall {
+        SrfCall { kind: self.kind, args: self.args.iter().map(m).collect(), out: self.out.clone() }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SortKey {
     pub expr: Expr,
@@ -196,6 +246,14 @@ pub enum Plan {
         exprs: Vec<Expr>,
         columns: Vec<PlanColumn>,
     },
+    /// Set-returning functions of a select list: the input's columns, then
+    /// each call's columns. The calls of one row advance in lockstep; the
+    /// row repeats until the longest set ends, shorter ones give NULL.
+    ProjectSet {
+        input: Box<Plan>,
+        srfs: Vec<SrfCall>,
+        columns: Vec<PlanColumn>,
+    },
     Aggregate {
         input: Box<Plan>,
         group_by: Vec<Expr>,
@@ -253,6 +311,7 @@ impl Plan {
             | Plan::Values { columns, .. }
             | Plan::Series { columns, .. }
             | Plan::Project { columns, .. }
+            | Plan::ProjectSet { columns, .. }
             | Plan::Aggregate { columns, .. }
             | Plan::Window { columns, .. }
             | Plan::Join { columns, .. } => columns,
@@ -279,6 +338,9 @@ impl Plan {
             Plan::Filter { input, predicate } => Plan::Filter { input: mp(input), predicate: m(predicate) },
             Plan::Project { input, exprs, columns } => {
                 Plan::Project { input: mp(input), exprs: exprs.iter().map(m).collect(), columns: columns.clone() }
+            }
+            Plan::ProjectSet { input, srfs, columns } => {
+                Plan::ProjectSet { input: mp(input), srfs: srfs.iter().map(|c| c.map_exprs(m)).collect(), columns: columns.clone() }
             }
             Plan::Aggregate { input, group_by, aggs, columns } => Plan::Aggregate {
                 input: mp(input),
@@ -362,6 +424,7 @@ impl Plan {
             Plan::Series { .. } => "GenerateSeries".to_string(),
             Plan::Filter { .. } => "Selection".to_string(),
             Plan::Project { columns, .. } => format!("Projection [{}]", names(columns)),
+            Plan::ProjectSet { srfs, .. } => format!("ProjectSet [{}]", srfs.iter().map(|c| c.kind.name()).collect::<Vec<_>>().join(", ")),
             Plan::Aggregate { group_by, aggs, .. } => format!(
                 "{} group keys: {} aggregates: {}",
                 if group_by.is_empty() { "SimpleAggregate" } else { "HashAggregate" },
@@ -393,6 +456,7 @@ impl Plan {
         match self {
             Plan::Filter { input, .. }
             | Plan::Project { input, .. }
+            | Plan::ProjectSet { input, .. }
             | Plan::Aggregate { input, .. }
             | Plan::Window { input, .. }
             | Plan::Sort { input, .. }

@@ -127,6 +127,7 @@ pub fn restrict_time(plan: &mut LogicalPlan, table_id: u32, lo: i64, hi: i64) {
         LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => {}
         LogicalPlan::Filter { input, .. }
         | LogicalPlan::Project { input, .. }
+        | LogicalPlan::ProjectSet { input, .. }
         | LogicalPlan::Aggregate { input, .. }
         | LogicalPlan::Window { input, .. }
         | LogicalPlan::Sort { input, .. }
@@ -167,6 +168,7 @@ pub fn replace_scan(plan: &mut LogicalPlan, table_id: u32, rows: &[arrow::array:
         LogicalPlan::Scan(_) | LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => {}
         LogicalPlan::Filter { input, .. }
         | LogicalPlan::Project { input, .. }
+        | LogicalPlan::ProjectSet { input, .. }
         | LogicalPlan::Aggregate { input, .. }
         | LogicalPlan::Window { input, .. }
         | LogicalPlan::Sort { input, .. }

@@ -97,6 +97,8 @@ impl PlanNode for Plan {
             Plan::Memory { .. } | Plan::Values { .. } | Plan::Series { .. } => Node::Rows,
             Plan::Filter { input, .. } => Node::Filter(input),
             Plan::Project { input, exprs, .. } => Node::Project(input, exprs),
+            // Input columns, then computed ones, like a window node.
+            Plan::ProjectSet { input, srfs, .. } => Node::Window(input, srfs.iter().map(|c| c.out.len()).sum()),
             Plan::Aggregate { input, group_by, aggs, .. } => Node::Aggregate(input, group_by, aggs),
             Plan::Window { input, calls, .. } => Node::Window(input, calls.len()),
             Plan::Join { left, right, kind, .. } => Node::Join(left, right, *kind),
@@ -116,6 +118,7 @@ impl PlanNode for Plan {
             Plan::Series { args, .. } => out.extend(args),
             Plan::Filter { predicate, .. } => out.push(predicate),
             Plan::Project { exprs, .. } => out.extend(exprs),
+            Plan::ProjectSet { srfs, .. } => srfs.iter().for_each(|c| out.extend(&c.args)),
             Plan::Aggregate { group_by, aggs, .. } => {
                 out.extend(group_by);
                 for a in aggs {
@@ -162,6 +165,7 @@ impl PlanNode for LogicalPlan {
             LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => Node::Rows,
             LogicalPlan::Filter { input, .. } => Node::Filter(input),
             LogicalPlan::Project { input, exprs, .. } => Node::Project(input, exprs),
+            LogicalPlan::ProjectSet { input, srfs, .. } => Node::Window(input, srfs.iter().map(|c| c.out.len()).sum()),
             LogicalPlan::Aggregate { input, group_by, aggs, .. } => Node::Aggregate(input, group_by, aggs),
             LogicalPlan::Window { input, calls, .. } => Node::Window(input, calls.len()),
             LogicalPlan::Join { left, right, kind, .. } => Node::Join(left, right, *kind),

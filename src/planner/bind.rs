@@ -281,12 +281,35 @@ impl<'a> Planner<'a> {
                 }
             }
             E::Collate { expr, .. } => self.bind_expr(expr, scope, agg)?,
+            // `t.col[k]`: a qualified column, then a subscript.
+            E::CompoundFieldAccess { root, access_chain }
+                if access_chain.len() > 1
+                    && matches!(root.as_ref(), E::Identifier(_))
+                    && access_chain[..access_chain.len() - 1].iter().all(|a| matches!(a, ast::AccessExpr::Dot(E::Identifier(_))))
+                    && matches!(access_chain.last(), Some(ast::AccessExpr::Subscript(ast::Subscript::Index { .. }))) =>
+            {
+                let mut parts = vec![match root.as_ref() {
+                    E::Identifier(i) => i.clone(),
+                    _ => unreachable!(),
+                }];
+                for a in &access_chain[..access_chain.len() - 1] {
+                    if let ast::AccessExpr::Dot(E::Identifier(i)) = a {
+                        parts.push(i.clone());
+                    }
+                }
+                let inner = E::CompoundFieldAccess { root: Box::new(E::CompoundIdentifier(parts)), access_chain: vec![access_chain.last().unwrap().clone()] };
+                self.bind_expr(&inner, scope, agg)?
+            }
             E::CompoundFieldAccess { root, access_chain } if access_chain.len() == 1 => match &access_chain[0] {
                 ast::AccessExpr::Subscript(ast::Subscript::Index { index }) => {
                     let arr = coerce(self.bind_expr(root, scope, agg)?, SqlType::Text)?;
                     let idx = coerce(self.bind_expr(index, scope, agg)?, SqlType::Int8)?;
                     // The element is untyped text; context casts it.
                     Expr::Func { name: "array_subscript".into(), args: vec![arr, idx], ty: SqlType::Unknown }
+                }
+                ast::AccessExpr::Dot(ast::Expr::Identifier(field)) => {
+                    let root = self.bind_expr(root, scope, agg)?;
+                    self.bind_field(root, &ident(field), scope)?
                 }
                 _ => bail!(FeatureNotSupported, "field access is not supported"),
             },
@@ -482,9 +505,23 @@ impl<'a> Planner<'a> {
                     .into_iter()
                     .map(|(w, t)| Ok((if let Some(ot) = op_ty { coerce(w, ot)? } else { coerce(w, SqlType::Bool)? }, coerce(t, ty)?)))
                     .collect::<Result<_>>()?;
-                Expr::Case { operand: op, whens, else_expr: else_e.map(|x| coerce(x, ty)).transpose()?.map(Box::new), ty }
+                let case = Expr::Case { operand: op, whens, else_expr: else_e.map(|x| coerce(x, ty)).transpose()?.map(Box::new), ty };
+                super::srf::refuse_in_conditional(&[&case], "CASE")?;
+                case
             }
             E::Function(f) => self.bind_function(f, scope, agg)?,
+            // ARRAY[a, b]: arrays are values in their text form here (`{a,b}`).
+            E::Array(ast::Array { elem, .. }) => {
+                let items: Vec<Expr> = elem.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<_>>()?;
+                let mut ty = SqlType::Unknown;
+                for i in &items {
+                    ty = SqlType::common(ty, i.ty())
+                        .ok_or_else(|| err!(DatatypeMismatch, "ARRAY types {ty} and {} cannot be matched", i.ty()))?;
+                }
+                let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
+                let args = items.into_iter().map(|i| coerce(i, ty)).collect::<Result<_>>()?;
+                Expr::Func { name: "array_text".into(), args, ty: SqlType::Text }
+            }
             E::Extract { field, expr, .. } => {
                 let x = self.bind_expr(expr, scope, agg)?;
                 let x = if x.ty() == SqlType::Unknown { coerce(x, SqlType::Timestamp)? } else { x };
@@ -629,6 +666,21 @@ impl<'a> Planner<'a> {
     }
 
     pub fn bind_binary(&self, op: &BO, l: Expr, r: Expr) -> Result<Expr> {
+        // Bitwise operators are PostgreSQL's int*and / int*or / int*xor functions.
+        let bitwise = match op {
+            BO::BitwiseAnd => Some("int8and"),
+            BO::BitwiseOr => Some("int8or"),
+            BO::PGBitwiseXor => Some("int8xor"),
+            _ => None,
+        };
+        if let Some(f) = bitwise {
+            let (lt, rt) = (l.ty(), r.ty());
+            return self.call(f, vec![l, r]).map_err(|_| {
+                err!(UndefinedFunction, "operator does not exist: {lt} {op} {rt}").with_hint(
+                    "No operator matches the given name and argument types. You might need to add explicit type casts.",
+                )
+            });
+        }
         let bop = binop(op)?;
         match bop {
             BinOp::And | BinOp::Or => {
@@ -798,6 +850,7 @@ impl<'a> Planner<'a> {
             }
             // Arguments of an aggregate may not contain aggregates.
             let mut bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, None)).collect::<Result<_>>()?;
+            super::srf::refuse_in_call(&bound, "aggregate")?;
             let func = if func == AggFunc::Count && star { AggFunc::CountStar } else { func };
             if func != AggFunc::CountStar && bound.is_empty() {
                 if func == AggFunc::Count {
@@ -870,6 +923,12 @@ impl<'a> Planner<'a> {
             return Ok(Expr::Agg(Box::new(AggCall { func, args: bound, distinct, filter, ty })));
         }
         let bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, agg)).collect::<Result<_>>()?;
+        if let Some(kind) = crate::exec::plan::SrfKind::from_name(&name) {
+            if f.filter.is_some() || distinct {
+                bail!(WrongObjectType, "{} specified, but {name} is not an aggregate function", if distinct { "DISTINCT" } else { "FILTER" });
+            }
+            return self.bind_srf(kind, &args, scope, bound);
+        }
         let call = self.call(&name, bound)?;
         if f.filter.is_some() {
             bail!(WrongObjectType, "FILTER specified, but {name} is not an aggregate function");
@@ -886,6 +945,9 @@ impl<'a> Planner<'a> {
     /// least, nullif) take the common type of their arguments instead.
     pub fn call(&self, name: &str, mut bound: Vec<Expr>) -> Result<Expr> {
         if matches!(name, "coalesce" | "greatest" | "least" | "nullif") {
+            if name == "coalesce" {
+                super::srf::refuse_in_conditional(&bound.iter().collect::<Vec<_>>(), "COALESCE")?;
+            }
             if bound.is_empty() || (name == "nullif" && bound.len() != 2) {
                 let types: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
                 return Err(crate::exec::functions::registry::no_such_function(name, &types));
@@ -931,6 +993,7 @@ impl<'a> Planner<'a> {
         }
         // Arguments and keys may use aggregates (window over GROUP BY).
         let bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, Some(collector))).collect::<Result<_>>()?;
+        super::srf::refuse_in_call(&bound, "window")?;
         let partition_by = spec.partition_by.iter().map(|e| self.bind_expr(e, scope, Some(collector))).collect::<Result<Vec<_>>>()?;
         let mut order_by = Vec::new();
         for o in &spec.order_by {

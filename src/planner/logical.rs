@@ -17,7 +17,7 @@ use arrow::array::RecordBatch;
 
 use crate::catalog::TableDef;
 use crate::exec::expr::{Expr, SubPlan, SubqueryPlan};
-use crate::exec::plan::{AggCall, JoinKind, PlanColumn, Regions, SetOpKind, SortKey, WindowCall};
+use crate::exec::plan::{AggCall, JoinKind, PlanColumn, Regions, SetOpKind, SortKey, SrfCall, WindowCall};
 use crate::types::Value;
 
 /// A scan of a table's regions, with what was pushed into it.
@@ -89,6 +89,14 @@ pub enum LogicalPlan {
         exprs: Vec<Expr>,
         columns: Vec<PlanColumn>,
     },
+    /// Set-returning functions of a select list. Output: the input's
+    /// columns, then each call's columns; one row's calls advance in
+    /// lockstep (shorter sets padded with NULL), as PostgreSQL's ProjectSet.
+    ProjectSet {
+        input: Box<LogicalPlan>,
+        srfs: Vec<SrfCall>,
+        columns: Vec<PlanColumn>,
+    },
     /// Output: the group keys, then one column per aggregate call.
     Aggregate {
         input: Box<LogicalPlan>,
@@ -149,6 +157,7 @@ impl LogicalPlan {
             | LogicalPlan::Values { columns, .. }
             | LogicalPlan::Series { columns, .. }
             | LogicalPlan::Project { columns, .. }
+            | LogicalPlan::ProjectSet { columns, .. }
             | LogicalPlan::Aggregate { columns, .. }
             | LogicalPlan::Window { columns, .. }
             | LogicalPlan::Join { columns, .. } => columns,
@@ -167,6 +176,7 @@ impl LogicalPlan {
             LogicalPlan::Scan(_) | LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => vec![],
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Project { input, .. }
+            | LogicalPlan::ProjectSet { input, .. }
             | LogicalPlan::Aggregate { input, .. }
             | LogicalPlan::Window { input, .. }
             | LogicalPlan::Sort { input, .. }
@@ -187,6 +197,7 @@ impl LogicalPlan {
             LogicalPlan::Series { args, .. } => v.extend(args.iter()),
             LogicalPlan::Filter { predicate, .. } => v.push(predicate),
             LogicalPlan::Project { exprs, .. } => v.extend(exprs.iter()),
+            LogicalPlan::ProjectSet { srfs, .. } => srfs.iter().for_each(|c| v.extend(c.args.iter())),
             LogicalPlan::Aggregate { group_by, aggs, .. } => {
                 v.extend(group_by.iter());
                 for a in aggs {
@@ -230,6 +241,11 @@ impl LogicalPlan {
             LogicalPlan::Project { input, exprs, columns } => {
                 LogicalPlan::Project { input: mp(input), exprs: exprs.iter().map(m).collect(), columns: columns.clone() }
             }
+            LogicalPlan::ProjectSet { input, srfs, columns } => LogicalPlan::ProjectSet {
+                input: mp(input),
+                srfs: srfs.iter().map(|c| c.map_exprs(m)).collect(),
+                columns: columns.clone(),
+            },
             LogicalPlan::Aggregate { input, group_by, aggs, columns } => LogicalPlan::Aggregate {
                 input: mp(input),
                 group_by: group_by.iter().map(m).collect(),
@@ -327,6 +343,10 @@ impl LogicalPlan {
             LogicalPlan::Project { exprs, columns, .. } => {
                 let items: Vec<String> = exprs.iter().zip(columns).map(|(e, c)| format!("{} AS {}", fmt_expr(e), c.name)).collect();
                 format!("Project: {}", items.join(", "))
+            }
+            LogicalPlan::ProjectSet { srfs, .. } => {
+                let c: Vec<String> = srfs.iter().map(|c| format!("{}({})", c.kind.name(), list(&c.args))).collect();
+                format!("ProjectSet: [{}]", c.join(", "))
             }
             LogicalPlan::Aggregate { group_by, aggs, .. } => {
                 let calls: Vec<String> = aggs.iter().map(fmt_agg).collect();

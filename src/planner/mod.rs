@@ -15,6 +15,7 @@ mod privilege;
 mod regtypes;
 pub mod rewrite;
 mod select;
+mod srf;
 pub mod system;
 
 use std::cell::RefCell;
@@ -37,11 +38,14 @@ pub struct Scope<'a> {
     pub parent: Option<&'a Scope<'a>>,
     /// Columns of this scope referenced from inner (correlated) queries.
     pub outer_refs: RefCell<Vec<(usize, SqlType)>>,
+    /// Columns holding records (from set-returning calls of a derived
+    /// table), with their fields, for `(t.col).field`.
+    pub records: RefCell<Vec<(usize, Vec<(String, SqlType)>)>>,
 }
 
 impl<'a> Scope<'a> {
     pub fn new(columns: Vec<PlanColumn>, parent: Option<&'a Scope<'a>>) -> Scope<'a> {
-        Scope { columns, parent, outer_refs: RefCell::new(Vec::new()) }
+        Scope { columns, parent, outer_refs: RefCell::new(Vec::new()), records: RefCell::new(Vec::new()) }
     }
 }
 

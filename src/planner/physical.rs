@@ -14,7 +14,7 @@ use super::logical::{logical_subplan, LogicalPlan, Scan};
 use super::rewrite::{and_all, optimize};
 use crate::error::{Result, WeirError};
 use crate::exec::expr::{Expr, SubPlan, SubqueryCache, SubqueryKind};
-use crate::exec::plan::{AggCall, Plan, SortKey, WindowCall};
+use crate::exec::plan::{AggCall, Plan, SortKey, SrfCall, WindowCall};
 use crate::exec::ExecCtx;
 use crate::storage::{ColumnEq, ScanRequest};
 use crate::types::SqlType;
@@ -36,6 +36,11 @@ pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
         LogicalPlan::Series { args, columns } => Plan::Series { args: xs(args)?, columns: columns.clone() },
         LogicalPlan::Filter { input, predicate } => Plan::Filter { input: p(input)?, predicate: x(predicate)? },
         LogicalPlan::Project { input, exprs, columns } => Plan::Project { input: p(input)?, exprs: xs(exprs)?, columns: columns.clone() },
+        LogicalPlan::ProjectSet { input, srfs, columns } => Plan::ProjectSet {
+            input: p(input)?,
+            srfs: srfs.iter().map(|c| Ok(SrfCall { kind: c.kind, args: xs(&c.args)?, out: c.out.clone() })).collect::<Result<_>>()?,
+            columns: columns.clone(),
+        },
         LogicalPlan::Aggregate { input, group_by, aggs, columns } => Plan::Aggregate {
             input: p(input)?,
             group_by: xs(group_by)?,

@@ -321,6 +321,29 @@ impl Planner<'_> {
             Ok((data, wal))
         };
         Ok(Some(match (name, args) {
+            // pg_get_indexdef(index, column, pretty): column k's name (0: the whole definition).
+            ("pg_get_indexdef", [a, k, _]) => {
+                let key = self.relation_arg(a, scope, agg)?;
+                let k = super::coerce(self.bind_expr(k, scope, agg)?, SqlType::Int8)?;
+                let whens = self
+                    .catalog
+                    .tables(&db)
+                    .iter()
+                    .filter_map(|t| {
+                        let cols = pk_columns(t)?;
+                        let mut arms = vec![(Expr::lit(Value::Int(0), SqlType::Int8), Expr::lit(Value::Text(pk_indexdef(t, &cols)), SqlType::Text))];
+                        for (j, c) in cols.iter().enumerate() {
+                            arms.push((
+                                Expr::lit(Value::Int(j as i64 + 1), SqlType::Int8),
+                                Expr::lit(Value::Text(t.columns[*c].name.clone()), SqlType::Text),
+                            ));
+                        }
+                        let inner = Expr::Case { operand: Some(Box::new(k.clone())), whens: arms, else_expr: None, ty: SqlType::Text };
+                        Some((Expr::lit(Value::Int(index_oid(t.id)), SqlType::Int8), inner))
+                    })
+                    .collect();
+                Expr::Case { operand: Some(Box::new(key)), whens, else_expr: None, ty: SqlType::Text }
+            }
             ("pg_get_indexdef" | "pg_get_constraintdef", [a, ..]) => {
                 let key = self.relation_arg(a, scope, agg)?;
                 let arms = self

@@ -189,11 +189,13 @@ impl<'a> Planner<'a> {
         // FROM and WHERE.
         let (mut plan, columns) = self.plan_from(&s.from, s.selection.as_ref(), outer)?;
         let scope = Scope::new(columns.clone(), outer);
+        *scope.records.borrow_mut() = super::srf::record_columns(&plan);
         let mut deferred_filter = None;
         if let Some(w) = &s.selection {
             // Conjuncts were already used in plan_from; only those with
             // subqueries (or no columns at all) are applied here.
             let conj = self.bind_where(w, &scope)?;
+            conj.iter().try_for_each(|c| super::srf::refuse_in(c, "WHERE"))?;
             let rest: Vec<Expr> = conj.into_iter().filter(|c| deferred(c)).collect();
             if !rest.is_empty() {
                 deferred_filter = Some(and_all(rest));
@@ -264,9 +266,13 @@ impl<'a> Planner<'a> {
             if contains_agg(&e) {
                 bail!(Grouping, "aggregate functions are not allowed in GROUP BY");
             }
+            if super::srf::contains_srf(&e) {
+                bail!(FeatureNotSupported, "set-returning functions in GROUP BY are not supported");
+            }
             group_by.push(e);
         }
         let having = s.having.as_ref().map(|h| self.bind_expr(h, &scope, Some(&collector))).transpose()?;
+        having.iter().try_for_each(|h| super::srf::refuse_in(h, "HAVING"))?;
 
         // ORDER BY keys, bound now so their aggregates are collected too.
         enum OrderRef {
@@ -402,11 +408,22 @@ impl<'a> Planner<'a> {
             plan = Plan::Window { input: Box::new(plan), calls, columns: cols };
         }
 
+        // Set-returning calls of the list run in a ProjectSet under the
+        // projection.
+        {
+            let mut orders: Vec<Expr> = order_exprs.iter().flatten().cloned().collect();
+            plan = super::srf::project_set(plan, &mut [&mut proj, &mut orders, &mut distinct_on])?;
+            let mut it = orders.into_iter();
+            for o in order_exprs.iter_mut().flatten() {
+                *o = it.next().unwrap();
+            }
+        }
+
         // Projection with hidden sort columns appended.
         let mut out_cols: Vec<PlanColumn> = items
             .iter()
             .zip(&proj)
-            .map(|((_, n), e)| PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown { SqlType::Text } else { e.ty() }))
+            .map(|((_, n), e)| PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown && !untyped_element(e) { SqlType::Text } else { e.ty() }))
             .collect();
         let visible = out_cols.len();
         let mut keys = Vec::new();
@@ -445,7 +462,7 @@ impl<'a> Planner<'a> {
         }
         let proj: Vec<Expr> = proj
             .into_iter()
-            .map(|e| if e.ty() == SqlType::Unknown { super::coerce(e, SqlType::Text) } else { Ok(e) })
+            .map(|e| if e.ty() == SqlType::Unknown && !untyped_element(&e) { super::coerce(e, SqlType::Text) } else { Ok(e) })
             .collect::<Result<_>>()?;
         plan = Plan::Project { input: Box::new(plan), exprs: proj, columns: out_cols.clone() };
         match &s.distinct {
@@ -563,6 +580,12 @@ impl<'a> Planner<'a> {
                 let mut cols = left.columns.clone();
                 cols.extend(right.columns.clone());
                 let scope = Scope::new(cols.clone(), outer);
+                {
+                    let mut recs = super::srf::record_columns(&left.plan);
+                    let nl = left.columns.len();
+                    recs.extend(super::srf::record_columns(&right.plan).into_iter().map(|(i, f)| (nl + i, f)));
+                    *scope.records.borrow_mut() = recs;
+                }
                 let cond = match constraint {
                     Some(ast::JoinConstraint::On(e)) => Some(super::coerce(self.bind_expr(e, &scope, None)?, SqlType::Bool)?),
                     Some(ast::JoinConstraint::None) | None => None,
@@ -595,6 +618,15 @@ impl<'a> Planner<'a> {
     fn join_group(&self, rels: Vec<Rel>, on: &[ast::Expr], selection: Option<&ast::Expr>, outer: Option<&Scope>) -> Result<Rel> {
         let all_cols: Vec<PlanColumn> = rels.iter().flat_map(|r| r.columns.clone()).collect();
         let scope = Scope::new(all_cols.clone(), outer);
+        {
+            // Record columns of the relations, for `(t.col).field` in conditions.
+            let mut at = 0;
+            for r in &rels {
+                let recs = super::srf::record_columns(&r.plan);
+                scope.records.borrow_mut().extend(recs.into_iter().map(|(i, f)| (at + i, f)));
+                at += r.columns.len();
+            }
+        }
         let mut conj: Vec<Expr> = Vec::new();
         for e in on {
             conj.extend(self.bind_where(e, &scope)?);
@@ -707,6 +739,21 @@ impl<'a> Planner<'a> {
 
     fn plan_factor(&self, f: &TableFactor, outer: Option<&Scope>) -> Result<Rel> {
         match f {
+            TableFactor::Table { name, alias, args: Some(args), with_ordinality, .. }
+                if *with_ordinality || object_name(name)?.1 != "generate_series" =>
+            {
+                let mut asts = Vec::new();
+                for a in &args.args {
+                    let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
+                        bail!(FeatureNotSupported, "unsupported argument of {}", object_name(name)?.1)
+                    };
+                    asts.push(e.clone());
+                }
+                self.plan_function_in_from(&object_name(name)?.1, alias.as_ref(), &asts, *with_ordinality, outer)
+            }
+            TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality, .. } if array_exprs.len() == 1 => {
+                self.plan_function_in_from("unnest", alias.as_ref(), array_exprs, *with_ordinality, outer)
+            }
             TableFactor::Table { name, alias, args: Some(args), .. } => {
                 let (_, fname) = object_name(name)?;
                 if fname != "generate_series" {
@@ -773,6 +820,82 @@ impl<'a> Planner<'a> {
     }
 
     /// A table, view or system table by name.
+    /// A set-returning function in FROM (`unnest(a) [WITH ORDINALITY] AS
+    /// t(x, n)`, `generate_series(...) WITH ORDINALITY`, …): a ProjectSet
+    /// over one empty row. `unnest … WITH ORDINALITY` is `_pg_expandarray`'s
+    /// (element, position) pairs.
+    fn plan_function_in_from(
+        &self,
+        fname: &str,
+        alias: Option<&ast::TableAlias>,
+        asts: &[ast::Expr],
+        ordinality: bool,
+        outer: Option<&Scope>,
+    ) -> Result<Rel> {
+        let fname = fname.to_string();
+        let Some(kind) = crate::exec::plan::SrfKind::from_name(&fname) else {
+            bail!(FeatureNotSupported, "table function {fname} is not supported")
+        };
+        let scope = Scope::new(vec![], outer);
+        let bound: Vec<Expr> = asts.iter().map(|e| self.bind_expr(e, &scope, None)).collect::<Result<_>>()?;
+        let marker = self.bind_srf(kind, asts, &scope, bound)?;
+        let unit = Plan::Values { rows: vec![vec![]], columns: vec![] };
+        let (plan, value_ty) = match (kind, ordinality) {
+            (crate::exec::plan::SrfKind::Unnest, true) => {
+                let Expr::Func { args, ty, .. } = &marker else { unreachable!() };
+                let ty = *ty;
+                let e = self.bind_srf(crate::exec::plan::SrfKind::ExpandArray, asts, &scope, args.clone())?;
+                (super::srf::project_set(unit, &mut [&mut vec![e]])?, ty)
+            }
+            _ => {
+                let ty = marker.ty();
+                (super::srf::project_set(unit, &mut [&mut vec![marker]])?, ty)
+            }
+        };
+        let srf_cols = plan.columns().to_vec();
+        let first = if ordinality {
+            // The pair's element column is text; cast it to the element type.
+            let x = Expr::Column { index: 0, ty: SqlType::Unknown };
+            if value_ty == SqlType::Unknown { x } else { super::coerce(x, value_ty)? }
+        } else {
+            Expr::Column { index: 0, ty: value_ty }
+        };
+        let mut exprs = vec![first];
+        if ordinality {
+            exprs.push(match srf_cols.len() {
+                // unnest: the position column of the (x, n) pair.
+                2 => Expr::Column { index: 1, ty: SqlType::Int4 },
+                _ => bail!(FeatureNotSupported, "WITH ORDINALITY is supported for unnest only"),
+            });
+        }
+        if kind == crate::exec::plan::SrfKind::ExpandArray {
+            bail!(FeatureNotSupported, "table function {fname} is not supported");
+        }
+
+        let qual = alias.map(|a| ident(&a.name)).unwrap_or_else(|| fname.clone());
+        let names: Vec<String> = exprs
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                alias.and_then(|a| a.columns.get(i)).map(|c| ident(&c.name)).unwrap_or_else(|| {
+                    if i == 0 {
+                        // A function's single column is named after the alias (or the function).
+                        qual.clone()
+                    } else {
+                        "ordinality".to_string()
+                    }
+                })
+            })
+            .collect();
+        let cols: Vec<PlanColumn> = exprs
+            .iter()
+            .zip(names)
+            .map(|(e, n)| PlanColumn { name: n, qualifier: Some(qual.clone()), ty: e.ty() })
+            .collect();
+        let plan = Plan::Project { input: Box::new(plan), exprs, columns: cols.clone() };
+        Ok(Rel { plan, columns: cols })
+    }
+
     pub fn plan_table(&self, schema: Option<&str>, name: &str) -> Result<(Plan, Vec<PlanColumn>)> {
         let rel = super::Relation {
             written_schema: schema.map(str::to_string),
@@ -877,6 +1000,13 @@ impl<'a> Planner<'a> {
         }
         bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display())
     }
+}
+
+/// An element of an array whose element type weir does not know (arrays are
+/// text values): it stays untyped through projections so that comparisons
+/// cast it, as `unnest(pg_index.indkey) = attnum` needs.
+fn untyped_element(e: &Expr) -> bool {
+    matches!(e, Expr::Column { ty: SqlType::Unknown, .. })
 }
 
 fn split_and(e: &ast::Expr, out: &mut Vec<ast::Expr>) {

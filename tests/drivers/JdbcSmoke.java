@@ -2,7 +2,7 @@
 // an error with its SQLSTATE, COPY, transactions (autocommit off, rollback,
 // commit, savepoints), and the DatabaseMetaData calls database
 // tools (DBeaver, DataGrip, Metabase) make to list tables and columns.
-// Usage: java -cp postgresql.jar JdbcSmoke.java jdbc:postgresql://host:port/db user
+// Usage: java -cp postgresql.jar JdbcSmoke.java jdbc:postgresql://host:port/db?sslmode=require user [password]
 import java.io.StringReader;
 import java.sql.*;
 import java.util.*;
@@ -24,6 +24,7 @@ public class JdbcSmoke {
     public static void main(String[] args) throws Exception {
         Properties props = new Properties();
         props.setProperty("user", args[1]);
+        if (args.length > 2 && !args[2].isEmpty()) props.setProperty("password", args[2]);
         try (Connection c = DriverManager.getConnection(args[0], props)) {
             try (Statement s = c.createStatement()) {
                 s.execute("DROP TABLE IF EXISTS jdbc_cpu");
@@ -105,10 +106,37 @@ public class JdbcSmoke {
             }
             check(cols.equals(List.of("host:text:1", "ts:timestamp:0", "usage:float8:1", "n:int8:1", "i:int4:1",
                     "f:float4:1", "ok:bool:1")), "getColumns " + cols);
-            // getPrimaryKeys and getIndexInfo expand pg_index.indkey with
-            // (information_schema._pg_expandarray(...)).n: composite field
-            // access and set-returning functions weir lacks. The rows they
-            // read are checked directly.
+            // getPrimaryKeys: pgjdbc's query expands pg_index.indkey with
+            // information_schema._pg_expandarray in the select list (a
+            // ProjectSet) and reads (result.KEYS).x of the derived table.
+            // PostgreSQL 15 answers the same rows for this table.
+            List<String> pk = new ArrayList<>();
+            try (ResultSet r = md.getPrimaryKeys(null, null, "jdbc_cpu")) {
+                while (r.next()) pk.add(r.getString("TABLE_SCHEM") + "." + r.getString("TABLE_NAME") + ":" + r.getString("COLUMN_NAME")
+                        + ":" + r.getInt("KEY_SEQ") + ":" + r.getString("PK_NAME"));
+            }
+            check(pk.equals(List.of("public.jdbc_cpu:host:1:jdbc_cpu_pkey", "public.jdbc_cpu:ts:2:jdbc_cpu_pkey")), "getPrimaryKeys " + pk);
+            // getIndexInfo: the same expansion, pg_get_indexdef(index, k, false)
+            // for each column and indoption[k - 1] & 1 for its order.
+            List<String> idx = new ArrayList<>();
+            try (ResultSet r = md.getIndexInfo(null, null, "jdbc_cpu", false, false)) {
+                while (r.next()) idx.add(r.getString("INDEX_NAME") + ":" + r.getBoolean("NON_UNIQUE") + ":" + r.getShort("TYPE")
+                        + ":" + r.getShort("ORDINAL_POSITION") + ":" + r.getString("COLUMN_NAME") + ":" + r.getString("ASC_OR_DESC"));
+            }
+            check(idx.equals(List.of("jdbc_cpu_pkey:false:3:1:host:A", "jdbc_cpu_pkey:false:3:2:ts:A")), "getIndexInfo " + idx);
+            // Foreign keys: weir has none; the queries (generate_series(1, 32) pos(n)
+            // in FROM, conkey[pos.n]) run and answer no rows.
+            try (ResultSet r = md.getImportedKeys(null, null, "jdbc_cpu")) {
+                check(!r.next(), "getImportedKeys has rows");
+            }
+            try (ResultSet r = md.getExportedKeys(null, null, "jdbc_cpu")) {
+                check(!r.next(), "getExportedKeys has rows");
+            }
+            List<String> catalogs = new ArrayList<>();
+            try (ResultSet r = md.getCatalogs()) {
+                while (r.next()) catalogs.add(r.getString("TABLE_CAT"));
+            }
+            check(catalogs.contains("public"), "getCatalogs " + catalogs);
             try (Statement s = c.createStatement();
                  ResultSet r = s.executeQuery("SELECT c.conname, i.indkey, pg_get_indexdef(i.indexrelid) FROM pg_constraint c "
                          + "JOIN pg_index i ON c.conindid = i.indexrelid WHERE c.conrelid = 'jdbc_cpu'::regclass AND c.contype = 'p'")) {

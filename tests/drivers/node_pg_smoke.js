@@ -1,13 +1,19 @@
 // node-postgres (npm `pg`) against weir: DDL, a parameterized insert, a
 // select of every type, an error's SQLSTATE, and the catalog lookups tools
 // make (reg* casts, pg_type with its arrays, the primary key).
-// Usage: node node_pg_smoke.js postgresql://user@host:port/db  (NODE_PATH finds `pg`)
+// Usage: node node_pg_smoke.js 'postgresql://user:pw@host:port/db?sslmode=require&sslrootcert=ca.crt'
+// (NODE_PATH finds `pg`)
 const { Client } = require("pg");
 const assert = require("assert");
 
 async function main(url) {
+  // libpq's meaning of sslmode (require + sslrootcert = verify-ca), not pg's
+  // newer "require means verify-full".
+  const tls = url.includes("sslmode=");
+  if (tls && !url.includes("uselibpqcompat")) url += "&uselibpqcompat=true";
   const c = new Client({ connectionString: url });
   await c.connect();
+  if (tls) assert.strictEqual(c.connection.stream.encrypted, true, "the connection is not encrypted");
   await c.query("DROP TABLE IF EXISTS node_cpu");
   await c.query(
     "CREATE TABLE node_cpu (host STRING, ts TIMESTAMP TIME INDEX, usage DOUBLE, n BIGINT, i INT, ok BOOLEAN, PRIMARY KEY (host))"

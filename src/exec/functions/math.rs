@@ -263,3 +263,34 @@ pub fn random(a: &Args<'_>) -> Result<ArrayRef> {
     });
     Ok(arc(out))
 }
+
+/// `x op y` over integers of one width, for the bitwise operators.
+fn bitwise(a: &Args<'_>, f: impl Fn(i64, i64) -> i64) -> Result<ArrayRef> {
+    let x = cast(&a.cols[0], &DataType::Int64)?;
+    let y = cast(&a.cols[1], &DataType::Int64)?;
+    let args = Args { cols: vec![x, y], scalar: a.scalar.clone(), types: a.types.clone(), n: a.n, ret: a.ret, ctx: a.ctx, name: a.name };
+    let (x, y) = (args.i64(0)?, args.i64(1)?);
+    let mut b = Int64Builder::with_capacity(a.n);
+    for i in 0..a.n {
+        b.append_option(match (x.get(i), y.get(i)) {
+            (Some(p), Some(q)) => Some(f(p, q)),
+            _ => None,
+        });
+    }
+    Ok(cast(&arc(b.finish()), &a.ret.to_arrow())?)
+}
+
+/// `&` (int2and / int4and / int8and).
+pub fn bitand(a: &Args<'_>) -> Result<ArrayRef> {
+    bitwise(a, |x, y| x & y)
+}
+
+/// `|` (int2or / int4or / int8or).
+pub fn bitor(a: &Args<'_>) -> Result<ArrayRef> {
+    bitwise(a, |x, y| x | y)
+}
+
+/// `#` (int2xor / int4xor / int8xor).
+pub fn bitxor(a: &Args<'_>) -> Result<ArrayRef> {
+    bitwise(a, |x, y| x ^ y)
+}

@@ -155,6 +155,13 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             vec![s(&[Int2, Int2], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8), s(&[Float8, Float8], Float8)],
             math::modulo,
         ),
+        // Bitwise operators on integers (`&`, `|`, `#`), PostgreSQL's int*and/or/xor.
+        Def::new("int8and", vec![s(&[Int2, Int2], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::bitand)
+            .alias(&["int2and", "int4and"]),
+        Def::new("int8or", vec![s(&[Int2, Int2], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::bitor)
+            .alias(&["int2or", "int4or"]),
+        Def::new("int8xor", vec![s(&[Int2, Int2], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::bitxor)
+            .alias(&["int2xor", "int4xor"]),
         // Strings.
         Def::new("lower", vec![s(&[Text], Text)], string::lower),
         Def::new("upper", vec![s(&[Text], Text)], string::upper),
@@ -454,11 +461,13 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         "array_subscript" => {
             let arr = s0().unwrap_or_default();
             let k = a.get(1).and_then(as_i).unwrap_or(0);
-            let items: Vec<&str> = arr.trim_matches(|c| c == '{' || c == '}').split(',').map(|p| p.trim().trim_matches('"')).collect();
-            if k >= 1 && (k as usize) <= items.len() && !items[k as usize - 1].is_empty() {
-                Value::Text(items[k as usize - 1].to_string())
-            } else {
-                Value::Null
+            // Arrays count from 1; vector types (int2vector, oidvector:
+            // `1 2`, no braces) from 0, as in PostgreSQL.
+            let lower = if arr.trim_start().starts_with('{') { 1 } else { 0 };
+            let items = crate::exec::project_set::array_elements(&arr)?;
+            match k.checked_sub(lower).and_then(|i| usize::try_from(i).ok()).and_then(|i| items.get(i)) {
+                Some(Some(v)) => Value::Text(v.clone()),
+                _ => Value::Null,
             }
         }
         "array_any_eq" | "array_all_eq" => {
@@ -523,7 +532,77 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
 /// else goes through the registry.
 pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
     let n = batch.num_rows();
+    if name.starts_with("srf:") {
+        // The planner moves set-returning calls of a select list into a
+        // ProjectSet; anywhere else they are not supported.
+        crate::bail!(FeatureNotSupported, "set-returning functions are not allowed here");
+    }
     match name {
+        // ARRAY[...]: the array's text form, `{a,"b c",NULL}`.
+        "array_text" => {
+            let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
+            let out: arrow::array::StringArray = (0..n)
+                .map(|i| {
+                    let items: Vec<String> = cols
+                        .iter()
+                        .map(|c| match crate::types::value_at(c.as_ref(), i) {
+                            Value::Null => "NULL".to_string(),
+                            v => {
+                                let s = crate::types::format_value(&v);
+                                let quote = s.is_empty()
+                                    || s.eq_ignore_ascii_case("NULL")
+                                    || s.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
+                                if quote {
+                                    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+                                } else {
+                                    s
+                                }
+                            }
+                        })
+                        .collect();
+                    Some(format!("{{{}}}", items.join(",")))
+                })
+                .collect();
+            return Ok(Arc::new(out));
+        }
+        // A record's text form from its fields (set-returning calls' records).
+        "record_out" => {
+            let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
+            let out: arrow::array::StringArray = (0..n)
+                .map(|i| {
+                    let fields: Vec<Option<String>> = cols
+                        .iter()
+                        .map(|c| match crate::types::value_at(c.as_ref(), i) {
+                            Value::Null => None,
+                            v => Some(crate::types::format_value(&v)),
+                        })
+                        .collect();
+                    Some(crate::exec::project_set::record_out(&fields))
+                })
+                .collect();
+            return Ok(Arc::new(out));
+        }
+        // Field k (a constant) of a record's text form, cast to the field's type.
+        "record_field" => {
+            let rec = args[0].eval(batch, ctx)?;
+            let k = match args.get(1).map(|a| a.eval(batch, ctx)).transpose()? {
+                Some(a) if a.len() > 0 => match crate::types::value_at(a.as_ref(), 0) {
+                    Value::Int(k) => k as usize,
+                    _ => 0,
+                },
+                _ => 0,
+            };
+            let mut out: Vec<Option<String>> = Vec::with_capacity(n);
+            for i in 0..n {
+                out.push(match crate::types::value_at(rec.as_ref(), i) {
+                    Value::Text(s) => crate::exec::project_set::record_in(&s)?.into_iter().nth(k).flatten(),
+                    _ => None,
+                });
+            }
+            let text: ArrayRef = Arc::new(arrow::array::StringArray::from(out));
+            let target = if ty == SqlType::Unknown { SqlType::Text } else { ty };
+            return cast_array(&text, SqlType::Text, target);
+        }
         "coalesce" => {
             let mut result = new_null_array(&ty.to_arrow(), n);
             for a in args.iter().rev() {

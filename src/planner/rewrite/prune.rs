@@ -67,6 +67,13 @@ fn prune(plan: LogicalPlan, need: &BTreeSet<usize>) -> (LogicalPlan, Mapping) {
     let all = |k: usize| -> BTreeSet<usize> { (0..k).collect() };
     match plan {
         P::Scan(s) => prune_scan(s, need),
+        // Set-returning calls keep their input whole (the row repeats).
+        P::ProjectSet { input, srfs, columns } => {
+            let k = input.columns().len();
+            let (p, m) = prune(*input, &all(k));
+            let srfs = srfs.iter().map(|c| c.map_exprs(|e| remap(e, &m))).collect();
+            (P::ProjectSet { input: Box::new(p), srfs, columns }, identity(n))
+        }
         P::Filter { input, predicate } => match used(&[&predicate]) {
             None => {
                 let (p, _) = prune(*input, &all(n));

@@ -37,6 +37,7 @@ pub fn map_inputs(plan: LogicalPlan, f: fn(LogicalPlan) -> LogicalPlan) -> Logic
         p @ (P::Scan(_) | P::Memory { .. } | P::Values { .. } | P::Series { .. }) => p,
         P::Filter { input, predicate } => P::Filter { input: Box::new(f(*input)), predicate },
         P::Project { input, exprs, columns } => P::Project { input: Box::new(f(*input)), exprs, columns },
+        P::ProjectSet { input, srfs, columns } => P::ProjectSet { input: Box::new(f(*input)), srfs, columns },
         P::Aggregate { input, group_by, aggs, columns } => P::Aggregate { input: Box::new(f(*input)), group_by, aggs, columns },
         P::Window { input, calls, columns } => P::Window { input: Box::new(f(*input)), calls, columns },
         P::Join { left, right, kind, on, filter, columns } => {
