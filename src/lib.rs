@@ -16,4 +16,5 @@ pub mod server;
 pub mod sled_open;
 pub mod sql;
 pub mod storage;
+pub mod tql;
 pub mod types;

@@ -22,6 +22,7 @@ mod create_user;
 mod dialect;
 mod flow;
 mod nesting;
+mod tql;
 
 use std::fmt;
 
@@ -34,6 +35,7 @@ pub use create_database::CreateDatabase;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
 pub use flow::{CommentOnFlow, CreateFlow, DropFlow, ShowCreateFlow, ShowFlows};
+pub use tql::{Tql, TqlArgs, TqlKind};
 
 use crate::error::{ErrorKind, WeirError};
 
@@ -60,6 +62,8 @@ pub enum Statement {
     ShowFlows(ShowFlows),
     ShowCreateFlow(ShowCreateFlow),
     CommentOnFlow(CommentOnFlow),
+    /// `TQL EVAL | EXPLAIN | ANALYZE (start, end, step) <promql>`.
+    Tql(Box<Tql>),
 }
 
 impl fmt::Display for Statement {
@@ -74,6 +78,7 @@ impl fmt::Display for Statement {
             Statement::ShowFlows(c) => write!(f, "{c}"),
             Statement::ShowCreateFlow(c) => write!(f, "{c}"),
             Statement::CommentOnFlow(c) => write!(f, "{c}"),
+            Statement::Tql(t) => write!(f, "{t}"),
         }
     }
 }
@@ -99,6 +104,7 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["SHOW", "FLOWS"], applies: |_| true, parse: flow::parse_show },
     WeirStatement { words: &["SHOW", "CREATE", "FLOW"], applies: |_| true, parse: flow::parse_show },
     WeirStatement { words: &["COMMENT", "ON", "FLOW"], applies: |_| true, parse: flow::parse_comment },
+    WeirStatement { words: &["TQL"], applies: tql::applies, parse: tql::parse },
 ];
 
 /// Whether the next tokens are these words (unquoted, any case).
@@ -162,7 +168,12 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
     nesting::check_text(sql)?;
     let dialect = WeirDialect::default();
     let mut p = new_parser(&dialect, sql)?;
-    let stmts = parse_statements(&mut p).map_err(|e| syntax_error(sql, e))?;
+    let mut stmts = parse_statements(&mut p).map_err(|e| syntax_error(sql, e))?;
+    for s in &mut stmts {
+        if let Statement::Tql(t) = s {
+            resolve_tql(sql, t)?;
+        }
+    }
     for s in &stmts {
         match s {
             Statement::Sql(s) => nesting::check(s)?,
@@ -181,9 +192,34 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
             }
             Statement::CreateDatabase(c) => nesting::check(&c.options)?,
             Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {}
+            Statement::Tql(t) => {
+                if let Some(a) = &t.args {
+                    nesting::check(&a.start)?;
+                    nesting::check(&a.end)?;
+                    nesting::check(&a.step)?;
+                    nesting::check(&a.lookback)?;
+                }
+            }
         }
     }
     Ok(stmts)
+}
+
+/// Cut a TQL statement's PromQL text out of the query string and check it
+/// with PromQL's parser: a PromQL syntax error is 42601 with the parser's
+/// message, the cursor at the PromQL text.
+fn resolve_tql(sql: &str, t: &mut Tql) -> Result<(), WeirError> {
+    if let Some((start, end)) = t.span.take() {
+        let (text, position) = tql::cut(sql, start, end);
+        t.query = text;
+        t.query_position = position;
+    }
+    if let Err(msg) = promql_parser::parser::parse(&t.query) {
+        let mut e = WeirError::new(ErrorKind::Syntax, format!("invalid PromQL: {}", msg.trim()));
+        e.position = Some(t.query_position.max(1));
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// Parse one expression (a stored column DEFAULT, for example).
@@ -242,6 +278,7 @@ pub fn max_param(stmt: &Statement) -> usize {
         Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {
             std::ops::ControlFlow::Continue(())
         }
+        Statement::Tql(t) => ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see),
         Statement::CreateTable(c) => {
             let _ = ast::visit_expressions(&c.columns, &mut see);
             let _ = ast::visit_expressions(&c.constraints, &mut see);

@@ -362,3 +362,51 @@ fn measure_parse_speed() {
     );
     assert!(ok >= ok_pg);
 }
+
+fn tql(sql: &str) -> Tql {
+    match one(sql) {
+        Statement::Tql(t) => *t,
+        other => panic!("not TQL: {other:?}"),
+    }
+}
+
+#[test]
+fn tql_statements() {
+    let t = tql("TQL EVAL (0, 10, '5s') sum by (host) (rate(cpu{host=~\"a.*\", dc!=\"x\"}[5m] offset 1m))");
+    assert_eq!(t.kind, TqlKind::Eval);
+    assert_eq!(t.query, "sum by (host) (rate(cpu{host=~\"a.*\", dc!=\"x\"}[5m] offset 1m))");
+    assert_eq!(t.query_position, 24);
+    let a = t.args.as_ref().unwrap();
+    assert_eq!(a.step.to_string(), "'5s'");
+    assert!(a.lookback.is_none());
+    // The PromQL text is the rest of the statement, up to `;`.
+    let v = parse("tql evaluate (now() - interval '5 minutes', now(), 60, '1m') up @ 100; SELECT 1").unwrap();
+    assert_eq!(v.len(), 2);
+    let Statement::Tql(t) = &v[0] else { panic!() };
+    assert_eq!(t.query, "up @ 100");
+    assert!(t.args.as_ref().unwrap().lookback.is_some());
+    // EXPLAIN needs no range; a leading parenthesis can be PromQL's.
+    assert_eq!(tql("TQL EXPLAIN (sum(up))").query, "(sum(up))");
+    assert!(tql("TQL EXPLAIN (sum(up))").args.is_none());
+    assert!(tql("TQL EXPLAIN (0, 10, '5s') up").args.is_some());
+    assert_eq!(tql("TQL ANALYZE (0, 10, '5s') up").kind, TqlKind::Analyze);
+    // Printed and parsed again: the same statement (but for where it sits).
+    for sql in ["TQL EVAL (0, 10, '5s') up", "TQL EXPLAIN rate(x[1m])", "TQL ANALYZE (1, 2, 3, 4) a / on(b) group_left c"] {
+        let a = tql(sql);
+        let b = tql(&a.to_string());
+        assert_eq!((a.kind, &a.args, &a.query), (b.kind, &b.args, &b.query), "{sql}");
+    }
+}
+
+#[test]
+fn tql_syntax_errors() {
+    for (sql, at) in [("TQL EVAL (0, 10, '5s') sum(up", 24), ("TQL EVAL (0, 10, '5s') up{a=\"b\"", 24)] {
+        let e = parse(sql).unwrap_err();
+        assert_eq!(e.kind.sqlstate(), "42601", "{sql}");
+        assert!(e.message.starts_with("invalid PromQL"), "{}", e.message);
+        assert_eq!(e.position, Some(at), "{sql}");
+    }
+    // No PromQL at all; no range for EVAL.
+    assert_eq!(parse("TQL EVAL (0, 10, '5s')").unwrap_err().kind.sqlstate(), "42601");
+    assert_eq!(parse("TQL EVAL up").unwrap_err().kind.sqlstate(), "42601");
+}

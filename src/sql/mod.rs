@@ -374,7 +374,7 @@ impl Session {
         let n = parser::max_param(&stmt);
         if let WeirStatement::Admin(a) = &stmt {
             columns = vec![PlanColumn::new(a.name(), SqlType::Int8)];
-        } else if matches!(stmt, WeirStatement::ShowFlows(_) | WeirStatement::ShowCreateFlow(_)) {
+        } else if matches!(stmt, WeirStatement::ShowFlows(_) | WeirStatement::ShowCreateFlow(_) | WeirStatement::Tql(_)) {
             if let Ok(QueryResult::Rows { columns: c, .. }) = self.execute_statement(&stmt, Params::default()) {
                 columns = c;
             }
@@ -482,6 +482,11 @@ impl Session {
             WeirStatement::ShowFlows(f) => flow_ddl::show_flows(self, f),
             WeirStatement::ShowCreateFlow(f) => flow_ddl::show_create_flow(self, f),
             WeirStatement::CommentOnFlow(c) => flow_ddl::comment_on_flow(self, c),
+            WeirStatement::Tql(t) => {
+                let planner = self.planner(params);
+                let (columns, batches) = crate::tql::execute(&planner, t)?;
+                Ok(QueryResult::Rows { columns, batches })
+            }
         }
     }
 

@@ -144,7 +144,8 @@ pub fn intercept(s: &mut Session, stmt: &WeirStatement) -> Option<Result<QueryRe
         | WeirStatement::DropFlow(_)
         | WeirStatement::CommentOnFlow(_)
         | WeirStatement::ShowFlows(_)
-        | WeirStatement::ShowCreateFlow(_) => return None,
+        | WeirStatement::ShowCreateFlow(_)
+        | WeirStatement::Tql(_) => return None,
         WeirStatement::CreateTable(ct) => {
             s.block.as_ref()?;
             if let Err(e) = take_snapshot(s) {

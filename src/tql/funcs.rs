@@ -1,0 +1,430 @@
+//! PromQL functions: range functions over a range selector's windows
+//! (Prometheus's extrapolation for rate/increase/delta), instant functions
+//! over a vector's values, label functions, histogram_quantile.
+
+use std::collections::HashMap;
+
+use promql_parser::parser::{Call, Expr};
+
+use super::eval::{quantile, set_label, variance, Evaluator, Matrix, Series, Val};
+use super::load::Labels;
+use crate::bail;
+use crate::error::Result;
+
+pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
+    let name = c.func.name;
+    let args: Vec<&Expr> = c.args.args.iter().map(|a| a.as_ref()).collect();
+    let n = ev.steps();
+    match name {
+        "rate" | "increase" | "delta" | "irate" | "idelta" | "deriv" | "avg_over_time" | "sum_over_time" | "min_over_time"
+        | "max_over_time" | "count_over_time" | "last_over_time" | "stddev_over_time" | "stdvar_over_time" | "resets"
+        | "changes" | "present_over_time" => {
+            let m = ev.matrix(args[0])?;
+            Ok(Val::Vector(over_windows(&m, n, |_, end, ts, vs| range_fn(name, m.range_ms, end, ts, vs))))
+        }
+        "quantile_over_time" => {
+            let q = ev.scalar(args[0])?;
+            let m = ev.matrix(args[1])?;
+            let mut buf = Vec::new();
+            Ok(Val::Vector(over_windows(&m, n, |step, _, _, vs| {
+                buf.clear();
+                buf.extend_from_slice(vs);
+                Some(quantile(q[step], &mut buf))
+            })))
+        }
+        "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" => {
+            let f: fn(f64) -> f64 = match name {
+                "abs" => f64::abs,
+                "ceil" => f64::ceil,
+                "floor" => f64::floor,
+                "exp" => f64::exp,
+                "sqrt" => f64::sqrt,
+                "ln" => f64::ln,
+                "log2" => f64::log2,
+                "log10" => f64::log10,
+                _ => |x: f64| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x },
+            };
+            let mut v = ev.vector(args[0])?;
+            map_values(&mut v, |_, x| Some(f(x)));
+            Ok(Val::Vector(v))
+        }
+        "round" => {
+            let mut v = ev.vector(args[0])?;
+            let to = if args.len() > 1 { ev.scalar(args[1])? } else { vec![1.0; n] };
+            map_values(&mut v, |i, x| {
+                let inv = 1.0 / to[i];
+                Some((x * inv + 0.5).floor() / inv)
+            });
+            Ok(Val::Vector(v))
+        }
+        "clamp" | "clamp_min" | "clamp_max" => {
+            let mut v = ev.vector(args[0])?;
+            let (lo, hi) = match name {
+                "clamp" => (ev.scalar(args[1])?, ev.scalar(args[2])?),
+                "clamp_min" => (ev.scalar(args[1])?, vec![f64::NAN; n]),
+                _ => (vec![f64::NAN; n], ev.scalar(args[1])?),
+            };
+            map_values(&mut v, |i, x| {
+                if name == "clamp" && hi[i] < lo[i] {
+                    return None;
+                }
+                let mut y = x;
+                if !lo[i].is_nan() {
+                    y = lo[i].max(y);
+                }
+                if !hi[i].is_nan() {
+                    y = hi[i].min(y);
+                }
+                if name == "clamp" && (lo[i].is_nan() || hi[i].is_nan()) {
+                    y = f64::NAN;
+                }
+                Some(y)
+            });
+            Ok(Val::Vector(v))
+        }
+        "time" => Ok(Val::Scalar((0..n).map(|i| ev.range.ts(i) as f64 / 1000.0).collect())),
+        "timestamp" => {
+            let mut inner = args[0];
+            while let Expr::Paren(p) = inner {
+                inner = &p.expr;
+            }
+            if let Expr::VectorSelector(vs) = inner {
+                return Ok(Val::Vector(ev.select(vs, true)?));
+            }
+            let mut v = ev.vector(args[0])?;
+            map_values(&mut v, |i, _| Some(ev.range.ts(i) as f64 / 1000.0));
+            Ok(Val::Vector(v))
+        }
+        "vector" => {
+            let s = ev.scalar(args[0])?;
+            Ok(Val::Vector(vec![Series { labels: vec![], vals: s.into_iter().map(Some).collect() }]))
+        }
+        "scalar" => {
+            let v = ev.vector(args[0])?;
+            Ok(Val::Scalar(
+                (0..n)
+                    .map(|i| {
+                        let mut it = v.iter().filter_map(|s| s.vals[i]);
+                        match (it.next(), it.next()) {
+                            (Some(x), None) => x,
+                            _ => f64::NAN,
+                        }
+                    })
+                    .collect(),
+            ))
+        }
+        "sort" | "sort_desc" => ev.eval(args[0]),
+        "label_replace" => {
+            let v = ev.vector(args[0])?;
+            let dst = ev.string(args[1])?;
+            let repl = ev.string(args[2])?;
+            let src = ev.string(args[3])?;
+            let re = ev.string(args[4])?;
+            let re = regex::Regex::new(&format!("^(?s:{re})$"))
+                .map_err(|e| crate::err!(InvalidRegularExpression, "invalid regular expression in label_replace(): {e}"))?;
+            Ok(Val::Vector(relabel(v, |l| {
+                let value = super::load::label(l, &src).to_string();
+                if let Some(caps) = re.captures(&value) {
+                    let mut out = String::new();
+                    caps.expand(&repl, &mut out);
+                    set_label(l, &dst, &out);
+                }
+            })?))
+        }
+        "label_join" => {
+            let v = ev.vector(args[0])?;
+            let dst = ev.string(args[1])?;
+            let sep = ev.string(args[2])?;
+            let srcs: Vec<String> = args[3..].iter().map(|a| ev.string(a)).collect::<Result<_>>()?;
+            Ok(Val::Vector(relabel(v, |l| {
+                let joined = srcs.iter().map(|s| super::load::label(l, s).to_string()).collect::<Vec<_>>().join(&sep);
+                set_label(l, &dst, &joined);
+            })?))
+        }
+        "histogram_quantile" => {
+            let q = ev.scalar(args[0])?;
+            let v = ev.vector(args[1])?;
+            Ok(Val::Vector(histogram_quantile(&q, v, n)))
+        }
+        other => bail!(FeatureNotSupported, "PromQL function {other}() is not supported"),
+    }
+}
+
+fn map_values(v: &mut Vec<Series>, f: impl Fn(usize, f64) -> Option<f64>) {
+    for s in v.iter_mut() {
+        for (i, slot) in s.vals.iter_mut().enumerate() {
+            if let Some(x) = *slot {
+                *slot = f(i, x);
+            }
+        }
+    }
+    v.retain(|s| s.vals.iter().any(|x| x.is_some()));
+}
+
+/// Change each series' labels; two series ending with one label set is
+/// Prometheus's error.
+fn relabel(v: Vec<Series>, f: impl Fn(&mut Labels)) -> Result<Vec<Series>> {
+    let mut out: Vec<Series> = Vec::with_capacity(v.len());
+    let mut index: HashMap<Labels, usize> = HashMap::new();
+    for mut s in v {
+        f(&mut s.labels);
+        match index.get(&s.labels) {
+            Some(&at) => {
+                for (i, x) in s.vals.into_iter().enumerate() {
+                    if x.is_some() {
+                        if out[at].vals[i].is_some() {
+                            bail!(InvalidParameterValue, "vector cannot contain metrics with the same labelset");
+                        }
+                        out[at].vals[i] = x;
+                    }
+                }
+            }
+            None => {
+                index.insert(s.labels.clone(), out.len());
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Apply `f(step, window end, times, values)` to every series' non-empty
+/// window at every step.
+fn over_windows(m: &Matrix, n: usize, mut f: impl FnMut(usize, i64, &[i64], &[f64]) -> Option<f64>) -> Vec<Series> {
+    let mut out = Vec::new();
+    for (s, raw) in m.series.iter().enumerate() {
+        let mut vals = Vec::with_capacity(n);
+        for i in 0..n {
+            let w = m.window(s, i);
+            vals.push(if w.is_empty() { None } else { f(i, m.ends[i], &raw.ts[w.clone()], &raw.vals[w]) });
+        }
+        if vals.iter().any(|v| v.is_some()) {
+            out.push(Series { labels: raw.labels.clone(), vals });
+        }
+    }
+    out
+}
+
+fn range_fn(name: &str, range_ms: i64, end: i64, ts: &[i64], vs: &[f64]) -> Option<f64> {
+    let k = vs.len();
+    match name {
+        "rate" => extrapolated_rate(range_ms, end, ts, vs, true, true),
+        "increase" => extrapolated_rate(range_ms, end, ts, vs, true, false),
+        "delta" => extrapolated_rate(range_ms, end, ts, vs, false, false),
+        "irate" | "idelta" => {
+            if k < 2 {
+                return None;
+            }
+            let (last, prev) = (vs[k - 1], vs[k - 2]);
+            let mut r = if name == "irate" && last < prev { last } else { last - prev };
+            let dt = ts[k - 1] - ts[k - 2];
+            if dt == 0 {
+                return None;
+            }
+            if name == "irate" {
+                r /= dt as f64 / 1000.0;
+            }
+            Some(r)
+        }
+        "deriv" => {
+            if k < 2 {
+                return None;
+            }
+            Some(linear_regression(ts, vs, ts[0]).0)
+        }
+        "avg_over_time" => Some(vs.iter().sum::<f64>() / k as f64),
+        "sum_over_time" => Some(vs.iter().sum()),
+        "min_over_time" => Some(vs.iter().copied().fold(f64::NAN, |a, x| if a.is_nan() || x < a { x } else { a })),
+        "max_over_time" => Some(vs.iter().copied().fold(f64::NAN, |a, x| if a.is_nan() || x > a { x } else { a })),
+        "count_over_time" => Some(k as f64),
+        "present_over_time" => Some(1.0),
+        "last_over_time" => Some(vs[k - 1]),
+        "stddev_over_time" => Some(variance(vs).sqrt()),
+        "stdvar_over_time" => Some(variance(vs)),
+        "resets" => Some(vs.windows(2).filter(|w| w[1] < w[0]).count() as f64),
+        "changes" => Some(vs.windows(2).filter(|w| w[1] != w[0] && !(w[0].is_nan() && w[1].is_nan())).count() as f64),
+        _ => None,
+    }
+}
+
+/// Prometheus's extrapolatedRate: the change over the window (counter
+/// resets added back for counters), extrapolated to the window's edges when
+/// the first and last samples are within 1.1 average intervals of them
+/// (else by half an interval), never below a counter's zero point.
+fn extrapolated_rate(range_ms: i64, end: i64, ts: &[i64], vs: &[f64], counter: bool, rate: bool) -> Option<f64> {
+    let k = vs.len();
+    if k < 2 {
+        return None;
+    }
+    let range_start = end - range_ms;
+    let range_end = end;
+    let mut result = vs[k - 1] - vs[0];
+    if counter {
+        let mut last = 0.0;
+        for &v in vs {
+            if v < last {
+                result += last;
+            }
+            last = v;
+        }
+    }
+    let first_t = ts[0];
+    let last_t = ts[k - 1];
+    let mut to_start = (first_t - range_start) as f64 / 1000.0;
+    let mut to_end = (range_end - last_t) as f64 / 1000.0;
+    let sampled = (last_t - first_t) as f64 / 1000.0;
+    let avg = sampled / (k - 1) as f64;
+    let threshold = avg * 1.1;
+    let mut extrapolate_to = sampled;
+    if to_start >= threshold {
+        to_start = avg / 2.0;
+    }
+    if counter && result > 0.0 && vs[0] >= 0.0 {
+        let to_zero = sampled * (vs[0] / result);
+        if to_zero < to_start {
+            to_start = to_zero;
+        }
+    }
+    extrapolate_to += to_start;
+    if to_end >= threshold {
+        to_end = avg / 2.0;
+    }
+    extrapolate_to += to_end;
+    let mut factor = extrapolate_to / sampled;
+    if rate {
+        factor /= range_ms as f64 / 1000.0;
+    }
+    Some(result * factor)
+}
+
+/// Least squares fit of the samples against time (seconds from
+/// `intercept_t`): (slope, intercept), as Prometheus computes deriv.
+pub fn linear_regression(ts: &[i64], vs: &[f64], intercept_t: i64) -> (f64, f64) {
+    let n = vs.len() as f64;
+    let init = vs[0];
+    if vs.iter().all(|&v| v == init) {
+        if init.is_infinite() {
+            return (f64::NAN, f64::NAN);
+        }
+        return (0.0, init);
+    }
+    let (mut sx, mut sy, mut sxy, mut sx2) = (0.0, 0.0, 0.0, 0.0);
+    for (&t, &y) in ts.iter().zip(vs) {
+        let x = (t - intercept_t) as f64 / 1000.0;
+        sx += x;
+        sy += y;
+        sxy += x * y;
+        sx2 += x * x;
+    }
+    let cov = sxy - sx * sy / n;
+    let var = sx2 - sx * sx / n;
+    let slope = cov / var;
+    (slope, sy / n - slope * sx / n)
+}
+
+/// histogram_quantile over classic buckets: series grouped by their labels
+/// without `le`, Prometheus's bucketQuantile per step.
+fn histogram_quantile(q: &[f64], v: Vec<Series>, n: usize) -> Vec<Series> {
+    let mut index: HashMap<Labels, usize> = HashMap::new();
+    let mut groups: Vec<(Labels, Vec<(f64, usize)>)> = Vec::new();
+    for (i, s) in v.iter().enumerate() {
+        let le = super::load::label(&s.labels, "le");
+        let Ok(upper) = le.trim().replace("+Inf", "inf").parse::<f64>() else { continue };
+        let key: Labels = s.labels.iter().filter(|(k, _)| k != "le").cloned().collect();
+        let at = *index.entry(key.clone()).or_insert_with(|| {
+            groups.push((key, vec![]));
+            groups.len() - 1
+        });
+        groups[at].1.push((upper, i));
+    }
+    let mut out = Vec::new();
+    for (labels, buckets) in groups {
+        let mut vals = vec![None; n];
+        for (i, slot) in vals.iter_mut().enumerate() {
+            let mut b: Vec<(f64, f64)> = buckets.iter().filter_map(|&(u, s)| v[s].vals[i].map(|c| (u, c))).collect();
+            if b.is_empty() {
+                continue;
+            }
+            *slot = Some(bucket_quantile(q[i], &mut b));
+        }
+        if vals.iter().any(|x| x.is_some()) {
+            out.push(Series { labels, vals });
+        }
+    }
+    out
+}
+
+fn bucket_quantile(q: f64, b: &mut Vec<(f64, f64)>) -> f64 {
+    if q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    b.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+    if !(b[b.len() - 1].0.is_infinite() && b[b.len() - 1].0 > 0.0) {
+        return f64::NAN;
+    }
+    // Coalesce equal upper bounds, then force the counts monotonic.
+    let mut c: Vec<(f64, f64)> = Vec::with_capacity(b.len());
+    for &(u, n) in b.iter() {
+        match c.last_mut() {
+            Some(last) if last.0 == u => last.1 += n,
+            _ => c.push((u, n)),
+        }
+    }
+    let mut max = f64::NEG_INFINITY;
+    for x in c.iter_mut() {
+        if x.1 < max {
+            x.1 = max;
+        }
+        max = x.1;
+    }
+    if c.len() < 2 {
+        return f64::NAN;
+    }
+    let observations = c[c.len() - 1].1;
+    if observations == 0.0 {
+        return f64::NAN;
+    }
+    let mut rank = q * observations;
+    let b_i = c[..c.len() - 1].partition_point(|x| x.1 < rank);
+    if b_i == c.len() - 1 {
+        return c[c.len() - 2].0;
+    }
+    if b_i == 0 && c[0].0 <= 0.0 {
+        return c[0].0;
+    }
+    let (mut start, end, mut count) = (0.0, c[b_i].0, c[b_i].1);
+    if b_i > 0 {
+        start = c[b_i - 1].0;
+        count -= c[b_i - 1].1;
+        rank -= c[b_i - 1].1;
+    }
+    start + (end - start) * (rank / count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets() {
+        let mut b = vec![(0.1, 10.0), (0.5, 20.0), (f64::INFINITY, 20.0)];
+        // rank 10 of 20 falls at the top of the first bucket.
+        assert_eq!(bucket_quantile(0.5, &mut b), 0.1);
+        let mut b = vec![(1.0, 0.0), (2.0, 10.0), (f64::INFINITY, 10.0)];
+        assert_eq!(bucket_quantile(0.5, &mut b), 1.5);
+        let mut b = vec![(1.0, 5.0), (2.0, 10.0)];
+        assert!(bucket_quantile(0.5, &mut b).is_nan());
+    }
+
+    #[test]
+    fn regression() {
+        let (s, i) = linear_regression(&[0, 1000, 2000], &[1.0, 3.0, 5.0], 0);
+        assert!((s - 2.0).abs() < 1e-12 && (i - 1.0).abs() < 1e-12);
+    }
+}
