@@ -73,14 +73,7 @@ impl Secure {
         let server = TestServer::spawn_with(
             data.path(),
             &[("WEIR_SUPERUSER_PASSWORD", PASSWORD)],
-            &[
-                "--hba-file",
-                hba.to_str().unwrap(),
-                "--ssl-cert-file",
-                cert.to_str().unwrap(),
-                "--ssl-key-file",
-                key.to_str().unwrap(),
-            ],
+            &["--hba-file", hba.to_str().unwrap(), "--ssl-cert-file", cert.to_str().unwrap(), "--ssl-key-file", key.to_str().unwrap()],
         )
         .expect("start server");
         Secure { server, ca: Some(certs.path().join("ca.crt")), _certs: Some(certs), _data: Some(data) }
@@ -99,15 +92,40 @@ impl Secure {
 /// A CA and a server certificate for 127.0.0.1 / localhost, made with the
 /// openssl CLI into `dir` (as tests/auth.rs does); None when openssl fails.
 fn make_certs(dir: &Path) -> Option<()> {
-    let run = |args: &[&str]| {
-        Command::new("openssl").args(args).current_dir(dir).output().ok().filter(|o| o.status.success()).map(|_| ())
-    };
-    run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=weir drivers CA"])?;
+    let run = |args: &[&str]| Command::new("openssl").args(args).current_dir(dir).output().ok().filter(|o| o.status.success()).map(|_| ());
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=weir drivers CA",
+    ])?;
     run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])?;
     std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").ok()?;
     run(&[
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2",
-        "-extfile", "san.ext",
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
     ])
 }
 
@@ -299,9 +317,8 @@ fn pgx_smoke() {
     let s = Secure::start();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/pgx_smoke.go");
     // Go's build cache beside the test binaries, so later runs only link.
-    let cache = std::env::var("GOCACHE").unwrap_or_else(|_| {
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("gocache").to_string_lossy().into_owned()
-    });
+    let cache =
+        std::env::var("GOCACHE").unwrap_or_else(|_| Path::new(env!("CARGO_TARGET_TMPDIR")).join("gocache").to_string_lossy().into_owned());
     let out = Command::new("go")
         .arg("run")
         .arg(&path)
@@ -352,7 +369,8 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> t
     type TlsConnect = RustlsConnectOne;
     type Error = rustls::Error;
     fn make_tls_connect(&mut self, domain: &str) -> Result<RustlsConnectOne, rustls::Error> {
-        let name = rustls::pki_types::ServerName::try_from(domain.to_string()).map_err(|_| rustls::Error::General("bad server name".into()))?;
+        let name =
+            rustls::pki_types::ServerName::try_from(domain.to_string()).map_err(|_| rustls::Error::General("bad server name".into()))?;
         Ok(RustlsConnectOne(self.0.clone(), name))
     }
 }
@@ -384,7 +402,11 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> tokio::io::AsyncRe
 }
 
 impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for RustlsStream<S> {
-    fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
         std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
     }
     fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {

@@ -35,9 +35,12 @@ async fn check_sink(c: &Client, what: &str) {
 }
 
 async fn stats(c: &Client) -> String {
-    rows(c, "SELECT mode, full_evaluations, incremental_evaluations, fallbacks FROM information_schema.flow_statistics WHERE flow_name = 'f'")
-        .await
-        .join(";")
+    rows(
+        c,
+        "SELECT mode, full_evaluations, incremental_evaluations, fallbacks FROM information_schema.flow_statistics WHERE flow_name = 'f'",
+    )
+    .await
+    .join(";")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,9 +74,7 @@ async fn restarts_resume_incrementally() {
         .await
         .unwrap();
         c.batch_execute("ADMIN FLUSH_FLOW('f')").await.unwrap();
-        c.batch_execute(&format!("DELETE FROM src WHERE host = 'h2' AND ts < '2024-01-01 00:00:{:02}'", 20 + round * 10))
-            .await
-            .unwrap();
+        c.batch_execute(&format!("DELETE FROM src WHERE host = 'h2' AND ts < '2024-01-01 00:00:{:02}'", 20 + round * 10)).await.unwrap();
         c.batch_execute("UPDATE src SET v = v + 1 WHERE host = 'h3'").await.unwrap();
         if round % 2 == 0 {
             c.batch_execute("ADMIN flush_table('src')").await.unwrap();

@@ -21,8 +21,17 @@ use crate::{bail, err};
 
 /// The rest of one call's set for the current row.
 enum SetIter {
-    Ints { next: Option<i64>, stop: i64, step: i64 },
-    Times { next: Option<i64>, stop: i64, step: Interval, tz: bool },
+    Ints {
+        next: Option<i64>,
+        stop: i64,
+        step: i64,
+    },
+    Times {
+        next: Option<i64>,
+        stop: i64,
+        step: Interval,
+        tz: bool,
+    },
     /// Rows of values (one per output column of the call), in order.
     Rows(std::vec::IntoIter<Vec<Value>>),
     Empty,
@@ -152,7 +161,8 @@ fn start(call: &SrfCall, args: &[Value]) -> Result<SetIter> {
     Ok(match call.kind {
         SrfKind::GenerateSeries => {
             if matches!(call.out[0].1, SqlType::Timestamp | SqlType::TimestampTz) {
-                let (Some(Value::Timestamp(a)), Some(Value::Timestamp(b)), Some(Value::Interval(step))) = (args.first(), args.get(1), args.get(2))
+                let (Some(Value::Timestamp(a)), Some(Value::Timestamp(b)), Some(Value::Interval(step))) =
+                    (args.first(), args.get(1), args.get(2))
                 else {
                     return Ok(SetIter::Empty);
                 };
@@ -250,7 +260,11 @@ impl ProjectSetExecutor {
             if b.num_rows() == 0 {
                 continue;
             }
-            self.args = self.srfs.iter().map(|c| c.args.iter().map(|e| e.eval(&b, &self.ctx)).collect::<Result<Vec<_>>>()).collect::<Result<_>>()?;
+            self.args = self
+                .srfs
+                .iter()
+                .map(|c| c.args.iter().map(|e| e.eval(&b, &self.ctx)).collect::<Result<Vec<_>>>())
+                .collect::<Result<_>>()?;
             self.batch = Some(b);
             self.row = 0;
             self.sets = None;

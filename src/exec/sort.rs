@@ -97,7 +97,8 @@ impl SortExecutor {
                 let all_pos = arrow::compute::concat(&pos.iter().map(|p| p.as_ref()).collect::<Vec<_>>())?;
                 let idx = self.best(&all_keys, &all_pos, Some(k))?;
                 rows = vec![super::take_batch(&all, &idx)?];
-                keys = vec![all_keys.iter().map(|c| arrow::compute::take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?];
+                keys =
+                    vec![all_keys.iter().map(|c| arrow::compute::take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?];
                 pos = vec![arrow::compute::take(all_pos.as_ref(), &idx, None)?];
                 held = idx.len();
             }

@@ -108,7 +108,6 @@ fn a_cancel_request_stops_the_sort() {
 /// as a full sort would give them.
 #[test]
 fn top_k_streams_a_large_input_and_keeps_ties_in_input_order() {
-    let cols = columns(&[("k", Text), ("v", Int8)]);
     let steps: Vec<Step> = (0..40)
         .map(|b| Step::dense((0..1000).map(|i| vec![txt(&format!("r{}", b * 1000 + i)), int(((b * 1000 + i) * 37) % 1009)]).collect()))
         .collect();

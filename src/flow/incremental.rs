@@ -533,7 +533,8 @@ fn partial(c: &Compiled, dp: &DeltaPlan, input: &Input, group: Option<&[Value]>)
                 ty: crate::types::SqlType::Bool,
             },
         });
-        let pred = conds.reduce(|a, b| Expr::Binary { op: BinOp::And, left: Box::new(a), right: Box::new(b), ty: crate::types::SqlType::Bool });
+        let pred =
+            conds.reduce(|a, b| Expr::Binary { op: BinOp::And, left: Box::new(a), right: Box::new(b), ty: crate::types::SqlType::Bool });
         if let Some(predicate) = pred {
             inp = LogicalPlan::Filter { input: Box::new(inp), predicate };
         }
@@ -628,14 +629,7 @@ fn replace_ranges(env: &Env, sink: &TableDef, regions: &[Arc<Region>], new: &Rec
 
 /// Write the windows' groups to the sink: finals → the query's nodes above
 /// its aggregation (projections, HAVING) → the sink's rows.
-fn write_sink(
-    env: &Env,
-    c: &Compiled,
-    dp: &DeltaPlan,
-    groups: &[&Group],
-    ranges: Option<&[(i64, i64)]>,
-    now_us: i64,
-) -> Result<usize> {
+fn write_sink(env: &Env, c: &Compiled, dp: &DeltaPlan, groups: &[&Group], ranges: Option<&[(i64, i64)]>, now_us: i64) -> Result<usize> {
     let agg = find_aggregate(&c.logical).ok_or_else(|| err!(Internal, "flow query lost its aggregation"))?;
     let columns = agg.columns().to_vec();
     let rows: Vec<Vec<Value>> = groups.iter().map(|g| finals(dp, g)).collect();
@@ -885,8 +879,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         let mut recompute: BTreeMap<i64, Option<Fallback>> = BTreeMap::new();
         // Groups whose min / max lost its extreme: recomputed one by one.
         let mut lost: BTreeMap<i64, Vec<(Vec<u8>, Vec<Value>)>> = BTreeMap::new();
-        let backlog =
-            def.options.get("incremental_backlog_rows").and_then(|v| v.parse::<u64>().ok()).unwrap_or(BACKLOG_ROWS_DEFAULT);
+        let backlog = def.options.get("incremental_backlog_rows").and_then(|v| v.parse::<u64>().ok()).unwrap_or(BACKLOG_ROWS_DEFAULT);
         let wholesale = if mode == Mode::FullSnapshot(Fallback::Failed) {
             Some(Fallback::Failed)
         } else if delta_rows > backlog {
@@ -911,7 +904,8 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
             let mut sides: [Vec<RecordBatch>; 2] = [Vec::new(), Vec::new()];
             for b in &deltas {
                 let ncols = b.num_columns() - 1;
-                let diff = b.column(ncols).as_any().downcast_ref::<Int64Array>().ok_or_else(|| err!(Internal, "change log diff is not int8"))?;
+                let diff =
+                    b.column(ncols).as_any().downcast_ref::<Int64Array>().ok_or_else(|| err!(Internal, "change log diff is not int8"))?;
                 let plus = BooleanArray::from_iter(diff.iter().map(|d| Some(d.unwrap_or(0) > 0)));
                 let minus = arrow::compute::not(&plus)?;
                 let user = b.project(&(0..ncols).collect::<Vec<_>>())?;

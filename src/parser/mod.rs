@@ -278,7 +278,9 @@ pub fn max_param(stmt: &Statement) -> usize {
         Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {
             std::ops::ControlFlow::Continue(())
         }
-        Statement::Tql(t) => ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see),
+        Statement::Tql(t) => {
+            ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see)
+        }
         Statement::CreateTable(c) => {
             let _ = ast::visit_expressions(&c.columns, &mut see);
             let _ = ast::visit_expressions(&c.constraints, &mut see);

@@ -297,7 +297,10 @@ impl<'a> Planner<'a> {
                         parts.push(i.clone());
                     }
                 }
-                let inner = E::CompoundFieldAccess { root: Box::new(E::CompoundIdentifier(parts)), access_chain: vec![access_chain.last().unwrap().clone()] };
+                let inner = E::CompoundFieldAccess {
+                    root: Box::new(E::CompoundIdentifier(parts)),
+                    access_chain: vec![access_chain.last().unwrap().clone()],
+                };
                 self.bind_expr(&inner, scope, agg)?
             }
             E::CompoundFieldAccess { root, access_chain } if access_chain.len() == 1 => match &access_chain[0] {
@@ -676,9 +679,8 @@ impl<'a> Planner<'a> {
         if let Some(f) = bitwise {
             let (lt, rt) = (l.ty(), r.ty());
             return self.call(f, vec![l, r]).map_err(|_| {
-                err!(UndefinedFunction, "operator does not exist: {lt} {op} {rt}").with_hint(
-                    "No operator matches the given name and argument types. You might need to add explicit type casts.",
-                )
+                err!(UndefinedFunction, "operator does not exist: {lt} {op} {rt}")
+                    .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
             });
         }
         let bop = binop(op)?;
@@ -925,7 +927,11 @@ impl<'a> Planner<'a> {
         let bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, agg)).collect::<Result<_>>()?;
         if let Some(kind) = crate::exec::plan::SrfKind::from_name(&name) {
             if f.filter.is_some() || distinct {
-                bail!(WrongObjectType, "{} specified, but {name} is not an aggregate function", if distinct { "DISTINCT" } else { "FILTER" });
+                bail!(
+                    WrongObjectType,
+                    "{} specified, but {name} is not an aggregate function",
+                    if distinct { "DISTINCT" } else { "FILTER" }
+                );
             }
             return self.bind_srf(kind, &args, scope, bound);
         }

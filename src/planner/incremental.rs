@@ -243,9 +243,18 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
                 let x = a.args.first().cloned().ok_or("sum / avg without an argument")?;
                 let sum_ty = if int_arg { SqlType::Int8 } else { SqlType::Float8 };
                 if !int_arg {
-                    inexact.get_or_insert_with(|| format!("{name} over {} adds floating-point numbers, whose rounding depends on the order of addition", arg_ty.map(|t| t.pg_name()).unwrap_or("?")));
+                    inexact.get_or_insert_with(|| {
+                        format!(
+                            "{name} over {} adds floating-point numbers, whose rounding depends on the order of addition",
+                            arg_ty.map(|t| t.pg_name()).unwrap_or("?")
+                        )
+                    });
                 }
-                let xs = if int_arg || arg_ty == Some(SqlType::Float8) { x.clone() } else { Expr::Cast { expr: Box::new(x.clone()), ty: SqlType::Float8 } };
+                let xs = if int_arg || arg_ty == Some(SqlType::Float8) {
+                    x.clone()
+                } else {
+                    Expr::Cast { expr: Box::new(x.clone()), ty: SqlType::Float8 }
+                };
                 partial.push(part(AggFunc::Sum, vec![xs], &a.filter, sum_ty));
                 partial.push(part(AggFunc::Count, vec![x], &a.filter, SqlType::Int8));
                 if a.func == AggFunc::Sum {
@@ -266,7 +275,9 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
                     Keep::Max
                 }
             }
-            AggFunc::StringAgg => return Err("string_agg concatenates in input order; partial strings cannot be merged in that order".into()),
+            AggFunc::StringAgg => {
+                return Err("string_agg concatenates in input order; partial strings cannot be merged in that order".into())
+            }
             AggFunc::VarPop | AggFunc::VarSamp | AggFunc::StddevPop | AggFunc::StddevSamp => {
                 return Err(format!("{name} is not kept incrementally: its merged formula rounds differently from the direct one"))
             }

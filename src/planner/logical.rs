@@ -241,11 +241,9 @@ impl LogicalPlan {
             LogicalPlan::Project { input, exprs, columns } => {
                 LogicalPlan::Project { input: mp(input), exprs: exprs.iter().map(m).collect(), columns: columns.clone() }
             }
-            LogicalPlan::ProjectSet { input, srfs, columns } => LogicalPlan::ProjectSet {
-                input: mp(input),
-                srfs: srfs.iter().map(|c| c.map_exprs(m)).collect(),
-                columns: columns.clone(),
-            },
+            LogicalPlan::ProjectSet { input, srfs, columns } => {
+                LogicalPlan::ProjectSet { input: mp(input), srfs: srfs.iter().map(|c| c.map_exprs(m)).collect(), columns: columns.clone() }
+            }
             LogicalPlan::Aggregate { input, group_by, aggs, columns } => LogicalPlan::Aggregate {
                 input: mp(input),
                 group_by: group_by.iter().map(m).collect(),

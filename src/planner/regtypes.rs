@@ -331,7 +331,8 @@ impl Planner<'_> {
                     .iter()
                     .filter_map(|t| {
                         let cols = pk_columns(t)?;
-                        let mut arms = vec![(Expr::lit(Value::Int(0), SqlType::Int8), Expr::lit(Value::Text(pk_indexdef(t, &cols)), SqlType::Text))];
+                        let mut arms =
+                            vec![(Expr::lit(Value::Int(0), SqlType::Int8), Expr::lit(Value::Text(pk_indexdef(t, &cols)), SqlType::Text))];
                         for (j, c) in cols.iter().enumerate() {
                             arms.push((
                                 Expr::lit(Value::Int(j as i64 + 1), SqlType::Int8),

@@ -423,7 +423,9 @@ impl<'a> Planner<'a> {
         let mut out_cols: Vec<PlanColumn> = items
             .iter()
             .zip(&proj)
-            .map(|((_, n), e)| PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown && !untyped_element(e) { SqlType::Text } else { e.ty() }))
+            .map(|((_, n), e)| {
+                PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown && !untyped_element(e) { SqlType::Text } else { e.ty() })
+            })
             .collect();
         let visible = out_cols.len();
         let mut keys = Vec::new();
@@ -856,7 +858,11 @@ impl<'a> Planner<'a> {
         let first = if ordinality {
             // The pair's element column is text; cast it to the element type.
             let x = Expr::Column { index: 0, ty: SqlType::Unknown };
-            if value_ty == SqlType::Unknown { x } else { super::coerce(x, value_ty)? }
+            if value_ty == SqlType::Unknown {
+                x
+            } else {
+                super::coerce(x, value_ty)?
+            }
         } else {
             Expr::Column { index: 0, ty: value_ty }
         };
@@ -887,11 +893,8 @@ impl<'a> Planner<'a> {
                 })
             })
             .collect();
-        let cols: Vec<PlanColumn> = exprs
-            .iter()
-            .zip(names)
-            .map(|(e, n)| PlanColumn { name: n, qualifier: Some(qual.clone()), ty: e.ty() })
-            .collect();
+        let cols: Vec<PlanColumn> =
+            exprs.iter().zip(names).map(|(e, n)| PlanColumn { name: n, qualifier: Some(qual.clone()), ty: e.ty() }).collect();
         let plan = Plan::Project { input: Box::new(plan), exprs, columns: cols.clone() };
         Ok(Rel { plan, columns: cols })
     }

@@ -385,8 +385,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             let mut flows: Vec<_> = p.catalog.flows().into_iter().filter(|f| f.database == db).collect();
             flows.sort_by(|a, b| a.name.cmp(&b.name));
             let board = p.catalog.flow_stats.read().clone();
-            let now_ms =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+            let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
             for f in flows {
                 let prog = p.catalog.flow_progress(&f.name).unwrap_or_default();
                 let st = board.get(&f.name).cloned().unwrap_or_default();
@@ -413,7 +412,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 } else {
                     Value::Float(inc as f64 / (inc + st.full_evaluations) as f64)
                 };
-                let fallbacks = serde_json::Value::from(st.fallbacks.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>());
+                let fallbacks = serde_json::Value::from(
+                    st.fallbacks.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>(),
+                );
                 let checkpoints = serde_json::Value::from(
                     prog.regions.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>(),
                 );

@@ -736,13 +736,18 @@ mod tests {
         p.chunk_rows_max = 3;
         let mut out = Vec::new();
         let mut emit = |cols: Vec<ArrayRef>, _n: usize| {
-            out.push(RecordBatch::try_new(
-                Arc::new(arrow::datatypes::Schema::new(
-                    cols.iter().enumerate().map(|(i, c)| arrow::datatypes::Field::new(format!("c{i}"), c.data_type().clone(), true)).collect::<Vec<_>>(),
-                )),
-                cols,
-            )
-            .unwrap());
+            out.push(
+                RecordBatch::try_new(
+                    Arc::new(arrow::datatypes::Schema::new(
+                        cols.iter()
+                            .enumerate()
+                            .map(|(i, c)| arrow::datatypes::Field::new(format!("c{i}"), c.data_type().clone(), true))
+                            .collect::<Vec<_>>(),
+                    )),
+                    cols,
+                )
+                .unwrap(),
+            );
             Ok(())
         };
         for piece in pieces {
@@ -794,25 +799,26 @@ mod tests {
         let data = b"1\ta\\tb\t\\N\t\\\\N\r\n\n2\t\\\\\t\t\\N\n\\.\n3\tignored\tx\ty\n";
         for cut in 0..data.len() {
             let (b, _) =
-                parse(text_fmt(), vec![SqlType::Int8, SqlType::Text, SqlType::Text, SqlType::Text], &[&data[..cut], &data[cut..]])
-                    .unwrap();
-            assert_eq!(
-                cells(&b),
-                vec![vec!["1", "a\tb", "NULL", "\\N"], vec!["2", "\\", "", "NULL"]],
-                "cut at {cut}"
-            );
+                parse(text_fmt(), vec![SqlType::Int8, SqlType::Text, SqlType::Text, SqlType::Text], &[&data[..cut], &data[cut..]]).unwrap();
+            assert_eq!(cells(&b), vec![vec!["1", "a\tb", "NULL", "\\N"], vec!["2", "\\", "", "NULL"]], "cut at {cut}");
         }
     }
 
     #[test]
     fn fast_paths_agree_with_the_general_parser() {
         for t in ["2016-01-01 00:00:00", "2024-02-29 23:59:59.5", "1999-12-31T12:34:56.123456", "2000-03-01 00:00:00.000001"] {
-            assert_eq!(Some(fast_timestamp(t.as_bytes()).unwrap()), match parse_text_as(t, SqlType::Timestamp).unwrap() {
-                Value::Timestamp(v) => Some(v),
-                _ => None,
-            }, "{t}");
+            assert_eq!(
+                Some(fast_timestamp(t.as_bytes()).unwrap()),
+                match parse_text_as(t, SqlType::Timestamp).unwrap() {
+                    Value::Timestamp(v) => Some(v),
+                    _ => None,
+                },
+                "{t}"
+            );
         }
-        for t in ["2023-02-29 00:00:00", "2016-01-01 24:00:00", "2016-1-01 00:00:00", "2016-01-01 00:00:00+02", "2016-01-01 00:00:00.1234567"] {
+        for t in
+            ["2023-02-29 00:00:00", "2016-01-01 24:00:00", "2016-1-01 00:00:00", "2016-01-01 00:00:00+02", "2016-01-01 00:00:00.1234567"]
+        {
             assert_eq!(fast_timestamp(t.as_bytes()), None, "{t}");
         }
         let (b, _) = parse(text_fmt(), vec![SqlType::Float8, SqlType::Int8], &[b"1.5\t-3\n Infinity \t +4\n-1e3\t0\n"]).unwrap();
@@ -1050,4 +1056,3 @@ fn text_field(s: &str, delim: char) -> String {
     }
     out
 }
-

@@ -109,9 +109,10 @@ pub fn create_flow(s: &mut Session, cf: &CreateFlow) -> Result<QueryResult> {
         match k.as_str() {
             "flow_type" => bail!(InvalidParameterValue, "flow option 'flow_type' is reserved for internal use"),
             "incremental_backlog_rows" => {
-                let n: u64 = v.trim().parse().map_err(|_| {
-                    err!(InvalidParameterValue, "flow option 'incremental_backlog_rows' must be a row count, not \"{v}\"")
-                })?;
+                let n: u64 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| err!(InvalidParameterValue, "flow option 'incremental_backlog_rows' must be a row count, not \"{v}\""))?;
                 options.insert(k.to_string(), n.to_string());
             }
             k if OPTIONS.contains(&k) => {

@@ -11,15 +11,13 @@ use std::time::{Instant, UNIX_EPOCH};
 
 use promql_parser::label::Labels as PLabels;
 use promql_parser::parser::token::*;
-use promql_parser::parser::{
-    AggregateExpr, AtModifier, BinaryExpr, Expr, LabelModifier, Offset, VectorMatchCardinality, VectorSelector,
-};
+use promql_parser::parser::{AggregateExpr, AtModifier, BinaryExpr, Expr, LabelModifier, Offset, VectorMatchCardinality, VectorSelector};
 
 use super::args::Range;
 use super::load::{self, is_stale, Labels, Raw, FIELD_LABEL};
+use crate::bail;
 use crate::error::Result;
 use crate::planner::Planner;
-use crate::bail;
 
 /// One output series: a value or none at each step.
 #[derive(Debug, Clone)]
@@ -384,8 +382,7 @@ impl<'a> Evaluator<'a> {
                             continue;
                         }
                         let k = k.min(members.len() as f64) as usize;
-                        let mut present: Vec<(usize, f64)> =
-                            members.iter().filter_map(|&m| input[m].vals[i].map(|v| (m, v))).collect();
+                        let mut present: Vec<(usize, f64)> = members.iter().filter_map(|&m| input[m].vals[i].map(|v| (m, v))).collect();
                         // NaN sorts last either way, as Prometheus ranks it.
                         present.sort_by(|x, y| {
                             let (a, b) = (x.1, y.1);

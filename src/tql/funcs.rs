@@ -17,8 +17,8 @@ pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
     let n = ev.steps();
     match name {
         "rate" | "increase" | "delta" | "irate" | "idelta" | "deriv" | "avg_over_time" | "sum_over_time" | "min_over_time"
-        | "max_over_time" | "count_over_time" | "last_over_time" | "stddev_over_time" | "stdvar_over_time" | "resets"
-        | "changes" | "present_over_time" => {
+        | "max_over_time" | "count_over_time" | "last_over_time" | "stddev_over_time" | "stdvar_over_time" | "resets" | "changes"
+        | "present_over_time" => {
             let m = ev.matrix(args[0])?;
             Ok(Val::Vector(over_windows(&m, n, |_, end, ts, vs| range_fn(name, m.range_ms, end, ts, vs))))
         }
@@ -42,7 +42,15 @@ pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
                 "ln" => f64::ln,
                 "log2" => f64::log2,
                 "log10" => f64::log10,
-                _ => |x: f64| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x },
+                _ => |x: f64| {
+                    if x > 0.0 {
+                        1.0
+                    } else if x < 0.0 {
+                        -1.0
+                    } else {
+                        x
+                    }
+                },
             };
             let mut v = ev.vector(args[0])?;
             map_values(&mut v, |_, x| Some(f(x)));

@@ -11,6 +11,7 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type};
 use promql_parser::label::{MatchOp, Matcher};
 use promql_parser::parser::VectorSelector;
 
+use crate::bail;
 use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::exec::expr::{BinOp, Expr};
@@ -18,7 +19,6 @@ use crate::exec::plan::PlanColumn;
 use crate::planner::logical::{LogicalPlan, Scan};
 use crate::planner::Planner;
 use crate::types::{SqlType, Value};
-use crate::bail;
 
 /// Prometheus's staleness marker (a NaN with this payload). A NULL value in
 /// a field column is read as one too: the series ends there.

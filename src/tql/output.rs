@@ -75,7 +75,9 @@ pub fn rows(expr: &Expr, ev: &Evaluator, v: Val) -> Result<(Vec<PlanColumn>, Vec
         }
         Val::Vector(v) => v.into_iter().map(|s| (s, String::new())).collect(),
         Val::Str(_) => bail!(FeatureNotSupported, "a PromQL string result cannot be returned as rows"),
-        Val::Matrix(_) => bail!(FeatureNotSupported, "a PromQL range vector result cannot be returned as rows; apply a function such as rate() to it"),
+        Val::Matrix(_) => {
+            bail!(FeatureNotSupported, "a PromQL range vector result cannot be returned as rows; apply a function such as rate() to it")
+        }
     };
     // Label columns: every label but the field label, by name.
     let mut label_names: Vec<String> = series.iter().flat_map(|(s, _)| s.labels.iter().map(|(n, _)| n.clone())).collect();

@@ -147,9 +147,9 @@ pub fn date_trunc(a: &Args<'_>) -> Result<ArrayRef> {
         };
         let out: TimestampMicrosecondArray = match step {
             // Fixed-width units: one floor per row, the unit matched once.
-            Some(step) => ts.try_unary(|t| {
-                t.div_euclid(step).checked_mul(step).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))
-            })?,
+            Some(step) => {
+                ts.try_unary(|t| t.div_euclid(step).checked_mul(step).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range")))?
+            }
             None => ts.try_unary(|t| trunc_timestamp(unit, t))?,
         };
         return Ok(arc(out.with_timezone_opt(tz(&a.cols[1]))));
