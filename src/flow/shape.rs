@@ -124,19 +124,10 @@ pub fn restrict_time(plan: &mut LogicalPlan, table_id: u32, lo: i64, hi: i64) {
                 s.time_range = Some((a.max(lo), b.min(hi)));
             }
         }
-        LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => {}
-        LogicalPlan::Filter { input, .. }
-        | LogicalPlan::Project { input, .. }
-        | LogicalPlan::ProjectSet { input, .. }
-        | LogicalPlan::Aggregate { input, .. }
-        | LogicalPlan::Window { input, .. }
-        | LogicalPlan::Sort { input, .. }
-        | LogicalPlan::Limit { input, .. }
-        | LogicalPlan::Distinct { input }
-        | LogicalPlan::DistinctOn { input, .. } => restrict_time(input, table_id, lo, hi),
-        LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => {
-            restrict_time(left, table_id, lo, hi);
-            restrict_time(right, table_id, lo, hi);
+        other => {
+            for input in other.inputs_mut() {
+                restrict_time(input, table_id, lo, hi);
+            }
         }
     }
 }
@@ -165,19 +156,10 @@ pub fn replace_scan(plan: &mut LogicalPlan, table_id: u32, rows: &[arrow::array:
             }
             *plan = p;
         }
-        LogicalPlan::Scan(_) | LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => {}
-        LogicalPlan::Filter { input, .. }
-        | LogicalPlan::Project { input, .. }
-        | LogicalPlan::ProjectSet { input, .. }
-        | LogicalPlan::Aggregate { input, .. }
-        | LogicalPlan::Window { input, .. }
-        | LogicalPlan::Sort { input, .. }
-        | LogicalPlan::Limit { input, .. }
-        | LogicalPlan::Distinct { input }
-        | LogicalPlan::DistinctOn { input, .. } => replace_scan(input, table_id, rows)?,
-        LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => {
-            replace_scan(left, table_id, rows)?;
-            replace_scan(right, table_id, rows)?;
+        other => {
+            for input in other.inputs_mut() {
+                replace_scan(input, table_id, rows)?;
+            }
         }
     }
     Ok(())

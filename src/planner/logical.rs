@@ -187,6 +187,23 @@ impl LogicalPlan {
         }
     }
 
+    /// The node's inputs, mutably (the same order as `inputs`).
+    pub fn inputs_mut(&mut self) -> Vec<&mut LogicalPlan> {
+        match self {
+            LogicalPlan::Scan(_) | LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => vec![],
+            LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Project { input, .. }
+            | LogicalPlan::ProjectSet { input, .. }
+            | LogicalPlan::Aggregate { input, .. }
+            | LogicalPlan::Window { input, .. }
+            | LogicalPlan::Sort { input, .. }
+            | LogicalPlan::Limit { input, .. }
+            | LogicalPlan::Distinct { input }
+            | LogicalPlan::DistinctOn { input, .. } => vec![input],
+            LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => vec![left, right],
+        }
+    }
+
     /// The expressions of this node (not of its inputs), by reference.
     pub fn exprs(&self) -> Vec<&Expr> {
         let mut v: Vec<&Expr> = Vec::new();
