@@ -9,19 +9,10 @@ mod common;
 use std::time::Duration;
 
 use common::TestServer;
-use tokio_postgres::{Client, SimpleQueryMessage};
+use tokio_postgres::Client;
 
 async fn rows(c: &Client, sql: &str) -> Vec<String> {
-    let msgs = c.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {}", common::format_error(&e).0));
-    let mut out: Vec<String> = msgs
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).unwrap_or("NULL").to_string()).collect::<Vec<_>>().join("|")),
-            _ => None,
-        })
-        .collect();
-    out.sort();
-    out
+    common::sorted_rows(c, sql).await
 }
 
 const QUERY: &str = "SELECT host, date_bin(INTERVAL '10 seconds', ts) AS w, count(*) AS n, sum(v) AS s, avg(v) AS a, min(v) AS lo, max(v) AS hi FROM src GROUP BY host, w";

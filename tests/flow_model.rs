@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::TestServer;
-use tokio_postgres::{Client, SimpleQueryMessage};
+use tokio_postgres::Client;
 
 /// xorshift64*: deterministic, no extra crate.
 struct Rng(u64);
@@ -29,16 +29,7 @@ impl Rng {
 }
 
 async fn rows(c: &Client, sql: &str) -> Vec<String> {
-    let msgs = c.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {}", common::format_error(&e).0));
-    let mut out: Vec<String> = msgs
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).unwrap_or("NULL").to_string()).collect::<Vec<_>>().join("|")),
-            _ => None,
-        })
-        .collect();
-    out.sort();
-    out
+    common::sorted_rows(c, sql).await
 }
 
 /// (flow, sink, sink columns compared, the query).

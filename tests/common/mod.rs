@@ -704,3 +704,20 @@ pub trait Reconnecting: Send {
         r
     }
 }
+
+/// The rows of a simple query, each as its values joined by `|` (NULL as
+/// `NULL`), sorted; panics with the SQLSTATE text on an error.
+pub async fn sorted_rows(c: &Client, sql: &str) -> Vec<String> {
+    let msgs = c.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {}", format_error(&e).0));
+    let mut out: Vec<String> = msgs
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).unwrap_or("NULL").to_string()).collect::<Vec<_>>().join("|"))
+            }
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
+}
