@@ -57,9 +57,10 @@ fn micros_of(d: NaiveDate) -> i64 {
     d.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_micros()
 }
 
-/// Truncate microseconds since the epoch to a (normalized) unit.
-pub fn trunc_timestamp(unit: &str, us: i64) -> Result<i64> {
-    let step = match unit {
+/// The width in microseconds of a fixed-width truncation unit (second to
+/// day); None for calendar units.
+fn fixed_step(unit: &str) -> Option<i64> {
+    match unit {
         "microseconds" => Some(1),
         "milliseconds" => Some(1_000),
         "second" => Some(USECS_PER_SEC),
@@ -67,10 +68,19 @@ pub fn trunc_timestamp(unit: &str, us: i64) -> Result<i64> {
         "hour" => Some(USECS_PER_HOUR),
         "day" => Some(USECS_PER_DAY),
         _ => None,
-    };
-    if let Some(step) = step {
-        // Flooring can step below i64::MIN for the most negative values.
-        return us.div_euclid(step).checked_mul(step).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"));
+    }
+}
+
+/// Floor `us` to a multiple of `step`; flooring can step below i64::MIN for
+/// the most negative values (22008).
+fn floor_to(us: i64, step: i64) -> Result<i64> {
+    us.div_euclid(step).checked_mul(step).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))
+}
+
+/// Truncate microseconds since the epoch to a (normalized) unit.
+pub fn trunc_timestamp(unit: &str, us: i64) -> Result<i64> {
+    if let Some(step) = fixed_step(unit) {
+        return floor_to(us, step);
     }
     let dt = naive(us)?;
     let y = dt.year();
@@ -136,20 +146,10 @@ pub fn date_trunc(a: &Args<'_>) -> Result<ArrayRef> {
         }
         let ts = a.prim::<TimestampMicrosecondType>(1)?;
         let ts = ts.array_any();
-        let step = match unit {
-            "microseconds" => Some(1),
-            "milliseconds" => Some(1_000),
-            "second" => Some(USECS_PER_SEC),
-            "minute" => Some(USECS_PER_MINUTE),
-            "hour" => Some(USECS_PER_HOUR),
-            "day" => Some(USECS_PER_DAY),
-            _ => None,
-        };
+        let step = fixed_step(unit);
         let out: TimestampMicrosecondArray = match step {
             // Fixed-width units: one floor per row, the unit matched once.
-            Some(step) => {
-                ts.try_unary(|t| t.div_euclid(step).checked_mul(step).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range")))?
-            }
+            Some(step) => ts.try_unary(|t| floor_to(t, step))?,
             None => ts.try_unary(|t| trunc_timestamp(unit, t))?,
         };
         return Ok(arc(out.with_timezone_opt(tz(&a.cols[1]))));
