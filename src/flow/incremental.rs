@@ -1034,7 +1034,9 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         if !touched.is_empty() {
             let groups: Vec<&Group> = touched.iter().filter_map(|w| st.incr.cache.get(w)).flat_map(|ws| ws.values()).collect();
             let ranges = runs(dp, &touched);
+            let t0 = std::time::Instant::now();
             rows += write_sink(env, c, dp, &groups, Some(&ranges), now_us)? as u64;
+            tracing::debug!(target: "weir::flow::timing", flow = %def.name, ms = t0.elapsed().as_secs_f64() * 1e3, "flow sink written");
             for w in &touched {
                 let ws = &st.incr.cache[w];
                 let v = if ws.is_empty() && complete { None } else { Some(encode_window(ws)) };
@@ -1060,7 +1062,9 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         if let Some(m) = &st.incr.meta {
             state_changes.push(("meta".into(), Some(serde_json::to_vec(m).map_err(|e| err!(Internal, "cannot encode flow state: {e}"))?)));
         }
+        let t0 = std::time::Instant::now();
         env.catalog.commit_flow_state(&def.name, Some(&st.progress), clear, state_changes)?;
+        tracing::debug!(target: "weir::flow::timing", flow = %def.name, ms = t0.elapsed().as_secs_f64() * 1e3, "flow checkpoint committed");
         for r in &regions {
             if let Err(e) = r.hold_versions(&holder(&def.name), upto[&r.id]) {
                 tracing::warn!(flow = %def.name, region = r.id, error = %e, "cannot hold versions for a flow");

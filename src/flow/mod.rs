@@ -56,6 +56,9 @@ pub struct FlowTask {
     state: Mutex<TaskState>,
     /// Adaptive: evaluate at this instant.
     due: Mutex<Option<Instant>>,
+    /// When the oldest write not yet picked up by an evaluation was
+    /// noticed (the start of the freshness lag the flow adds).
+    noticed: Mutex<Option<Instant>>,
     /// EVAL INTERVAL: the next tick (ms since the epoch).
     next_tick_ms: Mutex<Option<i64>>,
     /// Rows written to an instant source since the last evaluation.
@@ -90,7 +93,46 @@ pub struct FlowManager {
     flows: RwLock<BTreeMap<String, Arc<FlowTask>>>,
     /// Session settings the flows' queries run with.
     settings: Arc<HashMap<String, String>>,
-    wake: (Mutex<bool>, Condvar),
+    wake: Wake,
+}
+
+/// How the scheduler thread sleeps and is woken. A kick (a flow became
+/// due, or due sooner) that arrives while the scheduler is running flows
+/// stays set until the scheduler next looks, so it is never lost: a lost
+/// kick left writes waiting for the scheduler's longest sleep (1 s), which
+/// was most of the flows' freshness lag under a steady write load.
+#[derive(Default)]
+struct Wake {
+    /// (stop, kicked).
+    state: Mutex<(bool, bool)>,
+    cv: Condvar,
+}
+
+impl Wake {
+    fn kick(&self) {
+        self.state.lock().1 = true;
+        self.cv.notify_all();
+    }
+
+    fn stop(&self) {
+        self.state.lock().0 = true;
+        self.cv.notify_all();
+    }
+
+    /// Before a round of looking at the flows: kicks from now on count.
+    fn begin_round(&self) {
+        self.state.lock().1 = false;
+    }
+
+    /// After a round: sleep up to `wait` unless kicked since the round
+    /// began. False once stopped.
+    fn sleep(&self, wait: Duration) -> bool {
+        let mut g = self.state.lock();
+        if !g.0 && !g.1 {
+            self.cv.wait_for(&mut g, wait);
+        }
+        !g.0
+    }
 }
 
 fn first_tick(now_ms: i64, interval_s: i64) -> i64 {
@@ -100,11 +142,7 @@ fn first_tick(now_ms: i64, interval_s: i64) -> i64 {
 
 impl FlowManager {
     pub fn new(settings: HashMap<String, String>) -> Arc<FlowManager> {
-        Arc::new(FlowManager {
-            flows: RwLock::new(BTreeMap::new()),
-            settings: Arc::new(settings),
-            wake: (Mutex::new(false), Condvar::new()),
-        })
+        Arc::new(FlowManager { flows: RwLock::new(BTreeMap::new()), settings: Arc::new(settings), wake: Wake::default() })
     }
 
     /// Start the flows stored in the catalog (at open): their holders are
@@ -140,6 +178,7 @@ impl FlowManager {
             state: Mutex::new(st),
             // Catch up (backfill, or changes while stopped) right away.
             due: Mutex::new(if def.eval_interval_s.is_none() { Some(Instant::now()) } else { None }),
+            noticed: Mutex::new(None),
             next_tick_ms: Mutex::new(next_tick),
             instant_rows: Mutex::new(Vec::new()),
             last_cost: Mutex::new(Duration::ZERO),
@@ -213,6 +252,7 @@ impl FlowManager {
             *task.def.write() = def.clone();
         }
         st.instant_rows.append(&mut task.instant_rows.lock());
+        let noticed = task.noticed.lock().take();
         let started = (Instant::now(), thread_cpu());
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
             .unwrap_or_else(|p| {
@@ -220,11 +260,26 @@ impl FlowManager {
                     p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
                 Err(err!(Internal, "flow \"{name}\" panicked: {msg}", name = def.name))
             });
+        let wall = started.0.elapsed();
+        let cpu = match (started.1, thread_cpu()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        // Where a flow's freshness lag goes: waiting to start (debounce,
+        // other flows) and the evaluation itself (CPU and waiting on the
+        // sink's and the checkpoint's fsyncs).
+        tracing::debug!(
+            target: "weir::flow::timing",
+            flow = %def.name,
+            ?trigger,
+            waited_ms = noticed.map(|n| started.0.saturating_duration_since(n).as_secs_f64() * 1e3),
+            wall_ms = wall.as_secs_f64() * 1e3,
+            cpu_ms = cpu.map(|c| c.as_secs_f64() * 1e3),
+            rows = r.as_ref().ok().copied(),
+            "flow evaluated"
+        );
         if trigger != Trigger::Flush {
-            let cost = match (started.1, thread_cpu()) {
-                (Some(a), Some(b)) => b.saturating_sub(a),
-                _ => started.0.elapsed(),
-            };
+            let cost = cpu.unwrap_or(wall);
             let mut avg = task.last_cost.lock();
             *avg = (*avg * 3 + cost) / 4;
         }
@@ -278,7 +333,7 @@ impl FlowManager {
     }
 
     fn kick(&self) {
-        self.wake.1.notify_all();
+        self.wake.kick();
     }
 
     /// Run the scheduler until the owner is gone. `env` gives the catalog
@@ -288,13 +343,12 @@ impl FlowManager {
         let spawned = std::thread::Builder::new().name("weir-flows".into()).spawn(move || loop {
             let Some(mgr) = me.upgrade() else { return };
             let Some(o) = owner.upgrade() else { return };
+            mgr.wake.begin_round();
             let wait = mgr.run_due(&env(&o));
             drop(o);
-            let mut g = mgr.wake.0.lock();
-            if *g {
+            if !mgr.wake.sleep(wait) {
                 return;
             }
-            mgr.wake.1.wait_for(&mut g, wait);
         });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the flow scheduler");
@@ -303,8 +357,7 @@ impl FlowManager {
 
     /// Stop the scheduler thread.
     pub fn stop(&self) {
-        *self.wake.0.lock() = true;
-        self.kick();
+        self.wake.stop();
     }
 
     /// Run the flows that are due; returns how long to sleep.
@@ -393,6 +446,7 @@ impl WriteListener for FlowManager {
             if def.eval_interval_s.is_some() {
                 continue;
             }
+            task.noticed.lock().get_or_insert_with(Instant::now);
             let mut due = task.due.lock();
             if due.is_none() {
                 *due = Some(Instant::now() + task.debounce());
@@ -408,7 +462,24 @@ impl WriteListener for FlowManager {
 
 #[cfg(test)]
 mod tests {
-    use super::first_tick;
+    use super::{first_tick, Wake};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_kick_during_a_round_is_not_lost() {
+        let w = Wake::default();
+        w.begin_round();
+        // A write noticed while the scheduler runs flows.
+        w.kick();
+        let t = Instant::now();
+        assert!(w.sleep(Duration::from_secs(30)));
+        assert!(t.elapsed() < Duration::from_secs(10), "the scheduler slept through a kick");
+        // The next round starts clean.
+        w.begin_round();
+        assert!(!w.state.lock().1);
+        w.stop();
+        assert!(!w.sleep(Duration::from_secs(30)));
+    }
 
     #[test]
     fn thread_cpu_counts_this_threads_work() {
