@@ -325,7 +325,9 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
             }
         }
         st.progress.pending_full = st.full_dirty;
+        let t0 = std::time::Instant::now();
         env.catalog.put_flow_progress(&def.name, &st.progress)?;
+        tracing::debug!(target: "weir::flow::timing", flow = %def.name, ms = t0.elapsed().as_secs_f64() * 1e3, "flow progress committed");
     }
     super::incremental::note_batching(env, def, st, rows, st.progress.windows_done - windows_before);
     Ok(rows)
@@ -340,8 +342,10 @@ pub fn evaluate_range(env: &Env, c: &Compiled, source_id: u32, range: Option<(i6
     if let Some((lo, hi)) = range {
         shape::restrict_time(&mut logical, source_id, lo, hi);
     }
+    let t0 = std::time::Instant::now();
     let plan = c.planner.physical(logical)?;
     let batches = crate::exec::collect(&plan, &c.planner.ctx)?;
+    let t1 = std::time::Instant::now();
     let regions = table_regions(env, &c.sink)?;
     let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
     let new = sink::sink_batch(&c.sink, schema, &c.shape.columns, &c.fills, &batches, now_us)?;
@@ -355,7 +359,15 @@ pub fn evaluate_range(env: &Env, c: &Compiled, source_id: u32, range: Option<(i6
         (Some((lo, hi)), Some(ti)) => sink::rows_in_range(&new, ti, lo, hi)?,
         _ => new,
     };
-    sink::replace(env.storage, &c.sink, &regions, &new, range)
+    let n = sink::replace(env.storage, &c.sink, &regions, &new, range)?;
+    tracing::debug!(
+        target: "weir::flow::timing",
+        query_ms = (t1 - t0).as_secs_f64() * 1e3,
+        sink_ms = t1.elapsed().as_secs_f64() * 1e3,
+        rows = n,
+        "flow range recomputed"
+    );
+    Ok(n)
 }
 
 /// Run the rows written to an instant source through the query and upsert

@@ -34,12 +34,13 @@ use batching::{TaskState, Trigger};
 /// How soon after a write a flow without EVAL INTERVAL evaluates, at
 /// least: the debounce that coalesces a burst of writes into one run.
 pub const ADAPTIVE_DELAY_MS: u64 = 50;
-/// The debounce grows with the CPU cost of the flow's evaluations
-/// (`ADAPTIVE_COST_FACTOR` times it, so a flow under a steady write load
-/// spends at most about 1/20 of a core on maintenance) up to this, which
-/// bounds the staleness a busy flow adds (freshness goal: p99 ≤ 1 s).
+/// Under a steady write load a flow's runs start at least
+/// `ADAPTIVE_COST_FACTOR` times its CPU cost per run apart (counted from
+/// the previous run's start, so a flow spends at most about 1/20 of a core
+/// on maintenance) and at most this far apart, which bounds the staleness a
+/// busy flow adds (freshness goal: p99 ≤ 1 s).
 pub const ADAPTIVE_MAX_MS: u64 = 900;
-pub const ADAPTIVE_COST_FACTOR: u32 = 19;
+pub const ADAPTIVE_COST_FACTOR: u32 = 20;
 /// Retry backoff after a failed evaluation: doubles up to this.
 pub const RETRY_MAX_MS: u64 = 10_000;
 
@@ -66,9 +67,11 @@ pub struct FlowTask {
     /// databases may hold tables of one name.
     instant_rows: Mutex<Vec<(u32, arrow::array::RecordBatch)>>,
     /// The CPU time of the flow's scheduled evaluations, averaged (the
-    /// adaptive debounce follows it; waiting for fsyncs costs no CPU and
+    /// spacing of its runs follows it; waiting for fsyncs costs no CPU and
     /// does not lengthen it).
     last_cost: Mutex<Duration>,
+    /// When the last scheduled evaluation started.
+    last_start: Mutex<Option<Instant>>,
 }
 
 /// CPU time (user + system) of the calling thread, from
@@ -82,10 +85,23 @@ fn thread_cpu() -> Option<Duration> {
 }
 
 impl FlowTask {
-    /// The adaptive debounce: a burst of writes within it is one run.
-    fn debounce(&self) -> Duration {
-        (*self.last_cost.lock() * ADAPTIVE_COST_FACTOR)
-            .clamp(Duration::from_millis(ADAPTIVE_DELAY_MS), Duration::from_millis(ADAPTIVE_MAX_MS))
+    /// When a flow without EVAL INTERVAL runs after a write noticed at
+    /// `now`: after the debounce that makes a burst of writes one run, and
+    /// not before its CPU budget allows (runs start `ADAPTIVE_COST_FACTOR`
+    /// times their cost apart). The spacing counts from the previous run's
+    /// start, not from the write: a write that arrives while a run waits
+    /// for its fsyncs does not wait that time again.
+    fn next_due(&self, now: Instant) -> Instant {
+        due_after(now, *self.last_start.lock(), *self.last_cost.lock())
+    }
+}
+
+fn due_after(now: Instant, last_start: Option<Instant>, cost: Duration) -> Instant {
+    let spacing = (cost * ADAPTIVE_COST_FACTOR).clamp(Duration::from_millis(ADAPTIVE_DELAY_MS), Duration::from_millis(ADAPTIVE_MAX_MS));
+    let debounced = now + Duration::from_millis(ADAPTIVE_DELAY_MS);
+    match last_start {
+        Some(s) => debounced.max(s + spacing),
+        None => debounced,
     }
 }
 
@@ -182,6 +198,7 @@ impl FlowManager {
             next_tick_ms: Mutex::new(next_tick),
             instant_rows: Mutex::new(Vec::new()),
             last_cost: Mutex::new(Duration::ZERO),
+            last_start: Mutex::new(None),
             def: RwLock::new(def.clone()),
         });
         self.flows.write().insert(def.name.clone(), task);
@@ -279,6 +296,7 @@ impl FlowManager {
             "flow evaluated"
         );
         if trigger != Trigger::Flush {
+            *task.last_start.lock() = Some(started.0);
             let cost = cpu.unwrap_or(wall);
             let mut avg = task.last_cost.lock();
             *avg = (*avg * 3 + cost) / 4;
@@ -449,7 +467,7 @@ impl WriteListener for FlowManager {
             task.noticed.lock().get_or_insert_with(Instant::now);
             let mut due = task.due.lock();
             if due.is_none() {
-                *due = Some(Instant::now() + task.debounce());
+                *due = Some(task.next_due(Instant::now()));
                 woke = true;
             }
         }
@@ -462,8 +480,23 @@ impl WriteListener for FlowManager {
 
 #[cfg(test)]
 mod tests {
-    use super::{first_tick, Wake};
+    use super::{due_after, first_tick, Wake, ADAPTIVE_DELAY_MS, ADAPTIVE_MAX_MS};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn runs_are_spaced_by_their_cost_from_the_previous_start() {
+        let ms = Duration::from_millis;
+        let t = Instant::now();
+        let floor = ms(ADAPTIVE_DELAY_MS);
+        // First run, or a cheap flow: the debounce after the write.
+        assert_eq!(due_after(t, None, ms(30)), t + floor);
+        assert_eq!(due_after(t + ms(500), Some(t), ms(1)), t + ms(500) + floor);
+        // 20 ms of CPU a run: runs start 400 ms apart (1/20 of a core),
+        // counted from the previous start, not from the write.
+        assert_eq!(due_after(t + ms(150), Some(t), ms(20)), t + ms(400));
+        // An expensive flow still runs within the freshness bound.
+        assert_eq!(due_after(t + ms(10), Some(t), ms(500)), t + ms(ADAPTIVE_MAX_MS));
+    }
 
     #[test]
     fn a_kick_during_a_round_is_not_lost() {
