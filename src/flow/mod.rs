@@ -16,6 +16,7 @@ pub mod batching;
 pub mod incremental;
 pub mod shape;
 pub mod sink;
+pub mod tdengine;
 pub mod window;
 
 use std::collections::{BTreeMap, HashMap};
