@@ -24,7 +24,7 @@ impl Region {
         }
         let cols: Vec<usize> = (0..self.layout.full.fields().len()).collect();
         let schema = self.layout.full.clone();
-        let f_new = RowFilter { seq_after: Some(after), seq_upto: Some(upto), time: None, ttl_cutoff: None, eq: vec![] };
+        let f_new = RowFilter { seq_after: Some(after), seq_upto: Some(upto), time: None, ttl_cutoff: None, eq: vec![], times: None };
         let batches: Vec<RecordBatch> = self.read(&snap, &cols, &f_new, true)?.into_iter().flat_map(|s| s.batches).collect();
         if batches.is_empty() {
             return Ok(RecordBatch::new_empty(out_schema));
@@ -35,8 +35,19 @@ impl Region {
             Some(ti) => time_bounds(new.column(ti))?.map(|(lo, hi)| (lo, hi.saturating_add(1))),
             None => None,
         };
+        // Earlier versions share the identity, time index included: only
+        // rows at the new rows' times are read on (1 % of changes spread
+        // over a window no longer encodes and sorts the whole window).
+        let times = match self.layout.time_index {
+            Some(ti) if self.layout.identity.contains(&ti) => {
+                let t = time_values(new.column(ti))?;
+                let t = t.as_primitive::<arrow::datatypes::Int64Type>();
+                Some(Arc::new(t.iter().flatten().collect::<HashSet<i64, crate::storage::version::FxBuild>>()))
+            }
+            _ => None,
+        };
         let old_snap = self.snapshot(None, Some(after), time, true);
-        let f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![] };
+        let f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![], times };
         let old_batches: Vec<RecordBatch> = self.read(&old_snap, &cols, &f_old, true)?.into_iter().flat_map(|s| s.batches).collect();
         let new_keys = self.keys.encode(&self.key_cols(&new, &cols))?;
         let old = if old_batches.is_empty() {
