@@ -321,12 +321,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     options.insert(k.clone(), serde_json::Value::from(v.clone()));
                 }
                 options.insert("flow_type".into(), serde_json::Value::from(f.flow_type.clone()));
-                // The sources' current ids: TRUNCATE, or a source dropped
-                // and created again, gives a table a new id after the flow
-                // recorded it.
-                let live: Option<Vec<u32>> =
-                    (!f.pending).then(|| f.sources.iter().map(|(d, n)| p.catalog.table(d, n).map(|t| t.id)).collect()).flatten();
-                let ids = serde_json::Value::from(live.unwrap_or_else(|| f.source_ids.clone())).to_string();
+                let ids = serde_json::Value::from(f.source_ids.clone()).to_string();
                 let names: Vec<String> = f.sources.iter().map(|(d, n)| format!("greptime.{d}.{n}")).collect();
                 let ts = |ms: i64| Value::Timestamp(ms * 1000);
                 rows.push(vec![
