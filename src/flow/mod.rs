@@ -273,15 +273,6 @@ impl FlowManager {
             self.activate(env, &mut def)?;
             *task.def.write() = def.clone();
         }
-        // TRUNCATE, or a source dropped and created again, gives a source a
-        // new table id: information_schema.flows shows the current ones.
-        let ids: Vec<u32> = def.sources.iter().filter_map(|(d, t)| env.catalog.table(d, t)).map(|t| t.id).collect();
-        if ids.len() == def.sources.len() && ids != def.source_ids {
-            let mut current = task.def.write();
-            current.source_ids = ids;
-            env.catalog.put_flow(&current)?;
-            def.source_ids = current.source_ids.clone();
-        }
         st.instant_rows.append(&mut task.instant_rows.lock());
         let noticed = task.noticed.lock().take();
         let started = (Instant::now(), thread_cpu());
