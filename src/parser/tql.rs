@@ -32,7 +32,7 @@ pub struct TqlArgs {
 }
 
 /// A TQL statement.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Tql {
     pub kind: TqlKind,
     pub args: Option<TqlArgs>,
@@ -43,6 +43,14 @@ pub struct Tql {
     pub query_position: usize,
     /// The PromQL tokens' span until `parse` cuts the text out (then None).
     pub(super) span: Option<(Location, Location)>,
+}
+
+/// Equal statements: the same command, range and PromQL (where the text
+/// stood in its query string is not part of the statement).
+impl PartialEq for Tql {
+    fn eq(&self, other: &Tql) -> bool {
+        self.kind == other.kind && self.args == other.args && self.query == other.query
+    }
 }
 
 impl fmt::Display for Tql {
