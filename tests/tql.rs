@@ -181,3 +181,32 @@ async fn tql_flow_survives_restart() {
         ]
     );
 }
+
+/// EVAL INTERVAL ticks run the flow without ADMIN FLUSH_FLOW, with now()
+/// the tick (whole seconds for a 1 s interval).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tql_flow_runs_on_ticks() {
+    if common::external_url().is_some() {
+        eprintln!("skipped: flows are weir's");
+        return;
+    }
+    let server = TestServer::start().unwrap();
+    let c = server.connect(None).await.unwrap();
+    c.batch_execute(
+        "CREATE TABLE m (ts TIMESTAMP TIME INDEX, host STRING, val DOUBLE PRECISION, PRIMARY KEY (host));
+         INSERT INTO m VALUES (now()::timestamp, 'a', 5);
+         CREATE FLOW f SINK TO f_out EVAL INTERVAL '1 second' AS TQL EVAL (now() - '5s'::interval, now(), '1s') count(m);",
+    )
+    .await
+    .unwrap();
+    let mut rows = Vec::new();
+    for _ in 0..100 {
+        rows = common::sorted_rows(&c, "SELECT extract(milliseconds FROM ts)::int % 1000, \"count(val)\" FROM f_out").await;
+        if !rows.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!rows.is_empty(), "no tick wrote the sink within 10 s");
+    assert!(rows.iter().all(|r| r == "0|1"), "steps on whole seconds, one series: {rows:?}");
+}
