@@ -45,7 +45,9 @@ pub fn execute(planner: &Planner, tql: &Tql) -> Result<(Vec<PlanColumn>, Vec<Rec
         TqlKind::Eval => {
             let Some(a) = &tql.args else { bail!(Syntax, "TQL EVAL needs (start, end, step)") };
             let range = args::evaluate(planner, a)?;
-            evaluate(planner, &expr, &range)
+            let (mut cols, batches) = evaluate(planner, &expr, &range)?;
+            let batches = rename_value(&mut cols, batches, tql.alias.as_ref())?;
+            Ok((cols, batches))
         }
         TqlKind::Explain => {
             let range = match &tql.args {
@@ -78,6 +80,26 @@ pub fn evaluate(planner: &Planner, expr: &promql_parser::parser::Expr, range: &R
     let ev = eval::Evaluator::new(planner, range.clone());
     let v = ev.eval(expr)?;
     output::rows(expr, &ev, v)
+}
+
+/// `TQL EVAL … AS name`: the (one) value column renamed.
+pub fn rename_value(cols: &mut [PlanColumn], batches: Vec<RecordBatch>, alias: Option<&sqlparser::ast::Ident>) -> Result<Vec<RecordBatch>> {
+    let Some(alias) = alias else { return Ok(batches) };
+    let name = crate::planner::ident(alias);
+    let values: Vec<usize> = (1..cols.len()).filter(|&i| cols[i].ty == crate::types::SqlType::Float8).collect();
+    let [v] = values.as_slice() else { bail!(FeatureNotSupported, "TQL's AS names one value column; this result has {}", values.len()) };
+    cols[*v].name = name;
+    let schema = crate::exec::plan::arrow_schema(cols);
+    batches
+        .into_iter()
+        .map(|b| {
+            Ok(RecordBatch::try_new_with_options(
+                schema.clone(),
+                b.columns().to_vec(),
+                &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+            )?)
+        })
+        .collect()
 }
 
 /// The evaluation range of `(start, end, step [, lookback])`, with `now()`
