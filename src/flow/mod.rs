@@ -18,6 +18,7 @@ pub mod incremental;
 pub mod shape;
 pub mod sink;
 pub mod streaming;
+pub mod tdengine;
 pub mod tql;
 pub mod window;
 
