@@ -27,6 +27,8 @@ pub enum ErrorKind {
     NumericOutOfRange,
     FeatureNotSupported,
     DatatypeMismatch,
+    /// 42846: no cast between the two types.
+    CannotCoerce,
     Grouping,
     NotNullViolation,
     UniqueViolation,
@@ -113,6 +115,7 @@ impl ErrorKind {
             NumericOutOfRange => "22003",
             FeatureNotSupported => "0A000",
             DatatypeMismatch => "42804",
+            CannotCoerce => "42846",
             Grouping => "42803",
             NotNullViolation => "23502",
             UniqueViolation => "23505",

@@ -189,7 +189,7 @@ fn type_len(ty: SqlType) -> i64 {
         Int4 | Float4 | Date => 4,
         Int8 | Float8 | Timestamp | TimestampTz => 8,
         Interval => 16,
-        Text | Varchar | Unknown => -1,
+        Text | Varchar | Unknown | Array(_) => -1,
     }
 }
 

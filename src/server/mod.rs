@@ -59,7 +59,7 @@ fn sql_type_of(t: &Type) -> Option<SqlType> {
         1184 => SqlType::TimestampTz,
         1082 => SqlType::Date,
         1186 => SqlType::Interval,
-        _ => return None,
+        oid => SqlType::Array(crate::types::Elem::from_array_oid(oid)?),
     })
 }
 
