@@ -507,11 +507,13 @@ impl<'a> Planner<'a> {
                 }
             }
             E::Like { negated, expr, pattern, escape_char, .. } | E::ILike { negated, expr, pattern, escape_char, .. } => {
-                if escape_char.is_some() {
-                    bail!(FeatureNotSupported, "LIKE ... ESCAPE is not supported");
-                }
                 let x = self.bind_expr(expr, scope, agg)?;
-                let p = self.bind_expr(pattern, scope, agg)?;
+                let mut p = self.bind_expr(pattern, scope, agg)?;
+                // ESCAPE c: the pattern rewritten to the default escape.
+                if let Some(esc) = escape_char {
+                    let esc = coerce(self.bind_expr(esc, scope, agg)?, SqlType::Text)?;
+                    p = self.call("like_escape", vec![coerce(p, SqlType::Text)?, esc])?;
+                }
                 Expr::Like {
                     expr: Box::new(coerce(x, SqlType::Text)?),
                     pattern: Box::new(coerce(p, SqlType::Text)?),

@@ -183,6 +183,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("lpad", vec![s(&[Text, Int8], Text), s(&[Text, Int8, Text], Text)], string::lpad),
         Def::new("rpad", vec![s(&[Text, Int8], Text), s(&[Text, Int8, Text], Text)], string::rpad),
         Def::new("replace", vec![s(&[Text, Text, Text], Text)], string::replace),
+        Def::new("like_escape", vec![s(&[Text, Text], Text)], string::like_escape),
         Def::new("split_part", vec![s(&[Text, Text, Int8], Text)], string::split_part),
         Def::new("strpos", vec![s(&[Text, Text], Int4)], string::strpos).alias(&["position"]),
         Def::new("starts_with", vec![s(&[Text, Text], Bool)], string::starts_with),
@@ -263,6 +264,9 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("pg_get_userbyid", vec![any(1, Text)], info).stable(),
         Def::new("pg_encoding_to_char", vec![any(1, Text)], info).stable(),
         Def::new("current_setting", vec![s(&[Text], Text), s(&[Text, Bool], Text)], info).stable(),
+        // set_config answers the new value without applying it (asyncpg
+        // turns `jit` off this way before its type introspection).
+        Def::new("set_config", vec![s(&[Text, Text, Bool], Text)], info).volatile(),
         Def::new("format_type", vec![any(2, Text)], info).lenient().stable(),
         Def::new("pg_size_pretty", vec![s(&[Int8], Text)], info),
         Def::new("obj_description", vec![any(1, Text), any(2, Text)], info).lenient().stable(),
@@ -480,6 +484,7 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             }
         }
         "pg_encoding_to_char" => Value::Text("UTF8".into()),
+        "set_config" => a.get(1).cloned().unwrap_or(Value::Null),
         "pg_collation_is_visible" => Value::Bool(true),
         "pg_get_serial_sequence" => Value::Null,
         "json_build_object" => {
