@@ -109,7 +109,13 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
             | ast::ArrayElemTypeDef::AngleBracket(inner)
             | ast::ArrayElemTypeDef::Parenthesis(inner)
             | ast::ArrayElemTypeDef::ParenthesisNotNull(inner) => {
-                sql_type(inner)?.array_of().ok_or_else(|| err!(FeatureNotSupported, "multidimensional arrays are not supported"))?
+                // Catalog element types weir has no scalar for (aclitem,
+                // oidvector, "char" …) read as text, as before arrays were typed.
+                let elem = match sql_type(inner) {
+                    Err(e) if e.kind == crate::error::ErrorKind::UndefinedObject => SqlType::Text,
+                    other => other?,
+                };
+                elem.array_of().ok_or_else(|| err!(FeatureNotSupported, "multidimensional arrays are not supported"))?
             }
             ast::ArrayElemTypeDef::None => bail!(FeatureNotSupported, "an array type needs its element type"),
         },
@@ -120,6 +126,12 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
             match n.as_str() {
                 "timestamptz" => SqlType::TimestampTz,
                 "int" | "int4" => SqlType::Int4,
+                "int2" => SqlType::Int2,
+                "int8" => SqlType::Int8,
+                "float4" => SqlType::Float4,
+                "float8" => SqlType::Float8,
+                "bool" => SqlType::Bool,
+                "varchar" => SqlType::Varchar,
                 "string" | "name" | "regclass" | "regtype" | "regproc" | "regnamespace" | "text" => SqlType::Text,
                 "oid" => SqlType::Int8,
                 "float" => SqlType::Float8,
