@@ -285,10 +285,18 @@ impl StateStore {
     /// A state table of this namespace keyed by `pk` (column positions of
     /// its rows, in key order).
     pub fn table(&self, table_id: u32, pk: Vec<usize>) -> StateTable {
+        let desc = vec![false; pk.len()];
+        self.table_ordered(table_id, pk, desc)
+    }
+
+    /// A state table whose key columns sort descending where `desc` says
+    /// (so a scan meets the largest value first: max's extreme state).
+    pub fn table_ordered(&self, table_id: u32, pk: Vec<usize>, desc: Vec<bool>) -> StateTable {
+        assert_eq!(pk.len(), desc.len(), "one order per key column");
         assert_ne!(table_id, META_TABLE, "table id {META_TABLE} holds the store's own records");
         let mut prefix = self.namespace.clone();
         prefix.extend_from_slice(&table_id.to_be_bytes());
-        StateTable { kv: self.kv.clone(), prefix, pk, mem: BTreeMap::new() }
+        StateTable { kv: self.kv.clone(), prefix, pk, desc, mem: BTreeMap::new() }
     }
 
     /// A committed record of the dataflow (e.g. its source position).
@@ -330,6 +338,8 @@ pub struct StateTable {
     kv: Arc<dyn StateKv>,
     prefix: Vec<u8>,
     pk: Vec<usize>,
+    /// Key columns encoded descending (bytes inverted).
+    desc: Vec<bool>,
     /// This epoch's writes: full key → row (None: deleted).
     mem: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
 }
@@ -337,8 +347,20 @@ pub struct StateTable {
 impl StateTable {
     fn key_of(&self, pk: &[Value]) -> Vec<u8> {
         let mut k = self.prefix.clone();
-        encode_key(pk, &mut k);
+        for (i, v) in pk.iter().enumerate() {
+            self.encode_col(i, v, &mut k);
+        }
         k
+    }
+
+    fn encode_col(&self, i: usize, v: &Value, out: &mut Vec<u8>) {
+        let start = out.len();
+        encode_value(v, out);
+        if self.desc.get(i).copied().unwrap_or(false) {
+            for b in &mut out[start..] {
+                *b = !*b;
+            }
+        }
     }
 
     fn row_key(&self, row: &[Value]) -> Vec<u8> {
@@ -376,13 +398,14 @@ impl StateTable {
     }
 
     /// Rows whose key starts with the values `prefix` and whose next key
-    /// column lies in `range`, in key order; `limit` stops early (reading
+    /// column lies in `range` (given in that column's order: for a
+    /// descending column the lower bound is the larger value), in key order; `limit` stops early (reading
     /// only the head of a range: the extreme of a group).
     pub fn scan(&self, prefix: &[Value], range: (Bound<&Value>, Bound<&Value>), limit: Option<usize>) -> Result<Vec<Row>> {
         let base = self.key_of(prefix);
         let bound_key = |v: &Value| {
             let mut k = base.clone();
-            encode_value(v, &mut k);
+            self.encode_col(prefix.len(), v, &mut k);
             k
         };
         let lo = match range.0 {
