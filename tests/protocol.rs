@@ -558,3 +558,18 @@ async fn multi_statement_strings_split_on_tokens() {
     assert_eq!(sqlstate(c.simple_query("CREATE DATABASE proto_split_ttl WITH (ttl = '7d')").await), "0A000");
     c.batch_execute("DROP DATABASE proto_split_other").await.unwrap();
 }
+
+/// inet_server_addr() / inet_server_port() name the server's end of this
+/// very connection (also against PostgreSQL with WEIR_TEST_URL).
+#[tokio::test]
+async fn inet_server_addr_is_the_connections_local_address() {
+    let s = server();
+    let c = s.connect(None).await.expect("connect");
+    let hp = host_port(&s);
+    let (host, port) = hp.rsplit_once(':').unwrap();
+    let addr = one_value(&c, "SELECT inet_server_addr()::text").await.expect("an address over TCP");
+    // PostgreSQL prints an inet with its mask only when it is not /32.
+    let want: std::net::IpAddr = if host == "localhost" { "127.0.0.1".parse().unwrap() } else { host.parse().unwrap() };
+    assert_eq!(addr.trim_end_matches("/32").parse::<std::net::IpAddr>().unwrap(), want);
+    assert_eq!(one_value(&c, "SELECT inet_server_port()").await.as_deref(), Some(port));
+}

@@ -79,6 +79,8 @@ pub struct Connection {
     auth: Arc<Mutex<Auth>>,
     /// The TLS facts of the socket, known after the handshake (pg_stat_ssl).
     ssl: Arc<Mutex<Option<crate::exec::activity::SslInfo>>>,
+    /// The socket's local address (inet_server_addr).
+    local: Option<std::net::SocketAddr>,
 }
 
 /// Where a connection's authentication exchange stands.
@@ -343,6 +345,8 @@ impl Connection {
             sess.settings.insert("application_name".into(), app.clone());
         }
         sess.register(self.pid);
+        let local = self.local;
+        self.engine.activity.update(self.pid, |r| r.server_addr = local);
         let ssl = self.ssl.lock().clone();
         self.engine.activity.update(self.pid, |r| r.ssl = ssl);
         *self.session.lock() = Some(sess);
@@ -831,6 +835,7 @@ impl Connection {
             hba: self.hba.clone(),
             auth: self.auth.clone(),
             ssl: self.ssl.clone(),
+            local: self.local,
         }
     }
 }
@@ -891,7 +896,7 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                 next_pid = if next_pid == i32::MAX { 1000 } else { next_pid + 1 };
                 let pid = next_pid;
                 let idle = Arc::new(IdleWatch::default());
-                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default(), ssl: Default::default() });
+                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default(), ssl: Default::default(), local: socket.local_addr().ok() });
                 let registry = cancels.clone();
                 let tls = tls.clone();
                 // A second handle on the socket, for the idle-in-transaction

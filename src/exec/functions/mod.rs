@@ -259,6 +259,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("current_user", vec![s(&[], Text)], info).alias(&["session_user", "user"]).stable(),
         Def::new("pg_backend_pid", vec![s(&[], Int4)], info).stable(),
         Def::new("inet_server_addr", vec![s(&[], Text)], info).stable(),
+        Def::new("inet_server_port", vec![s(&[], Int4)], info).stable(),
         Def::new("pg_is_in_recovery", vec![s(&[], Bool)], info).stable(),
         Def::new("pg_typeof", vec![any(1, Text)], pg_typeof).lenient().stable(),
         Def::new("pg_get_userbyid", vec![any(1, Text)], info).stable(),
@@ -521,7 +522,16 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         "pg_is_in_recovery" | "pg_relation_is_publishable" => Value::Bool(false),
         "pg_total_relation_size" | "pg_relation_size" | "pg_database_size" => Value::Int(0),
         "pg_size_pretty" => Value::Text(format!("{} bytes", a.first().and_then(as_i).unwrap_or(0))),
-        "inet_server_addr" => Value::Text("127.0.0.1".into()),
+        // The connection's local address; NULL without a socket, as
+        // PostgreSQL answers over a Unix socket.
+        "inet_server_addr" => match ctx.activity.get(ctx.pid).and_then(|r| r.server_addr) {
+            Some(a) => Value::Text(a.ip().to_string()),
+            None => Value::Null,
+        },
+        "inet_server_port" => match ctx.activity.get(ctx.pid).and_then(|r| r.server_addr) {
+            Some(a) => Value::Int(a.port() as i64),
+            None => Value::Null,
+        },
         other => bail!(UndefinedFunction, "function {other} does not exist"),
     })
 }
