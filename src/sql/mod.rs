@@ -13,6 +13,7 @@ pub mod privilege;
 pub mod roles;
 mod session_vars;
 pub mod stream;
+pub mod tdengine;
 mod txn;
 
 use std::collections::HashMap;
@@ -43,6 +44,8 @@ pub struct Engine {
     pub activity: crate::exec::activity::Activity,
     /// The running flows (continuous queries).
     pub flows: Arc<crate::flow::FlowManager>,
+    /// TDengine's streams (engineer tdengine).
+    pub streams: Arc<crate::flow::tdengine::StreamRunner>,
 }
 
 impl Engine {
@@ -54,7 +57,8 @@ impl Engine {
         let storage = StorageEngine::open_tuned(&dir.join("regions"), config.storage_config(), config.storage_tuning())?;
         bootstrap_superuser(&catalog, &config)?;
         let flows = crate::flow::FlowManager::new(session_vars::defaults());
-        let engine = Engine { catalog, storage, config, activity: Default::default(), flows };
+        let streams = crate::flow::tdengine::StreamRunner::new();
+        let engine = Engine { catalog, storage, config, activity: Default::default(), flows, streams };
         for t in engine.catalog.all_tables() {
             engine.open_table_regions(&t)?;
         }
@@ -63,6 +67,8 @@ impl Engine {
         engine.storage.subscribe(engine.flows.clone());
         let engine = Arc::new(engine);
         engine.flows.spawn_scheduler(Arc::downgrade(&engine), Engine::flow_env);
+        engine.storage.subscribe(engine.streams.clone());
+        engine.streams.spawn(Arc::downgrade(&engine), Engine::flow_env);
         Ok(engine)
     }
 
@@ -484,6 +490,7 @@ impl Session {
             WeirStatement::ShowFlows(f) => flow_ddl::show_flows(self, f),
             WeirStatement::ShowCreateFlow(f) => flow_ddl::show_create_flow(self, f),
             WeirStatement::CommentOnFlow(c) => flow_ddl::comment_on_flow(self, c),
+            WeirStatement::Tdengine(t) => tdengine::execute(self, t),
             WeirStatement::Tql(t) => {
                 let planner = self.planner(params);
                 let (columns, batches) = crate::tql::execute(&planner, t)?;
@@ -494,6 +501,10 @@ impl Session {
 
     /// One statement of PostgreSQL's grammar.
     pub fn execute_sql_statement(&mut self, stmt: &Statement, params: Params) -> Result<QueryResult> {
+        // INSERT into / DROP of TDengine's child tables and supertables.
+        if let Some(r) = tdengine::intercept(self, stmt, &params) {
+            return r;
+        }
         match stmt {
             Statement::Query(q) => {
                 let keys = crate::planner::incremental::IncrementalKeys::from_settings(&self.settings)?;
