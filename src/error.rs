@@ -27,6 +27,10 @@ pub enum ErrorKind {
     NumericOutOfRange,
     FeatureNotSupported,
     DatatypeMismatch,
+    /// 22025: a bad escape in a LIKE pattern or ESCAPE clause.
+    InvalidEscapeSequence,
+    /// 42846: no cast between the two types.
+    CannotCoerce,
     Grouping,
     NotNullViolation,
     UniqueViolation,
@@ -115,6 +119,8 @@ impl ErrorKind {
             NumericOutOfRange => "22003",
             FeatureNotSupported => "0A000",
             DatatypeMismatch => "42804",
+            CannotCoerce => "42846",
+            InvalidEscapeSequence => "22025",
             Grouping => "42803",
             NotNullViolation => "23502",
             UniqueViolation => "23505",
