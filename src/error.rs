@@ -28,6 +28,8 @@ pub enum ErrorKind {
     FeatureNotSupported,
     DatatypeMismatch,
     Grouping,
+    /// 42P20: a window clause PostgreSQL refuses.
+    Windowing,
     NotNullViolation,
     UniqueViolation,
     InvalidParameterValue,
@@ -98,6 +100,7 @@ impl ErrorKind {
             Syntax => "42601",
             UndefinedTable => "42P01",
             UndefinedColumn => "42703",
+            Windowing => "42P20",
             UndefinedFunction => "42883",
             UndefinedObject => "42704",
             UndefinedDatabase => "3D000",

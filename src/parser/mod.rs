@@ -23,6 +23,7 @@ mod dialect;
 mod flow;
 mod nesting;
 mod tql;
+mod vacuum;
 
 use std::fmt;
 
@@ -36,6 +37,7 @@ pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
 pub use flow::{CommentOnFlow, CreateFlow, DropFlow, ShowCreateFlow, ShowFlows};
 pub use tql::{Tql, TqlArgs, TqlKind};
+pub use vacuum::{Vacuum, VacuumTable};
 
 use crate::error::{ErrorKind, WeirError};
 
@@ -64,6 +66,8 @@ pub enum Statement {
     CommentOnFlow(CommentOnFlow),
     /// `TQL EVAL | EXPLAIN | ANALYZE (start, end, step) <promql>`.
     Tql(Box<Tql>),
+    /// PostgreSQL's `VACUUM [ (options) ] [tables]`.
+    Vacuum(Vacuum),
 }
 
 impl fmt::Display for Statement {
@@ -79,6 +83,7 @@ impl fmt::Display for Statement {
             Statement::ShowCreateFlow(c) => write!(f, "{c}"),
             Statement::CommentOnFlow(c) => write!(f, "{c}"),
             Statement::Tql(t) => write!(f, "{t}"),
+            Statement::Vacuum(v) => write!(f, "{v}"),
         }
     }
 }
@@ -105,6 +110,7 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["SHOW", "CREATE", "FLOW"], applies: |_| true, parse: flow::parse_show },
     WeirStatement { words: &["COMMENT", "ON", "FLOW"], applies: |_| true, parse: flow::parse_comment },
     WeirStatement { words: &["TQL"], applies: tql::applies, parse: tql::parse },
+    WeirStatement { words: &["VACUUM"], applies: |_| true, parse: vacuum::parse },
 ];
 
 /// Whether the next tokens are these words (unquoted, any case).
@@ -191,7 +197,11 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
                 nesting::check(&c.options)?;
             }
             Statement::CreateDatabase(c) => nesting::check(&c.options)?,
-            Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {}
+            Statement::DropFlow(_)
+            | Statement::ShowFlows(_)
+            | Statement::ShowCreateFlow(_)
+            | Statement::CommentOnFlow(_)
+            | Statement::Vacuum(_) => {}
             Statement::Tql(t) => {
                 if let Some(a) = &t.args {
                     nesting::check(&a.start)?;
@@ -275,9 +285,11 @@ pub fn max_param(stmt: &Statement) -> usize {
         Statement::Admin(a) => ast::visit_expressions(&a.function, &mut see),
         Statement::CreateDatabase(c) => ast::visit_expressions(&c.options, &mut see),
         Statement::CreateFlow(c) => ast::visit_expressions(&c.query, &mut see),
-        Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {
-            std::ops::ControlFlow::Continue(())
-        }
+        Statement::DropFlow(_)
+        | Statement::ShowFlows(_)
+        | Statement::ShowCreateFlow(_)
+        | Statement::CommentOnFlow(_)
+        | Statement::Vacuum(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tql(t) => {
             ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see)
         }

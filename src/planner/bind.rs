@@ -215,6 +215,8 @@ impl<'a> Planner<'a> {
                     }
                 }
             }
+            E::UnaryOp { op: UO::PGSquareRoot, expr } => self.bind_expr(&call_ast("sqrt", vec![(**expr).clone()]), scope, agg)?,
+            E::UnaryOp { op: UO::PGCubeRoot, expr } => self.bind_expr(&call_ast("cbrt", vec![(**expr).clone()]), scope, agg)?,
             E::UnaryOp { op, expr } => {
                 let inner = self.bind_expr(expr, scope, agg)?;
                 match op {
@@ -246,6 +248,10 @@ impl<'a> Planner<'a> {
                     }
                     other => bail!(FeatureNotSupported, "unary operator {other} is not supported"),
                 }
+            }
+            // PostgreSQL's `^` is power(): float8 (numeric for numeric, which weir keeps as float8).
+            E::BinaryOp { left, op: BO::PGExp, right } => {
+                self.bind_expr(&call_ast("power", vec![(**left).clone(), (**right).clone()]), scope, agg)?
             }
             E::BinaryOp { left, op, right } => {
                 let l = self.bind_reg_operand(left, scope, agg, true)?;
@@ -1103,6 +1109,24 @@ fn cast_plan_column(plan: LogicalPlan, ty: SqlType) -> LogicalPlan {
     let mut c = cols[0].clone();
     c.ty = ty;
     LogicalPlan::Project { input: Box::new(plan), exprs: vec![expr], columns: vec![c] }
+}
+
+/// A call `name(args)` as sqlparser writes it, for operators that are functions in PostgreSQL.
+fn call_ast(name: &str, args: Vec<ast::Expr>) -> ast::Expr {
+    ast::Expr::Function(ast::Function {
+        name: ast::ObjectName::from(vec![ast::Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args.into_iter().map(|e| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))).collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
 }
 
 pub fn binop(op: &BO) -> Result<BinOp> {
