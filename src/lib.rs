@@ -16,5 +16,6 @@ pub mod server;
 pub mod sled_open;
 pub mod sql;
 pub mod storage;
+pub mod stream;
 pub mod tql;
 pub mod types;

@@ -55,6 +55,8 @@ pub struct TaskState {
     pub more: bool,
     /// Rows written to a `ttl = 'instant'` source, not yet transformed.
     pub instant_rows: Vec<(u32, RecordBatch)>,
+    /// Streaming mode (issue 11): the flow's dataflow.
+    pub stream: super::streaming::StreamTask,
 }
 
 /// Batches (ranges of windows, one query each) a scheduled evaluation runs
@@ -148,6 +150,9 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
     };
     let c = compile(env, def, settings, now * 1000)?;
     st.more = false;
+    if let Refresh::Stream { .. } = c.shape.refresh {
+        return super::streaming::run(env, def, st, &c, now);
+    }
     // Incremental evaluation where it is provably exact (issue 9).
     if let Some(rows) = super::incremental::run(env, def, st, &c, trigger, now)? {
         return Ok(rows);

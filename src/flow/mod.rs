@@ -16,6 +16,7 @@ pub mod batching;
 pub mod incremental;
 pub mod shape;
 pub mod sink;
+pub mod streaming;
 pub mod window;
 
 use std::collections::{BTreeMap, HashMap};
@@ -176,6 +177,7 @@ impl FlowManager {
         if let Some(task) = task {
             // Wait for a running evaluation to end.
             let st = task.state.lock();
+            streaming::drop_state(env, &task.def.read());
             for r in st.progress.regions.keys().chain(st.read_upto.keys()) {
                 if let Some(region) = env.storage.region(*r) {
                     region.release_versions(&batching::holder(name));

@@ -23,9 +23,11 @@ pub enum Refresh {
     Windowed { source: TableDef, window: Window, time_output: usize },
     /// The whole query, replacing the whole sink.
     Full,
-    /// A map / filter / project flow over a `ttl = 'instant'` source: the
-    /// rows of each write (carried by storage's notice, stored nowhere)
-    /// run through the query and are upserted into the sink.
+    /// Streaming mode (issue 11): the changes of the sources (the rows of
+    /// each write to a `ttl = 'instant'` source, carried by storage's
+    /// notice and stored nowhere; the change log of other sources) run
+    /// through the flow's dataflow, whose output changes go to the sink.
+    /// `source` is the first source.
     Stream { source: TableDef },
 }
 
@@ -113,6 +115,17 @@ pub fn single_scan(plan: &LogicalPlan) -> Option<&crate::planner::logical::Scan>
     }
 }
 
+/// The first table a plan scans (every flow reads one).
+fn first_scan(plan: &LogicalPlan) -> &TableDef {
+    fn find(plan: &LogicalPlan) -> Option<&TableDef> {
+        match plan {
+            LogicalPlan::Scan(s) => Some(&s.table),
+            _ => plan.inputs().into_iter().find_map(find),
+        }
+    }
+    find(plan).expect("a flow reads a table")
+}
+
 /// Restrict the scans of `table_id` to `[lo, hi)` on the time index: the
 /// window predicate, added on the logical plan (pushdown keeps it and
 /// storage filters rows by it exactly).
@@ -173,17 +186,20 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
     let (mut n, mut subquery, mut joins) = (0, false, false);
     scans(plan, &mut n, &mut subquery, &mut joins);
     let simple = n == 1 && !subquery && !joins;
+    // Streaming mode (issue 11, `crate::stream`): flows over instant
+    // sources, and flows joining or uniting sources without EVAL INTERVAL
+    // when the dataflow has every operator they need.
+    let unsupported = crate::stream::unsupported(plan);
     if instant_source {
-        if batching {
-            return Err(err!(FeatureNotSupported, "a flow that aggregates over a source with ttl = 'instant' is not supported yet")
-                .with_detail("such flows run in streaming mode, whose aggregation is not built yet")
-                .with_hint("give the source a ttl so its rows are kept, then the flow runs in batching mode"));
-        }
-        if !simple || !analysis::is_append_only(plan) {
-            return Err(err!(FeatureNotSupported, "a flow over a source with ttl = 'instant' must read only that table, row by row")
-                .with_detail("the rows of such a source are stored nowhere: only map / filter / project queries over them can run"));
+        if let Some(what) = unsupported {
+            return Err(err!(
+                FeatureNotSupported,
+                "a flow over a source with ttl = 'instant' runs in streaming mode, which does not support {what} yet"
+            )
+            .with_detail("the rows of such a source are stored nowhere, so the flow cannot run in batching mode"));
         }
     }
+    let streaming = instant_source || (joins && !has_eval_interval && unsupported.is_none());
     let outputs = analysis::source_columns(plan);
     let is_ts = |i: usize| columns[i].ty.is_timestamp();
     if batching {
@@ -214,6 +230,7 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
         let time_output = window.as_ref().map(|w| w.1).or_else(|| key_outputs.iter().copied().find(|&o| is_ts(o)));
         let key_outputs: Vec<usize> = key_outputs.into_iter().filter(|o| Some(*o) != time_output).collect();
         let refresh = match (window, simple) {
+            _ if streaming => Refresh::Stream { source: first_scan(plan).clone() },
             (Some((w, o)), true) => {
                 let source = single_scan(plan).map(|s| s.table.clone());
                 match source {
@@ -233,14 +250,15 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
                 Refresh::Full
             }
         };
-        return Ok(FlowShape { flow_type: "batching", refresh, columns, time_output, key_outputs });
+        let flow_type = if streaming { "streaming" } else { "batching" };
+        return Ok(FlowShape { flow_type, refresh, columns, time_output, key_outputs });
     }
     // Streaming: map / filter / project. Each source row gives at most one
     // sink row at the same time, so a changed timestamp is a window.
     let time_output = (0..columns.len()).find(|&i| matches!(&outputs[i], Some(s) if s.role == ColumnRole::TimeIndex));
     let key_outputs: Vec<usize> = (0..columns.len()).filter(|&i| matches!(&outputs[i], Some(s) if s.role == ColumnRole::Tag)).collect();
     let refresh = match (time_output, simple && analysis::is_append_only(plan), single_scan(plan)) {
-        (_, true, Some(s)) if instant_source => Refresh::Stream { source: s.table.clone() },
+        _ if streaming => Refresh::Stream { source: first_scan(plan).clone() },
         (Some(o), true, Some(s)) => Refresh::Windowed { source: s.table.clone(), window: Window::Instant, time_output: o },
         _ => Refresh::Full,
     };

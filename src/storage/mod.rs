@@ -327,6 +327,11 @@ impl StorageEngine {
         Ok(())
     }
 
+    /// The data directory of the regions (streaming state lives beside them).
+    pub fn root(&self) -> &Path {
+        &self.shared.root
+    }
+
     pub fn region(&self, id: RegionId) -> Option<Arc<Region>> {
         self.regions.read().get(&id).cloned()
     }

@@ -1,0 +1,244 @@
+//! The flow side of streaming mode (issue 11): feeds a streaming flow's
+//! dataflow (`crate::stream`) with its sources' changes — the change log of
+//! stored tables from the positions committed with the state, the rows of
+//! `ttl = 'instant'` tables from the write notices — runs one epoch per
+//! evaluation, commits the barrier, then applies the epoch's output to the
+//! sink (upserts and deletes on the sink's identity).
+//!
+//! Exactly once: the barrier commits the operators' state, the source
+//! positions and the epoch's output (outbox) in one atomic write; the sink
+//! write follows. After a crash the dataflow is rendered again from the
+//! committed state and the last outbox is applied again (idempotent), so
+//! nothing is lost or counted twice.
+//!
+//! May import `stream`, `planner`, `exec`, `storage`, `catalog`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+
+use arrow::array::{ArrayRef, RecordBatch, UInt64Array};
+use arrow::row::{RowConverter, SortField};
+use parking_lot::Mutex;
+
+use crate::catalog::FlowDef;
+use crate::err;
+use crate::error::Result;
+use crate::storage::{RegionWrites, ScanRequest, TEMP_ROWID_BASE};
+use crate::stream::state_table::{Row, SledStateKv, StateKv, StateStore};
+use crate::stream::{Changes, Dataflow, Inputs};
+
+use super::batching::{holder, table_regions, Compiled, TaskState};
+use super::sink;
+use super::Env;
+
+/// A streaming flow's running dataflow (None until rendered, and after a
+/// failed epoch: it is rendered again from the committed state).
+#[derive(Default)]
+pub struct StreamTask {
+    df: Option<Dataflow>,
+}
+
+impl std::fmt::Debug for StreamTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamTask").field("rendered", &self.df.is_some()).finish()
+    }
+}
+
+/// The state store of a data directory: one sled database under
+/// `<data_dir>/regions/stream/`, shared by the flows of one engine.
+fn state_kv(env: &Env) -> Result<Arc<dyn StateKv>> {
+    static OPEN: Mutex<Option<HashMap<PathBuf, Weak<SledStateKv>>>> = Mutex::new(None);
+    let path = env.storage.root().join("stream");
+    let mut open = OPEN.lock();
+    let m = open.get_or_insert_with(HashMap::new);
+    if let Some(kv) = m.get(&path).and_then(|w| w.upgrade()) {
+        return Ok(kv);
+    }
+    let kv = Arc::new(SledStateKv::open(&path)?);
+    m.insert(path, Arc::downgrade(&kv));
+    Ok(kv)
+}
+
+/// The state namespace of a flow: a new query or new source tables get
+/// new state (CREATE OR REPLACE keeps the flow's id).
+fn namespace(def: &FlowDef) -> String {
+    let mut h = crc32fast::Hasher::new();
+    h.update(def.query.as_bytes());
+    for id in &def.source_ids {
+        h.update(&id.to_be_bytes());
+    }
+    format!("{}:{}:{:08x}", def.id, def.created_ms, h.finalize())
+}
+
+/// Drop a flow's state (DROP FLOW).
+pub fn drop_state(env: &Env, def: &FlowDef) {
+    if let Ok(kv) = state_kv(env) {
+        if let Err(e) = StateStore::destroy(kv.as_ref(), &namespace(def)) {
+            tracing::warn!(flow = %def.name, error = %e, "cannot drop the state of a streaming flow");
+        }
+    }
+}
+
+/// One epoch of a streaming flow. Returns the sink rows written.
+pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64) -> Result<u64> {
+    if st.stream.df.is_none() {
+        let kv = state_kv(env)?;
+        let plan = crate::planner::rewrite::optimize(c.logical.clone(), &c.planner.ctx);
+        let instant: HashSet<u32> =
+            def.sources.iter().filter_map(|(d, t)| env.catalog.table(d, t)).filter(|t| t.ttl_ms == Some(0)).map(|t| t.id).collect();
+        let df = Dataflow::render(kv, &namespace(def), &plan, &|id| instant.contains(&id), &c.planner.ctx)?;
+        // The last epoch's sink write again: a crash may have come between
+        // its barrier and its sink write (upserts and deletes by identity
+        // are idempotent).
+        let outbox = df.outbox()?;
+        if !outbox.is_empty() {
+            apply_sink(env, c, &outbox, now_ms * 1000)?;
+        }
+        st.stream.df = Some(df);
+    }
+    let r = epoch(env, def, st, c, now_ms);
+    if r.is_err() {
+        st.stream.df = None;
+    }
+    r
+}
+
+fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64) -> Result<u64> {
+    let df = st.stream.df.as_mut().expect("rendered");
+    let positions = df.positions()?;
+    let mut next = BTreeMap::new();
+    let mut inputs: Inputs = HashMap::new();
+    let mut fed = 0usize;
+    let mut instant_ids = Vec::new();
+    for (d, t) in &def.sources {
+        let Some(src) = env.catalog.table(d, t) else { continue };
+        let mut parts: Vec<Changes> = Vec::new();
+        if src.ttl_ms == Some(0) {
+            instant_ids.push(src.id);
+            for (_, b) in st.instant_rows.iter().filter(|(id, _)| *id == src.id) {
+                parts.push(Changes { diff: vec![1; b.num_rows()], batch: b.clone() });
+            }
+        } else {
+            for region in table_regions(env, &src)? {
+                let upto = region.last_seq();
+                match positions.get(&region.id) {
+                    Some(&after) if upto <= after => {}
+                    Some(&after) => {
+                        let b = region.changes(after, upto)?;
+                        let n = b.num_columns() - 1;
+                        let diff = arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(b.column(n)).values().to_vec();
+                        parts.push(Changes { batch: b.project(&(0..n).collect::<Vec<_>>())?, diff });
+                    }
+                    None => {
+                        // The first epoch: the table as of `upto`.
+                        for b in region.scan(&ScanRequest { snapshot: Some(upto), ..Default::default() })? {
+                            parts.push(Changes { diff: vec![1; b.num_rows()], batch: b });
+                        }
+                    }
+                }
+                next.insert(region.id, upto);
+            }
+        }
+        fed += parts.iter().map(|p| p.len()).sum::<usize>();
+        inputs.entry(src.id).or_default().extend(parts);
+    }
+    if positions.keys().any(|r| !next.contains_key(r)) {
+        // A source was truncated (new regions): its rows left without
+        // retractions. Start over from the sources as they are.
+        return reset(env, def, st, c);
+    }
+    if fed == 0 && df.epoch() > 0 && next == positions {
+        return Ok(0);
+    }
+    let out = df.step(&inputs, &c.planner.ctx)?;
+    df.commit(&next, &out)?;
+    st.instant_rows.retain(|(id, _)| !instant_ids.contains(id));
+    if crate::failpoint::fire_once("stream_crash_after_barrier") {
+        tracing::error!(flow = %def.name, "failpoint stream_crash_after_barrier");
+        std::process::abort();
+    }
+    let rows = apply_sink(env, c, &out, now_ms * 1000)? as u64;
+    for (r, seq) in &next {
+        if let Some(region) = env.storage.region(*r) {
+            if let Err(e) = region.hold_versions(&holder(&def.name), *seq) {
+                tracing::warn!(flow = %def.name, region = r, error = %e, "cannot hold versions for a streaming flow");
+            }
+        }
+    }
+    st.progress.regions = next;
+    st.progress.backfilling = false;
+    st.progress.last_execution_ms = Some(now_ms);
+    st.progress.rows_written += rows;
+    env.catalog.put_flow_progress(&def.name, &st.progress)?;
+    Ok(rows)
+}
+
+/// Start a flow over: drop its state, empty its sink, read the sources
+/// whole at the next epoch.
+fn reset(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled) -> Result<u64> {
+    tracing::warn!(flow = %def.name, "a source of a streaming flow was truncated; the flow starts over");
+    st.stream.df = None;
+    StateStore::destroy(state_kv(env)?.as_ref(), &namespace(def))?;
+    let regions = table_regions(env, &c.sink)?;
+    let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
+    sink::replace(env.storage, &c.sink, &regions, &RecordBatch::new_empty(schema), None)?;
+    Ok(0)
+}
+
+/// Identity of sink rows: primary key then time index.
+fn identity_cols(sink: &crate::catalog::TableDef) -> Vec<usize> {
+    let mut c = sink.primary_key.clone();
+    c.extend(sink.time_index);
+    c
+}
+
+/// Apply an epoch's output to the sink in one atomic commit: rows with a
+/// positive diff are upserted; rows with a negative one are deleted by
+/// identity unless a new row takes that identity.
+fn apply_sink(env: &Env, c: &Compiled, delta: &[(Row, i64)], now_us: i64) -> Result<usize> {
+    if delta.is_empty() {
+        return Ok(0);
+    }
+    let regions = table_regions(env, &c.sink)?;
+    let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
+    let to_sink = |rows: Vec<(Row, i64)>| -> Result<RecordBatch> {
+        let ch = Changes::from_rows(&c.shape.columns, rows)?;
+        sink::sink_batch(&c.sink, schema.clone(), &c.shape.columns, &c.fills, &[ch.batch], now_us)
+    };
+    let puts = to_sink(delta.iter().filter(|(_, d)| *d > 0).map(|(r, _)| (r.clone(), 1)).collect())?;
+    let dels = to_sink(delta.iter().filter(|(_, d)| *d < 0).map(|(r, _)| (r.clone(), 1)).collect())?;
+    let id_cols = identity_cols(&c.sink);
+    let conv = RowConverter::new(id_cols.iter().map(|&i| SortField::new(schema.field(i).data_type().clone())).collect())?;
+    let ids = |b: &RecordBatch| conv.convert_columns(&id_cols.iter().map(|&i| b.column(i).clone()).collect::<Vec<_>>());
+    let put_ids = ids(&puts)?;
+    let kept: HashSet<&[u8]> = (0..put_ids.num_rows()).map(|i| put_ids.row(i).data()).collect();
+    let del_ids = ids(&dels)?;
+    let gone = arrow::array::BooleanArray::from_iter((0..del_ids.num_rows()).map(|i| Some(!kept.contains(del_ids.row(i).data()))));
+    let dels = arrow::compute::filter_record_batch(&dels, &gone)?;
+    let mut parts: Vec<RegionWrites> = vec![RegionWrites::default(); regions.len()];
+    let with_rowid = |b: &RecordBatch, first: u64| -> Result<RecordBatch> {
+        let n = b.num_rows() as u64;
+        let mut cols: Vec<ArrayRef> = b.columns().to_vec();
+        cols.push(Arc::new(UInt64Array::from_iter_values(first..first + n)));
+        let mut fields: Vec<arrow::datatypes::FieldRef> = b.schema().fields().iter().cloned().collect();
+        fields.push(Arc::new(arrow::datatypes::Field::new(crate::storage::ROWID_COLUMN, arrow::datatypes::DataType::UInt64, false)));
+        Ok(RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), cols)?)
+    };
+    if dels.num_rows() > 0 {
+        // Tombstones by identity (the sink has a time index: the row id
+        // plays no part in it).
+        for (r, part) in crate::storage::route_rows(&dels, &c.sink.primary_key, regions.len() as u32)? {
+            parts[r as usize].deletes.push(with_rowid(&part, 0)?);
+        }
+    }
+    let mut next = TEMP_ROWID_BASE;
+    if puts.num_rows() > 0 {
+        for (r, part) in crate::storage::route_rows(&puts, &c.sink.primary_key, regions.len() as u32)? {
+            parts[r as usize].puts.push(with_rowid(&part, next)?);
+            next += part.num_rows() as u64;
+        }
+    }
+    env.storage.commit(regions.iter().cloned().zip(parts).collect())?;
+    Ok(puts.num_rows() + dels.num_rows())
+}

@@ -1,0 +1,216 @@
+//! Inner and left equi-joins over arrangements on both sides.
+//!
+//! Each side's arrangement is a state table keyed by (join key, row)
+//! holding the row's multiplicity: the indexed trace of that side's
+//! changes, consolidated at each barrier. An epoch's changes join as
+//! `Δleft ⋈ right_old + left_new ⋈ Δright`. A left join also emits the
+//! NULL-padded row of a left row while its key has no right rows, and
+//! retracts or restores it when the key's right side becomes non-empty or
+//! empty. Rows whose key has a NULL never match.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+
+use arrow::array::{ArrayRef, AsArray};
+
+use super::state_table::{Row, StateTable};
+use super::{Changes, Inputs, OpStats, Operator, Renderer};
+use crate::error::Result;
+use crate::exec::expr::Expr;
+use crate::exec::plan::{JoinKind, PlanColumn};
+use crate::exec::ExecCtx;
+use crate::types::{value_at, Value};
+
+pub struct Join {
+    left: Box<dyn Operator>,
+    right: Box<dyn Operator>,
+    kind: JoinKind,
+    lkeys: Vec<Expr>,
+    rkeys: Vec<Expr>,
+    filter: Option<Expr>,
+    lwidth: usize,
+    rwidth: usize,
+    columns: Vec<PlanColumn>,
+    larr: StateTable,
+    rarr: StateTable,
+    stats: OpStats,
+}
+
+impl Join {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        left: Box<dyn Operator>,
+        right: Box<dyn Operator>,
+        kind: JoinKind,
+        on: Vec<(Expr, Expr)>,
+        filter: Option<Expr>,
+        lcols: Vec<PlanColumn>,
+        rcols: Vec<PlanColumn>,
+        columns: Vec<PlanColumn>,
+        r: &mut Renderer,
+    ) -> Join {
+        let k = on.len();
+        let (lw, rw) = (lcols.len(), rcols.len());
+        let larr = r.table((0..k + lw).collect(), vec![false; k + lw]);
+        let rarr = r.table((0..k + rw).collect(), vec![false; k + rw]);
+        let (lkeys, rkeys) = on.into_iter().unzip();
+        Join {
+            left,
+            right,
+            kind,
+            lkeys,
+            rkeys,
+            filter,
+            lwidth: lw,
+            rwidth: rw,
+            columns,
+            larr,
+            rarr,
+            stats: OpStats { name: "join", ..Default::default() },
+        }
+    }
+}
+
+/// (key, row, diff) of each change; the key is None when it has a NULL.
+fn keyed(ch: &Changes, keys: &[Expr], ctx: &ExecCtx) -> Result<Vec<(Option<Row>, Row, i64)>> {
+    if ch.is_empty() {
+        return Ok(vec![]);
+    }
+    let k: Vec<ArrayRef> = keys.iter().map(|e| e.eval(&ch.batch, ctx)).collect::<Result<_>>()?;
+    let rows = ch.rows();
+    Ok(rows
+        .into_iter()
+        .zip(&ch.diff)
+        .enumerate()
+        .map(|(i, (row, d))| {
+            let key: Row = k.iter().map(|a| value_at(a.as_ref(), i)).collect();
+            let key = (!key.iter().any(|v| v.is_null())).then_some(key);
+            (key, row, *d)
+        })
+        .collect())
+}
+
+/// The rows of an arrangement under `key`, with their multiplicities.
+fn lookup(arr: &StateTable, key: &[Value], width: usize) -> Result<Vec<(Row, i64)>> {
+    let k = key.len();
+    Ok(arr
+        .scan(key, (Bound::Unbounded, Bound::Unbounded), None)?
+        .into_iter()
+        .map(|r| {
+            let n = match r[k + width] {
+                Value::Int(n) => n,
+                _ => 0,
+            };
+            (r[k..k + width].to_vec(), n)
+        })
+        .collect())
+}
+
+/// Add `d` to the multiplicity of (key, row).
+fn update(arr: &mut StateTable, key: &[Value], row: &[Value], d: i64) -> Result<()> {
+    let mut pk = key.to_vec();
+    pk.extend_from_slice(row);
+    let n = match arr.get_row(&pk)? {
+        Some(r) => match r[pk.len()] {
+            Value::Int(n) => n,
+            _ => 0,
+        },
+        None => 0,
+    } + d;
+    if n == 0 {
+        arr.delete_row(&pk);
+    } else {
+        pk.push(Value::Int(n));
+        arr.insert_row(pk);
+    }
+    Ok(())
+}
+
+fn joined(l: &[Value], r: &[Value]) -> Row {
+    let mut row = l.to_vec();
+    row.extend_from_slice(r);
+    row
+}
+
+impl Operator for Join {
+    fn step(&mut self, inputs: &Inputs, ctx: &ExecCtx) -> Result<Changes> {
+        let dl = self.left.step(inputs, ctx)?;
+        let dr = self.right.step(inputs, ctx)?;
+        self.stats.rows_in += (dl.len() + dr.len()) as u64;
+        let pad = vec![Value::Null; self.rwidth];
+        let left_join = self.kind == JoinKind::Left;
+        let mut out: Vec<(Row, i64)> = Vec::new();
+        // Δleft against the right side as it was.
+        for (key, row, d) in keyed(&dl, &self.lkeys, ctx)? {
+            let Some(key) = key else {
+                if left_join {
+                    out.push((joined(&row, &pad), d));
+                }
+                continue;
+            };
+            let matches = lookup(&self.rarr, &key, self.rwidth)?;
+            if matches.is_empty() {
+                if left_join {
+                    out.push((joined(&row, &pad), d));
+                }
+            } else {
+                for (r, n) in matches {
+                    out.push((joined(&row, &r), d * n));
+                }
+            }
+            update(&mut self.larr, &key, &row, d)?;
+        }
+        // Δright against the left side as it is now, a key at a time.
+        let mut by_key: HashMap<Row, Vec<(Row, i64)>> = HashMap::new();
+        let mut order: Vec<Row> = Vec::new();
+        for (key, row, d) in keyed(&dr, &self.rkeys, ctx)? {
+            let Some(key) = key else { continue };
+            by_key.entry(key.clone()).or_insert_with(|| {
+                order.push(key.clone());
+                vec![]
+            });
+            by_key.get_mut(&key).expect("inserted").push((row, d));
+        }
+        for key in order {
+            let changes = by_key.remove(&key).expect("grouped");
+            let lefts = lookup(&self.larr, &key, self.lwidth)?;
+            let before: i64 = if left_join { lookup(&self.rarr, &key, self.rwidth)?.iter().map(|(_, n)| n).sum() } else { 0 };
+            let mut after = before;
+            for (r, d) in changes {
+                for (l, n) in &lefts {
+                    out.push((joined(l, &r), d * n));
+                }
+                update(&mut self.rarr, &key, &r, d)?;
+                after += d;
+            }
+            if left_join && (before == 0) != (after == 0) {
+                let sign = if before == 0 { -1 } else { 1 };
+                for (l, n) in &lefts {
+                    out.push((joined(l, &pad), sign * n));
+                }
+            }
+        }
+        let mut ch = Changes::from_rows(&self.columns, out)?;
+        if let Some(f) = &self.filter {
+            if !ch.is_empty() {
+                let m = f.eval(&ch.batch, ctx)?;
+                let m = m.as_boolean();
+                let m = if arrow::array::Array::null_count(m) > 0 { arrow::compute::prep_null_mask_filter(m) } else { m.clone() };
+                ch = ch.filter(&m)?;
+            }
+        }
+        self.stats.rows_out += ch.len() as u64;
+        Ok(ch)
+    }
+    fn tables<'a>(&'a mut self, out: &mut Vec<&'a mut StateTable>) {
+        out.push(&mut self.larr);
+        out.push(&mut self.rarr);
+        self.left.tables(out);
+        self.right.tables(out);
+    }
+    fn stats(&self, out: &mut Vec<OpStats>) {
+        out.push(self.stats.clone());
+        self.left.stats(out);
+        self.right.stats(out);
+    }
+}

@@ -1,0 +1,332 @@
+//! Streaming mode (issue 11): flows whose every change drives a dataflow of
+//! `(row, diff)` batches, with operator state in state tables committed at
+//! epoch barriers (RisingWave's semantics in one process).
+//!
+//! `render` turns a flow's logical plan (the one the batching path plans)
+//! into a tree of [`Operator`]s: `map` (sources, filter, project, union,
+//! constants), `hash_agg` (aggregation with retractions), `join` (inner and
+//! left equi-joins over arrangements on both sides), `distinct`. One
+//! [`Dataflow::step`] consumes an epoch's source changes and returns the
+//! output changes; [`Dataflow::commit`] is the barrier: every operator's
+//! state, the source positions and the epoch's output (the sink outbox)
+//! commit in one atomic write of the `state_table` store.
+//!
+//! May import `planner`, `exec`, `storage`, `catalog`, `types`, `error`;
+//! never `flow`, `sql` or `server` (flow calls in here).
+
+pub mod distinct;
+pub mod hash_agg;
+pub mod join;
+pub mod map;
+pub mod state_table;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::datatypes::{Field, Schema};
+
+use crate::error::Result;
+use crate::exec::plan::{JoinKind, PlanColumn, SetOpKind};
+use crate::exec::ExecCtx;
+use crate::planner::analysis::PlanNode;
+use crate::planner::logical::LogicalPlan;
+use crate::types::{value_at, values_to_array, Value};
+use crate::{bail, err};
+
+use state_table::{decode_row, encode_row, Row, StateKv, StateStore, StateTable};
+
+/// A batch of changes: rows (arrow columns) and the diff of each row
+/// (+n inserted n times, -n retracted).
+#[derive(Debug, Clone)]
+pub struct Changes {
+    pub batch: RecordBatch,
+    pub diff: Vec<i64>,
+}
+
+impl Changes {
+    pub fn empty(cols: &[PlanColumn]) -> Changes {
+        Changes { batch: RecordBatch::new_empty(schema(cols)), diff: vec![] }
+    }
+
+    pub fn len(&self) -> usize {
+        self.diff.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.diff.is_empty()
+    }
+
+    /// The rows as values.
+    pub fn rows(&self) -> Vec<Row> {
+        let cols = self.batch.columns();
+        (0..self.len()).map(|i| cols.iter().map(|c| value_at(c.as_ref(), i)).collect()).collect()
+    }
+
+    /// Changes from rows of the given column types.
+    pub fn from_rows(cols: &[PlanColumn], rows: Vec<(Row, i64)>) -> Result<Changes> {
+        let n = rows.len();
+        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(cols.len());
+        for (j, c) in cols.iter().enumerate() {
+            let vals: Vec<Value> = rows.iter().map(|(r, _)| r[j].clone()).collect();
+            arrays.push(values_to_array(&vals, c.ty)?);
+        }
+        let batch = RecordBatch::try_new_with_options(schema(cols), arrays, &RecordBatchOptions::new().with_row_count(Some(n)))?;
+        Ok(Changes { batch, diff: rows.into_iter().map(|(_, d)| d).collect() })
+    }
+
+    /// The rows where `keep` is true.
+    pub fn filter(&self, keep: &arrow::array::BooleanArray) -> Result<Changes> {
+        let batch = arrow::compute::filter_record_batch(&self.batch, keep)?;
+        let diff = self.diff.iter().enumerate().filter(|(i, _)| keep.is_valid(*i) && keep.value(*i)).map(|(_, d)| *d).collect();
+        Ok(Changes { batch, diff })
+    }
+}
+
+/// A nullable arrow schema for plan columns (positions matter, names not).
+pub fn schema(cols: &[PlanColumn]) -> Arc<Schema> {
+    Arc::new(Schema::new(cols.iter().enumerate().map(|(i, c)| Field::new(format!("c{i}"), c.ty.to_arrow(), true)).collect::<Vec<_>>()))
+}
+
+/// What one epoch feeds in: per source table id, batches of all the
+/// table's columns with their diffs.
+pub type Inputs = HashMap<u32, Vec<Changes>>;
+
+/// Per-operator counters (observability).
+#[derive(Debug, Clone, Default)]
+pub struct OpStats {
+    pub name: &'static str,
+    pub rows_in: u64,
+    pub rows_out: u64,
+}
+
+/// One node of the dataflow.
+pub trait Operator: Send {
+    /// Consume this epoch's input changes, return the output changes.
+    fn step(&mut self, inputs: &Inputs, ctx: &ExecCtx) -> Result<Changes>;
+    /// The state tables of this operator and its inputs (for the barrier).
+    fn tables<'a>(&'a mut self, out: &mut Vec<&'a mut StateTable>);
+    fn stats(&self, out: &mut Vec<OpStats>);
+}
+
+/// A rendered flow: its operators and state store.
+pub struct Dataflow {
+    store: StateStore,
+    root: Box<dyn Operator>,
+    columns: Vec<PlanColumn>,
+    /// State rows written, epochs committed and the last barrier's time.
+    pub commits: u64,
+    pub last_commit_us: u64,
+}
+
+/// Why a plan cannot run in streaming mode, if it cannot.
+pub fn unsupported(plan: &LogicalPlan) -> Option<String> {
+    if plan.own_exprs().iter().any(|e| e.has_subquery()) {
+        return Some("subqueries".into());
+    }
+    let what = match plan {
+        LogicalPlan::Join { kind: JoinKind::Inner, .. } => None,
+        LogicalPlan::Join { kind: JoinKind::Left, filter, .. } if filter.is_none() => None,
+        LogicalPlan::Join { kind: JoinKind::Left, .. } => Some("left joins with conditions other than equalities"),
+        LogicalPlan::Join { .. } => Some("right, full, semi and anti joins"),
+        LogicalPlan::SetOp { kind: SetOpKind::Union, .. } => None,
+        LogicalPlan::SetOp { .. } => Some("INTERSECT and EXCEPT"),
+        LogicalPlan::Sort { fetch: Some(_), .. } | LogicalPlan::Limit { .. } => Some("LIMIT (top-n)"),
+        LogicalPlan::Window { .. } => Some("window functions"),
+        LogicalPlan::ProjectSet { .. } => Some("set-returning functions"),
+        LogicalPlan::DistinctOn { .. } => Some("DISTINCT ON"),
+        LogicalPlan::Aggregate { aggs, .. } => aggs.iter().find_map(|a| hash_agg::unsupported(a)),
+        _ => None,
+    };
+    if let Some(w) = what {
+        return Some(w.to_string());
+    }
+    plan.inputs().into_iter().find_map(unsupported)
+}
+
+/// Renders plan nodes, numbering state tables in a fixed order (so a
+/// restart finds its tables again).
+pub struct Renderer<'a> {
+    store: &'a StateStore,
+    next_table: u32,
+    /// Whether a source table only ever gets insertions (`ttl = 'instant'`).
+    instant: &'a dyn Fn(u32) -> bool,
+    ctx: &'a ExecCtx,
+    first_epoch: bool,
+}
+
+impl Renderer<'_> {
+    pub fn table(&mut self, pk: Vec<usize>, desc: Vec<bool>) -> StateTable {
+        self.next_table += 1;
+        self.store.table_ordered(self.next_table, pk, desc)
+    }
+
+    /// Render `plan`; the flag says its output has no retractions.
+    pub fn render(&mut self, plan: &LogicalPlan) -> Result<(Box<dyn Operator>, bool)> {
+        if let Some(what) = unsupported(plan) {
+            bail!(FeatureNotSupported, "streaming flows do not support {what} yet");
+        }
+        Ok(match plan {
+            LogicalPlan::Scan(s) => (Box::new(map::Source::new(s)), (self.instant)(s.table.id)),
+            LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => {
+                (Box::new(map::Const::new(plan, self.ctx, self.first_epoch)?), true)
+            }
+            LogicalPlan::Filter { input, predicate } => {
+                let (i, a) = self.render(input)?;
+                (Box::new(map::Filter { input: i, predicate: predicate.clone(), stats: Default::default() }), a)
+            }
+            LogicalPlan::Project { input, exprs, columns } => {
+                let (i, a) = self.render(input)?;
+                (Box::new(map::Project { input: i, exprs: exprs.clone(), columns: columns.clone(), stats: Default::default() }), a)
+            }
+            LogicalPlan::Sort { input, .. } => self.render(input)?,
+            LogicalPlan::SetOp { left, right, all, .. } => {
+                let (l, a) = self.render(left)?;
+                let (r, b) = self.render(right)?;
+                let u: Box<dyn Operator> = Box::new(map::Union { left: l, right: r, columns: plan.columns().to_vec() });
+                if *all {
+                    (u, a && b)
+                } else {
+                    (Box::new(distinct::Distinct::new(u, plan.columns().to_vec(), self)), false)
+                }
+            }
+            LogicalPlan::Distinct { input } => {
+                let (i, _) = self.render(input)?;
+                (Box::new(distinct::Distinct::new(i, plan.columns().to_vec(), self)), false)
+            }
+            LogicalPlan::Aggregate { input, group_by, aggs, columns } => {
+                let (i, append_only) = self.render(input)?;
+                (Box::new(hash_agg::HashAgg::new(i, group_by.clone(), aggs.clone(), columns.clone(), append_only, self)), false)
+            }
+            LogicalPlan::Join { left, right, kind, on, filter, columns } => {
+                let (l, a) = self.render(left)?;
+                let (r, b) = self.render(right)?;
+                let j = join::Join::new(
+                    l,
+                    r,
+                    *kind,
+                    on.clone(),
+                    filter.clone(),
+                    left.columns().to_vec(),
+                    right.columns().to_vec(),
+                    columns.clone(),
+                    self,
+                );
+                (Box::new(j), a && b && *kind == JoinKind::Inner)
+            }
+            other => bail!(FeatureNotSupported, "streaming flows do not support this plan node yet: {:?}", std::mem::discriminant(other)),
+        })
+    }
+}
+
+impl Dataflow {
+    /// Render `plan` (optimized) over the state namespace `name` of `kv`.
+    pub fn render(kv: Arc<dyn StateKv>, name: &str, plan: &LogicalPlan, instant: &dyn Fn(u32) -> bool, ctx: &ExecCtx) -> Result<Dataflow> {
+        let store = StateStore::open(kv, name)?;
+        let first_epoch = store.epoch() == 0;
+        let root = {
+            let mut r = Renderer { store: &store, next_table: 0, instant, ctx, first_epoch };
+            r.render(plan)?.0
+        };
+        Ok(Dataflow { store, root, columns: plan.columns().to_vec(), commits: 0, last_commit_us: 0 })
+    }
+
+    /// The last committed epoch (0: none).
+    pub fn epoch(&self) -> u64 {
+        self.store.epoch()
+    }
+
+    pub fn columns(&self) -> &[PlanColumn] {
+        &self.columns
+    }
+
+    /// Source positions (region id → sequence) as of the last commit.
+    pub fn positions(&self) -> Result<BTreeMap<u64, u64>> {
+        match self.store.get_meta("positions")? {
+            Some(b) => serde_json::from_slice(&b).map_err(|e| err!(Internal, "corrupt streaming source positions: {e}")),
+            None => Ok(BTreeMap::new()),
+        }
+    }
+
+    /// The output of the last committed epoch (what its sink write was).
+    pub fn outbox(&self) -> Result<Vec<(Row, i64)>> {
+        let Some(b) = self.store.get_meta("outbox")? else { return Ok(vec![]) };
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < b.len() {
+            let n = u32::from_be_bytes(b[pos..pos + 4].try_into().map_err(|_| err!(Internal, "corrupt streaming outbox"))?) as usize;
+            pos += 4;
+            let mut row = decode_row(b.get(pos..pos + n).ok_or_else(|| err!(Internal, "corrupt streaming outbox"))?)?;
+            pos += n;
+            let Some(Value::Int(d)) = row.pop() else { bail!(Internal, "corrupt streaming outbox") };
+            out.push((row, d));
+        }
+        Ok(out)
+    }
+
+    /// Run one epoch: the output changes, consolidated (one entry per
+    /// distinct row, zero diffs dropped, in the rows' key order).
+    pub fn step(&mut self, inputs: &Inputs, ctx: &ExecCtx) -> Result<Vec<(Row, i64)>> {
+        let out = self.root.step(inputs, ctx)?;
+        Ok(consolidate(out.rows().into_iter().zip(out.diff)))
+    }
+
+    /// The barrier: commit every operator's state, the source positions and
+    /// the epoch's output in one atomic write.
+    pub fn commit(&mut self, positions: &BTreeMap<u64, u64>, output: &[(Row, i64)]) -> Result<()> {
+        let started = std::time::Instant::now();
+        let mut outbox = Vec::new();
+        for (row, d) in output {
+            let mut r = row.clone();
+            r.push(Value::Int(*d));
+            let e = encode_row(&r);
+            outbox.extend_from_slice(&(e.len() as u32).to_be_bytes());
+            outbox.extend_from_slice(&e);
+        }
+        let meta = vec![
+            ("positions".to_string(), Some(serde_json::to_vec(positions).map_err(|e| err!(Internal, "{e}"))?)),
+            ("outbox".to_string(), Some(outbox)),
+        ];
+        let mut tables = Vec::new();
+        self.root.tables(&mut tables);
+        let epoch = self.store.epoch() + 1;
+        self.store.commit(epoch, &mut tables, meta)?;
+        self.commits += 1;
+        self.last_commit_us = started.elapsed().as_micros() as u64;
+        Ok(())
+    }
+
+    /// Per-operator counters, root first.
+    pub fn stats(&self) -> Vec<OpStats> {
+        let mut v = Vec::new();
+        self.root.stats(&mut v);
+        v
+    }
+
+    /// Committed state rows and bytes of all operators.
+    pub fn state_size(&mut self) -> Result<(u64, u64)> {
+        let mut tables = Vec::new();
+        self.root.tables(&mut tables);
+        let mut total = (0, 0);
+        for t in tables {
+            let (r, b) = t.stats()?;
+            total.0 += r;
+            total.1 += b;
+        }
+        Ok(total)
+    }
+}
+
+/// Sum the diffs of equal rows; drop rows whose diffs cancel.
+pub fn consolidate(rows: impl IntoIterator<Item = (Row, i64)>) -> Vec<(Row, i64)> {
+    let mut m: BTreeMap<Vec<u8>, (Row, i64)> = BTreeMap::new();
+    for (r, d) in rows {
+        let k = encode_row(&r);
+        m.entry(k).or_insert_with(|| (r, 0)).1 += d;
+    }
+    m.into_values().filter(|(_, d)| *d != 0).collect()
+}
+
+#[cfg(test)]
+#[path = "dataflow_tests.rs"]
+mod tests;

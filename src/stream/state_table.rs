@@ -1,0 +1,478 @@
+//! State tables (seed 003, R-3.1 – ): the one gateway from streaming
+//! operators to persistent state.
+//!
+//! A [`StateTable`] is a relational table of [`Row`]s keyed by some of its
+//! columns (its primary key). Writes of the current epoch go to a mem table;
+//! reads merge the mem table and the committed store, the mem table winning.
+//! [`StateStore::commit`] writes the mem tables of every state table of a
+//! dataflow, plus the dataflow's own records (source position, sink
+//! outbox), as one atomic batch tagged with the epoch, and checks that the
+//! epoch moves forward.
+//!
+//! Keys are `namespace | table id (u32 BE) | pk`, where the pk is encoded
+//! order-preserving ([`encode_key`]): a range scan of the store follows the
+//! SQL order of the key columns (NULL last). Rows are encoded with the same
+//! self-describing encoding.
+//!
+//! The store sits behind [`StateKv`] (sled today, shared storage later), in
+//! the style of storage's `MetaKv`. Imports only `types` and `error`.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::types::interval::Interval;
+use crate::types::Value;
+
+pub type Row = Vec<Value>;
+
+/// An ordered key-value store with atomic, durable batches.
+pub trait StateKv: Send + Sync {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Pairs with `lo <= key < hi` (no upper bound when `hi` is None), in
+    /// key order.
+    fn scan(&self, lo: &[u8], hi: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
+    /// Apply all puts (`Some`) and deletes (`None`) atomically and durably.
+    fn apply(&self, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<()>;
+}
+
+/// [`StateKv`] on a sled database.
+pub struct SledStateKv {
+    db: sled::Db,
+}
+
+impl SledStateKv {
+    pub fn open(path: &std::path::Path) -> Result<SledStateKv> {
+        let db = crate::sled_open::open(&sled::Config::new().path(path))
+            .map_err(|e| crate::err!(Storage, "cannot open the streaming state store {}", path.display()).with_detail(e.to_string()))?;
+        Ok(SledStateKv { db })
+    }
+}
+
+impl StateKv for SledStateKv {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?.map(|v| v.to_vec()))
+    }
+    fn scan(&self, lo: &[u8], hi: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let iter = match hi {
+            Some(hi) => self.db.range(lo.to_vec()..hi.to_vec()),
+            None => self.db.range(lo.to_vec()..),
+        };
+        let mut out = Vec::new();
+        for kv in iter {
+            let (k, v) = kv?;
+            out.push((k.to_vec(), v.to_vec()));
+        }
+        Ok(out)
+    }
+    fn apply(&self, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<()> {
+        let mut b = sled::Batch::default();
+        for (k, v) in batch {
+            match v {
+                Some(v) => b.insert(k, v),
+                None => b.remove(k),
+            }
+        }
+        self.db.apply_batch(b)?;
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Order-preserving encoding.
+
+const T_BOOL: u8 = 0x01;
+const T_INT: u8 = 0x02;
+const T_FLOAT: u8 = 0x03;
+const T_TEXT: u8 = 0x04;
+const T_TIMESTAMP: u8 = 0x05;
+const T_DATE: u8 = 0x06;
+const T_INTERVAL: u8 = 0x07;
+/// NULL sorts after every value (PostgreSQL's default ASC NULLS LAST).
+const T_NULL: u8 = 0x7F;
+
+fn flip(i: i64) -> [u8; 8] {
+    ((i as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn unflip(b: &[u8]) -> i64 {
+    (u64::from_be_bytes(b.try_into().expect("8 bytes")) ^ (1 << 63)) as i64
+}
+
+/// Append the encoding of one value: bytewise order of encodings is the
+/// SQL order of values of one type (floats: -0 = 0, NaN above all;
+/// intervals by their 30-day-month total, then their fields).
+pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Null => out.push(T_NULL),
+        Value::Bool(b) => {
+            out.push(T_BOOL);
+            out.push(*b as u8);
+        }
+        Value::Int(i) => {
+            out.push(T_INT);
+            out.extend_from_slice(&flip(*i));
+        }
+        Value::Float(f) => {
+            out.push(T_FLOAT);
+            let f = if *f == 0.0 {
+                0.0
+            } else if f.is_nan() {
+                f64::NAN
+            } else {
+                *f
+            };
+            let bits = f.to_bits();
+            let enc = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+            out.extend_from_slice(&enc.to_be_bytes());
+        }
+        Value::Text(s) => {
+            out.push(T_TEXT);
+            for &b in s.as_bytes() {
+                out.push(b);
+                if b == 0 {
+                    out.push(0xFF);
+                }
+            }
+            out.extend_from_slice(&[0, 0]);
+        }
+        Value::Timestamp(t) => {
+            out.push(T_TIMESTAMP);
+            out.extend_from_slice(&flip(*t));
+        }
+        Value::Date(d) => {
+            out.push(T_DATE);
+            out.extend_from_slice(&flip(*d as i64));
+        }
+        Value::Interval(iv) => {
+            out.push(T_INTERVAL);
+            let total = (iv.months as i128 * 30 + iv.days as i128) * 86_400_000_000 + iv.micros as i128;
+            out.extend_from_slice(&((total as u128) ^ (1 << 127)).to_be_bytes());
+            out.extend_from_slice(&flip(iv.months as i64));
+            out.extend_from_slice(&flip(iv.days as i64));
+            out.extend_from_slice(&flip(iv.micros));
+        }
+    }
+}
+
+/// Decode one value at `*pos`, advancing it.
+pub fn decode_value(b: &[u8], pos: &mut usize) -> Result<Value> {
+    let bad = || crate::err!(Internal, "corrupt streaming state value");
+    let tag = *b.get(*pos).ok_or_else(bad)?;
+    *pos += 1;
+    let mut take = |n: usize| -> Result<&[u8]> {
+        let s = b.get(*pos..*pos + n).ok_or_else(bad)?;
+        *pos += n;
+        Ok(s)
+    };
+    Ok(match tag {
+        T_NULL => Value::Null,
+        T_BOOL => Value::Bool(take(1)?[0] != 0),
+        T_INT => Value::Int(unflip(take(8)?)),
+        T_TIMESTAMP => Value::Timestamp(unflip(take(8)?)),
+        T_DATE => Value::Date(unflip(take(8)?) as i32),
+        T_FLOAT => {
+            let enc = u64::from_be_bytes(take(8)?.try_into().expect("8 bytes"));
+            let bits = if enc >> 63 == 1 { enc & !(1 << 63) } else { !enc };
+            Value::Float(f64::from_bits(bits))
+        }
+        T_INTERVAL => {
+            take(16)?;
+            let months = unflip(take(8)?) as i32;
+            let days = unflip(take(8)?) as i32;
+            let micros = unflip(take(8)?);
+            Value::Interval(Interval { months, days, micros })
+        }
+        T_TEXT => {
+            let mut s = Vec::new();
+            loop {
+                let c = *b.get(*pos).ok_or_else(bad)?;
+                *pos += 1;
+                if c == 0 {
+                    let n = *b.get(*pos).ok_or_else(bad)?;
+                    *pos += 1;
+                    if n == 0 {
+                        break;
+                    }
+                    s.push(0);
+                } else {
+                    s.push(c);
+                }
+            }
+            Value::Text(String::from_utf8(s).map_err(|_| bad())?)
+        }
+        _ => return Err(bad()),
+    })
+}
+
+/// The order-preserving encoding of a key (a sequence of values).
+pub fn encode_key(values: &[Value], out: &mut Vec<u8>) {
+    for v in values {
+        encode_value(v, out);
+    }
+}
+
+pub fn encode_row(row: &[Value]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(row.len() * 9);
+    encode_key(row, &mut out);
+    out
+}
+
+pub fn decode_row(b: &[u8]) -> Result<Row> {
+    let mut pos = 0;
+    let mut row = Vec::new();
+    while pos < b.len() {
+        row.push(decode_value(b, &mut pos)?);
+    }
+    Ok(row)
+}
+
+/// The smallest byte string greater than every string starting with `p`
+/// (None when there is none: all 0xFF).
+pub fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
+    let mut e = p.to_vec();
+    while let Some(last) = e.pop() {
+        if last < 0xFF {
+            e.push(last + 1);
+            return Some(e);
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------
+// The store and its tables.
+
+/// The table id of a dataflow's own records (epoch, source position).
+pub const META_TABLE: u32 = u32::MAX;
+
+/// One dataflow's namespace in a [`StateKv`], with its committed epoch.
+pub struct StateStore {
+    kv: Arc<dyn StateKv>,
+    namespace: Vec<u8>,
+    epoch: u64,
+}
+
+impl StateStore {
+    /// Open the namespace `name` (e.g. a flow's), reading its last
+    /// committed epoch (0 when nothing was committed).
+    pub fn open(kv: Arc<dyn StateKv>, name: &str) -> Result<StateStore> {
+        let mut namespace = b"s/".to_vec();
+        namespace.extend_from_slice(name.as_bytes());
+        namespace.push(0);
+        let mut s = StateStore { kv, namespace, epoch: 0 };
+        s.epoch = match s.kv.get(&s.meta_key(b"epoch"))? {
+            Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| crate::err!(Internal, "corrupt epoch record"))?),
+            None => 0,
+        };
+        Ok(s)
+    }
+
+    /// The last committed epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    fn meta_key(&self, name: &[u8]) -> Vec<u8> {
+        let mut k = self.namespace.clone();
+        k.extend_from_slice(&META_TABLE.to_be_bytes());
+        k.extend_from_slice(name);
+        k
+    }
+
+    /// A state table of this namespace keyed by `pk` (column positions of
+    /// its rows, in key order).
+    pub fn table(&self, table_id: u32, pk: Vec<usize>) -> StateTable {
+        let desc = vec![false; pk.len()];
+        self.table_ordered(table_id, pk, desc)
+    }
+
+    /// A state table whose key columns sort descending where `desc` says
+    /// (so a scan meets the largest value first: max's extreme state).
+    pub fn table_ordered(&self, table_id: u32, pk: Vec<usize>, desc: Vec<bool>) -> StateTable {
+        assert_eq!(pk.len(), desc.len(), "one order per key column");
+        assert_ne!(table_id, META_TABLE, "table id {META_TABLE} holds the store's own records");
+        let mut prefix = self.namespace.clone();
+        prefix.extend_from_slice(&table_id.to_be_bytes());
+        StateTable { kv: self.kv.clone(), prefix, pk, desc, mem: BTreeMap::new() }
+    }
+
+    /// A committed record of the dataflow (e.g. its source position).
+    pub fn get_meta(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        self.kv.get(&self.meta_key(name.as_bytes()))
+    }
+
+    /// Commit `epoch`: every table's mem table and the `meta` records
+    /// (None deletes) in one atomic batch. The epoch must move forward.
+    pub fn commit(&mut self, epoch: u64, tables: &mut [&mut StateTable], meta: Vec<(String, Option<Vec<u8>>)>) -> Result<()> {
+        assert!(epoch > self.epoch, "epoch {epoch} does not move past the committed epoch {}", self.epoch);
+        let mut batch = Vec::new();
+        for t in tables.iter_mut() {
+            assert!(Arc::ptr_eq(&t.kv, &self.kv), "a state table commits with its own store");
+            batch.extend(std::mem::take(&mut t.mem));
+        }
+        for (name, v) in meta {
+            batch.push((self.meta_key(name.as_bytes()), v));
+        }
+        batch.push((self.meta_key(b"epoch"), Some(epoch.to_be_bytes().to_vec())));
+        self.kv.apply(batch)?;
+        self.epoch = epoch;
+        Ok(())
+    }
+
+    /// Delete everything of the namespace (the flow is dropped).
+    pub fn destroy(kv: &dyn StateKv, name: &str) -> Result<()> {
+        let mut ns = b"s/".to_vec();
+        ns.extend_from_slice(name.as_bytes());
+        ns.push(0);
+        let hi = prefix_end(&ns);
+        let keys = kv.scan(&ns, hi.as_deref())?;
+        kv.apply(keys.into_iter().map(|(k, _)| (k, None)).collect())
+    }
+}
+
+/// A relational table of operator state: rows keyed by their pk columns.
+pub struct StateTable {
+    kv: Arc<dyn StateKv>,
+    prefix: Vec<u8>,
+    pk: Vec<usize>,
+    /// Key columns encoded descending (bytes inverted).
+    desc: Vec<bool>,
+    /// This epoch's writes: full key → row (None: deleted).
+    mem: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl StateTable {
+    fn key_of(&self, pk: &[Value]) -> Vec<u8> {
+        let mut k = self.prefix.clone();
+        for (i, v) in pk.iter().enumerate() {
+            self.encode_col(i, v, &mut k);
+        }
+        k
+    }
+
+    fn encode_col(&self, i: usize, v: &Value, out: &mut Vec<u8>) {
+        let start = out.len();
+        encode_value(v, out);
+        if self.desc.get(i).copied().unwrap_or(false) {
+            for b in &mut out[start..] {
+                *b = !*b;
+            }
+        }
+    }
+
+    fn row_key(&self, row: &[Value]) -> Vec<u8> {
+        let pk: Vec<Value> = self.pk.iter().map(|&i| row[i].clone()).collect();
+        self.key_of(&pk)
+    }
+
+    /// The row with primary key `pk` (mem table first).
+    pub fn get_row(&self, pk: &[Value]) -> Result<Option<Row>> {
+        let k = self.key_of(pk);
+        let bytes = match self.mem.get(&k) {
+            Some(v) => v.clone(),
+            None => self.kv.get(&k)?,
+        };
+        bytes.map(|b| decode_row(&b)).transpose()
+    }
+
+    pub fn insert_row(&mut self, row: Row) {
+        let k = self.row_key(&row);
+        self.mem.insert(k, Some(encode_row(&row)));
+    }
+
+    pub fn delete_row(&mut self, row: &[Value]) {
+        let k = self.row_key(row);
+        self.mem.insert(k, None);
+    }
+
+    /// Replace `old` by `new` (same primary key, or a move).
+    pub fn update_row(&mut self, old: &[Value], new: Row) {
+        let (ko, kn) = (self.row_key(old), self.row_key(&new));
+        if ko != kn {
+            self.mem.insert(ko, None);
+        }
+        self.mem.insert(kn, Some(encode_row(&new)));
+    }
+
+    /// Rows whose key starts with the values `prefix` and whose next key
+    /// column lies in `range` (given in that column's order: for a
+    /// descending column the lower bound is the larger value), in key order; `limit` stops early (reading
+    /// only the head of a range: the extreme of a group).
+    pub fn scan(&self, prefix: &[Value], range: (Bound<&Value>, Bound<&Value>), limit: Option<usize>) -> Result<Vec<Row>> {
+        let base = self.key_of(prefix);
+        let bound_key = |v: &Value| {
+            let mut k = base.clone();
+            self.encode_col(prefix.len(), v, &mut k);
+            k
+        };
+        let lo = match range.0 {
+            Bound::Unbounded => base.clone(),
+            Bound::Included(v) => bound_key(v),
+            Bound::Excluded(v) => prefix_end(&bound_key(v)).expect("a value key has an end"),
+        };
+        let hi = match range.1 {
+            Bound::Unbounded => prefix_end(&base),
+            Bound::Included(v) => prefix_end(&bound_key(v)),
+            Bound::Excluded(v) => Some(bound_key(v)),
+        };
+        let limit = limit.unwrap_or(usize::MAX);
+        let mut out = Vec::new();
+        let stored = self.kv.scan(&lo, hi.as_deref())?;
+        let mem_hi = match &hi {
+            Some(h) => Bound::Excluded(h.clone()),
+            None => Bound::Unbounded,
+        };
+        let mut mem = self.mem.range((Bound::Included(lo.clone()), mem_hi)).peekable();
+        let mut stored = stored.into_iter().peekable();
+        while out.len() < limit {
+            // Merge by key; on a tie the mem table wins.
+            let take_mem = match (mem.peek(), stored.peek()) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((mk, _)), Some((sk, _))) => {
+                    if mk.as_slice() == sk.as_slice() {
+                        stored.next();
+                        true
+                    } else {
+                        mk.as_slice() < sk.as_slice()
+                    }
+                }
+            };
+            if take_mem {
+                let (_, v) = mem.next().expect("peeked");
+                if let Some(v) = v {
+                    out.push(decode_row(v)?);
+                }
+            } else {
+                let (_, v) = stored.next().expect("peeked");
+                out.push(decode_row(&v)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes buffered in this epoch (rows and tombstones).
+    pub fn mem_len(&self) -> usize {
+        self.mem.len()
+    }
+
+    /// Drop this epoch's writes (the epoch is abandoned).
+    pub fn discard(&mut self) {
+        self.mem.clear();
+    }
+
+    /// Committed rows and their encoded bytes (keys and values).
+    pub fn stats(&self) -> Result<(u64, u64)> {
+        let hi = prefix_end(&self.prefix);
+        let kvs = self.kv.scan(&self.prefix, hi.as_deref())?;
+        Ok((kvs.len() as u64, kvs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum()))
+    }
+}
+
+#[cfg(test)]
+#[path = "state_table_tests.rs"]
+mod tests;
