@@ -30,6 +30,8 @@ pub enum ErrorKind {
     Grouping,
     /// 42P20: a window clause PostgreSQL refuses.
     Windowing,
+    /// 22013: a negative or NULL window frame offset.
+    InvalidPrecedingOrFollowingSize,
     NotNullViolation,
     UniqueViolation,
     InvalidParameterValue,
@@ -101,6 +103,7 @@ impl ErrorKind {
             UndefinedTable => "42P01",
             UndefinedColumn => "42703",
             Windowing => "42P20",
+            InvalidPrecedingOrFollowingSize => "22013",
             UndefinedFunction => "42883",
             UndefinedObject => "42704",
             UndefinedDatabase => "3D000",
