@@ -89,6 +89,8 @@ pub enum ErrorKind {
     ReservedName,
     /// 55006: e.g. dropping the current user.
     ObjectInUse,
+    /// 55000: e.g. CREATE STREAM with no snode.
+    ObjectNotInPrerequisiteState,
     /// 0LP01: e.g. a circular role membership.
     InvalidGrantOperation,
     Internal,
@@ -155,6 +157,7 @@ impl ErrorKind {
             DependentObjectsStillExist => "2BP01",
             ReservedName => "42939",
             ObjectInUse => "55006",
+            ObjectNotInPrerequisiteState => "55000",
             InvalidGrantOperation => "0LP01",
             Internal => "XX000",
         }

@@ -4,8 +4,10 @@
 //! `error` and `types`, never `storage`, `exec`, `planner`, `sql`.
 
 mod flow;
+mod tdengine;
 
 pub use flow::{FlowDef, FlowProgress, FlowStatistics};
+pub use tdengine::{ChildTableDef, RecalcRequest, SnodeDef, StreamDef, StreamState, SuperTableDef, WindowMark};
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;

@@ -17,6 +17,7 @@ pub mod incremental;
 pub mod shape;
 pub mod sink;
 pub mod streaming;
+pub mod tdengine;
 pub mod window;
 
 use std::collections::{BTreeMap, HashMap};

@@ -22,6 +22,7 @@ mod create_user;
 mod dialect;
 mod flow;
 mod nesting;
+mod tdengine;
 mod tql;
 mod vacuum;
 
@@ -36,6 +37,9 @@ pub use create_database::CreateDatabase;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
 pub use flow::{CommentOnFlow, CreateFlow, DropFlow, ShowCreateFlow, ShowFlows};
+pub use tdengine::{
+    ChildSpec, CreateStable, CreateStream, Duration, InsertPart, Notify, OutputTag, StreamOption, StreamTrigger, TdStatement,
+};
 pub use tql::{Tql, TqlArgs, TqlKind};
 pub use vacuum::{Vacuum, VacuumTable};
 
@@ -68,6 +72,8 @@ pub enum Statement {
     Tql(Box<Tql>),
     /// PostgreSQL's `VACUUM [ (options) ] [tables]`.
     Vacuum(Vacuum),
+    /// TDengine's supertables, snodes and streams (`tdengine.rs`).
+    Tdengine(Box<TdStatement>),
 }
 
 impl fmt::Display for Statement {
@@ -84,6 +90,7 @@ impl fmt::Display for Statement {
             Statement::CommentOnFlow(c) => write!(f, "{c}"),
             Statement::Tql(t) => write!(f, "{t}"),
             Statement::Vacuum(v) => write!(f, "{v}"),
+            Statement::Tdengine(t) => write!(f, "{t}"),
         }
     }
 }
@@ -101,6 +108,12 @@ struct WeirStatement {
 
 const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["ADMIN"], applies: |_| true, parse: admin::parse },
+    WeirStatement { words: &["CREATE", "TABLE"], applies: tdengine::applies_create_child, parse: tdengine::parse_create_child },
+    WeirStatement { words: &["INSERT", "INTO"], applies: tdengine::applies_insert_using, parse: tdengine::parse_insert_using },
+    WeirStatement { words: &["CREATE", "STABLE"], applies: |_| true, parse: tdengine::parse_create_stable },
+    WeirStatement { words: &["CREATE", "STREAM"], applies: |_| true, parse: tdengine::parse_create_stream },
+    WeirStatement { words: &["SHOW"], applies: tdengine::applies_show_db, parse: tdengine::parse_show_db },
+    WeirStatement { words: &[], applies: tdengine::applies_misc, parse: tdengine::parse_misc },
     WeirStatement { words: &["CREATE", "TABLE"], applies: create_table::applies, parse: create_table::parse },
     WeirStatement { words: &["CREATE", "DATABASE"], applies: create_database::applies, parse: create_database::parse },
     WeirStatement { words: &["CREATE", "USER"], applies: create_user::applies, parse: create_user::parse },
@@ -164,6 +177,15 @@ fn parse_statements(parser: &mut Parser) -> Result<Vec<Statement>, ParserError> 
 }
 
 fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, WeirError> {
+    // TDengine's `%%name` placeholders: only where `%` occurs at all.
+    if sql.contains("%%") {
+        let tokens = sqlparser::tokenizer::Tokenizer::new(dialect, sql)
+            .tokenize_with_location()
+            .map_err(|e| syntax_error(sql, ParserError::TokenizerError(e.to_string())))?;
+        return Ok(Parser::new(dialect)
+            .with_recursion_limit(RECURSION_LIMIT)
+            .with_tokens_with_locations(tdengine::placeholder_tokens(tokens)));
+    }
     Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).try_with_sql(sql).map_err(|e| syntax_error(sql, e))
 }
 
@@ -202,6 +224,11 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
             | Statement::ShowCreateFlow(_)
             | Statement::CommentOnFlow(_)
             | Statement::Vacuum(_) => {}
+            Statement::Tdengine(t) => {
+                if let TdStatement::CreateStream(c) = t.as_ref() {
+                    nesting::check(&c.query)?;
+                }
+            }
             Statement::Tql(t) => {
                 if let Some(a) = &t.args {
                     nesting::check(&a.start)?;
@@ -290,6 +317,7 @@ pub fn max_param(stmt: &Statement) -> usize {
         | Statement::ShowCreateFlow(_)
         | Statement::CommentOnFlow(_)
         | Statement::Vacuum(_) => std::ops::ControlFlow::Continue(()),
+        Statement::Tdengine(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tql(t) => {
             ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see)
         }

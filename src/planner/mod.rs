@@ -18,6 +18,7 @@ pub mod rewrite;
 mod select;
 mod srf;
 pub mod system;
+mod tdengine;
 
 use std::cell::RefCell;
 use std::sync::Arc;

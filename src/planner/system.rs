@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
 use crate::types::{values_to_array, SqlType, Value};
 
-fn table(cols: &[(&str, SqlType)], rows: Vec<Vec<Value>>) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
+pub(super) fn table(cols: &[(&str, SqlType)], rows: Vec<Vec<Value>>) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
     let columns: Vec<PlanColumn> = cols.iter().map(|(n, t)| PlanColumn::new(*n, *t)).collect();
     let mut arrays: Vec<ArrayRef> = Vec::new();
     for (i, (_, t)) in cols.iter().enumerate() {
@@ -1157,6 +1157,8 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             }
             table(&[("name", Text), ("setting", Text)], rows)
         }
+        // TDengine's tables (engineer tdengine).
+        ("information_schema", n) if super::tdengine::is_system_table(n) => super::tdengine::system_table(p, n),
         _ => bail!(UndefinedTable, "relation \"{schema}.{name}\" does not exist"),
     }
 }

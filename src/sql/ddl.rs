@@ -148,6 +148,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             };
             let mut names: Vec<String> = cat.tables(&db).into_iter().map(|t| t.name).collect();
             names.sort();
+            super::tdengine::show_tables_names(s, &db, &mut names);
             text_rows(&["Tables"], names.into_iter().map(|n| vec![n]).collect())
         }
         Statement::ShowDatabases { .. } => text_rows(&["Database"], cat.databases().into_iter().map(|d| vec![d]).collect()),
@@ -768,6 +769,10 @@ pub fn admin(s: &mut Session, a: &Admin, params: Params) -> Result<QueryResult> 
         "flush_flow" => {
             let n = args.first().ok_or_else(|| err!(InvalidParameterValue, "flush_flow needs a flow name"))?;
             super::flow_ddl::flush_flow(s, n)?
+        }
+        "flush_stream" => {
+            let n = args.first().ok_or_else(|| err!(InvalidParameterValue, "flush_stream needs a stream name"))?;
+            super::tdengine::flush_stream(s, n)?
         }
         other => bail!(UndefinedFunction, "admin function {other} does not exist"),
     };

@@ -13,6 +13,7 @@ pub mod privilege;
 pub mod roles;
 mod session_vars;
 pub mod stream;
+pub mod tdengine;
 mod txn;
 
 use std::collections::HashMap;
@@ -482,6 +483,7 @@ impl Session {
             WeirStatement::ShowFlows(f) => flow_ddl::show_flows(self, f),
             WeirStatement::ShowCreateFlow(f) => flow_ddl::show_create_flow(self, f),
             WeirStatement::CommentOnFlow(c) => flow_ddl::comment_on_flow(self, c),
+            WeirStatement::Tdengine(t) => tdengine::execute(self, t),
             WeirStatement::Tql(t) => {
                 let planner = self.planner(params);
                 let (columns, batches) = crate::tql::execute(&planner, t)?;
@@ -493,6 +495,10 @@ impl Session {
 
     /// One statement of PostgreSQL's grammar.
     pub fn execute_sql_statement(&mut self, stmt: &Statement, params: Params) -> Result<QueryResult> {
+        // INSERT into / DROP of TDengine's child tables and supertables.
+        if let Some(r) = tdengine::intercept(self, stmt, &params) {
+            return r;
+        }
         match stmt {
             Statement::Query(q) if ddl::select_into(q).is_some() => {
                 let (name, query) = ddl::select_into(q).expect("checked")?;

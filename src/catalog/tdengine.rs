@@ -1,0 +1,198 @@
+//! TDengine's objects beside weir's tables: supertables (a weir table whose
+//! primary key is `tbname` plus the tags), their child tables (a name, the
+//! supertable and the tag values), snodes and streams with their progress.
+//! Stored in the catalog's sled tree under `tdstable/`, `tdchild/`,
+//! `tdsnode/`, `tdstream/` and `tdstreamst/`, read from sled when used (as
+//! flows are). The catalog stores them; `sql::tdengine` and
+//! `flow::tdengine` give them meaning.
+
+use std::collections::BTreeMap;
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use super::Catalog;
+use crate::err;
+use crate::error::Result;
+
+const STABLE_PREFIX: &str = "tdstable/";
+const CHILD_PREFIX: &str = "tdchild/";
+const SNODE_PREFIX: &str = "tdsnode/";
+const STREAM_PREFIX: &str = "tdstream/";
+const STREAM_STATE_PREFIX: &str = "tdstreamst/";
+
+/// A supertable: the weir table of the same name holds every child's rows.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SuperTableDef {
+    pub database: String,
+    pub name: String,
+    /// The tag columns, in order (the weir table's primary key is `tbname`
+    /// then these).
+    pub tags: Vec<String>,
+    /// The data columns, in order (the first is the timestamp).
+    pub columns: Vec<String>,
+}
+
+/// A child table of a supertable.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ChildTableDef {
+    pub database: String,
+    pub name: String,
+    pub stable: String,
+    /// Tag values as text (None: NULL), in the supertable's tag order.
+    pub tags: Vec<Option<String>>,
+    pub created_ms: i64,
+}
+
+/// An snode (stream node) on a dnode: its id is the dnode's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SnodeDef {
+    pub id: i64,
+    pub created_ms: i64,
+}
+
+/// A stream as CREATE STREAM defined it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StreamDef {
+    pub id: u64,
+    pub database: String,
+    pub name: String,
+    /// The CREATE STREAM statement, canonical.
+    pub sql: String,
+    /// "Running" or "Stopped" (what STOP / START set); failures are runtime.
+    pub status: String,
+    /// The snode the stream runs on.
+    pub snode: i64,
+    pub created_ms: i64,
+}
+
+/// One window a stream has computed: its end, row count and a digest of
+/// its trigger rows (a change means late data or an update).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WindowMark {
+    pub end: i64,
+    pub rows: u64,
+    pub digest: u64,
+}
+
+/// A RECALCULATE request.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RecalcRequest {
+    pub id: u64,
+    pub start_us: i64,
+    pub end_us: Option<i64>,
+    /// "Pending", "Running", "Finished" or "Failed".
+    pub status: String,
+    pub request_ms: i64,
+    pub message: String,
+}
+
+/// A stream's progress: per group, the windows computed (by start); the
+/// last tick of PERIOD / SLIDING triggers; recalculation requests.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StreamState {
+    pub windows: BTreeMap<String, BTreeMap<i64, WindowMark>>,
+    pub last_tick_us: BTreeMap<String, i64>,
+    pub recalcs: Vec<RecalcRequest>,
+    /// The groups' output subtables (group key → name).
+    pub subtables: BTreeMap<String, String>,
+    pub rows_written: u64,
+    pub windows_done: u64,
+    pub last_error: Option<String>,
+}
+
+impl Catalog {
+    fn td_list<T: DeserializeOwned>(&self, prefix: &str) -> Vec<T> {
+        self.tree
+            .scan_prefix(prefix.as_bytes())
+            .filter_map(|kv| kv.ok())
+            .filter_map(|(_, v)| serde_json::from_slice::<T>(&v).ok())
+            .collect()
+    }
+
+    fn td_get<T: DeserializeOwned>(&self, key: String) -> Option<T> {
+        let v = self.tree.get(key.as_bytes()).ok()??;
+        serde_json::from_slice(&v).ok()
+    }
+
+    fn td_put<T: Serialize>(&self, key: String, v: &T) -> Result<()> {
+        let v = serde_json::to_vec(v).map_err(|e| err!(Internal, "cannot encode {key}: {e}"))?;
+        self.put(key, v)
+    }
+
+    pub fn stables(&self, database: &str) -> Vec<SuperTableDef> {
+        self.td_list(&format!("{STABLE_PREFIX}{database}/"))
+    }
+
+    pub fn stable(&self, database: &str, name: &str) -> Option<SuperTableDef> {
+        self.td_get(format!("{STABLE_PREFIX}{database}/{name}"))
+    }
+
+    pub fn put_stable(&self, def: &SuperTableDef) -> Result<()> {
+        self.td_put(format!("{STABLE_PREFIX}{}/{}", def.database, def.name), def)
+    }
+
+    pub fn drop_stable(&self, database: &str, name: &str) -> Result<()> {
+        self.del(format!("{STABLE_PREFIX}{database}/{name}"))
+    }
+
+    pub fn child_tables(&self, database: &str) -> Vec<ChildTableDef> {
+        self.td_list(&format!("{CHILD_PREFIX}{database}/"))
+    }
+
+    pub fn child_table(&self, database: &str, name: &str) -> Option<ChildTableDef> {
+        self.td_get(format!("{CHILD_PREFIX}{database}/{name}"))
+    }
+
+    pub fn put_child_table(&self, def: &ChildTableDef) -> Result<()> {
+        self.td_put(format!("{CHILD_PREFIX}{}/{}", def.database, def.name), def)
+    }
+
+    pub fn drop_child_table(&self, database: &str, name: &str) -> Result<()> {
+        self.del(format!("{CHILD_PREFIX}{database}/{name}"))
+    }
+
+    pub fn snodes(&self) -> Vec<SnodeDef> {
+        let mut v: Vec<SnodeDef> = self.td_list(SNODE_PREFIX);
+        v.sort_by_key(|s| s.id);
+        v
+    }
+
+    pub fn put_snode(&self, def: &SnodeDef) -> Result<()> {
+        self.td_put(format!("{SNODE_PREFIX}{:020}", def.id), def)
+    }
+
+    pub fn drop_snode(&self, id: i64) -> Result<()> {
+        self.del(format!("{SNODE_PREFIX}{id:020}"))
+    }
+
+    pub fn streams(&self) -> Vec<StreamDef> {
+        self.td_list(STREAM_PREFIX)
+    }
+
+    pub fn stream(&self, database: &str, name: &str) -> Option<StreamDef> {
+        self.td_get(format!("{STREAM_PREFIX}{database}/{name}"))
+    }
+
+    pub fn put_stream(&self, def: &StreamDef) -> Result<()> {
+        self.td_put(format!("{STREAM_PREFIX}{}/{}", def.database, def.name), def)
+    }
+
+    /// Remove a stream and its progress.
+    pub fn drop_stream(&self, database: &str, name: &str) -> Result<()> {
+        self.del(format!("{STREAM_STATE_PREFIX}{database}/{name}"))?;
+        self.del(format!("{STREAM_PREFIX}{database}/{name}"))
+    }
+
+    pub fn stream_state(&self, database: &str, name: &str) -> StreamState {
+        self.td_get(format!("{STREAM_STATE_PREFIX}{database}/{name}")).unwrap_or_default()
+    }
+
+    pub fn put_stream_state(&self, database: &str, name: &str, st: &StreamState) -> Result<()> {
+        self.td_put(format!("{STREAM_STATE_PREFIX}{database}/{name}"), st)
+    }
+
+    /// A new id for streams and recalculation requests.
+    pub fn next_td_id(&self) -> Result<u64> {
+        Ok(self.db.generate_id()? + 1)
+    }
+}

@@ -1,0 +1,1107 @@
+//! TDengine streams: a trigger over a trigger table decides *when* (which
+//! windows of which group closed), the stream's query decides *what* (run
+//! once per window with the placeholders bound), and the rows go to the
+//! output table (a supertable with one subtable per group, or a plain
+//! table), upserted on their first column, a timestamp.
+//!
+//! Window kinds: `Interval` (with SLIDING, epoch-aligned), `Sliding`
+//! (event-time ticks), `Period` (wall-clock ticks), `Session`, `State`,
+//! `Event` and `Count`. Unlike `flow::window::Window`, whose windows come
+//! from one timestamp, session, state, event and count windows depend on
+//! the rows around a row, so each evaluation reads the trigger rows of a
+//! group in time order (`read_trigger`) and cuts them into windows
+//! (`cut_windows`). A stream's progress (`catalog::StreamState`) is, per
+//! group, the windows computed with the row count and a digest of their
+//! rows: a closed window that is new is computed; one whose rows changed
+//! (late rows, updates; deletes with DELETE_RECALC) is recomputed unless
+//! IGNORE_DISORDER says otherwise; WATERMARK holds back the newest rows;
+//! EXPIRED_TIME ignores old windows. RECALCULATE recomputes the computed
+//! windows of a range.
+//!
+//! May import `planner`, `exec`, `storage`, `catalog`, `parser`, `types`,
+//! `error` (as the rest of `flow`); never `sql` or `server`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::ops::ControlFlow;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch};
+use sqlparser::ast;
+
+use crate::catalog::{Catalog, ColumnDef, StreamDef, StreamState, SuperTableDef, TableDef, WindowMark};
+use crate::error::Result;
+use crate::exec::plan::PlanColumn;
+use crate::exec::ExecCtx;
+use crate::parser::{CreateStream, StreamOption, StreamTrigger, TdStatement};
+use crate::planner::{Params, Planner};
+use crate::types::{SqlType, Value};
+use crate::{bail, err};
+
+use super::Env;
+
+/// The column of a supertable that names the child table of each row.
+pub const TBNAME: &str = "tbname";
+/// The default output tag when a stream is partitioned by tbname.
+pub const TAG_TBNAME: &str = "tag_tbname";
+
+/// What kind of table a trigger (or output) name is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableKind {
+    /// A supertable (the weir table holding every child's rows).
+    Stable(SuperTableDef),
+    /// A child table of this supertable with these tag values.
+    Child { stable: SuperTableDef, tags: Vec<Option<String>> },
+    /// A plain weir table.
+    Normal,
+}
+
+/// A trigger table resolved.
+#[derive(Debug, Clone)]
+pub struct TriggerTable {
+    pub database: String,
+    pub name: String,
+    pub kind: TableKind,
+    /// The weir table the rows live in (the supertable for a child).
+    pub table: TableDef,
+    pub ts_column: String,
+}
+
+/// What kind of table `database.name` is.
+pub fn table_kind(catalog: &Catalog, database: &str, name: &str) -> Option<(TableKind, TableDef)> {
+    if let Some(c) = catalog.child_table(database, name) {
+        let stable = catalog.stable(database, &c.stable)?;
+        let t = catalog.table(database, &c.stable)?;
+        return Some((TableKind::Child { stable, tags: c.tags }, t));
+    }
+    let t = catalog.table(database, name)?;
+    match catalog.stable(database, name) {
+        Some(s) => Some((TableKind::Stable(s), t)),
+        None => Some((TableKind::Normal, t)),
+    }
+}
+
+pub fn resolve_trigger(catalog: &Catalog, database: &str, name: &str) -> Result<TriggerTable> {
+    let (kind, table) =
+        table_kind(catalog, database, name).ok_or_else(|| err!(UndefinedTable, "Table does not exist: {database}.{name}"))?;
+    let ts_column = match table.time_index {
+        Some(i) => table.columns[i].name.clone(),
+        None => table.columns[0].name.clone(),
+    };
+    Ok(TriggerTable { database: database.to_string(), name: name.to_string(), kind, table, ts_column })
+}
+
+/// A stream ready to evaluate.
+pub struct Compiled {
+    pub def: StreamDef,
+    pub cs: CreateStream,
+    pub trigger: Option<TriggerTable>,
+    /// The output table (database, name) and whether it is a supertable.
+    pub output: Option<(String, String)>,
+    pub watermark_us: i64,
+    pub expired_us: Option<i64>,
+    pub ignore_disorder: bool,
+    pub delete_recalc: bool,
+    pub ignore_nodata: bool,
+    pub calc_notify_only: bool,
+    pub fill_history: Option<Option<i64>>,
+    pub pre_filter: Option<ast::Expr>,
+}
+
+fn quote_ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+fn quote_lit(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn ts_literal(us: i64) -> String {
+    format!("TIMESTAMP {}", quote_lit(&crate::types::format_value(&Value::Timestamp(us))))
+}
+
+/// A constant (a FILL_HISTORY start, a RECALCULATE bound) as microseconds:
+/// a timestamp string or an integer epoch in milliseconds.
+pub fn time_value(planner: &Planner, e: &ast::Expr) -> Result<i64> {
+    let scope = crate::planner::Scope::new(vec![], None);
+    let bound = planner.bind_expr(e, &scope, None)?;
+    Ok(match planner.eval_const(&bound)? {
+        Value::Int(ms) => ms.saturating_mul(1000),
+        Value::Timestamp(us) => us,
+        Value::Text(t) => match crate::types::parse_timestamp(&t) {
+            Some(us) => us,
+            None => bail!(InvalidDatetime, "invalid timestamp: \"{t}\""),
+        },
+        other => bail!(DatatypeMismatch, "expected a timestamp, found {}", crate::types::format_value(&other)),
+    })
+}
+
+pub fn exec_ctx(database: &str, now_us: i64) -> ExecCtx {
+    ExecCtx {
+        statement_ts: now_us,
+        database: database.to_string(),
+        user: "stream".into(),
+        settings: Arc::new(HashMap::new()),
+        deadline: None,
+        cancel: Arc::new(AtomicBool::new(false)),
+        pid: 0,
+        activity: Default::default(),
+        view: None,
+        memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),
+    }
+}
+
+pub fn now_us() -> i64 {
+    super::batching::now_ms() * 1000
+}
+
+/// Parse a stored stream definition.
+pub fn parse_def(def: &StreamDef) -> Result<CreateStream> {
+    match crate::parser::parse(&def.sql)?.pop() {
+        Some(crate::parser::Statement::Tdengine(t)) => match *t {
+            TdStatement::CreateStream(c) => Ok(*c),
+            _ => bail!(Internal, "stream {} is not a CREATE STREAM", def.name),
+        },
+        _ => bail!(Internal, "stream {} is not a CREATE STREAM", def.name),
+    }
+}
+
+/// `db.name` (or `name` in `current`) as (database, table).
+pub fn qualified(current: &str, n: &ast::ObjectName) -> Result<(String, String)> {
+    crate::planner::object_name(n).map(|(d, t)| (d.unwrap_or_else(|| current.to_string()), t))
+}
+
+pub fn compile(env: &Env, def: &StreamDef) -> Result<Compiled> {
+    let cs = parse_def(def)?;
+    let trigger = match &cs.from {
+        Some(n) => {
+            let (d, t) = qualified(&def.database, n)?;
+            Some(resolve_trigger(env.catalog, &d, &t)?)
+        }
+        None => None,
+    };
+    let output = cs.into.as_ref().map(|n| qualified(&def.database, n)).transpose()?;
+    let planner = Planner::new(env.catalog, env.storage, &def.database, exec_ctx(&def.database, now_us()), Params::default());
+    let mut c = Compiled {
+        def: def.clone(),
+        trigger,
+        output,
+        watermark_us: 0,
+        expired_us: None,
+        ignore_disorder: false,
+        delete_recalc: false,
+        ignore_nodata: false,
+        calc_notify_only: false,
+        fill_history: None,
+        pre_filter: None,
+        cs: cs.clone(),
+    };
+    for o in &cs.options {
+        match o {
+            StreamOption::Watermark(d) => c.watermark_us = d.micros.unwrap_or(0),
+            StreamOption::ExpiredTime(d) => c.expired_us = d.micros,
+            StreamOption::IgnoreDisorder => c.ignore_disorder = true,
+            StreamOption::DeleteRecalc => c.delete_recalc = true,
+            StreamOption::IgnoreNodataTrigger => c.ignore_nodata = true,
+            StreamOption::CalcNotifyOnly => c.calc_notify_only = true,
+            StreamOption::FillHistory(e) | StreamOption::FillHistoryFirst(e) => {
+                c.fill_history = Some(e.as_ref().map(|e| time_value(&planner, e)).transpose()?)
+            }
+            StreamOption::PreFilter(e) => c.pre_filter = Some(e.clone()),
+            _ => {}
+        }
+    }
+    Ok(c)
+}
+
+/// One group's trigger rows, in time order.
+#[derive(Debug, Default, Clone)]
+pub struct GroupRows {
+    /// The partition values, as text (None: NULL), in PARTITION BY order.
+    pub values: Vec<Option<String>>,
+    pub ts: Vec<i64>,
+    /// STATE_WINDOW: the state as text; EVENT_WINDOW: start / end flags;
+    /// COUNT_WINDOW with columns: whether the row counts.
+    pub state: Vec<Option<String>>,
+    pub start: Vec<bool>,
+    pub end: Vec<bool>,
+    pub valid: Vec<bool>,
+    pub digest: Vec<u64>,
+}
+
+/// The group key of partition values.
+pub fn group_key(values: &[Option<String>]) -> String {
+    values.iter().map(|v| v.clone().unwrap_or_else(|| "\u{0}".into())).collect::<Vec<_>>().join("\u{1}")
+}
+
+fn row_digest(row: &[Value]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for v in row {
+        crate::types::format_value(v).hash(&mut h);
+        matches!(v, Value::Null).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// A partition column's expression over the trigger table: a column of a
+/// supertable; for a child or plain table `tbname` is its name and a tag
+/// its value.
+fn partition_expr(t: &TriggerTable, col: &str) -> Result<String> {
+    match &t.kind {
+        TableKind::Stable(s) => {
+            if col == TBNAME || s.tags.iter().any(|x| x == col) {
+                Ok(format!("CAST({} AS TEXT)", quote_ident(col)))
+            } else {
+                bail!(InvalidParameterValue, "Invalid stream query: PARTITION BY column \"{col}\" is not tbname or a tag")
+            }
+        }
+        TableKind::Child { stable, tags } => {
+            if col == TBNAME {
+                Ok(quote_lit(&t.name))
+            } else if let Some(i) = stable.tags.iter().position(|x| x == col) {
+                Ok(tags[i].as_ref().map(|v| quote_lit(v)).unwrap_or_else(|| "CAST(NULL AS TEXT)".into()))
+            } else {
+                bail!(InvalidParameterValue, "Invalid stream query: PARTITION BY column \"{col}\" is not tbname or a tag")
+            }
+        }
+        TableKind::Normal if col == TBNAME => Ok(quote_lit(&t.name)),
+        TableKind::Normal => bail!(InvalidParameterValue, "Invalid stream query: a normal table can only be partitioned by tbname"),
+    }
+}
+
+/// The relation of the trigger table's rows (a child table reads its
+/// supertable's rows of its name).
+fn trigger_relation(t: &TriggerTable) -> String {
+    match &t.kind {
+        TableKind::Child { stable, .. } => format!(
+            "(SELECT * FROM {}.{} WHERE {} = {}) AS {}",
+            quote_ident(&t.database),
+            quote_ident(&stable.name),
+            TBNAME,
+            quote_lit(&t.name),
+            quote_ident(&t.name)
+        ),
+        _ => format!("{}.{}", quote_ident(&t.database), quote_ident(&t.name)),
+    }
+}
+
+/// Read the trigger rows, grouped, in time order.
+pub fn read_trigger(env: &Env, c: &Compiled) -> Result<BTreeMap<String, GroupRows>> {
+    let Some(t) = &c.trigger else { return Ok(BTreeMap::new()) };
+    let partition: Vec<String> = c.cs.partition.iter().map(crate::planner::ident).collect();
+    let mut select: Vec<String> = partition.iter().map(|p| partition_expr(t, p)).collect::<Result<_>>()?;
+    let np = select.len();
+    select.push(format!("CAST({} AS TIMESTAMP)", quote_ident(&t.ts_column)));
+    match &c.cs.trigger {
+        StreamTrigger::State { expr, .. } => select.push(format!("CAST(({expr}) AS TEXT)")),
+        StreamTrigger::Event { start, end, .. } => {
+            select.push(format!("COALESCE(({start}), false)"));
+            select.push(format!("COALESCE(({end}), false)"));
+        }
+        StreamTrigger::Count { columns, .. } if !columns.is_empty() => {
+            let c: Vec<String> = columns.iter().map(|c| format!("{c} IS NOT NULL")).collect();
+            select.push(format!("({})", c.join(" OR ")));
+        }
+        _ => {}
+    }
+    let extra = select.len();
+    select.push("*".into());
+    let mut sql = format!("SELECT {} FROM {}", select.join(", "), trigger_relation(t));
+    if let Some(f) = &c.pre_filter {
+        sql.push_str(&format!(" WHERE {f}"));
+    }
+    let q = crate::parser::parse_query(&sql)?;
+    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now_us()), Params::default());
+    let plan = planner.physical(planner.plan_query(&q, None)?)?;
+    let rows = crate::exec::collect_rows(&plan, &planner.ctx, None)?;
+    let mut groups: BTreeMap<String, Vec<&Vec<Value>>> = BTreeMap::new();
+    let text = |v: &Value| match v {
+        Value::Null => None,
+        Value::Text(s) => Some(s.clone()),
+        other => Some(crate::types::format_value(other)),
+    };
+    for r in &rows {
+        let vals: Vec<Option<String>> = r[..np].iter().map(text).collect();
+        groups.entry(group_key(&vals)).or_default().push(r);
+    }
+    let mut out = BTreeMap::new();
+    for (k, mut rs) in groups {
+        rs.sort_by_key(|r| match r[np] {
+            Value::Timestamp(t) => t,
+            _ => i64::MIN,
+        });
+        let mut g = GroupRows { values: rs[0][..np].iter().map(text).collect(), ..Default::default() };
+        for r in rs {
+            let Value::Timestamp(ts) = r[np] else { continue };
+            g.ts.push(ts);
+            g.digest.push(row_digest(&r[extra..]));
+            match &c.cs.trigger {
+                StreamTrigger::State { .. } => g.state.push(text(&r[np + 1])),
+                StreamTrigger::Event { .. } => {
+                    g.start.push(matches!(r[np + 1], Value::Bool(true)));
+                    g.end.push(matches!(r[np + 2], Value::Bool(true)));
+                }
+                StreamTrigger::Count { columns, .. } if !columns.is_empty() => g.valid.push(matches!(r[np + 1], Value::Bool(true))),
+                _ => {}
+            }
+        }
+        out.insert(k, g);
+    }
+    Ok(out)
+}
+
+/// One window of a group: `[start, end)` on event time for INTERVAL and
+/// SLIDING; first and last row (end = last + 1) for the others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Win {
+    pub start: i64,
+    pub end: i64,
+    /// `_twend` as TDengine shows it (the window's end for INTERVAL, the
+    /// last row for data-defined windows).
+    pub shown_end: i64,
+    pub rows: u64,
+    pub digest: u64,
+    /// Rows `[lo, hi)` of the group.
+    pub lo: usize,
+    pub hi: usize,
+    /// SLIDING: the tick (`_tcurrent_ts`).
+    pub tick: Option<i64>,
+}
+
+fn floor_to(ts: i64, step: i64, offset: i64) -> i64 {
+    (ts - offset).div_euclid(step) * step + offset
+}
+
+fn mk(g: &GroupRows, lo: usize, hi: usize, start: i64, end: i64, shown_end: i64) -> Win {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for i in lo..hi {
+        g.ts[i].hash(&mut h);
+        g.digest[i].hash(&mut h);
+    }
+    Win { start, end, shown_end, rows: (hi - lo) as u64, digest: h.finish(), lo, hi, tick: None }
+}
+
+/// The closed windows of a group: rows after `max ts - watermark` are not
+/// processed yet.
+pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ignore_nodata: bool) -> Result<Vec<Win>> {
+    let Some(&max_ts) = g.ts.last() else { return Ok(vec![]) };
+    let wm = max_ts.saturating_sub(watermark_us);
+    // Processed rows: [0, n).
+    let n = g.ts.partition_point(|&t| t <= wm);
+    let mut out = Vec::new();
+    let micros = |d: &crate::parser::Duration| -> Result<i64> {
+        match d.micros {
+            Some(m) if m > 0 => Ok(m),
+            _ => bail!(FeatureNotSupported, "calendar durations ({d}) are not supported by weir's streams"),
+        }
+    };
+    match trigger {
+        StreamTrigger::Interval { interval, offset, sliding, .. } => {
+            let iv = micros(interval)?;
+            let sl = micros(sliding)?;
+            let off = offset.as_ref().map(&micros).transpose()?.unwrap_or(0);
+            if n == 0 {
+                return Ok(out);
+            }
+            // Every window start from the first row's earliest window on.
+            let mut s = floor_to(g.ts[0], sl, off) - ((iv - 1) / sl) * sl;
+            while s.saturating_add(iv) <= wm {
+                let e = s + iv;
+                let lo = g.ts.partition_point(|&t| t < s);
+                let hi = g.ts.partition_point(|&t| t < e);
+                if hi > lo || (!ignore_nodata && s >= floor_to(g.ts[0], sl, off)) {
+                    if hi > lo || lo > 0 {
+                        out.push(mk(g, lo, hi, s, e, e));
+                    }
+                }
+                s += sl;
+            }
+        }
+        StreamTrigger::Sliding { sliding, offset } => {
+            let sl = micros(sliding)?;
+            let off = offset.as_ref().map(&micros).transpose()?.unwrap_or(0);
+            if n == 0 {
+                return Ok(out);
+            }
+            // Ticks after the first row, up to the watermark.
+            let mut t = floor_to(g.ts[0], sl, off) + sl;
+            while t <= wm {
+                let lo = g.ts.partition_point(|&x| x < t - sl);
+                let hi = g.ts.partition_point(|&x| x < t);
+                if hi > lo || !ignore_nodata {
+                    let mut w = mk(g, lo, hi, t - sl, t, t);
+                    w.tick = Some(t);
+                    out.push(w);
+                }
+                t += sl;
+            }
+        }
+        StreamTrigger::Period { .. } => {}
+        StreamTrigger::Session { gap, .. } => {
+            let gap = micros(gap)?;
+            let mut lo = 0;
+            while lo < n {
+                let mut hi = lo + 1;
+                while hi < n && g.ts[hi] - g.ts[hi - 1] <= gap {
+                    hi += 1;
+                }
+                // Closed when the watermark is more than gap past its last row.
+                if wm - g.ts[hi - 1] > gap {
+                    out.push(mk(g, lo, hi, g.ts[lo], g.ts[hi - 1] + 1, g.ts[hi - 1]));
+                }
+                lo = hi;
+            }
+        }
+        StreamTrigger::State { true_for, .. } => {
+            let tf = true_for.as_ref().map(&micros).transpose()?.unwrap_or(0);
+            let mut cur: Option<(usize, usize, String)> = None; // first, last row, state
+            for i in 0..n {
+                let Some(st) = &g.state[i] else { continue };
+                match &mut cur {
+                    Some((_, last, s)) if s == st => *last = i,
+                    _ => {
+                        if let Some((f, l, _)) = cur.take() {
+                            if g.ts[l] - g.ts[f] >= tf {
+                                out.push(mk(g, f, l + 1, g.ts[f], g.ts[l] + 1, g.ts[l]));
+                            }
+                        }
+                        cur = Some((i, i, st.clone()));
+                    }
+                }
+            }
+        }
+        StreamTrigger::Event { true_for, .. } => {
+            let tf = true_for.as_ref().map(&micros).transpose()?.unwrap_or(0);
+            let mut open: Option<usize> = None;
+            for i in 0..n {
+                if open.is_none() && g.start[i] {
+                    open = Some(i);
+                }
+                if let Some(f) = open {
+                    if g.end[i] {
+                        if g.ts[i] - g.ts[f] >= tf {
+                            out.push(mk(g, f, i + 1, g.ts[f], g.ts[i] + 1, g.ts[i]));
+                        }
+                        open = None;
+                    }
+                }
+            }
+        }
+        StreamTrigger::Count { count, slide, columns } => {
+            let count = (*count).max(1) as usize;
+            let slide = slide.unwrap_or(count as i64).max(1) as usize;
+            let idx: Vec<usize> = (0..n).filter(|&i| columns.is_empty() || g.valid[i]).collect();
+            let mut k = 0;
+            while k + count <= idx.len() {
+                let (f, l) = (idx[k], idx[k + count - 1]);
+                out.push(mk(g, f, l + 1, g.ts[f], g.ts[l] + 1, g.ts[l]));
+                k += slide;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The values bound to a computation's placeholders.
+#[derive(Debug, Clone, Default)]
+pub struct Bindings {
+    pub window: Option<Win>,
+    pub group: Vec<Option<String>>,
+    pub tbname: Option<String>,
+    pub group_id: i64,
+    pub local_us: i64,
+    pub period_us: i64,
+}
+
+/// Bind a stream query's placeholders: `_twstart`… and `%%n` become
+/// literals, `%%trows` the trigger rows of the window and `%%tbname` the
+/// trigger child table.
+pub fn bind_query(c: &Compiled, q: &ast::Query, b: &Bindings) -> Result<ast::Query> {
+    struct Binder<'a> {
+        c: &'a Compiled,
+        b: &'a Bindings,
+        err: Option<crate::error::WeirError>,
+    }
+    impl Binder<'_> {
+        fn literal(&self, name: &str) -> Option<Result<String>> {
+            let w = self.b.window.as_ref();
+            let text = |v: &Option<String>| v.as_ref().map(|s| quote_lit(s)).unwrap_or_else(|| "NULL".into());
+            Some(Ok(match name {
+                "_twstart" => ts_literal(w.map(|w| w.start).unwrap_or(0)),
+                "_twend" => ts_literal(w.map(|w| w.shown_end).unwrap_or(0)),
+                "_twduration" => format!("CAST({} AS BIGINT)", w.map(|w| (w.shown_end - w.start) / 1000).unwrap_or(0)),
+                "_twrownum" => format!("CAST({} AS BIGINT)", w.map(|w| w.rows).unwrap_or(0)),
+                "_tcurrent_ts" => ts_literal(w.and_then(|w| w.tick).unwrap_or(0)),
+                "_tprev_ts" => ts_literal(w.map(|w| w.start).unwrap_or(0)),
+                "_tnext_ts" => ts_literal(w.and_then(|w| w.tick).map(|t| 2 * t - w.map(|w| w.start).unwrap_or(0)).unwrap_or(0)),
+                "_tgrpid" => format!("CAST({} AS BIGINT)", self.b.group_id),
+                "_tlocaltime" => format!("CAST({} AS BIGINT)", self.b.local_us.saturating_mul(1000)),
+                "_tprev_localtime" => format!("CAST({} AS BIGINT)", (self.b.local_us - self.b.period_us).saturating_mul(1000)),
+                "_tnext_localtime" => format!("CAST({} AS BIGINT)", (self.b.local_us + self.b.period_us).saturating_mul(1000)),
+                "%%tbname" => match &self.b.tbname {
+                    Some(t) => quote_lit(t),
+                    None => return Some(Err(err!(InvalidParameterValue, "%%tbname needs PARTITION BY tbname"))),
+                },
+                n if n.starts_with("%%") => {
+                    let k: usize = match n[2..].parse() {
+                        Ok(k) => k,
+                        Err(_) => return None,
+                    };
+                    match self.b.group.get(k.wrapping_sub(1)) {
+                        Some(v) => text(v),
+                        None => return Some(Err(err!(InvalidParameterValue, "%%{k} has no PARTITION BY column"))),
+                    }
+                }
+                _ => return None,
+            }))
+        }
+    }
+    impl ast::VisitorMut for Binder<'_> {
+        type Break = ();
+        fn post_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
+            let name = match e {
+                ast::Expr::Identifier(i) if i.quote_style.is_none() => i.value.to_lowercase(),
+                ast::Expr::Identifier(i) if i.value.starts_with("%%") => i.value.clone(),
+                _ => return ControlFlow::Continue(()),
+            };
+            match self.literal(&name) {
+                Some(Ok(lit)) => match crate::parser::parse_expr(&lit) {
+                    Ok(x) => *e = ast::Expr::Nested(Box::new(x)),
+                    Err(x) => {
+                        self.err = Some(x);
+                        return ControlFlow::Break(());
+                    }
+                },
+                Some(Err(x)) => {
+                    self.err = Some(x);
+                    return ControlFlow::Break(());
+                }
+                None => {}
+            }
+            ControlFlow::Continue(())
+        }
+        fn post_visit_table_factor(&mut self, f: &mut ast::TableFactor) -> ControlFlow<()> {
+            let ast::TableFactor::Table { name, alias, .. } = f else { return ControlFlow::Continue(()) };
+            let [ast::ObjectNamePart::Identifier(i)] = name.0.as_slice() else { return ControlFlow::Continue(()) };
+            let alias = alias.as_ref().map(|a| a.to_string()).unwrap_or_else(|| quote_ident(&i.value));
+            let rel = match i.value.as_str() {
+                "%%trows" => {
+                    let (Some(t), Some(w)) = (&self.c.trigger, &self.b.window) else {
+                        self.err = Some(err!(InvalidParameterValue, "%%trows needs a trigger table and a window"));
+                        return ControlFlow::Break(());
+                    };
+                    let mut cond = vec![format!("{} >= {}", quote_ident(&t.ts_column), ts_literal(w.start))];
+                    cond.push(format!("{} < {}", quote_ident(&t.ts_column), ts_literal(w.end)));
+                    if matches!(t.kind, TableKind::Stable(_)) {
+                        for (p, v) in self.c.cs.partition.iter().zip(&self.b.group) {
+                            let col = quote_ident(&crate::planner::ident(p));
+                            match v {
+                                Some(v) => cond.push(format!("CAST({col} AS TEXT) = {}", quote_lit(v))),
+                                None => cond.push(format!("{col} IS NULL")),
+                            }
+                        }
+                    }
+                    if let Some(f) = &self.c.pre_filter {
+                        cond.push(format!("({f})"));
+                    }
+                    format!("(SELECT * FROM {} WHERE {}) AS {alias}", trigger_relation(t), cond.join(" AND "))
+                }
+                "%%tbname" => match (&self.c.trigger, &self.b.tbname) {
+                    (Some(t), Some(n)) => format!("{}.{} AS {alias}", quote_ident(&t.database), quote_ident(n)),
+                    _ => {
+                        self.err = Some(err!(InvalidParameterValue, "%%tbname needs PARTITION BY tbname"));
+                        return ControlFlow::Break(());
+                    }
+                },
+                _ => return ControlFlow::Continue(()),
+            };
+            match crate::parser::parse_query(&format!("SELECT * FROM {rel}")) {
+                Ok(q) => {
+                    if let ast::SetExpr::Select(s) = *q.body {
+                        if let Some(tw) = s.from.into_iter().next() {
+                            *f = tw.relation;
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.err = Some(e);
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut q = q.clone();
+    let mut binder = Binder { c, b, err: None };
+    let _ = ast::VisitMut::visit(&mut q, &mut binder);
+    match binder.err {
+        Some(e) => Err(e),
+        None => Ok(q),
+    }
+}
+
+/// Run the stream's query for one window: its columns and rows.
+pub fn compute(env: &Env, c: &Compiled, b: &Bindings) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
+    let Some(q) = &c.cs.query else { return Ok((vec![], vec![])) };
+    let q = bind_query(c, q, b)?;
+    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, b.local_us), Params::default());
+    let logical = planner.plan_query(&q, None)?;
+    let columns = crate::planner::output_columns(&logical);
+    let plan = planner.physical(logical)?;
+    Ok((columns, crate::exec::collect(&plan, &planner.ctx)?))
+}
+
+/// The output table's data columns for the stream's query (planned with
+/// placeholder values): names from the column list, else the query's.
+pub fn output_columns(env: &Env, c: &Compiled) -> Result<Vec<PlanColumn>> {
+    let b = Bindings {
+        window: Some(Win { start: 0, end: 1, shown_end: 0, rows: 0, digest: 0, lo: 0, hi: 0, tick: Some(0) }),
+        group: c.cs.partition.iter().map(|_| None).collect(),
+        tbname: Some(match &c.trigger {
+            Some(t) => match &t.kind {
+                TableKind::Stable(_) => {
+                    env.catalog.child_tables(&t.database).into_iter().find(|x| x.stable == t.name).map(|x| x.name).unwrap_or(t.name.clone())
+                }
+                _ => t.name.clone(),
+            },
+            None => String::new(),
+        }),
+        ..Default::default()
+    };
+    let Some(q) = &c.cs.query else { return Ok(vec![]) };
+    let q = bind_query(c, q, &b)?;
+    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now_us()), Params::default());
+    let logical = planner.plan_query(&q, None)?;
+    let mut cols = crate::planner::output_columns(&logical);
+    if !c.cs.columns.is_empty() {
+        if c.cs.columns.len() != cols.len() {
+            bail!(
+                InvalidParameterValue,
+                "Out table cols count mismatch: {} column names for {} query columns",
+                c.cs.columns.len(),
+                cols.len()
+            );
+        }
+        for (col, n) in cols.iter_mut().zip(&c.cs.columns) {
+            col.name = crate::planner::ident(n);
+        }
+    }
+    match cols.first() {
+        Some(f) if f.ty.is_timestamp() => {}
+        _ => bail!(InvalidParameterValue, "Invalid stream query: the first column of the result must be a timestamp"),
+    }
+    Ok(cols)
+}
+
+/// The output subtable of a group and its tag values.
+pub struct GroupOut {
+    pub subtable: String,
+    pub tags: Vec<Option<String>>,
+}
+
+/// Evaluate an expression over a group's partition values (`tbname` and
+/// tag names, `%%n`) to text.
+fn group_value(env: &Env, c: &Compiled, e: &ast::Expr, group: &[Option<String>]) -> Result<Option<String>> {
+    let mut cols = Vec::new();
+    for (p, v) in c.cs.partition.iter().zip(group) {
+        cols.push(format!(
+            "{} AS {}",
+            v.as_ref().map(|v| quote_lit(v)).unwrap_or_else(|| "CAST(NULL AS TEXT)".into()),
+            quote_ident(&crate::planner::ident(p))
+        ));
+    }
+    let inner = if cols.is_empty() { "SELECT 1 AS \"?one\"".to_string() } else { format!("SELECT {}", cols.join(", ")) };
+    let q = crate::parser::parse_query(&format!("SELECT CAST(({e}) AS TEXT) FROM ({inner}) AS g"))?;
+    let b = Bindings { group: group.to_vec(), ..Default::default() };
+    let q = bind_query(c, &q, &b)?;
+    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now_us()), Params::default());
+    let plan = planner.physical(planner.plan_query(&q, None)?)?;
+    let rows = crate::exec::collect_rows(&plan, &planner.ctx, Some(1))?;
+    Ok(match rows.first().and_then(|r| r.first()) {
+        Some(Value::Text(s)) => Some(s.clone()),
+        Some(Value::Null) | None => None,
+        Some(other) => Some(crate::types::format_value(other)),
+    })
+}
+
+pub fn group_out(env: &Env, c: &Compiled, group: &[Option<String>]) -> Result<GroupOut> {
+    let (_, out) = c.output.clone().ok_or_else(|| err!(Internal, "stream has no output table"))?;
+    let subtable = match &c.cs.output_subtable {
+        Some(e) => group_value(env, c, e, group)?.ok_or_else(|| err!(InvalidParameterValue, "OUTPUT_SUBTABLE gave NULL"))?,
+        None => {
+            let parts: Vec<String> = group.iter().map(|v| v.clone().unwrap_or_else(|| "null".into())).collect();
+            format!("{out}_{}", parts.join("_"))
+        }
+    };
+    let tags = if c.cs.tags.is_empty() {
+        group.to_vec()
+    } else {
+        c.cs.tags.iter().map(|t| group_value(env, c, &t.expr, group)).collect::<Result<_>>()?
+    };
+    Ok(GroupOut { subtable, tags })
+}
+
+/// Write a window's result rows to the output (upsert on the first column).
+fn write_output(env: &Env, c: &Compiled, batches: &[RecordBatch], cols: &[PlanColumn], go: Option<&GroupOut>) -> Result<u64> {
+    let Some((db, name)) = &c.output else { return Ok(0) };
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    if rows == 0 || c.calc_notify_only {
+        return Ok(0);
+    }
+    let t = env
+        .catalog
+        .table(db, name)
+        .ok_or_else(|| err!(UndefinedTable, "output table \"{db}.{name}\" of stream \"{}\" does not exist", c.def.name))?;
+    let stable = env.catalog.stable(db, name);
+    let data_cols = match &stable {
+        Some(s) => s.columns.len(),
+        None => t.columns.len(),
+    };
+    if cols.len() != data_cols {
+        bail!(DatatypeMismatch, "stream \"{}\" gives {} columns for the {} columns of \"{name}\"", c.def.name, cols.len(), data_cols);
+    }
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(t.columns.len());
+    for col in &t.columns {
+        let a: ArrayRef = if let Some(i) = stable
+            .as_ref()
+            .and_then(|s| s.columns.iter().position(|x| *x == col.name))
+            .or(if stable.is_none() { t.column_index(&col.name) } else { None })
+        {
+            let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
+            let joined = arrow::compute::concat(&parts)?;
+            let from = SqlType::from_arrow(joined.data_type());
+            if joined.data_type() == &col.ty.to_arrow() {
+                joined
+            } else {
+                crate::exec::expr::cast_array(&joined, from, col.ty)?
+            }
+        } else {
+            let go = go.ok_or_else(|| err!(Internal, "output supertable without a group"))?;
+            let text = if col.name == TBNAME {
+                Some(go.subtable.clone())
+            } else {
+                let s = stable.as_ref().expect("a tag column is a supertable's");
+                let k = s.tags.iter().position(|x| *x == col.name).ok_or_else(|| err!(Internal, "unknown output column {}", col.name))?;
+                go.tags.get(k).cloned().flatten()
+            };
+            let v = match text {
+                Some(t) => Value::Text(t),
+                None => Value::Null,
+            };
+            let a = crate::types::values_to_array(&vec![v; rows], SqlType::Text)?;
+            crate::exec::expr::cast_array(&a, SqlType::Text, col.ty)?
+        };
+        arrays.push(a);
+    }
+    let regions = super::batching::table_regions(env, &t)?;
+    let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "output table has no region"))?;
+    let batch = RecordBatch::try_new(schema, arrays)?;
+    if let (Some(go), Some(s)) = (go, &stable) {
+        ensure_child(env.catalog, db, s, &go.subtable, &go.tags)?;
+    }
+    // An empty time range: nothing is deleted, rows upsert on their key.
+    Ok(super::sink::replace(env.storage, &t, &regions, &batch, Some((0, 0)))? as u64)
+}
+
+/// Register a child table of a supertable (its catalog entry and the view
+/// that reads its rows) when it does not exist yet.
+pub fn ensure_child(catalog: &Catalog, db: &str, s: &SuperTableDef, name: &str, tags: &[Option<String>]) -> Result<bool> {
+    if catalog.child_table(db, name).is_some() {
+        return Ok(false);
+    }
+    if catalog.table(db, name).is_some() || catalog.view(db, name).is_some() {
+        bail!(DuplicateTable, "Table already exists: \"{name}\" is not a child table of \"{}\"", s.name);
+    }
+    let cols: Vec<String> = s.columns.iter().map(|c| quote_ident(c)).collect();
+    let sql = format!("SELECT {} FROM {}.{} WHERE {TBNAME} = {}", cols.join(", "), quote_ident(db), quote_ident(&s.name), quote_lit(name));
+    catalog.create_view(
+        crate::catalog::ViewDef { database: db.to_string(), name: name.to_string(), sql, columns: s.columns.clone() },
+        false,
+    )?;
+    catalog.put_child_table(&crate::catalog::ChildTableDef {
+        database: db.to_string(),
+        name: name.to_string(),
+        stable: s.name.clone(),
+        tags: tags.to_vec(),
+        created_ms: super::batching::now_ms(),
+    })?;
+    Ok(true)
+}
+
+/// How an evaluation treats windows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// New closed windows and (per the options) changed ones.
+    CatchUp,
+    /// The first evaluation: without FILL_HISTORY the closed windows of the
+    /// history are recorded, not computed.
+    Init,
+    /// RECALCULATE: every window of the range that was computed.
+    Recalc { from: i64, to: Option<i64> },
+}
+
+/// Evaluate a stream: returns the result rows written.
+pub fn run(env: &Env, def: &StreamDef, mode: Mode) -> Result<u64> {
+    let c = compile(env, def)?;
+    let mut st = env.catalog.stream_state(&def.database, &def.name);
+    let r = run_compiled(env, &c, &mut st, mode);
+    st.last_error = r.as_ref().err().map(|e| e.to_string());
+    env.catalog.put_stream_state(&def.database, &def.name, &st)?;
+    r
+}
+
+fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Result<u64> {
+    let now = now_us();
+    if let StreamTrigger::Period { period, offset } = &c.cs.trigger {
+        return run_period(env, c, st, mode, period.micros.unwrap_or(0), offset.as_ref().and_then(|o| o.micros).unwrap_or(0), now);
+    }
+    let groups = read_trigger(env, c)?;
+    let mut written = 0u64;
+    for (gi, (key, g)) in groups.iter().enumerate() {
+        let wins = cut_windows(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata)?;
+        let max_ts = g.ts.last().copied().unwrap_or(i64::MIN);
+        let marks = st.windows.entry(key.clone()).or_default();
+        let frontier = marks.keys().next_back().copied();
+        let mut todo: Vec<&Win> = Vec::new();
+        for w in &wins {
+            let old = marks.get(&w.start).copied();
+            let mark = WindowMark { end: w.end, rows: w.rows, digest: w.digest };
+            let expired = c.expired_us.is_some_and(|e| w.end < max_ts.saturating_sub(e));
+            let compute = match mode {
+                Mode::Init => match c.fill_history {
+                    Some(from) => w.start >= from.unwrap_or(i64::MIN),
+                    None => false,
+                },
+                Mode::Recalc { from, to } => {
+                    old.is_some() && w.end > from && to.is_none_or(|t| w.start < t)
+                        || (old.is_none() && frontier.is_some_and(|f| w.start <= f) && w.end > from && to.is_none_or(|t| w.start < t))
+                }
+                Mode::CatchUp => match old {
+                    None if frontier.is_some_and(|f| w.start < f) => {
+                        // A window that appeared behind the progress: late rows.
+                        !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger)
+                    }
+                    None => !expired,
+                    Some(o) if o == mark => false,
+                    Some(o) if w.rows < o.rows => !expired && c.delete_recalc && disorder_recalcs(&c.cs.trigger),
+                    Some(_) => !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger),
+                },
+            };
+            if compute {
+                todo.push(w);
+            }
+            if compute || old.is_none() || mode == Mode::CatchUp {
+                marks.insert(w.start, mark);
+            }
+        }
+        if todo.is_empty() {
+            continue;
+        }
+        let go = if c.output.is_some() && is_grouped(c) { Some(group_out(env, c, &g.values)?) } else { None };
+        if let Some(go) = &go {
+            st.subtables.insert(key.clone(), go.subtable.clone());
+        }
+        let tbname = tbname_of(c, g);
+        for w in todo {
+            let b = Bindings {
+                window: Some(w.clone()),
+                group: g.values.clone(),
+                tbname: tbname.clone(),
+                group_id: gi as i64,
+                local_us: now,
+                period_us: 0,
+            };
+            let (cols, batches) = compute(env, c, &b)?;
+            written += write_output(env, c, &batches, &cols, go.as_ref())?;
+            st.windows_done += 1;
+        }
+    }
+    st.rows_written += written;
+    Ok(written)
+}
+
+/// Whether late rows and updates recalculate windows of this trigger
+/// (TDengine 3.3.7: not for PERIOD, SLIDING and COUNT_WINDOW).
+fn disorder_recalcs(t: &StreamTrigger) -> bool {
+    !matches!(t, StreamTrigger::Period { .. } | StreamTrigger::Sliding { .. } | StreamTrigger::Count { .. })
+}
+
+/// Whether the output is a supertable (one subtable per group).
+pub fn is_grouped(c: &Compiled) -> bool {
+    !c.cs.partition.is_empty()
+}
+
+/// The trigger child table of a group (`%%tbname`).
+fn tbname_of(c: &Compiled, g: &GroupRows) -> Option<String> {
+    match &c.trigger {
+        Some(t) if !matches!(t.kind, TableKind::Stable(_)) => Some(t.name.clone()),
+        _ => c.cs.partition.iter().position(|p| crate::planner::ident(p) == TBNAME).and_then(|i| g.values[i].clone()),
+    }
+}
+
+/// PERIOD: wall-clock ticks (midnight-anchored below a day). Each
+/// evaluation runs the latest tick due (missed ticks are not replayed),
+/// once per group.
+fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period: i64, offset: i64, now: i64) -> Result<u64> {
+    if let Mode::Recalc { .. } = mode {
+        bail!(FeatureNotSupported, "RECALCULATE is not supported for PERIOD streams");
+    }
+    if period <= 0 {
+        bail!(InvalidParameterValue, "invalid PERIOD");
+    }
+    const DAY: i64 = 86_400_000_000;
+    let tick = if period < DAY {
+        let midnight = now.div_euclid(DAY) * DAY;
+        midnight + offset + (now - midnight - offset).div_euclid(period) * period
+    } else {
+        floor_to(now, period, offset)
+    };
+    let groups: Vec<Vec<Option<String>>> =
+        if c.trigger.is_some() && is_grouped(c) { read_trigger(env, c)?.into_values().map(|g| g.values).collect() } else { vec![vec![]] };
+    let mut written = 0;
+    for (gi, values) in groups.iter().enumerate() {
+        let key = group_key(values);
+        if mode == Mode::Init {
+            // The tick at or before creation runs at the first evaluation
+            // (so a stream has output without waiting a whole period).
+            st.last_tick_us.entry(key).or_insert(tick - 1);
+            continue;
+        }
+        if st.last_tick_us.get(&key).is_some_and(|&t| t >= tick) {
+            continue;
+        }
+        st.last_tick_us.insert(key.clone(), tick);
+        let go = if c.output.is_some() && is_grouped(c) { Some(group_out(env, c, values)?) } else { None };
+        let tbname = c.cs.partition.iter().position(|p| crate::planner::ident(p) == TBNAME).and_then(|i| values[i].clone());
+        let b = Bindings { window: None, group: values.clone(), tbname, group_id: gi as i64, local_us: tick, period_us: period };
+        let (cols, batches) = compute(env, c, &b)?;
+        written += write_output(env, c, &batches, &cols, go.as_ref())?;
+        st.windows_done += 1;
+    }
+    st.rows_written += written;
+    Ok(written)
+}
+
+/// The output supertable's or table's definition for a new stream.
+pub fn output_table_def(
+    c: &Compiled,
+    cols: &[PlanColumn],
+    tag_types: &[(String, SqlType)],
+    db: &str,
+    name: &str,
+) -> Result<(TableDef, Option<SuperTableDef>)> {
+    let mut columns: Vec<ColumnDef> = Vec::new();
+    for col in cols {
+        if columns.iter().any(|x| x.name == col.name) {
+            bail!(DuplicateColumn, "Duplicated column names: \"{}\"", col.name);
+        }
+        let ty = if col.ty == SqlType::Unknown { SqlType::Text } else { col.ty };
+        columns.push(ColumnDef { name: col.name.clone(), ty, nullable: true, default: None, precision: None });
+    }
+    columns[0].nullable = false;
+    let mut primary_key = Vec::new();
+    let stable = if is_grouped(c) {
+        columns.push(ColumnDef { name: TBNAME.into(), ty: SqlType::Varchar, nullable: false, default: None, precision: None });
+        primary_key.push(columns.len() - 1);
+        for (n, ty) in tag_types {
+            if columns.iter().any(|x| x.name == *n) {
+                bail!(DuplicateColumn, "Duplicated column names: \"{n}\"");
+            }
+            columns.push(ColumnDef { name: n.clone(), ty: *ty, nullable: true, default: None, precision: None });
+            primary_key.push(columns.len() - 1);
+        }
+        Some(SuperTableDef {
+            database: db.to_string(),
+            name: name.to_string(),
+            tags: tag_types.iter().map(|t| t.0.clone()).collect(),
+            columns: cols.iter().map(|c| c.name.clone()).collect(),
+        })
+    } else {
+        None
+    };
+    let t = TableDef {
+        id: 0,
+        database: db.to_string(),
+        name: name.to_string(),
+        columns,
+        time_index: Some(0),
+        primary_key,
+        append_mode: false,
+        ttl_ms: None,
+        ttl_text: None,
+        regions: 1,
+    };
+    Ok((t, stable))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::Duration;
+
+    fn g(ts: &[i64]) -> GroupRows {
+        GroupRows { ts: ts.to_vec(), digest: vec![0; ts.len()], ..Default::default() }
+    }
+
+    fn dur(us: i64) -> Duration {
+        Duration { text: format!("{us}u"), micros: Some(us) }
+    }
+
+    fn spans(w: &[Win]) -> Vec<(i64, i64, u64)> {
+        w.iter().map(|w| (w.start, w.shown_end, w.rows)).collect()
+    }
+
+    #[test]
+    fn interval_windows_close_when_event_time_passes_their_end() {
+        let t = StreamTrigger::Interval { interval: dur(10), offset: None, sliding: dur(10), sliding_offset: None };
+        let w = cut_windows(&t, &g(&[1, 5, 12, 25]), 0, false).unwrap();
+        assert_eq!(spans(&w), vec![(0, 10, 2), (10, 20, 1)]);
+        // An empty window between rows fires unless IGNORE_NODATA_TRIGGER.
+        let w = cut_windows(&t, &g(&[1, 25, 31]), 0, false).unwrap();
+        assert_eq!(spans(&w), vec![(0, 10, 1), (10, 20, 0), (20, 30, 1)]);
+        let w = cut_windows(&t, &g(&[1, 25, 31]), 0, true).unwrap();
+        assert_eq!(spans(&w), vec![(0, 10, 1), (20, 30, 1)]);
+        // Watermark 10: rows after 31 - 10 wait.
+        let w = cut_windows(&t, &g(&[1, 25, 31]), 10, false).unwrap();
+        assert_eq!(spans(&w), vec![(0, 10, 1), (10, 20, 0)]);
+    }
+
+    #[test]
+    fn state_windows_follow_the_anchor_watermark_scenario() {
+        // Rows 0-9 s state 0, 10-19 state 1, 20-23 state 2, 25-29 state 3, 30 state 4; watermark 10 s.
+        let s = 1_000_000;
+        let mut ts = vec![];
+        let mut state = vec![];
+        for (range, v) in [(0..10, "0"), (10..20, "1"), (20..24, "2"), (25..30, "3"), (30..31, "4")] {
+            for t in range {
+                ts.push(t * s);
+                state.push(Some(v.to_string()));
+            }
+        }
+        let mut gr = g(&ts);
+        gr.state = state;
+        let t = StreamTrigger::State { expr: ast::Expr::Identifier(ast::Ident::new("x")), extend: None, true_for: None };
+        let w = cut_windows(&t, &gr, 10 * s, false).unwrap();
+        assert_eq!(spans(&w), vec![(0, 9 * s, 10), (10 * s, 19 * s, 10)]);
+    }
+
+    #[test]
+    fn session_event_and_count_windows() {
+        let t = StreamTrigger::Session { column: ast::Ident::new("ts"), gap: dur(5) };
+        assert_eq!(spans(&cut_windows(&t, &g(&[0, 3, 6, 20, 22, 40]), 0, false).unwrap()), vec![(0, 6, 3), (20, 22, 2)]);
+        let mut e = g(&[0, 1, 2, 3, 4, 5]);
+        e.start = vec![false, true, false, false, true, false];
+        e.end = vec![false, false, true, true, true, false];
+        let t = StreamTrigger::Event {
+            start: ast::Expr::Identifier(ast::Ident::new("a")),
+            end: ast::Expr::Identifier(ast::Ident::new("b")),
+            true_for: None,
+        };
+        assert_eq!(spans(&cut_windows(&t, &e, 0, false).unwrap()), vec![(1, 2, 2), (4, 4, 1)]);
+        let t = StreamTrigger::Count { count: 2, slide: None, columns: vec![] };
+        assert_eq!(spans(&cut_windows(&t, &g(&[0, 1, 2, 3, 4]), 0, false).unwrap()), vec![(0, 1, 2), (2, 3, 2)]);
+        let t = StreamTrigger::Count { count: 3, slide: Some(1), columns: vec![] };
+        assert_eq!(spans(&cut_windows(&t, &g(&[0, 1, 2, 3]), 0, false).unwrap()), vec![(0, 2, 3), (1, 3, 3)]);
+    }
+}

@@ -1,0 +1,193 @@
+//! TDengine's system tables in `information_schema`: `ins_snodes`,
+//! `ins_dnodes`, `ins_streams`, `ins_stream_tasks` and
+//! `ins_stream_recalculates`, built from the catalog at plan time (see
+//! `catalog::tdengine`). One process is one dnode (id 1).
+
+use super::logical::LogicalPlan;
+use super::Planner;
+use crate::error::Result;
+use crate::exec::plan::PlanColumn;
+use crate::types::{SqlType, Value};
+
+fn t(s: &str) -> Value {
+    Value::Text(s.to_string())
+}
+
+fn ts(ms: i64) -> Value {
+    Value::Timestamp(ms * 1000)
+}
+
+/// The process's one dnode.
+pub const DNODE_ID: i64 = 1;
+
+/// Whether `information_schema.<name>` is one of TDengine's tables.
+pub fn is_system_table(name: &str) -> bool {
+    matches!(name, "ins_snodes" | "ins_dnodes" | "ins_streams" | "ins_stream_tasks" | "ins_stream_recalculates")
+}
+
+fn status(p: &Planner, d: &crate::catalog::StreamDef) -> String {
+    if d.status == "Stopped" {
+        return d.status.clone();
+    }
+    match p.catalog.stream_state(&d.database, &d.name).last_error {
+        Some(_) => "Failed".into(),
+        None => d.status.clone(),
+    }
+}
+
+pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
+    use SqlType::*;
+    let endpoint = "localhost:6030";
+    match name {
+        "ins_snodes" => {
+            let snodes = p.catalog.snodes();
+            let mut rows = Vec::new();
+            for (i, s) in snodes.iter().enumerate() {
+                // With two or more snodes each one's replica is the next one.
+                let (replica, of) = if snodes.len() >= 2 {
+                    let next = &snodes[(i + 1) % snodes.len()];
+                    let prev = &snodes[(i + snodes.len() - 1) % snodes.len()];
+                    (Value::Int(next.id), t(&prev.id.to_string()))
+                } else {
+                    (Value::Int(0), t("None"))
+                };
+                rows.push(vec![Value::Int(s.id), t(endpoint), ts(s.created_ms), replica, of]);
+            }
+            super::system::table(
+                &[("id", Int4), ("endpoint", Varchar), ("create_time", Timestamp), ("replicaid", Int4), ("asreplicaof", Varchar)],
+                rows,
+            )
+        }
+        "ins_dnodes" => {
+            let vnodes = p.catalog.databases().len() as i64;
+            let rows = vec![vec![
+                Value::Int(DNODE_ID),
+                t(endpoint),
+                Value::Int(vnodes),
+                Value::Int(std::thread::available_parallelism().map(|n| n.get() as i64 * 2).unwrap_or(2)),
+                t("ready"),
+                ts(0),
+                ts(0),
+                t(""),
+            ]];
+            super::system::table(
+                &[
+                    ("id", Int4),
+                    ("endpoint", Varchar),
+                    ("vnodes", Int4),
+                    ("support_vnodes", Int4),
+                    ("status", Varchar),
+                    ("create_time", Timestamp),
+                    ("reboot_time", Timestamp),
+                    ("note", Varchar),
+                ],
+                rows,
+            )
+        }
+        "ins_streams" => {
+            let mut v = p.catalog.streams();
+            v.sort_by(|a, b| (&a.database, &a.name).cmp(&(&b.database, &b.name)));
+            let snodes = p.catalog.snodes();
+            let rows = v
+                .iter()
+                .map(|d| {
+                    let st = p.catalog.stream_state(&d.database, &d.name);
+                    let replica = snodes.iter().map(|s| s.id).find(|&id| id != d.snode).unwrap_or(0);
+                    vec![
+                        t(&d.name),
+                        t(&d.database),
+                        ts(d.created_ms),
+                        t(&d.id.to_string()),
+                        t(&d.sql),
+                        t(&status(p, d)),
+                        Value::Int(d.snode),
+                        Value::Int(replica),
+                        st.last_error.map(Value::Text).unwrap_or(t("")),
+                        Value::Int(st.windows_done as i64),
+                        Value::Int(st.rows_written as i64),
+                    ]
+                })
+                .collect();
+            super::system::table(
+                &[
+                    ("stream_name", Varchar),
+                    ("db_name", Varchar),
+                    ("create_time", Timestamp),
+                    ("stream_id", Varchar),
+                    ("sql", Varchar),
+                    ("status", Varchar),
+                    ("snodeleader", Int4),
+                    ("snodereplica", Int4),
+                    ("message", Varchar),
+                    ("windows_done", Int8),
+                    ("rows_written", Int8),
+                ],
+                rows,
+            )
+        }
+        "ins_stream_tasks" => {
+            // One Trigger and one Runner task per stream, on its snode.
+            let mut rows = Vec::new();
+            for d in p.catalog.streams() {
+                let st = status(p, &d);
+                for (i, kind) in ["Trigger", "Runner"].iter().enumerate() {
+                    rows.push(vec![
+                        t(&d.name),
+                        t(&d.id.to_string()),
+                        t(&format!("{}", d.id * 2 + i as u64)),
+                        t(kind),
+                        t("snode"),
+                        Value::Int(d.snode),
+                        t(&st),
+                        ts(d.created_ms),
+                    ]);
+                }
+            }
+            super::system::table(
+                &[
+                    ("stream_name", Varchar),
+                    ("stream_id", Varchar),
+                    ("task_id", Varchar),
+                    ("type", Varchar),
+                    ("node_type", Varchar),
+                    ("node_id", Int4),
+                    ("status", Varchar),
+                    ("start_time", Timestamp),
+                ],
+                rows,
+            )
+        }
+        _ => {
+            let mut rows = Vec::new();
+            for d in p.catalog.streams() {
+                for r in p.catalog.stream_state(&d.database, &d.name).recalcs {
+                    rows.push(vec![
+                        t(&d.name),
+                        t(&d.id.to_string()),
+                        t(&r.id.to_string()),
+                        Value::Timestamp(r.start_us),
+                        r.end_us.map(Value::Timestamp).unwrap_or(Value::Null),
+                        t(if r.status == "Finished" { "100%" } else { "0%" }),
+                        t(&r.status),
+                        ts(r.request_ms),
+                        t(&r.message),
+                    ]);
+                }
+            }
+            super::system::table(
+                &[
+                    ("stream_name", Varchar),
+                    ("stream_id", Varchar),
+                    ("recalc_id", Varchar),
+                    ("start", Timestamp),
+                    ("end", Timestamp),
+                    ("progress", Varchar),
+                    ("status", Varchar),
+                    ("request_time", Timestamp),
+                    ("message", Varchar),
+                ],
+                rows,
+            )
+        }
+    }
+}
