@@ -921,6 +921,131 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
     Ok(written)
 }
 
+/// How often running streams are evaluated without writes (PERIOD ticks,
+/// watermarks); a write to any table wakes the runner sooner (after
+/// `WRITE_DEBOUNCE_MS`, so a burst of writes is one evaluation).
+pub const STREAM_POLL_MS: u64 = 1000;
+pub const WRITE_DEBOUNCE_MS: u64 = 50;
+
+/// Runs the streams: a background thread evaluates every running stream
+/// after writes and every `STREAM_POLL_MS`; ADMIN FLUSH_STREAM runs one
+/// now. One evaluation at a time (the lock), so the thread and ADMIN
+/// never interleave on a stream's progress.
+pub struct StreamRunner {
+    run_lock: parking_lot::Mutex<()>,
+    wake: (parking_lot::Mutex<(bool, bool)>, parking_lot::Condvar),
+}
+
+impl StreamRunner {
+    pub fn new() -> Arc<StreamRunner> {
+        Arc::new(StreamRunner {
+            run_lock: parking_lot::Mutex::new(()),
+            wake: (parking_lot::Mutex::new((false, false)), parking_lot::Condvar::new()),
+        })
+    }
+
+    /// Run one stream now: its pending recalculations in request order,
+    /// then new and changed windows. Returns the rows written.
+    pub fn run_one(&self, env: &Env, def: &StreamDef) -> Result<u64> {
+        let _g = self.run_lock.lock();
+        // The definition may have changed (STOP) or gone since it was read.
+        let Some(def) = env.catalog.stream(&def.database, &def.name) else { return Ok(0) };
+        if def.status == "Stopped" {
+            return Ok(0);
+        }
+        let mut rows = 0u64;
+        let st = env.catalog.stream_state(&def.database, &def.name);
+        for r in st.recalcs.iter().filter(|r| r.status == "Pending") {
+            let res = run(env, &def, Mode::Recalc { from: r.start_us, to: r.end_us });
+            let mut st = env.catalog.stream_state(&def.database, &def.name);
+            if let Some(x) = st.recalcs.iter_mut().find(|x| x.id == r.id) {
+                match &res {
+                    Ok(_) => x.status = "Finished".into(),
+                    Err(e) => {
+                        x.status = "Failed".into();
+                        x.message = e.to_string();
+                    }
+                }
+            }
+            env.catalog.put_stream_state(&def.database, &def.name, &st)?;
+            rows += res?;
+        }
+        Ok(rows + run(env, &def, Mode::CatchUp)?)
+    }
+
+    /// Evaluate every running stream (errors are recorded in its state:
+    /// status Failed until an evaluation succeeds).
+    pub fn run_all(&self, env: &Env) {
+        for def in env.catalog.streams() {
+            if def.status != "Stopped" {
+                if let Err(e) = self.run_one(env, &def) {
+                    tracing::debug!(stream = %def.name, error = %e, "stream evaluation failed");
+                }
+            }
+        }
+    }
+
+    /// Start the background thread; it ends when the owner is gone or
+    /// `stop` is called.
+    pub fn spawn<T: Send + Sync + 'static>(self: &Arc<Self>, owner: std::sync::Weak<T>, env: fn(&T) -> Env<'_>) {
+        let me = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new().name("weir-streams".into()).spawn(move || loop {
+            {
+                let Some(r) = me.upgrade() else { return };
+                let mut g = r.wake.0.lock();
+                if g.1 {
+                    return;
+                }
+                if !g.0 {
+                    r.wake.1.wait_for(&mut g, std::time::Duration::from_millis(STREAM_POLL_MS));
+                }
+                if g.1 {
+                    return;
+                }
+                let woke = std::mem::take(&mut g.0);
+                drop(g);
+                if woke {
+                    std::thread::sleep(std::time::Duration::from_millis(WRITE_DEBOUNCE_MS));
+                }
+            }
+            let (Some(r), Some(o)) = (me.upgrade(), owner.upgrade()) else { return };
+            if !has_streams(&env(&o)) {
+                continue;
+            }
+            r.run_all(&env(&o));
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the stream runner");
+        }
+    }
+
+    /// Hold off evaluations while a statement changes a stream's
+    /// definition or progress (DROP, STOP / START, RECALCULATE, CREATE).
+    pub fn exclusive(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.run_lock.lock()
+    }
+
+    pub fn stop(&self) {
+        self.wake.0.lock().1 = true;
+        self.wake.1.notify_all();
+    }
+}
+
+fn has_streams(env: &Env) -> bool {
+    !env.catalog.streams().is_empty()
+}
+
+impl crate::storage::WriteListener for StreamRunner {
+    /// Cheap: wake the runner (the changes are read at evaluation).
+    fn on_write(&self, _notice: &crate::storage::WriteNotice) {
+        let mut g = self.wake.0.lock();
+        if !g.0 {
+            g.0 = true;
+            self.wake.1.notify_all();
+        }
+    }
+}
+
 /// Whether late rows and updates recalculate windows of this trigger
 /// (TDengine 3.3.7: not for PERIOD, SLIDING and COUNT_WINDOW).
 fn disorder_recalcs(t: &StreamTrigger) -> bool {

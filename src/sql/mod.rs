@@ -44,6 +44,8 @@ pub struct Engine {
     pub activity: crate::exec::activity::Activity,
     /// The running flows (continuous queries).
     pub flows: Arc<crate::flow::FlowManager>,
+    /// TDengine's streams (engineer tdengine).
+    pub streams: Arc<crate::flow::tdengine::StreamRunner>,
 }
 
 impl Engine {
@@ -55,7 +57,8 @@ impl Engine {
         let storage = StorageEngine::open_tuned(&dir.join("regions"), config.storage_config(), config.storage_tuning())?;
         bootstrap_superuser(&catalog, &config)?;
         let flows = crate::flow::FlowManager::new(session_vars::defaults());
-        let engine = Engine { catalog, storage, config, activity: Default::default(), flows };
+        let streams = crate::flow::tdengine::StreamRunner::new();
+        let engine = Engine { catalog, storage, config, activity: Default::default(), flows, streams };
         for t in engine.catalog.all_tables() {
             engine.open_table_regions(&t)?;
         }
@@ -64,6 +67,8 @@ impl Engine {
         engine.storage.subscribe(engine.flows.clone());
         let engine = Arc::new(engine);
         engine.flows.spawn_scheduler(Arc::downgrade(&engine), Engine::flow_env);
+        engine.storage.subscribe(engine.streams.clone());
+        engine.streams.spawn(Arc::downgrade(&engine), Engine::flow_env);
         Ok(engine)
     }
 

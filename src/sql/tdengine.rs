@@ -100,6 +100,8 @@ pub fn execute(s: &mut Session, t: &TdStatement) -> Result<QueryResult> {
         TdStatement::ShowDnodes => system_query(s, "ins_dnodes"),
         TdStatement::CreateStream(c) => create_stream(s, c),
         TdStatement::DropStream { if_exists, names } => {
+            let engine = s.engine.clone();
+            let _g = engine.streams.exclusive();
             for n in names {
                 let (db, name) = td::qualified(&s.database, n)?;
                 if s.engine.catalog.stream(&db, &name).is_none() {
@@ -125,6 +127,8 @@ pub fn execute(s: &mut Session, t: &TdStatement) -> Result<QueryResult> {
             text_rows(&["stream_name", "create_sql"], vec![vec![def.name.clone(), def.sql.clone()]])
         }
         TdStatement::StopStream { if_exists, name } | TdStatement::StartStream { if_exists, name, .. } => {
+            let engine = s.engine.clone();
+            let _g = engine.streams.exclusive();
             let (db, n) = td::qualified(&s.database, name)?;
             let Some(mut def) = s.engine.catalog.stream(&db, &n) else {
                 if *if_exists {
@@ -156,7 +160,9 @@ pub fn execute(s: &mut Session, t: &TdStatement) -> Result<QueryResult> {
                 // TDengine ignores a COUNT_WINDOW recalculation without an end.
                 return cmd("RECALCULATE STREAM");
             }
-            let cat = &s.engine.catalog;
+            let engine = s.engine.clone();
+            let _g = engine.streams.exclusive();
+            let cat = &engine.catalog;
             let mut st = cat.stream_state(&def.database, &def.name);
             let id = cat.next_td_id()?;
             st.recalcs.push(crate::catalog::RecalcRequest {
@@ -541,32 +547,12 @@ pub fn show_tables_names(s: &Session, db: &str, names: &mut Vec<String>) {
 /// ADMIN FLUSH_STREAM('name'): run the stream now (its pending
 /// recalculations, then new and changed windows). Returns the rows written.
 pub fn flush_stream(s: &Session, name: &str) -> Result<i64> {
+    if s.block.is_some() {
+        bail!(ActiveSqlTransaction, "ADMIN FLUSH_STREAM cannot run inside a transaction block");
+    }
     let n = crate::parser::parse_object_name(name)?;
     let def = stream_def(s, &n)?;
-    if def.status == "Stopped" {
-        return Ok(0);
-    }
-    let env = env(s);
-    let mut rows = 0u64;
-    // Recalculations first, in request order.
-    let st = env.catalog.stream_state(&def.database, &def.name);
-    for r in st.recalcs.iter().filter(|r| r.status == "Pending") {
-        let res = td::run(&env, &def, td::Mode::Recalc { from: r.start_us, to: r.end_us });
-        let mut st = env.catalog.stream_state(&def.database, &def.name);
-        if let Some(x) = st.recalcs.iter_mut().find(|x| x.id == r.id) {
-            match &res {
-                Ok(_) => x.status = "Finished".into(),
-                Err(e) => {
-                    x.status = "Failed".into();
-                    x.message = e.to_string();
-                }
-            }
-        }
-        env.catalog.put_stream_state(&def.database, &def.name, &st)?;
-        rows += res?;
-    }
-    rows += td::run(&env, &def, td::Mode::CatchUp)?;
-    Ok(rows as i64)
+    Ok(s.engine.streams.run_one(&env(s), &def)? as i64)
 }
 
 fn create_stream(s: &mut Session, cs: &CreateStream) -> Result<QueryResult> {
@@ -654,9 +640,13 @@ fn create_stream(s: &mut Session, cs: &CreateStream) -> Result<QueryResult> {
     } else if cs.query.is_some() && cs.notify.is_none() {
         bail!(InvalidParameterValue, "Invalid stream: a query needs INTO or NOTIFY");
     }
+    let _g = engine.streams.exclusive();
     cat.put_stream(&def)?;
     // History: recorded (not computed) unless FILL_HISTORY asks for it.
-    td::run(&env, &def, td::Mode::Init)?;
+    if let Err(e) = td::run(&env, &def, td::Mode::Init) {
+        cat.drop_stream(&db, &name)?;
+        return Err(e);
+    }
     cmd("CREATE STREAM")
 }
 
