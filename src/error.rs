@@ -30,6 +30,10 @@ pub enum ErrorKind {
     Grouping,
     /// 42P20: a window clause PostgreSQL refuses.
     Windowing,
+    /// 22004: a NULL where PostgreSQL refuses one.
+    NullValueNotAllowed,
+    /// 22025: a bad LIKE escape.
+    InvalidEscapeSequence,
     /// 22013: a negative or NULL window frame offset.
     InvalidPrecedingOrFollowingSize,
     NotNullViolation,
@@ -105,6 +109,8 @@ impl ErrorKind {
             UndefinedTable => "42P01",
             UndefinedColumn => "42703",
             Windowing => "42P20",
+            NullValueNotAllowed => "22004",
+            InvalidEscapeSequence => "22025",
             InvalidPrecedingOrFollowingSize => "22013",
             UndefinedFunction => "42883",
             UndefinedObject => "42704",

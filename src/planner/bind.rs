@@ -468,11 +468,14 @@ impl<'a> Planner<'a> {
                 }
             }
             E::Like { negated, expr, pattern, escape_char, .. } | E::ILike { negated, expr, pattern, escape_char, .. } => {
-                if escape_char.is_some() {
-                    bail!(FeatureNotSupported, "LIKE ... ESCAPE is not supported");
-                }
                 let x = self.bind_expr(expr, scope, agg)?;
-                let p = self.bind_expr(pattern, scope, agg)?;
+                let mut p = coerce(self.bind_expr(pattern, scope, agg)?, SqlType::Text)?;
+                if let Some(esc) = escape_char {
+                    // `p ESCAPE e` is PostgreSQL's like_escape(p, e): the pattern rewritten
+                    // with backslash, the escape character of the LIKE kernel.
+                    let esc = coerce(self.bind_expr(esc, scope, agg)?, SqlType::Text)?;
+                    p = Expr::Func { name: "like_escape".into(), args: vec![p, esc], ty: SqlType::Text };
+                }
                 Expr::Like {
                     expr: Box::new(coerce(x, SqlType::Text)?),
                     pattern: Box::new(coerce(p, SqlType::Text)?),

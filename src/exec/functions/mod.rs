@@ -182,11 +182,13 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("lpad", vec![s(&[Text, Int8], Text), s(&[Text, Int8, Text], Text)], string::lpad),
         Def::new("rpad", vec![s(&[Text, Int8], Text), s(&[Text, Int8, Text], Text)], string::rpad),
         Def::new("replace", vec![s(&[Text, Text, Text], Text)], string::replace),
+        Def::new("like_escape", vec![s(&[Text, Text], Text)], string::like_escape),
         Def::new("split_part", vec![s(&[Text, Text, Int8], Text)], string::split_part),
         Def::new("strpos", vec![s(&[Text, Text], Int4)], string::strpos).alias(&["position"]),
         Def::new("starts_with", vec![s(&[Text, Text], Bool)], string::starts_with),
         Def::new("concat", vec![var(&[], any_t, Text)], string::concat).lenient(),
         Def::new("concat_ws", vec![var(&[Arg::T(Text)], any_t, Text)], string::concat_ws).lenient(),
+        Def::new("format", vec![var(&[Arg::T(Text)], any_t, Text)], string::format).lenient(),
         Def::new("regex_match", vec![s(&[Text, Text], Bool)], |a| string::regex_match(a, false)),
         Def::new("regex_imatch", vec![s(&[Text, Text], Bool)], |a| string::regex_match(a, true)),
         Def::new(
