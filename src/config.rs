@@ -20,6 +20,8 @@ pub struct Config {
     /// empty: no TLS.
     pub ssl_cert_file: String,
     pub ssl_key_file: String,
+    /// Prometheus metrics over HTTP (`GET /metrics`), HOST:PORT; empty: off.
+    pub metrics_listen: String,
     pub storage: StorageSection,
     pub execution: ExecutionSection,
 }
@@ -68,6 +70,7 @@ impl Default for Config {
             hba_file: String::new(),
             ssl_cert_file: String::new(),
             ssl_key_file: String::new(),
+            metrics_listen: String::new(),
             storage: StorageSection::default(),
             execution: ExecutionSection::default(),
         }

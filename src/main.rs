@@ -29,6 +29,9 @@ struct Args {
     /// TLS private key (PEM).
     #[arg(long)]
     ssl_key_file: Option<String>,
+    /// Prometheus metrics over HTTP on HOST:PORT (GET /metrics).
+    #[arg(long)]
+    metrics_listen: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -47,6 +50,9 @@ fn main() -> anyhow::Result<()> {
     if let Some(l) = args.listen {
         config.listen = l;
     }
+    if let Some(m) = args.metrics_listen {
+        config.metrics_listen = m;
+    }
     if let Some(u) = args.superuser {
         config.superuser = u;
     }
@@ -64,6 +70,7 @@ fn main() -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(64 << 20).build()?;
     rt.block_on(async move {
         let listen = config.listen.clone();
+        let metrics_listen = config.metrics_listen.clone();
         let data_dir = config.data_dir.clone();
         let engine = match weir::sql::Engine::open(config) {
             Ok(e) => e,
@@ -85,6 +92,18 @@ fn main() -> anyhow::Result<()> {
         use std::io::Write;
         std::io::stdout().flush()?;
         tracing::info!(%addr, data_dir, "weir started");
+        if !metrics_listen.is_empty() {
+            let ml = tokio::net::TcpListener::bind(&metrics_listen).await?;
+            let maddr = ml.local_addr()?;
+            println!("weir metrics on http://{maddr}/metrics");
+            std::io::stdout().flush()?;
+            let e = engine.clone();
+            tokio::spawn(async move {
+                if let Err(err) = weir::server::metrics::serve(e, ml).await {
+                    tracing::warn!(error = %err, "metrics listener stopped");
+                }
+            });
+        }
         let shutdown = async {
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
             tokio::select! {

@@ -108,6 +108,65 @@ pub struct FlowStatistics {
     pub state_windows: u64,
 }
 
+/// Most entries one region's write clock keeps; past it a new write
+/// extends the newest entry (the oldest stay exact).
+const CLOCK_ENTRIES_MAX: usize = 4096;
+
+/// Wall-clock times of the writes to flow sources that some flow may not
+/// reflect yet, per region: (first sequence, last sequence, ms since the
+/// epoch) of each write notice, oldest first. A flow's lag is now minus
+/// the time of the oldest write past its checkpoint (issue 9: exact lag).
+/// In memory: after a restart the writes before it have no time.
+#[derive(Debug, Default)]
+pub struct WriteClock {
+    regions: parking_lot::Mutex<std::collections::HashMap<u64, std::collections::VecDeque<(u64, u64, i64)>>>,
+}
+
+impl WriteClock {
+    /// Record a write of `seqs` (inclusive) at `ms`; returns the number of
+    /// entries the region holds (the caller prunes when it grows).
+    pub fn note(&self, region: u64, seqs: (u64, u64), ms: i64) -> usize {
+        let mut m = self.regions.lock();
+        let q = m.entry(region).or_default();
+        let full = q.len() >= CLOCK_ENTRIES_MAX;
+        match q.back_mut() {
+            // Same millisecond, or full: the newest entry covers it.
+            Some(last) if last.2 == ms || full => last.1 = last.1.max(seqs.1),
+            _ => q.push_back((seqs.0, seqs.1, ms)),
+        }
+        q.len()
+    }
+
+    /// Forget the writes every reader has reflected (up to `upto`); None:
+    /// nobody reads the region any more.
+    pub fn prune(&self, region: u64, upto: Option<u64>) {
+        let mut m = self.regions.lock();
+        match upto {
+            None => {
+                m.remove(&region);
+            }
+            Some(u) => {
+                if let Some(q) = m.get_mut(&region) {
+                    while q.front().is_some_and(|e| e.1 <= u) {
+                        q.pop_front();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Entries held for a region.
+    pub fn len(&self, region: u64) -> usize {
+        self.regions.lock().get(&region).map_or(0, |q| q.len())
+    }
+
+    /// When the oldest write after sequence `after` happened; None when
+    /// the clock has no such write (none noticed since the start).
+    pub fn oldest_after(&self, region: u64, after: u64) -> Option<i64> {
+        self.regions.lock().get(&region)?.iter().find(|e| e.1 > after).map(|e| e.2)
+    }
+}
+
 impl Catalog {
     pub fn flows(&self) -> Vec<FlowDef> {
         self.tree
@@ -235,5 +294,29 @@ impl FlowDef {
         }
         out.push_str(&format!("AS {}", self.query));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WriteClock;
+
+    #[test]
+    fn write_clock_answers_the_oldest_unreflected_write() {
+        let c = WriteClock::default();
+        assert_eq!(c.oldest_after(1, 0), None);
+        c.note(1, (1, 3), 1_000);
+        c.note(1, (4, 4), 1_000); // same millisecond: one entry
+        c.note(1, (5, 9), 2_000);
+        assert_eq!(c.len(1), 2);
+        assert_eq!(c.oldest_after(1, 0), Some(1_000));
+        assert_eq!(c.oldest_after(1, 3), Some(1_000), "seq 4 is unreflected, written at 1,000");
+        assert_eq!(c.oldest_after(1, 4), Some(2_000));
+        assert_eq!(c.oldest_after(1, 9), None);
+        c.prune(1, Some(4));
+        assert_eq!(c.len(1), 1);
+        assert_eq!(c.oldest_after(1, 0), Some(2_000));
+        c.prune(1, None);
+        assert_eq!(c.len(1), 0);
     }
 }

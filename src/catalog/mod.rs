@@ -6,7 +6,7 @@
 mod flow;
 mod tdengine;
 
-pub use flow::{FlowDef, FlowProgress, FlowStatistics};
+pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
 pub use tdengine::{ChildTableDef, RecalcRequest, SnodeDef, StreamDef, StreamState, SuperTableDef, WindowMark};
 
 use parking_lot::RwLock;
@@ -115,6 +115,8 @@ pub struct Catalog {
     state: RwLock<State>,
     /// Running flows' statistics (in memory; `information_schema.flow_statistics`).
     pub flow_stats: RwLock<BTreeMap<String, flow::FlowStatistics>>,
+    /// When the writes flows have not reflected yet happened (lag).
+    pub write_clock: std::sync::Arc<flow::WriteClock>,
 }
 
 const DB_PREFIX: &str = "db/";
@@ -158,7 +160,7 @@ impl Catalog {
                 serde_json::from_slice::<FlowProgress>(&v).map_err(corrupt)?;
             }
         }
-        let cat = Catalog { tree, db, state: RwLock::new(state), flow_stats: Default::default() };
+        let cat = Catalog { tree, db, state: RwLock::new(state), flow_stats: Default::default(), write_clock: Default::default() };
         if !cat.database_exists("public") {
             cat.create_database("public")?;
         }

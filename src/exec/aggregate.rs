@@ -40,6 +40,18 @@ enum State {
     StringAgg(Vec<Option<String>>),
     /// Welford: (n, mean, m2).
     Var(Vec<(i64, f64, f64)>),
+    /// first / last: the (time, value) pair least (first) or greatest
+    /// (last) in (time, value) order.
+    FirstLast {
+        vals: Vec<Option<(i64, Value)>>,
+        last: bool,
+    },
+    /// The extreme and how many rows hold it (output: the count).
+    ExtremeCount {
+        vals: Vec<Value>,
+        counts: Vec<i64>,
+        is_min: bool,
+    },
 }
 
 pub struct Accumulator {
@@ -72,6 +84,10 @@ impl Accumulator {
             AggFunc::BoolOr => State::Bool { vals: vec![], and: false },
             AggFunc::StringAgg => State::StringAgg(vec![]),
             AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => State::Var(vec![]),
+            AggFunc::First | AggFunc::Last => State::FirstLast { vals: vec![], last: call.func == AggFunc::Last },
+            AggFunc::MinCount | AggFunc::MaxCount => {
+                State::ExtremeCount { vals: vec![], counts: vec![], is_min: call.func == AggFunc::MinCount }
+            }
         };
         Accumulator { call: call.clone(), state, seen: Default::default(), distinct_rows: None }
     }
@@ -88,6 +104,11 @@ impl Accumulator {
             State::Bool { vals, .. } => vals.resize(groups, None),
             State::StringAgg(v) => v.resize(groups, None),
             State::Var(v) => v.resize(groups, (0, 0.0, 0.0)),
+            State::FirstLast { vals, .. } => vals.resize(groups, None),
+            State::ExtremeCount { vals, counts, .. } => {
+                vals.resize(groups, Value::Null);
+                counts.resize(groups, 0);
+            }
         }
     }
 
@@ -187,6 +208,56 @@ impl Accumulator {
             };
         }
         match &mut self.state {
+            State::FirstLast { vals, last } => {
+                // Rows with a NULL time do not count either.
+                let t = i64_values(&args[1])?;
+                let t_valid = args[1].logical_nulls();
+                let keep = keep.unwrap_or_else(|| vec![true; n]);
+                for i in 0..n {
+                    if !keep[i] || t_valid.as_ref().is_some_and(|v| v.is_null(i)) {
+                        continue;
+                    }
+                    let cur = &mut vals[groups[i]];
+                    let better = match cur {
+                        None => true,
+                        Some((ct, cv)) => {
+                            let o = t[i].cmp(ct).then_with(|| value_at(a.as_ref(), i).total_cmp(cv));
+                            if *last {
+                                o.is_gt()
+                            } else {
+                                o.is_lt()
+                            }
+                        }
+                    };
+                    if better {
+                        *cur = Some((t[i], value_at(a.as_ref(), i)));
+                    }
+                }
+            }
+            State::ExtremeCount { vals, counts, is_min } => {
+                let keep = keep.unwrap_or_else(|| vec![true; n]);
+                for i in 0..n {
+                    if keep[i] {
+                        let x = value_at(a.as_ref(), i);
+                        let g = groups[i];
+                        let o = if vals[g].is_null() {
+                            std::cmp::Ordering::Less
+                        } else if *is_min {
+                            x.total_cmp(&vals[g])
+                        } else {
+                            vals[g].total_cmp(&x)
+                        };
+                        match o {
+                            std::cmp::Ordering::Less => {
+                                vals[g] = x;
+                                counts[g] = 1;
+                            }
+                            std::cmp::Ordering::Equal => counts[g] += 1,
+                            _ => {}
+                        }
+                    }
+                }
+            }
             State::Count(v) => each!(i => { v[groups[i]] += 1; }),
             State::SumInt(v) => {
                 let c = cast_array(a, self.call.args[0].ty(), SqlType::Int8)?;
@@ -411,6 +482,45 @@ impl Accumulator {
                     }
                 }
             }
+            (State::FirstLast { vals, last }, State::FirstLast { vals: o, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let Some((t, x)) = &o[g] {
+                        let better = vals[m].as_ref().is_none_or(|(ct, cv)| {
+                            let o = t.cmp(ct).then_with(|| x.total_cmp(cv));
+                            if *last {
+                                o.is_gt()
+                            } else {
+                                o.is_lt()
+                            }
+                        });
+                        if better {
+                            vals[m] = Some((*t, x.clone()));
+                        }
+                    }
+                }
+            }
+            (State::ExtremeCount { vals, counts, is_min }, State::ExtremeCount { vals: ov, counts: oc, .. }) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if ov[g].is_null() {
+                        continue;
+                    }
+                    let o = if vals[m].is_null() {
+                        std::cmp::Ordering::Less
+                    } else if *is_min {
+                        ov[g].total_cmp(&vals[m])
+                    } else {
+                        vals[m].total_cmp(&ov[g])
+                    };
+                    match o {
+                        std::cmp::Ordering::Less => {
+                            vals[m] = ov[g].clone();
+                            counts[m] = oc[g];
+                        }
+                        std::cmp::Ordering::Equal => counts[m] += oc[g],
+                        _ => {}
+                    }
+                }
+            }
             _ => return Err(err!(Internal, "aggregate states of {:?} cannot be merged", self.call.func)),
         }
         Ok(())
@@ -458,6 +568,10 @@ impl Accumulator {
             State::MinMax { vals, .. } => values_to_array(vals, ty)?,
             State::Bool { vals, .. } => Arc::new(BooleanArray::from(vals.clone())),
             State::StringAgg(v) => Arc::new(StringArray::from(v.clone())),
+            State::FirstLast { vals, .. } => {
+                values_to_array(&vals.iter().map(|v| v.as_ref().map(|(_, x)| x.clone()).unwrap_or(Value::Null)).collect::<Vec<_>>(), ty)?
+            }
+            State::ExtremeCount { counts, .. } => Arc::new(Int64Array::from(counts.clone())),
         })
     }
 }

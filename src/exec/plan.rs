@@ -66,6 +66,16 @@ pub enum AggFunc {
     StddevPop,
     VarSamp,
     VarPop,
+    /// `first(x, t)`: x of the row with the least t among rows with a
+    /// non-NULL x (ties: the least x) — GreptimeDB's / TDengine's
+    /// `first(x)` by the time index.
+    First,
+    /// `last(x, t)`: x of the row with the greatest t (ties: the greatest x).
+    Last,
+    /// Internal (incremental flows): how many rows hold min(x).
+    MinCount,
+    /// Internal (incremental flows): how many rows hold max(x).
+    MaxCount,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -161,7 +161,15 @@ struct Meta {
     created_ms: i64,
     query: String,
     complete: bool,
+    /// The layout of the partial states ([`STATE_FORMAT`]); states of
+    /// another layout are dropped.
+    #[serde(default)]
+    format: u32,
 }
+
+/// Version of the partial-state layout: 2 keeps min / max with the count
+/// of their extreme, and first / last with their time.
+const STATE_FORMAT: u32 = 2;
 
 /// The incremental part of a flow's in-memory state.
 #[derive(Debug, Default)]
@@ -373,31 +381,75 @@ fn merge(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, minus: Op
                 }
             }
             Keep::Min | Keep::Max => {
-                let better = |x: &Value, y: &Value| -> Option<bool> {
-                    let o = cmp(x, y)?;
-                    Some(if a.keep == Keep::Min { o.is_lt() } else { o.is_gt() })
-                };
-                if !matches!(m[f], Value::Null) {
-                    match &cur[f] {
-                        Value::Null => return Merge::Inconsistent,
-                        c => match better(c, &m[f]) {
-                            // The retracted values are all worse than the extreme: it stays.
-                            Some(true) => {}
-                            Some(false) => return Merge::LostExtreme,
+                // (extreme, rows holding it); inserts first, then retractions.
+                let toward = |o: std::cmp::Ordering| if a.keep == Keep::Min { o } else { o.reverse() };
+                if !matches!(p[f], Value::Null) {
+                    match &out[f] {
+                        Value::Null => {
+                            out[f] = p[f].clone();
+                            out[f + 1] = p[f + 1].clone();
+                        }
+                        c => match cmp(&p[f], c).map(toward) {
+                            Some(std::cmp::Ordering::Less) => {
+                                out[f] = p[f].clone();
+                                out[f + 1] = p[f + 1].clone();
+                            }
+                            Some(std::cmp::Ordering::Equal) => out[f + 1] = Value::Int(int(&out[f + 1]) + int(&p[f + 1])),
+                            Some(std::cmp::Ordering::Greater) => {}
                             None => return Merge::Inconsistent,
                         },
                     }
                 }
-                if !matches!(p[f], Value::Null) {
-                    let take = match &out[f] {
+                if !matches!(m[f], Value::Null) {
+                    match &out[f] {
+                        Value::Null => return Merge::Inconsistent,
+                        c => match cmp(&m[f], c).map(toward) {
+                            // Every retracted value is beyond the extreme: it stays.
+                            Some(std::cmp::Ordering::Greater) => {}
+                            // Copies of the extreme retracted: it stays while one is left.
+                            Some(std::cmp::Ordering::Equal) => {
+                                let left = int(&out[f + 1]) - int(&m[f + 1]);
+                                if left < 0 {
+                                    return Merge::Inconsistent;
+                                }
+                                if left == 0 {
+                                    return Merge::LostExtreme;
+                                }
+                                out[f + 1] = Value::Int(left);
+                            }
+                            Some(std::cmp::Ordering::Less) | None => return Merge::Inconsistent,
+                        },
+                    }
+                }
+            }
+            Keep::First | Keep::Last => {
+                // (x, t) of the least (first) / greatest (last) (t, x).
+                let toward = |o: std::cmp::Ordering| if a.keep == Keep::First { o } else { o.reverse() };
+                let order = |tx: (&Value, &Value), ty: (&Value, &Value)| -> Option<std::cmp::Ordering> {
+                    Some(cmp(tx.0, ty.0)?.then(cmp(tx.1, ty.1)?)).map(toward)
+                };
+                if !matches!(p[f + 1], Value::Null) {
+                    let take = match &out[f + 1] {
                         Value::Null => true,
-                        c => match better(&p[f], c) {
-                            Some(b) => b,
+                        _ => match order((&p[f + 1], &p[f]), (&out[f + 1], &out[f])) {
+                            Some(o) => o.is_lt(),
                             None => return Merge::Inconsistent,
                         },
                     };
                     if take {
                         out[f] = p[f].clone();
+                        out[f + 1] = p[f + 1].clone();
+                    }
+                }
+                if !matches!(m[f + 1], Value::Null) {
+                    match &out[f + 1] {
+                        Value::Null => return Merge::Inconsistent,
+                        _ => match order((&m[f + 1], &m[f]), (&out[f + 1], &out[f])) {
+                            Some(std::cmp::Ordering::Greater) => {}
+                            // The row holding it (or one tied with it) was retracted.
+                            Some(std::cmp::Ordering::Equal) => return Merge::LostExtreme,
+                            Some(std::cmp::Ordering::Less) | None => return Merge::Inconsistent,
+                        },
                     }
                 }
             }
@@ -436,7 +488,7 @@ fn finals(dp: &DeltaPlan, g: &Group) -> Vec<Value> {
                     Value::Float(float(&g.st[f]) / n as f64)
                 }
             }
-            Keep::Min | Keep::Max => g.st[f].clone(),
+            Keep::Min | Keep::Max | Keep::First | Keep::Last => g.st[f].clone(),
         });
     }
     row
@@ -682,7 +734,33 @@ fn decide(def: &FlowDef, c: &Compiled) -> std::result::Result<DeltaPlan, String>
     Ok(dp)
 }
 
+/// Entries of a region's write clock before the flows prune it.
+const CLOCK_PRUNE_AT: usize = 64;
+
+/// Forget source writes every flow reading them has reflected.
+fn prune_clock(env: &Env, def: &FlowDef, st: &TaskState) {
+    for (&region, &seq) in &st.progress.regions {
+        if env.catalog.write_clock.len(region) < CLOCK_PRUNE_AT {
+            continue;
+        }
+        let table = (region >> 32) as u32;
+        let mut upto = Some(seq);
+        for other in env.catalog.flows() {
+            if other.name == def.name {
+                continue;
+            }
+            let reads = other.sources.iter().any(|(d, t)| env.catalog.table(d, t).is_some_and(|td| td.id == table));
+            if reads {
+                let p = env.catalog.flow_progress(&other.name).and_then(|p| p.regions.get(&region).copied()).unwrap_or(0);
+                upto = upto.map(|u| u.min(p));
+            }
+        }
+        env.catalog.write_clock.prune(region, upto);
+    }
+}
+
 fn publish(env: &Env, def: &FlowDef, st: &mut TaskState) {
+    prune_clock(env, def, st);
     let s = &mut st.incr.stats;
     if let Some(m) = &st.incr.mode {
         s.mode = m.name().to_string();
@@ -757,10 +835,12 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
     // The stored state's definition.
     let mut clear = false;
     if st.incr.meta.is_none() {
-        let want = Meta { flow_id: def.id, created_ms: def.created_ms, query: def.query.clone(), complete: false };
+        let want = Meta { flow_id: def.id, created_ms: def.created_ms, query: def.query.clone(), complete: false, format: STATE_FORMAT };
         let stored: Option<Meta> = env.catalog.flow_state(&def.name, "meta")?.and_then(|b| serde_json::from_slice(&b).ok());
         st.incr.meta = Some(match stored {
-            Some(m) if m.flow_id == want.flow_id && m.created_ms == want.created_ms && m.query == want.query => m,
+            Some(m) if m.flow_id == want.flow_id && m.created_ms == want.created_ms && m.query == want.query && m.format == want.format => {
+                m
+            }
             Some(_) => {
                 clear = true;
                 st.incr.cache.clear();
@@ -1173,19 +1253,54 @@ mod tests {
     }
 
     #[test]
-    fn losing_the_extreme_asks_for_a_recompute() {
+    fn min_max_keep_the_copies_of_their_extreme() {
         let dp = plan(&[(Keep::Min, false), (Keep::Max, false)]);
-        let mut cur = vec![i(5), i(50), i(4)];
-        // Retracting values strictly inside the range keeps both extremes.
-        let before = cur.clone();
-        assert_eq!(merge(&dp, &mut cur, Some(&[i(7), i(60), i(1)]), Some(&[i(6), i(40), i(1)])), Merge::Done);
-        assert_eq!(cur, vec![i(5), i(60), i(4)]);
-        // Retracting the min (or a value equal to it) cannot be merged.
+        // (min, copies), (max, copies), rows
+        let before = vec![i(5), i(2), i(50), i(1), i(4)];
+        // Retractions strictly inside the range keep both extremes; a new max takes over.
+        let mut cur = before.clone();
+        assert_eq!(merge(&dp, &mut cur, Some(&[i(7), i(1), i(60), i(1), i(1)]), Some(&[i(6), i(1), i(40), i(1), i(1)])), Merge::Done);
+        assert_eq!(cur, vec![i(5), i(2), i(60), i(1), i(4)]);
+        // One of two copies of the min retracted: merged, one copy left.
+        let mut c1 = before.clone();
+        assert_eq!(merge(&dp, &mut c1, None, Some(&[i(5), i(1), i(20), i(1), i(1)])), Merge::Done);
+        assert_eq!(c1, vec![i(5), i(1), i(50), i(1), i(3)]);
+        // Its last copy (or the max's only one) cannot be merged.
         let mut c2 = before.clone();
-        assert_eq!(merge(&dp, &mut c2, None, Some(&[i(5), i(20), i(1)])), Merge::LostExtreme);
+        assert_eq!(merge(&dp, &mut c2, None, Some(&[i(5), i(2), i(20), i(1), i(3)])), Merge::LostExtreme);
         assert_eq!(c2, before, "left untouched");
         let mut c3 = before.clone();
-        assert_eq!(merge(&dp, &mut c3, None, Some(&[i(9), i(50), i(1)])), Merge::LostExtreme);
+        assert_eq!(merge(&dp, &mut c3, None, Some(&[i(9), i(1), i(50), i(1), i(1)])), Merge::LostExtreme);
+        // New copies first, then a retraction of one: merged.
+        let mut c4 = before.clone();
+        assert_eq!(merge(&dp, &mut c4, Some(&[i(9), i(1), i(50), i(3), i(3)]), Some(&[i(9), i(1), i(50), i(1), i(1)])), Merge::Done);
+        assert_eq!(c4, vec![i(5), i(2), i(50), i(3), i(6)]);
+        // A retraction beyond the extreme: the state disagrees.
+        let mut c5 = before.clone();
+        assert_eq!(merge(&dp, &mut c5, None, Some(&[i(1), i(1), i(20), i(1), i(1)])), Merge::Inconsistent);
+    }
+
+    #[test]
+    fn first_last_keep_their_time() {
+        let dp = plan(&[(Keep::First, false), (Keep::Last, false)]);
+        let t = Value::Timestamp;
+        // (x, t) of first, (x, t) of last, rows
+        let mut cur = vec![i(7), t(10), i(8), t(50), i(3)];
+        // An earlier and a later row take over.
+        assert_eq!(merge(&dp, &mut cur, Some(&[i(1), t(5), i(2), t(60), i(2)]), None), Merge::Done);
+        assert_eq!(cur, vec![i(1), t(5), i(2), t(60), i(5)]);
+        // A row in between retracted: merged.
+        assert_eq!(merge(&dp, &mut cur, None, Some(&[i(4), t(20), i(4), t(20), i(1)])), Merge::Done);
+        assert_eq!(cur, vec![i(1), t(5), i(2), t(60), i(4)]);
+        // A tie at the first time: the least value is first.
+        assert_eq!(merge(&dp, &mut cur, Some(&[i(0), t(5), i(0), t(5), i(1)]), None), Merge::Done);
+        assert_eq!(cur, vec![i(0), t(5), i(2), t(60), i(5)]);
+        // Retracting the row holding last: recompute.
+        let before = cur.clone();
+        assert_eq!(merge(&dp, &mut cur, None, Some(&[i(2), t(60), i(2), t(60), i(1)])), Merge::LostExtreme);
+        assert_eq!(cur, before);
+        let g = Group { key: vec![Value::Timestamp(0)], st: before };
+        assert_eq!(finals(&dp, &g)[1..], [i(0), i(2)]);
     }
 
     #[test]

@@ -93,6 +93,8 @@ pub struct FlowManager {
     /// Session settings the flows' queries run with.
     settings: Arc<HashMap<String, String>>,
     wake: (Mutex<bool>, Condvar),
+    /// When source writes happened, for the flows' lag (issue 9).
+    clock: Arc<crate::catalog::WriteClock>,
 }
 
 fn first_tick(now_ms: i64, interval_s: i64) -> i64 {
@@ -101,11 +103,12 @@ fn first_tick(now_ms: i64, interval_s: i64) -> i64 {
 }
 
 impl FlowManager {
-    pub fn new(settings: HashMap<String, String>) -> Arc<FlowManager> {
+    pub fn new(settings: HashMap<String, String>, clock: Arc<crate::catalog::WriteClock>) -> Arc<FlowManager> {
         Arc::new(FlowManager {
             flows: RwLock::new(BTreeMap::new()),
             settings: Arc::new(settings),
             wake: (Mutex::new(false), Condvar::new()),
+            clock,
         })
     }
 
@@ -384,10 +387,15 @@ impl WriteListener for FlowManager {
     fn on_write(&self, notice: &WriteNotice) {
         let flows = self.flows.read();
         let mut woke = false;
+        let mut timed = false;
         for task in flows.values() {
             let def = task.def.read();
             if !def.sources.iter().any(|(_, t)| *t == notice.table_name) {
                 continue;
+            }
+            if !timed {
+                timed = true;
+                self.clock.note(notice.region_id, notice.seq_range, batching::now_ms());
             }
             if !notice.instant_rows.is_empty() && !def.pending {
                 let table = (notice.region_id >> 32) as u32;

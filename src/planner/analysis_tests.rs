@@ -609,7 +609,15 @@ fn delta_plans_say_which_flow_queries_merge() {
     let keeps: Vec<Keep> = dp.aggs.iter().map(|a| a.keep).collect();
     // HAVING's count(*) is the select list's.
     assert_eq!(keeps, [Keep::Count, Keep::Sum, Keep::Avg, Keep::Min, Keep::Max, Keep::Min, Keep::Max]);
-    assert_eq!(dp.partial.len(), 1 + 2 + 2 + 1 + 1 + 1 + 1 + 1, "states, then rows per group");
+    // count; sum and avg: (sum, n); min / max / bool_and / bool_or: (extreme, copies); rows.
+    assert_eq!(dp.partial.len(), 1 + 2 + 2 + 2 + 2 + 2 + 2 + 1, "states, then rows per group");
+    assert_eq!(dp.partial[6].func, crate::exec::plan::AggFunc::MinCount);
+    let dp = delta_plan(&f.logical(&format!("SELECT {w} AS m, first(usage), last(n) FROM cpu GROUP BY m"))).unwrap();
+    let keeps: Vec<Keep> = dp.aggs.iter().map(|a| a.keep).collect();
+    assert_eq!(keeps, [Keep::First, Keep::Last]);
+    // first: (x, min(t) over non-NULL x); last: (x, max(t)).
+    assert_eq!(dp.partial[1].func, crate::exec::plan::AggFunc::Min);
+    assert!(dp.partial[1].filter.is_some(), "the time of a non-NULL x");
     assert!(dp.inexact.is_none(), "integer sums are exact");
     let dp = delta_plan(&f.logical(&format!("SELECT {w} AS m, avg(usage) FROM cpu GROUP BY m"))).unwrap();
     assert!(dp.inexact.as_deref().is_some_and(|r| r.contains("floating-point")));

@@ -17,7 +17,11 @@ use crate::{bail, err};
 /// ORDER BY): they bind to `Expr::Agg` / `Expr::Window` values, which the
 /// query binder turns into its aggregate and window nodes.
 #[derive(Default)]
-pub struct AggCollector {}
+pub struct AggCollector {
+    /// The FROM clause's time index (position, type) when it has exactly
+    /// one: the time `first(x)` / `last(x)` order by.
+    pub time_index: Option<(usize, SqlType)>,
+}
 
 pub fn agg_func(name: &str) -> Option<AggFunc> {
     Some(match name {
@@ -33,8 +37,39 @@ pub fn agg_func(name: &str) -> Option<AggFunc> {
         "stddev_pop" => AggFunc::StddevPop,
         "variance" | "var_samp" => AggFunc::VarSamp,
         "var_pop" => AggFunc::VarPop,
+        "first" => AggFunc::First,
+        "last" => AggFunc::Last,
         _ => return None,
     })
+}
+
+/// `first(x)` / `last(x)` take the FROM clause's time index as their
+/// second argument; `first(x, t)` names the time. t must be a timestamp,
+/// a date or an integer.
+fn first_last_time(name: &str, bound: &mut Vec<Expr>, collector: &AggCollector) -> Result<()> {
+    match bound.len() {
+        1 => match collector.time_index {
+            Some((index, ty)) => bound.push(Expr::Column { index, ty }),
+            None => {
+                return Err(err!(UndefinedFunction, "{name}(x) needs a time index: the FROM clause has no single table with one")
+                    .with_hint(format!("name the time: {name}(x, ts)")))
+            }
+        },
+        2 => {
+            let t = bound[1].ty();
+            if t == SqlType::Unknown {
+                bound[1] = coerce(bound[1].clone(), SqlType::Timestamp)?;
+            } else if !(t.is_timestamp() || t.is_integer() || t == SqlType::Date) {
+                let types: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
+                return Err(crate::exec::functions::registry::no_such_function(name, &types));
+            }
+        }
+        _ => {
+            let types: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
+            return Err(crate::exec::functions::registry::no_such_function(name, &types));
+        }
+    }
+    Ok(())
 }
 
 /// Coerce an expression to a type: literals are converted at plan time
@@ -814,6 +849,9 @@ impl<'a> Planner<'a> {
         if ordered && agg_func(&name) == Some(AggFunc::StringAgg) {
             bail!(FeatureNotSupported, "ORDER BY in string_agg() is not supported");
         }
+        if ordered && matches!(agg_func(&name), Some(AggFunc::First | AggFunc::Last)) {
+            return Err(err!(FeatureNotSupported, "ORDER BY in {name}() is not supported").with_hint(format!("{name}(x, t) orders by t")));
+        }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, false),
             ast::FunctionArguments::Subquery(q) if name == "array" => {
@@ -856,11 +894,14 @@ impl<'a> Planner<'a> {
             return Ok(e);
         }
         if let Some(func) = agg_func(&name) {
-            if agg.is_none() {
+            let Some(collector) = agg else {
                 bail!(Grouping, "aggregate functions are not allowed here");
-            }
+            };
             // Arguments of an aggregate may not contain aggregates.
             let mut bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, None)).collect::<Result<_>>()?;
+            if matches!(func, AggFunc::First | AggFunc::Last) {
+                first_last_time(&name, &mut bound, collector)?;
+            }
             super::srf::refuse_in_call(&bound, "aggregate")?;
             let func = if func == AggFunc::Count && star { AggFunc::CountStar } else { func };
             if func != AggFunc::CountStar && bound.is_empty() {
@@ -893,13 +934,14 @@ impl<'a> Planner<'a> {
                     }
                     SqlType::Float8
                 }
-                AggFunc::Min | AggFunc::Max => {
+                AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last => {
                     if arg_ty == SqlType::Unknown {
                         SqlType::Text
                     } else {
                         arg_ty
                     }
                 }
+                AggFunc::MinCount | AggFunc::MaxCount => unreachable!("internal aggregates have no name"),
                 AggFunc::BoolAnd | AggFunc::BoolOr => {
                     if arg_ty != SqlType::Bool && arg_ty != SqlType::Unknown {
                         bail!(UndefinedFunction, "function {name}({arg_ty}) does not exist");
@@ -924,7 +966,7 @@ impl<'a> Planner<'a> {
             if matches!(func, AggFunc::BoolAnd | AggFunc::BoolOr) && arg_ty == SqlType::Unknown {
                 bound[0] = coerce(bound[0].clone(), SqlType::Bool)?;
             }
-            if matches!(func, AggFunc::Min | AggFunc::Max) && arg_ty == SqlType::Unknown {
+            if matches!(func, AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last) && arg_ty == SqlType::Unknown {
                 bound[0] = coerce(bound[0].clone(), SqlType::Text)?;
             }
             if matches!(func, AggFunc::Sum | AggFunc::Avg) && arg_ty == SqlType::Unknown {

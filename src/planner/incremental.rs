@@ -105,7 +105,7 @@ impl IncrementalKeys {
 
 use super::analysis::{self, GroupKeyKind, TimeWindow, Volatility};
 use super::logical::LogicalPlan;
-use crate::exec::expr::Expr;
+use crate::exec::expr::{BinOp, Expr};
 use crate::exec::plan::{AggCall, AggFunc};
 use crate::types::SqlType;
 
@@ -118,19 +118,24 @@ pub enum Keep {
     Sum,
     /// avg(x): (sum, count); NULL when the count is 0.
     Avg,
-    /// min(x) / bool_and(x): the least value; a retraction of a value at
-    /// or below it recomputes the group.
+    /// min(x) / bool_and(x): (the least value, how many rows hold it); a
+    /// retraction below it, or of its last copy, recomputes the group.
     Min,
-    /// max(x) / bool_or(x).
+    /// max(x) / bool_or(x): (the greatest value, how many rows hold it).
     Max,
+    /// first(x, t): (x, t) of the least (t, x); a retraction at or before
+    /// it recomputes the group.
+    First,
+    /// last(x, t): (x, t) of the greatest (t, x).
+    Last,
 }
 
 impl Keep {
     /// Partial state columns of this aggregate.
     pub fn width(self) -> usize {
         match self {
-            Keep::Sum | Keep::Avg => 2,
-            _ => 1,
+            Keep::Sum | Keep::Avg | Keep::Min | Keep::Max | Keep::First | Keep::Last => 2,
+            Keep::Count => 1,
         }
     }
 }
@@ -227,7 +232,8 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
     let mut inexact = None;
     for a in aggs {
         let name = format!("{:?}", a.func).to_lowercase();
-        let idempotent = matches!(a.func, AggFunc::Min | AggFunc::Max | AggFunc::BoolAnd | AggFunc::BoolOr);
+        let idempotent =
+            matches!(a.func, AggFunc::Min | AggFunc::Max | AggFunc::BoolAnd | AggFunc::BoolOr | AggFunc::First | AggFunc::Last);
         if a.distinct && !idempotent {
             return Err(format!("{name}(DISTINCT …) needs every value seen so far, not a partial state"));
         }
@@ -269,12 +275,41 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
                     return Err(format!("{name} over {} has no order the flow engine can compare", ty.pg_name()));
                 }
                 partial.push(part(a.func, a.args.clone(), &a.filter, a.ty));
-                if matches!(a.func, AggFunc::Min | AggFunc::BoolAnd) {
+                let is_min = matches!(a.func, AggFunc::Min | AggFunc::BoolAnd);
+                let count = if is_min { AggFunc::MinCount } else { AggFunc::MaxCount };
+                partial.push(part(count, a.args.clone(), &a.filter, SqlType::Int8));
+                if is_min {
                     Keep::Min
                 } else {
                     Keep::Max
                 }
             }
+            AggFunc::First | AggFunc::Last => {
+                let (x, t) = match &a.args[..] {
+                    [x, t] => (x.clone(), t.clone()),
+                    _ => return Err(format!("{name} without its time argument")),
+                };
+                let ty = arg_ty.unwrap_or(a.ty);
+                if !(ty.is_numeric() || ty.is_timestamp() || matches!(ty, SqlType::Bool | SqlType::Text | SqlType::Date)) {
+                    return Err(format!("{name} over {} has no order the flow engine can compare", ty.pg_name()));
+                }
+                partial.push(part(a.func, a.args.clone(), &a.filter, a.ty));
+                // The time of that row: min / max of t over the rows with a non-NULL x.
+                let nonnull = Expr::IsNull { expr: Box::new(x), negated: true };
+                let filter = match &a.filter {
+                    None => nonnull,
+                    Some(f) => Expr::Binary { op: BinOp::And, left: Box::new(f.clone()), right: Box::new(nonnull), ty: SqlType::Bool },
+                };
+                let tf = if a.func == AggFunc::First { AggFunc::Min } else { AggFunc::Max };
+                let tty = t.ty();
+                partial.push(part(tf, vec![t], &Some(filter), tty));
+                if a.func == AggFunc::First {
+                    Keep::First
+                } else {
+                    Keep::Last
+                }
+            }
+            AggFunc::MinCount | AggFunc::MaxCount => return Err("an internal aggregate".into()),
             AggFunc::StringAgg => {
                 return Err("string_agg concatenates in input order; partial strings cannot be merged in that order".into())
             }

@@ -209,7 +209,18 @@ impl<'a> Planner<'a> {
         }
 
         // Select list: expand wildcards, bind with aggregate collection.
-        let collector = AggCollector::default();
+        let times: Vec<usize> = super::analysis::source_columns(&plan)
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.as_ref().is_some_and(|c| c.role == super::analysis::ColumnRole::TimeIndex))
+            .map(|(i, _)| i)
+            .collect();
+        let collector = AggCollector {
+            time_index: match times[..] {
+                [i] => Some((i, columns[i].ty)),
+                _ => None,
+            },
+        };
         let mut items: Vec<(Expr, String)> = Vec::new();
         for item in &s.projection {
             match item {

@@ -390,21 +390,31 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 let prog = p.catalog.flow_progress(&f.name).unwrap_or_default();
                 let st = board.get(&f.name).cloned().unwrap_or_default();
                 let i = |v: u64| Value::Int(v as i64);
-                // Lag: changes not yet reflected → time since the flow last caught up.
+                // Lag: now − when the oldest change not yet reflected was
+                // written (the write clock); for writes before a restart,
+                // which have no time, the time since the flow last caught up.
                 let mut pending = false;
+                let mut oldest: Option<i64> = None;
+                let mut untimed = false;
                 for (d, n) in &f.sources {
                     if let Some(tdef) = p.catalog.table(d, n) {
                         for r in p.regions(&tdef)? {
-                            if prog.regions.get(&r.id).is_none_or(|s| *s < r.last_seq()) {
+                            let done = prog.regions.get(&r.id).copied().unwrap_or(0);
+                            if done < r.last_seq() {
                                 pending = true;
+                                match p.catalog.write_clock.oldest_after(r.id, done) {
+                                    Some(ms) => oldest = Some(oldest.map_or(ms, |o| o.min(ms))),
+                                    None => untimed = true,
+                                }
                             }
                         }
                     }
                 }
-                let lag = match (pending, prog.last_execution_ms) {
-                    (false, _) => Value::Int(0),
-                    (true, Some(t)) => Value::Int((now_ms - t).max(0)),
-                    (true, None) => Value::Null,
+                let lag = match (pending, untimed, oldest, prog.last_execution_ms) {
+                    (false, ..) => Value::Int(0),
+                    (true, false, Some(t), _) => Value::Int((now_ms - t).max(0)),
+                    (true, true, o, Some(t)) => Value::Int((now_ms - o.map_or(t, |o| o.min(t))).max(0)),
+                    _ => Value::Null,
                 };
                 let inc = st.incremental_evaluations;
                 let hit = if inc + st.full_evaluations == 0 {

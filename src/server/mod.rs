@@ -5,6 +5,7 @@
 
 mod encode;
 pub mod hba;
+pub mod metrics;
 mod socket;
 
 use std::fmt::Debug;

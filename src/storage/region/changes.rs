@@ -24,7 +24,7 @@ impl Region {
         }
         let cols: Vec<usize> = (0..self.layout.full.fields().len()).collect();
         let schema = self.layout.full.clone();
-        let f_new = RowFilter { seq_after: Some(after), seq_upto: Some(upto), time: None, ttl_cutoff: None, eq: vec![] };
+        let f_new = RowFilter { seq_after: Some(after), seq_upto: Some(upto), time: None, ttl_cutoff: None, eq: vec![], times: None };
         let batches: Vec<RecordBatch> = self.read(&snap, &cols, &f_new, true)?.into_iter().flat_map(|s| s.batches).collect();
         if batches.is_empty() {
             return Ok(RecordBatch::new_empty(out_schema));
@@ -35,9 +35,43 @@ impl Region {
             Some(ti) => time_bounds(new.column(ti))?.map(|(lo, hi)| (lo, hi.saturating_add(1))),
             None => None,
         };
+        // Earlier versions share the identity, time index included: only
+        // rows at the new rows' times are read on (1 % of changes spread
+        // over a window no longer encodes and sorts the whole window).
+        let times = match self.layout.time_index {
+            Some(ti) if self.layout.identity.contains(&ti) => {
+                let t = time_values(new.column(ti))?;
+                let t = t.as_primitive::<arrow::datatypes::Int64Type>();
+                Some(Arc::new(t.iter().flatten().collect::<HashSet<i64, crate::storage::version::FxBuild>>()))
+            }
+            _ => None,
+        };
         let old_snap = self.snapshot(None, Some(after), time, true);
-        let f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![] };
-        let old_batches: Vec<RecordBatch> = self.read(&old_snap, &cols, &f_old, true)?.into_iter().flat_map(|s| s.batches).collect();
+        let mut f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![], times };
+        // Probe with the time index and sequence only: new identities (plain
+        // inserts) find nothing and no other column is decoded; otherwise
+        // the full read keeps only the times found.
+        let mut none_before = false;
+        if let (Some(ti), Some(_)) = (self.layout.time_index, f_old.times.as_ref()) {
+            let mut pc = vec![ti, self.layout.seq()];
+            pc.sort_unstable();
+            pc.dedup();
+            let tpos = pc.iter().position(|&c| c == ti).expect("time index probed");
+            let mut found: HashSet<i64, crate::storage::version::FxBuild> = HashSet::default();
+            for src in self.read(&old_snap, &pc, &f_old, true)? {
+                for b in src.batches {
+                    let t = time_values(b.column(tpos))?;
+                    found.extend(t.as_primitive::<arrow::datatypes::Int64Type>().iter().flatten());
+                }
+            }
+            if found.is_empty() {
+                none_before = true;
+            } else {
+                f_old.times = Some(Arc::new(found));
+            }
+        }
+        let old_batches: Vec<RecordBatch> =
+            if none_before { Vec::new() } else { self.read(&old_snap, &cols, &f_old, true)?.into_iter().flat_map(|s| s.batches).collect() };
         let new_keys = self.keys.encode(&self.key_cols(&new, &cols))?;
         let old = if old_batches.is_empty() {
             RecordBatch::new_empty(schema.clone())

@@ -47,6 +47,9 @@ pub(super) struct RowFilter {
     pub(super) time: Option<(i64, i64)>,
     pub(super) ttl_cutoff: Option<i64>,
     pub(super) eq: Vec<(usize, ArrayRef)>,
+    /// Only rows whose time index is one of these (the change log's
+    /// lookup of earlier versions: an identity includes its time).
+    pub(super) times: Option<Arc<std::collections::HashSet<i64, crate::storage::version::FxBuild>>>,
 }
 
 /// The time range a read keeps, TTL included.
@@ -108,6 +111,12 @@ impl Region {
                 if let Some(cut) = f.ttl_cutoff {
                     mask = and(mask, cmp::gt_eq(&t, &scalar_i64(cut))?)?;
                 }
+            }
+            if let Some(set) = &f.times {
+                let t = time_values(batch.column(pos(ti)))?;
+                let t = t.as_primitive::<arrow::datatypes::Int64Type>();
+                let m = BooleanArray::from(arrow::buffer::BooleanBuffer::collect_bool(t.len(), |i| set.contains(&t.value(i))));
+                mask = and(mask, m)?;
             }
         }
         for (c, v) in &f.eq {
@@ -282,7 +291,7 @@ impl Region {
         }
         self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
         let pos = |c: usize| cols.iter().position(|&x| x == c).unwrap();
-        let rf = RowFilter { seq_after, seq_upto, time: None, ttl_cutoff: None, eq: f.eq.clone() };
+        let rf = RowFilter { seq_after, seq_upto, time: None, ttl_cutoff: None, eq: f.eq.clone(), times: None };
         let opos = (!m.puts_only).then(|| pos(op_col));
         let mut out_cols: Vec<usize> = proj.iter().map(|&c| pos(c)).collect();
         if with_rowid {
@@ -408,6 +417,7 @@ impl Region {
                 })
                 .map(|e| (e.column, e.value.clone()))
                 .collect(),
+            times: None,
         };
         let mut cols: Vec<usize> = proj.clone();
         cols.extend(self.layout.identity.iter().copied());
