@@ -62,6 +62,8 @@ pub enum AggFunc {
     BoolAnd,
     BoolOr,
     StringAgg,
+    /// The values (NULLs included) as an array, in input or ORDER BY order.
+    ArrayAgg,
     StddevSamp,
     StddevPop,
     VarSamp,
@@ -78,6 +80,11 @@ pub enum AggFunc {
     MaxCount,
 }
 
+/// An aggregate call. For string_agg and array_agg, whose result follows
+/// the input order, `args` after the function's own arguments
+/// (`value_arity`) are the keys of the call's ORDER BY, each followed by an
+/// integer literal with its direction (`order_flags`): kept in `args` so
+/// every pass that maps, prunes or remaps arguments carries them along.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AggCall {
     pub func: AggFunc,
@@ -249,6 +256,38 @@ pub struct SortKey {
 }
 
 impl AggCall {
+    /// The direction literal of an ORDER BY key: bit 0 DESC, bit 1 NULLS FIRST.
+    pub fn order_flags(desc: bool, nulls_first: bool) -> i64 {
+        desc as i64 | (nulls_first as i64) << 1
+    }
+
+    /// How many of `args` are the function's own arguments.
+    pub fn value_arity(&self) -> usize {
+        match self.func {
+            AggFunc::CountStar => 0,
+            AggFunc::StringAgg => 2.min(self.args.len()),
+            _ => 1.min(self.args.len()),
+        }
+    }
+
+    /// The ORDER BY keys: (argument position, desc, nulls first).
+    pub fn order_keys(&self) -> Vec<(usize, bool, bool)> {
+        if !matches!(self.func, AggFunc::StringAgg | AggFunc::ArrayAgg) {
+            return vec![];
+        }
+        let first = self.value_arity();
+        (first..self.args.len())
+            .step_by(2)
+            .map(|i| {
+                let flags = match self.args.get(i + 1) {
+                    Some(Expr::Literal { value: crate::types::Value::Int(f), .. }) => *f,
+                    _ => 0,
+                };
+                (i, flags & 1 != 0, flags & 2 != 0)
+            })
+            .collect()
+    }
+
     /// This call with `m` applied to each expression (shared by the logical
     /// and physical plans' `map_exprs`).
     pub fn map_exprs(&self, m: impl Fn(&Expr) -> Expr) -> AggCall {

@@ -36,7 +36,7 @@ pub use admin::Admin;
 pub use create_database::CreateDatabase;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
-pub use flow::{CommentOnFlow, CreateFlow, DropFlow, ShowCreateFlow, ShowFlows};
+pub use flow::{CommentOnFlow, CreateFlow, DropFlow, FlowQuery, ShowCreateFlow, ShowFlows};
 pub use tdengine::{
     ChildSpec, CreateStable, CreateStream, Duration, InsertPart, Notify, OutputTag, StreamOption, StreamTrigger, TdStatement,
 };
@@ -198,8 +198,14 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
     let mut p = new_parser(&dialect, sql)?;
     let mut stmts = parse_statements(&mut p).map_err(|e| syntax_error(sql, e))?;
     for s in &mut stmts {
-        if let Statement::Tql(t) = s {
-            resolve_tql(sql, t)?;
+        match s {
+            Statement::Tql(t) => resolve_tql(sql, t)?,
+            Statement::CreateFlow(c) => {
+                if let FlowQuery::Tql(t) = &mut c.query {
+                    resolve_tql(sql, t)?;
+                }
+            }
+            _ => {}
         }
     }
     for s in &stmts {
@@ -209,7 +215,10 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
             // weir's DDL carries expressions too: a flow's query and
             // intervals, column DEFAULTs, option values.
             Statement::CreateFlow(c) => {
-                nesting::check(&c.query)?;
+                match &c.query {
+                    FlowQuery::Sql(q) => nesting::check(q)?,
+                    FlowQuery::Tql(t) => tql_nesting(t)?,
+                }
                 nesting::check(&c.expire_after)?;
                 nesting::check(&c.eval_interval)?;
             }
@@ -229,17 +238,29 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
                     nesting::check(&c.query)?;
                 }
             }
-            Statement::Tql(t) => {
-                if let Some(a) = &t.args {
-                    nesting::check(&a.start)?;
-                    nesting::check(&a.end)?;
-                    nesting::check(&a.step)?;
-                    nesting::check(&a.lookback)?;
-                }
-            }
+            Statement::Tql(t) => tql_nesting(t)?,
         }
     }
     Ok(stmts)
+}
+
+fn tql_nesting(t: &Tql) -> Result<(), WeirError> {
+    if let Some(a) = &t.args {
+        nesting::check(&a.start)?;
+        nesting::check(&a.end)?;
+        nesting::check(&a.step)?;
+        nesting::check(&a.lookback)?;
+    }
+    Ok(())
+}
+
+/// A stored TQL flow body (`TQL EVAL (…) promql`), or None when the text
+/// is another statement.
+pub fn parse_tql(sql: &str) -> Result<Option<Tql>, WeirError> {
+    match parse(sql)?.pop() {
+        Some(Statement::Tql(t)) => Ok(Some(*t)),
+        _ => Ok(None),
+    }
 }
 
 /// Cut a TQL statement's PromQL text out of the query string and check it
@@ -311,7 +332,10 @@ pub fn max_param(stmt: &Statement) -> usize {
         Statement::Sql(s) => ast::visit_expressions(s, &mut see),
         Statement::Admin(a) => ast::visit_expressions(&a.function, &mut see),
         Statement::CreateDatabase(c) => ast::visit_expressions(&c.options, &mut see),
-        Statement::CreateFlow(c) => ast::visit_expressions(&c.query, &mut see),
+        Statement::CreateFlow(c) => match &c.query {
+            FlowQuery::Sql(q) => ast::visit_expressions(q, &mut see),
+            FlowQuery::Tql(t) => ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone()]), &mut see),
+        },
         Statement::DropFlow(_)
         | Statement::ShowFlows(_)
         | Statement::ShowCreateFlow(_)

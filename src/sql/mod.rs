@@ -228,11 +228,13 @@ impl Session {
             backend_start: now,
             query_start: None,
             ssl: None,
+            server_addr: None,
         });
     }
 
     fn activity_start(&self, query: &str) {
-        let q = query.to_string();
+        // pg_stat_activity never shows a password (roles.rs).
+        let q = roles::redacted_query(query).unwrap_or_else(|| query.to_string());
         self.engine.activity.update(self.pid, |r| {
             r.state = "active".into();
             r.query = q;

@@ -472,6 +472,49 @@ pub fn rpad(a: &Args<'_>) -> Result<ArrayRef> {
     pad(a, false)
 }
 
+/// like_escape(pattern, escape): the pattern rewritten to LIKE's default
+/// escape, the backslash (`LIKE … ESCAPE c` binds to it). An empty escape
+/// turns escaping off.
+pub fn like_escape(a: &Args<'_>) -> Result<ArrayRef> {
+    let (p, e) = (a.str(0)?, a.str(1)?);
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    for i in 0..a.n {
+        let (Some(pat), Some(esc)) = (p.get(i), e.get(i)) else {
+            b.append_null();
+            continue;
+        };
+        let mut chars = esc.chars();
+        let esc = match (chars.next(), chars.next()) {
+            (None, _) => None,
+            (Some(c), None) => Some(c),
+            _ => {
+                return Err(
+                    crate::err!(InvalidEscapeSequence, "invalid escape string").with_hint("Escape string must be empty or one character.")
+                )
+            }
+        };
+        let mut out = String::with_capacity(pat.len());
+        let mut it = pat.chars();
+        while let Some(c) = it.next() {
+            if Some(c) == esc {
+                match it.next() {
+                    Some(n) => {
+                        out.push('\\');
+                        out.push(n);
+                    }
+                    None => crate::bail!(InvalidEscapeSequence, "LIKE pattern must not end with escape character"),
+                }
+            } else if c == '\\' {
+                out.push_str("\\\\");
+            } else {
+                out.push(c);
+            }
+        }
+        b.append_value(out);
+    }
+    Ok(std::sync::Arc::new(b.finish()))
+}
+
 pub fn replace(a: &Args<'_>) -> Result<ArrayRef> {
     let (s, from, to) = (a.str(0)?, a.str(1)?, a.str(2)?);
     let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
@@ -483,49 +526,6 @@ pub fn replace(a: &Args<'_>) -> Result<ArrayRef> {
                 } else {
                     b.append_value(v.replace(f, t))
                 }
-            }
-            _ => b.append_null(),
-        }
-    }
-    Ok(arc(b.finish()))
-}
-
-/// like_escape(pattern, escape): the pattern with `escape` as its escape character
-/// rewritten for backslash (an empty escape: no escape character at all).
-pub fn like_escape(a: &Args<'_>) -> Result<ArrayRef> {
-    let (p, e) = (a.str(0)?, a.str(1)?);
-    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
-    for i in 0..a.n {
-        match (p.get(i), e.get(i)) {
-            (Some(p), Some(e)) => {
-                let mut esc = e.chars();
-                let esc = match (esc.next(), esc.next()) {
-                    (None, _) => None,
-                    (Some(c), None) => Some(c),
-                    _ => {
-                        return Err(
-                            err!(InvalidEscapeSequence, "invalid escape string").with_hint("Escape string must be empty or one character.")
-                        )
-                    }
-                };
-                let mut out = String::with_capacity(p.len());
-                let mut chars = p.chars();
-                while let Some(c) = chars.next() {
-                    if Some(c) == esc {
-                        match chars.next() {
-                            Some(n) => {
-                                out.push('\\');
-                                out.push(n);
-                            }
-                            None => bail!(InvalidEscapeSequence, "LIKE pattern must not end with escape character"),
-                        }
-                    } else if c == '\\' {
-                        out.push_str("\\\\");
-                    } else {
-                        out.push(c);
-                    }
-                }
-                b.append_value(out);
             }
             _ => b.append_null(),
         }
