@@ -27,7 +27,17 @@ pub enum ErrorKind {
     NumericOutOfRange,
     FeatureNotSupported,
     DatatypeMismatch,
+    /// 22025: a bad escape in a LIKE pattern or ESCAPE clause.
+    InvalidEscapeSequence,
+    /// 42846: no cast between the two types.
+    CannotCoerce,
     Grouping,
+    /// 42P20: a window clause PostgreSQL refuses.
+    Windowing,
+    /// 22004: a NULL where PostgreSQL refuses one.
+    NullValueNotAllowed,
+    /// 22013: a negative or NULL window frame offset.
+    InvalidPrecedingOrFollowingSize,
     NotNullViolation,
     UniqueViolation,
     InvalidParameterValue,
@@ -100,6 +110,9 @@ impl ErrorKind {
             Syntax => "42601",
             UndefinedTable => "42P01",
             UndefinedColumn => "42703",
+            Windowing => "42P20",
+            NullValueNotAllowed => "22004",
+            InvalidPrecedingOrFollowingSize => "22013",
             UndefinedFunction => "42883",
             UndefinedObject => "42704",
             UndefinedDatabase => "3D000",
@@ -115,6 +128,8 @@ impl ErrorKind {
             NumericOutOfRange => "22003",
             FeatureNotSupported => "0A000",
             DatatypeMismatch => "42804",
+            CannotCoerce => "42846",
+            InvalidEscapeSequence => "22025",
             Grouping => "42803",
             NotNullViolation => "23502",
             UniqueViolation => "23505",

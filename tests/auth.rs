@@ -136,6 +136,24 @@ host all ghost2 127.0.0.1/32 scram-sha-256
     assert_eq!(e.code().unwrap().code(), "42501");
     // Anyone may change their own password; the old one stops working.
     alice.batch_execute("ALTER ROLE alice PASSWORD 'alice-pw2'").await.unwrap();
+    // Neither the system tables nor error messages show a password: alice's
+    // last statement in pg_stat_activity is masked, and an error about a
+    // statement with a password does not repeat it.
+    let activity: Vec<String> =
+        su.query("SELECT coalesce(query, '') FROM pg_stat_activity", &[]).await.unwrap().iter().map(|r| r.get::<_, String>(0)).collect();
+    assert!(activity.iter().any(|q| q.contains("ALTER ROLE alice") && q.contains("'********'")), "{activity:?}");
+    let e = su.batch_execute("CREATE ROLE alice PASSWORD 'dup-secret-pw'").await.unwrap_err();
+    let shown = format!("{e:?}");
+    assert!(shown.contains("42710") || e.code().is_some_and(|c| c.code() == "42710"), "{shown}");
+    assert!(!shown.contains("dup-secret-pw"), "an error shows a password: {shown}");
+    let e = su.batch_execute("ALTER ROLE nobody_here PASSWORD 'ghost-secret-pw'").await.unwrap_err();
+    assert!(!format!("{e:?}").contains("ghost-secret-pw"), "{e:?}");
+    for sql in ["SELECT coalesce(rolpassword, '') FROM pg_roles", "SELECT coalesce(passwd, '') FROM pg_user"] {
+        for r in su.query(sql, &[]).await.unwrap() {
+            let v: String = r.get(0);
+            assert!(!v.starts_with("SCRAM-SHA-256") && !v.contains("alice-pw"), "{sql}: {v}");
+        }
+    }
     assert_eq!(try_connect(&cfg(&s, "alice", Some("alice-pw"))).await.err().unwrap().0, "28P01");
     try_connect(&cfg(&s, "alice", Some("alice-pw2"))).await.unwrap();
     // ALTER ROLE NOLOGIN, DROP ROLE.
@@ -150,7 +168,7 @@ host all ghost2 127.0.0.1/32 scram-sha-256
 
     // No password in the server's log or in error messages.
     let log = s.log_tail();
-    for pw in [SUPER_PW, "alice-pw", "bob-pw", "carol-pw", "wrong", "alice-pw2"] {
+    for pw in [SUPER_PW, "alice-pw", "bob-pw", "carol-pw", "wrong", "alice-pw2", "dup-secret-pw", "ghost-secret-pw"] {
         assert!(!log.contains(pw), "log shows a password:\n{log}");
     }
 }

@@ -22,6 +22,9 @@ pub struct ActivityRow {
     pub query_start: Option<i64>,
     /// The connection's TLS facts (pg_stat_ssl); None when not encrypted.
     pub ssl: Option<SslInfo>,
+    /// The server's end of the connection (`inet_server_addr()` /
+    /// `inet_server_port()`); None for sessions without a socket.
+    pub server_addr: Option<std::net::SocketAddr>,
 }
 
 /// A TLS session as pg_stat_ssl shows it (OpenSSL's names).
@@ -52,6 +55,11 @@ impl Activity {
 
     pub fn remove(&self, pid: i32) {
         self.0.lock().remove(&pid);
+    }
+
+    /// One session's row.
+    pub fn get(&self, pid: i32) -> Option<ActivityRow> {
+        self.0.lock().get(&pid).cloned()
     }
 
     pub fn rows(&self) -> Vec<ActivityRow> {

@@ -38,6 +38,9 @@ enum State {
         and: bool,
     },
     StringAgg(Vec<Option<String>>),
+    /// array_agg, and string_agg with ORDER BY: each group's rows in input
+    /// order; `finish` sorts them by their keys (stably) and joins them.
+    Collect(Vec<Vec<Collected>>),
     /// Welford: (n, mean, m2).
     Var(Vec<(i64, f64, f64)>),
     /// first / last: the (time, value) pair least (first) or greatest
@@ -52,6 +55,16 @@ enum State {
         counts: Vec<i64>,
         is_min: bool,
     },
+}
+
+/// One row kept by `State::Collect`.
+struct Collected {
+    /// The ORDER BY key values (DISTINCT without ORDER BY: the value).
+    keys: Vec<Value>,
+    /// The element's text (None: NULL).
+    val: Option<String>,
+    /// string_agg's delimiter of this row.
+    sep: Option<String>,
 }
 
 pub struct Accumulator {
@@ -82,7 +95,8 @@ impl Accumulator {
             }
             AggFunc::BoolAnd => State::Bool { vals: vec![], and: true },
             AggFunc::BoolOr => State::Bool { vals: vec![], and: false },
-            AggFunc::StringAgg => State::StringAgg(vec![]),
+            AggFunc::StringAgg if call.order_keys().is_empty() => State::StringAgg(vec![]),
+            AggFunc::StringAgg | AggFunc::ArrayAgg => State::Collect(vec![]),
             AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => State::Var(vec![]),
             AggFunc::First | AggFunc::Last => State::FirstLast { vals: vec![], last: call.func == AggFunc::Last },
             AggFunc::MinCount | AggFunc::MaxCount => {
@@ -103,6 +117,7 @@ impl Accumulator {
             State::MinMax { vals, .. } => vals.resize(groups, Value::Null),
             State::Bool { vals, .. } => vals.resize(groups, None),
             State::StringAgg(v) => v.resize(groups, None),
+            State::Collect(v) => v.resize_with(groups, Vec::new),
             State::Var(v) => v.resize(groups, (0, 0.0, 0.0)),
             State::FirstLast { vals, .. } => vals.resize(groups, None),
             State::ExtremeCount { vals, counts, .. } => {
@@ -164,6 +179,38 @@ impl Accumulator {
             return Ok(());
         }
         let a = &args[0];
+        if let State::Collect(rows) = &mut self.state {
+            let string_agg = self.call.func == AggFunc::StringAgg;
+            let ety = self.call.args[0].ty();
+            let keys = self.call.order_keys();
+            let text = if string_agg { Some(cast_array(a, ety, SqlType::Text)?) } else { None };
+            let sep = if string_agg { args.get(1).map(|d| cast_array(d, SqlType::Text, SqlType::Text)).transpose()? } else { None };
+            for i in 0..n {
+                // string_agg skips NULL values; array_agg keeps them.
+                if !live(i) || (string_agg && a.is_null(i)) {
+                    continue;
+                }
+                let val = match &text {
+                    Some(t) => Some(t.as_string::<i32>().value(i).to_string()),
+                    None => crate::types::array::elem_text(&value_at(a.as_ref(), i), ety),
+                };
+                if self.call.distinct {
+                    let mut k: Vec<u8> = vec![val.is_some() as u8];
+                    k.extend(val.as_deref().unwrap_or_default().as_bytes());
+                    if !self.seen.entry(groups[i]).or_default().insert(k.into()) {
+                        continue;
+                    }
+                }
+                let mut kv: Vec<Value> = keys.iter().map(|(k, ..)| value_at(args[*k].as_ref(), i)).collect();
+                if self.call.distinct && keys.is_empty() {
+                    // DISTINCT sorts its input, as PostgreSQL's does.
+                    kv.push(value_at(a.as_ref(), i));
+                }
+                let sep = sep.as_ref().map(|d| d.as_string::<i32>()).filter(|d| d.is_valid(i)).map(|d| d.value(i).to_string());
+                rows[groups[i]].push(Collected { keys: kv, val, sep });
+            }
+            return Ok(());
+        }
         // The rows to fold in; None: every row (no FILTER, no NULL, no
         // DISTINCT), the tight loops below.
         let mut keep: Option<Vec<bool>> = if filter.is_none() && a.null_count() == 0 && !self.call.distinct {
@@ -363,6 +410,7 @@ impl Accumulator {
                     }
                 }
             }
+            State::Collect(_) => unreachable!("collected above"),
             State::StringAgg(vals) => {
                 let s = cast_array(a, self.call.args[0].ty(), SqlType::Text)?;
                 let s = s.as_string::<i32>();
@@ -568,12 +616,72 @@ impl Accumulator {
             State::MinMax { vals, .. } => values_to_array(vals, ty)?,
             State::Bool { vals, .. } => Arc::new(BooleanArray::from(vals.clone())),
             State::StringAgg(v) => Arc::new(StringArray::from(v.clone())),
+            State::Collect(groups) => {
+                let mut dirs: Vec<(bool, bool)> = self.call.order_keys().iter().map(|&(_, d, n)| (d, n)).collect();
+                if dirs.is_empty() && self.call.distinct {
+                    dirs.push((false, false));
+                }
+                let mut out: Vec<Option<String>> = Vec::with_capacity(groups.len());
+                for rows in groups {
+                    let mut order: Vec<usize> = (0..rows.len()).collect();
+                    order.sort_by(|&x, &y| cmp_keys(&rows[x].keys, &rows[y].keys, &dirs));
+                    if order.is_empty() {
+                        out.push(None);
+                    } else if self.call.func == AggFunc::ArrayAgg {
+                        let items: Vec<Option<String>> = order.iter().map(|&r| rows[r].val.clone()).collect();
+                        out.push(Some(crate::types::array::format_array(&items)));
+                    } else {
+                        let mut s = String::new();
+                        for (j, &r) in order.iter().enumerate() {
+                            if j > 0 {
+                                s.push_str(rows[r].sep.as_deref().unwrap_or_default());
+                            }
+                            s.push_str(rows[r].val.as_deref().unwrap_or_default());
+                            if s.len() > super::memory::MAX_VALUE_BYTES {
+                                return Err(err!(ProgramLimitExceeded, "out of memory"));
+                            }
+                        }
+                        out.push(Some(s));
+                    }
+                }
+                Arc::new(StringArray::from(out))
+            }
             State::FirstLast { vals, .. } => {
                 values_to_array(&vals.iter().map(|v| v.as_ref().map(|(_, x)| x.clone()).unwrap_or(Value::Null)).collect::<Vec<_>>(), ty)?
             }
             State::ExtremeCount { counts, .. } => Arc::new(Int64Array::from(counts.clone())),
         })
     }
+}
+
+/// Compare two rows' ORDER BY keys: (desc, nulls first) per key.
+fn cmp_keys(a: &[Value], b: &[Value], dirs: &[(bool, bool)]) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for ((x, y), &(desc, nulls_first)) in a.iter().zip(b).zip(dirs) {
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => {
+                if nulls_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, true) => {
+                if nulls_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            _ if desc => y.total_cmp(x),
+            _ => x.total_cmp(y),
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
 }
 
 /// PostgreSQL's `a > b` for floats: NaN above every number, -0 = 0.

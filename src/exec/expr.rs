@@ -40,6 +40,26 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// The operator as SQL spells it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Mod => "%",
+            BinOp::Eq => "=",
+            BinOp::NotEq => "<>",
+            BinOp::Lt => "<",
+            BinOp::LtEq => "<=",
+            BinOp::Gt => ">",
+            BinOp::GtEq => ">=",
+            BinOp::And => "AND",
+            BinOp::Or => "OR",
+            BinOp::Concat => "||",
+        }
+    }
+
     pub fn is_comparison(self) -> bool {
         matches!(self, BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq)
     }
@@ -312,7 +332,7 @@ impl Expr {
                     .iter()
                     .map(|k| SortKey { expr: k.expr.map(depth, f), desc: k.desc, nulls_first: k.nulls_first })
                     .collect(),
-                frame: w.frame,
+                frame: w.frame.map(|e| e.map(depth, f)),
                 ty: w.ty,
             })),
         }
@@ -852,6 +872,25 @@ fn eval_case(
 /// Cast between SQL types with PostgreSQL's rules and error codes.
 pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> {
     let target = to.to_arrow();
+    // Arrays are text in batches: a cast to another array type (or from
+    // text) parses and re-forms each value; nothing else casts to an array.
+    if to.is_array() && from != to && a.data_type() != &DataType::Null {
+        if !(from.is_text() || from.is_array()) {
+            bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+        }
+        let s = a.as_string::<i32>();
+        let mut vals = Vec::with_capacity(s.len());
+        for v in s.iter() {
+            vals.push(match v {
+                None => Value::Null,
+                Some(t) => parse_text_as(t, to)?,
+            });
+        }
+        return values_to_array(&vals, to);
+    }
+    if from.is_array() && !to.is_text() && !to.is_array() && to != SqlType::Unknown {
+        bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+    }
     if a.data_type() == &target {
         return Ok(a.clone());
     }
@@ -1001,6 +1040,19 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
             crate::types::Interval::parse(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\""))?,
         ),
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
+        // array_in: each element through its type's input, then the
+        // canonical text form.
+        SqlType::Array(e) => {
+            let items = crate::types::array::parse_array(t)?;
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                out.push(match item {
+                    None => None,
+                    Some(x) => crate::types::array::elem_text(&parse_text_as(&x, e.ty())?, e.ty()),
+                });
+            }
+            Value::Text(crate::types::array::format_array(&out))
+        }
     })
 }
 
@@ -1081,9 +1133,9 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
             let mut out = Vec::with_capacity(n);
             for i in 0..n {
                 let rows = run(i)?;
-                let items: Vec<String> =
-                    rows.iter().map(|r| if r[0].is_null() { "NULL".to_string() } else { format_value(&r[0]) }).collect();
-                out.push(Value::Text(format!("{{{}}}", items.join(","))));
+                let ety = ty.elem().unwrap_or(SqlType::Text);
+                let items: Vec<Option<String>> = rows.iter().map(|r| crate::types::array::elem_text(&r[0], ety)).collect();
+                out.push(Value::Text(crate::types::array::format_array(&items)));
             }
             values_to_array(&out, SqlType::Text)
         }

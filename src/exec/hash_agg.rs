@@ -33,7 +33,9 @@ impl HashAggExecutor {
     /// to evaluate on another thread.
     fn parallel_safe(&self) -> bool {
         self.aggs.iter().all(|a| {
-            !a.distinct && a.func != super::plan::AggFunc::StringAgg && !a.args.iter().chain(a.filter.as_ref()).any(|e| e.has_subquery())
+            !a.distinct
+                && !matches!(a.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg)
+                && !a.args.iter().chain(a.filter.as_ref()).any(|e| e.has_subquery())
         }) && !self.group_by.iter().any(|e| e.has_subquery())
     }
 
@@ -213,8 +215,8 @@ impl Partial {
         }
         for a in self.accs.iter_mut() {
             let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(batch, ctx)).collect::<Result<_>>()?;
-            if a.call.func == super::plan::AggFunc::StringAgg {
-                // string_agg keeps every value it folds in.
+            if matches!(a.call.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg) {
+                // string_agg and array_agg keep every value they fold in.
                 ctx.charge(args.iter().map(|x| super::memory::array_bytes(x.as_ref())).sum(), "string_agg")?;
             }
             let filter = a.call.filter.as_ref().map(|f| f.eval(batch, ctx)).transpose()?;

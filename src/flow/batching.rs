@@ -72,7 +72,7 @@ pub fn holder(flow: &str) -> String {
     format!("flow:{flow}")
 }
 
-fn ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us: i64) -> ExecCtx {
+pub(super) fn ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us: i64) -> ExecCtx {
     ExecCtx {
         statement_ts: now_us,
         database: def.database.clone(),
@@ -148,6 +148,9 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
         Trigger::Tick(t) => t,
         _ => now_ms(),
     };
+    if let Some(t) = super::tql::body(def)? {
+        return super::tql::run(env, def, &t, st, trigger, settings);
+    }
     let c = compile(env, def, settings, now * 1000)?;
     st.more = false;
     if let Refresh::Stream { .. } = c.shape.refresh {

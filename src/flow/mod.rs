@@ -7,7 +7,8 @@
 //! epoch-aligned, or adaptively soon after writes) on one scheduler
 //! thread, and serves ADMIN FLUSH_FLOW. `shape` reads a flow's plan (mode,
 //! window, sink keys), `window` assigns timestamps to windows, `batching`
-//! evaluates dirty windows, `sink` creates, checks and replaces the sink.
+//! evaluates dirty windows, `sink` creates, checks and replaces the sink,
+//! `tql` runs flows whose body is `TQL EVAL`.
 //!
 //! May import `planner`, `exec`, `storage`, `catalog`, `parser`, `types`,
 //! `error`; never `sql` or `server`. Storage never imports flow.
@@ -18,6 +19,7 @@ pub mod shape;
 pub mod sink;
 pub mod streaming;
 pub mod tdengine;
+pub mod tql;
 pub mod window;
 
 use std::collections::{BTreeMap, HashMap};
@@ -254,6 +256,9 @@ impl FlowManager {
 
     /// A pending flow whose sources appeared: decide its mode and sink.
     fn activate(&self, env: &Env, def: &mut FlowDef) -> Result<()> {
+        if let Some(t) = tql::body(def)? {
+            return tql::activate(env, def, &t, &self.settings);
+        }
         let c = batching::compile(env, def, &self.settings, batching::now_ms() * 1000);
         // The sink may be missing: create it from the query's shape.
         let shape = match c {

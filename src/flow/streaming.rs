@@ -151,8 +151,14 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     if fed == 0 && df.epoch() > 0 && next == positions {
         return Ok(0);
     }
+    let started = std::time::Instant::now();
     let out = df.step(&inputs, &c.planner.ctx)?;
     df.commit(&next, &out)?;
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let (state_rows, state_bytes) = df.state_size()?;
+        tracing::debug!(flow = %def.name, epoch = df.epoch(), rows_in = fed, rows_out = out.len(), epoch_us = started.elapsed().as_micros() as u64,
+            commit_us = df.last_commit_us, state_rows, state_bytes, "streaming epoch");
+    }
     st.instant_rows.retain(|(id, _)| !instant_ids.contains(id));
     if crate::failpoint::fire_once("stream_crash_after_barrier") {
         tracing::error!(flow = %def.name, "failpoint stream_crash_after_barrier");

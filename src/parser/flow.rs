@@ -1,6 +1,6 @@
 //! GreptimeDB's flow statements: `CREATE [OR REPLACE] FLOW [IF NOT EXISTS]
 //! name SINK TO t [EXPIRE AFTER iv] [EVAL INTERVAL iv] [COMMENT 's']
-//! [WITH (k = v, ...)] AS query`, `DROP FLOW [IF EXISTS] name`,
+//! [WITH (k = v, ...)] AS query | TQL EVAL (...) promql`, `DROP FLOW [IF EXISTS] name`,
 //! `SHOW FLOWS [IN db] [LIKE 'p']`, `SHOW CREATE FLOW name` and
 //! `COMMENT ON FLOW name IS 'text' | NULL`. Clause order is fixed, as in
 //! GreptimeDB. The body is sqlparser's `Query`; its canonical text is what
@@ -28,7 +28,24 @@ pub struct CreateFlow {
     pub comment: Option<String>,
     /// `WITH (key = value)`, keys lower-cased, values as text.
     pub options: Vec<(String, String)>,
-    pub query: Box<ast::Query>,
+    pub query: FlowQuery,
+}
+
+/// A flow's body: a SQL query, or a `TQL EVAL (start, end, step) promql`
+/// evaluated whole at each EVAL INTERVAL tick.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlowQuery {
+    Sql(Box<ast::Query>),
+    Tql(Box<super::Tql>),
+}
+
+impl fmt::Display for FlowQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FlowQuery::Sql(q) => write!(f, "{q}"),
+            FlowQuery::Tql(t) => write!(f, "{t}"),
+        }
+    }
 }
 
 impl fmt::Display for CreateFlow {
@@ -176,7 +193,17 @@ pub(super) fn parse_create(parser: &mut Parser) -> Result<Statement, ParserError
         parser.expect_token(&Token::RParen)?;
     }
     parser.expect_keyword(Keyword::AS)?;
-    let query = parser.parse_query()?;
+    let query = if peek_words(parser, &["TQL"]) {
+        if !super::tql::applies(parser) || super::peek_words_at(parser, 1, &["EXPLAIN"]) || super::peek_words_at(parser, 1, &["ANALYZE"]) {
+            return parser.expected_ref("TQL EVAL (a flow's TQL body evaluates)", parser.peek_nth_token_ref(1));
+        }
+        match super::tql::parse(parser)? {
+            Statement::Tql(t) => FlowQuery::Tql(t),
+            _ => unreachable!("tql::parse returns a TQL statement"),
+        }
+    } else {
+        FlowQuery::Sql(parser.parse_query()?)
+    };
     Ok(Statement::CreateFlow(Box::new(CreateFlow {
         or_replace,
         if_not_exists,

@@ -24,6 +24,7 @@ mod flow;
 mod nesting;
 mod tdengine;
 mod tql;
+mod vacuum;
 
 use std::fmt;
 
@@ -35,11 +36,12 @@ pub use admin::Admin;
 pub use create_database::CreateDatabase;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
-pub use flow::{CommentOnFlow, CreateFlow, DropFlow, ShowCreateFlow, ShowFlows};
+pub use flow::{CommentOnFlow, CreateFlow, DropFlow, FlowQuery, ShowCreateFlow, ShowFlows};
 pub use tdengine::{
     ChildSpec, CreateStable, CreateStream, Duration, InsertPart, Notify, OutputTag, StreamOption, StreamTrigger, TdStatement,
 };
 pub use tql::{Tql, TqlArgs, TqlKind};
+pub use vacuum::{Vacuum, VacuumTable};
 
 use crate::error::{ErrorKind, WeirError};
 
@@ -68,6 +70,8 @@ pub enum Statement {
     CommentOnFlow(CommentOnFlow),
     /// `TQL EVAL | EXPLAIN | ANALYZE (start, end, step) <promql>`.
     Tql(Box<Tql>),
+    /// PostgreSQL's `VACUUM [ (options) ] [tables]`.
+    Vacuum(Vacuum),
     /// TDengine's supertables, snodes and streams (`tdengine.rs`).
     Tdengine(Box<TdStatement>),
 }
@@ -85,6 +89,7 @@ impl fmt::Display for Statement {
             Statement::ShowCreateFlow(c) => write!(f, "{c}"),
             Statement::CommentOnFlow(c) => write!(f, "{c}"),
             Statement::Tql(t) => write!(f, "{t}"),
+            Statement::Vacuum(v) => write!(f, "{v}"),
             Statement::Tdengine(t) => write!(f, "{t}"),
         }
     }
@@ -118,6 +123,7 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["SHOW", "CREATE", "FLOW"], applies: |_| true, parse: flow::parse_show },
     WeirStatement { words: &["COMMENT", "ON", "FLOW"], applies: |_| true, parse: flow::parse_comment },
     WeirStatement { words: &["TQL"], applies: tql::applies, parse: tql::parse },
+    WeirStatement { words: &["VACUUM"], applies: |_| true, parse: vacuum::parse },
 ];
 
 /// Whether the next tokens are these words (unquoted, any case).
@@ -192,8 +198,14 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
     let mut p = new_parser(&dialect, sql)?;
     let mut stmts = parse_statements(&mut p).map_err(|e| syntax_error(sql, e))?;
     for s in &mut stmts {
-        if let Statement::Tql(t) = s {
-            resolve_tql(sql, t)?;
+        match s {
+            Statement::Tql(t) => resolve_tql(sql, t)?,
+            Statement::CreateFlow(c) => {
+                if let FlowQuery::Tql(t) = &mut c.query {
+                    resolve_tql(sql, t)?;
+                }
+            }
+            _ => {}
         }
     }
     for s in &stmts {
@@ -203,7 +215,10 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
             // weir's DDL carries expressions too: a flow's query and
             // intervals, column DEFAULTs, option values.
             Statement::CreateFlow(c) => {
-                nesting::check(&c.query)?;
+                match &c.query {
+                    FlowQuery::Sql(q) => nesting::check(q)?,
+                    FlowQuery::Tql(t) => tql_nesting(t)?,
+                }
                 nesting::check(&c.expire_after)?;
                 nesting::check(&c.eval_interval)?;
             }
@@ -213,23 +228,39 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
                 nesting::check(&c.options)?;
             }
             Statement::CreateDatabase(c) => nesting::check(&c.options)?,
-            Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {}
+            Statement::DropFlow(_)
+            | Statement::ShowFlows(_)
+            | Statement::ShowCreateFlow(_)
+            | Statement::CommentOnFlow(_)
+            | Statement::Vacuum(_) => {}
             Statement::Tdengine(t) => {
                 if let TdStatement::CreateStream(c) = t.as_ref() {
                     nesting::check(&c.query)?;
                 }
             }
-            Statement::Tql(t) => {
-                if let Some(a) = &t.args {
-                    nesting::check(&a.start)?;
-                    nesting::check(&a.end)?;
-                    nesting::check(&a.step)?;
-                    nesting::check(&a.lookback)?;
-                }
-            }
+            Statement::Tql(t) => tql_nesting(t)?,
         }
     }
     Ok(stmts)
+}
+
+fn tql_nesting(t: &Tql) -> Result<(), WeirError> {
+    if let Some(a) = &t.args {
+        nesting::check(&a.start)?;
+        nesting::check(&a.end)?;
+        nesting::check(&a.step)?;
+        nesting::check(&a.lookback)?;
+    }
+    Ok(())
+}
+
+/// A stored TQL flow body (`TQL EVAL (…) promql`), or None when the text
+/// is another statement.
+pub fn parse_tql(sql: &str) -> Result<Option<Tql>, WeirError> {
+    match parse(sql)?.pop() {
+        Some(Statement::Tql(t)) => Ok(Some(*t)),
+        _ => Ok(None),
+    }
 }
 
 /// Cut a TQL statement's PromQL text out of the query string and check it
@@ -301,10 +332,15 @@ pub fn max_param(stmt: &Statement) -> usize {
         Statement::Sql(s) => ast::visit_expressions(s, &mut see),
         Statement::Admin(a) => ast::visit_expressions(&a.function, &mut see),
         Statement::CreateDatabase(c) => ast::visit_expressions(&c.options, &mut see),
-        Statement::CreateFlow(c) => ast::visit_expressions(&c.query, &mut see),
-        Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {
-            std::ops::ControlFlow::Continue(())
-        }
+        Statement::CreateFlow(c) => match &c.query {
+            FlowQuery::Sql(q) => ast::visit_expressions(q, &mut see),
+            FlowQuery::Tql(t) => ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone()]), &mut see),
+        },
+        Statement::DropFlow(_)
+        | Statement::ShowFlows(_)
+        | Statement::ShowCreateFlow(_)
+        | Statement::CommentOnFlow(_)
+        | Statement::Vacuum(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tdengine(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tql(t) => {
             ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see)

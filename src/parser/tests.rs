@@ -390,11 +390,21 @@ fn tql_statements() {
     assert!(tql("TQL EXPLAIN (sum(up))").args.is_none());
     assert!(tql("TQL EXPLAIN (0, 10, '5s') up").args.is_some());
     assert_eq!(tql("TQL ANALYZE (0, 10, '5s') up").kind, TqlKind::Analyze);
+    // A trailing `AS name` names the value column.
+    let t = tql("TQL EVAL (0, 10, '5s') sum(rate(x[1m])) AS \"Rate\"");
+    assert_eq!(t.query, "sum(rate(x[1m]))");
+    assert_eq!(t.alias.as_ref().unwrap().value, "Rate");
+    assert!(tql("TQL EVAL (0, 10, '5s') sum(rate(x[1m]))").alias.is_none());
     // Printed and parsed again: the same statement (but for where it sits).
-    for sql in ["TQL EVAL (0, 10, '5s') up", "TQL EXPLAIN rate(x[1m])", "TQL ANALYZE (1, 2, 3, 4) a / on(b) group_left c"] {
+    for sql in [
+        "TQL EVAL (0, 10, '5s') up",
+        "TQL EXPLAIN rate(x[1m])",
+        "TQL ANALYZE (1, 2, 3, 4) a / on(b) group_left c",
+        "TQL EVAL (0, 1, 1) up AS v",
+    ] {
         let a = tql(sql);
         let b = tql(&a.to_string());
-        assert_eq!((a.kind, &a.args, &a.query), (b.kind, &b.args, &b.query), "{sql}");
+        assert_eq!(a, b, "{sql}");
     }
 }
 

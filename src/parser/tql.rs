@@ -1,4 +1,4 @@
-//! `TQL EVAL | EVALUATE | EXPLAIN | ANALYZE [(start, end, step [, lookback])] <promql>`
+//! `TQL EVAL | EVALUATE | EXPLAIN | ANALYZE [(start, end, step [, lookback])] <promql> [AS name]`
 //! (GreptimeDB's TQL): PromQL inside SQL. The arguments are SQL expressions
 //! (numbers are epoch seconds, strings timestamps or durations, anything
 //! else is evaluated by the session, e.g. `now() - interval '5 minutes'`);
@@ -32,7 +32,7 @@ pub struct TqlArgs {
 }
 
 /// A TQL statement.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Tql {
     pub kind: TqlKind,
     pub args: Option<TqlArgs>,
@@ -43,6 +43,17 @@ pub struct Tql {
     pub query_position: usize,
     /// The PromQL tokens' span until `parse` cuts the text out (then None).
     pub(super) span: Option<(Location, Location)>,
+    /// `… promql AS name`: the value column's name (GreptimeDB's value
+    /// alias).
+    pub alias: Option<ast::Ident>,
+}
+
+/// Equal statements: the same command, range and PromQL (where the text
+/// stood in its query string is not part of the statement).
+impl PartialEq for Tql {
+    fn eq(&self, other: &Tql) -> bool {
+        self.kind == other.kind && self.args == other.args && self.query == other.query && self.alias == other.alias
+    }
 }
 
 impl fmt::Display for Tql {
@@ -60,7 +71,11 @@ impl fmt::Display for Tql {
             }
             write!(f, ") ")?;
         }
-        write!(f, "{}", self.query)
+        write!(f, "{}", self.query)?;
+        if let Some(a) = &self.alias {
+            write!(f, " AS {a}")?;
+        }
+        Ok(())
     }
 }
 
@@ -107,10 +122,23 @@ pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
     }
     let start = first.span.start;
     let mut end = first.span.end;
+    // The PromQL runs to the end of the statement, but for a trailing
+    // `AS name` (PromQL has no AS, so those two tokens are never its own).
+    let mut alias = None;
     while !matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
+        let is_as =
+            matches!(&parser.peek_token_ref().token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("AS"));
+        if is_as
+            && matches!(parser.peek_nth_token_ref(1).token, Token::Word(_))
+            && matches!(parser.peek_nth_token_ref(2).token, Token::SemiColon | Token::EOF)
+        {
+            parser.next_token();
+            alias = Some(parser.parse_identifier()?);
+            break;
+        }
         end = parser.next_token().span.end;
     }
-    Ok(Statement::Tql(Box::new(Tql { kind, args, query: String::new(), query_position: 0, span: Some((start, end)) })))
+    Ok(Statement::Tql(Box::new(Tql { kind, args, query: String::new(), query_position: 0, span: Some((start, end)), alias })))
 }
 
 /// The text between two tokenizer locations (end exclusive), and the

@@ -33,6 +33,7 @@ pub fn agg_func(name: &str) -> Option<AggFunc> {
         "bool_and" | "every" => AggFunc::BoolAnd,
         "bool_or" => AggFunc::BoolOr,
         "string_agg" => AggFunc::StringAgg,
+        "array_agg" => AggFunc::ArrayAgg,
         "stddev" | "stddev_samp" => AggFunc::StddevSamp,
         "stddev_pop" => AggFunc::StddevPop,
         "variance" | "var_samp" => AggFunc::VarSamp,
@@ -136,8 +137,23 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         D::Datetime(_) => SqlType::Timestamp,
         D::Date => SqlType::Date,
         D::Interval { .. } => SqlType::Interval,
-        // Arrays are carried as their text form ('{1,2}') for catalog queries.
-        D::Array(_) => SqlType::Text,
+        // `int[]`, `int ARRAY`, `ARRAY<int>`: one dimension of a scalar type.
+        D::Array(def) => match def {
+            ast::ArrayElemTypeDef::SquareBracket(inner, _)
+            | ast::ArrayElemTypeDef::Qualified(inner, _)
+            | ast::ArrayElemTypeDef::AngleBracket(inner)
+            | ast::ArrayElemTypeDef::Parenthesis(inner)
+            | ast::ArrayElemTypeDef::ParenthesisNotNull(inner) => {
+                // Catalog element types weir has no scalar for (aclitem,
+                // oidvector, "char" …) read as text, as before arrays were typed.
+                let elem = match sql_type(inner) {
+                    Err(e) if e.kind == crate::error::ErrorKind::UndefinedObject => SqlType::Text,
+                    other => other?,
+                };
+                elem.array_of().ok_or_else(|| err!(FeatureNotSupported, "multidimensional arrays are not supported"))?
+            }
+            ast::ArrayElemTypeDef::None => bail!(FeatureNotSupported, "an array type needs its element type"),
+        },
         D::Custom(name, _) => {
             // pg_catalog.regtype and friends: the last part names the type.
             let n = name.0.last().map(|p| p.to_string()).unwrap_or_default().to_lowercase();
@@ -145,6 +161,12 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
             match n.as_str() {
                 "timestamptz" => SqlType::TimestampTz,
                 "int" | "int4" => SqlType::Int4,
+                "int2" => SqlType::Int2,
+                "int8" => SqlType::Int8,
+                "float4" => SqlType::Float4,
+                "float8" => SqlType::Float8,
+                "bool" => SqlType::Bool,
+                "varchar" => SqlType::Varchar,
                 "string" | "name" | "regclass" | "regtype" | "regproc" | "regnamespace" | "text" => SqlType::Text,
                 "oid" => SqlType::Int8,
                 "float" => SqlType::Float8,
@@ -250,6 +272,8 @@ impl<'a> Planner<'a> {
                     }
                 }
             }
+            E::UnaryOp { op: UO::PGSquareRoot, expr } => self.bind_expr(&call_ast("sqrt", vec![(**expr).clone()]), scope, agg)?,
+            E::UnaryOp { op: UO::PGCubeRoot, expr } => self.bind_expr(&call_ast("cbrt", vec![(**expr).clone()]), scope, agg)?,
             E::UnaryOp { op, expr } => {
                 let inner = self.bind_expr(expr, scope, agg)?;
                 match op {
@@ -281,6 +305,10 @@ impl<'a> Planner<'a> {
                     }
                     other => bail!(FeatureNotSupported, "unary operator {other} is not supported"),
                 }
+            }
+            // PostgreSQL's `^` is power(): float8 (numeric for numeric, which weir keeps as float8).
+            E::BinaryOp { left, op: BO::PGExp, right } => {
+                self.bind_expr(&call_ast("power", vec![(**left).clone(), (**right).clone()]), scope, agg)?
             }
             E::BinaryOp { left, op, right } => {
                 let l = self.bind_reg_operand(left, scope, agg, true)?;
@@ -340,10 +368,30 @@ impl<'a> Planner<'a> {
             }
             E::CompoundFieldAccess { root, access_chain } if access_chain.len() == 1 => match &access_chain[0] {
                 ast::AccessExpr::Subscript(ast::Subscript::Index { index }) => {
-                    let arr = coerce(self.bind_expr(root, scope, agg)?, SqlType::Text)?;
+                    let arr = self.bind_expr(root, scope, agg)?;
+                    let elem = arr.ty().elem();
+                    let arr = coerce(arr, SqlType::Text)?;
                     let idx = coerce(self.bind_expr(index, scope, agg)?, SqlType::Int8)?;
-                    // The element is untyped text; context casts it.
-                    Expr::Func { name: "array_subscript".into(), args: vec![arr, idx], ty: SqlType::Unknown }
+                    // The element's text, cast to a typed array's element
+                    // type; untyped (catalog text arrays) otherwise, and
+                    // context casts it.
+                    let e = Expr::Func { name: "array_subscript".into(), args: vec![arr, idx], ty: SqlType::Unknown };
+                    match elem {
+                        Some(t) => Expr::Cast { expr: Box::new(e), ty: t },
+                        None => e,
+                    }
+                }
+                ast::AccessExpr::Subscript(ast::Subscript::Slice { lower_bound, upper_bound, stride: None }) => {
+                    let arr = self.bind_expr(root, scope, agg)?;
+                    let ty = if arr.ty().is_array() { arr.ty() } else { SqlType::Array(crate::types::Elem::Text) };
+                    let bound = |b: &Option<ast::Expr>| -> Result<Expr> {
+                        match b {
+                            Some(x) => coerce(self.bind_expr(x, scope, agg)?, SqlType::Int8),
+                            None => Ok(Expr::lit(Value::Null, SqlType::Int8)),
+                        }
+                    };
+                    let (lo, hi) = (bound(lower_bound)?, bound(upper_bound)?);
+                    Expr::Func { name: "array_slice".into(), args: vec![coerce(arr, SqlType::Text)?, lo, hi], ty }
                 }
                 ast::AccessExpr::Dot(ast::Expr::Identifier(field)) => {
                     let root = self.bind_expr(root, scope, agg)?;
@@ -485,11 +533,26 @@ impl<'a> Planner<'a> {
                         Expr::InList { expr: Box::new(x), list: items, negated: all }
                     }
                     other => {
-                        // x op ANY(array): arrays are text literals here.
-                        let arr = coerce(self.bind_expr(other, scope, agg)?, SqlType::Text)?;
-                        let x = coerce(x, SqlType::Text)?;
+                        // x op ANY(array): the elements compared as the
+                        // common type of x and the array's element type (an
+                        // untyped array literal takes x's type).
+                        let arr = self.bind_expr(other, scope, agg)?;
+                        // A parameter here is an array of x's type (drivers
+                        // send lists as arrays).
+                        if let Some(t) = x.ty().array_of().filter(|_| x.ty() != SqlType::Unknown) {
+                            self.infer_param(&arr, t);
+                        }
+                        let ety = arr.ty().elem().unwrap_or(SqlType::Unknown);
+                        let ty = comparable(x.ty(), ety).ok_or_else(|| {
+                            err!(UndefinedFunction, "operator does not exist: {} {} {}", x.ty(), op.symbol(), arr.ty()).with_hint(
+                                "No operator matches the given name and argument types. You might need to add explicit type casts.",
+                            )
+                        })?;
+                        let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
+                        let arr = coerce(arr, SqlType::Text)?;
+                        let x = coerce(x, ty)?;
                         Expr::Func {
-                            name: if all { "array_all_eq".into() } else { "array_any_eq".into() },
+                            name: format!("array_{}:{}", if all { "all" } else { "any" }, op.symbol()),
                             args: vec![x, arr],
                             ty: SqlType::Bool,
                         }
@@ -497,11 +560,13 @@ impl<'a> Planner<'a> {
                 }
             }
             E::Like { negated, expr, pattern, escape_char, .. } | E::ILike { negated, expr, pattern, escape_char, .. } => {
-                if escape_char.is_some() {
-                    bail!(FeatureNotSupported, "LIKE ... ESCAPE is not supported");
-                }
                 let x = self.bind_expr(expr, scope, agg)?;
-                let p = self.bind_expr(pattern, scope, agg)?;
+                let mut p = self.bind_expr(pattern, scope, agg)?;
+                // ESCAPE c: the pattern rewritten to the default escape.
+                if let Some(esc) = escape_char {
+                    let esc = coerce(self.bind_expr(esc, scope, agg)?, SqlType::Text)?;
+                    p = self.call("like_escape", vec![coerce(p, SqlType::Text)?, esc])?;
+                }
                 Expr::Like {
                     expr: Box::new(coerce(x, SqlType::Text)?),
                     pattern: Box::new(coerce(p, SqlType::Text)?),
@@ -557,8 +622,9 @@ impl<'a> Planner<'a> {
                         .ok_or_else(|| err!(DatatypeMismatch, "ARRAY types {ty} and {} cannot be matched", i.ty()))?;
                 }
                 let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
+                let aty = ty.array_of().ok_or_else(|| err!(FeatureNotSupported, "multidimensional arrays are not supported"))?;
                 let args = items.into_iter().map(|i| coerce(i, ty)).collect::<Result<_>>()?;
-                Expr::Func { name: "array_text".into(), args, ty: SqlType::Text }
+                Expr::Func { name: "array_text".into(), args, ty: aty }
             }
             E::Extract { field, expr, .. } => {
                 let x = self.bind_expr(expr, scope, agg)?;
@@ -822,10 +888,14 @@ impl<'a> Planner<'a> {
         // ORDER BY inside the call's parentheses; other clauses sqlparser
         // accepts (`WHERE`, `LIMIT` …) are not PostgreSQL's.
         let mut ordered = false;
+        let mut order_by: &[ast::OrderByExpr] = &[];
         if let ast::FunctionArguments::List(list) = &f.args {
             for c in &list.clauses {
                 match c {
-                    ast::FunctionArgumentClause::OrderBy(_) => ordered = true,
+                    ast::FunctionArgumentClause::OrderBy(keys) => {
+                        ordered = true;
+                        order_by = keys;
+                    }
                     other => bail!(Syntax, "syntax error at or near \"{other}\""),
                 }
             }
@@ -836,10 +906,6 @@ impl<'a> Planner<'a> {
         if ordered && agg_func(&name).is_none() {
             bail!(WrongObjectType, "ORDER BY specified, but {name} is not an aggregate function");
         }
-        // string_agg's result depends on the order; the others' do not.
-        if ordered && agg_func(&name) == Some(AggFunc::StringAgg) {
-            bail!(FeatureNotSupported, "ORDER BY in string_agg() is not supported");
-        }
         if ordered && matches!(agg_func(&name), Some(AggFunc::First | AggFunc::Last)) {
             return Err(err!(FeatureNotSupported, "ORDER BY in {name}() is not supported").with_hint(format!("{name}(x, t) orders by t")));
         }
@@ -847,13 +913,18 @@ impl<'a> Planner<'a> {
             ast::FunctionArguments::None => (vec![], false, false),
             ast::FunctionArguments::Subquery(q) if name == "array" => {
                 let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
+                let cols = plan.columns();
+                if cols.len() != 1 {
+                    bail!(Syntax, "subquery must return only one column");
+                }
+                let ty = cols[0].ty.array_of().unwrap_or(SqlType::Array(crate::types::Elem::Text));
                 return Ok(Expr::Subquery {
                     plan: SubPlan::new(plan),
                     kind: SubqueryKind::Array,
                     correlated,
                     outer_refs,
                     cache: Arc::new(SubqueryCache::default()),
-                    ty: SqlType::Text,
+                    ty,
                 });
             }
             ast::FunctionArguments::Subquery(_) => bail!(FeatureNotSupported, "function over a subquery is not supported"),
@@ -939,6 +1010,14 @@ impl<'a> Planner<'a> {
                     }
                     SqlType::Bool
                 }
+                AggFunc::ArrayAgg => {
+                    if arg_ty == SqlType::Unknown {
+                        bound[0] = coerce(bound[0].clone(), SqlType::Text)?;
+                    }
+                    arg_ty
+                        .array_of()
+                        .ok_or_else(|| err!(FeatureNotSupported, "array_agg over arrays (multidimensional arrays) is not supported"))?
+                }
                 AggFunc::StringAgg => {
                     // string_agg(text, text): other types have no such function.
                     let tys: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
@@ -962,6 +1041,20 @@ impl<'a> Planner<'a> {
             }
             if matches!(func, AggFunc::Sum | AggFunc::Avg) && arg_ty == SqlType::Unknown {
                 bound[0] = coerce(bound[0].clone(), SqlType::Float8)?;
+            }
+            // ORDER BY inside the call matters to string_agg and array_agg
+            // only (the others answer the same in any order): its keys
+            // follow the arguments, each with its direction (`AggCall`).
+            if ordered && matches!(func, AggFunc::StringAgg | AggFunc::ArrayAgg) {
+                for o in order_by {
+                    let k = self.bind_expr(&o.expr, scope, None)?;
+                    super::srf::refuse_in_call(std::slice::from_ref(&k), "aggregate")?;
+                    let k = if k.ty() == SqlType::Unknown { coerce(k, SqlType::Text)? } else { k };
+                    let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+                    let nulls_first = o.options.nulls_first.unwrap_or(desc);
+                    bound.push(k);
+                    bound.push(Expr::lit(Value::Int(AggCall::order_flags(desc, nulls_first)), SqlType::Int4));
+                }
             }
             let filter = f.filter.as_ref().map(|x| self.bind_expr(x, scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()?;
             return Ok(Expr::Agg(Box::new(AggCall { func, args: bound, distinct, filter, ty })));
@@ -1051,25 +1144,7 @@ impl<'a> Planner<'a> {
         }
         let frame = match &spec.window_frame {
             None => WindowFrame::Default,
-            Some(fr) => {
-                let end_current = matches!(fr.end_bound, None | Some(ast::WindowFrameBound::CurrentRow));
-                match (&fr.units, &fr.start_bound, end_current) {
-                    (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::Preceding(None), true) => WindowFrame::RowsPreceding(None),
-                    (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::Preceding(Some(n)), true) => {
-                        let nb = coerce(self.bind_expr(n, scope, None)?, SqlType::Int8)?;
-                        match self.eval_const(&nb)? {
-                            Value::Int(k) if k >= 0 => WindowFrame::RowsPreceding(Some(k as usize)),
-                            _ => bail!(InvalidParameterValue, "frame offset must be a non-negative integer"),
-                        }
-                    }
-                    (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::CurrentRow, true) => WindowFrame::RowsPreceding(Some(0)),
-                    (ast::WindowFrameUnits::Range, ast::WindowFrameBound::Preceding(None), true) => WindowFrame::Default,
-                    _ => bail!(
-                        FeatureNotSupported,
-                        "this window frame is not supported; use the default frame or ROWS BETWEEN n PRECEDING AND CURRENT ROW"
-                    ),
-                }
-            }
+            Some(fr) => self.bind_frame(fr, &order_by, scope)?,
         };
         let arg_ty = bound.first().map(|b| b.ty()).unwrap_or(SqlType::Int8);
         let (func, ty) = match name {
@@ -1080,6 +1155,10 @@ impl<'a> Planner<'a> {
             "lead" => (WindowFunc::Lead, arg_ty),
             "first_value" => (WindowFunc::FirstValue, arg_ty),
             "last_value" => (WindowFunc::LastValue, arg_ty),
+            "nth_value" if bound.len() == 2 => (WindowFunc::NthValue, arg_ty),
+            "ntile" if bound.len() == 1 => (WindowFunc::Ntile, SqlType::Int4),
+            "percent_rank" if bound.is_empty() => (WindowFunc::PercentRank, SqlType::Float8),
+            "cume_dist" if bound.is_empty() => (WindowFunc::CumeDist, SqlType::Float8),
             other => match agg_func(other) {
                 Some(AggFunc::Count) if star => (WindowFunc::Agg(AggFunc::CountStar), SqlType::Int8),
                 Some(a @ (AggFunc::Count | AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max)) => {
@@ -1101,6 +1180,12 @@ impl<'a> Planner<'a> {
             bail!(UndefinedFunction, "function {name}() needs an argument");
         }
         let mut bound = bound;
+        if func == WindowFunc::NthValue {
+            bound[1] = coerce(bound[1].clone(), SqlType::Int8)?;
+        }
+        if func == WindowFunc::Ntile {
+            bound[0] = coerce(bound[0].clone(), SqlType::Int8)?;
+        }
         if matches!(func, WindowFunc::Lag | WindowFunc::Lead) {
             if bound.len() > 1 {
                 bound[1] = coerce(bound[1].clone(), SqlType::Int8)?;
@@ -1111,6 +1196,110 @@ impl<'a> Planner<'a> {
         }
         let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
         Ok(Expr::Window(Box::new(WindowCall { func, args: bound, partition_by, order_by, frame, ty })))
+    }
+
+    /// A window frame clause: PostgreSQL's checks, the two old fast paths, else a general
+    /// frame whose RANGE offsets become bound expressions (`key - offset` / `key + offset`
+    /// by the sort direction) compared with the ORDER BY key.
+    fn bind_frame(
+        &self,
+        fr: &ast::WindowFrame,
+        order_by: &[crate::exec::plan::SortKey],
+        scope: &Scope,
+    ) -> Result<crate::exec::plan::WindowFrame> {
+        use crate::exec::plan::{FrameBound, FrameUnits, GeneralFrame, WindowFrame};
+        use ast::WindowFrameBound as WB;
+        let end = fr.end_bound.clone().unwrap_or(WB::CurrentRow);
+        if matches!(fr.start_bound, WB::Following(None)) {
+            bail!(Windowing, "frame start cannot be UNBOUNDED FOLLOWING");
+        }
+        if matches!(end, WB::Preceding(None)) {
+            bail!(Windowing, "frame end cannot be UNBOUNDED PRECEDING");
+        }
+        match (&fr.start_bound, &end) {
+            (WB::CurrentRow, WB::Preceding(Some(_))) => bail!(Windowing, "frame starting from current row cannot have preceding rows"),
+            (WB::Following(Some(_)), WB::Preceding(Some(_))) => {
+                bail!(Windowing, "frame starting from following row cannot have preceding rows")
+            }
+            (WB::Following(Some(_)), WB::CurrentRow) => bail!(Windowing, "frame starting from following row cannot end with current row"),
+            _ => {}
+        }
+        let units = match fr.units {
+            ast::WindowFrameUnits::Rows => FrameUnits::Rows,
+            ast::WindowFrameUnits::Range => FrameUnits::Range,
+            ast::WindowFrameUnits::Groups => FrameUnits::Groups,
+        };
+        if units == FrameUnits::Groups && order_by.is_empty() {
+            bail!(Windowing, "GROUPS mode requires an ORDER BY clause");
+        }
+        let count = |e: &ast::Expr, start: bool| -> Result<usize> {
+            let nb = coerce(self.bind_expr(e, scope, None)?, SqlType::Int8)?;
+            match self.eval_const(&nb)? {
+                Value::Int(k) if k >= 0 => Ok(k as usize),
+                Value::Int(_) => Err(err!(
+                    InvalidPrecedingOrFollowingSize,
+                    "frame {} offset must not be negative",
+                    if start { "starting" } else { "ending" }
+                )),
+                _ => Err(err!(
+                    InvalidPrecedingOrFollowingSize,
+                    "frame {} offset must not be null",
+                    if start { "starting" } else { "ending" }
+                )),
+            }
+        };
+        // The fast paths of the executor.
+        if units == FrameUnits::Rows && matches!(end, WB::CurrentRow) {
+            match &fr.start_bound {
+                WB::Preceding(None) => return Ok(WindowFrame::RowsPreceding(None)),
+                WB::Preceding(Some(n)) => return Ok(WindowFrame::RowsPreceding(Some(count(n, true)?))),
+                WB::CurrentRow => return Ok(WindowFrame::RowsPreceding(Some(0))),
+                _ => {}
+            }
+        }
+        if units == FrameUnits::Range && matches!((&fr.start_bound, &end), (WB::Preceding(None), WB::CurrentRow)) {
+            return Ok(WindowFrame::Default);
+        }
+        let mut range_key = None;
+        let mut bound = |b: &WB, start: bool| -> Result<FrameBound> {
+            let (e, following) = match b {
+                WB::Preceding(None) => return Ok(FrameBound::UnboundedPreceding),
+                WB::Following(None) => return Ok(FrameBound::UnboundedFollowing),
+                WB::CurrentRow => return Ok(FrameBound::CurrentRow),
+                WB::Preceding(Some(e)) => (e, false),
+                WB::Following(Some(e)) => (e, true),
+            };
+            let value = if units == FrameUnits::Range {
+                let [key] = order_by else {
+                    bail!(Windowing, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column");
+                };
+                let off = self.bind_expr(e, scope, None)?;
+                let off = if off.ty() == SqlType::Unknown { coerce(off, key.expr.ty())? } else { off };
+                if let Ok(v) = self.eval_const(&off) {
+                    let negative = match v {
+                        Value::Int(i) => i < 0,
+                        Value::Float(f) => f < 0.0,
+                        Value::Interval(iv) => iv.months < 0 || iv.days < 0 || iv.micros < 0,
+                        _ => false,
+                    };
+                    if negative {
+                        bail!(InvalidPrecedingOrFollowingSize, "invalid preceding or following size in window function");
+                    }
+                }
+                let add = following != key.desc;
+                let b = self.bind_binary(if add { &BO::Plus } else { &BO::Minus }, key.expr.clone(), off)?;
+                if range_key.is_none() {
+                    range_key = Some(coerce(key.expr.clone(), b.ty())?);
+                }
+                b
+            } else {
+                Expr::lit(Value::Int(count(e, start)? as i64), SqlType::Int8)
+            };
+            Ok(if following { FrameBound::Following(value) } else { FrameBound::Preceding(value) })
+        };
+        let start = bound(&fr.start_bound, true)?;
+        let end = bound(&end, false)?;
+        Ok(WindowFrame::General(Box::new(GeneralFrame { units, start, end, range_key })))
     }
 
     /// Plan a subquery in a nested scope; returns the plan, whether it is
@@ -1145,6 +1334,24 @@ fn cast_plan_column(plan: LogicalPlan, ty: SqlType) -> LogicalPlan {
     let mut c = cols[0].clone();
     c.ty = ty;
     LogicalPlan::Project { input: Box::new(plan), exprs: vec![expr], columns: vec![c] }
+}
+
+/// A call `name(args)` as sqlparser writes it, for operators that are functions in PostgreSQL.
+fn call_ast(name: &str, args: Vec<ast::Expr>) -> ast::Expr {
+    ast::Expr::Function(ast::Function {
+        name: ast::ObjectName::from(vec![ast::Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args.into_iter().map(|e| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))).collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
 }
 
 pub fn binop(op: &BO) -> Result<BinOp> {

@@ -313,6 +313,7 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
             AggFunc::StringAgg => {
                 return Err("string_agg concatenates in input order; partial strings cannot be merged in that order".into())
             }
+            AggFunc::ArrayAgg => return Err("array_agg collects in input order; partial arrays cannot be merged in that order".into()),
             AggFunc::VarPop | AggFunc::VarSamp | AggFunc::StddevPop | AggFunc::StddevSamp => {
                 return Err(format!("{name} is not kept incrementally: its merged formula rounds differently from the direct one"))
             }

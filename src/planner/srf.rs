@@ -123,8 +123,12 @@ impl<'a> Planner<'a> {
                 if bound.len() != 1 {
                     bail!(FeatureNotSupported, "unnest with several arguments is not supported");
                 }
-                let elem = element_type(self, &args[0], scope)?;
-                (vec![coerce(bound.into_iter().next().unwrap(), SqlType::Text)?], elem)
+                let arr = bound.into_iter().next().unwrap();
+                let elem = match arr.ty().elem() {
+                    Some(t) => t,
+                    None => element_type(self, &args[0], scope)?,
+                };
+                (vec![coerce(arr, SqlType::Text)?], elem)
             }
             SrfKind::GenerateSubscripts => {
                 if !(2..=3).contains(&bound.len()) {

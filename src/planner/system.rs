@@ -132,6 +132,7 @@ pub const SYSTEM_RELATIONS: &[(i64, &str)] = &[
     (2606, "pg_constraint"),
     (2609, "pg_description"),
     (2610, "pg_index"),
+    (2616, "pg_opclass"),
     (2615, "pg_namespace"),
     (3456, "pg_collation"),
 ];
@@ -189,7 +190,7 @@ fn type_len(ty: SqlType) -> i64 {
         Int4 | Float4 | Date => 4,
         Int8 | Float8 | Timestamp | TimestampTz => 8,
         Interval => 16,
-        Text | Varchar | Unknown => -1,
+        Text | Varchar | Unknown | Array(_) => -1,
     }
 }
 
@@ -655,6 +656,53 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("reltype", Int8),
                     ("relpages", Int4),
                     ("relacl", Text),
+                ],
+                rows,
+            )
+        }
+        // btree's default operator classes of the column types, with
+        // PostgreSQL 15's OIDs (SQLAlchemy's get_indexes reads them).
+        ("pg_catalog", "pg_opclass") => {
+            let classes: [(i64, &str, i64, i64); 11] = [
+                (1978, "int4_ops", 23, 1976),
+                (1979, "int2_ops", 21, 1976),
+                (3122, "date_ops", 1082, 434),
+                (3123, "float8_ops", 701, 1970),
+                (3124, "int8_ops", 20, 1976),
+                (3126, "text_ops", 25, 1994),
+                (3127, "timestamptz_ops", 1184, 434),
+                (3128, "timestamp_ops", 1114, 434),
+                (10003, "bool_ops", 16, 424),
+                (10012, "float4_ops", 700, 1970),
+                (10022, "interval_ops", 1186, 1982),
+            ];
+            let rows = classes
+                .iter()
+                .map(|&(oid, name, intype, family)| {
+                    vec![
+                        Value::Int(oid),
+                        Value::Int(403),
+                        t(name),
+                        Value::Int(11),
+                        Value::Int(10),
+                        Value::Int(family),
+                        Value::Int(intype),
+                        Value::Bool(true),
+                        Value::Int(0),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("oid", Int8),
+                    ("opcmethod", Int8),
+                    ("opcname", Text),
+                    ("opcnamespace", Int8),
+                    ("opcowner", Int8),
+                    ("opcfamily", Int8),
+                    ("opcintype", Int8),
+                    ("opcdefault", Bool),
+                    ("opckeytype", Int8),
                 ],
                 rows,
             )

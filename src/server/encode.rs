@@ -39,6 +39,7 @@ impl ToSql for Cell {
                 out.put_i32(iv.days);
                 out.put_i32(iv.months);
             }
+            (Value::Text(s), SqlType::Array(e)) => encode_array(s, e.ty(), out)?,
             (Value::Text(s), _) => out.put_slice(s.as_bytes()),
         }
         Ok(IsNull::No)
@@ -128,7 +129,97 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => {
             Value::Text(String::from_utf8(b.to_vec()).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?)
         }
+        SqlType::Array(e) => decode_array(b, e.ty())?,
     })
+}
+
+/// The scalar type of an element OID in a binary array.
+fn scalar_of_oid(oid: u32) -> Option<SqlType> {
+    Some(match oid {
+        16 => SqlType::Bool,
+        21 => SqlType::Int2,
+        23 => SqlType::Int4,
+        20 => SqlType::Int8,
+        700 => SqlType::Float4,
+        701 => SqlType::Float8,
+        25 | 1043 | 1042 | 19 => SqlType::Text,
+        1114 => SqlType::Timestamp,
+        1184 => SqlType::TimestampTz,
+        1082 => SqlType::Date,
+        1186 => SqlType::Interval,
+        _ => return None,
+    })
+}
+
+/// PostgreSQL's array_send for one dimension: ndim, has-nulls flag,
+/// element OID, (length, lower bound 1), then each element as a length
+/// (-1: NULL) and its binary form.
+fn encode_array(text: &str, elem: SqlType, out: &mut BytesMut) -> std::result::Result<(), Box<dyn Error + Sync + Send>> {
+    let items = crate::types::array::parse_array(text)?;
+    let ndim = if items.is_empty() { 0 } else { 1 };
+    out.put_i32(ndim);
+    out.put_i32(items.iter().any(|i| i.is_none()) as i32);
+    out.put_u32(elem.pg_oid());
+    if ndim == 1 {
+        out.put_i32(items.len() as i32);
+        out.put_i32(1);
+    }
+    let ty = Type::from_oid(elem.pg_oid()).unwrap_or(Type::TEXT);
+    for item in items {
+        match item {
+            None => out.put_i32(-1),
+            Some(t) => {
+                let mut buf = BytesMut::new();
+                Cell(parse_text_as(&t, elem)?, elem).to_sql(&ty, &mut buf)?;
+                out.put_i32(buf.len() as i32);
+                out.put_slice(&buf);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// PostgreSQL's array_recv for one dimension, into the array's text form
+/// with `elem`'s output (elements sent as another scalar type convert).
+fn decode_array(b: &[u8], elem: SqlType) -> Result<Value> {
+    let short = || err!(InvalidParameterValue, "insufficient data left in message");
+    let mut pos = 0usize;
+    let i32_at = |pos: &mut usize| -> Result<i32> {
+        let v = b.get(*pos..*pos + 4).ok_or_else(short)?;
+        *pos += 4;
+        Ok(i32::from_be_bytes(v.try_into().unwrap()))
+    };
+    let ndim = i32_at(&mut pos)?;
+    let _flags = i32_at(&mut pos)?;
+    let sent = i32_at(&mut pos)? as u32;
+    let sent_ty = scalar_of_oid(sent).ok_or_else(|| err!(InvalidParameterValue, "unsupported array element type {sent}"))?;
+    let len = match ndim {
+        0 => 0,
+        1 => {
+            let n = i32_at(&mut pos)?;
+            let _lower = i32_at(&mut pos)?;
+            usize::try_from(n).map_err(|_| err!(InvalidParameterValue, "invalid array length"))?
+        }
+        n if n < 0 => bail!(InvalidParameterValue, "invalid number of dimensions: {n}"),
+        _ => bail!(FeatureNotSupported, "multidimensional arrays are not supported"),
+    };
+    let mut items = Vec::with_capacity(len.min(1 << 16));
+    for _ in 0..len {
+        let n = i32_at(&mut pos)?;
+        if n < 0 {
+            items.push(None);
+            continue;
+        }
+        let raw = b.get(pos..pos + n as usize).ok_or_else(short)?;
+        pos += n as usize;
+        let v = decode_param(Some(raw), sent_ty, true)?;
+        let v = if sent_ty == elem || elem.is_text() { v } else { parse_text_as(&format_value(&v), elem)? };
+        items.push(crate::types::array::elem_text(&v, elem));
+    }
+    if pos != b.len() {
+        bail!(InvalidParameterValue, "incorrect binary data format in bind parameter");
+    }
+    Ok(Value::Text(crate::types::array::format_array(&items)))
 }
 
 /// A borrowed cell: encodes straight from an arrow array, no allocation
@@ -147,6 +238,10 @@ impl<'a> CellRef<'a> {
             return CellRef::Null;
         }
         if let arrow::datatypes::DataType::Utf8 = array.data_type() {
+            if ty.is_array() {
+                // Arrays have their own binary form (`Cell::to_sql`).
+                return CellRef::Owned(Cell(Value::Text(array.as_string::<i32>().value(i).to_string()), ty));
+            }
             return CellRef::Text(array.as_string::<i32>().value(i));
         }
         CellRef::Owned(Cell(crate::types::value_at(array, i), ty))

@@ -60,7 +60,7 @@ fn sql_type_of(t: &Type) -> Option<SqlType> {
         1184 => SqlType::TimestampTz,
         1082 => SqlType::Date,
         1186 => SqlType::Interval,
-        _ => return None,
+        oid => SqlType::Array(crate::types::Elem::from_array_oid(oid)?),
     })
 }
 
@@ -80,6 +80,8 @@ pub struct Connection {
     auth: Arc<Mutex<Auth>>,
     /// The TLS facts of the socket, known after the handshake (pg_stat_ssl).
     ssl: Arc<Mutex<Option<crate::exec::activity::SslInfo>>>,
+    /// The socket's local address (inet_server_addr).
+    local: Option<std::net::SocketAddr>,
 }
 
 /// Where a connection's authentication exchange stands.
@@ -344,6 +346,8 @@ impl Connection {
             sess.settings.insert("application_name".into(), app.clone());
         }
         sess.register(self.pid);
+        let local = self.local;
+        self.engine.activity.update(self.pid, |r| r.server_addr = local);
         let ssl = self.ssl.lock().clone();
         self.engine.activity.update(self.pid, |r| r.ssl = ssl);
         *self.session.lock() = Some(sess);
@@ -832,6 +836,7 @@ impl Connection {
             hba: self.hba.clone(),
             auth: self.auth.clone(),
             ssl: self.ssl.clone(),
+            local: self.local,
         }
     }
 }
@@ -892,7 +897,7 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                 next_pid = if next_pid == i32::MAX { 1000 } else { next_pid + 1 };
                 let pid = next_pid;
                 let idle = Arc::new(IdleWatch::default());
-                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default(), ssl: Default::default() });
+                let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default(), ssl: Default::default(), local: socket.local_addr().ok() });
                 let registry = cancels.clone();
                 let tls = tls.clone();
                 // A second handle on the socket, for the idle-in-transaction

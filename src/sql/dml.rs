@@ -275,6 +275,7 @@ fn assignable(from: SqlType, to: SqlType) -> bool {
         || from == SqlType::Unknown
         || (from.is_numeric() && to.is_numeric())
         || (from.is_text() && to.is_text())
+        || (from.is_array() && to.is_array())
         || (from.is_timestamp() && to.is_timestamp())
         || to.is_text()
         || (from == SqlType::Date && to.is_timestamp())

@@ -13,7 +13,7 @@ use super::{QueryResult, Session};
 use crate::catalog::FlowDef;
 use crate::error::Result;
 use crate::flow::{self, Env};
-use crate::parser::{CommentOnFlow, CreateFlow, DropFlow, ShowCreateFlow, ShowFlows};
+use crate::parser::{CommentOnFlow, CreateFlow, DropFlow, FlowQuery, ShowCreateFlow, ShowFlows};
 use crate::planner::{ident, relation, Params, SchemaRef};
 use crate::types::Value;
 use crate::{bail, err};
@@ -136,7 +136,14 @@ pub fn create_flow(s: &mut Session, cf: &CreateFlow) -> Result<QueryResult> {
     let sink_name = sink_rel.name.clone();
     let mut sources: Vec<(String, String)> = Vec::new();
     let mut missing: Vec<String> = Vec::new();
-    for n in source_names(&cf.query) {
+    let names = match &cf.query {
+        FlowQuery::Sql(q) => source_names(q),
+        FlowQuery::Tql(t) => {
+            flow::tql::validate(t, eval_interval_s)?;
+            flow::tql::source_names(t)?
+        }
+    };
+    for n in names {
         let r = relation(cat, &s.database, &n)?;
         let db = match &r.schema {
             Some(SchemaRef::Database(d)) => d.clone(),
@@ -191,10 +198,12 @@ pub fn create_flow(s: &mut Session, cf: &CreateFlow) -> Result<QueryResult> {
                 .with_hint("DROP FLOW it, then CREATE FLOW"));
         }
         let planner = s.planner(Params::default());
-        let logical = planner.plan_query(&cf.query, None)?;
         let src_defs: Vec<_> = def.sources.iter().filter_map(|(d, t)| cat.table(d, t)).collect();
         let instant = src_defs.iter().any(|t| t.ttl_ms == Some(0));
-        let shape = flow::shape::analyze(&logical, eval_interval_s.is_some(), instant)?;
+        let shape = match &cf.query {
+            FlowQuery::Sql(q) => flow::shape::analyze(&planner.plan_query(q, None)?, eval_interval_s.is_some(), instant)?,
+            FlowQuery::Tql(t) => flow::tql::shape(&planner, t)?,
+        };
         drop(planner);
         def.flow_type = shape.flow_type.to_string();
         def.source_ids = src_defs.iter().map(|t| t.id).collect();
@@ -209,7 +218,10 @@ pub fn create_flow(s: &mut Session, cf: &CreateFlow) -> Result<QueryResult> {
                 if cat.view(&sink_db, &sink_name).is_some() {
                     bail!(WrongObjectType, "\"{sink_name}\" is a view; a flow's sink must be a table");
                 }
-                let mut t = flow::sink::auto_sink(&shape, &sink_db, &sink_name)?;
+                let mut t = match &cf.query {
+                    FlowQuery::Sql(_) => flow::sink::auto_sink(&shape, &sink_db, &sink_name)?,
+                    FlowQuery::Tql(_) => flow::tql::auto_sink(&shape, &sink_db, &sink_name)?,
+                };
                 t.id = cat.next_table_id()?;
                 flow::create_table(&env(s), &t)?;
             }

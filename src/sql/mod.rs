@@ -228,11 +228,13 @@ impl Session {
             backend_start: now,
             query_start: None,
             ssl: None,
+            server_addr: None,
         });
     }
 
     fn activity_start(&self, query: &str) {
-        let q = query.to_string();
+        // pg_stat_activity never shows a password (roles.rs).
+        let q = roles::redacted_query(query).unwrap_or_else(|| query.to_string());
         self.engine.activity.update(self.pid, |r| {
             r.state = "active".into();
             r.query = q;
@@ -494,6 +496,7 @@ impl Session {
                 let (columns, batches) = crate::tql::execute(&planner, t)?;
                 Ok(QueryResult::Rows { columns, batches })
             }
+            WeirStatement::Vacuum(v) => ddl::vacuum(self, v),
         }
     }
 
@@ -504,6 +507,10 @@ impl Session {
             return r;
         }
         match stmt {
+            Statement::Query(q) if ddl::select_into(q).is_some() => {
+                let (name, query) = ddl::select_into(q).expect("checked")?;
+                ddl::create_table_as(self, &name, false, &[], &query)
+            }
             Statement::Query(q) => {
                 let keys = crate::planner::incremental::IncrementalKeys::from_settings(&self.settings)?;
                 let return_seqs = keys.as_ref().is_some_and(|k| k.return_region_seq);

@@ -49,6 +49,11 @@ fn time_ms(planner: &Planner, e: &ast::Expr, what: &str) -> Result<i64> {
         Value::Float(s) if s.is_finite() && s.abs() < 9.2e15 => Ok((s * 1000.0).round() as i64),
         Value::Timestamp(us) => Ok(us.div_euclid(1000)),
         Value::Date(d) => Ok(d as i64 * 86_400_000),
+        // An interval is a time since the epoch (GreptimeDB's flows write
+        // `now() - now()` for 0).
+        Value::Interval(iv) => {
+            Ok((iv.months as i64 * 30 + iv.days as i64).saturating_mul(86_400_000).saturating_add(iv.micros.div_euclid(1000)))
+        }
         Value::Text(t) => parse_time_text(&t).ok_or_else(|| err!(InvalidDatetime, "invalid TQL {what} time: \"{t}\"")),
         Value::Null => bail!(InvalidParameterValue, "TQL {what} time must not be null"),
         other => bail!(DatatypeMismatch, "TQL {what} time must be a timestamp or a number of seconds, not {other:?}"),

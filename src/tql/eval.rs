@@ -11,13 +11,18 @@ use std::time::{Instant, UNIX_EPOCH};
 
 use promql_parser::label::Labels as PLabels;
 use promql_parser::parser::token::*;
-use promql_parser::parser::{AggregateExpr, AtModifier, BinaryExpr, Expr, LabelModifier, Offset, VectorMatchCardinality, VectorSelector};
+use promql_parser::parser::{
+    AggregateExpr, AtModifier, BinaryExpr, Expr, LabelModifier, Offset, SubqueryExpr, VectorMatchCardinality, VectorSelector,
+};
 
 use super::args::Range;
 use super::load::{self, is_stale, Labels, Raw, FIELD_LABEL};
 use crate::bail;
 use crate::error::Result;
 use crate::planner::Planner;
+
+/// Steps a subquery may evaluate (its inner range over its step).
+pub const SUBQUERY_STEPS_MAX: i64 = 1_000_000;
 
 /// One output series: a value or none at each step.
 #[derive(Debug, Clone)]
@@ -99,7 +104,12 @@ impl<'a> Evaluator<'a> {
     /// The time a selector reads at for step time `t`: `@` pins it, then
     /// `offset` moves it back.
     fn selector_time(&self, vs: &VectorSelector, t: i64) -> i64 {
-        let base = match &vs.at {
+        self.modified_time(&vs.at, &vs.offset, t)
+    }
+
+    /// A step time moved by an `@` and an `offset` modifier.
+    fn modified_time(&self, at: &Option<AtModifier>, offset: &Option<Offset>, t: i64) -> i64 {
+        let base = match at {
             None => t,
             Some(AtModifier::Start) => self.range.start_ms,
             Some(AtModifier::End) => self.range.end_ms,
@@ -108,7 +118,7 @@ impl<'a> Evaluator<'a> {
                 Err(e) => -ms(&e.duration()),
             },
         };
-        match &vs.offset {
+        match offset {
             None => base,
             Some(Offset::Pos(d)) => base - ms(d),
             Some(Offset::Neg(d)) => base + ms(d),
@@ -282,7 +292,7 @@ impl<'a> Evaluator<'a> {
             Expr::Call(c) => super::funcs::call(self, c),
             Expr::Aggregate(a) => self.aggregate(a),
             Expr::Binary(b) => self.binary(b),
-            Expr::Subquery(_) => bail!(FeatureNotSupported, "PromQL subqueries are not supported"),
+            Expr::Subquery(sq) => self.subquery(sq),
             Expr::Extension(_) => bail!(FeatureNotSupported, "PromQL extensions are not supported"),
         }
     }
@@ -317,6 +327,55 @@ impl<'a> Evaluator<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// A subquery `expr[range:step]`: the inner expression evaluated at
+    /// the multiples of the step (the query's step by default) that fall
+    /// in some step's window, as a range vector whose windows end at each
+    /// step's time (moved by the subquery's `@` and `offset`).
+    fn subquery(&self, sq: &SubqueryExpr) -> Result<Val> {
+        let range_ms = ms(&sq.range);
+        let step_ms = sq.step.as_ref().map(ms).filter(|&s| s > 0).unwrap_or(self.range.step_ms);
+        let ends: Vec<i64> = (0..self.steps()).map(|i| self.modified_time(&sq.at, &sq.offset, self.range.ts(i))).collect();
+        let lo = ends.iter().copied().min().unwrap_or(0).saturating_sub(range_ms);
+        let hi = ends.iter().copied().max().unwrap_or(0);
+        let start = lo.div_euclid(step_ms).saturating_add(1).saturating_mul(step_ms);
+        let end = hi.div_euclid(step_ms).saturating_mul(step_ms);
+        if end < start {
+            return Ok(Val::Matrix(Matrix { series: vec![], range_ms, ends }));
+        }
+        if (end - start) / step_ms >= SUBQUERY_STEPS_MAX {
+            bail!(
+                ProgramLimitExceeded,
+                "a PromQL subquery would evaluate more than {SUBQUERY_STEPS_MAX} steps; use a larger subquery step or a shorter range"
+            );
+        }
+        let inner = Evaluator {
+            planner: self.planner,
+            range: Range { start_ms: start, end_ms: end, step_ms, lookback_ms: self.range.lookback_ms },
+            analyze: self.analyze,
+            depth: Cell::new(self.depth.get()),
+            stats: RefCell::new(vec![]),
+        };
+        let v = inner.eval(&sq.expr);
+        self.stats.borrow_mut().extend(inner.take_stats());
+        let series = match v? {
+            Val::Vector(v) => v
+                .into_iter()
+                .map(|s| {
+                    let (mut ts, mut vals) = (Vec::new(), Vec::new());
+                    for (i, x) in s.vals.iter().enumerate() {
+                        if let Some(x) = x {
+                            ts.push(inner.range.ts(i));
+                            vals.push(*x);
+                        }
+                    }
+                    Raw { labels: s.labels, ts, vals }
+                })
+                .collect(),
+            other => bail!(DatatypeMismatch, "a subquery needs an instant vector, not a {}", other.kind()),
+        };
+        Ok(Val::Matrix(Matrix { series, range_ms, ends }))
     }
 
     pub fn vector(&self, e: &Expr) -> Result<Vec<Series>> {

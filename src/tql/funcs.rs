@@ -154,8 +154,160 @@ pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
             let v = ev.vector(args[1])?;
             Ok(Val::Vector(histogram_quantile(&q, v, n)))
         }
+        "absent" => {
+            let v = ev.vector(args[0])?;
+            let labels = match args[0] {
+                Expr::VectorSelector(vs) => absent_labels(vs),
+                _ => vec![],
+            };
+            let vals: Vec<Option<f64>> = (0..n).map(|i| (!v.iter().any(|s| s.vals[i].is_some())).then_some(1.0)).collect();
+            Ok(Val::Vector(if vals.iter().any(|x| x.is_some()) { vec![Series { labels, vals }] } else { vec![] }))
+        }
+        "absent_over_time" => {
+            let m = ev.matrix(args[0])?;
+            let labels = match args[0] {
+                Expr::MatrixSelector(ms) => absent_labels(&ms.vs),
+                _ => vec![],
+            };
+            let vals: Vec<Option<f64>> =
+                (0..n).map(|i| (!(0..m.series.len()).any(|s| !m.window(s, i).is_empty())).then_some(1.0)).collect();
+            Ok(Val::Vector(if vals.iter().any(|x| x.is_some()) { vec![Series { labels, vals }] } else { vec![] }))
+        }
+        "predict_linear" => {
+            let m = ev.matrix(args[0])?;
+            let d = ev.scalar(args[1])?;
+            Ok(Val::Vector(over_windows(&m, n, |step, end, ts, vs| {
+                if vs.len() < 2 {
+                    return None;
+                }
+                let (slope, intercept) = linear_regression(ts, vs, end);
+                Some(intercept + slope * d[step])
+            })))
+        }
+        "double_exponential_smoothing" => {
+            let m = ev.matrix(args[0])?;
+            let sf = ev.scalar(args[1])?;
+            let tf = ev.scalar(args[2])?;
+            for i in 0..n {
+                if !(sf[i] > 0.0 && sf[i] < 1.0) {
+                    bail!(InvalidParameterValue, "invalid smoothing factor. Expected: 0 < sf < 1, got: {:.6}", sf[i]);
+                }
+                if !(tf[i] > 0.0 && tf[i] < 1.0) {
+                    bail!(InvalidParameterValue, "invalid trend factor. Expected: 0 < tf < 1, got: {:.6}", tf[i]);
+                }
+            }
+            Ok(Val::Vector(over_windows(&m, n, |step, _, _, vs| double_exponential_smoothing(vs, sf[step], tf[step]))))
+        }
+        "mad_over_time" => {
+            let m = ev.matrix(args[0])?;
+            let mut buf = Vec::new();
+            Ok(Val::Vector(over_windows(&m, n, |_, _, _, vs| {
+                buf.clear();
+                buf.extend_from_slice(vs);
+                let median = quantile(0.5, &mut buf);
+                buf.clear();
+                buf.extend(vs.iter().map(|v| (v - median).abs()));
+                Some(quantile(0.5, &mut buf))
+            })))
+        }
+        "acos" | "acosh" | "asin" | "asinh" | "atan" | "atanh" | "cos" | "cosh" | "sin" | "sinh" | "tan" | "tanh" | "deg" | "rad" => {
+            let f: fn(f64) -> f64 = match name {
+                "acos" => f64::acos,
+                "acosh" => f64::acosh,
+                "asin" => f64::asin,
+                "asinh" => f64::asinh,
+                "atan" => f64::atan,
+                "atanh" => f64::atanh,
+                "cos" => f64::cos,
+                "cosh" => f64::cosh,
+                "sin" => f64::sin,
+                "sinh" => f64::sinh,
+                "tan" => f64::tan,
+                "tanh" => f64::tanh,
+                "deg" => f64::to_degrees,
+                _ => f64::to_radians,
+            };
+            let mut v = ev.vector(args[0])?;
+            map_values(&mut v, |_, x| Some(f(x)));
+            Ok(Val::Vector(v))
+        }
+        "pi" => Ok(Val::Scalar(vec![std::f64::consts::PI; n])),
+        "year" | "month" | "day_of_month" | "day_of_week" | "day_of_year" | "days_in_month" | "hour" | "minute" => {
+            // Of each value read as seconds since the epoch (UTC); without
+            // an argument, of each step's time.
+            let mut v = match args.first() {
+                Some(a) => ev.vector(a)?,
+                None => vec![Series { labels: vec![], vals: (0..n).map(|i| Some(ev.range.ts(i) as f64 / 1000.0)).collect() }],
+            };
+            map_values(&mut v, |_, x| date_part(name, x));
+            Ok(Val::Vector(v))
+        }
         other => bail!(FeatureNotSupported, "PromQL function {other}() is not supported"),
     }
+}
+
+/// The labels `absent()` gives its result: the selector's equality
+/// matchers (a label matched twice, or by another operator, is left out,
+/// as Prometheus does).
+pub fn absent_labels(vs: &promql_parser::parser::VectorSelector) -> Labels {
+    use promql_parser::label::MatchOp;
+    let mut out: Labels = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for m in &vs.matchers.matchers {
+        if m.name == "__name__" || m.name == super::load::FIELD_LABEL {
+            continue;
+        }
+        if matches!(m.op, MatchOp::Equal) && !seen.contains(&m.name.as_str()) {
+            set_label(&mut out, &m.name, &m.value);
+            seen.push(&m.name);
+        } else {
+            out.retain(|(n, _)| *n != m.name);
+            seen.push(&m.name);
+        }
+    }
+    out
+}
+
+/// Prometheus's double exponential smoothing (holt_winters before v3).
+fn double_exponential_smoothing(vs: &[f64], sf: f64, tf: f64) -> Option<f64> {
+    if vs.len() < 2 {
+        return None;
+    }
+    let (mut s0, mut s1) = (0.0, vs[0]);
+    let mut b = vs[1] - vs[0];
+    for (i, &v) in vs.iter().enumerate().skip(1) {
+        let x = sf * v;
+        if i > 1 {
+            b = tf * (s1 - s0) + (1.0 - tf) * b;
+        }
+        let y = (1.0 - sf) * (s1 + b);
+        s0 = s1;
+        s1 = x + y;
+    }
+    Some(s1)
+}
+
+/// A calendar part of a time in seconds since the epoch, UTC.
+fn date_part(name: &str, secs: f64) -> Option<f64> {
+    use chrono::{Datelike, Timelike};
+    if !secs.is_finite() {
+        return Some(f64::NAN);
+    }
+    let t = chrono::DateTime::from_timestamp(secs.floor() as i64, 0)?;
+    Some(match name {
+        "year" => t.year() as f64,
+        "month" => t.month() as f64,
+        "day_of_month" => t.day() as f64,
+        "day_of_week" => t.weekday().num_days_from_sunday() as f64,
+        "day_of_year" => t.ordinal() as f64,
+        "hour" => t.hour() as f64,
+        "minute" => t.minute() as f64,
+        _ => {
+            let (y, m) = (t.year(), t.month());
+            let next = if m == 12 { chrono::NaiveDate::from_ymd_opt(y + 1, 1, 1) } else { chrono::NaiveDate::from_ymd_opt(y, m + 1, 1) }?;
+            (next - chrono::NaiveDate::from_ymd_opt(y, m, 1)?).num_days() as f64
+        }
+    })
 }
 
 fn map_values(v: &mut Vec<Series>, f: impl Fn(usize, f64) -> Option<f64>) {

@@ -30,6 +30,7 @@ use crate::planner::Planner;
 use crate::{bail, err};
 
 pub use args::Range;
+pub use output::{project, static_columns};
 
 /// Prometheus's default lookback delta.
 pub const LOOKBACK_MS_DEFAULT: i64 = 5 * 60 * 1000;
@@ -44,7 +45,9 @@ pub fn execute(planner: &Planner, tql: &Tql) -> Result<(Vec<PlanColumn>, Vec<Rec
         TqlKind::Eval => {
             let Some(a) = &tql.args else { bail!(Syntax, "TQL EVAL needs (start, end, step)") };
             let range = args::evaluate(planner, a)?;
-            evaluate(planner, &expr, &range)
+            let (mut cols, batches) = evaluate(planner, &expr, &range)?;
+            let batches = rename_value(&mut cols, batches, tql.alias.as_ref())?;
+            Ok((cols, batches))
         }
         TqlKind::Explain => {
             let range = match &tql.args {
@@ -77,6 +80,69 @@ pub fn evaluate(planner: &Planner, expr: &promql_parser::parser::Expr, range: &R
     let ev = eval::Evaluator::new(planner, range.clone());
     let v = ev.eval(expr)?;
     output::rows(expr, &ev, v)
+}
+
+/// `TQL EVAL … AS name`: the (one) value column renamed.
+pub fn rename_value(cols: &mut [PlanColumn], batches: Vec<RecordBatch>, alias: Option<&sqlparser::ast::Ident>) -> Result<Vec<RecordBatch>> {
+    let Some(alias) = alias else { return Ok(batches) };
+    let name = crate::planner::ident(alias);
+    let values: Vec<usize> = (1..cols.len()).filter(|&i| cols[i].ty == crate::types::SqlType::Float8).collect();
+    let [v] = values.as_slice() else { bail!(FeatureNotSupported, "TQL's AS names one value column; this result has {}", values.len()) };
+    cols[*v].name = name;
+    let schema = crate::exec::plan::arrow_schema(cols);
+    batches
+        .into_iter()
+        .map(|b| {
+            Ok(RecordBatch::try_new_with_options(
+                schema.clone(),
+                b.columns().to_vec(),
+                &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+            )?)
+        })
+        .collect()
+}
+
+/// The evaluation range of `(start, end, step [, lookback])`, with `now()`
+/// the planner's statement time (a flow's tick).
+pub fn range(planner: &Planner, a: &crate::parser::TqlArgs) -> Result<Range> {
+    args::evaluate(planner, a)
+}
+
+/// The metric names an expression selects (a TQL flow's sources), in
+/// order of appearance.
+pub fn metric_names(e: &promql_parser::parser::Expr) -> Result<Vec<String>> {
+    use promql_parser::parser::Expr;
+    fn walk(e: &Expr, out: &mut Vec<String>) -> Result<()> {
+        match e {
+            Expr::VectorSelector(vs) => out.push(load::metric_name(vs)?),
+            Expr::MatrixSelector(m) => out.push(load::metric_name(&m.vs)?),
+            Expr::Paren(p) => walk(&p.expr, out)?,
+            Expr::Unary(u) => walk(&u.expr, out)?,
+            Expr::Subquery(s) => walk(&s.expr, out)?,
+            Expr::Call(c) => {
+                for a in &c.args.args {
+                    walk(a, out)?;
+                }
+            }
+            Expr::Aggregate(a) => {
+                if let Some(p) = &a.param {
+                    walk(p, out)?;
+                }
+                walk(&a.expr, out)?;
+            }
+            Expr::Binary(b) => {
+                walk(&b.lhs, out)?;
+                walk(&b.rhs, out)?;
+            }
+            Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(e, &mut out)?;
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|n| seen.insert(n.clone()));
+    Ok(out)
 }
 
 /// The statement's PromQL as an AST (the parser has checked it already).

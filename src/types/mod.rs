@@ -11,7 +11,9 @@ use arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalUnit, TimeUnit};
 
 use crate::error::Result;
 
+pub mod array;
 pub mod interval;
+pub use array::Elem;
 pub use interval::Interval;
 
 /// Zone string of TIMESTAMP WITH TIME ZONE columns in arrow.
@@ -32,6 +34,10 @@ pub enum SqlType {
     TimestampTz,
     Date,
     Interval,
+    /// A one-dimensional array of a scalar type (`integer[]`), carried in
+    /// batches as PostgreSQL's text form (`{1,2,NULL}`, canonical: every
+    /// element in its type's output form) in a Utf8 column; see `array.rs`.
+    Array(Elem),
     /// An untyped literal or NULL, before coercion decides.
     Unknown,
 }
@@ -45,7 +51,7 @@ impl SqlType {
             SqlType::Int8 => DataType::Int64,
             SqlType::Float4 => DataType::Float32,
             SqlType::Float8 => DataType::Float64,
-            SqlType::Text | SqlType::Varchar | SqlType::Unknown => DataType::Utf8,
+            SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) => DataType::Utf8,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
             SqlType::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some(UTC.into())),
             SqlType::Date => DataType::Date32,
@@ -86,6 +92,7 @@ impl SqlType {
             SqlType::TimestampTz => 1184,
             SqlType::Date => 1082,
             SqlType::Interval => 1186,
+            SqlType::Array(e) => e.array_oid(),
         }
     }
 
@@ -104,6 +111,7 @@ impl SqlType {
             SqlType::TimestampTz => "timestamp with time zone",
             SqlType::Date => "date",
             SqlType::Interval => "interval",
+            SqlType::Array(e) => e.array_pg_name(),
         }
     }
 
@@ -122,6 +130,7 @@ impl SqlType {
             SqlType::TimestampTz => "TIMESTAMP WITH TIME ZONE",
             SqlType::Date => "DATE",
             SqlType::Interval => "INTERVAL",
+            SqlType::Array(e) => e.array_sql_name(),
         }
     }
 
@@ -136,6 +145,21 @@ impl SqlType {
     }
     pub fn is_text(self) -> bool {
         matches!(self, SqlType::Text | SqlType::Varchar | SqlType::Unknown)
+    }
+    pub fn is_array(self) -> bool {
+        matches!(self, SqlType::Array(_))
+    }
+    /// An array's element type.
+    pub fn elem(self) -> Option<SqlType> {
+        match self {
+            SqlType::Array(e) => Some(e.ty()),
+            _ => None,
+        }
+    }
+    /// The array type of this element type (an untyped element is text;
+    /// arrays do not nest: None).
+    pub fn array_of(self) -> Option<SqlType> {
+        Elem::of(self).map(SqlType::Array)
     }
     pub fn is_timestamp(self) -> bool {
         matches!(self, SqlType::Timestamp | SqlType::TimestampTz)
@@ -174,6 +198,7 @@ impl SqlType {
             (Timestamp, TimestampTz) | (TimestampTz, Timestamp) => Some(TimestampTz),
             (Date, Timestamp) | (Timestamp, Date) => Some(Timestamp),
             (Date, TimestampTz) | (TimestampTz, Date) => Some(TimestampTz),
+            (Array(x), Array(y)) => SqlType::common(x.ty(), y.ty()).and_then(SqlType::array_of),
             _ => None,
         }
     }
@@ -341,7 +366,7 @@ pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
         SqlType::Int8 => Arc::new(values.iter().map(as_i64).collect::<Int64Array>()),
         SqlType::Float4 => Arc::new(values.iter().map(|v| as_f64(v).map(|x| x as f32)).collect::<Float32Array>()),
         SqlType::Float8 => Arc::new(values.iter().map(as_f64).collect::<Float64Array>()),
-        SqlType::Text | SqlType::Varchar | SqlType::Unknown => Arc::new(
+        SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) => Arc::new(
             values
                 .iter()
                 .map(|v| match v {
@@ -617,6 +642,9 @@ pub fn pg_type_name(oid: u32) -> &'static str {
         1184 => "timestamp with time zone",
         1186 => "interval",
         1700 => "numeric",
-        _ => "unknown",
+        _ => match Elem::from_array_oid(oid) {
+            Some(e) => e.array_pg_name(),
+            None => "unknown",
+        },
     }
 }

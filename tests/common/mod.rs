@@ -368,9 +368,50 @@ pub fn decode(ty: &Type, raw: Option<&[u8]>) -> Result<Value, String> {
             }
             Value::Other(format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]))
         }
-        _ => return Err(format!("no decoder for type {} (oid {})", ty.name(), ty.oid())),
+        _ => match ty.kind() {
+            tokio_postgres::types::Kind::Array(elem) => Value::Other(array_text(elem, raw)?),
+            _ => return Err(format!("no decoder for type {} (oid {})", ty.name(), ty.oid())),
+        },
     };
     Ok(v)
+}
+
+/// A one-dimensional binary array (array_send) in array_out's text form.
+fn array_text(elem: &Type, raw: &[u8]) -> Result<String, String> {
+    let i32_at = |at: usize| -> Result<i32, String> { Ok(i32::from_be_bytes(be(raw, at)?)) };
+    let ndim = i32_at(0)?;
+    let sent = i32_at(8)? as u32;
+    if sent != elem.oid() {
+        return Err(format!("array of {} holds element oid {sent}", elem.name()));
+    }
+    if ndim == 0 {
+        return Ok("{}".into());
+    }
+    if ndim != 1 {
+        return Err(format!("{ndim}-dimensional array"));
+    }
+    let n = i32_at(12)?;
+    let mut at = 20;
+    let mut items = Vec::new();
+    for _ in 0..n {
+        let len = i32_at(at)?;
+        at += 4;
+        if len < 0 {
+            items.push("NULL".to_string());
+            continue;
+        }
+        let bytes = raw.get(at..at + len as usize).ok_or("short array element")?;
+        at += len as usize;
+        let s = pg_text(elem, &decode(elem, Some(bytes))?).unwrap_or_default();
+        let quote = s.is_empty()
+            || s.eq_ignore_ascii_case("NULL")
+            || s.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_ascii_whitespace());
+        items.push(if quote { format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")) } else { s });
+    }
+    if at != raw.len() {
+        return Err("trailing bytes after array".into());
+    }
+    Ok(format!("{{{}}}", items.join(",")))
 }
 
 /// A value as PostgreSQL prints it in text format (`t`/`f`, shortest floats…).

@@ -45,6 +45,13 @@ async function main(url) {
     "SELECT pg_get_indexdef(i.indexrelid) AS def FROM pg_index i WHERE i.indrelid = 'node_cpu'::regclass AND i.indisprimary"
   );
   assert.strictEqual(pk.rows[0].def, "CREATE UNIQUE INDEX node_cpu_pkey ON public.node_cpu USING btree (host, ts)");
+  // Arrays: node-postgres parses int4[] / text[] results into JS arrays and
+  // sends JS arrays as array literals.
+  const arr = await c.query(
+    "SELECT ARRAY[1,2,NULL]::int[] AS a, '{x,\"y z\"}'::text[] AS t, $1::int[] AS p, 2 = ANY($1::int[]) AS hit",
+    [[1, 2]]
+  );
+  assert.deepStrictEqual(arr.rows[0], { a: [1, 2, null], t: ["x", "y z"], p: [1, 2], hit: true });
   await c.end();
   console.log("node-postgres ok");
 }

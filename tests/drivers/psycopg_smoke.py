@@ -55,6 +55,17 @@ def main(url: str) -> None:
             raise AssertionError("expected DivisionByZero")
         cur.execute("SELECT %s::int + 1", (41,))
         assert cur.fetchone() == (42,)
+        # Arrays: Python lists go out as arrays (binary and text) and come
+        # back as lists; ANY over a bound list.
+        cur.execute("SELECT ARRAY[1,2,NULL], '{a,\"b c\"}'::text[], %s::bigint[], %s = ANY(%s)", ([5, None], 3, [1, 3]))
+        assert cur.fetchone() == ([1, 2, None], ["a", "b c"], [5, None], True)
+        bcur.execute("SELECT array_agg(host ORDER BY n DESC), ARRAY[1.5::float8], %s::text[] FROM py_psycopg", (["x", "y z"],))
+        # DESC puts NULLs first: host b (n NULL), then the ten a rows.
+        assert bcur.fetchone() == (["b"] + ["a"] * 10, [1.5], ["x", "y z"])
+        cur.execute("SELECT n FROM py_psycopg WHERE n = ANY(%s) ORDER BY n", ([1, 2, 42],))
+        assert cur.fetchall() == [(1,), (2,)]
+        info = psycopg.types.TypeInfo.fetch(conn, "int4")
+        assert (info.oid, info.array_oid) == (23, 1007), info
         cur.execute("DROP TABLE py_psycopg")
     # A transaction block as psycopg does it without autocommit.
     with psycopg.connect(url) as conn:

@@ -41,9 +41,25 @@ def main(url: str) -> None:
     types = [str(c["type"]) for c in cols]
     assert types == ["TEXT", "TIMESTAMP", "DOUBLE PRECISION", "TEXT"], types
     assert [c["nullable"] for c in cols] == [True, False, True, True], cols
-    # get_pk_constraint / get_indexes need set-returning functions in the
-    # select list (unnest, generate_subscripts), which weir lacks; the
-    # catalog rows they read are checked directly.
+    # The primary key (tags + time index), through unnest/generate_subscripts
+    # and array_agg(… ORDER BY …); the PK's index is not among get_indexes,
+    # as in PostgreSQL; weir has no unique, foreign-key or check constraints.
+    pkc = insp.get_pk_constraint("insp_cpu")
+    assert (pkc["name"], pkc["constrained_columns"]) == ("insp_cpu_pkey", ["host", "ts"]), pkc
+    assert insp.get_indexes("insp_cpu") == [], insp.get_indexes("insp_cpu")
+    assert insp.get_unique_constraints("insp_cpu") == []
+    assert insp.get_foreign_keys("insp_cpu") == []
+    assert insp.get_check_constraints("insp_cpu") == []
+    assert insp.get_table_comment("insp_cpu") == {"text": None}
+    assert "public" in insp.get_schema_names()
+    multi = insp.get_multi_pk_constraint()
+    assert multi[(None, "insp_cpu")]["constrained_columns"] == ["host", "ts"], multi
+    assert insp.get_multi_indexes()[(None, "insp_cpu")] == []
+    assert [c["name"] for c in insp.get_multi_columns()[(None, "insp_cpu")]] == names
+    assert insp.get_multi_unique_constraints()[(None, "insp_cpu")] == []
+    assert insp.get_multi_foreign_keys()[(None, "insp_cpu")] == []
+    assert insp.get_multi_check_constraints()[(None, "insp_cpu")] == []
+    # The catalog rows behind them.
     with engine.connect() as conn:
         pk = conn.execute(
             text(

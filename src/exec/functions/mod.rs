@@ -5,6 +5,7 @@
 //!
 //! May import `types`, `error` and the rest of `exec`; nothing above it.
 
+pub mod array;
 pub mod datetime;
 pub mod math;
 pub mod registry;
@@ -182,11 +183,13 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("lpad", vec![s(&[Text, Int8], Text), s(&[Text, Int8, Text], Text)], string::lpad),
         Def::new("rpad", vec![s(&[Text, Int8], Text), s(&[Text, Int8, Text], Text)], string::rpad),
         Def::new("replace", vec![s(&[Text, Text, Text], Text)], string::replace),
+        Def::new("like_escape", vec![s(&[Text, Text], Text)], string::like_escape),
         Def::new("split_part", vec![s(&[Text, Text, Int8], Text)], string::split_part),
         Def::new("strpos", vec![s(&[Text, Text], Int4)], string::strpos).alias(&["position"]),
         Def::new("starts_with", vec![s(&[Text, Text], Bool)], string::starts_with),
         Def::new("concat", vec![var(&[], any_t, Text)], string::concat).lenient(),
         Def::new("concat_ws", vec![var(&[Arg::T(Text)], any_t, Text)], string::concat_ws).lenient(),
+        Def::new("format", vec![var(&[Arg::T(Text)], any_t, Text)], string::format).lenient(),
         Def::new("regex_match", vec![s(&[Text, Text], Bool)], |a| string::regex_match(a, false)),
         Def::new("regex_imatch", vec![s(&[Text, Text], Bool)], |a| string::regex_match(a, true)),
         Def::new(
@@ -257,11 +260,15 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("current_user", vec![s(&[], Text)], info).alias(&["session_user", "user"]).stable(),
         Def::new("pg_backend_pid", vec![s(&[], Int4)], info).stable(),
         Def::new("inet_server_addr", vec![s(&[], Text)], info).stable(),
+        Def::new("inet_server_port", vec![s(&[], Int4)], info).stable(),
         Def::new("pg_is_in_recovery", vec![s(&[], Bool)], info).stable(),
         Def::new("pg_typeof", vec![any(1, Text)], pg_typeof).lenient().stable(),
         Def::new("pg_get_userbyid", vec![any(1, Text)], info).stable(),
         Def::new("pg_encoding_to_char", vec![any(1, Text)], info).stable(),
         Def::new("current_setting", vec![s(&[Text], Text), s(&[Text, Bool], Text)], info).stable(),
+        // set_config answers the new value without applying it (asyncpg
+        // turns `jit` off this way before its type introspection).
+        Def::new("set_config", vec![s(&[Text, Text, Bool], Text)], info).volatile(),
         Def::new("format_type", vec![any(2, Text)], info).lenient().stable(),
         Def::new("pg_size_pretty", vec![s(&[Int8], Text)], info),
         Def::new("obj_description", vec![any(1, Text), any(2, Text)], info).lenient().stable(),
@@ -285,11 +292,21 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("pg_total_relation_size", vec![any(1, Int8)], info).stable(),
         Def::new("pg_relation_size", vec![any(1, Int8), any(2, Int8)], info).stable(),
         Def::new("pg_database_size", vec![any(1, Int8)], info).stable(),
-        // Arrays, carried as their text form ('{1,2}').
-        Def::new("array_upper", vec![any(2, Int4)], info).lenient(),
-        Def::new("array_lower", vec![any(2, Int4)], info).lenient(),
-        Def::new("array_length", vec![any(2, Int4)], info).lenient(),
-        Def::new("cardinality", vec![any(1, Int4)], info).lenient(),
+        // Arrays, carried as their text form ('{1,2}'): `array.rs`.
+        Def::new("array_upper", vec![any(2, Int4)], array::dims).lenient(),
+        Def::new("array_lower", vec![any(2, Int4)], array::dims).lenient(),
+        Def::new("array_length", vec![any(2, Int4)], array::dims).lenient(),
+        Def::new("array_ndims", vec![any(1, Int4)], array::dims).lenient(),
+        Def::new("cardinality", vec![any(1, Int4)], array::dims).lenient(),
+        Def::new(
+            "string_to_array",
+            vec![
+                s(&[Text, Text], SqlType::Array(crate::types::Elem::Text)),
+                s(&[Text, Text, Text], SqlType::Array(crate::types::Elem::Text)),
+            ],
+            array::string_to_array,
+        ),
+        Def::new("array_position", vec![any(2, Int4)], array::array_position).lenient(),
         Def::new("array_subscript", vec![s(&[Text, Int8], Unknown)], info).lenient(),
         Def::new("array_any_eq", vec![s(&[Text, Text], Bool)], info).lenient(),
         Def::new("array_all_eq", vec![s(&[Text, Text], Bool)], info).lenient(),
@@ -441,23 +458,6 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             _ => Value::Null,
         },
         "pg_get_expr" => a.first().cloned().unwrap_or(Value::Null),
-        "array_upper" | "array_length" | "cardinality" => {
-            let arr = s0().unwrap_or_default();
-            let inner = arr.trim_matches(|c| c == '{' || c == '}').trim();
-            if inner.is_empty() {
-                Value::Null
-            } else {
-                Value::Int(inner.split(',').count() as i64)
-            }
-        }
-        "array_lower" => {
-            let arr = s0().unwrap_or_default();
-            if arr.trim_matches(|c| c == '{' || c == '}').trim().is_empty() {
-                Value::Null
-            } else {
-                Value::Int(1)
-            }
-        }
         "array_subscript" => {
             let arr = s0().unwrap_or_default();
             let k = a.get(1).and_then(as_i).unwrap_or(0);
@@ -486,6 +486,7 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             }
         }
         "pg_encoding_to_char" => Value::Text("UTF8".into()),
+        "set_config" => a.get(1).cloned().unwrap_or(Value::Null),
         "pg_collation_is_visible" => Value::Bool(true),
         "pg_get_serial_sequence" => Value::Null,
         "json_build_object" => {
@@ -522,7 +523,16 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         "pg_is_in_recovery" | "pg_relation_is_publishable" => Value::Bool(false),
         "pg_total_relation_size" | "pg_relation_size" | "pg_database_size" => Value::Int(0),
         "pg_size_pretty" => Value::Text(format!("{} bytes", a.first().and_then(as_i).unwrap_or(0))),
-        "inet_server_addr" => Value::Text("127.0.0.1".into()),
+        // The connection's local address; NULL without a socket, as
+        // PostgreSQL answers over a Unix socket.
+        "inet_server_addr" => match ctx.activity.get(ctx.pid).and_then(|r| r.server_addr) {
+            Some(a) => Value::Text(a.ip().to_string()),
+            None => Value::Null,
+        },
+        "inet_server_port" => match ctx.activity.get(ctx.pid).and_then(|r| r.server_addr) {
+            Some(a) => Value::Int(a.port() as i64),
+            None => Value::Null,
+        },
         other => bail!(UndefinedFunction, "function {other} does not exist"),
     })
 }
@@ -537,33 +547,30 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
         // ProjectSet; anywhere else they are not supported.
         crate::bail!(FeatureNotSupported, "set-returning functions are not allowed here");
     }
+    // `x op ANY (arr)` / `x op ALL (arr)`, bound as `array_any:<op>`.
+    if let Some((q @ ("array_any" | "array_all"), sym)) = name.split_once(':') {
+        let op = array::quantified_op(sym).ok_or_else(|| crate::err!(Internal, "no quantified operator {sym}"))?;
+        let x = args[0].eval(batch, ctx)?;
+        let arr = args[1].eval(batch, ctx)?;
+        return array::quantified(&x, args[0].ty(), &arr, op, q == "array_all", n);
+    }
     match name {
         // ARRAY[...]: the array's text form, `{a,"b c",NULL}`.
         "array_text" => {
             let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
+            let ety = ty.elem().unwrap_or(SqlType::Text);
             let out: arrow::array::StringArray = (0..n)
                 .map(|i| {
-                    let items: Vec<String> = cols
-                        .iter()
-                        .map(|c| match crate::types::value_at(c.as_ref(), i) {
-                            Value::Null => "NULL".to_string(),
-                            v => {
-                                let s = crate::types::format_value(&v);
-                                let quote = s.is_empty()
-                                    || s.eq_ignore_ascii_case("NULL")
-                                    || s.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
-                                if quote {
-                                    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-                                } else {
-                                    s
-                                }
-                            }
-                        })
-                        .collect();
-                    Some(format!("{{{}}}", items.join(",")))
+                    let items: Vec<Option<String>> =
+                        cols.iter().map(|c| crate::types::array::elem_text(&crate::types::value_at(c.as_ref(), i), ety)).collect();
+                    Some(crate::types::array::format_array(&items))
                 })
                 .collect();
             return Ok(Arc::new(out));
+        }
+        "array_slice" => {
+            let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
+            return array::slice(&cols[0], &cols[1], &cols[2], n);
         }
         // A record's text form from its fields (set-returning calls' records).
         "record_out" => {

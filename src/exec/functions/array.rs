@@ -1,0 +1,227 @@
+//! Array functions over arrays in their text form (`types::array`):
+//! dimensions (`array_length`, `cardinality`, …), `string_to_array`,
+//! `array_position`, and the evaluated forms the binder produces for
+//! subscripts, slices and `op ANY / ALL (array)`.
+//!
+//! Catalog columns of PostgreSQL's vector types (int2vector, oidvector:
+//! `1 2`, counted from 0) reach these functions as text too; they keep
+//! their old reading.
+
+use std::sync::Arc;
+
+use arrow::array::*;
+
+use super::registry::{rowwise, Args};
+use crate::error::Result;
+use crate::exec::expr::{parse_text_as, BinOp};
+use crate::types::array::{format_array, parse_array};
+use crate::types::{SqlType, Value};
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::Text(s) => Some(s.clone()),
+        other => Some(crate::types::format_value(other)),
+    }
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::Float(f) => Some(*f as i64),
+        Value::Text(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// An array value's elements, or a vector type's (`1 2`) with lower
+/// bound 0.
+fn elements(s: &str) -> Result<(Vec<Option<String>>, i64)> {
+    if s.trim_start().starts_with(['{', '[']) {
+        Ok((parse_array(s)?, 1))
+    } else {
+        Ok((s.split_whitespace().map(|x| Some(x.to_string())).collect(), 0))
+    }
+}
+
+/// array_length, array_upper, array_lower, array_ndims, cardinality.
+pub fn dims(a: &Args<'_>) -> Result<ArrayRef> {
+    let name = a.name;
+    rowwise(a, true, |v, _| {
+        let Some(s) = text(&v[0]) else { return Ok(Value::Null) };
+        let (items, lower) = elements(&s)?;
+        let n = items.len() as i64;
+        if name == "cardinality" {
+            return Ok(Value::Int(n));
+        }
+        // One dimension: any other asked for has no bounds; an empty
+        // array has no dimensions at all.
+        if n == 0 || (name != "array_ndims" && v.get(1).and_then(int) != Some(1)) {
+            return Ok(Value::Null);
+        }
+        Ok(Value::Int(match name {
+            "array_length" => n,
+            "array_lower" => lower,
+            "array_ndims" => 1,
+            _ => lower + n - 1,
+        }))
+    })
+}
+
+/// string_to_array(text, delimiter [, null string]) → text[].
+pub fn string_to_array(a: &Args<'_>) -> Result<ArrayRef> {
+    rowwise(a, false, |v, _| {
+        let Some(s) = text(&v[0]) else { return Ok(Value::Null) };
+        let null = v.get(2).and_then(text);
+        let parts: Vec<String> = match text(&v[1]) {
+            // A NULL delimiter splits into characters; an empty one keeps
+            // the string whole.
+            None => s.chars().map(String::from).collect(),
+            Some(d) if d.is_empty() => vec![s.clone()],
+            Some(d) => s.split(d.as_str()).map(String::from).collect(),
+        };
+        if s.is_empty() {
+            return Ok(Value::Text("{}".into()));
+        }
+        let items: Vec<Option<String>> =
+            parts.into_iter().map(|p| if null.as_deref() == Some(p.as_str()) { None } else { Some(p) }).collect();
+        Ok(Value::Text(format_array(&items)))
+    })
+}
+
+/// array_position(array, value): the first subscript holding the value.
+pub fn array_position(a: &Args<'_>) -> Result<ArrayRef> {
+    let ety = a.types[0].elem().unwrap_or(SqlType::Text);
+    rowwise(a, false, |v, _| {
+        let Some(s) = text(&v[0]) else { return Ok(Value::Null) };
+        let (items, lower) = elements(&s)?;
+        let want = match &v[1] {
+            Value::Null => None,
+            x => Some(parse_text_as(&text(x).unwrap_or_default(), ety)?),
+        };
+        for (i, item) in items.iter().enumerate() {
+            let hit = match (item, &want) {
+                (None, None) => true,
+                (Some(t), Some(w)) => parse_text_as(t, ety)?.total_cmp(w).is_eq(),
+                _ => false,
+            };
+            if hit {
+                return Ok(Value::Int(lower + i as i64));
+            }
+        }
+        Ok(Value::Null)
+    })
+}
+
+/// `arr[lo:hi]`: a slice (missing bounds are the array's own), an empty
+/// array when it selects nothing.
+pub fn slice(arr: &ArrayRef, lo: &ArrayRef, hi: &ArrayRef, n: usize) -> Result<ArrayRef> {
+    let at = |c: &ArrayRef, i: usize| crate::types::value_at(c.as_ref(), if c.len() == 1 { 0 } else { i });
+    let mut out: Vec<Option<String>> = Vec::with_capacity(n);
+    for i in 0..n {
+        let Some(s) = text(&at(arr, i)) else {
+            out.push(None);
+            continue;
+        };
+        let (items, lower) = elements(&s)?;
+        let upper = lower + items.len() as i64 - 1;
+        let lo = int(&at(lo, i)).unwrap_or(lower).max(lower);
+        let hi = int(&at(hi, i)).unwrap_or(upper).min(upper);
+        let picked: Vec<Option<String>> = if lo > hi { vec![] } else { items[(lo - lower) as usize..=(hi - lower) as usize].to_vec() };
+        out.push(Some(format_array(&picked)));
+    }
+    Ok(Arc::new(StringArray::from(out)))
+}
+
+/// `x op ANY (arr)` / `x op ALL (arr)`, PostgreSQL's three-valued answer:
+/// ANY is true when one comparison is, else NULL when one is unknown;
+/// ALL is false when one comparison is, else NULL when one is unknown.
+pub fn quantified(x: &ArrayRef, xty: SqlType, arr: &ArrayRef, op: BinOp, all: bool, n: usize) -> Result<ArrayRef> {
+    let at = |c: &ArrayRef, i: usize| crate::types::value_at(c.as_ref(), if c.len() == 1 { 0 } else { i });
+    let mut out: Vec<Option<bool>> = Vec::with_capacity(n);
+    for i in 0..n {
+        let Some(s) = text(&at(arr, i)) else {
+            out.push(None);
+            continue;
+        };
+        let (items, _) = elements(&s)?;
+        let xv = at(x, i);
+        let mut unknown = false;
+        let mut decided = None;
+        for item in &items {
+            let r = match (item, xv.is_null()) {
+                (Some(t), false) => {
+                    let e = parse_text_as(t, xty)?;
+                    let o = xv.total_cmp(&e);
+                    Some(match op {
+                        BinOp::Eq => o.is_eq(),
+                        BinOp::NotEq => o.is_ne(),
+                        BinOp::Lt => o.is_lt(),
+                        BinOp::LtEq => o.is_le(),
+                        BinOp::Gt => o.is_gt(),
+                        _ => o.is_ge(),
+                    })
+                }
+                _ => None,
+            };
+            match r {
+                None => unknown = true,
+                Some(b) if b != all => {
+                    decided = Some(b);
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
+        out.push(match decided {
+            Some(b) => Some(b),
+            None if unknown => None,
+            None => Some(all),
+        });
+    }
+    Ok(Arc::new(BooleanArray::from(out)))
+}
+
+/// The comparison operator of a quantified call's name (`array_any:<=`).
+pub fn quantified_op(symbol: &str) -> Option<BinOp> {
+    Some(match symbol {
+        "=" => BinOp::Eq,
+        "<>" => BinOp::NotEq,
+        "<" => BinOp::Lt,
+        "<=" => BinOp::LtEq,
+        ">" => BinOp::Gt,
+        ">=" => BinOp::GtEq,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[Option<&str>]) -> ArrayRef {
+        Arc::new(StringArray::from(v.to_vec()))
+    }
+
+    #[test]
+    fn any_and_all_are_three_valued() {
+        let x: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), Some(5), None, Some(2)]));
+        let arr = strings(&[Some("{1,2}"), Some("{1,NULL}"), Some("{1}"), Some("{}")]);
+        let any = quantified(&x, SqlType::Int4, &arr, BinOp::Eq, false, 4).unwrap();
+        let any: Vec<Option<bool>> = any.as_boolean().iter().collect();
+        assert_eq!(any, vec![Some(true), None, None, Some(false)]);
+        let all = quantified(&x, SqlType::Int4, &arr, BinOp::Lt, true, 4).unwrap();
+        let all: Vec<Option<bool>> = all.as_boolean().iter().collect();
+        assert_eq!(all, vec![Some(false), Some(false), None, Some(true)]);
+    }
+
+    #[test]
+    fn slices() {
+        let arr = strings(&[Some("{a,b,c,d}"), Some("{a}"), None]);
+        let lo: ArrayRef = Arc::new(Int64Array::from(vec![Some(2)]));
+        let hi: ArrayRef = Arc::new(Int64Array::from(vec![None::<i64>]));
+        let s = slice(&arr, &lo, &hi, 3).unwrap();
+        let s: Vec<Option<&str>> = s.as_string::<i32>().iter().collect();
+        assert_eq!(s, vec![Some("{b,c,d}"), Some("{}"), None]);
+    }
+}
