@@ -32,6 +32,12 @@ pub enum ErrorKind {
     /// 42846: no cast between the two types.
     CannotCoerce,
     Grouping,
+    /// 42P20: a window clause PostgreSQL refuses.
+    Windowing,
+    /// 22004: a NULL where PostgreSQL refuses one.
+    NullValueNotAllowed,
+    /// 22013: a negative or NULL window frame offset.
+    InvalidPrecedingOrFollowingSize,
     NotNullViolation,
     UniqueViolation,
     InvalidParameterValue,
@@ -104,6 +110,9 @@ impl ErrorKind {
             Syntax => "42601",
             UndefinedTable => "42P01",
             UndefinedColumn => "42703",
+            Windowing => "42P20",
+            NullValueNotAllowed => "22004",
+            InvalidPrecedingOrFollowingSize => "22013",
             UndefinedFunction => "42883",
             UndefinedObject => "42704",
             UndefinedDatabase => "3D000",

@@ -109,7 +109,10 @@ async fn exact_lag_and_prometheus_metrics() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let data = tempfile::Builder::new().prefix("weir-flow-metrics").tempdir().unwrap();
     let listen = format!("127.0.0.1:{port}");
-    let server = TestServer::spawn_with(data.path(), &[], &["--metrics-listen", &listen]).unwrap();
+    // Automatic runs are held back so that the writes below stay unreflected
+    // until the lag is read (on a quiet machine the flow would catch up first).
+    let server =
+        TestServer::spawn_with(data.path(), &[("WEIR_FAILPOINTS", "flow_scheduler_paused")], &["--metrics-listen", &listen]).unwrap();
     let c = server.connect(None).await.unwrap();
     c.batch_execute("CREATE TABLE src (host STRING, ts TIMESTAMP TIME INDEX, v BIGINT, PRIMARY KEY (host))").await.unwrap();
     c.batch_execute("INSERT INTO src VALUES ('a', '2024-01-01 00:00:01', 1)").await.unwrap();

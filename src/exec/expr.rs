@@ -332,7 +332,7 @@ impl Expr {
                     .iter()
                     .map(|k| SortKey { expr: k.expr.map(depth, f), desc: k.desc, nulls_first: k.nulls_first })
                     .collect(),
-                frame: w.frame,
+                frame: w.frame.map(|e| e.map(depth, f)),
                 ty: w.ty,
             })),
         }

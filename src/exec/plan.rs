@@ -104,17 +104,88 @@ pub enum WindowFunc {
     Lead,
     FirstValue,
     LastValue,
+    NthValue,
+    Ntile,
+    PercentRank,
+    CumeDist,
     Agg(AggFunc),
 }
 
 /// The frame of a window aggregate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum WindowFrame {
     /// PostgreSQL's default: the whole partition without ORDER BY, else from
     /// the partition start through the current row's peers.
     Default,
     /// ROWS BETWEEN n PRECEDING (None = UNBOUNDED) AND CURRENT ROW.
     RowsPreceding(Option<usize>),
+    /// Any other frame: ROWS, RANGE or GROUPS between two bounds.
+    General(Box<GeneralFrame>),
+}
+
+impl WindowFrame {
+    /// The expressions of a general frame (offsets, RANGE key).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        let WindowFrame::General(g) = self else { return vec![] };
+        let mut v = Vec::new();
+        for b in [&g.start, &g.end] {
+            if let FrameBound::Preceding(e) | FrameBound::Following(e) = b {
+                v.push(e);
+            }
+        }
+        v.extend(g.range_key.iter());
+        v
+    }
+
+    /// This frame with `m` applied to each expression.
+    pub fn try_map<E>(&self, m: impl Fn(&Expr) -> std::result::Result<Expr, E>) -> std::result::Result<WindowFrame, E> {
+        let WindowFrame::General(g) = self else { return Ok(self.clone()) };
+        let bound = |b: &FrameBound| -> std::result::Result<FrameBound, E> {
+            Ok(match b {
+                FrameBound::Preceding(e) => FrameBound::Preceding(m(e)?),
+                FrameBound::Following(e) => FrameBound::Following(m(e)?),
+                other => other.clone(),
+            })
+        };
+        Ok(WindowFrame::General(Box::new(GeneralFrame {
+            units: g.units,
+            start: bound(&g.start)?,
+            end: bound(&g.end)?,
+            range_key: g.range_key.as_ref().map(&m).transpose()?,
+        })))
+    }
+
+    pub fn map(&self, m: impl Fn(&Expr) -> Expr) -> WindowFrame {
+        self.try_map(|e| Ok::<Expr, std::convert::Infallible>(m(e))).unwrap_or_else(|e| match e {})
+    }
+}
+
+/// `{ROWS | RANGE | GROUPS} BETWEEN start AND end`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GeneralFrame {
+    pub units: FrameUnits,
+    pub start: FrameBound,
+    pub end: FrameBound,
+    /// RANGE with offsets: the ORDER BY key in the bounds' type, compared with them.
+    pub range_key: Option<Expr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrameUnits {
+    Rows,
+    Range,
+    Groups,
+}
+
+/// A frame bound; an offset is a constant expression (a count of rows or peer groups, or for
+/// RANGE a distance in the ORDER BY column's units).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(Expr),
+    CurrentRow,
+    Following(Expr),
+    UnboundedFollowing,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -238,7 +309,7 @@ impl WindowCall {
             args: self.args.iter().map(&m).collect(),
             partition_by: self.partition_by.iter().map(&m).collect(),
             order_by: self.order_by.iter().map(|k| k.map_expr(&m)).collect(),
-            frame: self.frame,
+            frame: self.frame.map(&m),
             ty: self.ty,
         }
     }

@@ -7,7 +7,7 @@ use arrow::compute::{lexsort_to_indices, SortColumn, SortOptions};
 use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, SortField};
 
-use super::plan::{arrow_schema, AggFunc, PlanColumn, WindowCall, WindowFrame, WindowFunc};
+use super::plan::{arrow_schema, AggFunc, FrameBound, FrameUnits, GeneralFrame, PlanColumn, WindowCall, WindowFrame, WindowFunc};
 use super::{BatchExecutor, BatchResult, ExecCtx};
 use crate::err;
 use crate::error::Result;
@@ -66,6 +66,7 @@ impl WindowExecutor {
         let args: Vec<ArrayRef> = call.args.iter().map(|e| e.eval(input, &self.ctx)).collect::<Result<_>>()?;
         let arg = |i: usize, k: usize| -> Value { args.get(k).map(|a| value_at(a.as_ref(), i)).unwrap_or(Value::Null) };
         let mut out = vec![Value::Null; n];
+        let frame = Frame::new(&call.frame, input, &self.ctx, call.order_by.first().map(|k| (k.desc, k.nulls_first)))?;
         // Partition boundaries in the sorted order.
         let mut start = 0;
         while start < n {
@@ -105,6 +106,72 @@ impl WindowExecutor {
                         out[r] = if j >= 0 && (j as usize) < rows.len() { arg(rows[j as usize], 0) } else { arg(r, 2) };
                     }
                 }
+                WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::NthValue if frame.is_some() => {
+                    let f = frame.as_ref().expect("checked");
+                    let groups = Groups::new(rows, &peers);
+                    for k in 0..rows.len() {
+                        let (lo, hi) = f.bounds(k, rows, &groups);
+                        let at = match call.func {
+                            WindowFunc::FirstValue => Some(lo),
+                            WindowFunc::LastValue => hi.checked_sub(1),
+                            _ => match arg(rows[k], 1) {
+                                Value::Int(i) if i > 0 => lo.checked_add(i as usize - 1),
+                                Value::Int(_) => {
+                                    return Err(err!(InvalidParameterValue, "argument of nth_value must be greater than zero"))
+                                }
+                                _ => None,
+                            },
+                        };
+                        out[rows[k]] = match at {
+                            Some(j) if j >= lo && j < hi => arg(rows[j], 0),
+                            _ => Value::Null,
+                        };
+                    }
+                }
+                WindowFunc::NthValue => {
+                    // Default frame: from the partition start through the last peer.
+                    let groups = Groups::new(rows, &peers);
+                    for k in 0..rows.len() {
+                        let hi = groups.end[groups.of[k]];
+                        out[rows[k]] = match arg(rows[k], 1) {
+                            Value::Int(i) if i > 0 && (i as usize) <= hi => arg(rows[i as usize - 1], 0),
+                            Value::Int(i) if i <= 0 => {
+                                return Err(err!(InvalidParameterValue, "argument of nth_value must be greater than zero"))
+                            }
+                            _ => Value::Null,
+                        };
+                    }
+                }
+                WindowFunc::Ntile => {
+                    let m = rows.len() as i64;
+                    for (k, &r) in rows.iter().enumerate() {
+                        out[r] = match arg(r, 0) {
+                            Value::Int(b) if b > 0 => {
+                                // PostgreSQL: the first m % b buckets get one row more.
+                                let (q, rem) = (m / b, m % b);
+                                let k = k as i64;
+                                let big = rem * (q + 1);
+                                Value::Int(if k < big { k / (q + 1) + 1 } else { rem + (k - big) / q.max(1) + 1 })
+                            }
+                            Value::Int(_) => return Err(err!(InvalidParameterValue, "argument of ntile must be greater than zero")),
+                            _ => Value::Null,
+                        };
+                    }
+                }
+                WindowFunc::PercentRank | WindowFunc::CumeDist => {
+                    let groups = Groups::new(rows, &peers);
+                    let m = rows.len();
+                    for k in 0..m {
+                        let g = groups.of[k];
+                        out[rows[k]] = Value::Float(if call.func == WindowFunc::CumeDist {
+                            groups.end[g] as f64 / m as f64
+                        } else if m > 1 {
+                            groups.start[g] as f64 / (m - 1) as f64
+                        } else {
+                            0.0
+                        });
+                    }
+                }
                 WindowFunc::FirstValue => {
                     for &r in rows {
                         out[r] = arg(rows[0], 0);
@@ -127,7 +194,16 @@ impl WindowExecutor {
                 }
                 WindowFunc::Agg(f) => {
                     let vals: Vec<Value> = rows.iter().map(|&r| if f == AggFunc::CountStar { Value::Int(1) } else { arg(r, 0) }).collect();
-                    match call.frame {
+                    match &call.frame {
+                        WindowFrame::General(_) => {
+                            let (agg, f) = (f, frame.as_ref().expect("a general frame"));
+                            let groups = Groups::new(rows, &peers);
+                            for k in 0..rows.len() {
+                                self.ctx.check()?;
+                                let (lo, hi) = f.bounds(k, rows, &groups);
+                                out[rows[k]] = fold(agg, &vals[lo.min(hi)..hi])?;
+                            }
+                        }
                         WindowFrame::Default if call.order_by.is_empty() => {
                             let v = fold(f, &vals)?;
                             for &r in rows {
@@ -165,6 +241,164 @@ impl WindowExecutor {
             start = end;
         }
         values_to_array(&out, call.ty)
+    }
+}
+
+/// Peer groups of a partition (rows in sorted order): each row's group and each group's
+/// start and end (exclusive) positions.
+struct Groups {
+    of: Vec<usize>,
+    start: Vec<usize>,
+    end: Vec<usize>,
+}
+
+impl Groups {
+    fn new(rows: &[usize], peers: &dyn Fn(usize, usize) -> bool) -> Groups {
+        let mut g = Groups { of: Vec::with_capacity(rows.len()), start: vec![], end: vec![] };
+        for k in 0..rows.len() {
+            if k == 0 || !peers(rows[k - 1], rows[k]) {
+                if k > 0 {
+                    g.end.push(k);
+                }
+                g.start.push(k);
+            }
+            g.of.push(g.start.len() - 1);
+        }
+        g.end.push(rows.len());
+        g
+    }
+}
+
+/// A general frame with its offsets evaluated: counts for ROWS / GROUPS, per-row bound
+/// values and the key for RANGE.
+struct Frame {
+    units: FrameUnits,
+    start: Bound,
+    end: Bound,
+    key: Option<ArrayRef>,
+    desc: bool,
+    nulls_first: bool,
+}
+
+enum Bound {
+    UnboundedPreceding,
+    Preceding(usize),
+    CurrentRow,
+    Following(usize),
+    UnboundedFollowing,
+    /// RANGE: the bound's value for each input row.
+    Value(ArrayRef),
+}
+
+impl Frame {
+    fn new(frame: &WindowFrame, input: &RecordBatch, ctx: &ExecCtx, key_order: Option<(bool, bool)>) -> Result<Option<Frame>> {
+        let rows_from = |p: Option<usize>| Frame {
+            units: FrameUnits::Rows,
+            start: p.map_or(Bound::UnboundedPreceding, Bound::Preceding),
+            end: Bound::CurrentRow,
+            key: None,
+            desc: false,
+            nulls_first: false,
+        };
+        let g = match frame {
+            WindowFrame::Default => return Ok(None),
+            WindowFrame::RowsPreceding(p) => return Ok(Some(rows_from(*p))),
+            WindowFrame::General(g) => g,
+        };
+        let GeneralFrame { units, start, end, range_key } = g.as_ref();
+        let bound = |b: &FrameBound| -> Result<Bound> {
+            Ok(match b {
+                FrameBound::UnboundedPreceding => Bound::UnboundedPreceding,
+                FrameBound::UnboundedFollowing => Bound::UnboundedFollowing,
+                FrameBound::CurrentRow => Bound::CurrentRow,
+                FrameBound::Preceding(e) | FrameBound::Following(e) => {
+                    let a = e.eval(input, ctx)?;
+                    if *units == FrameUnits::Range {
+                        Bound::Value(a)
+                    } else {
+                        let n = match value_at(a.as_ref(), 0) {
+                            Value::Int(i) => i.max(0) as usize,
+                            _ => 0,
+                        };
+                        if matches!(b, FrameBound::Preceding(_)) {
+                            Bound::Preceding(n)
+                        } else {
+                            Bound::Following(n)
+                        }
+                    }
+                }
+            })
+        };
+        let key = range_key.as_ref().map(|k| k.eval(input, ctx)).transpose()?;
+        let (desc, nulls_first) = key_order.unwrap_or((false, false));
+        Ok(Some(Frame { units: *units, start: bound(start)?, end: bound(end)?, key, desc, nulls_first }))
+    }
+
+    /// The frame of the k-th row of a partition: positions [lo, hi).
+    fn bounds(&self, k: usize, rows: &[usize], groups: &Groups) -> (usize, usize) {
+        let m = rows.len();
+        let g = groups.of[k];
+        let ng = groups.start.len();
+        let lo = match (&self.start, self.units) {
+            (Bound::UnboundedPreceding, _) => 0,
+            (Bound::CurrentRow, FrameUnits::Rows) => k,
+            (Bound::CurrentRow, _) => groups.start[g],
+            (Bound::Preceding(n), FrameUnits::Rows) => k.saturating_sub(*n),
+            (Bound::Following(n), FrameUnits::Rows) => (k + n).min(m),
+            (Bound::Preceding(n), _) => g.checked_sub(*n).map_or(0, |h| groups.start[h]),
+            (Bound::Following(n), _) => groups.start.get(g + n).copied().unwrap_or(m),
+            (Bound::Value(b), _) => self.range_edge(k, rows, groups, b, true),
+            (Bound::UnboundedFollowing, _) => m,
+        };
+        let hi = match (&self.end, self.units) {
+            (Bound::UnboundedFollowing, _) => m,
+            (Bound::CurrentRow, FrameUnits::Rows) => k + 1,
+            (Bound::CurrentRow, _) => groups.end[g],
+            (Bound::Preceding(n), FrameUnits::Rows) => (k + 1).saturating_sub(*n),
+            (Bound::Following(n), FrameUnits::Rows) => (k + 1 + n).min(m),
+            (Bound::Preceding(n), _) => g.checked_sub(*n).map_or(0, |h| groups.end[h]),
+            (Bound::Following(n), _) => {
+                if g + n < ng {
+                    groups.end[g + n]
+                } else {
+                    m
+                }
+            }
+            (Bound::Value(b), _) => self.range_edge(k, rows, groups, b, false),
+            (Bound::UnboundedPreceding, _) => 0,
+        };
+        (lo, hi)
+    }
+
+    /// RANGE: the first position not before the bound (a start), or the first after it
+    /// (an end), in the sort order of the key. A NULL key's frame is its peer group.
+    fn range_edge(&self, k: usize, rows: &[usize], groups: &Groups, bound: &ArrayRef, start: bool) -> usize {
+        let key = self.key.as_ref().expect("RANGE frames have a key");
+        let at = |a: &ArrayRef, i: usize| value_at(a.as_ref(), if a.len() == 1 { 0 } else { i });
+        let b = at(bound, rows[k]);
+        if b.is_null() || at(key, rows[k]).is_null() {
+            let g = groups.of[k];
+            return if start { groups.start[g] } else { groups.end[g] };
+        }
+        // <0: the row sorts before the bound, >0: after.
+        let side = |j: usize| -> std::cmp::Ordering {
+            let v = at(key, rows[j]);
+            if v.is_null() {
+                return if self.nulls_first { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater };
+            }
+            let o = v.total_cmp(&b);
+            if self.desc {
+                o.reverse()
+            } else {
+                o
+            }
+        };
+        let m = rows.len();
+        if start {
+            (0..m).find(|&j| side(j) != std::cmp::Ordering::Less).unwrap_or(m)
+        } else {
+            (0..m).find(|&j| side(j) == std::cmp::Ordering::Greater).unwrap_or(m)
+        }
     }
 }
 

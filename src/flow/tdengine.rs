@@ -595,9 +595,13 @@ pub fn bind_query(c: &Compiled, q: &ast::Query, b: &Bindings) -> Result<ast::Que
                     cond.push(format!("{} < {}", quote_ident(&t.ts_column), ts_literal(w.end)));
                     if matches!(t.kind, TableKind::Stable(_)) {
                         for (p, v) in self.c.cs.partition.iter().zip(&self.b.group) {
-                            let col = quote_ident(&crate::planner::ident(p));
+                            let name = crate::planner::ident(p);
+                            let col = quote_ident(&name);
+                            // The literal takes the column's type, so the
+                            // equality becomes the scan's tag set.
+                            let ty = t.table.column_index(&name).map(|i| t.table.columns[i].type_name()).unwrap_or_else(|| "text".into());
                             match v {
-                                Some(v) => cond.push(format!("CAST({col} AS TEXT) = {}", quote_lit(v))),
+                                Some(v) => cond.push(format!("{col} = CAST({} AS {ty})", quote_lit(v))),
                                 None => cond.push(format!("{col} IS NULL")),
                             }
                         }

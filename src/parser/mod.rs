@@ -24,6 +24,7 @@ mod flow;
 mod nesting;
 mod tdengine;
 mod tql;
+mod vacuum;
 
 use std::fmt;
 
@@ -40,6 +41,7 @@ pub use tdengine::{
     ChildSpec, CreateStable, CreateStream, Duration, InsertPart, Notify, OutputTag, StreamOption, StreamTrigger, TdStatement,
 };
 pub use tql::{Tql, TqlArgs, TqlKind};
+pub use vacuum::{Vacuum, VacuumTable};
 
 use crate::error::{ErrorKind, WeirError};
 
@@ -68,6 +70,8 @@ pub enum Statement {
     CommentOnFlow(CommentOnFlow),
     /// `TQL EVAL | EXPLAIN | ANALYZE (start, end, step) <promql>`.
     Tql(Box<Tql>),
+    /// PostgreSQL's `VACUUM [ (options) ] [tables]`.
+    Vacuum(Vacuum),
     /// TDengine's supertables, snodes and streams (`tdengine.rs`).
     Tdengine(Box<TdStatement>),
 }
@@ -85,6 +89,7 @@ impl fmt::Display for Statement {
             Statement::ShowCreateFlow(c) => write!(f, "{c}"),
             Statement::CommentOnFlow(c) => write!(f, "{c}"),
             Statement::Tql(t) => write!(f, "{t}"),
+            Statement::Vacuum(v) => write!(f, "{v}"),
             Statement::Tdengine(t) => write!(f, "{t}"),
         }
     }
@@ -118,6 +123,7 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["SHOW", "CREATE", "FLOW"], applies: |_| true, parse: flow::parse_show },
     WeirStatement { words: &["COMMENT", "ON", "FLOW"], applies: |_| true, parse: flow::parse_comment },
     WeirStatement { words: &["TQL"], applies: tql::applies, parse: tql::parse },
+    WeirStatement { words: &["VACUUM"], applies: |_| true, parse: vacuum::parse },
 ];
 
 /// Whether the next tokens are these words (unquoted, any case).
@@ -222,7 +228,11 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
                 nesting::check(&c.options)?;
             }
             Statement::CreateDatabase(c) => nesting::check(&c.options)?,
-            Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {}
+            Statement::DropFlow(_)
+            | Statement::ShowFlows(_)
+            | Statement::ShowCreateFlow(_)
+            | Statement::CommentOnFlow(_)
+            | Statement::Vacuum(_) => {}
             Statement::Tdengine(t) => {
                 if let TdStatement::CreateStream(c) = t.as_ref() {
                     nesting::check(&c.query)?;
@@ -326,9 +336,11 @@ pub fn max_param(stmt: &Statement) -> usize {
             FlowQuery::Sql(q) => ast::visit_expressions(q, &mut see),
             FlowQuery::Tql(t) => ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone()]), &mut see),
         },
-        Statement::DropFlow(_) | Statement::ShowFlows(_) | Statement::ShowCreateFlow(_) | Statement::CommentOnFlow(_) => {
-            std::ops::ControlFlow::Continue(())
-        }
+        Statement::DropFlow(_)
+        | Statement::ShowFlows(_)
+        | Statement::ShowCreateFlow(_)
+        | Statement::CommentOnFlow(_)
+        | Statement::Vacuum(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tdengine(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tql(t) => {
             ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see)

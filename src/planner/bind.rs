@@ -272,6 +272,8 @@ impl<'a> Planner<'a> {
                     }
                 }
             }
+            E::UnaryOp { op: UO::PGSquareRoot, expr } => self.bind_expr(&call_ast("sqrt", vec![(**expr).clone()]), scope, agg)?,
+            E::UnaryOp { op: UO::PGCubeRoot, expr } => self.bind_expr(&call_ast("cbrt", vec![(**expr).clone()]), scope, agg)?,
             E::UnaryOp { op, expr } => {
                 let inner = self.bind_expr(expr, scope, agg)?;
                 match op {
@@ -303,6 +305,10 @@ impl<'a> Planner<'a> {
                     }
                     other => bail!(FeatureNotSupported, "unary operator {other} is not supported"),
                 }
+            }
+            // PostgreSQL's `^` is power(): float8 (numeric for numeric, which weir keeps as float8).
+            E::BinaryOp { left, op: BO::PGExp, right } => {
+                self.bind_expr(&call_ast("power", vec![(**left).clone(), (**right).clone()]), scope, agg)?
             }
             E::BinaryOp { left, op, right } => {
                 let l = self.bind_reg_operand(left, scope, agg, true)?;
@@ -1138,25 +1144,7 @@ impl<'a> Planner<'a> {
         }
         let frame = match &spec.window_frame {
             None => WindowFrame::Default,
-            Some(fr) => {
-                let end_current = matches!(fr.end_bound, None | Some(ast::WindowFrameBound::CurrentRow));
-                match (&fr.units, &fr.start_bound, end_current) {
-                    (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::Preceding(None), true) => WindowFrame::RowsPreceding(None),
-                    (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::Preceding(Some(n)), true) => {
-                        let nb = coerce(self.bind_expr(n, scope, None)?, SqlType::Int8)?;
-                        match self.eval_const(&nb)? {
-                            Value::Int(k) if k >= 0 => WindowFrame::RowsPreceding(Some(k as usize)),
-                            _ => bail!(InvalidParameterValue, "frame offset must be a non-negative integer"),
-                        }
-                    }
-                    (ast::WindowFrameUnits::Rows, ast::WindowFrameBound::CurrentRow, true) => WindowFrame::RowsPreceding(Some(0)),
-                    (ast::WindowFrameUnits::Range, ast::WindowFrameBound::Preceding(None), true) => WindowFrame::Default,
-                    _ => bail!(
-                        FeatureNotSupported,
-                        "this window frame is not supported; use the default frame or ROWS BETWEEN n PRECEDING AND CURRENT ROW"
-                    ),
-                }
-            }
+            Some(fr) => self.bind_frame(fr, &order_by, scope)?,
         };
         let arg_ty = bound.first().map(|b| b.ty()).unwrap_or(SqlType::Int8);
         let (func, ty) = match name {
@@ -1167,6 +1155,10 @@ impl<'a> Planner<'a> {
             "lead" => (WindowFunc::Lead, arg_ty),
             "first_value" => (WindowFunc::FirstValue, arg_ty),
             "last_value" => (WindowFunc::LastValue, arg_ty),
+            "nth_value" if bound.len() == 2 => (WindowFunc::NthValue, arg_ty),
+            "ntile" if bound.len() == 1 => (WindowFunc::Ntile, SqlType::Int4),
+            "percent_rank" if bound.is_empty() => (WindowFunc::PercentRank, SqlType::Float8),
+            "cume_dist" if bound.is_empty() => (WindowFunc::CumeDist, SqlType::Float8),
             other => match agg_func(other) {
                 Some(AggFunc::Count) if star => (WindowFunc::Agg(AggFunc::CountStar), SqlType::Int8),
                 Some(a @ (AggFunc::Count | AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max)) => {
@@ -1188,6 +1180,12 @@ impl<'a> Planner<'a> {
             bail!(UndefinedFunction, "function {name}() needs an argument");
         }
         let mut bound = bound;
+        if func == WindowFunc::NthValue {
+            bound[1] = coerce(bound[1].clone(), SqlType::Int8)?;
+        }
+        if func == WindowFunc::Ntile {
+            bound[0] = coerce(bound[0].clone(), SqlType::Int8)?;
+        }
         if matches!(func, WindowFunc::Lag | WindowFunc::Lead) {
             if bound.len() > 1 {
                 bound[1] = coerce(bound[1].clone(), SqlType::Int8)?;
@@ -1198,6 +1196,110 @@ impl<'a> Planner<'a> {
         }
         let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
         Ok(Expr::Window(Box::new(WindowCall { func, args: bound, partition_by, order_by, frame, ty })))
+    }
+
+    /// A window frame clause: PostgreSQL's checks, the two old fast paths, else a general
+    /// frame whose RANGE offsets become bound expressions (`key - offset` / `key + offset`
+    /// by the sort direction) compared with the ORDER BY key.
+    fn bind_frame(
+        &self,
+        fr: &ast::WindowFrame,
+        order_by: &[crate::exec::plan::SortKey],
+        scope: &Scope,
+    ) -> Result<crate::exec::plan::WindowFrame> {
+        use crate::exec::plan::{FrameBound, FrameUnits, GeneralFrame, WindowFrame};
+        use ast::WindowFrameBound as WB;
+        let end = fr.end_bound.clone().unwrap_or(WB::CurrentRow);
+        if matches!(fr.start_bound, WB::Following(None)) {
+            bail!(Windowing, "frame start cannot be UNBOUNDED FOLLOWING");
+        }
+        if matches!(end, WB::Preceding(None)) {
+            bail!(Windowing, "frame end cannot be UNBOUNDED PRECEDING");
+        }
+        match (&fr.start_bound, &end) {
+            (WB::CurrentRow, WB::Preceding(Some(_))) => bail!(Windowing, "frame starting from current row cannot have preceding rows"),
+            (WB::Following(Some(_)), WB::Preceding(Some(_))) => {
+                bail!(Windowing, "frame starting from following row cannot have preceding rows")
+            }
+            (WB::Following(Some(_)), WB::CurrentRow) => bail!(Windowing, "frame starting from following row cannot end with current row"),
+            _ => {}
+        }
+        let units = match fr.units {
+            ast::WindowFrameUnits::Rows => FrameUnits::Rows,
+            ast::WindowFrameUnits::Range => FrameUnits::Range,
+            ast::WindowFrameUnits::Groups => FrameUnits::Groups,
+        };
+        if units == FrameUnits::Groups && order_by.is_empty() {
+            bail!(Windowing, "GROUPS mode requires an ORDER BY clause");
+        }
+        let count = |e: &ast::Expr, start: bool| -> Result<usize> {
+            let nb = coerce(self.bind_expr(e, scope, None)?, SqlType::Int8)?;
+            match self.eval_const(&nb)? {
+                Value::Int(k) if k >= 0 => Ok(k as usize),
+                Value::Int(_) => Err(err!(
+                    InvalidPrecedingOrFollowingSize,
+                    "frame {} offset must not be negative",
+                    if start { "starting" } else { "ending" }
+                )),
+                _ => Err(err!(
+                    InvalidPrecedingOrFollowingSize,
+                    "frame {} offset must not be null",
+                    if start { "starting" } else { "ending" }
+                )),
+            }
+        };
+        // The fast paths of the executor.
+        if units == FrameUnits::Rows && matches!(end, WB::CurrentRow) {
+            match &fr.start_bound {
+                WB::Preceding(None) => return Ok(WindowFrame::RowsPreceding(None)),
+                WB::Preceding(Some(n)) => return Ok(WindowFrame::RowsPreceding(Some(count(n, true)?))),
+                WB::CurrentRow => return Ok(WindowFrame::RowsPreceding(Some(0))),
+                _ => {}
+            }
+        }
+        if units == FrameUnits::Range && matches!((&fr.start_bound, &end), (WB::Preceding(None), WB::CurrentRow)) {
+            return Ok(WindowFrame::Default);
+        }
+        let mut range_key = None;
+        let mut bound = |b: &WB, start: bool| -> Result<FrameBound> {
+            let (e, following) = match b {
+                WB::Preceding(None) => return Ok(FrameBound::UnboundedPreceding),
+                WB::Following(None) => return Ok(FrameBound::UnboundedFollowing),
+                WB::CurrentRow => return Ok(FrameBound::CurrentRow),
+                WB::Preceding(Some(e)) => (e, false),
+                WB::Following(Some(e)) => (e, true),
+            };
+            let value = if units == FrameUnits::Range {
+                let [key] = order_by else {
+                    bail!(Windowing, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column");
+                };
+                let off = self.bind_expr(e, scope, None)?;
+                let off = if off.ty() == SqlType::Unknown { coerce(off, key.expr.ty())? } else { off };
+                if let Ok(v) = self.eval_const(&off) {
+                    let negative = match v {
+                        Value::Int(i) => i < 0,
+                        Value::Float(f) => f < 0.0,
+                        Value::Interval(iv) => iv.months < 0 || iv.days < 0 || iv.micros < 0,
+                        _ => false,
+                    };
+                    if negative {
+                        bail!(InvalidPrecedingOrFollowingSize, "invalid preceding or following size in window function");
+                    }
+                }
+                let add = following != key.desc;
+                let b = self.bind_binary(if add { &BO::Plus } else { &BO::Minus }, key.expr.clone(), off)?;
+                if range_key.is_none() {
+                    range_key = Some(coerce(key.expr.clone(), b.ty())?);
+                }
+                b
+            } else {
+                Expr::lit(Value::Int(count(e, start)? as i64), SqlType::Int8)
+            };
+            Ok(if following { FrameBound::Following(value) } else { FrameBound::Preceding(value) })
+        };
+        let start = bound(&fr.start_bound, true)?;
+        let end = bound(&end, false)?;
+        Ok(WindowFrame::General(Box::new(GeneralFrame { units, start, end, range_key })))
     }
 
     /// Plan a subquery in a nested scope; returns the plan, whether it is
@@ -1232,6 +1334,24 @@ fn cast_plan_column(plan: LogicalPlan, ty: SqlType) -> LogicalPlan {
     let mut c = cols[0].clone();
     c.ty = ty;
     LogicalPlan::Project { input: Box::new(plan), exprs: vec![expr], columns: vec![c] }
+}
+
+/// A call `name(args)` as sqlparser writes it, for operators that are functions in PostgreSQL.
+fn call_ast(name: &str, args: Vec<ast::Expr>) -> ast::Expr {
+    ast::Expr::Function(ast::Function {
+        name: ast::ObjectName::from(vec![ast::Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args.into_iter().map(|e| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))).collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
 }
 
 pub fn binop(op: &BO) -> Result<BinOp> {

@@ -227,6 +227,7 @@ impl LogicalPlan {
                     v.extend(c.args.iter());
                     v.extend(c.partition_by.iter());
                     v.extend(c.order_by.iter().map(|k| &k.expr));
+                    v.extend(c.frame.exprs());
                 }
             }
             LogicalPlan::Join { on, filter, .. } => {

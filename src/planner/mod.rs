@@ -10,6 +10,7 @@ mod bind;
 mod hop;
 pub mod incremental;
 pub mod logical;
+mod named_window;
 pub mod physical;
 mod privilege;
 mod regtypes;

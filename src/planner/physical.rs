@@ -68,7 +68,7 @@ pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
                         args: xs(&c.args)?,
                         partition_by: xs(&c.partition_by)?,
                         order_by: keys(&c.order_by)?,
-                        frame: c.frame,
+                        frame: c.frame.try_map(x)?,
                         ty: c.ty,
                     })
                 })

@@ -183,6 +183,9 @@ impl<'a> Planner<'a> {
     }
 
     fn plan_select(&self, s: &ast::Select, order_by: &[ast::OrderByExpr], outer: Option<&Scope>) -> Result<Plan> {
+        if let Some((s, order_by)) = super::named_window::resolve(s, order_by)? {
+            return self.plan_select(&s, &order_by, outer);
+        }
         if !matches!(s.group_by, ast::GroupByExpr::Expressions(_, _)) {
             bail!(FeatureNotSupported, "GROUP BY ALL is not supported");
         }

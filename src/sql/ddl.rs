@@ -279,6 +279,20 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
     }
 }
 
+/// PostgreSQL's VACUUM: weir's storage compacts on its own, so there is nothing to do
+/// beyond PostgreSQL's answers (every named table must exist; views are skipped).
+pub fn vacuum(s: &mut Session, v: &crate::parser::Vacuum) -> Result<QueryResult> {
+    let cat = &s.engine.catalog;
+    for t in &v.tables {
+        let rel = relation(cat, &s.database, &t.name)?;
+        let exists = rel.database().ok().is_some_and(|db| cat.table(&db, &rel.name).is_some() || cat.view(&db, &rel.name).is_some());
+        if !exists {
+            bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display());
+        }
+    }
+    Ok(QueryResult::Command("VACUUM".into()))
+}
+
 fn statement_tag(stmt: &Statement) -> String {
     match stmt {
         Statement::Analyze { .. } => "ANALYZE".into(),
@@ -304,8 +318,9 @@ fn parse_ttl(s: &str) -> Result<Option<i64>> {
 /// CREATE TABLE forms sqlparser parsed (weir's parser takes the usual
 /// `CREATE TABLE name (...)`): CREATE TEMP TABLE and the refused ones.
 fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
-    if ct.query.is_some() {
-        bail!(FeatureNotSupported, "CREATE TABLE AS is not supported");
+    if let Some(query) = &ct.query {
+        let names: Vec<String> = ct.columns.iter().map(|c| ident(&c.name)).collect();
+        return create_table_as(s, &ct.name, ct.if_not_exists, &names, query);
     }
     if ct.like.is_some() || ct.clone.is_some() {
         bail!(FeatureNotSupported, "CREATE TABLE LIKE is not supported");
@@ -332,6 +347,86 @@ fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResul
             options,
         },
     )
+}
+
+/// `CREATE TABLE name [(columns)] AS query` and `SELECT ... INTO name`: a plain table
+/// with the query's column names and types, filled by `INSERT INTO name query`.
+/// PostgreSQL's command tag is `SELECT n`.
+pub fn create_table_as(
+    s: &mut Session,
+    name: &ast::ObjectName,
+    if_not_exists: bool,
+    names: &[String],
+    query: &ast::Query,
+) -> Result<QueryResult> {
+    let columns = {
+        let planner = s.planner(Params::default());
+        let plan = planner.plan_query(query, None)?;
+        crate::planner::output_columns(&plan)
+    };
+    if names.len() > columns.len() {
+        bail!(Syntax, "too many column names were specified");
+    }
+    {
+        let cat = &s.engine.catalog;
+        let rel = relation(cat, &s.database, name)?;
+        let db = rel.database()?;
+        if cat.table(&db, &rel.name).is_some() || cat.view(&db, &rel.name).is_some() {
+            if if_not_exists {
+                return Ok(QueryResult::Command("CREATE TABLE AS".into()));
+            }
+            bail!(DuplicateTable, "relation \"{}\" already exists", rel.name);
+        }
+    }
+    // The definition is written as DDL and parsed back, so the column types go
+    // through the same path as a CREATE TABLE the user typed.
+    let quote = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
+    let defs: Vec<String> =
+        columns.iter().enumerate().map(|(i, c)| format!("{} {}", quote(names.get(i).unwrap_or(&c.name)), c.ty.pg_name())).collect();
+    if defs.is_empty() {
+        bail!(FeatureNotSupported, "a table needs at least one column");
+    }
+    let ddl = format!("CREATE TABLE {name} ({})", defs.join(", "));
+    let insert = format!("INSERT INTO {name} SELECT 1");
+    let mut stmts = crate::parser::parse(&ddl)?;
+    stmts.extend(crate::parser::parse(&insert)?);
+    let mut insert = match stmts.pop() {
+        Some(crate::parser::Statement::Sql(Statement::Insert(i))) => i,
+        _ => bail!(Internal, "CREATE TABLE AS: no INSERT"),
+    };
+    insert.source = Some(Box::new(query.clone()));
+    let Some(create) = stmts.pop() else { bail!(Internal, "CREATE TABLE AS: no CREATE TABLE") };
+    s.execute_statement(&create, Params::default())?;
+    let n = match s.execute_statement(&crate::parser::Statement::Sql(Statement::Insert(insert)), Params::default()) {
+        Ok(QueryResult::Command(tag)) => tag.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0),
+        Ok(_) => 0,
+        Err(e) => {
+            // All or nothing: the new table goes with the failed fill.
+            if let Ok(drop) = crate::parser::parse(&format!("DROP TABLE {name}")) {
+                for d in drop {
+                    let _ = s.execute_statement(&d, Params::default());
+                }
+            }
+            return Err(e);
+        }
+    };
+    Ok(QueryResult::Command(format!("SELECT {n}")))
+}
+
+/// `SELECT ... INTO [TEMP] [TABLE] name FROM ...`: the target and the query without INTO.
+pub fn select_into(q: &ast::Query) -> Option<Result<(ast::ObjectName, ast::Query)>> {
+    let ast::SetExpr::Select(sel) = q.body.as_ref() else { return None };
+    let into = sel.into.as_ref()?;
+    let name = match into.targets.as_slice() {
+        [ast::Expr::Identifier(i)] => ast::ObjectName::from(vec![i.clone()]),
+        [ast::Expr::CompoundIdentifier(v)] => ast::ObjectName::from(v.clone()),
+        _ => return Some(Err(err!(FeatureNotSupported, "SELECT INTO needs one table name"))),
+    };
+    let mut query = q.clone();
+    if let ast::SetExpr::Select(sel) = query.body.as_mut() {
+        sel.into = None;
+    }
+    Some(Ok((name, query)))
 }
 
 /// An option's key: `ttl`, `compaction.type` or `'compaction.type'`.

@@ -496,6 +496,7 @@ impl Session {
                 let (columns, batches) = crate::tql::execute(&planner, t)?;
                 Ok(QueryResult::Rows { columns, batches })
             }
+            WeirStatement::Vacuum(v) => ddl::vacuum(self, v),
         }
     }
 
@@ -506,6 +507,10 @@ impl Session {
             return r;
         }
         match stmt {
+            Statement::Query(q) if ddl::select_into(q).is_some() => {
+                let (name, query) = ddl::select_into(q).expect("checked")?;
+                ddl::create_table_as(self, &name, false, &[], &query)
+            }
             Statement::Query(q) => {
                 let keys = crate::planner::incremental::IncrementalKeys::from_settings(&self.settings)?;
                 let return_seqs = keys.as_ref().is_some_and(|k| k.return_region_seq);

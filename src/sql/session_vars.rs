@@ -47,11 +47,67 @@ pub fn defaults() -> HashMap<String, String> {
         ("row_security", "on"),
         ("synchronous_commit", "on"),
         ("work_mem", "4MB"),
+        ("escape_string_warning", "on"),
+        ("restrict_nonsystem_relation_kind", ""),
     ]
     .into_iter()
+    .chain(PLANNER_SETTINGS.iter().copied())
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect()
 }
+
+/// PostgreSQL's planner and parallelism settings, at PostgreSQL 15's defaults. weir's
+/// planner has no such knobs: they are accepted (SET, SHOW, RESET) and change nothing,
+/// so scripts written for PostgreSQL (its regression tests among them) run.
+const PLANNER_SETTINGS: &[(&str, &str)] = &[
+    ("enable_async_append", "on"),
+    ("enable_bitmapscan", "on"),
+    ("enable_gathermerge", "on"),
+    ("enable_hashagg", "on"),
+    ("enable_hashjoin", "on"),
+    ("enable_incremental_sort", "on"),
+    ("enable_indexonlyscan", "on"),
+    ("enable_indexscan", "on"),
+    ("enable_material", "on"),
+    ("enable_memoize", "on"),
+    ("enable_mergejoin", "on"),
+    ("enable_nestloop", "on"),
+    ("enable_parallel_append", "on"),
+    ("enable_parallel_hash", "on"),
+    ("enable_partition_pruning", "on"),
+    ("enable_partitionwise_aggregate", "off"),
+    ("enable_partitionwise_join", "off"),
+    ("enable_seqscan", "on"),
+    ("enable_sort", "on"),
+    ("enable_tidscan", "on"),
+    ("geqo", "on"),
+    ("geqo_threshold", "12"),
+    ("jit", "on"),
+    ("jit_above_cost", "100000"),
+    ("jit_inline_above_cost", "500000"),
+    ("jit_optimize_above_cost", "500000"),
+    ("force_parallel_mode", "off"),
+    ("parallel_leader_participation", "on"),
+    ("parallel_setup_cost", "1000"),
+    ("parallel_tuple_cost", "0.1"),
+    ("max_parallel_workers", "8"),
+    ("max_parallel_workers_per_gather", "2"),
+    ("min_parallel_index_scan_size", "512kB"),
+    ("min_parallel_table_scan_size", "8MB"),
+    ("random_page_cost", "4"),
+    ("seq_page_cost", "1"),
+    ("cpu_tuple_cost", "0.01"),
+    ("cpu_index_tuple_cost", "0.005"),
+    ("cpu_operator_cost", "0.0025"),
+    ("effective_cache_size", "4GB"),
+    ("from_collapse_limit", "8"),
+    ("join_collapse_limit", "8"),
+    ("constraint_exclusion", "partition"),
+    ("default_statistics_target", "100"),
+    ("hash_mem_multiplier", "2"),
+    ("maintenance_work_mem", "64MB"),
+    ("plan_cache_mode", "auto"),
+];
 
 /// The session's own memory budget per query, in bytes; it can only lower
 /// the server's `query_memory_bytes_max`.
@@ -274,21 +330,7 @@ fn assign(s: &mut Session, name: String, value: Option<String>) -> Result<()> {
         bail!(InvalidParameterValue, "invalid value for parameter \"{name}\": \"{value}\"");
     }
     // Custom settings need a dot (PostgreSQL's rule); flow.* are weir's.
-    if !name.contains('.')
-        && !defaults().contains_key(&name)
-        && !matches!(
-            name.as_str(),
-            "session_authorization"
-                | "role"
-                | "geqo"
-                | "jit"
-                | "enable_seqscan"
-                | "enable_indexscan"
-                | "enable_hashjoin"
-                | "enable_mergejoin"
-                | "enable_nestloop"
-        )
-    {
+    if !name.contains('.') && !defaults().contains_key(&name) && !matches!(name.as_str(), "session_authorization" | "role") {
         bail!(UndefinedObject, "unrecognized configuration parameter \"{name}\"");
     }
     if name.starts_with("flow.") {

@@ -140,6 +140,10 @@ pub fn intercept(s: &mut Session, stmt: &WeirStatement) -> Option<Result<QueryRe
         WeirStatement::CreateFlow(_) | WeirStatement::DropFlow(_) | WeirStatement::CommentOnFlow(_) if s.block.is_some() => {
             return Some(Err(err!(ActiveSqlTransaction, "flow statements cannot run inside a transaction block")));
         }
+        WeirStatement::Vacuum(_) if s.block.is_some() => {
+            return Some(Err(err!(ActiveSqlTransaction, "VACUUM cannot run inside a transaction block")));
+        }
+        WeirStatement::Vacuum(_) => return None,
         // TDengine's statements (engineer tdengine) write through, like flows.
         WeirStatement::Tdengine(_) if s.block.is_some() => {
             return Some(Err(err!(ActiveSqlTransaction, "TDengine statements cannot run inside a transaction block")));

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, SchemaRef, TimeUnit,
+    ArrowPrimitiveType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, SchemaRef, TimeUnit,
     TimestampMicrosecondType, UInt64Type, UInt8Type,
 };
 
@@ -31,6 +31,7 @@ fn type_tag(dt: &DataType) -> Result<u8> {
         DataType::Float64 => 9,
         DataType::Utf8 => 10,
         DataType::Timestamp(TimeUnit::Microsecond, _) => 11,
+        DataType::Date32 => 12,
         other => crate::bail!(FeatureNotSupported, "storage cannot encode column type {other}"),
     })
 }
@@ -76,6 +77,7 @@ pub fn encode_batch(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
             DataType::Float32 => out.extend_from_slice(prim_bytes::<Float32Type>(col)),
             DataType::Float64 => out.extend_from_slice(prim_bytes::<Float64Type>(col)),
             DataType::Timestamp(..) => out.extend_from_slice(prim_bytes::<TimestampMicrosecondType>(col)),
+            DataType::Date32 => out.extend_from_slice(prim_bytes::<Date32Type>(col)),
             DataType::Utf8 => {
                 let s = col.as_string::<i32>();
                 let offs = s.value_offsets();
@@ -162,6 +164,7 @@ pub fn decode_batch(schema: &SchemaRef, buf: &[u8]) -> Result<RecordBatch> {
             DataType::Float32 => dec_prim::<Float32Type>(&mut r, n, nulls, dt)?,
             DataType::Float64 => dec_prim::<Float64Type>(&mut r, n, nulls, dt)?,
             DataType::Timestamp(..) => dec_prim::<TimestampMicrosecondType>(&mut r, n, nulls, dt)?,
+            DataType::Date32 => dec_prim::<Date32Type>(&mut r, n, nulls, dt)?,
             DataType::Utf8 => {
                 let total = r.u32()? as usize;
                 let ob = r.take((n + 1) * 4)?;
@@ -191,7 +194,9 @@ pub fn decode_batch(schema: &SchemaRef, buf: &[u8]) -> Result<RecordBatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, TimestampMicrosecondArray, UInt64Array};
+    use arrow::array::{
+        Date32Array, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, TimestampMicrosecondArray, UInt64Array,
+    };
     use arrow::datatypes::{Field, Schema};
 
     fn sample() -> RecordBatch {
@@ -206,6 +211,7 @@ mod tests {
             Field::new("t", DataType::Timestamp(TimeUnit::Microsecond, None), false),
             Field::new("tz", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), true),
             Field::new("r", DataType::UInt64, false),
+            Field::new("d", DataType::Date32, true),
         ]));
         let n = 11;
         let cols: Vec<ArrayRef> = vec![
@@ -219,6 +225,7 @@ mod tests {
             Arc::new(TimestampMicrosecondArray::from_iter_values((0..n).map(|i| i as i64 * 1_000_000))),
             Arc::new(TimestampMicrosecondArray::from_iter((0..n).map(|i| (i != 0).then_some(-(i as i64)))).with_timezone("+00:00")),
             Arc::new(UInt64Array::from_iter_values(0..n as u64)),
+            Arc::new(Date32Array::from_iter((0..n).map(|i| (i != 5).then_some(i as i32 * 400 - 2000)))),
         ];
         RecordBatch::try_new(schema, cols).unwrap()
     }

@@ -189,6 +189,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("starts_with", vec![s(&[Text, Text], Bool)], string::starts_with),
         Def::new("concat", vec![var(&[], any_t, Text)], string::concat).lenient(),
         Def::new("concat_ws", vec![var(&[Arg::T(Text)], any_t, Text)], string::concat_ws).lenient(),
+        Def::new("format", vec![var(&[Arg::T(Text)], any_t, Text)], string::format).lenient(),
         Def::new("regex_match", vec![s(&[Text, Text], Bool)], |a| string::regex_match(a, false)),
         Def::new("regex_imatch", vec![s(&[Text, Text], Bool)], |a| string::regex_match(a, true)),
         Def::new(

@@ -85,6 +85,165 @@ pub fn quote_ident(a: &Args<'_>) -> Result<ArrayRef> {
     })
 }
 
+fn ident_quoted(s: &str) -> String {
+    let plain = s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
+
+fn literal_quoted(s: &str) -> String {
+    let body = s.replace('\'', "''");
+    if s.contains('\\') {
+        format!("E'{}'", body.replace('\\', "\\\\"))
+    } else {
+        format!("'{body}'")
+    }
+}
+
+/// PostgreSQL's format(fmt, args...): `%s`, `%I`, `%L`, `%%`, positions (`%2$s`), the `-`
+/// flag and widths (`%10s`, `%*s`, `%*2$s`).
+pub fn format(a: &Args<'_>) -> Result<ArrayRef> {
+    let fmt = a.str(0)?;
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    let nargs = a.len() - 1;
+    let bad = |m: &str| err!(InvalidParameterValue, "{m}");
+    for i in 0..a.n {
+        let Some(f) = fmt.get(i) else {
+            b.append_null();
+            continue;
+        };
+        let arg = |k: usize| -> Option<String> {
+            if a.types[k + 1].is_text() {
+                a.str(k + 1).ok().and_then(|s| s.get(i).map(str::to_string))
+            } else {
+                text_at(a, k + 1, i)
+            }
+        };
+        let mut out = String::new();
+        let chars: Vec<char> = f.chars().collect();
+        let mut next_arg = 0usize;
+        let mut k = 0;
+        while k < chars.len() {
+            let c = chars[k];
+            k += 1;
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            if k >= chars.len() {
+                return Err(bad("unterminated format() type specifier").with_hint("For a single \"%\" use \"%%\"."));
+            }
+            if chars[k] == '%' {
+                out.push('%');
+                k += 1;
+                continue;
+            }
+            // [n$][-][width | * | *n$]type
+            let number = |k: &mut usize| -> Option<usize> {
+                let st = *k;
+                while *k < chars.len() && chars[*k].is_ascii_digit() {
+                    *k += 1;
+                }
+                (*k > st).then(|| chars[st..*k].iter().collect::<String>().parse().unwrap_or(usize::MAX))
+            };
+            let save = k;
+            let mut position = None;
+            if let Some(nv) = number(&mut k) {
+                if k < chars.len() && chars[k] == '$' {
+                    k += 1;
+                    if nv == 0 {
+                        return Err(bad("format specifies argument 0, but arguments are numbered from 1"));
+                    }
+                    position = Some(nv - 1);
+                } else {
+                    k = save;
+                }
+            }
+            let mut left = false;
+            while k < chars.len() && chars[k] == '-' {
+                left = true;
+                k += 1;
+            }
+            let mut width: Option<i64> = None;
+            if k < chars.len() && chars[k] == '*' {
+                k += 1;
+                let wpos = match number(&mut k) {
+                    Some(nv) if k < chars.len() && chars[k] == '$' => {
+                        k += 1;
+                        nv - 1
+                    }
+                    Some(_) => return Err(bad("unterminated format() type specifier")),
+                    None => {
+                        next_arg += 1;
+                        next_arg - 1
+                    }
+                };
+                if wpos >= nargs {
+                    return Err(bad("too few arguments for format()"));
+                }
+                width = Some(match arg(wpos) {
+                    Some(w) => w.trim().parse::<i64>().map_err(|_| bad("invalid width"))?,
+                    None => 0,
+                });
+            } else if let Some(w) = number(&mut k) {
+                width = Some(w as i64);
+            }
+            if k >= chars.len() {
+                return Err(bad("unterminated format() type specifier").with_hint("For a single \"%\" use \"%%\"."));
+            }
+            let ty = chars[k];
+            k += 1;
+            if !matches!(ty, 's' | 'I' | 'L') {
+                return Err(bad(&format!("unrecognized format() type specifier \"{ty}\"")).with_hint("For a single \"%\" use \"%%\"."));
+            }
+            let pos = match position {
+                Some(p) => {
+                    next_arg = p + 1;
+                    p
+                }
+                None => {
+                    next_arg += 1;
+                    next_arg - 1
+                }
+            };
+            if pos >= nargs {
+                return Err(bad("too few arguments for format()"));
+            }
+            let v = arg(pos);
+            let text = match ty {
+                's' => v.unwrap_or_default(),
+                'I' => match v {
+                    Some(v) => ident_quoted(&v),
+                    None => bail!(NullValueNotAllowed, "null values cannot be formatted as an SQL identifier"),
+                },
+                _ => v.map(|v| literal_quoted(&v)).unwrap_or_else(|| "NULL".into()),
+            };
+            let (left, w) = match width {
+                Some(w) if w < 0 => (true, w.unsigned_abs() as usize),
+                Some(w) => (left, w as usize),
+                None => (left, 0),
+            };
+            let len = text.chars().count();
+            if len < w && !left {
+                out.extend(std::iter::repeat_n(' ', w - len));
+            }
+            out.push_str(&text);
+            if len < w && left {
+                out.extend(std::iter::repeat_n(' ', w - len));
+            }
+            if out.len() > TEXT_BYTES_MAX {
+                return Err(too_large());
+            }
+        }
+        b.append_value(out);
+    }
+    Ok(arc(b.finish()))
+}
+
 pub fn length(a: &Args<'_>) -> Result<ArrayRef> {
     text_to_int(a, |s| s.chars().count() as i32)
 }

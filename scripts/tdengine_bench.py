@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""TDengine stream measurements (issue 13).
+
+1. Latency: a writer COPYs into supertable `meters` (ts, v, tbname, gid) at
+   --rate rows/s spread over --tables child tables (event time = wall
+   time), while stream `s_lat INTERVAL(1m) SLIDING(1m) FROM meters PARTITION
+   BY tbname` writes one row per (child, minute) into `meters_1m`. For each
+   minute the writer notes when the first batch at or past the minute's end
+   was acknowledged (that write closes every child's window); a prober polls
+   `SELECT ts, count(*) FROM meters_1m GROUP BY ts` every 50 ms and charges
+   each new output row the time since that acknowledgement. Prints p50/p99
+   over all (child, window) rows.
+2. Recalculation: --hours of history at 10 s resolution for every child of
+   `rc`, a stream created over it (history recorded, not computed), then
+   `RECALCULATE STREAM … FROM start TO end`; prints the time until
+   information_schema.ins_stream_recalculates says Finished.
+
+Usage: scripts/tdengine_bench.py --dsn postgres://weir@127.0.0.1:5439/public
+       [--rate 10000] [--tables 1000] [--seconds 150] [--hours 1]
+"""
+import argparse, datetime, functools, threading, time, statistics
+print = functools.partial(print, flush=True)
+import psycopg
+
+def fmt(ts):
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M:%S.%f')
+
+def setup(conn, stable, tables):
+    conn.execute(f"CREATE STABLE {stable} (ts TIMESTAMP, v INT) TAGS (gid INT)")
+    for lo in range(0, tables, 200):
+        parts = " ".join(f"{stable}_t{i} USING {stable} TAGS ({i % 10})" for i in range(lo, min(tables, lo + 200)))
+        conn.execute(f"CREATE TABLE {parts}")
+
+def latency(dsn, rate, tables, seconds):
+    conn = psycopg.connect(dsn, autocommit=True)
+    setup(conn, "meters", tables)
+    conn.execute("CREATE STREAM s_lat INTERVAL(1m) SLIDING(1m) FROM meters PARTITION BY tbname INTO meters_1m "
+                 "AS SELECT _twstart AS ts, count(*) AS c, avg(v) AS v FROM %%trows")
+    closed_at = {}   # window start (epoch s) -> ack time of the write that closed it
+    stop = threading.Event()
+    lat = []
+
+    def prober():
+        pc = psycopg.connect(dsn, autocommit=True)
+        seen = {}
+        while not stop.is_set() or time.time() < stop_deadline[0]:
+            now = time.time()
+            for ts, n in pc.execute("SELECT ts, count(*) FROM meters_1m GROUP BY ts").fetchall():
+                w = int(ts.replace(tzinfo=datetime.timezone.utc).timestamp())
+                new = n - seen.get(w, 0)
+                if new > 0 and w in closed_at:
+                    lat.extend([now - closed_at[w]] * new)
+                seen[w] = n
+            time.sleep(0.05)
+        pc.close()
+
+    stop_deadline = [float("inf")]
+    th = threading.Thread(target=prober)
+    th.start()
+    batch = max(1, rate // 10)   # a COPY every 100 ms
+    start = time.time()
+    sent = 0
+    n = 0
+    last_minute = None
+    while time.time() - start < seconds:
+        now = time.time()
+        data = "".join(f"{fmt(now + i * 1e-6)}\t1\tmeters_t{(n + i) % tables}\t{((n + i) % tables) % 10}\n" for i in range(batch))
+        with conn.cursor().copy("COPY meters (ts, v, tbname, gid) FROM STDIN") as cp:
+            cp.write(data)
+        acked = time.time()
+        minute = int(now // 60) * 60
+        if last_minute is not None and minute != last_minute:
+            closed_at[last_minute] = acked
+        last_minute = minute
+        n += batch
+        sent += batch
+        sleep = start + sent / rate - time.time()
+        if sleep > 0:
+            time.sleep(sleep)
+    stop_deadline[0] = time.time() + 60
+    stop.set()
+    th.join()
+    conn.execute("DROP STREAM s_lat")
+    conn.close()
+    return sent, time.time() - start, lat
+
+def recalc(dsn, tables, hours):
+    conn = psycopg.connect(dsn, autocommit=True)
+    setup(conn, "rc", tables)
+    t0 = 1735689600  # 2025-01-01 00:00:00
+    rows = 0
+    for h in range(hours):
+        for lo in range(0, tables, 100):
+            data = []
+            for i in range(lo, min(tables, lo + 100)):
+                for k in range(360):
+                    data.append(f"{fmt(t0 + h * 3600 + k * 10)}\t{k}\trc_t{i}\t{i % 10}\n")
+            with conn.cursor().copy("COPY rc (ts, v, tbname, gid) FROM STDIN") as cp:
+                cp.write("".join(data))
+            rows += len(data)
+    # One more row per child an hour later closes the last window.
+    data = "".join(f"{fmt(t0 + hours * 3600 + 60)}\t0\trc_t{i}\t{i % 10}\n" for i in range(tables))
+    with conn.cursor().copy("COPY rc (ts, v, tbname, gid) FROM STDIN") as cp:
+        cp.write(data)
+    conn.execute("CREATE STREAM s_rc INTERVAL(1m) SLIDING(1m) FROM rc PARTITION BY tbname INTO rc_1m "
+                 "AS SELECT _twstart AS ts, count(*) AS c, sum(v) AS s FROM %%trows")
+    start = time.time()
+    conn.execute(f"RECALCULATE STREAM s_rc FROM '{fmt(t0)}' TO '{fmt(t0 + hours * 3600)}'")
+    while True:
+        r = conn.execute("SELECT status FROM information_schema.ins_stream_recalculates WHERE stream_name = 's_rc'").fetchone()
+        if r and r[0] in ("Finished", "Failed"):
+            break
+        time.sleep(0.2)
+    took = time.time() - start
+    out = conn.execute("SELECT count(*) FROM rc_1m").fetchone()[0]
+    conn.close()
+    return rows, took, r[0], out
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dsn", required=True)
+    ap.add_argument("--rate", type=int, default=10000)
+    ap.add_argument("--tables", type=int, default=1000)
+    ap.add_argument("--seconds", type=int, default=150)
+    ap.add_argument("--hours", type=int, default=1)
+    a = ap.parse_args()
+    conn = psycopg.connect(a.dsn, autocommit=True)
+    try:
+        conn.execute("CREATE SNODE ON DNODE 1")
+    except psycopg.Error:
+        pass
+    conn.close()
+    sent, secs, lat = latency(a.dsn, a.rate, a.tables, a.seconds)
+    print(f"latency: {sent} rows in {secs:.1f} s ({sent / secs:.0f} rows/s) over {a.tables} child tables; "
+          f"{len(lat)} (child, window) output rows measured")
+    if lat:
+        lat.sort()
+        print(f"  write-to-output p50 {statistics.median(lat) * 1000:.0f} ms, p99 {lat[int(len(lat) * 0.99) - 1] * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms")
+    rows, took, status, out = recalc(a.dsn, a.tables, a.hours)
+    print(f"recalculate: {a.hours} h x {a.tables} child tables at 10 s ({rows} rows, {out} output rows): {status} in {took:.1f} s")
+
+if __name__ == "__main__":
+    main()
