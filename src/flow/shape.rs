@@ -115,15 +115,19 @@ pub fn single_scan(plan: &LogicalPlan) -> Option<&crate::planner::logical::Scan>
     }
 }
 
-/// The first table a plan scans (every flow reads one).
-fn first_scan(plan: &LogicalPlan) -> &TableDef {
+/// The first table a plan scans: a streaming flow is driven by its
+/// sources' changes, so one that reads no table is refused.
+fn first_scan(plan: &LogicalPlan) -> Result<TableDef> {
     fn find(plan: &LogicalPlan) -> Option<&TableDef> {
         match plan {
             LogicalPlan::Scan(s) => Some(&s.table),
             _ => plan.inputs().into_iter().find_map(find),
         }
     }
-    find(plan).expect("a flow reads a table")
+    find(plan).cloned().ok_or_else(|| {
+        err!(FeatureNotSupported, "a streaming flow must read at least one table")
+            .with_hint("a flow's sink follows changes to the tables its query reads")
+    })
 }
 
 /// Restrict the scans of `table_id` to `[lo, hi)` on the time index: the
@@ -230,7 +234,7 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
         let time_output = window.as_ref().map(|w| w.1).or_else(|| key_outputs.iter().copied().find(|&o| is_ts(o)));
         let key_outputs: Vec<usize> = key_outputs.into_iter().filter(|o| Some(*o) != time_output).collect();
         let refresh = match (window, simple) {
-            _ if streaming => Refresh::Stream { source: first_scan(plan).clone() },
+            _ if streaming => Refresh::Stream { source: first_scan(plan)? },
             (Some((w, o)), true) => {
                 let source = single_scan(plan).map(|s| s.table.clone());
                 match source {
@@ -258,7 +262,7 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
     let time_output = (0..columns.len()).find(|&i| matches!(&outputs[i], Some(s) if s.role == ColumnRole::TimeIndex));
     let key_outputs: Vec<usize> = (0..columns.len()).filter(|&i| matches!(&outputs[i], Some(s) if s.role == ColumnRole::Tag)).collect();
     let refresh = match (time_output, simple && analysis::is_append_only(plan), single_scan(plan)) {
-        _ if streaming => Refresh::Stream { source: first_scan(plan).clone() },
+        _ if streaming => Refresh::Stream { source: first_scan(plan)? },
         (Some(o), true, Some(s)) => Refresh::Windowed { source: s.table.clone(), window: Window::Instant, time_output: o },
         _ => Refresh::Full,
     };
