@@ -73,6 +73,24 @@ pub struct TableDef {
 }
 
 impl TableDef {
+    /// A new table (id assigned when created) whose first column is the
+    /// time index, with one region and no TTL: the shape TDengine's tables
+    /// and a stream's output tables take.
+    pub fn time_first(database: &str, name: &str, columns: Vec<ColumnDef>, primary_key: Vec<usize>) -> TableDef {
+        TableDef {
+            id: 0,
+            database: database.to_string(),
+            name: name.to_string(),
+            columns,
+            time_index: Some(0),
+            primary_key,
+            append_mode: false,
+            ttl_ms: None,
+            ttl_text: None,
+            regions: 1,
+        }
+    }
+
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name)
     }

@@ -1149,18 +1149,7 @@ pub fn output_table_def(
     } else {
         None
     };
-    let t = TableDef {
-        id: 0,
-        database: db.to_string(),
-        name: name.to_string(),
-        columns,
-        time_index: Some(0),
-        primary_key,
-        append_mode: false,
-        ttl_ms: None,
-        ttl_text: None,
-        regions: 1,
-    };
+    let t = TableDef::time_first(db, name, columns, primary_key);
     Ok((t, stable))
 }
 

@@ -285,18 +285,7 @@ pub fn stable_table(db: &str, name: &str, cols: Vec<ColumnDef>, tags: Vec<Column
         primary_key.push(columns.len());
         columns.push(t);
     }
-    let t = TableDef {
-        id: 0,
-        database: db.to_string(),
-        name: name.to_string(),
-        columns,
-        time_index: Some(0),
-        primary_key,
-        append_mode: false,
-        ttl_ms: None,
-        ttl_text: None,
-        regions: 1,
-    };
+    let t = TableDef::time_first(db, name, columns, primary_key);
     Ok((t, sdef))
 }
 
