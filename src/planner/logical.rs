@@ -444,7 +444,6 @@ fn fmt_expr_named(e: &Expr, cols: &[PlanColumn]) -> String {
 }
 
 fn fmt_with(e: &Expr, col: &dyn Fn(usize) -> String) -> String {
-    use crate::exec::expr::BinOp;
     let f = |x: &Expr| fmt_with(x, col);
     match e {
         Expr::Column { index, .. } => col(*index),
@@ -452,22 +451,7 @@ fn fmt_with(e: &Expr, col: &dyn Fn(usize) -> String) -> String {
         Expr::Literal { value, .. } => fmt_value(value),
         Expr::Param { index, .. } => format!("${}", index + 1),
         Expr::Binary { op, left, right, .. } => {
-            let o = match op {
-                BinOp::Add => "+",
-                BinOp::Sub => "-",
-                BinOp::Mul => "*",
-                BinOp::Div => "/",
-                BinOp::Mod => "%",
-                BinOp::Eq => "=",
-                BinOp::NotEq => "<>",
-                BinOp::Lt => "<",
-                BinOp::LtEq => "<=",
-                BinOp::Gt => ">",
-                BinOp::GtEq => ">=",
-                BinOp::And => "AND",
-                BinOp::Or => "OR",
-                BinOp::Concat => "||",
-            };
+            let o = op.symbol();
             format!("({} {o} {})", f(left), f(right))
         }
         Expr::Not(x) => format!("NOT {}", f(x)),
