@@ -129,6 +129,10 @@ pub struct ScanRequest {
     pub snapshot: Option<SeqNo>,
     /// The reading transaction's own uncommitted writes to this region.
     pub overlay: Option<Arc<RegionWrites>>,
+    /// Only the last row (greatest time index) of each series (primary
+    /// key), or a superset of those rows; ignored without a time index.
+    /// For `DISTINCT ON (tags) … ORDER BY tags, time DESC`.
+    pub last_row: bool,
 }
 
 /// What one acknowledged write did.

@@ -57,7 +57,7 @@ use super::version::{
     OP_DELETE, OP_PUT,
 };
 use super::wal::{LocalLog, LogStore};
-use super::{RegionDescriptor, RegionId, ScanRequest, SeqMode, SeqNo, Shared, WriteNotice, DIFF_COLUMN};
+use super::{RegionDescriptor, RegionId, ScanRequest, SeqBounds, SeqMode, SeqNo, Shared, WriteNotice, DIFF_COLUMN};
 use crate::error::Result;
 
 /// WAL record op for a write that stores nothing (instant TTL).
@@ -138,6 +138,11 @@ pub struct RegionStats {
     pub wal_syncs: u64,
     /// Panics caught in this region's background flush or compaction.
     pub background_panics: u64,
+    /// Last-row-per-series reads answered from the cache (brought forward
+    /// by the rows written since, if any).
+    pub last_row_hits: u64,
+    /// Last-row-per-series reads that scanned the region.
+    pub last_row_scans: u64,
 }
 
 #[derive(Default)]
@@ -150,6 +155,8 @@ struct Counters {
     compactions: AtomicU64,
     wal_syncs: AtomicU64,
     background_panics: AtomicU64,
+    last_row_hits: AtomicU64,
+    last_row_scans: AtomicU64,
 }
 
 struct Inner {
@@ -176,6 +183,8 @@ struct Inner {
     /// The exact bytes in the metadata store, for compare-and-set.
     manifest_bytes: Vec<u8>,
     files: Arc<Vec<Arc<SstFile>>>,
+    /// Highest published sequence that deleted rows (0: none since open).
+    last_delete_seq: SeqNo,
 }
 
 /// A region: the unit of storage, sequencing and distribution.
@@ -198,6 +207,8 @@ pub struct Region {
     next_file_id: AtomicU64,
     closed: AtomicBool,
     counters: Counters,
+    /// Last row per series at a sequence (see `lastrow.rs`).
+    last_rows: Mutex<Option<lastrow::LastRowCache>>,
 }
 
 impl Region {
@@ -317,6 +328,7 @@ impl Region {
                 manifest: Arc::new(manifest),
                 manifest_bytes: bytes,
                 files: Arc::new(files),
+                last_delete_seq: 0,
             }),
             shared,
             synced: Condvar::new(),
@@ -327,6 +339,7 @@ impl Region {
             next_file_id: AtomicU64::new(next_file_id),
             closed: AtomicBool::new(false),
             counters: Counters::default(),
+            last_rows: Mutex::new(None),
         })
     }
 
@@ -420,6 +433,8 @@ impl Region {
             compactions: c.compactions.load(Ordering::Relaxed),
             wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
             background_panics: c.background_panics.load(Ordering::Relaxed),
+            last_row_hits: c.last_row_hits.load(Ordering::Relaxed),
+            last_row_scans: c.last_row_scans.load(Ordering::Relaxed),
         }
     }
 }
@@ -427,6 +442,7 @@ impl Region {
 mod changes;
 mod compact;
 mod flush;
+mod lastrow;
 mod read;
 pub use read::RegionScan;
 mod write;

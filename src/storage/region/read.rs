@@ -345,6 +345,9 @@ impl Region {
     /// [`Region::scan`] a batch at a time: the bounds are checked and the
     /// snapshot taken now; rows are read as [`RegionScan::next_batch`] asks.
     pub fn scan_stream(&self, req: &ScanRequest) -> Result<RegionScan> {
+        if req.last_row && self.layout.time_index.is_some() {
+            return self.last_row_scan(req);
+        }
         let mut b = req.seq;
         if let (Some(s), None, SeqMode::Exact) = (req.snapshot, b.upto, b.mode) {
             let (last, history) = {
@@ -617,7 +620,7 @@ pub(super) struct IsolatedRead {
 pub struct RegionScan {
     work: VecDeque<Work>,
     isolated: Option<IsolatedRead>,
-    ready: VecDeque<RecordBatch>,
+    pub(super) ready: VecDeque<RecordBatch>,
     snap: Snapshot,
     proj: Vec<usize>,
     cols: Vec<usize>,
@@ -630,6 +633,24 @@ pub struct RegionScan {
 }
 
 impl RegionScan {
+    /// A scan with nothing to read (rows go into `ready`).
+    pub(super) fn empty(schema: arrow::datatypes::SchemaRef) -> RegionScan {
+        RegionScan {
+            work: VecDeque::new(),
+            isolated: None,
+            ready: VecDeque::new(),
+            snap: Snapshot { mem: vec![], overlay_from: 0, files: Arc::new(vec![]), flushed_seq: 0, history_seq: 0, last_seq: 0 },
+            proj: vec![],
+            cols: vec![],
+            schema,
+            opos: 0,
+            out_cols: vec![],
+            filter: RowFilter { seq_after: None, seq_upto: None, time: None, ttl_cutoff: None, eq: vec![], times: None },
+            with_rowid: false,
+            with_ssts: false,
+        }
+    }
+
     /// The next batch of visible rows (projected, `__rowid` last when
     /// asked), or None at the end. `region` is the region scanned.
     pub fn next_batch(&mut self, region: &Region) -> Result<Option<RecordBatch>> {
