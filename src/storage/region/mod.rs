@@ -143,6 +143,12 @@ pub struct RegionStats {
     pub last_row_hits: u64,
     /// Last-row-per-series reads that scanned the region.
     pub last_row_scans: u64,
+    /// SST row groups of this region read from the decoded-column cache.
+    pub decoded_cache_hits: u64,
+    /// SST row groups of this region decoded whole and put in the cache.
+    pub decoded_cache_fills: u64,
+    /// Bytes in the decoded-column cache (engine-wide, all regions).
+    pub decoded_cache_bytes: u64,
 }
 
 #[derive(Default)]
@@ -209,6 +215,8 @@ pub struct Region {
     counters: Counters,
     /// Last row per series at a sequence (see `lastrow.rs`).
     last_rows: Mutex<Option<lastrow::LastRowCache>>,
+    /// Row groups read from / decoded into the decoded-column cache.
+    cache_counts: Arc<[AtomicU64; 2]>,
 }
 
 impl Region {
@@ -340,6 +348,7 @@ impl Region {
             closed: AtomicBool::new(false),
             counters: Counters::default(),
             last_rows: Mutex::new(None),
+            cache_counts: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
         })
     }
 
@@ -435,6 +444,9 @@ impl Region {
             background_panics: c.background_panics.load(Ordering::Relaxed),
             last_row_hits: c.last_row_hits.load(Ordering::Relaxed),
             last_row_scans: c.last_row_scans.load(Ordering::Relaxed),
+            decoded_cache_hits: self.cache_counts[0].load(Ordering::Relaxed),
+            decoded_cache_fills: self.cache_counts[1].load(Ordering::Relaxed),
+            decoded_cache_bytes: self.shared.column_cache.stats().bytes,
         }
     }
 }

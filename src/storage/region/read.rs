@@ -170,15 +170,15 @@ impl Region {
                     self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                let (batches, read, pruned) = read_sst(file, cols, &p)?;
-                self.counters.row_groups_read.fetch_add(read as u64, Ordering::Relaxed);
-                self.counters.row_groups_pruned.fetch_add(pruned as u64, Ordering::Relaxed);
-                if read == 0 {
+                let mut scan = scan_sst(file, cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts);
+                self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
+                self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
+                if scan.read == 0 {
                     self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
                 self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
-                for b in batches {
+                while let Some(b) = scan.next_batch()? {
                     keep(b, &mut out)?;
                 }
                 if !out.is_empty() {
@@ -282,7 +282,7 @@ impl Region {
         }
         let eq = prune_eq(f);
         let p = SstPredicate { seq_after, seq_upto, time, ts_col: self.layout.time_index, eq: &eq, seq_col };
-        let scan = scan_sst(file, &cols, &p);
+        let scan = scan_sst(file, &cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts);
         self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
         self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
         if scan.read == 0 {

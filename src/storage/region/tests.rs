@@ -963,3 +963,41 @@ fn last_row_applies_ttl() {
     assert_eq!(last_rows(&r, None), vec![("new".into(), now, Some(2))]);
     assert_eq!(last_rows(&r, None), vec![("new".into(), now, Some(2))]);
 }
+
+/// The decoded-column cache: a second read of flushed data decodes nothing
+/// and answers the same (time slices filtered from the cached row groups);
+/// a budget of 0 turns it off.
+#[test]
+fn decoded_column_cache_serves_repeated_reads() {
+    for budget in [256usize << 20, 0] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = desc(false, None);
+        let e = StorageEngine::open_tuned(
+            dir.path(),
+            StorageConfig { wal_fsync: false, ..Default::default() },
+            StorageTuning { decoded_cache_bytes_max: budget, ..tuning() },
+        )
+        .unwrap();
+        let r = e.open_region(1, d.clone()).unwrap();
+        let rows: Vec<(String, i64, Option<i64>)> = (0..40).map(|i| (format!("h{}", i % 3), i * 1000, Some(i))).collect();
+        let refs: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
+        r.write(&batch(&d, &refs)).unwrap();
+        r.flush().unwrap();
+        let want = scan_all(&r);
+        assert_eq!(want.len(), 40);
+        let first = r.stats();
+        assert_eq!(scan_all(&r), want);
+        let req = ScanRequest { time_range: Some((5_000, 20_000)), projection: Some(vec![0, 2]), ..Default::default() };
+        let sliced: usize = r.scan(&req).unwrap().iter().map(|b| b.num_rows()).sum();
+        assert_eq!(sliced, 15);
+        let second = r.stats();
+        if budget > 0 {
+            assert!(first.decoded_cache_fills > 0 && first.decoded_cache_bytes > 0);
+            assert_eq!(second.decoded_cache_fills, first.decoded_cache_fills, "nothing decoded again");
+            assert!(second.decoded_cache_hits >= first.decoded_cache_fills);
+            assert!(e.column_cache_stats().bytes <= budget as u64);
+        } else {
+            assert_eq!((second.decoded_cache_hits, second.decoded_cache_fills, second.decoded_cache_bytes), (0, 0, 0));
+        }
+    }
+}
