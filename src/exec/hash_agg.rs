@@ -155,6 +155,8 @@ struct Partial {
     /// Per group, where it was first seen: batch number << 32 | row.
     first: Vec<u64>,
     group_idx: Vec<usize>,
+    /// Scratch: this batch's runs of one group, (start, end, group).
+    runs: Vec<(usize, usize, usize)>,
     charged: usize,
 }
 
@@ -169,7 +171,7 @@ impl Partial {
         } else {
             Some(GroupTable::new(spec.key_types)?)
         };
-        Ok(Partial { groups, accs, first: vec![], group_idx: vec![], charged: 0 })
+        Ok(Partial { groups, accs, first: vec![], group_idx: vec![], runs: vec![], charged: 0 })
     }
 
     /// Fold batch number `seq` in.
@@ -213,6 +215,20 @@ impl Partial {
                 a.resize(groups.len());
             }
         }
+        // Runs of one group; worth folding run by run when they are long
+        // (a series' rows in time order, grouped by a time bucket).
+        self.runs.clear();
+        if self.groups.is_some() {
+            let idx = &self.group_idx;
+            let mut start = 0;
+            for i in 1..=n {
+                if i == n || idx[i] != idx[start] {
+                    self.runs.push((start, i, idx[start]));
+                    start = i;
+                }
+            }
+        }
+        let use_runs = self.runs.len() * 4 <= n;
         for a in self.accs.iter_mut() {
             let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(batch, ctx)).collect::<Result<_>>()?;
             if matches!(a.call.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg) {
@@ -223,7 +239,7 @@ impl Partial {
             let filter = filter.as_ref().map(|f| f.as_any().downcast_ref::<BooleanArray>().expect("filter is boolean"));
             if self.groups.is_none() {
                 a.update_single(&args, filter, n)?;
-            } else {
+            } else if !(use_runs && a.update_runs(&self.runs, &args, filter)?) {
                 a.update(&self.group_idx, &args, filter)?;
             }
         }
