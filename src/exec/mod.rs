@@ -19,6 +19,7 @@ mod hash_agg;
 mod hash_join;
 mod keys;
 mod limit;
+mod narrow;
 #[cfg(test)]
 pub(crate) mod mock;
 mod project_set;
@@ -160,6 +161,7 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         Plan::DistinctOn { input, keys } => Box::new(distinct_on::DistinctOnExecutor::new(build(input, ctx)?, keys.clone(), ctx.clone())),
         Plan::Sort { input, keys, limit } => Box::new(sort::SortExecutor::new(build(input, ctx)?, keys.clone(), *limit, ctx.clone())),
         Plan::Limit { input, limit, offset } => Box::new(limit::LimitExecutor::new(build(input, ctx)?, *limit, *offset)),
+        Plan::NarrowedAggregate { input, narrow } => Box::new(narrow::NarrowedAggExecutor::new((**input).clone(), *narrow, ctx.clone())),
         Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Box::new(hash_join::HashJoinExecutor::new(
             build(left, ctx)?,
             build(right, ctx)?,
