@@ -14,6 +14,9 @@ use crate::error::Result;
 
 pub struct HashAggExecutor {
     child: Box<dyn BatchExecutor>,
+    /// The later time half of the input (see `partition.rs`), folded on a
+    /// thread of its own; None: `child` is all of it.
+    second: Option<Box<dyn BatchExecutor>>,
     group_by: Vec<Expr>,
     aggs: Vec<AggCall>,
     columns: Vec<PlanColumn>,
@@ -25,7 +28,13 @@ pub struct HashAggExecutor {
 
 impl HashAggExecutor {
     pub fn new(child: Box<dyn BatchExecutor>, group_by: Vec<Expr>, aggs: Vec<AggCall>, columns: &[PlanColumn], ctx: ExecCtx) -> Self {
-        HashAggExecutor { child, group_by, aggs, columns: columns.to_vec(), schema: arrow_schema(columns), ctx, output: None, pos: 0 }
+        HashAggExecutor { child, second: None, group_by, aggs, columns: columns.to_vec(), schema: arrow_schema(columns), ctx, output: None, pos: 0 }
+    }
+
+    /// Read `second` too: the input's later time half.
+    pub fn with_second_half(mut self, second: Box<dyn BatchExecutor>) -> Self {
+        self.second = Some(second);
+        self
     }
 
     /// Whether partial states of these aggregates can be merged: not
@@ -47,6 +56,39 @@ impl HashAggExecutor {
         let mut seq: u64 = 0;
         let mut rows = 0usize;
         let mut drained = false;
+        let mut helped = false;
+        if let Some(mut second) = self.second.take() {
+            if parallel {
+                // Each half scanned and folded on its own thread; the later
+                // half's batches numbered after any of the first's.
+                helped = true;
+                let child = &mut self.child;
+                let ctx = &self.ctx;
+                let spec = &spec;
+                let (mine, theirs) = std::thread::scope(|scope| -> Result<(Partial, Partial)> {
+                    let h = scope.spawn(move || fold_all(&mut second, spec, ctx, 1 << 31));
+                    let mine = fold_all(child, spec, ctx, 0);
+                    let theirs = h.join().unwrap_or_else(|_| Err(crate::err!(Internal, "aggregation helper panicked")));
+                    Ok((mine?, theirs?))
+                })?;
+                main = mine;
+                main.merge(theirs)?;
+                drained = true;
+            } else {
+                // One thread: the first half, then the second.
+                let mut first = std::mem::replace(&mut self.child, second);
+                loop {
+                    self.ctx.check()?;
+                    let r = first.next_batch(super::BATCH_ROWS)?;
+                    let done = r.is_drained;
+                    main.fold(&spec, &r.into_dense()?, seq)?;
+                    seq += 1;
+                    if done {
+                        break;
+                    }
+                }
+            }
+        }
         // Alone until the input proves large, then with a helper thread
         // folding every batch it has room for into its own partial state.
         while !drained && !(parallel && rows >= PARALLEL_AFTER_ROWS) {
@@ -58,7 +100,6 @@ impl HashAggExecutor {
             main.fold(&spec, &batch, seq)?;
             seq += 1;
         }
-        let mut helped = false;
         if !drained {
             helped = true;
             let child = &mut self.child;
@@ -133,6 +174,22 @@ impl HashAggExecutor {
             })
             .collect::<Result<_>>()?;
         Ok(RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(ngroups)))?)
+    }
+}
+
+/// Drain `input`, folding every batch into a new partial state; batches
+/// numbered from `seq`.
+fn fold_all(input: &mut Box<dyn BatchExecutor>, spec: &Spec, ctx: &ExecCtx, mut seq: u64) -> Result<Partial> {
+    let mut p = Partial::new(spec)?;
+    loop {
+        ctx.check()?;
+        let r = input.next_batch(super::BATCH_ROWS)?;
+        let done = r.is_drained;
+        p.fold(spec, &r.into_dense()?, seq)?;
+        seq += 1;
+        if done {
+            return Ok(p);
+        }
     }
 }
 

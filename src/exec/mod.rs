@@ -20,6 +20,7 @@ mod hash_join;
 mod keys;
 mod limit;
 mod narrow;
+mod partition;
 #[cfg(test)]
 pub(crate) mod mock;
 mod project_set;
@@ -147,9 +148,14 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         Plan::ProjectSet { input, srfs, columns } => {
             Box::new(project_set::ProjectSetExecutor::new(build(input, ctx)?, srfs.clone(), columns, ctx.clone()))
         }
-        Plan::Aggregate { input, group_by, aggs, columns } => {
-            Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by.clone(), aggs.clone(), columns, ctx.clone()))
-        }
+        Plan::Aggregate { input, group_by, aggs, columns } => match partition::time_halves(input, ctx) {
+            // A large scan read in two time halves, one per core.
+            Some((first, second)) => Box::new(
+                hash_agg::HashAggExecutor::new(build(&first, ctx)?, group_by.clone(), aggs.clone(), columns, ctx.clone())
+                    .with_second_half(build(&second, ctx)?),
+            ),
+            None => Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by.clone(), aggs.clone(), columns, ctx.clone())),
+        },
         Plan::Distinct { input } => {
             let cols = input.columns().to_vec();
             let group_by = cols.iter().enumerate().map(|(i, c)| expr::Expr::Column { index: i, ty: c.ty }).collect();
