@@ -27,6 +27,7 @@ use promql_parser::parser::{Expr, LabelModifier, VectorSelector};
 use super::load;
 use crate::error::Result;
 use crate::planner::Planner;
+use crate::types::SqlType;
 
 /// One output column.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +46,10 @@ pub struct Layout {
     pub cols: Vec<Col>,
     /// The value columns' names, by field.
     pub values: Vec<String>,
+    /// The value columns' types where the values are a table's column
+    /// values passed through (a selector, a filter, topk…); float8 where
+    /// missing (computed values, as GreptimeDB's are Float64).
+    pub types: Vec<SqlType>,
     /// The label names, in GreptimeDB's tag order.
     pub labels: Vec<String>,
     /// The table the values come from (the qualifier of two-vector
@@ -61,6 +66,7 @@ impl Layout {
             time: "time".into(),
             cols: vec![Col::Time, Col::Value(0)],
             values: vec![value],
+            types: vec![],
             labels: vec![],
             table: String::new(),
             raw: false,
@@ -85,6 +91,11 @@ impl Layout {
         self
     }
 
+    /// The type of value column `i`.
+    pub fn ty(&self, i: usize) -> SqlType {
+        self.types.get(i).copied().unwrap_or(SqlType::Float8)
+    }
+
     fn qualified(&self, v: &str) -> String {
         if self.raw && !self.table.is_empty() {
             format!("{}.{v}", self.table)
@@ -97,6 +108,7 @@ impl Layout {
     /// it, first, then the labels, then the time.
     pub fn aliased(&mut self, name: String) {
         self.values = vec![name];
+        self.types.truncate(1);
         self.cols = vec![Col::Value(0)];
         self.cols.extend(self.labels.iter().map(|l| Col::Label(l.clone())));
         self.cols.push(Col::Time);
@@ -176,6 +188,7 @@ fn selector(planner: &Planner, vs: &VectorSelector) -> Result<Layout> {
     Ok(Layout {
         time: ti.map(|i| table.columns[i].name.clone()).unwrap_or_else(|| "time".into()),
         cols,
+        types: fields.iter().map(|&f| table.columns[f].ty).collect(),
         values,
         labels: table.primary_key.iter().map(|&i| table.columns[i].name.clone()).collect(),
         table: table.name.clone(),
@@ -225,6 +238,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
         Expr::Unary(_) if literal(e, "time").is_some() => Layout::literal("value".into()),
         Expr::Unary(u) => {
             let mut l = layout(planner, &u.expr)?;
+            l.types.clear();
             l.values = l.values.iter().map(|v| format!("(- {v})")).collect();
             l.tags_time_values()
         }
@@ -241,6 +255,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                     return Ok(l);
                 }
                 let lit = literal(&b.lhs, &l.time).unwrap_or(lit);
+                l.types.clear();
                 l.values = l.values.iter().map(|v| binop(op, &lit, v)).collect();
                 return Ok(l.tags_time_values());
             }
@@ -250,6 +265,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                     return Ok(l);
                 }
                 let lit = literal(&b.rhs, &l.time).unwrap_or(lit);
+                l.types.clear();
                 l.values = l.values.iter().map(|v| binop(op, v, &lit)).collect();
                 return Ok(l.tags_time_values());
             }
@@ -288,7 +304,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
             } else {
                 right.table.clone()
             };
-            Layout { time, cols: vec![], values, labels, table, raw: false }.tags_time_values()
+            Layout { time, cols: vec![], values, types: vec![], labels, table, raw: false }.tags_time_values()
         }
         Expr::Aggregate(a) => {
             let inner = layout(planner, &a.expr)?;
@@ -317,8 +333,29 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                 }
                 _ => inner.values.iter().map(|v| format!("{name}({})", inner.qualified(v))).collect(),
             };
-            Layout { time: inner.time.clone(), cols: vec![], values, labels: groups, table: inner.table.clone(), raw: false }
-                .tags_time_values()
+            // DataFusion's result types: count is bigint, sum of integers
+            // bigint, min and max the input's type, the rest float8.
+            let types = (0..values.len())
+                .map(|i| {
+                    let t = inner.ty(i);
+                    let int = matches!(t, SqlType::Int2 | SqlType::Int4 | SqlType::Int8);
+                    match op {
+                        T_COUNT | T_COUNT_VALUES => SqlType::Int8,
+                        T_SUM if int => SqlType::Int8,
+                        T_MIN | T_MAX => t,
+                        _ => SqlType::Float8,
+                    }
+                })
+                .collect();
+            let l = Layout { time: inner.time.clone(), cols: vec![], values, types, labels: groups, table: inner.table.clone(), raw: false };
+            if op == T_COUNT_VALUES {
+                // GreptimeDB: the count, the time, then the labels.
+                let mut l = l.time_values_tags();
+                l.cols.remove(0);
+                l.cols.insert(l.values.len(), Col::Time);
+                return Ok(l);
+            }
+            l.tags_time_values()
         }
         Expr::Call(c) => {
             let name = c.func.name;
@@ -331,6 +368,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                     other => (layout(planner, other)?, 0),
                 };
                 let mut l = inner.clone();
+                l.types.clear();
                 l.values = range_call(name, &args, &inner, range_ms, &inner.time);
                 if name == "absent_over_time" {
                     return Ok(absent(m));
@@ -348,6 +386,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                         time: inner.time.clone(),
                         cols: vec![Col::Time, Col::Value(0)],
                         values: vec![format!("scalar({v})")],
+                        types: vec![],
                         labels: vec![],
                         table: inner.table.clone(),
                         raw: false,
@@ -367,6 +406,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                 }
                 "histogram_quantile" => {
                     let mut l = layout(planner, args[1])?;
+                    l.types.clear();
                     l.labels.retain(|x| x != "le");
                     l.cols.retain(|x| *x != Col::Label("le".into()));
                     l
@@ -390,6 +430,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                     } else {
                         format!("date_part(Utf8(\"{part}\"),{t})")
                     };
+                    l.types.clear();
                     l.values = vec![v; l.values.len().max(1)];
                     if args.is_empty() {
                         l
@@ -403,6 +444,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                     let mut l = layout(planner, v)?;
                     let t = l.time.clone();
                     let extra: Vec<String> = (1..args.len()).map(|i| lit(i, &t).unwrap_or_else(|| "?".into())).collect();
+                    l.types.clear();
                     l.values = l
                         .values
                         .iter()

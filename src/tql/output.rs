@@ -99,7 +99,7 @@ pub fn rows(ev: &Evaluator, v: Val, layout: &Layout, fields: &[String]) -> Resul
         .map(|c| match c {
             Col::Time => PlanColumn::new(layout.time.clone(), SqlType::Timestamp),
             Col::Label(l) => PlanColumn::new(l.clone(), SqlType::Text),
-            Col::Value(i) => PlanColumn::new(layout.values.get(*i).cloned().unwrap_or_else(|| "value".into()), SqlType::Float8),
+            Col::Value(i) => PlanColumn::new(layout.values.get(*i).cloned().unwrap_or_else(|| "value".into()), layout.ty(*i)),
         })
         .collect();
     let schema = arrow_schema(&columns);
@@ -112,14 +112,20 @@ pub fn rows(ev: &Evaluator, v: Val, layout: &Layout, fields: &[String]) -> Resul
         let mut ls = labels.iter_mut();
         let arrays: Vec<ArrayRef> = cols
             .iter()
-            .map(|c| -> ArrayRef {
-                match c {
+            .map(|c| -> Result<ArrayRef> {
+                Ok(match c {
                     Col::Time => Arc::new(TimestampMicrosecondArray::from(ts.clone())),
                     Col::Label(_) => Arc::new(StringArray::from(std::mem::take(ls.next().expect("one list per label")))),
-                    Col::Value(i) => Arc::new(Float64Array::from(values[*i].clone())),
-                }
+                    Col::Value(i) => {
+                        let a: ArrayRef = Arc::new(Float64Array::from(values[*i].clone()));
+                        match layout.ty(*i) {
+                            SqlType::Float8 => a,
+                            t => arrow::compute::cast(&a, &t.to_arrow())?,
+                        }
+                    }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         ts.clear();
         values.iter_mut().for_each(Vec::clear);
         Ok(RecordBatch::try_new(schema.clone(), arrays)?)
@@ -275,7 +281,7 @@ pub fn static_columns(layout: &Layout) -> Result<Vec<PlanColumn>> {
         .map(|c| match c {
             Col::Time => PlanColumn::new(layout.time.clone(), SqlType::Timestamp),
             Col::Label(l) => PlanColumn::new(l.clone(), SqlType::Text),
-            Col::Value(i) => PlanColumn::new(layout.values.get(*i).cloned().unwrap_or_else(|| "value".into()), SqlType::Float8),
+            Col::Value(i) => PlanColumn::new(layout.values.get(*i).cloned().unwrap_or_else(|| "value".into()), layout.ty(*i)),
         })
         .collect();
     for (i, c) in cols.iter().enumerate() {
