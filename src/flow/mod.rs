@@ -244,7 +244,7 @@ impl FlowManager {
             // Wait for a running evaluation to end.
             let st = task.state.lock();
             task.removed.store(true, std::sync::atomic::Ordering::SeqCst);
-            streaming::drop_state(env, &task.def.read());
+            streaming::drop_state(env, &task.def.read(), &st.stream);
             for r in st.progress.regions.keys().chain(st.read_upto.keys()) {
                 if let Some(region) = env.storage.region(*r) {
                     region.release_versions(&batching::holder(name));

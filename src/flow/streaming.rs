@@ -37,6 +37,10 @@ use super::Env;
 #[derive(Default)]
 pub struct StreamTask {
     df: Option<Dataflow>,
+    /// The state namespace `df` was rendered under: the flow's source ids
+    /// may be refreshed while it runs (TRUNCATE), and a reset must drop the
+    /// state it actually used.
+    namespace: String,
 }
 
 impl std::fmt::Debug for StreamTask {
@@ -71,11 +75,19 @@ fn namespace(def: &FlowDef) -> String {
     format!("{}:{}:{:08x}", def.id, def.created_ms, h.finalize())
 }
 
-/// Drop a flow's state (DROP FLOW).
-pub fn drop_state(env: &Env, def: &FlowDef) {
+/// Drop a flow's state (DROP FLOW): the namespace its running dataflow
+/// uses and the one its current definition names (they differ when its
+/// sources' ids were refreshed after it rendered).
+pub fn drop_state(env: &Env, def: &FlowDef, task: &StreamTask) {
     if let Ok(kv) = state_kv(env) {
-        if let Err(e) = StateStore::destroy(kv.as_ref(), &namespace(def)) {
-            tracing::warn!(flow = %def.name, error = %e, "cannot drop the state of a streaming flow");
+        let mut names = vec![namespace(def)];
+        if !task.namespace.is_empty() && task.namespace != names[0] {
+            names.push(task.namespace.clone());
+        }
+        for ns in names {
+            if let Err(e) = StateStore::destroy(kv.as_ref(), &ns) {
+                tracing::warn!(flow = %def.name, error = %e, "cannot drop the state of a streaming flow");
+            }
         }
     }
 }
@@ -87,7 +99,8 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i
         let plan = crate::planner::rewrite::optimize(c.logical.clone(), &c.planner.ctx);
         let instant: HashSet<u32> =
             def.sources.iter().filter_map(|(d, t)| env.catalog.table(d, t)).filter(|t| t.ttl_ms == Some(0)).map(|t| t.id).collect();
-        let df = Dataflow::render(kv, &namespace(def), &plan, &|id| instant.contains(&id), &c.planner.ctx)?;
+        let ns = namespace(def);
+        let df = Dataflow::render(kv, &ns, &plan, &|id| instant.contains(&id), &c.planner.ctx)?;
         // The last epoch's sink write again: a crash may have come between
         // its barrier and its sink write (upserts and deletes by identity
         // are idempotent).
@@ -96,6 +109,7 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i
             apply_sink(env, c, &outbox, now_ms * 1000)?;
         }
         st.stream.df = Some(df);
+        st.stream.namespace = ns;
     }
     let r = epoch(env, def, st, c, now_ms);
     if r.is_err() {
@@ -151,6 +165,12 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     if fed == 0 && df.epoch() > 0 && next == positions {
         return Ok(0);
     }
+    if df.epoch() == 0 {
+        // A fresh state (a new flow, one started over, or one whose
+        // source ids changed while it ran) computes the whole query: the
+        // sink must hold exactly that, not rows an earlier state left.
+        empty_sink(env, c)?;
+    }
     let started = std::time::Instant::now();
     let out = df.step(&inputs, &c.planner.ctx)?;
     df.commit(&next, &out)?;
@@ -185,11 +205,15 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
 fn reset(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled) -> Result<u64> {
     tracing::warn!(flow = %def.name, "a source of a streaming flow was truncated; the flow starts over");
     st.stream.df = None;
-    StateStore::destroy(state_kv(env)?.as_ref(), &namespace(def))?;
+    StateStore::destroy(state_kv(env)?.as_ref(), &std::mem::take(&mut st.stream.namespace))?;
+    empty_sink(env, c)?;
+    Ok(0)
+}
+
+fn empty_sink(env: &Env, c: &Compiled) -> Result<()> {
     let regions = table_regions(env, &c.sink)?;
     let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
-    sink::replace(env.storage, &c.sink, &regions, &RecordBatch::new_empty(schema), None)?;
-    Ok(0)
+    sink::replace(env.storage, &c.sink, &regions, &RecordBatch::new_empty(schema), None).map(|_| ())
 }
 
 /// Identity of sink rows: primary key then time index.
