@@ -1054,6 +1054,9 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
     let groups = read_trigger(env, c, sel.as_ref())?;
     st.trigger_rows_read += groups.values().map(|g| g.ts.len() as u64).sum::<u64>();
     let mut written = 0u64;
+    // The computations, run after the cutting (batched across groups).
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut outs: HashMap<String, Option<GroupOut>> = HashMap::new();
     for (key, g) in groups.iter() {
         let anchor = sel.as_ref().and_then(|s| s.get(key)).and_then(|(_, a)| *a);
         let prev = st.groups.get(key).copied();
@@ -1156,25 +1159,14 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
         if todo.is_empty() && todo_open.is_empty() {
             continue;
         }
-        let go = if c.output.is_some() && is_grouped(c) { Some(group_out(env, c, &g.values)?) } else { None };
-        if let Some(go) = &go {
-            st.subtables.insert(key.clone(), go.subtable.clone());
-        }
+        let go = if c.output.is_some() && is_grouped(c) { Some(cached_group_out(env, c, st, key, &g.values)?) } else { None };
+        outs.insert(key.clone(), go);
         let tbname = tbname_of(c, g);
         for w in todo_open.into_iter().chain(todo) {
-            let b = Bindings {
-                window: Some(w.clone()),
-                group: g.values.clone(),
-                tbname: tbname.clone(),
-                group_id: gi,
-                local_us: now,
-                period_us: 0,
-            };
-            let (cols, batches) = compute_out(env, c, &b)?;
-            written += write_output(env, c, &batches, &cols, go.as_ref())?;
-            st.windows_done += 1;
+            jobs.push(Job { key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone() });
         }
     }
+    written += run_jobs(env, c, &jobs, &outs, now, st)?;
     if !matches!(mode, Mode::Recalc { .. }) {
         // The checkpoint: the change log is read from here on; versions
         // are held so it stays readable.
@@ -1190,6 +1182,157 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
     }
     st.rows_written += written;
     Ok(written)
+}
+
+/// One window of one group to compute.
+struct Job {
+    key: String,
+    values: Vec<Option<String>>,
+    tbname: Option<String>,
+    gi: i64,
+    win: Win,
+}
+
+/// A group's output subtable: the one recorded for it unless TAGS(…)
+/// asks for values (OUTPUT_SUBTABLE runs a query).
+fn cached_group_out(env: &Env, c: &Compiled, st: &mut StreamState, key: &str, values: &[Option<String>]) -> Result<GroupOut> {
+    if c.cs.tags.is_empty() {
+        if let Some(name) = st.subtables.get(key) {
+            return Ok(GroupOut { subtable: name.clone(), tags: values.to_vec() });
+        }
+    }
+    let go = group_out(env, c, values)?;
+    st.subtables.insert(key.to_string(), go.subtable.clone());
+    Ok(go)
+}
+
+/// Run the computations: the groups closing the same window together in
+/// one query when the stream's query allows it (`batchable`), the rest
+/// (and any group the batch gave no row) one by one.
+fn run_jobs(env: &Env, c: &Compiled, jobs: &[Job], outs: &HashMap<String, Option<GroupOut>>, now: i64, st: &mut StreamState) -> Result<u64> {
+    let mut written = 0u64;
+    let mut done = vec![false; jobs.len()];
+    if jobs.len() > 1 && batchable(c) {
+        let mut by_win: BTreeMap<(i64, i64, Option<i64>), Vec<usize>> = BTreeMap::new();
+        for (i, j) in jobs.iter().enumerate() {
+            by_win.entry((j.win.start, j.win.end, j.win.tick)).or_default().push(i);
+        }
+        for idx in by_win.values().filter(|v| v.len() > 1) {
+            let (cols, per_group) = match compute_batch(env, c, &jobs[idx[0]].win, now) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::debug!(stream = %c.def.name, error = %e, "stream computes groups one by one");
+                    continue;
+                }
+            };
+            for &i in idx {
+                let j = &jobs[i];
+                if let Some(batches) = per_group.get(&j.key) {
+                    written += write_output(env, c, batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()))?;
+                    st.windows_done += 1;
+                    done[i] = true;
+                }
+            }
+        }
+    }
+    for (i, j) in jobs.iter().enumerate() {
+        if done[i] {
+            continue;
+        }
+        let b = Bindings {
+            window: Some(j.win.clone()),
+            group: j.values.clone(),
+            tbname: j.tbname.clone(),
+            group_id: j.gi,
+            local_us: now,
+            period_us: 0,
+        };
+        let (cols, batches) = compute_out(env, c, &b)?;
+        written += write_output(env, c, &batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()))?;
+        st.windows_done += 1;
+    }
+    Ok(written)
+}
+
+/// Whether one query can compute a window for many groups: a supertable
+/// trigger, a query that is one SELECT over `%%trows` alone without GROUP
+/// BY, HAVING, DISTINCT, ORDER BY or LIMIT, and no placeholder that
+/// differs per group (`_twrownum`, `_tgrpid`, `%%n`, `%%tbname`). The
+/// query then runs once, grouped by the partition columns.
+fn batchable(c: &Compiled) -> bool {
+    let (Some(t), Some(q)) = (&c.trigger, &c.cs.query) else { return false };
+    if !matches!(t.kind, TableKind::Stable(_)) || c.cs.partition.is_empty() {
+        return false;
+    }
+    if q.with.is_some() || q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
+        return false;
+    }
+    let ast::SetExpr::Select(s) = q.body.as_ref() else { return false };
+    let no_group = matches!(&s.group_by, ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+    if s.distinct.is_some() || s.having.is_some() || !no_group || s.from.len() != 1 || !s.from[0].joins.is_empty() {
+        return false;
+    }
+    let ast::TableFactor::Table { name, .. } = &s.from[0].relation else { return false };
+    if !matches!(name.0.as_slice(), [ast::ObjectNamePart::Identifier(i)] if i.value == "%%trows") {
+        return false;
+    }
+    let mut per_group = false;
+    let _ = ast::visit_expressions(q.as_ref(), |e| {
+        if let ast::Expr::Identifier(i) = e {
+            let n = i.value.to_lowercase();
+            if n == "_twrownum" || n == "_tgrpid" || n.starts_with("%%") {
+                per_group = true;
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    !per_group
+}
+
+/// One window for every group at once: the query over the window's rows of
+/// all groups, grouped by the partition columns; its rows by group key.
+#[allow(clippy::type_complexity)]
+fn compute_batch(env: &Env, c: &Compiled, w: &Win, now: i64) -> Result<(Vec<PlanColumn>, HashMap<String, Vec<RecordBatch>>)> {
+    let q = c.cs.query.as_ref().ok_or_else(|| err!(Internal, "stream has no query"))?;
+    let b = Bindings { window: Some(w.clone()), local_us: now, ..Default::default() };
+    let mut q = bind_query(c, q, &b)?;
+    let np = c.cs.partition.len();
+    let exprs: Vec<String> =
+        c.cs.partition.iter().map(|p| format!("CAST({} AS TEXT)", quote_ident(&crate::planner::ident(p)))).collect();
+    let items: Vec<String> = exprs.iter().enumerate().map(|(i, e)| format!("{e} AS \"__td_part{i}\"")).collect();
+    let tmpl = crate::parser::parse_query(&format!("SELECT {} FROM t GROUP BY {}", items.join(", "), exprs.join(", ")))?;
+    let ast::SetExpr::Select(t) = *tmpl.body else { bail!(Internal, "GROUP BY template is not a SELECT") };
+    let ast::SetExpr::Select(s) = q.body.as_mut() else { bail!(Internal, "stream query is not a SELECT") };
+    s.projection.extend(t.projection);
+    s.group_by = t.group_by;
+    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now), Params::default());
+    let logical = planner.plan_query(&q, None)?;
+    let mut cols = crate::planner::output_columns(&logical);
+    let plan = planner.physical(logical)?;
+    let batches = crate::exec::collect(&plan, &planner.ctx)?;
+    let n = cols.len() - np;
+    cols.truncate(n);
+    let mut out: HashMap<String, Vec<RecordBatch>> = HashMap::new();
+    for batch in batches {
+        let mut rows: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for r in 0..batch.num_rows() {
+            let vals: Vec<Option<String>> = (n..n + np)
+                .map(|k| match crate::types::value_at(batch.column(k).as_ref(), r) {
+                    Value::Null => None,
+                    Value::Text(s) => Some(s),
+                    other => Some(crate::types::format_value(&other)),
+                })
+                .collect();
+            rows.entry(group_key(&vals)).or_default().push(r as u32);
+        }
+        let data = batch.project(&(0..n).collect::<Vec<_>>())?;
+        for (key, idx) in rows {
+            let idx = arrow::array::UInt32Array::from(idx);
+            let cols: Vec<ArrayRef> = data.columns().iter().map(|a| arrow::compute::take(a.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
+            out.entry(key).or_default().push(RecordBatch::try_new(data.schema(), cols)?);
+        }
+    }
+    Ok((cols, out))
 }
 
 /// The start of the last window cut (None: none).
