@@ -923,11 +923,48 @@ pub fn group_out(env: &Env, c: &Compiled, group: &[Option<String>]) -> Result<Gr
 }
 
 /// Write a window's result rows to the output (upsert on the first column).
-fn write_output(env: &Env, c: &Compiled, batches: &[RecordBatch], cols: &[PlanColumn], go: Option<&GroupOut>) -> Result<u64> {
+/// Output rows not written yet: an evaluation's windows go to storage in
+/// one commit, not one per window (a group's second window first flushes
+/// the buffer, so its rows upsert over the first's in order).
+#[derive(Default)]
+struct OutBuf {
+    table: Option<(TableDef, Vec<Arc<crate::storage::Region>>)>,
+    batches: Vec<RecordBatch>,
+    keys: std::collections::HashSet<String>,
+    rows: usize,
+}
+
+/// Rows buffered before a commit.
+const OUT_BUF_ROWS: usize = 100_000;
+
+fn flush_output(env: &Env, buf: &mut OutBuf) -> Result<()> {
+    if let (Some((t, regions)), false) = (&buf.table, buf.batches.is_empty()) {
+        let batch = arrow::compute::concat_batches(&buf.batches[0].schema(), &buf.batches)?;
+        // An empty time range: nothing is deleted, rows upsert on their key.
+        super::sink::replace(env.storage, t, regions, &batch, Some((0, 0)))?;
+    }
+    buf.batches.clear();
+    buf.keys.clear();
+    buf.rows = 0;
+    Ok(())
+}
+
+fn write_output(
+    env: &Env,
+    c: &Compiled,
+    batches: &[RecordBatch],
+    cols: &[PlanColumn],
+    go: Option<&GroupOut>,
+    buf: &mut OutBuf,
+    key: &str,
+) -> Result<u64> {
     let Some((db, name)) = &c.output else { return Ok(0) };
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     if rows == 0 || c.calc_notify_only {
         return Ok(0);
+    }
+    if buf.keys.contains(key) || buf.rows >= OUT_BUF_ROWS {
+        flush_output(env, buf)?;
     }
     let t = env
         .catalog
@@ -980,8 +1017,11 @@ fn write_output(env: &Env, c: &Compiled, batches: &[RecordBatch], cols: &[PlanCo
     if let (Some(go), Some(s)) = (go, &stable) {
         ensure_child(env.catalog, db, s, &go.subtable, &go.tags)?;
     }
-    // An empty time range: nothing is deleted, rows upsert on their key.
-    Ok(super::sink::replace(env.storage, &t, &regions, &batch, Some((0, 0)))? as u64)
+    buf.table = Some((t, regions));
+    buf.batches.push(batch);
+    buf.keys.insert(key.to_string());
+    buf.rows += rows;
+    Ok(rows as u64)
 }
 
 /// Register a child table of a supertable (its catalog entry and the view
@@ -1210,6 +1250,22 @@ fn cached_group_out(env: &Env, c: &Compiled, st: &mut StreamState, key: &str, va
 /// one query when the stream's query allows it (`batchable`), the rest
 /// (and any group the batch gave no row) one by one.
 fn run_jobs(env: &Env, c: &Compiled, jobs: &[Job], outs: &HashMap<String, Option<GroupOut>>, now: i64, st: &mut StreamState) -> Result<u64> {
+    let mut buf = OutBuf::default();
+    let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf);
+    // What was computed is written, also when a later window failed.
+    flush_output(env, &mut buf)?;
+    r
+}
+
+fn run_jobs_into(
+    env: &Env,
+    c: &Compiled,
+    jobs: &[Job],
+    outs: &HashMap<String, Option<GroupOut>>,
+    now: i64,
+    st: &mut StreamState,
+    buf: &mut OutBuf,
+) -> Result<u64> {
     let mut written = 0u64;
     let mut done = vec![false; jobs.len()];
     if jobs.len() > 1 && batchable(c) {
@@ -1228,7 +1284,7 @@ fn run_jobs(env: &Env, c: &Compiled, jobs: &[Job], outs: &HashMap<String, Option
             for &i in idx {
                 let j = &jobs[i];
                 if let Some(batches) = per_group.get(&j.key) {
-                    written += write_output(env, c, batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()))?;
+                    written += write_output(env, c, batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
                     st.windows_done += 1;
                     done[i] = true;
                 }
@@ -1248,7 +1304,7 @@ fn run_jobs(env: &Env, c: &Compiled, jobs: &[Job], outs: &HashMap<String, Option
             period_us: 0,
         };
         let (cols, batches) = compute_out(env, c, &b)?;
-        written += write_output(env, c, &batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()))?;
+        written += write_output(env, c, &batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
         st.windows_done += 1;
     }
     Ok(written)
@@ -1747,7 +1803,9 @@ fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period:
         let tbname = c.cs.partition.iter().position(|p| crate::planner::ident(p) == TBNAME).and_then(|i| values[i].clone());
         let b = Bindings { window: None, group: values.clone(), tbname, group_id: gi as i64, local_us: tick, period_us: period };
         let (cols, batches) = compute_out(env, c, &b)?;
-        written += write_output(env, c, &batches, &cols, go.as_ref())?;
+        let mut buf = OutBuf::default();
+        written += write_output(env, c, &batches, &cols, go.as_ref(), &mut buf, &key)?;
+        flush_output(env, &mut buf)?;
         st.windows_done += 1;
     }
     st.rows_written += written;
