@@ -422,6 +422,8 @@ impl Region {
         };
         let mut cols: Vec<usize> = proj.clone();
         cols.extend(self.layout.identity.iter().copied());
+        // The merge of overlapping sources follows the SST order.
+        cols.extend(self.layout.sort.iter().copied());
         cols.extend(filter.eq.iter().map(|e| e.0));
         if filter.time.is_some() || filter.ttl_cutoff.is_some() {
             cols.extend(self.layout.time_index);
