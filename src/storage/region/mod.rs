@@ -455,6 +455,7 @@ mod changes;
 mod compact;
 mod flush;
 mod lastrow;
+mod merge;
 mod read;
 pub use read::RegionScan;
 mod write;

@@ -20,8 +20,6 @@ pub(super) struct Snapshot {
 /// Rows read from one memtable or SST.
 pub(super) struct Source {
     pub(super) batches: Vec<RecordBatch>,
-    /// No two rows share an identity.
-    pub(super) distinct: bool,
 }
 
 fn scalar_u64(v: u64) -> Scalar<UInt64Array> {
@@ -62,7 +60,7 @@ fn sst_time(f: &RowFilter) -> Option<(i64, i64)> {
     }
 }
 
-fn prune_eq(f: &RowFilter) -> Vec<(usize, Vec<PruneValue>)> {
+pub(super) fn prune_eq(f: &RowFilter) -> Vec<(usize, Vec<PruneValue>)> {
     f.eq.iter().filter_map(|(c, v)| PruneValue::set_from_array(v).map(|p| (*c, p))).collect()
 }
 
@@ -160,7 +158,7 @@ impl Region {
             keep_with(b.project(cols)?, if i >= snap.overlay_from { &unbounded } else { f }, &mut out)?;
         }
         if !out.is_empty() {
-            sources.push(Source { batches: std::mem::take(&mut out), distinct: false });
+            sources.push(Source { batches: std::mem::take(&mut out) });
         }
         if with_ssts {
             let eq = prune_eq(f);
@@ -182,7 +180,7 @@ impl Region {
                     keep(b, &mut out)?;
                 }
                 if !out.is_empty() {
-                    sources.push(Source { batches: std::mem::take(&mut out), distinct: file.meta.distinct });
+                    sources.push(Source { batches: std::mem::take(&mut out) });
                 }
             }
         }
@@ -424,6 +422,8 @@ impl Region {
         };
         let mut cols: Vec<usize> = proj.clone();
         cols.extend(self.layout.identity.iter().copied());
+        // The merge of overlapping sources follows the SST order.
+        cols.extend(self.layout.sort.iter().copied());
         cols.extend(filter.eq.iter().map(|e| e.0));
         if filter.time.is_some() || filter.ttl_cutoff.is_some() {
             cols.extend(self.layout.time_index);
@@ -440,6 +440,8 @@ impl Region {
         let mut scan = RegionScan {
             work: VecDeque::new(),
             isolated: None,
+            merge: None,
+            peak_merge_rows: 0,
             ready: VecDeque::new(),
             snap: Snapshot { mem: vec![], overlay_from: 0, files: Arc::new(vec![]), flushed_seq: 0, history_seq: 0, last_seq: 0 },
             proj,
@@ -503,53 +505,6 @@ impl Region {
             end = end.max(hi);
         }
         out
-    }
-
-    /// Read one group of sources whole and keep the newest visible version
-    /// of each identity, projected.
-    fn read_group(&self, scan: &RegionScan, group: Vec<Spec>, out: &mut VecDeque<RecordBatch>) -> Result<()> {
-        let with_mem = group.iter().any(|s| matches!(s, Spec::Mem));
-        let files: Vec<Arc<SstFile>> = group
-            .into_iter()
-            .filter_map(|s| match s {
-                Spec::File(f) => Some(f),
-                Spec::Mem => None,
-            })
-            .collect();
-        let single = files.len() == 1 && !with_mem;
-        let snap = &scan.snap;
-        let sub = Snapshot {
-            mem: if with_mem { snap.mem.clone() } else { vec![] },
-            overlay_from: if with_mem { snap.overlay_from } else { 0 },
-            files: Arc::new(files),
-            flushed_seq: snap.flushed_seq,
-            history_seq: snap.history_seq,
-            last_seq: snap.last_seq,
-        };
-        let sources = self.read(&sub, &scan.cols, &scan.filter, scan.with_ssts)?;
-        let distinct = single && sources.len() == 1 && sources[0].distinct;
-        let batches: Vec<RecordBatch> = sources.into_iter().flat_map(|s| s.batches).collect();
-        if batches.is_empty() {
-            return Ok(());
-        }
-        let opos = scan.opos;
-        if distinct {
-            for b in batches {
-                let visible = crate::storage::version::filter(&b, put_mask(b.column(opos)))?;
-                if visible.num_rows() > 0 {
-                    out.push_back(visible.project(&scan.out_cols)?);
-                }
-            }
-            return Ok(());
-        }
-        let all = concat_all(&scan.schema, &batches)?;
-        drop(batches);
-        let newest = self.newest(&all, &scan.cols)?;
-        let visible = crate::storage::version::filter(&newest, put_mask(newest.column(opos)))?;
-        if visible.num_rows() > 0 {
-            out.push_back(visible.project(&scan.out_cols)?);
-        }
-        Ok(())
     }
 
     /// A transaction's own writes as full-schema batches above every
@@ -620,6 +575,9 @@ pub(super) struct IsolatedRead {
 pub struct RegionScan {
     work: VecDeque<Work>,
     isolated: Option<IsolatedRead>,
+    merge: Option<super::merge::MergeRead>,
+    /// Most rows a merge of this scan held at once (for tests).
+    pub(in crate::storage) peak_merge_rows: usize,
     pub(super) ready: VecDeque<RecordBatch>,
     snap: Snapshot,
     proj: Vec<usize>,
@@ -638,6 +596,8 @@ impl RegionScan {
         RegionScan {
             work: VecDeque::new(),
             isolated: None,
+            merge: None,
+            peak_merge_rows: 0,
             ready: VecDeque::new(),
             snap: Snapshot { mem: vec![], overlay_from: 0, files: Arc::new(vec![]), flushed_seq: 0, history_seq: 0, last_seq: 0 },
             proj: vec![],
@@ -664,13 +624,38 @@ impl RegionScan {
                 }
                 self.isolated = None;
             }
+            if let Some(m) = self.merge.as_mut() {
+                let next = region.next_merged(m)?;
+                self.peak_merge_rows = self.peak_merge_rows.max(m.peak_rows);
+                if let Some(b) = next {
+                    return Ok(Some(b));
+                }
+                self.merge = None;
+            }
             match self.work.pop_front() {
                 None => return Ok(None),
                 Some(Work::Isolated(file)) => self.isolated = region.open_isolated(&file, &self.proj, &self.filter, self.with_rowid)?,
                 Some(Work::Group(group)) => {
-                    let mut out = VecDeque::new();
-                    region.read_group(self, group, &mut out)?;
-                    self.ready = out;
+                    let with_mem = group.iter().any(|s| matches!(s, Spec::Mem));
+                    let files: Vec<Arc<SstFile>> = group
+                        .into_iter()
+                        .filter_map(|s| match s {
+                            Spec::File(f) => Some(f),
+                            Spec::Mem => None,
+                        })
+                        .filter(|_| self.with_ssts)
+                        .collect();
+                    let m = region.open_merge(
+                        &self.snap,
+                        with_mem,
+                        files,
+                        &self.cols,
+                        &self.schema,
+                        &self.filter,
+                        self.opos,
+                        &self.out_cols,
+                    )?;
+                    self.merge = Some(m);
                 }
             }
         }
