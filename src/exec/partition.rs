@@ -9,8 +9,9 @@
 //! sequence when the split is made). The page index keeps each half to its
 //! pages.
 //!
-//! Only where it pays: both time bounds given, the region holding at least
-//! `MIN_ROWS` rows, `weir.agg_parallel` not off. Groups then come out in
+//! Only where it pays: both time bounds given, no tag filter, at least
+//! `MIN_ROWS` rows in the range by the SSTs' row counts and time spread
+//! (`Region::sst_time_spread`), `weir.agg_parallel` not off. Groups then come out in
 //! first-seen order within each half, the first half's first.
 //!
 //! Imports `exec`, `storage` and `error` only.
@@ -18,8 +19,8 @@
 use super::plan::Plan;
 use super::ExecCtx;
 
-/// Rows the region must hold before its scan is split.
-const MIN_ROWS: usize = 256 * 1024;
+/// Rows (estimated) in the scan's time range before it is split.
+const MIN_ROWS: usize = 200_000;
 
 /// The two time halves of an aggregation's input, if it is worth splitting.
 pub fn time_halves(input: &Plan, ctx: &ExecCtx) -> Option<(Plan, Plan)> {
@@ -31,9 +32,18 @@ pub fn time_halves(input: &Plan, ctx: &ExecCtx) -> Option<(Plan, Plan)> {
     if regions.0.len() != 1 || !regions.1.is_empty() || request.with_rowid || lo == i64::MIN || hi == i64::MAX || hi - lo < 2 {
         return None;
     }
+    // A selective scan (tag equalities or IN-lists) reads few pages; the
+    // halves would decode the same ones twice.
+    if !request.filters.is_empty() {
+        return None;
+    }
+    // Rows in the range, estimated from the SSTs' rows and time spread: a
+    // narrow range falls on the same pages from both halves.
     let region = &regions.0[0];
-    let stats = region.stats();
-    if (stats.sst_rows as usize).saturating_add(stats.memtable_rows) < MIN_ROWS {
+    let (rows, (dlo, dhi)) = region.sst_time_spread()?;
+    let overlap = (hi.min(dhi.saturating_add(1)) as i128 - lo.max(dlo) as i128).max(0);
+    let span = (dhi as i128 - dlo as i128 + 1).max(1);
+    if (rows as i128) * overlap.min(span) / span < MIN_ROWS as i128 {
         return None;
     }
     // One snapshot for both halves (a statement's view sets its own).

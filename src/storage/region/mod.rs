@@ -373,6 +373,21 @@ impl Region {
         self.inner.lock().last_seq
     }
 
+    /// Rows in SSTs and the least and greatest time index over them (by
+    /// the files' manifest entries): an estimate of how rows spread over
+    /// time, for the executor's choices. No SST with a time range: None.
+    pub fn sst_time_spread(&self) -> Option<(u64, (i64, i64))> {
+        let inner = self.inner.lock();
+        let mut rows = 0u64;
+        let mut bounds: Option<(i64, i64)> = None;
+        for f in inner.files.iter() {
+            let (lo, hi) = f.meta.time_range?;
+            rows += f.meta.rows;
+            bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        }
+        bounds.map(|b| (rows, b))
+    }
+
     /// Every write up to this sequence is in SSTs.
     pub fn flushed_seq(&self) -> SeqNo {
         self.inner.lock().manifest.flushed_seq
