@@ -260,6 +260,22 @@ pub struct StorageEngine {
     stopped: Arc<AtomicBool>,
 }
 
+/// The name a dropped region's directory takes until its files are gone.
+const DROPPED_SUFFIX: &str = ".dropped";
+
+/// Remove what dropped regions left behind (`drop_region` could not remove
+/// a directory while another thread still wrote into it).
+fn sweep_dropped(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().ends_with(DROPPED_SUFFIX) {
+            if let Err(err) = std::fs::remove_dir_all(e.path()) {
+                tracing::warn!(path = %e.path().display(), error = %err, "cannot remove a dropped region's files");
+            }
+        }
+    }
+}
+
 impl StorageEngine {
     pub fn open(dir: &Path, config: StorageConfig) -> Result<StorageEngine> {
         Self::open_tuned(dir, config, StorageTuning::default())
@@ -282,6 +298,7 @@ impl StorageEngine {
         meta: Arc<dyn MetaKv>,
     ) -> Result<StorageEngine> {
         std::fs::create_dir_all(dir)?;
+        sweep_dropped(dir);
         let interval = tuning.background_interval_ms;
         let txns = txn::CommitLog::open(&dir.join("txn"), config.wal_fsync)?;
         let shared = Arc::new(Shared {
@@ -331,7 +348,19 @@ impl StorageEngine {
         }
         let dir = self.shared.root.join(region::region_dir_name(id));
         if dir.exists() {
-            std::fs::remove_dir_all(dir)?;
+            // Renamed away first (one atomic step): a flush or compaction of
+            // the closed region still finishing on another thread cannot add
+            // a file to a directory while it is being removed ("Directory
+            // not empty"); it fails on the vanished path instead. What cannot
+            // be removed now is swept at the next start.
+            let trash = self.shared.root.join(format!("{}{DROPPED_SUFFIX}", region::region_dir_name(id)));
+            if trash.exists() {
+                std::fs::remove_dir_all(&trash)?;
+            }
+            std::fs::rename(&dir, &trash)?;
+            if let Err(e) = std::fs::remove_dir_all(&trash) {
+                tracing::warn!(region = id, error = %e, "cannot remove a dropped region's files yet; they go at the next start");
+            }
         }
         let key = meta::manifest_key(id);
         if let Some(old) = self.shared.meta.get(&key)? {
