@@ -23,6 +23,7 @@ mod limit;
 pub(crate) mod mock;
 mod project_set;
 mod projection;
+mod recursive_union;
 mod scan;
 mod selection;
 mod set_op;
@@ -173,6 +174,15 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         Plan::SetOp { left, right, kind, all } => {
             Box::new(set_op::SetOpExecutor::new(build(left, ctx)?, build(right, ctx)?, *kind, *all, plan.columns(), ctx.clone()))
         }
+        Plan::RecursiveUnion { anchor, recursive, id, all, columns } => Box::new(recursive_union::RecursiveUnionExecutor::new(
+            build(anchor, ctx)?,
+            (**recursive).clone(),
+            *id,
+            *all,
+            columns,
+            ctx.clone(),
+        )?),
+        Plan::WorkTable { id, .. } => bail!(Internal, "working table {id} read outside its recursive union"),
     })
 }
 

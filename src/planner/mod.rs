@@ -6,7 +6,9 @@
 //! or `server`.
 
 pub mod analysis;
+mod array_ops;
 mod bind;
+mod cte;
 mod hop;
 pub mod incremental;
 pub mod logical;
@@ -70,8 +72,8 @@ pub struct Planner<'a> {
     pub incremental: Option<incremental::IncrementalKeys>,
     /// (region, snapshot sequence) of every source region scanned.
     pub watermarks: RefCell<Vec<(u64, u64)>>,
-    /// WITH queries in scope, innermost last: name → (query, column names).
-    pub ctes: RefCell<Vec<(String, sqlparser::ast::Query, Vec<String>)>>,
+    /// WITH queries in scope, innermost last.
+    pub ctes: RefCell<Vec<cte::Cte>>,
     /// The role whose SELECT privilege every relation read is checked
     /// against (42501): the session's user, a view's owner inside that
     /// view. None: unchecked (a flow's own evaluation, describing a

@@ -572,6 +572,11 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
             let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
             return array::slice(&cols[0], &cols[1], &cols[2], n);
         }
+        // Bound by the planner with the array type as `ty`.
+        "array_append" | "array_prepend" | "array_cat" | "array_remove" | "array_replace" => {
+            let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
+            return array::edit(name, &cols, ty.elem().unwrap_or(SqlType::Text), n);
+        }
         // A record's text form from its fields (set-returning calls' records).
         "record_out" => {
             let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
