@@ -168,7 +168,7 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
                 "bool" => SqlType::Bool,
                 "varchar" => SqlType::Varchar,
                 "string" | "name" | "regclass" | "regtype" | "regproc" | "regnamespace" | "text" => SqlType::Text,
-                "oid" => SqlType::Int8,
+                "oid" => SqlType::Oid,
                 "float" => SqlType::Float8,
                 _ => bail!(UndefinedObject, "type \"{n}\" does not exist"),
             }

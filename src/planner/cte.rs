@@ -33,8 +33,10 @@ pub struct Cte {
 #[derive(Debug, Clone)]
 pub enum CteKind {
     /// A query planned at each reference; `recursive`: declared by WITH
-    /// RECURSIVE, so it may read itself.
-    Query { query: ast::Query, columns: Vec<String>, recursive: bool },
+    /// RECURSIVE, so it may read itself; `level`: how many queries enclose
+    /// the WITH clause (its outer references resolve only where a reference
+    /// sits at that same level).
+    Query { query: ast::Query, columns: Vec<String>, recursive: bool, level: usize },
     /// While its recursive term is planned: the working table, and how
     /// many times the term read it.
     WorkTable { id: usize, columns: Vec<PlanColumn>, reads: usize },
@@ -45,6 +47,17 @@ pub enum CteKind {
 /// Working-table ids: unique in the process, so nested recursive queries
 /// never share one.
 static NEXT_WORK_TABLE: AtomicUsize = AtomicUsize::new(1);
+
+/// How many queries enclose a query planned with `outer`.
+fn level(outer: Option<&Scope>) -> usize {
+    let mut n = 0;
+    let mut s = outer;
+    while let Some(x) = s {
+        n += 1;
+        s = x.parent;
+    }
+    n
+}
 
 fn renamed(plan: Plan, names: &[String]) -> (Plan, Vec<PlanColumn>) {
     let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
@@ -100,19 +113,23 @@ impl Planner<'_> {
     /// the body is planned.
     pub(super) fn plan_with(&self, q: &ast::Query, with: &ast::With, outer: Option<&Scope>) -> Result<Plan> {
         let depth = self.ctes.borrow().len();
-        for cte in &with.cte_tables {
-            let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
-            let kind = CteKind::Query { query: (*cte.query).clone(), columns, recursive: with.recursive };
-            self.ctes.borrow_mut().push(Cte { name: ident(&cte.alias.name), kind });
-        }
+        self.push_ctes(with, level(outer));
         let r = self.plan_query_body(q, outer);
         self.ctes.borrow_mut().truncate(depth);
         r
     }
 
+    fn push_ctes(&self, with: &ast::With, level: usize) {
+        for cte in &with.cte_tables {
+            let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
+            let kind = CteKind::Query { query: (*cte.query).clone(), columns, recursive: with.recursive, level };
+            self.ctes.borrow_mut().push(Cte { name: ident(&cte.alias.name), kind });
+        }
+    }
+
     /// A reference to the WITH query `name`, innermost first (None: no
-    /// WITH query has that name).
-    pub(super) fn plan_cte(&self, name: &str) -> Result<Option<(Plan, Vec<PlanColumn>)>> {
+    /// WITH query has that name), from a FROM clause planned with `outer`.
+    pub(super) fn plan_cte(&self, name: &str, outer: Option<&Scope>) -> Result<Option<(Plan, Vec<PlanColumn>)>> {
         let Some(i) = self.ctes.borrow().iter().rposition(|c| c.name == name) else { return Ok(None) };
         let kind = {
             let mut ctes = self.ctes.borrow_mut();
@@ -125,9 +142,15 @@ impl Planner<'_> {
                 k @ CteKind::Query { .. } => k.clone(),
             }
         };
-        let CteKind::Query { query, columns, recursive } = kind else { unreachable!("matched above") };
+        let CteKind::Query { query, columns, recursive, level: at } = kind else { unreachable!("matched above") };
+        // The WITH query's own outer query, when the reference sees the same one.
+        let outer = outer.filter(|_| level(outer) == at);
         let saved: Vec<Cte> = self.ctes.borrow_mut().drain(i..).collect();
-        let r = if recursive { self.plan_recursive(name, &query, &columns) } else { self.plan_query(&query, None).map(|p| renamed(p, &columns)) };
+        let r = if recursive {
+            self.plan_recursive(name, &query, &columns, outer)
+        } else {
+            self.plan_query(&query, outer).map(|p| renamed(p, &columns))
+        };
         self.ctes.borrow_mut().extend(saved);
         r.map(Some)
     }
@@ -142,11 +165,11 @@ impl Planner<'_> {
 
     /// A WITH RECURSIVE query (its name and every later WITH query are out
     /// of scope here).
-    fn plan_recursive(&self, name: &str, q: &ast::Query, names: &[String]) -> Result<(Plan, Vec<PlanColumn>)> {
+    fn plan_recursive(&self, name: &str, q: &ast::Query, names: &[String], outer: Option<&Scope>) -> Result<(Plan, Vec<PlanColumn>)> {
         let SetExpr::SetOperation { op: ast::SetOperator::Union, set_quantifier, left, right } = q.body.as_ref() else {
             // Not of the recursive form: fine as long as it does not read itself.
             let msg = format!("recursive query \"{name}\" does not have the form non-recursive-term UNION [ALL] recursive-term");
-            return self.with_cte(name, CteKind::Forbidden(msg), || self.plan_query(q, None)).map(|p| renamed(p, names));
+            return self.with_cte(name, CteKind::Forbidden(msg), || self.plan_query(q, outer)).map(|p| renamed(p, names));
         };
         // The query's own WITH clause is in scope in both terms, and its
         // queries see this one (as the working table in the recursive term).
@@ -154,20 +177,16 @@ impl Planner<'_> {
         let msg = format!("recursive reference to query \"{name}\" must not appear within its non-recursive term");
         self.ctes.borrow_mut().push(Cte { name: name.to_string(), kind: CteKind::Forbidden(msg) });
         if let Some(w) = &q.with {
-            for cte in &w.cte_tables {
-                let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
-                let kind = CteKind::Query { query: (*cte.query).clone(), columns, recursive: w.recursive };
-                self.ctes.borrow_mut().push(Cte { name: ident(&cte.alias.name), kind });
-            }
+            self.push_ctes(w, level(outer));
         }
         let id = NEXT_WORK_TABLE.fetch_add(1, Ordering::Relaxed);
-        let terms = self.plan_set_expr(left, None).and_then(|anchor| {
+        let terms = self.plan_set_expr(left, outer).and_then(|anchor| {
             let (_, mut columns) = renamed(anchor.clone(), names);
             for c in columns.iter_mut() {
                 c.qualifier = None;
             }
             self.ctes.borrow_mut()[base].kind = CteKind::WorkTable { id, columns: columns.clone(), reads: 0 };
-            let rec = self.plan_set_expr(right, None)?;
+            let rec = self.plan_set_expr(right, outer)?;
             Ok((anchor, columns, rec))
         });
         let kind = self.ctes.borrow_mut()[base].kind.clone();
@@ -176,7 +195,7 @@ impl Planner<'_> {
         let CteKind::WorkTable { reads, .. } = kind else { unreachable!("set before the recursive term") };
         if reads == 0 {
             // A plain UNION that happens to sit in WITH RECURSIVE.
-            return self.plan_query(q, None).map(|p| renamed(p, names));
+            return self.plan_query(q, outer).map(|p| renamed(p, names));
         }
         if q.order_by.is_some() {
             bail!(FeatureNotSupported, "ORDER BY in a recursive query is not implemented");

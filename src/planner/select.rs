@@ -786,7 +786,11 @@ impl<'a> Planner<'a> {
             TableFactor::Table { name, alias, .. } => {
                 let rel = super::relation(self.catalog, &self.database, name)?;
                 let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| rel.name.clone());
-                let (plan, mut cols) = self.plan_relation(&rel)?;
+                let found = if rel.written_schema.is_none() { self.plan_cte(&rel.name, outer)? } else { None };
+                let (plan, mut cols) = match found {
+                    Some(cte) => cte,
+                    None => self.plan_relation(&rel)?,
+                };
                 for c in cols.iter_mut() {
                     c.qualifier = Some(qual.clone());
                 }
@@ -919,7 +923,7 @@ impl<'a> Planner<'a> {
     pub fn plan_relation(&self, rel: &super::Relation) -> Result<(Plan, Vec<PlanColumn>)> {
         let name = rel.name.as_str();
         if rel.written_schema.is_none() {
-            if let Some(found) = self.plan_cte(name)? {
+            if let Some(found) = self.plan_cte(name, None)? {
                 return Ok(found);
             }
         }
