@@ -594,6 +594,9 @@ impl Plan {
                 if !regions.1.is_empty() {
                     l.push_str(" incremental");
                 }
+                if request.last_row {
+                    l.push_str(" last row per series");
+                }
                 l
             }
             Plan::Memory { batches, columns } => {

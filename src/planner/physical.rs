@@ -98,7 +98,8 @@ pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
 
 /// A storage scan, with a selection of the pushed filters over it.
 fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
-    let mut request = ScanRequest { projection: s.projection.clone(), time_range: s.time_range, ..Default::default() };
+    let mut request =
+        ScanRequest { projection: s.projection.clone(), time_range: s.time_range, last_row: s.last_row, ..Default::default() };
     if let Some(first) = s.regions.0.first() {
         // Storage prunes by each tag column's set of values (an equality
         // or IN-list); the selection above still filters.
