@@ -66,7 +66,13 @@ pub struct ExecCtx {
     /// The statement's snapshot and its transaction's own writes; None
     /// reads each region's latest rows.
     pub view: Option<Arc<crate::storage::ReadView>>,
+    /// `set_config(name, value, is_local)` calls made while running, for
+    /// the session to apply before its next statement.
+    pub set_configs: SetConfigs,
 }
+
+/// Settings assigned by `set_config`: (name, value, is_local), in call order.
+pub type SetConfigs = Arc<std::sync::Mutex<Vec<(String, String, bool)>>>;
 
 impl ExecCtx {
     /// Fail with 57014 when the statement ran out of time or was cancelled.
