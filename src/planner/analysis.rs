@@ -109,6 +109,8 @@ impl PlanNode for Plan {
             Plan::Limit { input, .. } => Node::Limit(input),
             Plan::Distinct { input } => Node::Distinct(input),
             Plan::DistinctOn { input, .. } => Node::DistinctOn(input),
+            // The aggregation's own rows (a top-k above takes the same ones).
+            Plan::NarrowedAggregate { input, .. } => Node::Filter(input),
             Plan::SetOp { left, right, kind, all } => Node::SetOp(left, right, *kind, *all),
             Plan::RecursiveUnion { anchor, recursive, .. } => Node::Recursive(anchor, recursive),
         }
@@ -123,7 +125,8 @@ impl PlanNode for Plan {
             | Plan::Distinct { .. }
             | Plan::SetOp { .. }
             | Plan::RecursiveUnion { .. }
-            | Plan::WorkTable { .. } => {}
+            | Plan::WorkTable { .. }
+            | Plan::NarrowedAggregate { .. } => {}
             Plan::Values { rows, .. } => out.extend(rows.iter().flatten()),
             Plan::Series { args, .. } => out.extend(args),
             Plan::Filter { predicate, .. } => out.push(predicate),

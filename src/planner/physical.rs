@@ -84,7 +84,14 @@ pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
             condition: filter.as_ref().map(x).transpose()?,
             columns: columns.clone(),
         },
-        LogicalPlan::Sort { input, keys: k, fetch } => Plan::Sort { input: p(input)?, keys: keys(k)?, limit: *fetch },
+        LogicalPlan::Sort { input, keys: k, fetch } => {
+            // A top-k on a time bucket reads the newest buckets first.
+            let planned = match super::narrow::narrow(input, k, *fetch) {
+                Some(n) => Box::new(super::narrow::wrap(*p(input)?, n)),
+                None => p(input)?,
+            };
+            Plan::Sort { input: planned, keys: keys(k)?, limit: *fetch }
+        }
         LogicalPlan::Limit { input, limit, offset } => Plan::Limit { input: p(input)?, limit: *limit, offset: *offset },
         LogicalPlan::Distinct { input } => Plan::Distinct { input: p(input)? },
         LogicalPlan::DistinctOn { input, keys } => Plan::DistinctOn { input: p(input)?, keys: xs(keys)? },
