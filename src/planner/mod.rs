@@ -75,6 +75,9 @@ pub struct Planner<'a> {
     pub watermarks: RefCell<Vec<(u64, u64)>>,
     /// WITH queries in scope, innermost last.
     pub ctes: RefCell<Vec<cte::Cte>>,
+    /// WITH queries computed before planning (TQL bodies): name → rows.
+    /// Read by name where no SQL WITH query of that name is in scope.
+    pub computed_ctes: RefCell<Vec<(String, Vec<arrow::array::RecordBatch>, Vec<crate::exec::plan::PlanColumn>)>>,
     /// The role whose SELECT privilege every relation read is checked
     /// against (42501): the session's user, a view's owner inside that
     /// view. None: unchecked (a flow's own evaluation, describing a
@@ -93,6 +96,7 @@ impl<'a> Planner<'a> {
             incremental: None,
             watermarks: RefCell::new(Vec::new()),
             ctes: RefCell::new(Vec::new()),
+            computed_ctes: RefCell::new(Vec::new()),
             check_as: RefCell::new(None),
         }
     }
