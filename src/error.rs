@@ -100,6 +100,8 @@ pub enum ErrorKind {
     ObjectNotInPrerequisiteState,
     /// 0LP01: e.g. a circular role membership.
     InvalidGrantOperation,
+    /// 42P19: a WITH RECURSIVE query of a form PostgreSQL refuses.
+    InvalidRecursion,
     Internal,
 }
 
@@ -170,6 +172,7 @@ impl ErrorKind {
             ObjectInUse => "55006",
             ObjectNotInPrerequisiteState => "55000",
             InvalidGrantOperation => "0LP01",
+            InvalidRecursion => "42P19",
             Internal => "XX000",
         }
     }

@@ -235,7 +235,9 @@ async fn tokio_postgres_smoke() -> anyhow::Result<()> {
     sink.send(bytes::Bytes::from_static(b"b,2024-01-01 00:00:01,2.5\n")).await?;
     assert_eq!(sink.as_mut().finish().await?, 1);
     // reg* casts: the OID in comparisons, the name when printed.
-    let oid: i64 = c.query_one("SELECT oid FROM pg_class WHERE relname = 'tp_cpu'", &[]).await?.get(0);
+    // pg_class.oid is an oid (u32), as in PostgreSQL.
+    let oid: u32 = c.query_one("SELECT oid FROM pg_class WHERE relname = 'tp_cpu'", &[]).await?.get(0);
+    let oid = i64::from(oid);
     let row = c
         .query_one(
             "SELECT 'tp_cpu'::regclass::text, $1::bigint::regclass::text, 'int4'::regtype::text, 'public'::regnamespace::text",

@@ -987,7 +987,7 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
     let bad = || err!(InvalidText, "invalid input syntax for type {}: \"{}\"", to.pg_name(), t);
     let s = t.trim();
     Ok(match to {
-        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => {
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid => {
             let v: i64 = s.parse().map_err(|_| {
                 if !s.is_empty() && s.trim_start_matches(['-', '+']).chars().all(|c| c.is_ascii_digit()) {
                     err!(NumericOutOfRange, "value \"{t}\" is out of range for type {}", to.pg_name())

@@ -158,6 +158,7 @@ pub(crate) fn ctx() -> ExecCtx {
         activity: Default::default(),
         memory: Arc::new(super::memory::MemoryBudget::new(usize::MAX)),
         view: None,
+        set_configs: Default::default(),
     }
 }
 

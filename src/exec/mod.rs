@@ -26,6 +26,7 @@ mod partition;
 pub(crate) mod mock;
 mod project_set;
 mod projection;
+mod recursive_union;
 mod scan;
 mod selection;
 mod set_op;
@@ -68,7 +69,13 @@ pub struct ExecCtx {
     /// The statement's snapshot and its transaction's own writes; None
     /// reads each region's latest rows.
     pub view: Option<Arc<crate::storage::ReadView>>,
+    /// `set_config(name, value, is_local)` calls made while running, for
+    /// the session to apply before its next statement.
+    pub set_configs: SetConfigs,
 }
+
+/// Settings assigned by `set_config`: (name, value, is_local), in call order.
+pub type SetConfigs = Arc<std::sync::Mutex<Vec<(String, String, bool)>>>;
 
 impl ExecCtx {
     /// Fail with 57014 when the statement ran out of time or was cancelled.
@@ -182,6 +189,15 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         Plan::SetOp { left, right, kind, all } => {
             Box::new(set_op::SetOpExecutor::new(build(left, ctx)?, build(right, ctx)?, *kind, *all, plan.columns(), ctx.clone()))
         }
+        Plan::RecursiveUnion { anchor, recursive, id, all, columns } => Box::new(recursive_union::RecursiveUnionExecutor::new(
+            build(anchor, ctx)?,
+            (**recursive).clone(),
+            *id,
+            *all,
+            columns,
+            ctx.clone(),
+        )?),
+        Plan::WorkTable { id, .. } => bail!(Internal, "working table {id} read outside its recursive union"),
     })
 }
 

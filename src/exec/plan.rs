@@ -424,6 +424,22 @@ pub enum Plan {
         input: Box<Plan>,
         keys: Vec<Expr>,
     },
+    /// WITH RECURSIVE: the anchor's rows, then `recursive` run over the rows
+    /// the previous run added (its `WorkTable` nodes of the same `id`) until
+    /// a run adds none; `all: false` drops rows seen before.
+    RecursiveUnion {
+        anchor: Box<Plan>,
+        recursive: Box<Plan>,
+        id: usize,
+        all: bool,
+        columns: Vec<PlanColumn>,
+    },
+    /// The working table of the `RecursiveUnion` `id`; that operator puts
+    /// the rows in (as a `Memory` node) before it builds each run.
+    WorkTable {
+        id: usize,
+        columns: Vec<PlanColumn>,
+    },
     /// An aggregation (`input`, a `Plan::Aggregate`) under a top-k on its
     /// time-bucket group key, run over a narrowed time range first (see
     /// `exec/narrow.rs`); the same columns and rows as the aggregation
@@ -457,7 +473,9 @@ impl Plan {
             | Plan::ProjectSet { columns, .. }
             | Plan::Aggregate { columns, .. }
             | Plan::Window { columns, .. }
-            | Plan::Join { columns, .. } => columns,
+            | Plan::Join { columns, .. }
+            | Plan::RecursiveUnion { columns, .. }
+            | Plan::WorkTable { columns, .. } => columns,
             Plan::Filter { input, .. }
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
@@ -474,7 +492,7 @@ impl Plan {
         let m = |e: &Expr| e.map(depth, f);
         let mp = |p: &Plan| Box::new(p.map_exprs(depth, f));
         match self {
-            Plan::Scan { .. } | Plan::Memory { .. } => self.clone(),
+            Plan::Scan { .. } | Plan::Memory { .. } | Plan::WorkTable { .. } => self.clone(),
             Plan::Values { rows, columns } => {
                 Plan::Values { rows: rows.iter().map(|r| r.iter().map(m).collect()).collect(), columns: columns.clone() }
             }
@@ -512,6 +530,48 @@ impl Plan {
             Plan::Distinct { input } => Plan::Distinct { input: mp(input) },
             Plan::DistinctOn { input, keys } => Plan::DistinctOn { input: mp(input), keys: keys.iter().map(m).collect() },
             Plan::NarrowedAggregate { input, narrow } => Plan::NarrowedAggregate { input: mp(input), narrow: *narrow },
+            Plan::RecursiveUnion { anchor, recursive, id, all, columns } => Plan::RecursiveUnion {
+                anchor: mp(anchor),
+                recursive: mp(recursive),
+                id: *id,
+                all: *all,
+                columns: columns.clone(),
+            },
+        }
+    }
+
+    /// This plan with every `WorkTable` of `id` replaced by `batches`
+    /// (subquery expressions never read a working table: the binder refuses it).
+    pub fn with_work_table(&self, id: usize, batches: &[RecordBatch]) -> Plan {
+        let mut p = self.clone();
+        p.fill_work_table(id, batches);
+        p
+    }
+
+    fn fill_work_table(&mut self, id: usize, batches: &[RecordBatch]) {
+        match self {
+            Plan::WorkTable { id: w, columns } if *w == id => {
+                *self = Plan::Memory { batches: batches.to_vec(), columns: std::mem::take(columns) };
+            }
+            Plan::Scan { .. } | Plan::Memory { .. } | Plan::Values { .. } | Plan::Series { .. } | Plan::WorkTable { .. } => {}
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::ProjectSet { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input }
+            | Plan::DistinctOn { input, .. }
+            | Plan::NarrowedAggregate { input, .. } => input.fill_work_table(id, batches),
+            Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => {
+                left.fill_work_table(id, batches);
+                right.fill_work_table(id, batches);
+            }
+            Plan::RecursiveUnion { anchor, recursive, .. } => {
+                anchor.fill_work_table(id, batches);
+                recursive.fill_work_table(id, batches);
+            }
         }
     }
 
@@ -599,6 +659,8 @@ impl Plan {
             Plan::SetOp { kind, all, .. } => format!("{kind:?}{}", if *all { " ALL" } else { "" }),
             Plan::Distinct { .. } => "Distinct".to_string(),
             Plan::DistinctOn { keys, .. } => format!("DistinctOn keys: {}", keys.len()),
+            Plan::RecursiveUnion { id, all, .. } => format!("RecursiveUnion{} worktable: {id}", if *all { " ALL" } else { "" }),
+            Plan::WorkTable { id, columns } => format!("WorkTable {id} columns: [{}]", names(columns)),
             Plan::NarrowedAggregate { narrow, .. } => {
                 format!("TimeNarrowed top: {} {}", narrow.k, if narrow.desc { "newest" } else { "oldest" })
             }
@@ -618,6 +680,10 @@ impl Plan {
             Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => {
                 left.explain_into(depth + 1, out);
                 right.explain_into(depth + 1, out);
+            }
+            Plan::RecursiveUnion { anchor, recursive, .. } => {
+                anchor.explain_into(depth + 1, out);
+                recursive.explain_into(depth + 1, out);
             }
             _ => {}
         }

@@ -53,7 +53,7 @@ fn scans(plan: &LogicalPlan, n: &mut usize, subquery: &mut bool, joins: &mut boo
         Node::Scan(_) => *n += 1,
         // hop()'s expansion (a join with the window numbers) reads one table.
         Node::Join(..) if hop_expansion(plan).is_some() => {}
-        Node::Join(..) | Node::SetOp(..) => *joins = true,
+        Node::Join(..) | Node::SetOp(..) | Node::Recursive(..) => *joins = true,
         _ => {}
     }
     for i in analysis::inputs(plan) {
@@ -65,7 +65,7 @@ fn aggregates_or_distinct(plan: &LogicalPlan) -> bool {
     match plan.node() {
         Node::Aggregate(..) | Node::Distinct(_) | Node::DistinctOn(_) => true,
         Node::Scan(_) | Node::Rows => false,
-        Node::Join(l, r, _) | Node::SetOp(l, r, _, _) => aggregates_or_distinct(l) || aggregates_or_distinct(r),
+        Node::Join(l, r, _) | Node::SetOp(l, r, _, _) | Node::Recursive(l, r) => aggregates_or_distinct(l) || aggregates_or_distinct(r),
         Node::Filter(i) | Node::Project(i, _) | Node::Window(i, _) | Node::Sort(i, _) | Node::Limit(i) => aggregates_or_distinct(i),
     }
 }

@@ -157,6 +157,7 @@ pub fn exec_ctx(database: &str, now_us: i64) -> ExecCtx {
         pid: 0,
         activity: Default::default(),
         view: None,
+        set_configs: Default::default(),
         memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),
     }
 }

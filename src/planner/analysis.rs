@@ -54,6 +54,9 @@ pub enum Node<'a, P: ?Sized> {
     Distinct(&'a P),
     DistinctOn(&'a P),
     SetOp(&'a P, &'a P, SetOpKind, bool),
+    /// WITH RECURSIVE: the anchor and the recursive term (which reads the
+    /// working table, a `Rows` node).
+    Recursive(&'a P, &'a P),
 }
 
 /// A plan the analyses can read: the logical plan and exec's physical plan.
@@ -94,7 +97,7 @@ impl PlanNode for Plan {
                         .collect(),
                 )
             }
-            Plan::Memory { .. } | Plan::Values { .. } | Plan::Series { .. } => Node::Rows,
+            Plan::Memory { .. } | Plan::Values { .. } | Plan::Series { .. } | Plan::WorkTable { .. } => Node::Rows,
             Plan::Filter { input, .. } => Node::Filter(input),
             Plan::Project { input, exprs, .. } => Node::Project(input, exprs),
             // Input columns, then computed ones, like a window node.
@@ -109,6 +112,7 @@ impl PlanNode for Plan {
             // The aggregation's own rows (a top-k above takes the same ones).
             Plan::NarrowedAggregate { input, .. } => Node::Filter(input),
             Plan::SetOp { left, right, kind, all } => Node::SetOp(left, right, *kind, *all),
+            Plan::RecursiveUnion { anchor, recursive, .. } => Node::Recursive(anchor, recursive),
         }
     }
 
@@ -120,6 +124,8 @@ impl PlanNode for Plan {
             | Plan::Limit { .. }
             | Plan::Distinct { .. }
             | Plan::SetOp { .. }
+            | Plan::RecursiveUnion { .. }
+            | Plan::WorkTable { .. }
             | Plan::NarrowedAggregate { .. } => {}
             Plan::Values { rows, .. } => out.extend(rows.iter().flatten()),
             Plan::Series { args, .. } => out.extend(args),
@@ -169,7 +175,9 @@ impl PlanNode for LogicalPlan {
                     })
                     .collect(),
             ),
-            LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => Node::Rows,
+            LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } | LogicalPlan::WorkTable { .. } => {
+                Node::Rows
+            }
             LogicalPlan::Filter { input, .. } => Node::Filter(input),
             LogicalPlan::Project { input, exprs, .. } => Node::Project(input, exprs),
             LogicalPlan::ProjectSet { input, srfs, .. } => Node::Window(input, srfs.iter().map(|c| c.out.len()).sum()),
@@ -181,6 +189,7 @@ impl PlanNode for LogicalPlan {
             LogicalPlan::Distinct { input } => Node::Distinct(input),
             LogicalPlan::DistinctOn { input, .. } => Node::DistinctOn(input),
             LogicalPlan::SetOp { left, right, kind, all } => Node::SetOp(left, right, *kind, *all),
+            LogicalPlan::RecursiveUnion { anchor, recursive, .. } => Node::Recursive(anchor, recursive),
         }
     }
 
@@ -225,7 +234,7 @@ pub fn source_columns<P: PlanNode + ?Sized>(plan: &P) -> Vec<Option<SourceColumn
             }
             out
         }
-        Node::SetOp(..) | Node::Rows => vec![None; plan.width()],
+        Node::SetOp(..) | Node::Recursive(..) | Node::Rows => vec![None; plan.width()],
     }
 }
 
@@ -838,6 +847,7 @@ pub fn not_append_only<P: PlanNode + ?Sized>(plan: &P) -> Option<String> {
         Node::Join(_, _, JoinKind::Anti) => Some("an anti join retracts rows when a match arrives"),
         Node::SetOp(_, _, SetOpKind::Union, true) => None,
         Node::SetOp(..) => Some("UNION, INTERSECT and EXCEPT depend on the rows seen so far"),
+        Node::Recursive(..) => Some("a recursive query's rows depend on the rows it produced before"),
         _ => None,
     };
     if let Some(r) = here {
@@ -938,7 +948,7 @@ pub(crate) fn inputs<P: PlanNode + ?Sized>(plan: &P) -> Vec<&P> {
         | Node::Limit(i)
         | Node::Distinct(i)
         | Node::DistinctOn(i) => vec![i],
-        Node::Join(l, r, _) | Node::SetOp(l, r, _, _) => vec![l, r],
+        Node::Join(l, r, _) | Node::SetOp(l, r, _, _) | Node::Recursive(l, r) => vec![l, r],
     }
 }
 

@@ -168,7 +168,7 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
                 "bool" => SqlType::Bool,
                 "varchar" => SqlType::Varchar,
                 "string" | "name" | "regclass" | "regtype" | "regproc" | "regnamespace" | "text" => SqlType::Text,
-                "oid" => SqlType::Int8,
+                "oid" => SqlType::Oid,
                 "float" => SqlType::Float8,
                 _ => bail!(UndefinedObject, "type \"{n}\" does not exist"),
             }
@@ -794,6 +794,7 @@ impl<'a> Planner<'a> {
                 }
                 Ok(Expr::Binary { op: bop, left: Box::new(l), right: Box::new(r), ty: SqlType::Bool })
             }
+            BinOp::Concat if l.ty().is_array() || r.ty().is_array() => self.bind_array_concat(l, r),
             BinOp::Concat => {
                 let l = coerce(l, SqlType::Text)?;
                 let r = coerce(r, SqlType::Text)?;
@@ -1070,7 +1071,11 @@ impl<'a> Planner<'a> {
             }
             return self.bind_srf(kind, &args, scope, bound);
         }
-        let call = self.call(&name, bound)?;
+        let call = if super::array_ops::ARRAY_FNS.contains(&name.as_str()) {
+            self.bind_array_fn(&name, bound)?
+        } else {
+            self.call(&name, bound)?
+        };
         if f.filter.is_some() {
             bail!(WrongObjectType, "FILTER specified, but {name} is not an aggregate function");
         }

@@ -148,6 +148,23 @@ pub enum LogicalPlan {
         kind: SetOpKind,
         all: bool,
     },
+    /// A WITH RECURSIVE query: the anchor's rows, then the recursive term
+    /// run again and again over the rows the previous run added (its
+    /// `WorkTable` of the same `id`) until a run adds none. `all: false`
+    /// (UNION) drops rows already produced. Output columns: the anchor's
+    /// types, the CTE's names.
+    RecursiveUnion {
+        anchor: Box<LogicalPlan>,
+        recursive: Box<LogicalPlan>,
+        id: usize,
+        all: bool,
+        columns: Vec<PlanColumn>,
+    },
+    /// The rows the previous iteration of the `RecursiveUnion` `id` added.
+    WorkTable {
+        id: usize,
+        columns: Vec<PlanColumn>,
+    },
 }
 
 impl LogicalPlan {
@@ -162,7 +179,9 @@ impl LogicalPlan {
             | LogicalPlan::ProjectSet { columns, .. }
             | LogicalPlan::Aggregate { columns, .. }
             | LogicalPlan::Window { columns, .. }
-            | LogicalPlan::Join { columns, .. } => columns,
+            | LogicalPlan::Join { columns, .. }
+            | LogicalPlan::RecursiveUnion { columns, .. }
+            | LogicalPlan::WorkTable { columns, .. } => columns,
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Limit { input, .. }
@@ -175,7 +194,11 @@ impl LogicalPlan {
     /// The node's inputs.
     pub fn inputs(&self) -> Vec<&LogicalPlan> {
         match self {
-            LogicalPlan::Scan(_) | LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => vec![],
+            LogicalPlan::Scan(_)
+            | LogicalPlan::Memory { .. }
+            | LogicalPlan::Values { .. }
+            | LogicalPlan::Series { .. }
+            | LogicalPlan::WorkTable { .. } => vec![],
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Project { input, .. }
             | LogicalPlan::ProjectSet { input, .. }
@@ -186,13 +209,18 @@ impl LogicalPlan {
             | LogicalPlan::Distinct { input }
             | LogicalPlan::DistinctOn { input, .. } => vec![input],
             LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => vec![left, right],
+            LogicalPlan::RecursiveUnion { anchor, recursive, .. } => vec![anchor, recursive],
         }
     }
 
     /// The node's inputs, mutably (the same order as `inputs`).
     pub fn inputs_mut(&mut self) -> Vec<&mut LogicalPlan> {
         match self {
-            LogicalPlan::Scan(_) | LogicalPlan::Memory { .. } | LogicalPlan::Values { .. } | LogicalPlan::Series { .. } => vec![],
+            LogicalPlan::Scan(_)
+            | LogicalPlan::Memory { .. }
+            | LogicalPlan::Values { .. }
+            | LogicalPlan::Series { .. }
+            | LogicalPlan::WorkTable { .. } => vec![],
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Project { input, .. }
             | LogicalPlan::ProjectSet { input, .. }
@@ -203,6 +231,7 @@ impl LogicalPlan {
             | LogicalPlan::Distinct { input }
             | LogicalPlan::DistinctOn { input, .. } => vec![input],
             LogicalPlan::Join { left, right, .. } | LogicalPlan::SetOp { left, right, .. } => vec![left, right],
+            LogicalPlan::RecursiveUnion { anchor, recursive, .. } => vec![anchor, recursive],
         }
     }
 
@@ -211,7 +240,12 @@ impl LogicalPlan {
         let mut v: Vec<&Expr> = Vec::new();
         match self {
             LogicalPlan::Scan(s) => v.extend(s.filters.iter()),
-            LogicalPlan::Memory { .. } | LogicalPlan::Distinct { .. } | LogicalPlan::Limit { .. } | LogicalPlan::SetOp { .. } => {}
+            LogicalPlan::Memory { .. }
+            | LogicalPlan::Distinct { .. }
+            | LogicalPlan::Limit { .. }
+            | LogicalPlan::SetOp { .. }
+            | LogicalPlan::RecursiveUnion { .. }
+            | LogicalPlan::WorkTable { .. } => {}
             LogicalPlan::Values { rows, .. } => rows.iter().for_each(|r| v.extend(r.iter())),
             LogicalPlan::Series { args, .. } => v.extend(args.iter()),
             LogicalPlan::Filter { predicate, .. } => v.push(predicate),
@@ -252,7 +286,7 @@ impl LogicalPlan {
         let mp = |p: &LogicalPlan| Box::new(p.map_exprs(depth, f));
         match self {
             LogicalPlan::Scan(s) => LogicalPlan::Scan(Scan { filters: s.filters.iter().map(m).collect(), ..s.clone() }),
-            LogicalPlan::Memory { .. } => self.clone(),
+            LogicalPlan::Memory { .. } | LogicalPlan::WorkTable { .. } => self.clone(),
             LogicalPlan::Values { rows, columns } => {
                 LogicalPlan::Values { rows: rows.iter().map(|r| r.iter().map(m).collect()).collect(), columns: columns.clone() }
             }
@@ -290,6 +324,13 @@ impl LogicalPlan {
             LogicalPlan::SetOp { left, right, kind, all } => {
                 LogicalPlan::SetOp { left: mp(left), right: mp(right), kind: *kind, all: *all }
             }
+            LogicalPlan::RecursiveUnion { anchor, recursive, id, all, columns } => LogicalPlan::RecursiveUnion {
+                anchor: mp(anchor),
+                recursive: mp(recursive),
+                id: *id,
+                all: *all,
+                columns: columns.clone(),
+            },
         }
     }
 
@@ -397,6 +438,8 @@ impl LogicalPlan {
             LogicalPlan::Distinct { .. } => "Distinct".to_string(),
             LogicalPlan::DistinctOn { keys, .. } => format!("DistinctOn: {}", list(keys)),
             LogicalPlan::SetOp { kind, all, .. } => format!("{kind:?}{}", if *all { " ALL" } else { "" }),
+            LogicalPlan::RecursiveUnion { id, all, .. } => format!("RecursiveUnion{}: worktable={id}", if *all { " ALL" } else { "" }),
+            LogicalPlan::WorkTable { id, .. } => format!("WorkTable: {id}"),
         };
         out.push(format!("{pad}{line}"));
         for i in self.inputs() {

@@ -6,7 +6,9 @@
 //! or `server`.
 
 pub mod analysis;
+mod array_ops;
 mod bind;
+mod cte;
 mod hop;
 pub mod incremental;
 pub mod logical;
@@ -71,8 +73,8 @@ pub struct Planner<'a> {
     pub incremental: Option<incremental::IncrementalKeys>,
     /// (region, snapshot sequence) of every source region scanned.
     pub watermarks: RefCell<Vec<(u64, u64)>>,
-    /// WITH queries in scope, innermost last: name → (query, column names).
-    pub ctes: RefCell<Vec<(String, sqlparser::ast::Query, Vec<String>)>>,
+    /// WITH queries in scope, innermost last.
+    pub ctes: RefCell<Vec<cte::Cte>>,
     /// WITH queries computed before planning (TQL bodies): name → rows.
     /// Read by name where no SQL WITH query of that name is in scope.
     pub computed_ctes: RefCell<Vec<(String, Vec<arrow::array::RecordBatch>, Vec<crate::exec::plan::PlanColumn>)>>,

@@ -96,6 +96,10 @@ pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
         LogicalPlan::Distinct { input } => Plan::Distinct { input: p(input)? },
         LogicalPlan::DistinctOn { input, keys } => Plan::DistinctOn { input: p(input)?, keys: xs(keys)? },
         LogicalPlan::SetOp { left, right, kind, all } => Plan::SetOp { left: p(left)?, right: p(right)?, kind: *kind, all: *all },
+        LogicalPlan::RecursiveUnion { anchor, recursive, id, all, columns } => {
+            Plan::RecursiveUnion { anchor: p(anchor)?, recursive: p(recursive)?, id: *id, all: *all, columns: columns.clone() }
+        }
+        LogicalPlan::WorkTable { id, columns } => Plan::WorkTable { id: *id, columns: columns.clone() },
     })
 }
 

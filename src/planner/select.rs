@@ -26,22 +26,14 @@ struct Rel {
 
 impl<'a> Planner<'a> {
     pub fn plan_query(&self, q: &ast::Query, outer: Option<&Scope>) -> Result<Plan> {
-        let Some(with) = &q.with else { return self.plan_query_body(q, outer) };
-        if with.recursive {
-            bail!(FeatureNotSupported, "WITH RECURSIVE is not supported yet");
+        match &q.with {
+            Some(with) => self.plan_with(q, with, outer),
+            None => self.plan_query_body(q, outer),
         }
-        let depth = self.ctes.borrow().len();
-        for cte in &with.cte_tables {
-            let cols = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
-            self.ctes.borrow_mut().push((ident(&cte.alias.name), (*cte.query).clone(), cols));
-        }
-        let r = self.plan_query_body(q, outer);
-        self.ctes.borrow_mut().truncate(depth);
-        r
     }
 
     /// A query without its WITH clause (CTEs are in scope by name).
-    fn plan_query_body(&self, q: &ast::Query, outer: Option<&Scope>) -> Result<Plan> {
+    pub(super) fn plan_query_body(&self, q: &ast::Query, outer: Option<&Scope>) -> Result<Plan> {
         let order_by: Vec<ast::OrderByExpr> = match &q.order_by {
             None => vec![],
             Some(ob) => match &ob.kind {
@@ -101,7 +93,7 @@ impl<'a> Planner<'a> {
         Ok(crate::types::value_at(a.as_ref(), 0))
     }
 
-    fn plan_set_expr(&self, s: &SetExpr, outer: Option<&Scope>) -> Result<Plan> {
+    pub(super) fn plan_set_expr(&self, s: &SetExpr, outer: Option<&Scope>) -> Result<Plan> {
         match s {
             SetExpr::Select(sel) => self.plan_select(sel, &[], outer),
             SetExpr::Query(q) => self.plan_query(q, outer),
@@ -794,7 +786,11 @@ impl<'a> Planner<'a> {
             TableFactor::Table { name, alias, .. } => {
                 let rel = super::relation(self.catalog, &self.database, name)?;
                 let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| rel.name.clone());
-                let (plan, mut cols) = self.plan_relation(&rel)?;
+                let found = if rel.written_schema.is_none() { self.plan_cte(&rel.name, outer)? } else { None };
+                let (plan, mut cols) = match found {
+                    Some(cte) => cte,
+                    None => self.plan_relation(&rel)?,
+                };
                 for c in cols.iter_mut() {
                     c.qualifier = Some(qual.clone());
                 }
@@ -927,22 +923,8 @@ impl<'a> Planner<'a> {
     pub fn plan_relation(&self, rel: &super::Relation) -> Result<(Plan, Vec<PlanColumn>)> {
         let name = rel.name.as_str();
         if rel.written_schema.is_none() {
-            // A WITH query, innermost first; each reference is planned inline
-            // with only the CTEs defined before it in scope.
-            let found = {
-                let ctes = self.ctes.borrow();
-                ctes.iter().rposition(|(n, _, _)| n == name).map(|i| (i, ctes[i].1.clone(), ctes[i].2.clone()))
-            };
-            if let Some((i, q, names)) = found {
-                let saved: Vec<_> = self.ctes.borrow_mut().drain(i..).collect();
-                let r = self.plan_query(&q, None);
-                self.ctes.borrow_mut().extend(saved);
-                let plan = r?;
-                let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
-                for (c, n) in cols.iter_mut().zip(&names) {
-                    c.name = n.clone();
-                }
-                return Ok((plan, cols));
+            if let Some(found) = self.plan_cte(name, None)? {
+                return Ok(found);
             }
             let computed = self.computed_ctes.borrow().iter().rev().find(|(n, _, _)| n == name).cloned();
             if let Some((name, batches, columns)) = computed {

@@ -187,7 +187,7 @@ fn type_len(ty: SqlType) -> i64 {
     match ty {
         Bool => 1,
         Int2 => 2,
-        Int4 | Float4 | Date => 4,
+        Int4 | Float4 | Date | Oid => 4,
         Int8 | Float8 | Timestamp | TimestampTz => 8,
         Interval => 16,
         Text | Varchar | Unknown | Array(_) => -1,
@@ -549,7 +549,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             for (i, d) in p.catalog.databases().iter().enumerate().filter(|(_, d)| !is_reserved_schema(d)) {
                 rows.push(vec![Value::Int(database_namespace_oid(i)), t(d), Value::Int(10), Value::Null]);
             }
-            table(&[("oid", Int8), ("nspname", Text), ("nspowner", Int8), ("nspacl", Text)], rows)
+            table(&[("oid", Oid), ("nspname", Text), ("nspowner", Oid), ("nspacl", Text)], rows)
         }
         ("pg_catalog", "pg_database") => {
             let rows = p
@@ -642,12 +642,12 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             }
             table(
                 &[
-                    ("oid", Int8),
+                    ("oid", Oid),
                     ("relname", Text),
-                    ("relnamespace", Int8),
+                    ("relnamespace", Oid),
                     ("relkind", Text),
-                    ("relowner", Int8),
-                    ("relam", Int8),
+                    ("relowner", Oid),
+                    ("relam", Oid),
                     ("relchecks", Int2),
                     ("relhasindex", Bool),
                     ("relhasrules", Bool),
@@ -655,15 +655,15 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("relrowsecurity", Bool),
                     ("relforcerowsecurity", Bool),
                     ("relispartition", Bool),
-                    ("reltablespace", Int8),
-                    ("reloftype", Int8),
+                    ("reltablespace", Oid),
+                    ("reloftype", Oid),
                     ("relpersistence", Text),
                     ("relreplident", Text),
-                    ("reltoastrelid", Int8),
+                    ("reltoastrelid", Oid),
                     ("reltuples", Float4),
                     ("reloptions", Text),
                     ("relpartbound", Text),
-                    ("reltype", Int8),
+                    ("reltype", Oid),
                     ("relpages", Int4),
                     ("relacl", Text),
                 ],
@@ -777,15 +777,15 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             }
             table(
                 &[
-                    ("attrelid", Int8),
+                    ("attrelid", Oid),
                     ("attname", Text),
-                    ("atttypid", Int8),
+                    ("atttypid", Oid),
                     ("atttypmod", Int4),
                     ("attnum", Int2),
                     ("attnotnull", Bool),
                     ("atthasdef", Bool),
                     ("attisdropped", Bool),
-                    ("attcollation", Int8),
+                    ("attcollation", Oid),
                     ("attidentity", Text),
                     ("attgenerated", Text),
                     ("attlen", Int2),
@@ -870,27 +870,27 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             }
             table(
                 &[
-                    ("oid", Int8),
+                    ("oid", Oid),
                     ("typname", Text),
-                    ("typnamespace", Int8),
-                    ("typowner", Int8),
+                    ("typnamespace", Oid),
+                    ("typowner", Oid),
                     ("typlen", Int2),
                     ("typbyval", Bool),
                     ("typtype", Text),
                     ("typcategory", Text),
                     ("typisdefined", Bool),
                     ("typdelim", Text),
-                    ("typrelid", Int8),
-                    ("typelem", Int8),
-                    ("typarray", Int8),
+                    ("typrelid", Oid),
+                    ("typelem", Oid),
+                    ("typarray", Oid),
                     ("typinput", Text),
                     ("typoutput", Text),
                     ("typreceive", Text),
                     ("typnotnull", Bool),
-                    ("typbasetype", Int8),
+                    ("typbasetype", Oid),
                     ("typtypmod", Int4),
                     ("typndims", Int4),
-                    ("typcollation", Int8),
+                    ("typcollation", Oid),
                     ("typdefault", Text),
                 ],
                 rows,
@@ -1118,6 +1118,19 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         ("pg_catalog", "pg_collation") => {
             table(&[("oid", Int8), ("collname", Text), ("collnamespace", Int8)], vec![vec![Value::Int(100), t("default"), Value::Int(11)]])
         }
+        // No range types: asyncpg's type introspection joins it.
+        ("pg_catalog", "pg_range") => table(
+            &[
+                ("rngtypid", Oid),
+                ("rngsubtype", Oid),
+                ("rngmultitypid", Oid),
+                ("rngcollation", Oid),
+                ("rngsubopc", Oid),
+                ("rngcanonical", Text),
+                ("rngsubdiff", Text),
+            ],
+            vec![],
+        ),
         ("pg_catalog", "pg_extension") => table(&[("oid", Int8), ("extname", Text), ("extversion", Text)], vec![]),
         ("pg_catalog", "pg_inherits") => {
             table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], vec![])

@@ -28,6 +28,7 @@ impl ToSql for Cell {
             (Value::Bool(b), _) => out.put_u8(*b as u8),
             (Value::Int(i), SqlType::Int2) => out.put_i16(*i as i16),
             (Value::Int(i), SqlType::Int4) => out.put_i32(*i as i32),
+            (Value::Int(i), SqlType::Oid) => out.put_u32(*i as u32),
             (Value::Int(i), _) => out.put_i64(*i),
             (Value::Float(f), SqlType::Float4) => out.put_f32(*f as f32),
             (Value::Float(f), _) => out.put_f64(*f),
@@ -99,6 +100,10 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
             need(4)?;
             Value::Int(i32::from_be_bytes(b.try_into().unwrap()) as i64)
         }
+        SqlType::Oid => {
+            need(4)?;
+            Value::Int(u32::from_be_bytes(b.try_into().unwrap()) as i64)
+        }
         SqlType::Int8 => {
             need(8)?;
             Value::Int(i64::from_be_bytes(b.try_into().unwrap()))
@@ -140,6 +145,7 @@ fn scalar_of_oid(oid: u32) -> Option<SqlType> {
         21 => SqlType::Int2,
         23 => SqlType::Int4,
         20 => SqlType::Int8,
+        26 => SqlType::Oid,
         700 => SqlType::Float4,
         701 => SqlType::Float8,
         25 | 1043 | 1042 | 19 => SqlType::Text,

@@ -53,6 +53,7 @@ fn sql_type_of(t: &Type) -> Option<SqlType> {
         21 => SqlType::Int2,
         23 => SqlType::Int4,
         20 => SqlType::Int8,
+        26 => SqlType::Oid,
         700 => SqlType::Float4,
         701 | 1700 => SqlType::Float8,
         25 | 1043 | 1042 | 19 => SqlType::Text,

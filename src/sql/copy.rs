@@ -669,7 +669,7 @@ fn push_value(ty: SqlType, b: &mut dyn arrow::array::ArrayBuilder, v: Value) {
         T::Bool => put!(BooleanBuilder, if let Value::Bool(x) = v { Some(x) } else { None }),
         T::Int2 => put!(Int16Builder, int(&v).map(|i| i as i16)),
         T::Int4 => put!(Int32Builder, int(&v).map(|i| i as i32)),
-        T::Int8 => put!(Int64Builder, int(&v)),
+        T::Int8 | T::Oid => put!(Int64Builder, int(&v)),
         T::Float4 => put!(Float32Builder, if let Value::Float(x) = v { Some(x as f32) } else { None }),
         T::Float8 => put!(Float64Builder, if let Value::Float(x) = v { Some(x) } else { None }),
         T::Text | T::Varchar | T::Unknown | T::Array(_) => put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None }),

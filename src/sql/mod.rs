@@ -176,6 +176,12 @@ pub struct Session {
     pub stream_results: bool,
     /// The statement running now may answer with a stream.
     stream_now: bool,
+    /// `set_config` calls of statements run so far, applied before the next
+    /// statement (a streamed result runs after its statement returned).
+    pub set_configs: crate::exec::SetConfigs,
+    /// Settings `set_config(…, true)` changed in this transaction block,
+    /// with their values before it: restored when the block ends.
+    pub local_settings: Vec<(String, Option<String>)>,
 }
 
 /// A statement parsed for the extended protocol.
@@ -211,6 +217,8 @@ impl Session {
             block: None,
             stream_results: false,
             stream_now: false,
+            set_configs: Default::default(),
+            local_settings: Vec::new(),
         }
     }
 
@@ -274,6 +282,7 @@ impl Session {
             activity: self.engine.activity.clone(),
             memory: Arc::new(crate::exec::memory::MemoryBudget::new(self.query_memory_bytes_max())),
             view: Some(txn::read_view(self)),
+            set_configs: self.set_configs.clone(),
         }
     }
 
@@ -464,6 +473,7 @@ impl Session {
     pub fn execute_statement(&mut self, stmt: &WeirStatement, params: Params) -> Result<QueryResult> {
         // A cancel request applies to the statement running when it came.
         self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+        session_vars::apply_set_configs(self);
         if self.tx == TxState::Failed && !matches!(stmt, WeirStatement::Sql(Statement::Commit { .. } | Statement::Rollback { .. })) {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }

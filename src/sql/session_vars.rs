@@ -287,6 +287,39 @@ fn set_statement(s: &mut Session, set: &ast::Set) -> Result<()> {
     }
 }
 
+/// Apply the `set_config` calls made since the last statement: a session
+/// value stays; a local one (`is_local`) lasts until the transaction block
+/// ends, and outside a block only for the statement that set it.
+pub fn apply_set_configs(s: &mut Session) {
+    let calls = std::mem::take(&mut *s.set_configs.lock().unwrap_or_else(|e| e.into_inner()));
+    for (name, value, local) in calls {
+        if local {
+            if s.block.is_none() {
+                continue;
+            }
+            if !s.local_settings.iter().any(|(n, _)| *n == name) {
+                s.local_settings.push((name.clone(), s.settings.get(&name).cloned()));
+            }
+        } else {
+            // A session value outlives the block, as after SET.
+            s.local_settings.retain(|(n, _)| *n != name);
+        }
+        // set_config checked the name when it ran; a value assign refuses
+        // (a bad timeout, say) leaves the setting as it was.
+        let _ = assign(s, name, Some(value));
+    }
+}
+
+/// The block ended: put back what `set_config(…, true)` changed in it.
+pub fn restore_local_settings(s: &mut Session) {
+    for (name, old) in std::mem::take(&mut s.local_settings).into_iter().rev() {
+        match old {
+            Some(v) => s.settings.insert(name, v),
+            None => s.settings.remove(&name),
+        };
+    }
+}
+
 /// Store one setting after PostgreSQL's checks; None is `DEFAULT`.
 fn assign(s: &mut Session, name: String, value: Option<String>) -> Result<()> {
     let value = match value {

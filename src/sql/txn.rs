@@ -215,6 +215,8 @@ fn end(s: &mut Session, commit: bool, chain: bool) -> Result<QueryResult> {
     let ro = block.read_only;
     s.tx = TxState::Idle;
     let result = if commit && !failed { apply(s, block) } else { discard(s, block) };
+    super::session_vars::apply_set_configs(s);
+    super::session_vars::restore_local_settings(s);
     reset_settings(s);
     if chain {
         s.block = Some(Block::new(s.pid, ro));

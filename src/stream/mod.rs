@@ -135,6 +135,7 @@ pub fn unsupported(plan: &LogicalPlan) -> Option<String> {
         LogicalPlan::Window { .. } => Some("window functions"),
         LogicalPlan::ProjectSet { .. } => Some("set-returning functions"),
         LogicalPlan::DistinctOn { .. } => Some("DISTINCT ON"),
+        LogicalPlan::RecursiveUnion { .. } => Some("WITH RECURSIVE"),
         LogicalPlan::Aggregate { aggs, .. } => aggs.iter().find_map(|a| hash_agg::unsupported(a)),
         _ => None,
     };

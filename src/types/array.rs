@@ -26,9 +26,11 @@ pub enum Elem {
     TimestampTz,
     Date,
     Interval,
+    /// `oid[]` (last: saved catalogs keep their variant numbers).
+    Oid,
 }
 
-const ALL: [Elem; 12] = [
+const ALL: [Elem; 13] = [
     Elem::Bool,
     Elem::Int2,
     Elem::Int4,
@@ -41,6 +43,7 @@ const ALL: [Elem; 12] = [
     Elem::TimestampTz,
     Elem::Date,
     Elem::Interval,
+    Elem::Oid,
 ];
 
 impl Elem {
@@ -59,6 +62,7 @@ impl Elem {
             Elem::TimestampTz => SqlType::TimestampTz,
             Elem::Date => SqlType::Date,
             Elem::Interval => SqlType::Interval,
+            Elem::Oid => SqlType::Oid,
         }
     }
 
@@ -77,6 +81,7 @@ impl Elem {
             SqlType::TimestampTz => Elem::TimestampTz,
             SqlType::Date => Elem::Date,
             SqlType::Interval => Elem::Interval,
+            SqlType::Oid => Elem::Oid,
             SqlType::Array(_) => return None,
         })
     }
@@ -96,6 +101,7 @@ impl Elem {
             Elem::TimestampTz => 1185,
             Elem::Date => 1182,
             Elem::Interval => 1187,
+            Elem::Oid => 1028,
         }
     }
 
@@ -122,6 +128,7 @@ impl Elem {
             Elem::TimestampTz => "timestamp with time zone[]",
             Elem::Date => "date[]",
             Elem::Interval => "interval[]",
+            Elem::Oid => "oid[]",
         }
     }
 
@@ -140,6 +147,7 @@ impl Elem {
             Elem::TimestampTz => "TIMESTAMP WITH TIME ZONE[]",
             Elem::Date => "DATE[]",
             Elem::Interval => "INTERVAL[]",
+            Elem::Oid => "OID[]",
         }
     }
 }

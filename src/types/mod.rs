@@ -40,6 +40,11 @@ pub enum SqlType {
     Array(Elem),
     /// An untyped literal or NULL, before coercion decides.
     Unknown,
+    /// PostgreSQL's `oid` (catalog identifiers: system tables' oid columns,
+    /// `x::oid`): an unsigned 32-bit value, carried as Int64 in batches and
+    /// compared and computed as an integer. Last, so catalogs saved before
+    /// it keep their variant numbers.
+    Oid,
 }
 
 impl SqlType {
@@ -48,7 +53,7 @@ impl SqlType {
             SqlType::Bool => DataType::Boolean,
             SqlType::Int2 => DataType::Int16,
             SqlType::Int4 => DataType::Int32,
-            SqlType::Int8 => DataType::Int64,
+            SqlType::Int8 | SqlType::Oid => DataType::Int64,
             SqlType::Float4 => DataType::Float32,
             SqlType::Float8 => DataType::Float64,
             SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) => DataType::Utf8,
@@ -84,6 +89,7 @@ impl SqlType {
             SqlType::Int2 => 21,
             SqlType::Int4 => 23,
             SqlType::Int8 => 20,
+            SqlType::Oid => 26,
             SqlType::Float4 => 700,
             SqlType::Float8 => 701,
             SqlType::Text | SqlType::Unknown => 25,
@@ -103,6 +109,7 @@ impl SqlType {
             SqlType::Int2 => "smallint",
             SqlType::Int4 => "integer",
             SqlType::Int8 => "bigint",
+            SqlType::Oid => "oid",
             SqlType::Float4 => "real",
             SqlType::Float8 => "double precision",
             SqlType::Text | SqlType::Unknown => "text",
@@ -122,6 +129,7 @@ impl SqlType {
             SqlType::Int2 => "SMALLINT",
             SqlType::Int4 => "INTEGER",
             SqlType::Int8 => "BIGINT",
+            SqlType::Oid => "OID",
             SqlType::Float4 => "REAL",
             SqlType::Float8 => "DOUBLE PRECISION",
             SqlType::Text | SqlType::Unknown => "TEXT",
@@ -135,7 +143,7 @@ impl SqlType {
     }
 
     pub fn is_integer(self) -> bool {
-        matches!(self, SqlType::Int2 | SqlType::Int4 | SqlType::Int8)
+        matches!(self, SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid)
     }
     pub fn is_float(self) -> bool {
         matches!(self, SqlType::Float4 | SqlType::Float8)
@@ -169,7 +177,7 @@ impl SqlType {
         match self {
             SqlType::Int2 => 1,
             SqlType::Int4 => 2,
-            SqlType::Int8 => 3,
+            SqlType::Int8 | SqlType::Oid => 3,
             SqlType::Float4 => 4,
             SqlType::Float8 => 5,
             _ => 0,
@@ -363,7 +371,7 @@ pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
         ),
         SqlType::Int2 => Arc::new(values.iter().map(|v| as_i64(v).map(|x| x as i16)).collect::<Int16Array>()),
         SqlType::Int4 => Arc::new(values.iter().map(|v| as_i64(v).map(|x| x as i32)).collect::<Int32Array>()),
-        SqlType::Int8 => Arc::new(values.iter().map(as_i64).collect::<Int64Array>()),
+        SqlType::Int8 | SqlType::Oid => Arc::new(values.iter().map(as_i64).collect::<Int64Array>()),
         SqlType::Float4 => Arc::new(values.iter().map(|v| as_f64(v).map(|x| x as f32)).collect::<Float32Array>()),
         SqlType::Float8 => Arc::new(values.iter().map(as_f64).collect::<Float64Array>()),
         SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) => Arc::new(

@@ -48,6 +48,23 @@ async def main(url: str) -> None:
         else:
             raise AssertionError("expected DivisionByZeroError")
         assert await conn.fetchval("SELECT $1::int + 1", 41) == 42
+        # Arrays: asyncpg looks their types up with its WITH RECURSIVE
+        # introspection query (oid[] parameter), then round-trips them binary.
+        await conn.execute("DROP TABLE IF EXISTS py_asyncpg_arr")
+        await conn.execute(
+            "CREATE TABLE py_asyncpg_arr (k INTEGER, a INTEGER[], b BIGINT[], t TEXT[], f DOUBLE PRECISION[])"
+        )
+        await conn.execute(
+            "INSERT INTO py_asyncpg_arr VALUES ($1, $2, $3, $4, $5)",
+            1, [1, None, 3], [10**12], ["x", "y z", None, ""], [1.5, -2.0],
+        )
+        r = await conn.fetchrow("SELECT a, b, t, f FROM py_asyncpg_arr WHERE k = 1")
+        assert tuple(r) == ([1, None, 3], [10**12], ["x", "y z", None, ""], [1.5, -2.0]), r
+        assert await conn.fetchval("SELECT $1::int8[] || 4::int8", [1, 2]) == [1, 2, 4]
+        assert await conn.fetchval("SELECT k FROM py_asyncpg_arr WHERE 3 = ANY($1::int[])", [3]) == 1
+        assert await conn.fetchval("SELECT ARRAY['a', 'b']") == ["a", "b"]
+        assert await conn.fetchval("SELECT '{}'::int[]") == []
+        await conn.execute("DROP TABLE py_asyncpg_arr")
         await conn.execute("DROP TABLE py_asyncpg")
     finally:
         await conn.close()

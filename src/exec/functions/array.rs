@@ -182,6 +182,73 @@ pub fn quantified(x: &ArrayRef, xty: SqlType, arr: &ArrayRef, op: BinOp, all: bo
     Ok(Arc::new(BooleanArray::from(out)))
 }
 
+/// array_append, array_prepend, array_cat, array_remove and array_replace
+/// over evaluated arguments (`ety`: the element type). NULL arrays count as
+/// empty where PostgreSQL does (append, prepend, cat); elements compare as
+/// values of their type (remove, replace), NULL matching NULL.
+pub fn edit(name: &str, cols: &[ArrayRef], ety: SqlType, n: usize) -> Result<ArrayRef> {
+    let at = |c: &ArrayRef, i: usize| crate::types::value_at(c.as_ref(), if c.len() == 1 { 0 } else { i });
+    let items_of = |v: &Value| -> Result<Option<Vec<Option<String>>>> {
+        match text(v) {
+            None => Ok(None),
+            Some(s) => Ok(Some(elements(&s)?.0)),
+        }
+    };
+    let same = |item: &Option<String>, v: &Value| -> Result<bool> {
+        Ok(match (item, v) {
+            (None, Value::Null) => true,
+            (Some(t), v) if !v.is_null() => parse_text_as(t, ety)?.total_cmp(v).is_eq(),
+            _ => false,
+        })
+    };
+    let mut out: Vec<Option<String>> = Vec::with_capacity(n);
+    for i in 0..n {
+        let v: Vec<Value> = cols.iter().map(|c| at(c, i)).collect();
+        let result = match name {
+            "array_append" => {
+                let mut items = items_of(&v[0])?.unwrap_or_default();
+                items.push(crate::types::array::elem_text(&v[1], ety));
+                Some(items)
+            }
+            "array_prepend" => {
+                let mut items = vec![crate::types::array::elem_text(&v[0], ety)];
+                items.extend(items_of(&v[1])?.unwrap_or_default());
+                Some(items)
+            }
+            "array_cat" => match (items_of(&v[0])?, items_of(&v[1])?) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or_default().into_iter().chain(b.unwrap_or_default()).collect()),
+            },
+            "array_remove" => match items_of(&v[0])? {
+                None => None,
+                Some(items) => {
+                    let mut kept = Vec::with_capacity(items.len());
+                    for it in items {
+                        if !same(&it, &v[1])? {
+                            kept.push(it);
+                        }
+                    }
+                    Some(kept)
+                }
+            },
+            "array_replace" => match items_of(&v[0])? {
+                None => None,
+                Some(items) => {
+                    let with = crate::types::array::elem_text(&v[2], ety);
+                    let mut outv = Vec::with_capacity(items.len());
+                    for it in items {
+                        outv.push(if same(&it, &v[1])? { with.clone() } else { it });
+                    }
+                    Some(outv)
+                }
+            },
+            other => crate::bail!(Internal, "no array function {other}"),
+        };
+        out.push(result.map(|items| format_array(&items)));
+    }
+    Ok(Arc::new(StringArray::from(out)))
+}
+
 /// The comparison operator of a quantified call's name (`array_any:<=`).
 pub fn quantified_op(symbol: &str) -> Option<BinOp> {
     Some(match symbol {
@@ -213,6 +280,23 @@ mod tests {
         let all = quantified(&x, SqlType::Int4, &arr, BinOp::Lt, true, 4).unwrap();
         let all: Vec<Option<bool>> = all.as_boolean().iter().collect();
         assert_eq!(all, vec![Some(false), Some(false), None, Some(true)]);
+    }
+
+    #[test]
+    fn edits_follow_postgresql() {
+        let arr = strings(&[Some("{1,2,1,NULL}"), None]);
+        let one: ArrayRef = Arc::new(Int32Array::from(vec![Some(1)]));
+        let nine: ArrayRef = Arc::new(Int32Array::from(vec![Some(9)]));
+        let null: ArrayRef = Arc::new(Int32Array::from(vec![None::<i32>]));
+        let got = |name: &str, cols: &[ArrayRef]| -> Vec<Option<String>> {
+            edit(name, cols, SqlType::Int4, 2).unwrap().as_string::<i32>().iter().map(|s| s.map(str::to_string)).collect()
+        };
+        assert_eq!(got("array_append", &[arr.clone(), nine.clone()]), vec![Some("{1,2,1,NULL,9}".into()), Some("{9}".into())]);
+        assert_eq!(got("array_prepend", &[nine.clone(), arr.clone()]), vec![Some("{9,1,2,1,NULL}".into()), Some("{9}".into())]);
+        assert_eq!(got("array_cat", &[arr.clone(), arr.clone()]), vec![Some("{1,2,1,NULL,1,2,1,NULL}".into()), None]);
+        assert_eq!(got("array_remove", &[arr.clone(), one.clone()]), vec![Some("{2,NULL}".into()), None]);
+        assert_eq!(got("array_remove", &[arr.clone(), null.clone()]), vec![Some("{1,2,1}".into()), None]);
+        assert_eq!(got("array_replace", &[arr.clone(), one, nine]), vec![Some("{9,2,9,NULL}".into()), None]);
     }
 
     #[test]

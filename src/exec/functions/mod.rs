@@ -266,8 +266,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("pg_get_userbyid", vec![any(1, Text)], info).stable(),
         Def::new("pg_encoding_to_char", vec![any(1, Text)], info).stable(),
         Def::new("current_setting", vec![s(&[Text], Text), s(&[Text, Bool], Text)], info).stable(),
-        // set_config answers the new value without applying it (asyncpg
-        // turns `jit` off this way before its type introspection).
+        // set_config records the value in the statement's context; the
+        // session applies it (is_local: until the block ends).
         Def::new("set_config", vec![s(&[Text, Text, Bool], Text)], info).volatile(),
         Def::new("format_type", vec![any(2, Text)], info).lenient().stable(),
         Def::new("pg_size_pretty", vec![s(&[Int8], Text)], info),
@@ -486,7 +486,19 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             }
         }
         "pg_encoding_to_char" => Value::Text("UTF8".into()),
-        "set_config" => a.get(1).cloned().unwrap_or(Value::Null),
+        // Recorded for the session to apply before the next statement
+        // (current_setting is stable: folded at plan time, it does not see
+        // a set_config of its own statement).
+        "set_config" => {
+            let name = s0().unwrap_or_default().to_ascii_lowercase();
+            if !name.contains('.') && !ctx.settings.contains_key(&name) {
+                bail!(UndefinedObject, "unrecognized configuration parameter \"{name}\"");
+            }
+            let value = a.get(1).and_then(as_s).unwrap_or_default();
+            let local = matches!(a.get(2), Some(Value::Bool(true)));
+            ctx.set_configs.lock().unwrap_or_else(|e| e.into_inner()).push((name, value.clone(), local));
+            Value::Text(value)
+        }
         "pg_collation_is_visible" => Value::Bool(true),
         "pg_get_serial_sequence" => Value::Null,
         "json_build_object" => {
@@ -518,7 +530,11 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             None | Some(Value::Null) => Value::Null,
             Some(v) => Value::Text(crate::types::pg_type_name(as_i(v).unwrap_or(0) as u32).to_string()),
         },
-        "current_setting" => Value::Text(ctx.settings.get(&s0().unwrap_or_default().to_ascii_lowercase()).cloned().unwrap_or_default()),
+        "current_setting" => {
+            let name = s0().unwrap_or_default().to_ascii_lowercase();
+            let set = ctx.set_configs.lock().unwrap_or_else(|e| e.into_inner()).iter().rev().find(|(n, _, _)| *n == name).map(|c| c.1.clone());
+            Value::Text(set.or_else(|| ctx.settings.get(&name).cloned()).unwrap_or_default())
+        }
         "pg_table_is_visible" | "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" => Value::Bool(true),
         "pg_is_in_recovery" | "pg_relation_is_publishable" => Value::Bool(false),
         "pg_total_relation_size" | "pg_relation_size" | "pg_database_size" => Value::Int(0),
@@ -571,6 +587,11 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
         "array_slice" => {
             let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
             return array::slice(&cols[0], &cols[1], &cols[2], n);
+        }
+        // Bound by the planner with the array type as `ty`.
+        "array_append" | "array_prepend" | "array_cat" | "array_remove" | "array_replace" => {
+            let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
+            return array::edit(name, &cols, ty.elem().unwrap_or(SqlType::Text), n);
         }
         // A record's text form from its fields (set-returning calls' records).
         "record_out" => {

@@ -241,6 +241,10 @@ fn coercion_cost(from: SqlType, to: Arg) -> Option<u32> {
         (Varchar, Text) | (Text, Varchar) => 1,
         (Int2, Int4) | (Int4, Int8) | (Float4, Float8) => 2,
         (Int2, Int8) => 3,
+        // oid: to bigint implicitly, from the smaller integers (PostgreSQL's casts).
+        (Oid, Int8) => 2,
+        (Int2 | Int4, Oid) => 2,
+        (Oid, Float8) => 4,
         (Int2 | Int4 | Int8, Float8) => 4,
         (Int2 | Int4 | Int8, Float4) => 5,
         (Date, Timestamp) | (Timestamp, TimestampTz) => 2,

@@ -106,6 +106,7 @@ pub(crate) mod test_util {
             activity: Default::default(),
             memory: std::sync::Arc::new(crate::exec::memory::MemoryBudget::new(usize::MAX)),
             view: None,
+            set_configs: Default::default(),
         }
     }
 }

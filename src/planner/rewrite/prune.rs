@@ -201,7 +201,14 @@ fn prune(plan: LogicalPlan, need: &BTreeSet<usize>) -> (LogicalPlan, Mapping) {
             let (r, _) = prune(*right, &all(nl));
             (P::SetOp { left: Box::new(l), right: Box::new(r), kind, all: a }, identity(n))
         }
-        other @ (P::Values { .. } | P::Memory { .. } | P::Series { .. }) => (other, identity(n)),
+        // The recursive term reads the working table by position: both
+        // terms keep every column.
+        P::RecursiveUnion { anchor, recursive, id, all: a, columns } => {
+            let (l, _) = prune(*anchor, &all(n));
+            let (r, _) = prune(*recursive, &all(n));
+            (P::RecursiveUnion { anchor: Box::new(l), recursive: Box::new(r), id, all: a, columns }, identity(n))
+        }
+        other @ (P::Values { .. } | P::Memory { .. } | P::Series { .. } | P::WorkTable { .. }) => (other, identity(n)),
     }
 }
 

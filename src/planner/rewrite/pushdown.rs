@@ -34,7 +34,7 @@ pub fn push_down_filters(plan: LogicalPlan) -> LogicalPlan {
 pub fn map_inputs(plan: LogicalPlan, f: fn(LogicalPlan) -> LogicalPlan) -> LogicalPlan {
     use LogicalPlan as P;
     match plan {
-        p @ (P::Scan(_) | P::Memory { .. } | P::Values { .. } | P::Series { .. }) => p,
+        p @ (P::Scan(_) | P::Memory { .. } | P::Values { .. } | P::Series { .. } | P::WorkTable { .. }) => p,
         P::Filter { input, predicate } => P::Filter { input: Box::new(f(*input)), predicate },
         P::Project { input, exprs, columns } => P::Project { input: Box::new(f(*input)), exprs, columns },
         P::ProjectSet { input, srfs, columns } => P::ProjectSet { input: Box::new(f(*input)), srfs, columns },
@@ -48,6 +48,9 @@ pub fn map_inputs(plan: LogicalPlan, f: fn(LogicalPlan) -> LogicalPlan) -> Logic
         P::Distinct { input } => P::Distinct { input: Box::new(f(*input)) },
         P::DistinctOn { input, keys } => P::DistinctOn { input: Box::new(f(*input)), keys },
         P::SetOp { left, right, kind, all } => P::SetOp { left: Box::new(f(*left)), right: Box::new(f(*right)), kind, all },
+        P::RecursiveUnion { anchor, recursive, id, all, columns } => {
+            P::RecursiveUnion { anchor: Box::new(f(*anchor)), recursive: Box::new(f(*recursive)), id, all, columns }
+        }
     }
 }
 

@@ -1,0 +1,276 @@
+//! WITH queries. Each reference to a WITH query is planned inline, with
+//! only the WITH queries defined before it in scope. A WITH RECURSIVE query
+//! of the form `non-recursive-term UNION [ALL] recursive-term` whose
+//! recursive term reads it becomes a `RecursiveUnion` over a `WorkTable`,
+//! after PostgreSQL's checks (42P19: the recursive reference at most once,
+//! not in the non-recursive term, a subquery, an outer join's nullable
+//! side, INTERSECT ALL / EXCEPT, nor under an aggregate; 0A000 for ORDER
+//! BY / LIMIT / OFFSET of a recursive query; 42804 when the recursive
+//! term's types would change the anchor's).
+//!
+//! Part of the binder: imports what `select.rs` does, nothing of `sql` or
+//! `server`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sqlparser::ast::{self, SetExpr};
+
+use super::logical::LogicalPlan as Plan;
+use super::{ident, Planner, Scope};
+use crate::error::Result;
+use crate::exec::expr::Expr;
+use crate::exec::plan::{JoinKind, PlanColumn, SetOpKind};
+use crate::types::SqlType;
+use crate::{bail, err};
+
+/// A WITH query in scope.
+#[derive(Debug, Clone)]
+pub struct Cte {
+    pub name: String,
+    pub kind: CteKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum CteKind {
+    /// A query planned at each reference; `recursive`: declared by WITH
+    /// RECURSIVE, so it may read itself; `level`: how many queries enclose
+    /// the WITH clause (its outer references resolve only where a reference
+    /// sits at that same level).
+    Query { query: ast::Query, columns: Vec<String>, recursive: bool, level: usize },
+    /// While its recursive term is planned: the working table, and how
+    /// many times the term read it.
+    WorkTable { id: usize, columns: Vec<PlanColumn>, reads: usize },
+    /// A part of a recursive query that may not read it: the error.
+    Forbidden(String),
+}
+
+/// Working-table ids: unique in the process, so nested recursive queries
+/// never share one.
+static NEXT_WORK_TABLE: AtomicUsize = AtomicUsize::new(1);
+
+/// How many queries enclose a query planned with `outer`.
+fn level(outer: Option<&Scope>) -> usize {
+    let mut n = 0;
+    let mut s = outer;
+    while let Some(x) = s {
+        n += 1;
+        s = x.parent;
+    }
+    n
+}
+
+fn renamed(plan: Plan, names: &[String]) -> (Plan, Vec<PlanColumn>) {
+    let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
+    for (c, n) in cols.iter_mut().zip(names) {
+        c.name = n.clone();
+    }
+    (plan, cols)
+}
+
+/// Does `p` read the working table `id` (outside subquery expressions)?
+fn reads_work_table(p: &Plan, id: usize) -> bool {
+    matches!(p, Plan::WorkTable { id: w, .. } if *w == id) || p.inputs().iter().any(|c| reads_work_table(c, id))
+}
+
+/// How many times `p` reads the working table `id` (outside subquery
+/// expressions).
+fn work_table_nodes(p: &Plan, id: usize) -> usize {
+    usize::from(matches!(p, Plan::WorkTable { id: w, .. } if *w == id)) + p.inputs().iter().map(|c| work_table_nodes(c, id)).sum::<usize>()
+}
+
+/// PostgreSQL's places a recursive reference may not be: the error, if
+/// the recursive term reads its working table from one.
+fn check_recursive_term(p: &Plan, id: usize, name: &str) -> Result<()> {
+    let bad = |place: &str| err!(InvalidRecursion, "recursive reference to query \"{name}\" must not appear within {place}");
+    match p {
+        Plan::Join { left, right, kind, .. } => {
+            let nullable_reads = match kind {
+                JoinKind::Left | JoinKind::Anti => reads_work_table(right, id),
+                JoinKind::Right => reads_work_table(left, id),
+                JoinKind::Full => reads_work_table(left, id) || reads_work_table(right, id),
+                JoinKind::Inner | JoinKind::Semi => false,
+            };
+            if nullable_reads {
+                return Err(bad("an outer join"));
+            }
+        }
+        Plan::SetOp { kind: SetOpKind::Intersect, all: true, .. } if reads_work_table(p, id) => return Err(bad("INTERSECT")),
+        Plan::SetOp { left, right, kind: SetOpKind::Except, all } => {
+            if reads_work_table(right, id) || (*all && reads_work_table(left, id)) {
+                return Err(bad("EXCEPT"));
+            }
+        }
+        Plan::Aggregate { input, aggs, .. } if !aggs.is_empty() && reads_work_table(input, id) => {
+            bail!(InvalidRecursion, "aggregate functions are not allowed in a recursive query's recursive term");
+        }
+        _ => {}
+    }
+    p.inputs().iter().try_for_each(|c| check_recursive_term(c, id, name))
+}
+
+impl Planner<'_> {
+    /// A query with a WITH clause: its queries are in scope by name while
+    /// the body is planned.
+    pub(super) fn plan_with(&self, q: &ast::Query, with: &ast::With, outer: Option<&Scope>) -> Result<Plan> {
+        let depth = self.ctes.borrow().len();
+        self.push_ctes(with, level(outer));
+        let r = self.plan_query_body(q, outer);
+        self.ctes.borrow_mut().truncate(depth);
+        r
+    }
+
+    fn push_ctes(&self, with: &ast::With, level: usize) {
+        for cte in &with.cte_tables {
+            let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
+            let kind = CteKind::Query { query: (*cte.query).clone(), columns, recursive: with.recursive, level };
+            self.ctes.borrow_mut().push(Cte { name: ident(&cte.alias.name), kind });
+        }
+    }
+
+    /// A reference to the WITH query `name`, innermost first (None: no
+    /// WITH query has that name), from a FROM clause planned with `outer`.
+    pub(super) fn plan_cte(&self, name: &str, outer: Option<&Scope>) -> Result<Option<(Plan, Vec<PlanColumn>)>> {
+        let Some(i) = self.ctes.borrow().iter().rposition(|c| c.name == name) else { return Ok(None) };
+        let kind = {
+            let mut ctes = self.ctes.borrow_mut();
+            match &mut ctes[i].kind {
+                CteKind::WorkTable { id, columns, reads } => {
+                    *reads += 1;
+                    return Ok(Some((Plan::WorkTable { id: *id, columns: columns.clone() }, columns.clone())));
+                }
+                CteKind::Forbidden(msg) => bail!(InvalidRecursion, "{msg}"),
+                k @ CteKind::Query { .. } => k.clone(),
+            }
+        };
+        let CteKind::Query { query, columns, recursive, level: at } = kind else { unreachable!("matched above") };
+        // The WITH query's own outer query, when the reference sees the same one.
+        let outer = outer.filter(|_| level(outer) == at);
+        let saved: Vec<Cte> = self.ctes.borrow_mut().drain(i..).collect();
+        let r = if recursive {
+            self.plan_recursive(name, &query, &columns, outer)
+        } else {
+            self.plan_query(&query, outer).map(|p| renamed(p, &columns))
+        };
+        self.ctes.borrow_mut().extend(saved);
+        r.map(Some)
+    }
+
+    /// `f` with `name` bound to `kind` (then unbound again).
+    fn with_cte<T>(&self, name: &str, kind: CteKind, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.ctes.borrow_mut().push(Cte { name: name.to_string(), kind });
+        let r = f();
+        self.ctes.borrow_mut().pop();
+        r
+    }
+
+    /// A WITH RECURSIVE query (its name and every later WITH query are out
+    /// of scope here).
+    fn plan_recursive(&self, name: &str, q: &ast::Query, names: &[String], outer: Option<&Scope>) -> Result<(Plan, Vec<PlanColumn>)> {
+        let SetExpr::SetOperation { op: ast::SetOperator::Union, set_quantifier, left, right } = q.body.as_ref() else {
+            // Not of the recursive form: fine as long as it does not read itself.
+            let msg = format!("recursive query \"{name}\" does not have the form non-recursive-term UNION [ALL] recursive-term");
+            return self.with_cte(name, CteKind::Forbidden(msg), || self.plan_query(q, outer)).map(|p| renamed(p, names));
+        };
+        // The query's own WITH clause is in scope in both terms, and its
+        // queries see this one (as the working table in the recursive term).
+        let base = self.ctes.borrow().len();
+        let msg = format!("recursive reference to query \"{name}\" must not appear within its non-recursive term");
+        self.ctes.borrow_mut().push(Cte { name: name.to_string(), kind: CteKind::Forbidden(msg) });
+        if let Some(w) = &q.with {
+            self.push_ctes(w, level(outer));
+        }
+        let id = NEXT_WORK_TABLE.fetch_add(1, Ordering::Relaxed);
+        let terms = self.plan_set_expr(left, outer).and_then(|anchor| {
+            let (_, mut columns) = renamed(anchor.clone(), names);
+            for c in columns.iter_mut() {
+                c.qualifier = None;
+            }
+            self.ctes.borrow_mut()[base].kind = CteKind::WorkTable { id, columns: columns.clone(), reads: 0 };
+            let rec = self.plan_set_expr(right, outer)?;
+            Ok((anchor, columns, rec))
+        });
+        let kind = self.ctes.borrow_mut()[base].kind.clone();
+        self.ctes.borrow_mut().truncate(base);
+        let (anchor, columns, rec) = terms?;
+        let CteKind::WorkTable { reads, .. } = kind else { unreachable!("set before the recursive term") };
+        if reads == 0 {
+            // A plain UNION that happens to sit in WITH RECURSIVE.
+            return self.plan_query(q, outer).map(|p| renamed(p, names));
+        }
+        if q.order_by.is_some() {
+            bail!(FeatureNotSupported, "ORDER BY in a recursive query is not implemented");
+        }
+        match &q.limit_clause {
+            Some(ast::LimitClause::LimitOffset { offset: Some(_), .. }) | Some(ast::LimitClause::OffsetCommaLimit { .. }) => {
+                bail!(FeatureNotSupported, "OFFSET in a recursive query is not implemented")
+            }
+            Some(ast::LimitClause::LimitOffset { limit: Some(_), .. }) => {
+                bail!(FeatureNotSupported, "LIMIT in a recursive query is not implemented")
+            }
+            _ => {}
+        }
+        if let SetExpr::Query(sub) = right.as_ref() {
+            if sub.order_by.is_some() {
+                bail!(FeatureNotSupported, "ORDER BY in a recursive query is not implemented");
+            }
+            if sub.limit_clause.is_some() {
+                bail!(FeatureNotSupported, "LIMIT in a recursive query is not implemented");
+            }
+        }
+        check_recursive_term(&rec, id, name)?;
+        if work_table_nodes(&rec, id) < reads {
+            bail!(InvalidRecursion, "recursive reference to query \"{name}\" must not appear within a subquery");
+        }
+        if reads > 1 {
+            bail!(InvalidRecursion, "recursive reference to query \"{name}\" must not appear more than once");
+        }
+        let rec_cols = rec.columns().to_vec();
+        if rec_cols.len() != columns.len() {
+            bail!(Syntax, "each UNION query must have the same number of columns");
+        }
+        // The working table has the anchor's types: the recursive term's
+        // columns are cast to them when the union's type is the anchor's.
+        let mut cast = false;
+        for (i, (a, r)) in columns.iter().zip(&rec_cols).enumerate() {
+            if a.ty == r.ty || r.ty == SqlType::Unknown {
+                cast |= a.ty != r.ty;
+                continue;
+            }
+            match SqlType::common(a.ty, r.ty) {
+                Some(t) if t == a.ty => cast = true,
+                Some(t) => {
+                    return Err(err!(
+                        DatatypeMismatch,
+                        "recursive query \"{name}\" column {} has type {} in non-recursive term but type {} overall",
+                        i + 1,
+                        a.ty,
+                        t
+                    )
+                    .with_hint("Cast the output of the non-recursive term to the correct type."))
+                }
+                None => bail!(DatatypeMismatch, "UNION types {} and {} cannot be matched", a.ty, r.ty),
+            }
+        }
+        let recursive = if cast {
+            let exprs = rec_cols
+                .iter()
+                .zip(&columns)
+                .enumerate()
+                .map(|(i, (r, a))| {
+                    let c = Expr::Column { index: i, ty: r.ty };
+                    if r.ty == a.ty {
+                        c
+                    } else {
+                        Expr::Cast { expr: Box::new(c), ty: a.ty }
+                    }
+                })
+                .collect();
+            Plan::Project { input: Box::new(rec), exprs, columns: columns.clone() }
+        } else {
+            rec
+        };
+        let all = matches!(set_quantifier, ast::SetQuantifier::All);
+        let plan = Plan::RecursiveUnion { anchor: Box::new(anchor), recursive: Box::new(recursive), id, all, columns: columns.clone() };
+        Ok((plan, columns))
+    }
+}
