@@ -22,6 +22,8 @@ pub enum ErrorKind {
     DuplicateColumn,
     InvalidTableDefinition,
     AmbiguousColumn,
+    /// 42P10: e.g. more column aliases than a join has columns.
+    InvalidColumnReference,
     InvalidText,
     DivisionByZero,
     NumericOutOfRange,
@@ -123,6 +125,7 @@ impl ErrorKind {
             DuplicateColumn => "42701",
             InvalidTableDefinition => "42P16",
             AmbiguousColumn => "42702",
+            InvalidColumnReference => "42P10",
             InvalidText => "22P02",
             DivisionByZero => "22012",
             NumericOutOfRange => "22003",

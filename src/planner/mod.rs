@@ -189,6 +189,26 @@ impl Relation {
     }
 }
 
+/// Marks the qualifier of a join input's column that USING or NATURAL
+/// merged into one output column: `t.col` still reaches it, `col` and `*`
+/// do not (they see the merged column).
+const HIDDEN_MARK: char = '\u{1}';
+
+/// The qualifier of a column hidden by a USING / NATURAL join.
+pub fn hidden_qualifier(q: Option<&str>) -> Option<String> {
+    Some(format!("{HIDDEN_MARK}{}", q.unwrap_or("").trim_start_matches(HIDDEN_MARK)))
+}
+
+/// Whether a column is hidden by a USING / NATURAL join.
+pub fn is_hidden(c: &PlanColumn) -> bool {
+    c.qualifier.as_deref().is_some_and(|q| q.starts_with(HIDDEN_MARK))
+}
+
+/// The qualifier a written `q.col` matches (hidden or not).
+pub fn visible_qualifier(c: &PlanColumn) -> Option<&str> {
+    c.qualifier.as_deref().map(|q| q.trim_start_matches(HIDDEN_MARK))
+}
+
 /// Resolve `t`, `s.t` or `catalog.s.t`. As in PostgreSQL, a catalog part
 /// must be the connection's database.
 pub fn relation(catalog: &Catalog, current: &str, name: &sqlparser::ast::ObjectName) -> Result<Relation> {
