@@ -16,8 +16,25 @@ use crate::storage::{Region, ScanRequest};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
-fn table_scope(def: &TableDef) -> Vec<PlanColumn> {
-    def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(def.name.clone()), ty: c.ty }).collect()
+/// The target's columns, qualified by its alias (`UPDATE t AS x`) or its name.
+fn table_scope(def: &TableDef, alias: Option<&ast::TableAlias>) -> Vec<PlanColumn> {
+    let q = alias.map(|a| crate::planner::ident(&a.name)).unwrap_or_else(|| def.name.clone());
+    def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(q.clone()), ty: c.ty }).collect()
+}
+
+/// The alias of an UPDATE's or DELETE's target table, if it has one.
+fn target_alias(stmt: &Statement) -> Option<&ast::TableAlias> {
+    let f = match stmt {
+        Statement::Delete(d) => match &d.from {
+            ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => &v.first()?.relation,
+        },
+        Statement::Update(u) => &u.table.relation,
+        _ => return None,
+    };
+    match f {
+        ast::TableFactor::Table { alias, .. } => alias.as_ref(),
+        _ => None,
+    }
 }
 
 /// The target table's name as written (`t`, `public.t` or `db.t`).
@@ -98,10 +115,10 @@ pub fn execute(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
     match stmt {
         Statement::Insert(ins) => insert(s, &planner, &def, &regions, ins),
         Statement::Delete(d) => {
-            let n = delete_where(s, &planner, &def, &regions, d.selection.as_ref())?;
+            let n = delete_where(s, &planner, &def, target_alias(stmt), &regions, d.selection.as_ref())?;
             Ok(QueryResult::Command(format!("DELETE {n}")))
         }
-        Statement::Update(u) => update(s, &planner, &def, &regions, u),
+        Statement::Update(u) => update(s, &planner, &def, target_alias(stmt), &regions, u),
         _ => unreachable!(),
     }
 }
@@ -444,13 +461,20 @@ fn matching_rows(planner: &Planner, region: &Region, pred: Option<&Expr>) -> Res
     Ok(out)
 }
 
-fn bind_where(planner: &Planner, def: &TableDef, w: Option<&ast::Expr>) -> Result<Option<Expr>> {
-    let scope = Scope::new(table_scope(def), None);
+fn bind_where(planner: &Planner, def: &TableDef, alias: Option<&ast::TableAlias>, w: Option<&ast::Expr>) -> Result<Option<Expr>> {
+    let scope = Scope::new(table_scope(def, alias), None);
     w.map(|w| planner.bind_expr(w, &scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()
 }
 
-fn delete_where(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], w: Option<&ast::Expr>) -> Result<usize> {
-    let pred = bind_where(planner, def, w)?;
+fn delete_where(
+    s: &Session,
+    planner: &Planner,
+    def: &TableDef,
+    alias: Option<&ast::TableAlias>,
+    regions: &[Arc<Region>],
+    w: Option<&ast::Expr>,
+) -> Result<usize> {
+    let pred = bind_where(planner, def, alias, w)?;
     let mut n = 0;
     for r in regions {
         for b in matching_rows(planner, r, pred.as_ref())? {
@@ -461,11 +485,18 @@ fn delete_where(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<R
     Ok(n)
 }
 
-fn update(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::Update) -> Result<QueryResult> {
+fn update(
+    s: &Session,
+    planner: &Planner,
+    def: &TableDef,
+    alias: Option<&ast::TableAlias>,
+    regions: &[Arc<Region>],
+    u: &ast::Update,
+) -> Result<QueryResult> {
     if u.from.is_some() {
         bail!(FeatureNotSupported, "UPDATE ... FROM is not supported");
     }
-    let scope = Scope::new(table_scope(def), None);
+    let scope = Scope::new(table_scope(def, alias), None);
     let mut sets: Vec<(usize, Expr)> = Vec::new();
     for a in &u.assignments {
         let col = match &a.target {
@@ -482,7 +513,7 @@ fn update(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
         };
         sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
     }
-    let pred = bind_where(planner, def, u.selection.as_ref())?;
+    let pred = bind_where(planner, def, alias, u.selection.as_ref())?;
     let mut n = 0;
     for r in regions {
         for old in matching_rows(planner, r, pred.as_ref())? {

@@ -12,6 +12,7 @@ mod flow_ddl;
 pub mod privilege;
 pub mod roles;
 mod session_vars;
+pub mod temp;
 pub mod stream;
 pub mod tdengine;
 mod txn;
@@ -176,6 +177,8 @@ pub struct Session {
     pub stream_results: bool,
     /// The statement running now may answer with a stream.
     stream_now: bool,
+    /// Temporary tables and views (`temp.rs`).
+    pub temp: temp::TempRelations,
 }
 
 /// A statement parsed for the extended protocol.
@@ -191,6 +194,9 @@ impl Drop for Session {
     fn drop(&mut self) {
         // A dropped connection discards its open transaction.
         txn::on_session_end(self);
+        // Its temporary tables and views go with it.
+        self.tx = TxState::Idle;
+        temp::drop_all(self);
         if self.pid != 0 {
             self.engine.activity.remove(self.pid);
         }
@@ -211,6 +217,7 @@ impl Session {
             block: None,
             stream_results: false,
             stream_now: false,
+            temp: temp::TempRelations::default(),
         }
     }
 
@@ -377,6 +384,13 @@ impl Session {
         let Some(stmt) = stmts.pop() else {
             return Ok(Prepared { sql: sql.to_string(), stmt: None, param_types: vec![], columns: vec![] });
         };
+        // Described with the session's temporary names (run with them again
+        // by execute_statement).
+        let written = stmt.clone();
+        let stmt = match temp::rewrite(self, &stmt) {
+            Some(r) if r.creates.is_none() => r.stmt,
+            _ => stmt,
+        };
         let mut param_types = client_types.to_vec();
         let mut columns = vec![];
         let n = parser::max_param(&stmt);
@@ -419,7 +433,7 @@ impl Session {
         param_types.resize(n, None);
         Ok(Prepared {
             sql: sql.to_string(),
-            stmt: Some(stmt),
+            stmt: Some(written),
             param_types: param_types.iter().map(|t| t.unwrap_or(SqlType::Text)).collect(),
             columns,
         })
@@ -467,11 +481,23 @@ impl Session {
         if self.tx == TxState::Failed && !matches!(stmt, WeirStatement::Sql(Statement::Commit { .. } | Statement::Rollback { .. })) {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }
+        // Names of temporary tables and views map to their private names.
+        let rewritten = temp::rewrite(self, stmt);
+        let (stmt, temp_created) = match &rewritten {
+            Some(r) => (&r.stmt, r.creates.clone()),
+            None => (stmt, None),
+        };
         privilege::check_statement(self, stmt)?;
         let created = privilege::new_objects(self, stmt);
         let r = self.dispatch_statement(stmt, params);
         if r.is_ok() {
             privilege::record_owners(self, &created, stmt)?;
+            if let Some(c) = temp_created {
+                temp::record(self, c);
+            }
+            if matches!(stmt, WeirStatement::Sql(Statement::Drop { .. })) {
+                temp::prune(self);
+            }
         }
         r
     }
