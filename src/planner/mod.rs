@@ -16,6 +16,7 @@ mod privilege;
 mod regtypes;
 pub mod rewrite;
 mod select;
+pub use select::output_name;
 mod srf;
 pub mod system;
 mod tdengine;
@@ -72,6 +73,9 @@ pub struct Planner<'a> {
     pub watermarks: RefCell<Vec<(u64, u64)>>,
     /// WITH queries in scope, innermost last: name → (query, column names).
     pub ctes: RefCell<Vec<(String, sqlparser::ast::Query, Vec<String>)>>,
+    /// Results of data-modifying WITH queries (`WITH t AS (DELETE ...
+    /// RETURNING *)`), computed before the statement: name → rows.
+    pub materialized: Vec<(String, Vec<PlanColumn>, Vec<arrow::array::RecordBatch>)>,
     /// The role whose SELECT privilege every relation read is checked
     /// against (42501): the session's user, a view's owner inside that
     /// view. None: unchecked (a flow's own evaluation, describing a
@@ -90,6 +94,7 @@ impl<'a> Planner<'a> {
             incremental: None,
             watermarks: RefCell::new(Vec::new()),
             ctes: RefCell::new(Vec::new()),
+            materialized: Vec::new(),
             check_as: RefCell::new(None),
         }
     }

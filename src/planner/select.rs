@@ -981,6 +981,15 @@ impl<'a> Planner<'a> {
                 let ctes = self.ctes.borrow();
                 ctes.iter().rposition(|(n, _, _)| n == name).map(|i| (i, ctes[i].1.clone(), ctes[i].2.clone()))
             };
+            if found.is_none() {
+                if let Some((_, cols, batches)) = self.materialized.iter().rev().find(|(n, _, _)| n == name) {
+                    if cols.is_empty() {
+                        bail!(FeatureNotSupported, "WITH query \"{name}\" does not have a RETURNING clause");
+                    }
+                    let plan = Plan::Memory { name: name.to_string(), batches: batches.clone(), columns: cols.clone() };
+                    return Ok((plan, cols.clone()));
+                }
+            }
             if let Some((i, q, names)) = found {
                 let saved: Vec<_> = self.ctes.borrow_mut().drain(i..).collect();
                 let r = self.plan_query(&q, None);
@@ -1238,7 +1247,7 @@ fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> SortKey {
 }
 
 /// PostgreSQL's output column name for an expression.
-fn output_name(e: &ast::Expr) -> String {
+pub fn output_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(i) => ident(i),
         ast::Expr::CompoundIdentifier(p) => p.last().map(ident).unwrap_or_default(),

@@ -8,6 +8,7 @@
 pub mod copy;
 mod ddl;
 mod dml;
+mod dml_with;
 mod flow_ddl;
 pub mod privilege;
 pub mod roles;
@@ -100,6 +101,13 @@ pub enum QueryResult {
     },
     /// A command tag such as `INSERT 0 3` or `CREATE TABLE`.
     Command(String),
+    /// The rows of INSERT / UPDATE / DELETE ... RETURNING; `tag` is the
+    /// command tag without its row count (`INSERT 0`, `UPDATE`, `DELETE`).
+    Returning {
+        columns: Vec<PlanColumn>,
+        batches: Vec<RecordBatch>,
+        tag: String,
+    },
     /// COPY FROM STDIN started: the client sends data next.
     CopyIn {
         columns: usize,
@@ -179,6 +187,9 @@ pub struct Session {
     stream_now: bool,
     /// Temporary tables and views (`temp.rs`).
     pub temp: temp::TempRelations,
+    /// WITH queries in scope of the statement running now, when it is a
+    /// data-modifying WITH (`dml_with.rs`).
+    with_scope: Option<dml_with::WithScope>,
 }
 
 /// A statement parsed for the extended protocol.
@@ -218,6 +229,7 @@ impl Session {
             stream_results: false,
             stream_now: false,
             temp: temp::TempRelations::default(),
+            with_scope: None,
         }
     }
 
@@ -400,6 +412,17 @@ impl Session {
             if let Ok(QueryResult::Rows { columns: c, .. }) = self.execute_statement(&stmt, Params::default()) {
                 columns = c;
             }
+        } else if let Some(q) = match &stmt {
+            WeirStatement::Sql(Statement::Query(q)) if dml_with::applies(q) => Some(q.clone()),
+            _ => None,
+        } {
+            // A data-modifying WITH: described by its main statement's RETURNING
+            // (the rows of a SELECT over its WITH queries are not described).
+            if let Some(main) = dml_with::main_dml(&q) {
+                if let Ok(Some(c)) = dml::returning_columns(self, main) {
+                    columns = c;
+                }
+            }
         } else if let WeirStatement::Sql(Statement::Query(q)) = &stmt {
             if self.tx != TxState::Failed {
                 let planner = self.planner(Params { types: param_types.clone(), values: None });
@@ -428,6 +451,12 @@ impl Session {
             }
         } else if let WeirStatement::Sql(sql_stmt) = &stmt {
             dml::infer_params(self, sql_stmt, &mut param_types)?;
+            if matches!(sql_stmt, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) && self.tx != TxState::Failed {
+                // RETURNING's row description.
+                if let Ok(Some(c)) = dml::returning_columns(self, sql_stmt) {
+                    columns = c;
+                }
+            }
         }
         let n = n.max(param_types.len());
         param_types.resize(n, None);
@@ -472,6 +501,10 @@ impl Session {
         p.incremental = keys;
         // Every relation the statement reads is checked as the user.
         p.check_as = std::cell::RefCell::new(Some(self.user.clone()));
+        if let Some(w) = &self.with_scope {
+            p.ctes = std::cell::RefCell::new(w.ctes.clone());
+            p.materialized = w.materialized.clone();
+        }
         p
     }
 
@@ -533,6 +566,7 @@ impl Session {
             return r;
         }
         match stmt {
+            Statement::Query(q) if dml_with::applies(q) => dml_with::execute(self, q, params),
             Statement::Query(q) if ddl::select_into(q).is_some() => {
                 let (name, query) = ddl::select_into(q).expect("checked")?;
                 ddl::create_table_as(self, &name, false, &[], &query)
