@@ -130,6 +130,7 @@ mod tests {
             "compaction_file_bytes_max",
             "compaction_files_min",
             "background_interval_ms",
+            "decoded_cache_bytes_max",
             "copy_buffer_bytes_max",
             "txn_buffer_bytes_max",
         ] {

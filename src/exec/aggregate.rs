@@ -163,6 +163,96 @@ impl Accumulator {
         Ok(())
     }
 
+    /// Fold a batch given as runs of one group, `(start, end, group)` in
+    /// row order and covering every row: the rows of a time bucket of one
+    /// series come out of a sorted scan that way. Each run's state is held
+    /// in a register while its values are folded in, in the same order as
+    /// `update` folds them, so the result is the same to the bit. Returns
+    /// false (nothing folded) where there is no run loop: FILTER, DISTINCT,
+    /// NULL arguments, and the states other than count, sum, avg, min, max.
+    pub fn update_runs(&mut self, runs: &[(usize, usize, usize)], args: &[ArrayRef], filter: Option<&BooleanArray>) -> Result<bool> {
+        if self.call.distinct || filter.is_some() {
+            return Ok(false);
+        }
+        if self.call.func == AggFunc::CountStar {
+            let State::Count(v) = &mut self.state else { return Ok(false) };
+            for &(s, e, g) in runs {
+                v[g] += (e - s) as i64;
+            }
+            return Ok(true);
+        }
+        let Some(a) = args.first() else { return Ok(false) };
+        if a.null_count() > 0 {
+            return Ok(false);
+        }
+        let ty = self.call.args[0].ty();
+        match &mut self.state {
+            State::Count(v) => {
+                for &(s, e, g) in runs {
+                    v[g] += (e - s) as i64;
+                }
+            }
+            State::SumInt(v) => {
+                let c = cast_array(a, ty, SqlType::Int8)?;
+                let c = c.as_primitive::<Int64Type>().values();
+                for &(s, e, g) in runs {
+                    let mut acc = v[g].unwrap_or(0);
+                    for &x in &c[s..e] {
+                        acc = acc.checked_add(x).ok_or_else(|| err!(NumericOutOfRange, "bigint out of range"))?;
+                    }
+                    v[g] = Some(acc);
+                }
+            }
+            State::SumFloat(v) => {
+                let c = cast_array(a, ty, SqlType::Float8)?;
+                let c = c.as_primitive::<Float64Type>().values();
+                for &(s, e, g) in runs {
+                    v[g] = Some(c[s..e].iter().fold(v[g].unwrap_or(0.0), |acc, &x| acc + x));
+                }
+            }
+            State::Avg(v) => {
+                let c = cast_array(a, ty, SqlType::Float8)?;
+                let c = c.as_primitive::<Float64Type>().values();
+                for &(s, e, g) in runs {
+                    let (sum, n) = v[g];
+                    v[g] = (c[s..e].iter().fold(sum, |acc, &x| acc + x), n + (e - s) as i64);
+                }
+            }
+            State::MinMaxF64 { vals, is_min } => {
+                let c = cast_array(a, ty, SqlType::Float8)?;
+                let c = c.as_primitive::<Float64Type>().values();
+                let is_min = *is_min;
+                for &(s, e, g) in runs {
+                    let mut cur = vals[g];
+                    for &x in &c[s..e] {
+                        let better = match cur {
+                            None => true,
+                            Some(m) if is_min => pg_float_gt(m, x),
+                            Some(m) => pg_float_gt(x, m),
+                        };
+                        if better {
+                            cur = Some(x);
+                        }
+                    }
+                    vals[g] = cur;
+                }
+            }
+            State::MinMaxI64 { vals, is_min } => {
+                let c = i64_values(a)?;
+                for &(s, e, g) in runs {
+                    let run = c[s..e].iter().copied();
+                    let m = if *is_min { run.min() } else { run.max() };
+                    vals[g] = match (vals[g], m) {
+                        (Some(cur), Some(m)) => Some(if *is_min { cur.min(m) } else { cur.max(m) }),
+                        (cur, m) => cur.or(m),
+                    };
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// Fold rows into their groups. `args` are evaluated argument columns,
     /// `filter` the FILTER (WHERE …) mask.
     pub fn update(&mut self, groups: &[usize], args: &[ArrayRef], filter: Option<&BooleanArray>) -> Result<()> {

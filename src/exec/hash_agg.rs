@@ -14,6 +14,9 @@ use crate::error::Result;
 
 pub struct HashAggExecutor {
     child: Box<dyn BatchExecutor>,
+    /// The later time half of the input (see `partition.rs`), folded on a
+    /// thread of its own; None: `child` is all of it.
+    second: Option<Box<dyn BatchExecutor>>,
     group_by: Vec<Expr>,
     aggs: Vec<AggCall>,
     columns: Vec<PlanColumn>,
@@ -25,7 +28,13 @@ pub struct HashAggExecutor {
 
 impl HashAggExecutor {
     pub fn new(child: Box<dyn BatchExecutor>, group_by: Vec<Expr>, aggs: Vec<AggCall>, columns: &[PlanColumn], ctx: ExecCtx) -> Self {
-        HashAggExecutor { child, group_by, aggs, columns: columns.to_vec(), schema: arrow_schema(columns), ctx, output: None, pos: 0 }
+        HashAggExecutor { child, second: None, group_by, aggs, columns: columns.to_vec(), schema: arrow_schema(columns), ctx, output: None, pos: 0 }
+    }
+
+    /// Read `second` too: the input's later time half.
+    pub fn with_second_half(mut self, second: Box<dyn BatchExecutor>) -> Self {
+        self.second = Some(second);
+        self
     }
 
     /// Whether partial states of these aggregates can be merged: not
@@ -47,6 +56,39 @@ impl HashAggExecutor {
         let mut seq: u64 = 0;
         let mut rows = 0usize;
         let mut drained = false;
+        let mut helped = false;
+        if let Some(mut second) = self.second.take() {
+            if parallel {
+                // Each half scanned and folded on its own thread; the later
+                // half's batches numbered after any of the first's.
+                helped = true;
+                let child = &mut self.child;
+                let ctx = &self.ctx;
+                let spec = &spec;
+                let (mine, theirs) = std::thread::scope(|scope| -> Result<(Partial, Partial)> {
+                    let h = scope.spawn(move || fold_all(&mut second, spec, ctx, 1 << 31));
+                    let mine = fold_all(child, spec, ctx, 0);
+                    let theirs = h.join().unwrap_or_else(|_| Err(crate::err!(Internal, "aggregation helper panicked")));
+                    Ok((mine?, theirs?))
+                })?;
+                main = mine;
+                main.merge(theirs)?;
+                drained = true;
+            } else {
+                // One thread: the first half, then the second.
+                let mut first = std::mem::replace(&mut self.child, second);
+                loop {
+                    self.ctx.check()?;
+                    let r = first.next_batch(super::BATCH_ROWS)?;
+                    let done = r.is_drained;
+                    main.fold(&spec, &r.into_dense()?, seq)?;
+                    seq += 1;
+                    if done {
+                        break;
+                    }
+                }
+            }
+        }
         // Alone until the input proves large, then with a helper thread
         // folding every batch it has room for into its own partial state.
         while !drained && !(parallel && rows >= PARALLEL_AFTER_ROWS) {
@@ -58,7 +100,6 @@ impl HashAggExecutor {
             main.fold(&spec, &batch, seq)?;
             seq += 1;
         }
-        let mut helped = false;
         if !drained {
             helped = true;
             let child = &mut self.child;
@@ -136,6 +177,22 @@ impl HashAggExecutor {
     }
 }
 
+/// Drain `input`, folding every batch into a new partial state; batches
+/// numbered from `seq`.
+fn fold_all(input: &mut Box<dyn BatchExecutor>, spec: &Spec, ctx: &ExecCtx, mut seq: u64) -> Result<Partial> {
+    let mut p = Partial::new(spec)?;
+    loop {
+        ctx.check()?;
+        let r = input.next_batch(super::BATCH_ROWS)?;
+        let done = r.is_drained;
+        p.fold(spec, &r.into_dense()?, seq)?;
+        seq += 1;
+        if done {
+            return Ok(p);
+        }
+    }
+}
+
 /// Rows folded on the calling thread before a helper joins in.
 const PARALLEL_AFTER_ROWS: usize = 64 * 1024;
 
@@ -155,6 +212,8 @@ struct Partial {
     /// Per group, where it was first seen: batch number << 32 | row.
     first: Vec<u64>,
     group_idx: Vec<usize>,
+    /// Scratch: this batch's runs of one group, (start, end, group).
+    runs: Vec<(usize, usize, usize)>,
     charged: usize,
 }
 
@@ -169,7 +228,7 @@ impl Partial {
         } else {
             Some(GroupTable::new(spec.key_types)?)
         };
-        Ok(Partial { groups, accs, first: vec![], group_idx: vec![], charged: 0 })
+        Ok(Partial { groups, accs, first: vec![], group_idx: vec![], runs: vec![], charged: 0 })
     }
 
     /// Fold batch number `seq` in.
@@ -213,6 +272,20 @@ impl Partial {
                 a.resize(groups.len());
             }
         }
+        // Runs of one group; worth folding run by run when they are long
+        // (a series' rows in time order, grouped by a time bucket).
+        self.runs.clear();
+        if self.groups.is_some() {
+            let idx = &self.group_idx;
+            let mut start = 0;
+            for i in 1..=n {
+                if i == n || idx[i] != idx[start] {
+                    self.runs.push((start, i, idx[start]));
+                    start = i;
+                }
+            }
+        }
+        let use_runs = self.runs.len() * 4 <= n;
         for a in self.accs.iter_mut() {
             let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(batch, ctx)).collect::<Result<_>>()?;
             if matches!(a.call.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg) {
@@ -223,7 +296,7 @@ impl Partial {
             let filter = filter.as_ref().map(|f| f.as_any().downcast_ref::<BooleanArray>().expect("filter is boolean"));
             if self.groups.is_none() {
                 a.update_single(&args, filter, n)?;
-            } else {
+            } else if !(use_runs && a.update_runs(&self.runs, &args, filter)?) {
                 a.update(&self.group_idx, &args, filter)?;
             }
         }

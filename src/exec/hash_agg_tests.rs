@@ -304,3 +304,86 @@ fn parallel_partial_aggregation_matches_one_thread() {
     assert_eq!(one[0][0], "300000");
     assert_eq!(run_with(true, vec![], simple), one);
 }
+
+/// Rows in long runs of one group (a series' rows by time bucket) are folded
+/// run by run; the answer is the one of the row-by-row loop to the bit: the
+/// same rows with the groups interleaved (runs of one row, so the per-row
+/// path) and each group's rows in the same order. Groups recur across runs
+/// and batches; NaN, -0.0, an integer overflow-free sum and timestamps-like
+/// integers included.
+#[test]
+fn runs_of_one_group_fold_as_the_row_loop_does() {
+    let cols = columns(&[("k", Text), ("x", Float8), ("i", Int8)]);
+    let float = |g: usize, j: usize| match (g, j) {
+        (0, 7) => f64::NAN,
+        (1, 3) => -0.0,
+        _ => (g as f64 + 1.0) * 0.1 + (j as f64) * 1e-3 + 1e15 * ((j % 3) as f64),
+    };
+    let row = |g: usize, j: usize| vec![txt(["a", "b", "c"][g]), Value::Float(float(g, j)), int((g * 1000 + j * 7) as i64 % 97 - 40)];
+    // Runs: a×12, b×10, a×8 | c×9, b×6, a×5 (two batches).
+    let runs: [&[(usize, usize)]; 2] = [&[(0, 12), (1, 10), (0, 8)], &[(2, 9), (1, 6), (0, 5)]];
+    let mut next = [0usize; 3];
+    let mut per_group: Vec<Vec<Vec<Value>>> = vec![vec![]; 3];
+    let mut run_steps = vec![];
+    for batch in runs {
+        let mut rows_b = vec![];
+        for &(g, len) in batch {
+            for _ in 0..len {
+                let r = row(g, next[g]);
+                next[g] += 1;
+                per_group[g].push(r.clone());
+                rows_b.push(r);
+            }
+        }
+        run_steps.push(Step::dense(rows_b));
+    }
+    // The same rows, groups interleaved round-robin, one batch.
+    let mut interleaved = vec![];
+    let longest = per_group.iter().map(|g| g.len()).max().unwrap();
+    for j in 0..longest {
+        for g in &per_group {
+            if let Some(r) = g.get(j) {
+                interleaved.push(r.clone());
+            }
+        }
+    }
+    let (x, i) = (|| col(1, Float8), || col(2, Int8));
+    let aggs = vec![
+        call(AggFunc::CountStar, vec![], Int8),
+        call(AggFunc::Count, vec![x()], Int8),
+        call(AggFunc::Sum, vec![x()], Float8),
+        call(AggFunc::Avg, vec![x()], Float8),
+        call(AggFunc::Min, vec![x()], Float8),
+        call(AggFunc::Max, vec![x()], Float8),
+        call(AggFunc::Sum, vec![i()], Int8),
+        call(AggFunc::Min, vec![i()], Int8),
+        call(AggFunc::Max, vec![i()], Int8),
+    ];
+    let out = columns(&[
+        ("k", Text),
+        ("n", Int8),
+        ("c", Int8),
+        ("s", Float8),
+        ("a", Float8),
+        ("mn", Float8),
+        ("mx", Float8),
+        ("si", Int8),
+        ("mni", Int8),
+        ("mxi", Int8),
+    ]);
+    let go = |steps: Vec<Step>| {
+        let mut a = HashAggExecutor::new(MockExecutor::new(&cols, steps).boxed(), vec![col(0, Text)], aggs.clone(), &out, ctx());
+        sorted(run(&mut a, 1024).unwrap())
+    };
+    let by_runs = go(run_steps);
+    assert_eq!(by_runs, go(vec![Step::dense(interleaved)]));
+    // Spot checks: counts, the NaN above all numbers, integer sums.
+    let sum_i = |g: usize| per_group[g].iter().map(|r| if let Value::Int(v) = r[2] { v } else { 0 }).sum::<i64>().to_string();
+    assert_eq!(by_runs[0][1], "25");
+    assert_eq!(by_runs[0][6], "NaN");
+    assert_eq!(by_runs[1][1], "16");
+    assert_eq!(by_runs[2][1], "9");
+    for g in 0..3 {
+        assert_eq!(by_runs[g][7], sum_i(g));
+    }
+}

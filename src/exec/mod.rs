@@ -19,6 +19,8 @@ mod hash_agg;
 mod hash_join;
 mod keys;
 mod limit;
+mod narrow;
+mod partition;
 #[cfg(test)]
 pub(crate) mod mock;
 mod project_set;
@@ -146,9 +148,14 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         Plan::ProjectSet { input, srfs, columns } => {
             Box::new(project_set::ProjectSetExecutor::new(build(input, ctx)?, srfs.clone(), columns, ctx.clone()))
         }
-        Plan::Aggregate { input, group_by, aggs, columns } => {
-            Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by.clone(), aggs.clone(), columns, ctx.clone()))
-        }
+        Plan::Aggregate { input, group_by, aggs, columns } => match partition::time_halves(input, ctx) {
+            // A large scan read in two time halves, one per core.
+            Some((first, second)) => Box::new(
+                hash_agg::HashAggExecutor::new(build(&first, ctx)?, group_by.clone(), aggs.clone(), columns, ctx.clone())
+                    .with_second_half(build(&second, ctx)?),
+            ),
+            None => Box::new(hash_agg::HashAggExecutor::new(build(input, ctx)?, group_by.clone(), aggs.clone(), columns, ctx.clone())),
+        },
         Plan::Distinct { input } => {
             let cols = input.columns().to_vec();
             let group_by = cols.iter().enumerate().map(|(i, c)| expr::Expr::Column { index: i, ty: c.ty }).collect();
@@ -160,6 +167,7 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         Plan::DistinctOn { input, keys } => Box::new(distinct_on::DistinctOnExecutor::new(build(input, ctx)?, keys.clone(), ctx.clone())),
         Plan::Sort { input, keys, limit } => Box::new(sort::SortExecutor::new(build(input, ctx)?, keys.clone(), *limit, ctx.clone())),
         Plan::Limit { input, limit, offset } => Box::new(limit::LimitExecutor::new(build(input, ctx)?, *limit, *offset)),
+        Plan::NarrowedAggregate { input, narrow } => Box::new(narrow::NarrowedAggExecutor::new((**input).clone(), *narrow, ctx.clone())),
         Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Box::new(hash_join::HashJoinExecutor::new(
             build(left, ctx)?,
             build(right, ctx)?,

@@ -421,6 +421,26 @@ pub enum Plan {
         input: Box<Plan>,
         keys: Vec<Expr>,
     },
+    /// An aggregation (`input`, a `Plan::Aggregate`) under a top-k on its
+    /// time-bucket group key, run over a narrowed time range first (see
+    /// `exec/narrow.rs`); the same columns and rows as the aggregation
+    /// for what the top-k above takes.
+    NarrowedAggregate {
+        input: Box<Plan>,
+        narrow: Narrow,
+    },
+}
+
+/// How a `Plan::NarrowedAggregate` narrows: the top-k above sorts first by
+/// output column `key` (a time bucket of the scan's time index, timestamp
+/// typed), descending or not, and takes `k` rows; `step` is a guess of one
+/// bucket's width in microseconds (the first range spans `k + 1` of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Narrow {
+    pub key: usize,
+    pub desc: bool,
+    pub k: usize,
+    pub step: i64,
 }
 
 impl Plan {
@@ -439,7 +459,8 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input }
-            | Plan::DistinctOn { input, .. } => input.columns(),
+            | Plan::DistinctOn { input, .. }
+            | Plan::NarrowedAggregate { input, .. } => input.columns(),
             Plan::SetOp { left, .. } => left.columns(),
         }
     }
@@ -487,6 +508,7 @@ impl Plan {
             Plan::SetOp { left, right, kind, all } => Plan::SetOp { left: mp(left), right: mp(right), kind: *kind, all: *all },
             Plan::Distinct { input } => Plan::Distinct { input: mp(input) },
             Plan::DistinctOn { input, keys } => Plan::DistinctOn { input: mp(input), keys: keys.iter().map(m).collect() },
+            Plan::NarrowedAggregate { input, narrow } => Plan::NarrowedAggregate { input: mp(input), narrow: *narrow },
         }
     }
 
@@ -535,6 +557,9 @@ impl Plan {
                 if !regions.1.is_empty() {
                     l.push_str(" incremental");
                 }
+                if request.last_row {
+                    l.push_str(" last row per series");
+                }
                 l
             }
             Plan::Memory { batches, columns } => {
@@ -571,6 +596,9 @@ impl Plan {
             Plan::SetOp { kind, all, .. } => format!("{kind:?}{}", if *all { " ALL" } else { "" }),
             Plan::Distinct { .. } => "Distinct".to_string(),
             Plan::DistinctOn { keys, .. } => format!("DistinctOn keys: {}", keys.len()),
+            Plan::NarrowedAggregate { narrow, .. } => {
+                format!("TimeNarrowed top: {} {}", narrow.k, if narrow.desc { "newest" } else { "oldest" })
+            }
         };
         out.push(format!("{pad}{line}"));
         match self {
@@ -582,7 +610,8 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input }
-            | Plan::DistinctOn { input, .. } => input.explain_into(depth + 1, out),
+            | Plan::DistinctOn { input, .. }
+            | Plan::NarrowedAggregate { input, .. } => input.explain_into(depth + 1, out),
             Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => {
                 left.explain_into(depth + 1, out);
                 right.explain_into(depth + 1, out);

@@ -106,6 +106,8 @@ impl PlanNode for Plan {
             Plan::Limit { input, .. } => Node::Limit(input),
             Plan::Distinct { input } => Node::Distinct(input),
             Plan::DistinctOn { input, .. } => Node::DistinctOn(input),
+            // The aggregation's own rows (a top-k above takes the same ones).
+            Plan::NarrowedAggregate { input, .. } => Node::Filter(input),
             Plan::SetOp { left, right, kind, all } => Node::SetOp(left, right, *kind, *all),
         }
     }
@@ -113,7 +115,12 @@ impl PlanNode for Plan {
     fn own_exprs(&self) -> Vec<&Expr> {
         let mut out: Vec<&Expr> = Vec::new();
         match self {
-            Plan::Scan { .. } | Plan::Memory { .. } | Plan::Limit { .. } | Plan::Distinct { .. } | Plan::SetOp { .. } => {}
+            Plan::Scan { .. }
+            | Plan::Memory { .. }
+            | Plan::Limit { .. }
+            | Plan::Distinct { .. }
+            | Plan::SetOp { .. }
+            | Plan::NarrowedAggregate { .. } => {}
             Plan::Values { rows, .. } => out.extend(rows.iter().flatten()),
             Plan::Series { args, .. } => out.extend(args),
             Plan::Filter { predicate, .. } => out.push(predicate),

@@ -40,6 +40,8 @@ pub struct Scan {
     /// Primary-key column ∈ set of values, from `=` and `IN (..)` filters
     /// (several on one column intersect; an empty set matches no row).
     pub tag_sets: Vec<(usize, Vec<Value>)>,
+    /// Only each series' last row is needed (see `rewrite/last_row.rs`).
+    pub last_row: bool,
 }
 
 impl Scan {
@@ -347,6 +349,9 @@ impl LogicalPlan {
                         })
                         .collect();
                     let _ = write!(l, " tags=[{}]", tags.join(", "));
+                }
+                if s.last_row {
+                    l.push_str(" last_row");
                 }
                 l
             }

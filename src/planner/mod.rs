@@ -11,6 +11,7 @@ mod hop;
 pub mod incremental;
 pub mod logical;
 mod named_window;
+mod narrow;
 pub mod physical;
 mod privilege;
 mod regtypes;

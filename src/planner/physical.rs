@@ -84,7 +84,14 @@ pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
             condition: filter.as_ref().map(x).transpose()?,
             columns: columns.clone(),
         },
-        LogicalPlan::Sort { input, keys: k, fetch } => Plan::Sort { input: p(input)?, keys: keys(k)?, limit: *fetch },
+        LogicalPlan::Sort { input, keys: k, fetch } => {
+            // A top-k on a time bucket reads the newest buckets first.
+            let planned = match super::narrow::narrow(input, k, *fetch) {
+                Some(n) => Box::new(super::narrow::wrap(*p(input)?, n)),
+                None => p(input)?,
+            };
+            Plan::Sort { input: planned, keys: keys(k)?, limit: *fetch }
+        }
         LogicalPlan::Limit { input, limit, offset } => Plan::Limit { input: p(input)?, limit: *limit, offset: *offset },
         LogicalPlan::Distinct { input } => Plan::Distinct { input: p(input)? },
         LogicalPlan::DistinctOn { input, keys } => Plan::DistinctOn { input: p(input)?, keys: xs(keys)? },
@@ -94,7 +101,8 @@ pub fn physical_plan(plan: &LogicalPlan, ctx: &ExecCtx) -> Result<Plan> {
 
 /// A storage scan, with a selection of the pushed filters over it.
 fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
-    let mut request = ScanRequest { projection: s.projection.clone(), time_range: s.time_range, ..Default::default() };
+    let mut request =
+        ScanRequest { projection: s.projection.clone(), time_range: s.time_range, last_row: s.last_row, ..Default::default() };
     if let Some(first) = s.regions.0.first() {
         // Storage prunes by each tag column's set of values (an equality
         // or IN-list); the selection above still filters.

@@ -1030,6 +1030,7 @@ impl<'a> Planner<'a> {
                 filters: vec![],
                 time_range: None,
                 tag_sets: vec![],
+                last_row: false,
             });
             return Ok((plan, cols));
         }

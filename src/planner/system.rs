@@ -498,6 +498,11 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         i(st.row_groups_read),
                         i(st.row_groups_pruned),
                         i(st.background_panics),
+                        i(st.decoded_cache_hits),
+                        i(st.decoded_cache_fills),
+                        i(st.decoded_cache_bytes),
+                        i(st.last_row_hits),
+                        i(st.last_row_scans),
                     ]);
                 }
             }
@@ -524,6 +529,11 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("row_groups_read", Int8),
                     ("row_groups_pruned", Int8),
                     ("background_panics", Int8),
+                    ("decoded_cache_hits", Int8),
+                    ("decoded_cache_fills", Int8),
+                    ("decoded_cache_bytes", Int8),
+                    ("last_row_hits", Int8),
+                    ("last_row_scans", Int8),
                 ],
                 rows,
             )

@@ -15,6 +15,9 @@
 //! manifest does not name are garbage and removed at open.
 
 mod codec;
+mod column_cache;
+pub use column_cache::ColumnCacheStats;
+use column_cache::ColumnCache;
 mod memtable;
 mod meta;
 mod object;
@@ -129,6 +132,10 @@ pub struct ScanRequest {
     pub snapshot: Option<SeqNo>,
     /// The reading transaction's own uncommitted writes to this region.
     pub overlay: Option<Arc<RegionWrites>>,
+    /// Only the last row (greatest time index) of each series (primary
+    /// key), or a superset of those rows; ignored without a time index.
+    /// For `DISTINCT ON (tags) … ORDER BY tags, time DESC`.
+    pub last_row: bool,
 }
 
 /// What one acknowledged write did.
@@ -198,6 +205,8 @@ pub struct StorageTuning {
     pub compaction_files_min: usize,
     /// Period of the background flush/compaction thread; 0 = no thread.
     pub background_interval_ms: u64,
+    /// Bytes of decoded SST columns kept for later reads; 0 = none.
+    pub decoded_cache_bytes_max: usize,
 }
 
 impl Default for StorageTuning {
@@ -211,6 +220,7 @@ impl Default for StorageTuning {
             compaction_file_bytes_max: 32 << 20,
             compaction_files_min: 4,
             background_interval_ms: 1000,
+            decoded_cache_bytes_max: 256 << 20,
         }
     }
 }
@@ -229,6 +239,8 @@ pub(crate) struct Shared {
     pub wake: (Mutex<bool>, Condvar),
     /// Commit decisions of multi-region transactions.
     pub txns: txn::CommitLog,
+    /// Decoded SST columns (`column_cache.rs`).
+    pub column_cache: Arc<ColumnCache>,
     /// Held while a multi-region transaction is published (write) and while
     /// a snapshot is taken (read), so snapshots see it whole or not at all.
     pub gate: RwLock<()>,
@@ -274,6 +286,7 @@ impl StorageEngine {
         let txns = txn::CommitLog::open(&dir.join("txn"), config.wal_fsync)?;
         let shared = Arc::new(Shared {
             txns,
+            column_cache: Arc::new(ColumnCache::new(tuning.decoded_cache_bytes_max)),
             gate: RwLock::new(()),
             config,
             tuning,
@@ -343,6 +356,11 @@ impl StorageEngine {
 
     pub fn subscribe(&self, listener: Arc<dyn WriteListener>) {
         self.shared.listeners.lock().push(listener);
+    }
+
+    /// The decoded-column cache's size, budget and counters.
+    pub fn column_cache_stats(&self) -> ColumnCacheStats {
+        self.shared.column_cache.stats()
     }
 
     /// Bytes held by all memtables.

@@ -4,7 +4,7 @@
 //! (presence, size, CRC, footer), and reading it with file, row-group and
 //! column pruning. Imports only `crate::error`, arrow and parquet.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
@@ -21,6 +21,7 @@ use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::properties::WriterProperties;
 use parquet::file::statistics::Statistics;
 
+use super::column_cache::{ColumnCache, ColumnKey};
 use super::meta::FileMeta;
 use super::object::{ObjectReader, ObjectStore, PrefetchReader};
 use super::version::{time_bounds, Layout, OP_PUT};
@@ -296,6 +297,13 @@ pub struct SstScan {
     /// Row groups that may match (read) and ruled out (pruned).
     pub read: usize,
     pub pruned: usize,
+    cache: Option<Arc<ColumnCache>>,
+    /// Row groups served from the cache and decoded into it, counted for
+    /// the reader's region.
+    cache_counts: Option<Arc<[AtomicU64; 2]>>,
+    /// Whole row groups being decoded, to go into the cache at their end:
+    /// the row group and the batches so far.
+    filling: Option<(usize, Vec<RecordBatch>)>,
 }
 
 /// Plan a read of `cols` of the row groups and pages of `f` that may match
@@ -317,10 +325,100 @@ pub fn scan_sst(f: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> SstSc
         groups.push_back((rg, sel));
     }
     let read = groups.len();
-    SstScan { file: f.clone(), cols: cols.to_vec(), time, groups, current: None, read, pruned: md.num_row_groups() - read }
+    SstScan {
+        file: f.clone(),
+        cols: cols.to_vec(),
+        time,
+        groups,
+        current: None,
+        read,
+        pruned: md.num_row_groups() - read,
+        cache: None,
+        cache_counts: None,
+        filling: None,
+    }
 }
 
 impl SstScan {
+    /// Read through `cache`: row groups read whole are decoded once.
+    pub fn with_cache(mut self, cache: &Arc<ColumnCache>, counts: &Arc<[AtomicU64; 2]>) -> SstScan {
+        if cache.enabled() {
+            self.cache = Some(cache.clone());
+            self.cache_counts = Some(counts.clone());
+        }
+        self
+    }
+
+    fn count(&self, which: usize) {
+        if let Some(c) = &self.cache_counts {
+            c[which].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn cache_key(&self, rg: usize) -> ColumnKey {
+        ColumnKey { path: self.file.meta.path.as_str().into(), crc: self.file.meta.crc, row_group: rg, column: 0 }
+    }
+
+    /// The columns read from a row group: the projection, and the time
+    /// index when rows are filtered by time.
+    fn group_cols(&self) -> Vec<usize> {
+        let mut c = self.cols.clone();
+        if let Some((_, tc)) = self.time {
+            if !c.contains(&tc) {
+                c.push(tc);
+                c.sort_unstable();
+            }
+        }
+        c
+    }
+
+    /// A row group from cached arrays (`group_cols`).
+    fn from_cached(&self, arrays: Vec<ArrayRef>) -> Result<Option<RecordBatch>> {
+        let gc = self.group_cols();
+        let schema = Arc::new(self.file.reader_meta.schema().project(&gc)?);
+        let n = arrays.first().map_or(0, |a| a.len());
+        let b = RecordBatch::try_new_with_options(schema, arrays, &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)))?;
+        self.finish(b)
+    }
+
+    /// A batch of `group_cols` of a whole row group: the time filter
+    /// applied, the projection kept.
+    fn finish(&self, b: RecordBatch) -> Result<Option<RecordBatch>> {
+        let gc = self.group_cols();
+        let b = match self.time {
+            Some(((lo, hi), tc)) => {
+                let t = arrow::compute::cast(b.column(gc.iter().position(|&c| c == tc).unwrap()), &DataType::Int64)?;
+                let t = t.as_primitive::<Int64Type>();
+                let v = t.values();
+                let mask = arrow::array::BooleanArray::from(arrow::buffer::BooleanBuffer::collect_bool(t.len(), |i| v[i] >= lo && v[i] < hi));
+                arrow::compute::filter_record_batch(&b, &mask)?
+            }
+            None => b,
+        };
+        let b = if gc.len() == self.cols.len() {
+            b
+        } else {
+            let keep: Vec<usize> = self.cols.iter().map(|c| gc.iter().position(|x| x == c).unwrap()).collect();
+            b.project(&keep)?
+        };
+        Ok((b.num_rows() > 0).then_some(b))
+    }
+
+    /// Put the decoded row group into the cache, column by column.
+    fn fill(&mut self) -> Result<()> {
+        let (Some(cache), Some((rg, batches))) = (self.cache.clone(), self.filling.take()) else { return Ok(()) };
+        if batches.is_empty() {
+            return Ok(());
+        }
+        let base = self.cache_key(rg);
+        for (i, c) in self.group_cols().into_iter().enumerate() {
+            let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
+            let a = if parts.len() == 1 { batches[0].column(i).clone() } else { arrow::compute::concat(&parts)? };
+            cache.insert(ColumnKey { column: c, ..base.clone() }, a);
+        }
+        Ok(())
+    }
+
     /// The next non-empty batch of the file, or None at its end.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         let path = self.file.meta.path.clone();
@@ -329,17 +427,74 @@ impl SstScan {
                 match r.next() {
                     Some(b) => {
                         let b = b.map_err(|e| corrupt(&path, e.to_string()))?;
+                        let b = match self.filling.as_mut() {
+                            Some((_, v)) => {
+                                v.push(b.clone());
+                                match self.finish(b)? {
+                                    Some(b) => b,
+                                    None => continue,
+                                }
+                            }
+                            None => b,
+                        };
                         if b.num_rows() > 0 {
                             return Ok(Some(b));
                         }
                         continue;
                     }
-                    None => self.current = None,
+                    None => {
+                        self.current = None;
+                        self.fill()?;
+                    }
                 }
             }
             let Some((rg, sel)) = self.groups.pop_front() else { return Ok(None) };
+            if let Some(cache) = &self.cache {
+                if let Some(arrays) = cache.get_all(&self.cache_key(rg), &self.group_cols()) {
+                    self.count(0);
+                    match self.from_cached(arrays)? {
+                        Some(b) => return Ok(Some(b)),
+                        None => continue,
+                    }
+                }
+                // A row group whose time slice keeps most of it is decoded
+                // whole (and cached, then filtered); a narrow slice decodes
+                // just its pages.
+                let rows = self.file.reader_meta.metadata().row_group(rg).num_rows() as usize;
+                let kept = sel.as_ref().map_or(rows, |s| s.iter().filter(|x| !x.skip).map(|x| x.row_count).sum());
+                if kept * 4 >= rows * 3 {
+                    self.count(1);
+                    self.filling = Some((rg, Vec::new()));
+                    self.current = Some(self.open_whole(rg)?);
+                    continue;
+                }
+            }
             self.current = Some(self.open_group(rg, sel)?);
         }
+    }
+
+    /// A reader of `group_cols` of a whole row group: no page selection,
+    /// no row filter.
+    fn open_whole(&self, rg: usize) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+        let f = &self.file;
+        let md = f.reader_meta.metadata();
+        let gc = self.group_cols();
+        let ranges: Vec<(u64, u64)> = gc
+            .iter()
+            .map(|&c| {
+                let (start, len) = md.row_group(rg).column(c).byte_range();
+                (start, start + len)
+            })
+            .collect();
+        let reader = ObjectReader { store: f.store.clone(), path: f.meta.path.clone(), len: f.meta.bytes };
+        let reader = PrefetchReader::new(reader, ranges).map_err(|e| corrupt(&f.meta.path, e.message.clone()))?;
+        let mask = ProjectionMask::roots(md.file_metadata().schema_descr(), gc.iter().copied());
+        ParquetRecordBatchReaderBuilder::new_with_metadata(reader, f.reader_meta.clone())
+            .with_projection(mask)
+            .with_row_groups(vec![rg])
+            .with_batch_size(64 * 1024)
+            .build()
+            .map_err(|e| corrupt(&f.meta.path, e.to_string()))
     }
 
     fn open_group(&self, rg: usize, sel: Option<Vec<RowSelector>>) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {

@@ -137,6 +137,7 @@ pub fn plan(planner: &Planner, vs: &VectorSelector, t: &Target, lo_ms: i64, hi_m
         filters: vec![],
         time_range: None,
         tag_sets: vec![],
+        last_row: false,
     });
     let col = |i: usize| Expr::Column { index: i, ty: def.columns[i].ty };
     let bin = |op, l: Expr, r: Expr| Expr::Binary { op, left: Box::new(l), right: Box::new(r), ty: SqlType::Bool };

@@ -2,7 +2,8 @@
 //! plan that keeps the output schema: constant folding, subquery
 //! decorrelation (EXISTS / IN → semi and anti joins), predicate pushdown
 //! (into scans, with time ranges and tag sets), projection pruning and
-//! merging, limit pushdown into sorts. `optimize` runs them in that order.
+//! merging, limit pushdown into sorts, last-row-per-series scans under
+//! `DISTINCT ON (tags) … ORDER BY tags, time DESC`. `optimize` runs them in that order.
 //!
 //! Passes see only `planner::logical` and exec's expressions; they read no
 //! catalog and run no operator (constant folding evaluates expressions of
@@ -10,6 +11,7 @@
 
 pub mod decorrelate;
 pub mod fold;
+pub mod last_row;
 pub mod limit;
 pub mod merge_projections;
 pub mod prune;
@@ -27,7 +29,8 @@ pub fn optimize(plan: LogicalPlan, ctx: &ExecCtx) -> LogicalPlan {
     let plan = pushdown::push_down_filters(plan);
     let plan = prune::prune_columns(plan);
     let plan = merge_projections::merge_projections(plan);
-    limit::push_down_limits(plan)
+    let plan = limit::push_down_limits(plan);
+    last_row::use_last_row(plan)
 }
 
 /// Split a predicate into its AND-ed conjuncts.

@@ -395,6 +395,7 @@ pub(crate) mod tests {
             filters: vec![],
             time_range: None,
             tag_sets: vec![],
+            last_row: false,
         })
     }
 

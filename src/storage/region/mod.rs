@@ -57,7 +57,7 @@ use super::version::{
     OP_DELETE, OP_PUT,
 };
 use super::wal::{LocalLog, LogStore};
-use super::{RegionDescriptor, RegionId, ScanRequest, SeqMode, SeqNo, Shared, WriteNotice, DIFF_COLUMN};
+use super::{RegionDescriptor, RegionId, ScanRequest, SeqBounds, SeqMode, SeqNo, Shared, WriteNotice, DIFF_COLUMN};
 use crate::error::Result;
 
 /// WAL record op for a write that stores nothing (instant TTL).
@@ -138,6 +138,17 @@ pub struct RegionStats {
     pub wal_syncs: u64,
     /// Panics caught in this region's background flush or compaction.
     pub background_panics: u64,
+    /// Last-row-per-series reads answered from the cache (brought forward
+    /// by the rows written since, if any).
+    pub last_row_hits: u64,
+    /// Last-row-per-series reads that scanned the region.
+    pub last_row_scans: u64,
+    /// SST row groups of this region read from the decoded-column cache.
+    pub decoded_cache_hits: u64,
+    /// SST row groups of this region decoded whole and put in the cache.
+    pub decoded_cache_fills: u64,
+    /// Bytes in the decoded-column cache (engine-wide, all regions).
+    pub decoded_cache_bytes: u64,
 }
 
 #[derive(Default)]
@@ -150,6 +161,8 @@ struct Counters {
     compactions: AtomicU64,
     wal_syncs: AtomicU64,
     background_panics: AtomicU64,
+    last_row_hits: AtomicU64,
+    last_row_scans: AtomicU64,
 }
 
 struct Inner {
@@ -176,6 +189,8 @@ struct Inner {
     /// The exact bytes in the metadata store, for compare-and-set.
     manifest_bytes: Vec<u8>,
     files: Arc<Vec<Arc<SstFile>>>,
+    /// Highest published sequence that deleted rows (0: none since open).
+    last_delete_seq: SeqNo,
 }
 
 /// A region: the unit of storage, sequencing and distribution.
@@ -198,6 +213,10 @@ pub struct Region {
     next_file_id: AtomicU64,
     closed: AtomicBool,
     counters: Counters,
+    /// Last row per series at a sequence (see `lastrow.rs`).
+    last_rows: Mutex<Option<lastrow::LastRowCache>>,
+    /// Row groups read from / decoded into the decoded-column cache.
+    cache_counts: Arc<[AtomicU64; 2]>,
 }
 
 impl Region {
@@ -317,6 +336,7 @@ impl Region {
                 manifest: Arc::new(manifest),
                 manifest_bytes: bytes,
                 files: Arc::new(files),
+                last_delete_seq: 0,
             }),
             shared,
             synced: Condvar::new(),
@@ -327,6 +347,8 @@ impl Region {
             next_file_id: AtomicU64::new(next_file_id),
             closed: AtomicBool::new(false),
             counters: Counters::default(),
+            last_rows: Mutex::new(None),
+            cache_counts: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
         })
     }
 
@@ -420,6 +442,11 @@ impl Region {
             compactions: c.compactions.load(Ordering::Relaxed),
             wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
             background_panics: c.background_panics.load(Ordering::Relaxed),
+            last_row_hits: c.last_row_hits.load(Ordering::Relaxed),
+            last_row_scans: c.last_row_scans.load(Ordering::Relaxed),
+            decoded_cache_hits: self.cache_counts[0].load(Ordering::Relaxed),
+            decoded_cache_fills: self.cache_counts[1].load(Ordering::Relaxed),
+            decoded_cache_bytes: self.shared.column_cache.stats().bytes,
         }
     }
 }
@@ -427,6 +454,7 @@ impl Region {
 mod changes;
 mod compact;
 mod flush;
+mod lastrow;
 mod read;
 pub use read::RegionScan;
 mod write;

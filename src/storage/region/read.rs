@@ -170,15 +170,15 @@ impl Region {
                     self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                let (batches, read, pruned) = read_sst(file, cols, &p)?;
-                self.counters.row_groups_read.fetch_add(read as u64, Ordering::Relaxed);
-                self.counters.row_groups_pruned.fetch_add(pruned as u64, Ordering::Relaxed);
-                if read == 0 {
+                let mut scan = scan_sst(file, cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts);
+                self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
+                self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
+                if scan.read == 0 {
                     self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
                 self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
-                for b in batches {
+                while let Some(b) = scan.next_batch()? {
                     keep(b, &mut out)?;
                 }
                 if !out.is_empty() {
@@ -282,7 +282,7 @@ impl Region {
         }
         let eq = prune_eq(f);
         let p = SstPredicate { seq_after, seq_upto, time, ts_col: self.layout.time_index, eq: &eq, seq_col };
-        let scan = scan_sst(file, &cols, &p);
+        let scan = scan_sst(file, &cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts);
         self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
         self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
         if scan.read == 0 {
@@ -345,6 +345,9 @@ impl Region {
     /// [`Region::scan`] a batch at a time: the bounds are checked and the
     /// snapshot taken now; rows are read as [`RegionScan::next_batch`] asks.
     pub fn scan_stream(&self, req: &ScanRequest) -> Result<RegionScan> {
+        if req.last_row && self.layout.time_index.is_some() {
+            return self.last_row_scan(req);
+        }
         let mut b = req.seq;
         if let (Some(s), None, SeqMode::Exact) = (req.snapshot, b.upto, b.mode) {
             let (last, history) = {
@@ -617,7 +620,7 @@ pub(super) struct IsolatedRead {
 pub struct RegionScan {
     work: VecDeque<Work>,
     isolated: Option<IsolatedRead>,
-    ready: VecDeque<RecordBatch>,
+    pub(super) ready: VecDeque<RecordBatch>,
     snap: Snapshot,
     proj: Vec<usize>,
     cols: Vec<usize>,
@@ -630,6 +633,24 @@ pub struct RegionScan {
 }
 
 impl RegionScan {
+    /// A scan with nothing to read (rows go into `ready`).
+    pub(super) fn empty(schema: arrow::datatypes::SchemaRef) -> RegionScan {
+        RegionScan {
+            work: VecDeque::new(),
+            isolated: None,
+            ready: VecDeque::new(),
+            snap: Snapshot { mem: vec![], overlay_from: 0, files: Arc::new(vec![]), flushed_seq: 0, history_seq: 0, last_seq: 0 },
+            proj: vec![],
+            cols: vec![],
+            schema,
+            opos: 0,
+            out_cols: vec![],
+            filter: RowFilter { seq_after: None, seq_upto: None, time: None, ttl_cutoff: None, eq: vec![], times: None },
+            with_rowid: false,
+            with_ssts: false,
+        }
+    }
+
     /// The next batch of visible rows (projected, `__rowid` last when
     /// asked), or None at the end. `region` is the region scanned.
     pub fn next_batch(&mut self, region: &Region) -> Result<Option<RecordBatch>> {

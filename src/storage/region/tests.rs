@@ -826,3 +826,178 @@ fn background_panic_is_counted_and_the_thread_carries_on() {
     assert_eq!(r.stats().background_panics, 1);
     assert_eq!(scan_all(&r).len(), 2);
 }
+
+/// The newest-by-time row of each host of the model.
+fn model_last(m: &Model, range: Option<(i64, i64)>) -> Vec<Row> {
+    let mut last: BTreeMap<String, Row> = BTreeMap::new();
+    for ((h, t), v) in m {
+        if range.is_some_and(|(lo, hi)| *t < lo || *t >= hi) {
+            continue;
+        }
+        last.insert(h.clone(), (h.clone(), *t, *v));
+    }
+    last.into_values().collect()
+}
+
+fn last_rows(r: &Region, range: Option<(i64, i64)>) -> Vec<Row> {
+    rows_of(&r.scan(&ScanRequest { last_row: true, time_range: range, ..Default::default() }).unwrap())
+}
+
+/// Delete one row (host, ts) by its row id.
+fn delete_row(r: &Region, host: &str, ts: i64) {
+    let got = r.scan(&ScanRequest { with_rowid: true, ..Default::default() }).unwrap();
+    for b in got {
+        let h = b.column(0).as_string::<i32>();
+        let t = b.column(1).as_primitive::<TimestampMicrosecondType>();
+        let m = arrow::array::BooleanArray::from_iter((0..b.num_rows()).map(|i| Some(h.value(i) == host && t.value(i) == ts)));
+        let b = arrow::compute::filter_record_batch(&b, &m).unwrap();
+        if b.num_rows() > 0 {
+            r.delete(&b).unwrap();
+        }
+    }
+}
+
+/// Last row per series under late rows, overwrites, deletes of the last
+/// row and of whole series, flushes, compactions and restarts, against the
+/// model; warm reads do not read SSTs again.
+#[test]
+fn last_row_per_series_follows_the_model() {
+    for seed in [3u64, 11, 99] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = desc(false, None);
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut e = engine(dir.path());
+        let mut r = e.open_region(1, d.clone()).unwrap();
+        let mut model: Model = BTreeMap::new();
+        for step in 0..300 {
+            match rng.below(16) {
+                0..=7 => {
+                    let n = 1 + rng.below(5) as usize;
+                    let rows: Vec<(String, i64, Option<i64>)> = (0..n)
+                        .map(|_| (format!("h{}", rng.below(5)), rng.below(20) as i64 * 1000, Some(rng.below(100) as i64)))
+                        .collect();
+                    let refs: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
+                    r.write(&batch(&d, &refs)).unwrap();
+                    for (h, t, v) in rows {
+                        model.insert((h, t), v);
+                    }
+                }
+                8..=9 => {
+                    // Delete a host's last row (its predecessor becomes the last).
+                    let host = format!("h{}", rng.below(5));
+                    if let Some(t) = model.keys().filter(|k| k.0 == host).map(|k| k.1).max() {
+                        delete_row(&r, &host, t);
+                        model.remove(&(host, t));
+                    }
+                }
+                10 => {
+                    let host = format!("h{}", rng.below(5));
+                    delete_host(&r, &host);
+                    model.retain(|k, _| k.0 != host);
+                }
+                11..=12 => r.flush().unwrap(),
+                13 => {
+                    r.compact().unwrap();
+                }
+                14 => {
+                    drop(r);
+                    drop(e);
+                    e = engine(dir.path());
+                    r = e.open_region(1, d.clone()).unwrap();
+                }
+                _ => {
+                    let (lo, hi) = (rng.below(20) as i64 * 1000, rng.below(20) as i64 * 1000 + 500);
+                    assert_eq!(last_rows(&r, Some((lo, hi))), model_last(&model, Some((lo, hi))), "seed {seed} step {step} range");
+                }
+            }
+            assert_eq!(last_rows(&r, None), model_last(&model, None), "seed {seed} step {step}");
+            // A second read with no write in between reads no SST.
+            let before = r.stats();
+            assert_eq!(last_rows(&r, None), model_last(&model, None), "seed {seed} step {step} warm");
+            let after = r.stats();
+            assert_eq!(after.row_groups_read, before.row_groups_read, "seed {seed} step {step}: a warm read decoded row groups");
+            assert_eq!(after.last_row_hits, before.last_row_hits + 1, "seed {seed} step {step}");
+        }
+    }
+}
+
+/// After a flush, bringing the cache forward reads only what was written
+/// since: rows in the memtable, not the SSTs of the history.
+#[test]
+fn last_row_reads_only_new_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = desc(false, None);
+    let e = engine(dir.path());
+    let r = e.open_region(1, d.clone()).unwrap();
+    for t in 0..50 {
+        r.write(&batch(&d, &[("a", t * 1000, Some(t)), ("b", t * 1000, Some(-t))])).unwrap();
+    }
+    r.flush().unwrap();
+    assert_eq!(last_rows(&r, None), vec![("a".into(), 49_000, Some(49)), ("b".into(), 49_000, Some(-49))]);
+    let cold = r.stats();
+    assert!(cold.row_groups_read >= 25, "the first read scans the history: {}", cold.row_groups_read);
+    // A late row and an overwrite of the last row, unflushed.
+    r.write(&batch(&d, &[("a", 10_000, Some(0)), ("b", 49_000, Some(7))])).unwrap();
+    assert_eq!(last_rows(&r, None), vec![("a".into(), 49_000, Some(49)), ("b".into(), 49_000, Some(7))]);
+    let warm = r.stats();
+    assert_eq!(warm.row_groups_read, cold.row_groups_read, "only the memtable is read");
+    assert_eq!(warm.last_row_scans, 1);
+    // Flushed: the new SST (sequences above the cache's) is read, not the old one.
+    r.write(&batch(&d, &[("c", 1, Some(1))])).unwrap();
+    r.flush().unwrap();
+    assert_eq!(last_rows(&r, None).len(), 3);
+    let s = r.stats();
+    assert!(s.row_groups_read - warm.row_groups_read <= 1, "read {} row groups", s.row_groups_read - warm.row_groups_read);
+    assert_eq!(s.last_row_scans, 1);
+}
+
+/// TTL: a series whose last row expired has no row at all.
+#[test]
+fn last_row_applies_ttl() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = desc(false, Some(3_600_000));
+    let e = engine(dir.path());
+    let r = e.open_region(1, d.clone()).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as i64;
+    r.write(&batch(&d, &[("old", now - 7_200_000_000, Some(1)), ("new", now - 7_200_000_000, Some(1)), ("new", now, Some(2))])).unwrap();
+    assert_eq!(last_rows(&r, None), vec![("new".into(), now, Some(2))]);
+    assert_eq!(last_rows(&r, None), vec![("new".into(), now, Some(2))]);
+}
+
+/// The decoded-column cache: a second read of flushed data decodes nothing
+/// and answers the same (time slices filtered from the cached row groups);
+/// a budget of 0 turns it off.
+#[test]
+fn decoded_column_cache_serves_repeated_reads() {
+    for budget in [256usize << 20, 0] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = desc(false, None);
+        let e = StorageEngine::open_tuned(
+            dir.path(),
+            StorageConfig { wal_fsync: false, ..Default::default() },
+            StorageTuning { decoded_cache_bytes_max: budget, ..tuning() },
+        )
+        .unwrap();
+        let r = e.open_region(1, d.clone()).unwrap();
+        let rows: Vec<(String, i64, Option<i64>)> = (0..40).map(|i| (format!("h{}", i % 3), i * 1000, Some(i))).collect();
+        let refs: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
+        r.write(&batch(&d, &refs)).unwrap();
+        r.flush().unwrap();
+        let want = scan_all(&r);
+        assert_eq!(want.len(), 40);
+        let first = r.stats();
+        assert_eq!(scan_all(&r), want);
+        let req = ScanRequest { time_range: Some((5_000, 20_000)), projection: Some(vec![0, 2]), ..Default::default() };
+        let sliced: usize = r.scan(&req).unwrap().iter().map(|b| b.num_rows()).sum();
+        assert_eq!(sliced, 15);
+        let second = r.stats();
+        if budget > 0 {
+            assert!(first.decoded_cache_fills > 0 && first.decoded_cache_bytes > 0);
+            assert_eq!(second.decoded_cache_fills, first.decoded_cache_fills, "nothing decoded again");
+            assert!(second.decoded_cache_hits >= first.decoded_cache_fills);
+            assert!(e.column_cache_stats().bytes <= budget as u64);
+        } else {
+            assert_eq!((second.decoded_cache_hits, second.decoded_cache_fills, second.decoded_cache_bytes), (0, 0, 0));
+        }
+    }
+}

@@ -307,6 +307,10 @@ impl Region {
             let seq = p.seq;
             debug_assert_eq!(p.first, inner.last_seq + 1, "published sequences are dense");
             for chunk in p.chunks {
+                let op = chunk.batch.column(self.layout.op()).as_primitive::<arrow::datatypes::UInt8Type>();
+                if op.values().iter().any(|&o| o == OP_DELETE) {
+                    inner.last_delete_seq = seq;
+                }
                 let delta = inner.mem.push(&self.layout, chunk)?;
                 if delta >= 0 {
                     self.shared.mem_used.fetch_add(delta as usize, Ordering::Relaxed);
