@@ -49,17 +49,22 @@ fn prometheus_answer(a: &serde_json::Value) -> Series {
     out
 }
 
-/// weir's answer: rows (time, labels…, value) as series → step → value.
-async fn weir_answer(c: &Client, sql: &str) -> Result<Series, String> {
+/// weir's answer: rows (the time, labels, the value, in GreptimeDB's
+/// order) as series → step → value. The time column is `ts` or `time`, the
+/// labels are the columns named in `labels`, the value is the other one.
+async fn weir_answer(c: &Client, sql: &str, labels: &std::collections::BTreeSet<String>) -> Result<Series, String> {
     let msgs = c.simple_query(sql).await.map_err(|e| common::format_error(&e).0)?;
     let mut out = Series::new();
     for m in msgs {
         let SimpleQueryMessage::Row(r) = m else { continue };
-        let n = r.len();
-        let t = chrono::NaiveDateTime::parse_from_str(r.get(0).unwrap(), "%Y-%m-%d %H:%M:%S%.f").unwrap().and_utc().timestamp_millis();
-        let labels: Vec<(String, String)> =
-            (1..n - 1).filter_map(|i| r.get(i).map(|v| (r.columns()[i].name().to_string(), v.to_string()))).collect();
-        out.entry(labels).or_default().insert(t, parse_float(r.get(n - 1).unwrap()));
+        let names: Vec<&str> = r.columns().iter().map(|c| c.name()).collect();
+        let ti = names.iter().position(|n| *n == "ts" || *n == "time").expect("a time column");
+        let vi = (0..names.len()).find(|&i| i != ti && !labels.contains(names[i])).expect("a value column");
+        let t = chrono::NaiveDateTime::parse_from_str(r.get(ti).unwrap(), "%Y-%m-%d %H:%M:%S%.f").unwrap().and_utc().timestamp_millis();
+        let mut ls: Vec<(String, String)> =
+            (0..names.len()).filter(|&i| i != ti && i != vi).filter_map(|i| r.get(i).map(|v| (names[i].to_string(), v.to_string()))).collect();
+        ls.sort();
+        out.entry(ls).or_default().insert(t, parse_float(r.get(vi).unwrap()));
     }
     Ok(out)
 }
@@ -125,10 +130,22 @@ async fn answers_match_prometheus() {
     let (start, end, step) = (r["start"].as_i64().unwrap(), r["end"].as_i64().unwrap(), r["step"].as_i64().unwrap());
     let mut failures = Vec::new();
     let queries = doc["queries"].as_array().unwrap();
+    let mut label_names = std::collections::BTreeSet::new();
+    for series in doc["tables"].as_object().unwrap().values() {
+        for s in series.as_array().unwrap() {
+            label_names.extend(s["labels"].as_object().unwrap().keys().cloned());
+        }
+    }
+    // Labels a query makes (label_replace, count_values…).
+    for q in queries {
+        for s in q["answer"]["result"].as_array().into_iter().flatten() {
+            label_names.extend(s["labels"].as_object().unwrap().keys().cloned());
+        }
+    }
     for q in queries {
         let query = q["query"].as_str().unwrap();
         let want = prometheus_answer(&q["answer"]);
-        match weir_answer(&c, &format!("TQL EVAL ({start}, {end}, '{step}s') {query}")).await {
+        match weir_answer(&c, &format!("TQL EVAL ({start}, {end}, '{step}s') {query}"), &label_names).await {
             Err(e) => failures.push(format!("{query}: weir: {e}")),
             Ok(got) => {
                 if let Some(d) = differ(&want, &got) {
@@ -158,7 +175,7 @@ async fn tql_flow_survives_restart() {
     )
     .await
     .unwrap();
-    let sink = "SELECT ts, host, \"sum(val)\" FROM f_out";
+    let sink = "SELECT ts, host, \"sum(m.val)\" FROM f_out";
     let before = common::sorted_rows(&c, sink).await;
     assert_eq!(before, ["1970-01-01 00:00:00|a|1", "1970-01-01 00:00:05|a|2", "1970-01-01 00:00:10|a|2", "1970-01-01 00:00:10|b|7"]);
     let create = common::sorted_rows(&c, "SHOW CREATE FLOW f").await;
@@ -201,7 +218,7 @@ async fn tql_flow_runs_on_ticks() {
     .unwrap();
     let mut rows = Vec::new();
     for _ in 0..100 {
-        rows = common::sorted_rows(&c, "SELECT extract(milliseconds FROM ts)::int % 1000, \"count(val)\" FROM f_out").await;
+        rows = common::sorted_rows(&c, "SELECT extract(milliseconds FROM ts)::int % 1000, \"count(m.val)\" FROM f_out").await;
         if !rows.is_empty() {
             break;
         }

@@ -83,10 +83,10 @@ pub fn shape(planner: &Planner, tql: &Tql) -> Result<FlowShape> {
     if let Some(a) = &tql.args {
         crate::tql::range(planner, a)?;
     }
-    let mut columns = crate::tql::static_columns(planner, &expr)?;
-    crate::tql::rename_value(&mut columns, vec![], tql.alias.as_ref())?;
-    let labels = columns.iter().filter(|c| c.ty == crate::types::SqlType::Text).count();
-    Ok(FlowShape { flow_type: "batching", refresh: Refresh::Full, columns, time_output: Some(0), key_outputs: (1..1 + labels).collect() })
+    let columns = crate::tql::static_columns(planner, &expr, tql.alias.as_ref())?;
+    let time_output = columns.iter().position(|c| c.ty == crate::types::SqlType::Timestamp);
+    let key_outputs = (0..columns.len()).filter(|&i| columns[i].ty == crate::types::SqlType::Text).collect();
+    Ok(FlowShape { flow_type: "batching", refresh: Refresh::Full, columns, time_output, key_outputs })
 }
 
 /// The sink GreptimeDB creates for a TQL flow: the result's columns, no
@@ -123,15 +123,13 @@ pub fn run(
     let Some(a) = &tql.args else { bail!(Syntax, "TQL EVAL needs (start, end, step)") };
     let expr = crate::tql::parse_promql(tql)?;
     let range = crate::tql::range(&planner, a)?;
-    let mut want = crate::tql::static_columns(&planner, &expr)?;
-    crate::tql::rename_value(&mut want, vec![], tql.alias.as_ref())?;
+    let want = crate::tql::static_columns(&planner, &expr, tql.alias.as_ref())?;
     let sink_def = env
         .catalog
         .table(&def.sink_database, &def.sink_table)
         .ok_or_else(|| err!(UndefinedTable, "sink table \"{}\" of flow \"{}\" does not exist", def.sink_table, def.name))?;
     let fills = sink::fill_plan(&want, &sink_def)?;
-    let (mut have, batches) = crate::tql::evaluate(&planner, &expr, &range)?;
-    let batches = crate::tql::rename_value(&mut have, batches, tql.alias.as_ref())?;
+    let (have, batches) = crate::tql::evaluate(&planner, &expr, &range, tql.alias.as_ref())?;
     let batches = crate::tql::project(&have, &batches, &want)?;
     let regions = batching::table_regions(env, &sink_def)?;
     let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;

@@ -40,7 +40,7 @@ pub use flow::{CommentOnFlow, CreateFlow, DropFlow, FlowQuery, ShowCreateFlow, S
 pub use tdengine::{
     ChildSpec, CreateStable, CreateStream, Duration, InsertPart, Notify, OutputTag, StreamOption, StreamTrigger, TdStatement,
 };
-pub use tql::{Tql, TqlArgs, TqlKind};
+pub use tql::{Tql, TqlArgs, TqlCte, TqlKind, TqlWith};
 pub use vacuum::{Vacuum, VacuumTable};
 
 use crate::error::{ErrorKind, WeirError};
@@ -70,6 +70,8 @@ pub enum Statement {
     CommentOnFlow(CommentOnFlow),
     /// `TQL EVAL | EXPLAIN | ANALYZE (start, end, step) <promql>`.
     Tql(Box<Tql>),
+    /// `WITH name AS (TQL EVAL …) SELECT …`: TQL in WITH queries.
+    TqlWith(Box<TqlWith>),
     /// PostgreSQL's `VACUUM [ (options) ] [tables]`.
     Vacuum(Vacuum),
     /// TDengine's supertables, snodes and streams (`tdengine.rs`).
@@ -89,6 +91,7 @@ impl fmt::Display for Statement {
             Statement::ShowCreateFlow(c) => write!(f, "{c}"),
             Statement::CommentOnFlow(c) => write!(f, "{c}"),
             Statement::Tql(t) => write!(f, "{t}"),
+            Statement::TqlWith(t) => write!(f, "{t}"),
             Statement::Vacuum(v) => write!(f, "{v}"),
             Statement::Tdengine(t) => write!(f, "{t}"),
         }
@@ -123,6 +126,7 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["SHOW", "CREATE", "FLOW"], applies: |_| true, parse: flow::parse_show },
     WeirStatement { words: &["COMMENT", "ON", "FLOW"], applies: |_| true, parse: flow::parse_comment },
     WeirStatement { words: &["TQL"], applies: tql::applies, parse: tql::parse },
+    WeirStatement { words: &["WITH"], applies: tql::applies_with, parse: tql::parse_with },
     WeirStatement { words: &["VACUUM"], applies: |_| true, parse: vacuum::parse },
 ];
 
@@ -200,6 +204,11 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
     for s in &mut stmts {
         match s {
             Statement::Tql(t) => resolve_tql(sql, t)?,
+            Statement::TqlWith(w) => {
+                for c in &mut w.tql {
+                    resolve_tql(sql, &mut c.tql)?;
+                }
+            }
             Statement::CreateFlow(c) => {
                 if let FlowQuery::Tql(t) = &mut c.query {
                     resolve_tql(sql, t)?;
@@ -239,6 +248,12 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
                 }
             }
             Statement::Tql(t) => tql_nesting(t)?,
+            Statement::TqlWith(w) => {
+                for c in &w.tql {
+                    tql_nesting(&c.tql)?;
+                }
+                nesting::check(&w.query)?;
+            }
         }
     }
     Ok(stmts)
@@ -344,6 +359,13 @@ pub fn max_param(stmt: &Statement) -> usize {
         Statement::Tdengine(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tql(t) => {
             ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see)
+        }
+        Statement::TqlWith(w) => {
+            for c in &w.tql {
+                let a = c.tql.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]);
+                let _ = ast::visit_expressions(&a, &mut see);
+            }
+            ast::visit_expressions(&w.query, &mut see)
         }
         Statement::CreateTable(c) => {
             let _ = ast::visit_expressions(&c.columns, &mut see);

@@ -96,6 +96,18 @@ fn parse_args(parser: &mut Parser) -> Result<TqlArgs, ParserError> {
 }
 
 pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
+    Ok(Statement::Tql(Box::new(parse_tql(parser, false)?)))
+}
+
+/// Whether the token is the end of the PromQL text: the statement's end,
+/// or, inside a WITH query's parentheses, the `)` closing them.
+fn ends(t: &Token, depth: i32, nested: bool) -> bool {
+    matches!(t, Token::SemiColon | Token::EOF) || (nested && depth == 0 && *t == Token::RParen)
+}
+
+/// A TQL command; `nested`: the body of a WITH query, ended by the `)`
+/// that closes it (left for the caller).
+fn parse_tql(parser: &mut Parser, nested: bool) -> Result<Tql, ParserError> {
     parse_words(parser, &["TQL"]);
     let kind = if parse_words(parser, &["EVAL"]) || parse_words(parser, &["EVALUATE"]) {
         TqlKind::Eval
@@ -117,28 +129,165 @@ pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
         Some(parse_args(parser)?)
     };
     let first = parser.peek_token_ref().clone();
-    if matches!(first.token, Token::SemiColon | Token::EOF) {
+    if ends(&first.token, 0, nested) {
         return parser.expected_ref("a PromQL expression", &first);
     }
     let start = first.span.start;
     let mut end = first.span.end;
-    // The PromQL runs to the end of the statement, but for a trailing
-    // `AS name` (PromQL has no AS, so those two tokens are never its own).
+    // The PromQL runs to the end of the statement (or of the WITH query's
+    // parentheses), but for a trailing `AS name` (PromQL has no AS, so
+    // those two tokens are never its own).
     let mut alias = None;
-    while !matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
+    let mut depth = 0i32;
+    while !ends(&parser.peek_token_ref().token, depth, nested) {
         let is_as =
             matches!(&parser.peek_token_ref().token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("AS"));
-        if is_as
-            && matches!(parser.peek_nth_token_ref(1).token, Token::Word(_))
-            && matches!(parser.peek_nth_token_ref(2).token, Token::SemiColon | Token::EOF)
+        if is_as && depth == 0 && matches!(parser.peek_nth_token_ref(1).token, Token::Word(_)) && ends(&parser.peek_nth_token_ref(2).token, 0, nested)
         {
             parser.next_token();
             alias = Some(parser.parse_identifier()?);
             break;
         }
-        end = parser.next_token().span.end;
+        let t = parser.next_token();
+        match t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        end = t.span.end;
     }
-    Ok(Statement::Tql(Box::new(Tql { kind, args, query: String::new(), query_position: 0, span: Some((start, end)), alias })))
+    Ok(Tql { kind, args, query: String::new(), query_position: 0, span: Some((start, end)), alias })
+}
+
+/// A WITH query whose body is TQL (GreptimeDB's TQL in a CTE).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TqlCte {
+    pub name: ast::Ident,
+    /// `name (a, b, …)`: the result's columns renamed, in order.
+    pub columns: Vec<ast::Ident>,
+    pub tql: Tql,
+}
+
+/// `WITH a [(cols)] AS (TQL EVAL …), b AS (SELECT …), … <query>`: the TQL
+/// WITH queries, and the query holding the SQL ones (in their order) in
+/// its WITH clause. The TQL results are computed first; the SQL WITH
+/// queries and the query read them by name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TqlWith {
+    pub tql: Vec<TqlCte>,
+    pub query: ast::Query,
+}
+
+impl fmt::Display for TqlWith {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WITH ")?;
+        for (i, c) in self.tql.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{}", c.name)?;
+            if !c.columns.is_empty() {
+                let cols: Vec<String> = c.columns.iter().map(|c| c.to_string()).collect();
+                write!(f, " ({})", cols.join(", "))?;
+            }
+            write!(f, " AS ({})", c.tql)?;
+        }
+        let mut q = self.query.clone();
+        if let Some(w) = q.with.take() {
+            for c in &w.cte_tables {
+                write!(f, ", {c}")?;
+            }
+        }
+        write!(f, " {q}")
+    }
+}
+
+/// Whether a WITH statement has a TQL body: `AS ( TQL` at the top level
+/// of its WITH list.
+pub(super) fn applies_with(parser: &Parser) -> bool {
+    let mut depth = 0i32;
+    let mut i = 1;
+    loop {
+        let t = &parser.peek_nth_token_ref(i).token;
+        match t {
+            Token::SemiColon | Token::EOF => return false,
+            Token::LParen => {
+                if depth == 0 && super::peek_words_at(parser, i - 1, &["AS"]) && super::peek_words_at(parser, i + 1, &["TQL"]) {
+                    return true;
+                }
+                depth += 1;
+            }
+            Token::RParen => depth -= 1,
+            // The WITH list ends where the query begins.
+            Token::Word(w) if depth == 0 && w.keyword == sqlparser::keywords::Keyword::SELECT => return false,
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+pub(super) fn parse_with(parser: &mut Parser) -> Result<Statement, ParserError> {
+    parse_words(parser, &["WITH"]);
+    if super::peek_words(parser, &["RECURSIVE"]) {
+        return Err(ParserError::ParserError("WITH RECURSIVE cannot hold TQL".into()));
+    }
+    let mut tql = Vec::new();
+    let mut sql = Vec::new();
+    loop {
+        // name [(columns)] AS ( TQL … ): the body's first word decides.
+        let mut at = 1;
+        if parser.peek_nth_token_ref(1).token == Token::LParen {
+            let mut depth = 0;
+            loop {
+                match parser.peek_nth_token_ref(at).token {
+                    Token::LParen => depth += 1,
+                    Token::RParen => depth -= 1,
+                    Token::EOF => break,
+                    _ => {}
+                }
+                at += 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+        }
+        if super::peek_words_at(parser, at, &["AS"])
+            && parser.peek_nth_token_ref(at + 1).token == Token::LParen
+            && super::peek_words_at(parser, at + 2, &["TQL"])
+        {
+            let name = parser.parse_identifier()?;
+            let mut columns = Vec::new();
+            if parser.consume_token(&Token::LParen) {
+                columns = parser.parse_comma_separated(|p| p.parse_identifier())?;
+                parser.expect_token(&Token::RParen)?;
+            }
+            parser.expect_keyword(sqlparser::keywords::Keyword::AS)?;
+            parser.expect_token(&Token::LParen)?;
+            let t = parse_tql(parser, true)?;
+            parser.expect_token(&Token::RParen)?;
+            if t.kind != TqlKind::Eval {
+                return Err(ParserError::ParserError("Only TQL EVAL is supported in WITH queries".into()));
+            }
+            tql.push(TqlCte { name, columns, tql: t });
+        } else {
+            sql.push(parser.parse_cte()?);
+        }
+        if !parser.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    let mut query = *parser.parse_query()?;
+    if !sql.is_empty() {
+        let mut w = query.with.take().unwrap_or(ast::With {
+            with_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+            recursive: false,
+            cte_tables: vec![],
+        });
+        sql.append(&mut w.cte_tables);
+        w.cte_tables = sql;
+        query.with = Some(w);
+    }
+    Ok(Statement::TqlWith(Box::new(TqlWith { tql, query })))
 }
 
 /// The text between two tokenizer locations (end exclusive), and the

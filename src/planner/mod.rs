@@ -77,6 +77,9 @@ pub struct Planner<'a> {
     /// Results of data-modifying WITH queries (`WITH t AS (DELETE ...
     /// RETURNING *)`), computed before the statement: name → rows.
     pub materialized: Vec<(String, Vec<PlanColumn>, Vec<arrow::array::RecordBatch>)>,
+    /// WITH queries computed before planning (TQL bodies): name → rows.
+    /// Read by name where no SQL WITH query of that name is in scope.
+    pub computed_ctes: RefCell<Vec<(String, Vec<arrow::array::RecordBatch>, Vec<crate::exec::plan::PlanColumn>)>>,
     /// The role whose SELECT privilege every relation read is checked
     /// against (42501): the session's user, a view's owner inside that
     /// view. None: unchecked (a flow's own evaluation, describing a
@@ -96,6 +99,7 @@ impl<'a> Planner<'a> {
             watermarks: RefCell::new(Vec::new()),
             ctes: RefCell::new(Vec::new()),
             materialized: Vec::new(),
+            computed_ctes: RefCell::new(Vec::new()),
             check_as: RefCell::new(None),
         }
     }

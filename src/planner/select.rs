@@ -1001,6 +1001,10 @@ impl<'a> Planner<'a> {
                 }
                 return Ok((plan, cols));
             }
+            let computed = self.computed_ctes.borrow().iter().rev().find(|(n, _, _)| n == name).cloned();
+            if let Some((name, batches, columns)) = computed {
+                return Ok((Plan::Memory { name, batches, columns: columns.clone() }, columns));
+            }
         }
         let db = match &rel.schema {
             Some(super::SchemaRef::System(s)) => return super::system::system_table(self, s, name),

@@ -408,7 +408,7 @@ impl Session {
         let n = parser::max_param(&stmt);
         if let WeirStatement::Admin(a) = &stmt {
             columns = vec![PlanColumn::new(a.name(), SqlType::Int8)];
-        } else if matches!(stmt, WeirStatement::ShowFlows(_) | WeirStatement::ShowCreateFlow(_) | WeirStatement::Tql(_)) {
+        } else if matches!(stmt, WeirStatement::ShowFlows(_) | WeirStatement::ShowCreateFlow(_) | WeirStatement::Tql(_) | WeirStatement::TqlWith(_)) {
             if let Ok(QueryResult::Rows { columns: c, .. }) = self.execute_statement(&stmt, Params::default()) {
                 columns = c;
             }
@@ -554,6 +554,15 @@ impl Session {
                 let planner = self.planner(params);
                 let (columns, batches) = crate::tql::execute(&planner, t)?;
                 Ok(QueryResult::Rows { columns, batches })
+            }
+            WeirStatement::TqlWith(w) => {
+                let planner = self.planner(params);
+                crate::tql::with_query(&planner, w)?;
+                let plan = planner.plan_query(&w.query, None)?;
+                let columns = crate::planner::output_columns(&plan);
+                let plan = planner.physical(plan)?;
+                let rows = stream::RowStream::new(crate::exec::build(&plan, &planner.ctx)?, planner.ctx.clone());
+                Ok(QueryResult::Rows { columns, batches: rows.collect()? })
             }
             WeirStatement::Vacuum(v) => ddl::vacuum(self, v),
         }

@@ -154,7 +154,8 @@ pub fn intercept(s: &mut Session, stmt: &WeirStatement) -> Option<Result<QueryRe
         | WeirStatement::CommentOnFlow(_)
         | WeirStatement::ShowFlows(_)
         | WeirStatement::ShowCreateFlow(_)
-        | WeirStatement::Tql(_) => return None,
+        | WeirStatement::Tql(_)
+        | WeirStatement::TqlWith(_) => return None,
         WeirStatement::CreateTable(ct) => {
             s.block.as_ref()?;
             if let Err(e) = take_snapshot(s) {

@@ -70,6 +70,9 @@ impl Val {
 pub struct Evaluator<'a> {
     pub planner: &'a Planner<'a>,
     pub range: Range,
+    /// The statement's start and end: what `@ start()` / `@ end()` mean,
+    /// inside subqueries too (Prometheus's rule).
+    bounds: (i64, i64),
     analyze: bool,
     depth: Cell<usize>,
     stats: RefCell<Vec<String>>,
@@ -85,7 +88,8 @@ fn dur(d_ms: i64) -> String {
 
 impl<'a> Evaluator<'a> {
     pub fn new(planner: &'a Planner<'a>, range: Range) -> Evaluator<'a> {
-        Evaluator { planner, range, analyze: false, depth: Cell::new(0), stats: RefCell::new(vec![]) }
+        let bounds = (range.start_ms, range.end_ms);
+        Evaluator { planner, range, bounds, analyze: false, depth: Cell::new(0), stats: RefCell::new(vec![]) }
     }
 
     pub fn analyzing(mut self) -> Self {
@@ -111,8 +115,8 @@ impl<'a> Evaluator<'a> {
     fn modified_time(&self, at: &Option<AtModifier>, offset: &Option<Offset>, t: i64) -> i64 {
         let base = match at {
             None => t,
-            Some(AtModifier::Start) => self.range.start_ms,
-            Some(AtModifier::End) => self.range.end_ms,
+            Some(AtModifier::Start) => self.bounds.0,
+            Some(AtModifier::End) => self.bounds.1,
             Some(AtModifier::At(st)) => match st.duration_since(UNIX_EPOCH) {
                 Ok(d) => ms(&d),
                 Err(e) => -ms(&e.duration()),
@@ -353,6 +357,7 @@ impl<'a> Evaluator<'a> {
         let inner = Evaluator {
             planner: self.planner,
             range: Range { start_ms: start, end_ms: end, step_ms, lookback_ms: self.range.lookback_ms },
+            bounds: self.bounds,
             analyze: self.analyze,
             depth: Cell::new(self.depth.get()),
             stats: RefCell::new(vec![]),

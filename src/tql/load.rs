@@ -278,14 +278,6 @@ pub fn load(planner: &Planner, vs: &VectorSelector, lo_ms: i64, hi_ms: i64, keep
     Ok((out, rows))
 }
 
-/// The time index column's name of a selector's table (the result's time
-/// column), if the metric exists.
-pub fn time_column(planner: &Planner, vs: &VectorSelector) -> Option<String> {
-    let name = metric_name(vs).ok()?;
-    let t = planner.catalog.table(&planner.database, &name)?;
-    t.time_index.map(|i| t.columns[i].name.clone())
-}
-
 /// The names of the fields a selector picks (for value column names).
 pub fn field_names(planner: &Planner, vs: &VectorSelector) -> Vec<String> {
     match target(planner, vs) {

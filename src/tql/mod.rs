@@ -17,6 +17,7 @@ mod args;
 mod eval;
 mod funcs;
 mod load;
+mod naming;
 mod output;
 
 use std::time::Instant;
@@ -30,7 +31,8 @@ use crate::planner::Planner;
 use crate::{bail, err};
 
 pub use args::Range;
-pub use output::{project, static_columns};
+pub use naming::Layout;
+pub use output::project;
 
 /// Prometheus's default lookback delta.
 pub const LOOKBACK_MS_DEFAULT: i64 = 5 * 60 * 1000;
@@ -45,9 +47,7 @@ pub fn execute(planner: &Planner, tql: &Tql) -> Result<(Vec<PlanColumn>, Vec<Rec
         TqlKind::Eval => {
             let Some(a) = &tql.args else { bail!(Syntax, "TQL EVAL needs (start, end, step)") };
             let range = args::evaluate(planner, a)?;
-            let (mut cols, batches) = evaluate(planner, &expr, &range)?;
-            let batches = rename_value(&mut cols, batches, tql.alias.as_ref())?;
-            Ok((cols, batches))
+            evaluate(planner, &expr, &range, tql.alias.as_ref())
         }
         TqlKind::Explain => {
             let range = match &tql.args {
@@ -65,7 +65,7 @@ pub fn execute(planner: &Planner, tql: &Tql) -> Result<(Vec<PlanColumn>, Vec<Rec
             let ev = eval::Evaluator::new(planner, range).analyzing();
             let started = Instant::now();
             let v = ev.eval(&expr)?;
-            let (_, batches) = output::rows(&expr, &ev, v)?;
+            let (_, batches) = output::rows(&ev, v, &layout(planner, &expr, tql.alias.as_ref())?, &output::fields(planner, &expr))?;
             let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
             let mut lines = ev.take_stats();
             lines.push(format!("Total: rows={rows} time={:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
@@ -74,21 +74,67 @@ pub fn execute(planner: &Planner, tql: &Tql) -> Result<(Vec<PlanColumn>, Vec<Rec
     }
 }
 
-/// Evaluate a PromQL expression over a range: the rows (time, labels,
-/// value columns). Flows call this on each tick.
-pub fn evaluate(planner: &Planner, expr: &promql_parser::parser::Expr, range: &Range) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
+/// Evaluate a PromQL expression over a range: the rows laid out as
+/// GreptimeDB returns them (`naming`). Flows call this on each tick.
+pub fn evaluate(
+    planner: &Planner,
+    expr: &promql_parser::parser::Expr,
+    range: &Range,
+    alias: Option<&sqlparser::ast::Ident>,
+) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
+    let layout = layout(planner, expr, alias)?;
     let ev = eval::Evaluator::new(planner, range.clone());
     let v = ev.eval(expr)?;
-    output::rows(expr, &ev, v)
+    output::rows(&ev, v, &layout, &output::fields(planner, expr))
 }
 
-/// `TQL EVAL … AS name`: the (one) value column renamed.
-pub fn rename_value(cols: &mut [PlanColumn], batches: Vec<RecordBatch>, alias: Option<&sqlparser::ast::Ident>) -> Result<Vec<RecordBatch>> {
-    let Some(alias) = alias else { return Ok(batches) };
-    let name = crate::planner::ident(alias);
-    let values: Vec<usize> = (1..cols.len()).filter(|&i| cols[i].ty == crate::types::SqlType::Float8).collect();
-    let [v] = values.as_slice() else { bail!(FeatureNotSupported, "TQL's AS names one value column; this result has {}", values.len()) };
-    cols[*v].name = name;
+/// The result's layout (`naming`); `AS name` names its one value column.
+pub fn layout(planner: &Planner, expr: &promql_parser::parser::Expr, alias: Option<&sqlparser::ast::Ident>) -> Result<Layout> {
+    let mut l = naming::layout(planner, expr)?;
+    if let Some(alias) = alias {
+        if l.values.len() != 1 {
+            bail!(FeatureNotSupported, "TQL's AS names one value column; this result has {}", l.values.len());
+        }
+        l.aliased(crate::planner::ident(alias));
+    }
+    Ok(l)
+}
+
+/// The columns of an expression's result known before it is evaluated (a
+/// TQL flow's sink is made from them).
+pub fn static_columns(
+    planner: &Planner,
+    expr: &promql_parser::parser::Expr,
+    alias: Option<&sqlparser::ast::Ident>,
+) -> Result<Vec<PlanColumn>> {
+    output::static_columns(&layout(planner, expr, alias)?)
+}
+
+/// A WITH statement's TQL queries, evaluated and put in the planner's
+/// scope under their names (`name (a, b)` renames the columns in order).
+pub fn with_query(planner: &Planner, w: &crate::parser::TqlWith) -> Result<()> {
+    for c in &w.tql {
+        let (mut cols, batches) = execute(planner, &c.tql)?;
+        if c.columns.len() > cols.len() {
+            bail!(
+                InvalidColumnReference,
+                "WITH query \"{}\" has {} columns available but {} columns specified",
+                crate::planner::ident(&c.name),
+                cols.len(),
+                c.columns.len()
+            );
+        }
+        for (col, name) in cols.iter_mut().zip(&c.columns) {
+            col.name = crate::planner::ident(name);
+        }
+        let batches = relabel(&cols, batches)?;
+        planner.computed_ctes.borrow_mut().push((crate::planner::ident(&c.name), batches, cols));
+    }
+    Ok(())
+}
+
+/// Batches under new column names.
+fn relabel(cols: &[PlanColumn], batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
     let schema = crate::exec::plan::arrow_schema(cols);
     batches
         .into_iter()

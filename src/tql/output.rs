@@ -1,17 +1,16 @@
-//! A PromQL result as rows: the time (named after the metric's time index,
-//! `timestamp`), one text column per label (sorted by name), then the
-//! value (`float8`) — one value column per field when several fields were
-//! selected. Value columns are named after the expression over the field
-//! (`usage`, `rate(usage)`, `sum(rate(usage))`). Rows come ordered by the
-//! labels, then time.
+//! A PromQL result as rows: the time, one text column per label and one
+//! `float8` value column per field, in the order and with the names
+//! GreptimeDB gives them (`naming`). Rows come ordered by the labels, then
+//! time.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use promql_parser::parser::{Expr, VectorSelector};
 
-use super::eval::{format_value, Evaluator, Series, Val};
+use super::eval::{Evaluator, Series, Val};
+use super::naming::{Col, Layout};
 use super::load::{self, Labels, FIELD_LABEL};
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
@@ -42,82 +41,51 @@ fn first_selector(e: &Expr) -> Option<&VectorSelector> {
     }
 }
 
-/// The value column's name for one field.
-pub fn value_name(e: &Expr, field: &str) -> String {
-    match e {
-        Expr::VectorSelector(_) | Expr::MatrixSelector(_) => field.to_string(),
-        Expr::Paren(p) => value_name(&p.expr, field),
-        Expr::Unary(u) => format!("-{}", value_name(&u.expr, field)),
-        Expr::NumberLiteral(n) => format_value(n.val),
-        Expr::StringLiteral(s) => s.val.clone(),
-        Expr::Call(c) => {
-            let args: Vec<String> = c.args.args.iter().map(|a| value_name(a, field)).collect();
-            format!("{}({})", c.func.name, args.join(", "))
-        }
-        Expr::Aggregate(a) => format!("{}({})", a.op, value_name(&a.expr, field)),
-        Expr::Binary(b) => format!("{} {} {}", value_name(&b.lhs, field), b.op, value_name(&b.rhs, field)),
-        _ => "value".to_string(),
-    }
+/// The field names of an expression's first selector: a series'
+/// `__field__` label is the index of its value column.
+pub fn fields(planner: &crate::planner::Planner, e: &Expr) -> Vec<String> {
+    first_selector(e).map(|s| load::field_names(planner, s)).unwrap_or_default()
 }
 
-pub fn rows(expr: &Expr, ev: &Evaluator, v: Val) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
-    let sel = first_selector(expr);
-    let time_name = sel.and_then(|s| load::time_column(ev.planner, s)).unwrap_or_else(|| "ts".to_string());
-    let fields = sel.map(|s| load::field_names(ev.planner, s)).unwrap_or_default();
-    let n = ev.steps();
+/// The rows of a result laid out as GreptimeDB lays it out (`naming`):
+/// one row per label set and step with a value, ordered by the labels,
+/// then time.
+pub fn rows(ev: &Evaluator, v: Val, layout: &Layout, fields: &[String]) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
     let series = match v {
-        Val::Scalar(s) => {
-            let name = value_name(expr, fields.first().map(String::as_str).unwrap_or("value"));
-            vec![Series { labels: vec![], vals: s.into_iter().map(Some).collect::<Vec<_>>() }]
-                .into_iter()
-                .map(|s| (s, name.clone()))
-                .collect::<Vec<_>>()
-        }
-        Val::Vector(v) => v.into_iter().map(|s| (s, String::new())).collect(),
+        Val::Scalar(s) => vec![Series { labels: vec![], vals: s.into_iter().map(Some).collect::<Vec<_>>() }],
+        Val::Vector(v) => v,
         Val::Str(_) => bail!(FeatureNotSupported, "a PromQL string result cannot be returned as rows"),
         Val::Matrix(_) => {
             bail!(FeatureNotSupported, "a PromQL range vector result cannot be returned as rows; apply a function such as rate() to it")
         }
     };
-    // Label columns: every label but the field label, by name.
-    let mut label_names: Vec<String> = series.iter().flat_map(|(s, _)| s.labels.iter().map(|(n, _)| n.clone())).collect();
-    let _ = n;
-    label_names.retain(|l| l != FIELD_LABEL);
-    label_names.sort();
-    label_names.dedup();
-    // Value columns: one per field present (in the table's order).
-    let mut value_fields: Vec<String> = Vec::new();
-    for (s, _) in &series {
-        let f = load::label(&s.labels, FIELD_LABEL);
-        if !value_fields.iter().any(|x| x == f) {
-            value_fields.push(f.to_string());
-        }
-    }
-    value_fields.sort_by_key(|f| fields.iter().position(|x| x == f).unwrap_or(usize::MAX));
-    if value_fields.is_empty() {
-        value_fields.push(String::new());
-    }
-    let value_names: Vec<String> = match series.first() {
-        Some((_, name)) if !name.is_empty() => vec![name.clone()],
-        _ => value_fields
-            .iter()
-            .map(|f| {
-                let field = if f.is_empty() { fields.first().map(String::as_str).unwrap_or("value") } else { f.as_str() };
-                value_name(expr, field)
-            })
-            .collect(),
-    };
+    // A label the data carries that the layout lacks comes last, by name.
+    let mut cols = layout.cols.clone();
+    let extra: BTreeSet<&String> = series
+        .iter()
+        .flat_map(|s| s.labels.iter().map(|(n, _)| n))
+        .filter(|n| *n != FIELD_LABEL && !cols.contains(&Col::Label((*n).clone())))
+        .collect();
+    cols.extend(extra.into_iter().map(|n| Col::Label(n.clone())));
+    let label_names: Vec<&String> = cols
+        .iter()
+        .filter_map(|c| match c {
+            Col::Label(l) => Some(l),
+            _ => None,
+        })
+        .collect();
+    let nvals = layout.values.len().max(1);
     // Pivot: one row key per label set without the field label.
     let mut keys: Vec<Labels> = Vec::new();
     let mut index: HashMap<Labels, usize> = HashMap::new();
     let mut cells: Vec<Vec<Option<&Vec<Option<f64>>>>> = Vec::new();
-    for (s, _) in &series {
+    for s in &series {
         let key: Labels = s.labels.iter().filter(|(n, _)| n != FIELD_LABEL).cloned().collect();
         let f = load::label(&s.labels, FIELD_LABEL);
-        let col = value_fields.iter().position(|x| x == f).unwrap_or(0);
+        let col = fields.iter().position(|x| x == f).filter(|&i| i < nvals).unwrap_or(0);
         let at = *index.entry(key.clone()).or_insert_with(|| {
             keys.push(key);
-            cells.push(vec![None; value_fields.len()]);
+            cells.push(vec![None; nvals]);
             keys.len() - 1
         });
         cells[at][col] = Some(&s.vals);
@@ -126,23 +94,40 @@ pub fn rows(expr: &Expr, ev: &Evaluator, v: Val) -> Result<(Vec<PlanColumn>, Vec
     let sort_key = |k: &Labels| label_names.iter().map(|n| load::label(k, n).to_string()).collect::<Vec<_>>();
     order.sort_by_cached_key(|&i| sort_key(&keys[i]));
 
-    let mut columns = vec![PlanColumn::new(time_name, SqlType::Timestamp)];
-    columns.extend(label_names.iter().map(|l| PlanColumn::new(l.clone(), SqlType::Text)));
-    columns.extend(value_names.iter().map(|v| PlanColumn::new(v.clone(), SqlType::Float8)));
+    let columns: Vec<PlanColumn> = cols
+        .iter()
+        .map(|c| match c {
+            Col::Time => PlanColumn::new(layout.time.clone(), SqlType::Timestamp),
+            Col::Label(l) => PlanColumn::new(l.clone(), SqlType::Text),
+            Col::Value(i) => PlanColumn::new(layout.values.get(*i).cloned().unwrap_or_else(|| "value".into()), layout.ty(*i)),
+        })
+        .collect();
     let schema = arrow_schema(&columns);
 
     let mut batches = Vec::new();
     let mut ts: Vec<i64> = Vec::new();
     let mut labels: Vec<Vec<Option<String>>> = vec![Vec::new(); label_names.len()];
-    let mut values: Vec<Vec<Option<f64>>> = vec![Vec::new(); value_names.len()];
+    let mut values: Vec<Vec<Option<f64>>> = vec![Vec::new(); nvals];
     let flush = |ts: &mut Vec<i64>, labels: &mut Vec<Vec<Option<String>>>, values: &mut Vec<Vec<Option<f64>>>| -> Result<RecordBatch> {
-        let mut arrays: Vec<ArrayRef> = vec![Arc::new(TimestampMicrosecondArray::from(std::mem::take(ts)))];
-        for l in labels.iter_mut() {
-            arrays.push(Arc::new(StringArray::from(std::mem::take(l))));
-        }
-        for v in values.iter_mut() {
-            arrays.push(Arc::new(Float64Array::from(std::mem::take(v))));
-        }
+        let mut ls = labels.iter_mut();
+        let arrays: Vec<ArrayRef> = cols
+            .iter()
+            .map(|c| -> Result<ArrayRef> {
+                Ok(match c {
+                    Col::Time => Arc::new(TimestampMicrosecondArray::from(ts.clone())),
+                    Col::Label(_) => Arc::new(StringArray::from(std::mem::take(ls.next().expect("one list per label")))),
+                    Col::Value(i) => {
+                        let a: ArrayRef = Arc::new(Float64Array::from(values[*i].clone()));
+                        match layout.ty(*i) {
+                            SqlType::Float8 => a,
+                            t => arrow::compute::cast(&a, &t.to_arrow())?,
+                        }
+                    }
+                })
+            })
+            .collect::<Result<_>>()?;
+        ts.clear();
+        values.iter_mut().for_each(Vec::clear);
         Ok(RecordBatch::try_new(schema.clone(), arrays)?)
     };
     for &k in &order {
@@ -287,21 +272,18 @@ pub fn static_labels(planner: &crate::planner::Planner, e: &Expr) -> Result<std:
     })
 }
 
-/// The columns of an expression's result known before it is evaluated:
-/// the time, every label it can carry, one value column per field of its
-/// first selector (named as `rows` names them).
-pub fn static_columns(planner: &crate::planner::Planner, e: &Expr) -> Result<Vec<PlanColumn>> {
-    let sel = first_selector(e);
-    let time_name = sel.and_then(|s| load::time_column(planner, s)).unwrap_or_else(|| "ts".to_string());
-    let fields = sel.map(|s| load::field_names(planner, s)).unwrap_or_default();
-    let mut cols = vec![PlanColumn::new(time_name, SqlType::Timestamp)];
-    cols.extend(static_labels(planner, e)?.into_iter().map(|l| PlanColumn::new(l, SqlType::Text)));
-    let scalar = matches!(e.value_type(), promql_parser::parser::value::ValueType::Scalar);
-    if fields.len() <= 1 || scalar {
-        cols.push(PlanColumn::new(value_name(e, fields.first().map(String::as_str).unwrap_or("value")), SqlType::Float8));
-    } else {
-        cols.extend(fields.iter().map(|f| PlanColumn::new(value_name(e, f), SqlType::Float8)));
-    }
+/// The columns of a result known before it is evaluated (a TQL flow's
+/// sink is made from them): the layout's.
+pub fn static_columns(layout: &Layout) -> Result<Vec<PlanColumn>> {
+    let cols: Vec<PlanColumn> = layout
+        .cols
+        .iter()
+        .map(|c| match c {
+            Col::Time => PlanColumn::new(layout.time.clone(), SqlType::Timestamp),
+            Col::Label(l) => PlanColumn::new(l.clone(), SqlType::Text),
+            Col::Value(i) => PlanColumn::new(layout.values.get(*i).cloned().unwrap_or_else(|| "value".into()), layout.ty(*i)),
+        })
+        .collect();
     for (i, c) in cols.iter().enumerate() {
         if cols[..i].iter().any(|x| x.name == c.name) {
             bail!(DuplicateColumn, "the PromQL result has two columns named \"{}\"", c.name);
