@@ -55,6 +55,8 @@ enum State {
         counts: Vec<i64>,
         is_min: bool,
     },
+    /// The exact sum of float8 values (incremental flows' state).
+    SumExact(Vec<super::exact_sum::ExactSum>),
 }
 
 /// One row kept by `State::Collect`.
@@ -102,6 +104,7 @@ impl Accumulator {
             AggFunc::MinCount | AggFunc::MaxCount => {
                 State::ExtremeCount { vals: vec![], counts: vec![], is_min: call.func == AggFunc::MinCount }
             }
+            AggFunc::SumExact => State::SumExact(vec![]),
         };
         Accumulator { call: call.clone(), state, seen: Default::default(), distinct_rows: None }
     }
@@ -124,6 +127,7 @@ impl Accumulator {
                 vals.resize(groups, Value::Null);
                 counts.resize(groups, 0);
             }
+            State::SumExact(v) => v.resize(groups, Default::default()),
         }
     }
 
@@ -396,6 +400,11 @@ impl Accumulator {
                 }
             }
             State::Count(v) => each!(i => { v[groups[i]] += 1; }),
+            State::SumExact(v) => {
+                let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
+                let c = c.as_primitive::<Float64Type>().values();
+                each!(i => { v[groups[i]].add(c[i]); })
+            }
             State::SumInt(v) => {
                 let c = cast_array(a, self.call.args[0].ty(), SqlType::Int8)?;
                 let c = c.as_primitive::<Int64Type>().values();
@@ -659,6 +668,11 @@ impl Accumulator {
                     }
                 }
             }
+            (State::SumExact(v), State::SumExact(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    v[m].merge(&o[g], 1);
+                }
+            }
             _ => return Err(err!(Internal, "aggregate states of {:?} cannot be merged", self.call.func)),
         }
         Ok(())
@@ -740,6 +754,7 @@ impl Accumulator {
                 values_to_array(&vals.iter().map(|v| v.as_ref().map(|(_, x)| x.clone()).unwrap_or(Value::Null)).collect::<Vec<_>>(), ty)?
             }
             State::ExtremeCount { counts, .. } => Arc::new(Int64Array::from(counts.clone())),
+            State::SumExact(v) => Arc::new(StringArray::from_iter_values(v.iter().map(|s| s.encode()))),
         })
     }
 }

@@ -7,6 +7,7 @@
 //! May import `storage`, `types`, `error`; never `planner`, `sql`, `server`.
 
 pub mod activity;
+pub mod exact_sum;
 pub mod expr;
 pub mod functions;
 pub mod memory;

@@ -78,6 +78,9 @@ pub enum AggFunc {
     MinCount,
     /// Internal (incremental flows): how many rows hold max(x).
     MaxCount,
+    /// Internal (incremental flows): the exact sum of float8 x, as
+    /// `exact_sum::ExactSum`'s text form (a state that subtracts exactly).
+    SumExact,
 }
 
 /// An aggregate call. For string_agg and array_agg, whose result follows

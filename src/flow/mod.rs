@@ -76,6 +76,10 @@ pub struct FlowTask {
     last_cost: Mutex<Duration>,
     /// When the last scheduled evaluation started.
     last_start: Mutex<Option<Instant>>,
+    /// Set (under the execution lock) when DROP FLOW or CREATE OR
+    /// REPLACE took the flow out: a run that picked the task up before
+    /// must neither evaluate nor write anything of the flow back.
+    removed: std::sync::atomic::AtomicBool,
 }
 
 /// CPU time (user + system) of the calling thread, from
@@ -205,6 +209,7 @@ impl FlowManager {
             instant_rows: Mutex::new(Vec::new()),
             last_cost: Mutex::new(Duration::ZERO),
             last_start: Mutex::new(None),
+            removed: Default::default(),
             def: RwLock::new(def.clone()),
         });
         self.flows.write().insert(def.name.clone(), task);
@@ -238,6 +243,7 @@ impl FlowManager {
         if let Some(task) = task {
             // Wait for a running evaluation to end.
             let st = task.state.lock();
+            task.removed.store(true, std::sync::atomic::Ordering::SeqCst);
             streaming::drop_state(env, &task.def.read());
             for r in st.progress.regions.keys().chain(st.read_upto.keys()) {
                 if let Some(region) = env.storage.region(*r) {
@@ -247,11 +253,42 @@ impl FlowManager {
         }
     }
 
-    /// Update a running flow's definition (COMMENT ON FLOW).
+    /// Update a running flow's comment (COMMENT ON FLOW): only the
+    /// comment, so source ids the flow refreshed meanwhile stay.
     pub fn update_def(&self, def: &FlowDef) {
         if let Some(t) = self.flows.read().get(&def.name) {
-            *t.def.write() = def.clone();
+            let mut cur = t.def.write();
+            cur.comment = def.comment.clone();
+            cur.updated_ms = def.updated_ms;
         }
+    }
+
+    /// TRUNCATE, or a source dropped and created again, gives a source a
+    /// new table id. The flow already reads its sources by name (and sees
+    /// the regions it read replaced); after a run that succeeded, the
+    /// definition records the ids it read (information_schema.flows'
+    /// source_table_ids). Called under the execution lock of a task that
+    /// is not removed, so DROP FLOW (which waits for that lock) cannot
+    /// race with it and have the flow written back after the drop.
+    fn refresh_source_ids(env: &Env, task: &FlowTask) -> Result<()> {
+        let (name, ids) = {
+            let def = task.def.read();
+            if def.pending {
+                return Ok(());
+            }
+            let ids: Vec<u32> = def.sources.iter().filter_map(|(d, t)| env.catalog.table(d, t)).map(|t| t.id).collect();
+            if ids.len() != def.sources.len() || ids == def.source_ids {
+                return Ok(());
+            }
+            (def.name.clone(), ids)
+        };
+        // Only the ids change: a comment set meanwhile stays.
+        if let Some(mut stored) = env.catalog.flow(&name) {
+            stored.source_ids = ids.clone();
+            env.catalog.put_flow(&stored)?;
+        }
+        task.def.write().source_ids = ids;
+        Ok(())
     }
 
     fn task(&self, name: &str) -> Option<Arc<FlowTask>> {
@@ -268,6 +305,9 @@ impl FlowManager {
     fn run_task(&self, env: &Env, task: &FlowTask, trigger: Trigger) -> Result<u64> {
         let mut st = task.state.lock();
         let mut def = task.def.read().clone();
+        if task.removed.load(std::sync::atomic::Ordering::SeqCst) {
+            bail!(UndefinedObject, "flow \"{}\" does not exist", def.name);
+        }
         if def.pending {
             if !def.sources.iter().all(|(d, t)| env.catalog.table(d, t).is_some()) {
                 return Ok(0);
@@ -307,6 +347,11 @@ impl FlowManager {
             let cost = cpu.unwrap_or(wall);
             let mut avg = task.last_cost.lock();
             *avg = (*avg * 3 + cost) / 4;
+        }
+        if r.is_ok() {
+            if let Err(e) = Self::refresh_source_ids(env, task) {
+                tracing::warn!(flow = %def.name, error = %e, "cannot record the flow's current source table ids");
+            }
         }
         match &r {
             Ok(_) if st.more => {

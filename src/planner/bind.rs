@@ -1009,7 +1009,7 @@ impl<'a> Planner<'a> {
                         arg_ty
                     }
                 }
-                AggFunc::MinCount | AggFunc::MaxCount => unreachable!("internal aggregates have no name"),
+                AggFunc::MinCount | AggFunc::MaxCount | AggFunc::SumExact => unreachable!("internal aggregates have no name"),
                 AggFunc::BoolAnd | AggFunc::BoolOr => {
                     if arg_ty != SqlType::Bool && arg_ty != SqlType::Unknown {
                         bail!(UndefinedFunction, "function {name}({arg_ty}) does not exist");

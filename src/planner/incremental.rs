@@ -164,9 +164,6 @@ pub struct DeltaPlan {
     /// every aggregate's state calls, then `count(*)` (rows per group, so
     /// a group vanishes at zero rows).
     pub partial: Vec<AggCall>,
-    /// Why merging is exact only up to rounding (floating-point sums
-    /// depend on the order of addition); None when exact.
-    pub inexact: Option<String>,
 }
 
 impl DeltaPlan {
@@ -229,7 +226,6 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
         .ok_or("no GROUP BY key is a time window")?;
     let mut kept = Vec::new();
     let mut partial = Vec::new();
-    let mut inexact = None;
     for a in aggs {
         let name = format!("{:?}", a.func).to_lowercase();
         let idempotent =
@@ -247,21 +243,18 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
             }
             AggFunc::Sum | AggFunc::Avg => {
                 let x = a.args.first().cloned().ok_or("sum / avg without an argument")?;
-                let sum_ty = if int_arg { SqlType::Int8 } else { SqlType::Float8 };
-                if !int_arg {
-                    inexact.get_or_insert_with(|| {
-                        format!(
-                            "{name} over {} adds floating-point numbers, whose rounding depends on the order of addition",
-                            arg_ty.map(|t| t.pg_name()).unwrap_or("?")
-                        )
-                    });
-                }
-                let xs = if int_arg || arg_ty == Some(SqlType::Float8) {
-                    x.clone()
-                } else {
-                    Expr::Cast { expr: Box::new(x.clone()), ty: SqlType::Float8 }
+                // Integers: an i64 sum (exact below 2^53, else a fallback).
+                // float4 / float8: an exact sum (`exec::exact_sum`) that
+                // retractions subtract exactly; the sink holds it rounded
+                // once, where the direct query rounds at every addition.
+                let (func, sum_ty) = match arg_ty {
+                    _ if int_arg => (AggFunc::Sum, SqlType::Int8),
+                    Some(SqlType::Float8 | SqlType::Float4) => (AggFunc::SumExact, SqlType::Text),
+                    t => return Err(format!("{name} over {} is not kept incrementally", t.map(|t| t.pg_name()).unwrap_or("?"))),
                 };
-                partial.push(part(AggFunc::Sum, vec![xs], &a.filter, sum_ty));
+                let xs =
+                    if arg_ty == Some(SqlType::Float4) { Expr::Cast { expr: Box::new(x.clone()), ty: SqlType::Float8 } } else { x.clone() };
+                partial.push(part(func, vec![xs], &a.filter, sum_ty));
                 partial.push(part(AggFunc::Count, vec![x], &a.filter, SqlType::Int8));
                 if a.func == AggFunc::Sum {
                     Keep::Sum
@@ -309,7 +302,7 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
                     Keep::Last
                 }
             }
-            AggFunc::MinCount | AggFunc::MaxCount => return Err("an internal aggregate".into()),
+            AggFunc::MinCount | AggFunc::MaxCount | AggFunc::SumExact => return Err("an internal aggregate".into()),
             AggFunc::StringAgg => {
                 return Err("string_agg concatenates in input order; partial strings cannot be merged in that order".into())
             }
@@ -321,5 +314,5 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
         kept.push(KeptAgg { keep, first, int_sum: int_arg, ty: a.ty });
     }
     partial.push(part(AggFunc::CountStar, vec![], &None, SqlType::Int8));
-    Ok(DeltaPlan { group_count: group_by.len(), window_key, window, aggs: kept, partial, inexact })
+    Ok(DeltaPlan { group_count: group_by.len(), window_key, window, aggs: kept, partial })
 }
