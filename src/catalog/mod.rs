@@ -7,7 +7,7 @@ mod flow;
 mod tdengine;
 
 pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
-pub use tdengine::{ChildTableDef, RecalcRequest, SnodeDef, StreamDef, StreamState, SuperTableDef, WindowMark};
+pub use tdengine::{ChildTableDef, GroupProgress, RecalcRequest, SnodeDef, StreamDef, StreamState, SuperTableDef, WindowMark};
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;

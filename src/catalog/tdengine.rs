@@ -86,10 +86,32 @@ pub struct RecalcRequest {
     pub message: String,
 }
 
+/// Where a group of a stream's trigger stands: its first and newest row
+/// times as last seen, where window cutting resumes (every window starting
+/// before it is closed and marked) and its `_tgrpid`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GroupProgress {
+    pub id: i64,
+    pub first_ts: i64,
+    pub max_ts: i64,
+    pub resume_us: i64,
+}
+
 /// A stream's progress: per group, the windows computed (by start); the
-/// last tick of PERIOD / SLIDING triggers; recalculation requests.
+/// last tick of PERIOD / SLIDING triggers; recalculation requests; the
+/// trigger regions' sequences read up to and each group's progress (so an
+/// evaluation reads only the change log since and the groups it touched).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StreamState {
+    /// Trigger region id → sequence the windows reflect.
+    #[serde(default)]
+    pub seqs: BTreeMap<u64, u64>,
+    #[serde(default)]
+    pub groups: BTreeMap<String, GroupProgress>,
+    /// Open windows per group (window start → processing time of their
+    /// last computation: at WINDOW_OPEN, then every MAX_DELAY).
+    #[serde(default)]
+    pub open: BTreeMap<String, BTreeMap<i64, i64>>,
     pub windows: BTreeMap<String, BTreeMap<i64, WindowMark>>,
     pub last_tick_us: BTreeMap<String, i64>,
     pub recalcs: Vec<RecalcRequest>,
@@ -97,6 +119,9 @@ pub struct StreamState {
     pub subtables: BTreeMap<String, String>,
     pub rows_written: u64,
     pub windows_done: u64,
+    /// Trigger rows the evaluations read (the change log aside).
+    #[serde(default)]
+    pub trigger_rows_read: u64,
     pub last_error: Option<String>,
 }
 

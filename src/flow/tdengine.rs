@@ -30,7 +30,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, RecordBatch};
 use sqlparser::ast;
 
-use crate::catalog::{Catalog, ColumnDef, StreamDef, StreamState, SuperTableDef, TableDef, WindowMark};
+use crate::catalog::{Catalog, ColumnDef, GroupProgress, StreamDef, StreamState, SuperTableDef, TableDef, WindowMark};
 use crate::error::Result;
 use crate::exec::plan::PlanColumn;
 use crate::exec::ExecCtx;
@@ -107,6 +107,15 @@ pub struct Compiled {
     pub calc_notify_only: bool,
     pub fill_history: Option<Option<i64>>,
     pub pre_filter: Option<ast::Expr>,
+    /// FORCE_OUTPUT: a computation without rows writes one row.
+    pub force_output: bool,
+    /// LOW_LATENCY_CALC: the runner evaluates right after a write.
+    pub low_latency: bool,
+    /// MAX_DELAY: open windows are computed every this often.
+    pub max_delay_us: Option<i64>,
+    /// EVENT_TYPE: compute at window open / close (default close only).
+    pub on_open: bool,
+    pub on_close: bool,
 }
 
 fn quote_ident(s: &str) -> String {
@@ -195,6 +204,11 @@ pub fn compile(env: &Env, def: &StreamDef) -> Result<Compiled> {
         calc_notify_only: false,
         fill_history: None,
         pre_filter: None,
+        force_output: false,
+        low_latency: false,
+        max_delay_us: None,
+        on_open: false,
+        on_close: true,
         cs: cs.clone(),
     };
     for o in &cs.options {
@@ -209,10 +223,23 @@ pub fn compile(env: &Env, def: &StreamDef) -> Result<Compiled> {
                 c.fill_history = Some(e.as_ref().map(|e| time_value(&planner, e)).transpose()?)
             }
             StreamOption::PreFilter(e) => c.pre_filter = Some(e.clone()),
+            StreamOption::ForceOutput => c.force_output = true,
+            StreamOption::LowLatencyCalc => c.low_latency = true,
+            StreamOption::MaxDelay(d) => c.max_delay_us = d.micros,
+            // PERIOD and plain SLIDING have no windows to open: ignored.
+            StreamOption::EventType(t) if time_or_data_windows(&cs.trigger) => {
+                c.on_open = t.iter().any(|x| x.eq_ignore_ascii_case("WINDOW_OPEN"));
+                c.on_close = t.iter().any(|x| x.eq_ignore_ascii_case("WINDOW_CLOSE"));
+            }
             _ => {}
         }
     }
     Ok(c)
+}
+
+/// Whether the trigger has windows (not PERIOD, not plain SLIDING).
+fn time_or_data_windows(t: &StreamTrigger) -> bool {
+    !matches!(t, StreamTrigger::Period { .. } | StreamTrigger::Sliding { .. })
 }
 
 /// One group's trigger rows, in time order.
@@ -286,8 +313,13 @@ fn trigger_relation(t: &TriggerTable) -> String {
     }
 }
 
-/// Read the trigger rows, grouped, in time order.
-pub fn read_trigger(env: &Env, c: &Compiled) -> Result<BTreeMap<String, GroupRows>> {
+/// The groups an evaluation reads and from where: group key → (partition
+/// values, first row time read; None: the group's every row).
+pub type Selection = BTreeMap<String, (Vec<Option<String>>, Option<i64>)>;
+
+/// Read the trigger rows, grouped, in time order: every group, or (`sel`)
+/// the groups selected from their start times on.
+pub fn read_trigger(env: &Env, c: &Compiled, sel: Option<&Selection>) -> Result<BTreeMap<String, GroupRows>> {
     let Some(t) = &c.trigger else { return Ok(BTreeMap::new()) };
     let partition: Vec<String> = c.cs.partition.iter().map(crate::planner::ident).collect();
     let mut select: Vec<String> = partition.iter().map(|p| partition_expr(t, p)).collect::<Result<_>>()?;
@@ -308,8 +340,28 @@ pub fn read_trigger(env: &Env, c: &Compiled) -> Result<BTreeMap<String, GroupRow
     let extra = select.len();
     select.push("*".into());
     let mut sql = format!("SELECT {} FROM {}", select.join(", "), trigger_relation(t));
+    let mut cond = Vec::new();
     if let Some(f) = &c.pre_filter {
-        sql.push_str(&format!(" WHERE {f}"));
+        cond.push(format!("({f})"));
+    }
+    if let Some(sel) = sel {
+        if sel.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        // Rows from the earliest start any selected group needs.
+        if let Some(lo) = sel.values().map(|(_, a)| *a).try_fold(i64::MAX, |m, a| a.map(|a| m.min(a))) {
+            cond.push(format!("{} >= {}", quote_ident(&t.ts_column), ts_literal(lo)));
+        }
+        // A few child tables: their tag sets only.
+        if let (TableKind::Stable(_), Some(i)) = (&t.kind, partition.iter().position(|p| p == TBNAME)) {
+            if sel.len() <= 256 && sel.values().all(|(v, _)| v[i].is_some()) {
+                let names: Vec<String> = sel.values().map(|(v, _)| quote_lit(v[i].as_deref().unwrap_or_default())).collect();
+                cond.push(format!("{TBNAME} IN ({})", names.join(", ")));
+            }
+        }
+    }
+    if !cond.is_empty() {
+        sql.push_str(&format!(" WHERE {}", cond.join(" AND ")));
     }
     let q = crate::parser::parse_query(&sql)?;
     let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now_us()), Params::default());
@@ -323,7 +375,15 @@ pub fn read_trigger(env: &Env, c: &Compiled) -> Result<BTreeMap<String, GroupRow
     };
     for r in &rows {
         let vals: Vec<Option<String>> = r[..np].iter().map(text).collect();
-        groups.entry(group_key(&vals)).or_default().push(r);
+        let key = group_key(&vals);
+        if let Some(sel) = sel {
+            match sel.get(&key) {
+                None => continue,
+                Some((_, Some(lo))) if matches!(r[np], Value::Timestamp(ts) if ts < *lo) => continue,
+                _ => {}
+            }
+        }
+        groups.entry(key).or_default().push(r);
     }
     let mut out = BTreeMap::new();
     for (k, mut rs) in groups {
@@ -383,13 +443,23 @@ fn mk(g: &GroupRows, lo: usize, hi: usize, start: i64, end: i64, shown_end: i64)
 }
 
 /// The closed windows of a group: rows after `max ts - watermark` are not
-/// processed yet.
-pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ignore_nodata: bool) -> Result<Vec<Win>> {
-    let Some(&max_ts) = g.ts.last() else { return Ok(vec![]) };
+/// processed yet. `from` (INTERVAL and SLIDING): the group has rows before
+/// it (not in `g`) and windows start from it on (a window start); the
+/// data-defined windows start from `g`'s first row, a window's start.
+pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ignore_nodata: bool, from: Option<i64>) -> Result<Vec<Win>> {
+    Ok(cut(trigger, g, watermark_us, ignore_nodata, from)?.0)
+}
+
+/// The closed windows of a group and its open ones: windows holding
+/// processed rows (at or before the watermark) that have not closed yet
+/// (EVENT_TYPE(WINDOW_OPEN) and MAX_DELAY compute them).
+pub fn cut(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ignore_nodata: bool, from: Option<i64>) -> Result<(Vec<Win>, Vec<Win>)> {
+    let Some(&max_ts) = g.ts.last() else { return Ok((vec![], vec![])) };
     let wm = max_ts.saturating_sub(watermark_us);
     // Processed rows: [0, n).
     let n = g.ts.partition_point(|&t| t <= wm);
     let mut out = Vec::new();
+    let mut open = Vec::new();
     let micros = |d: &crate::parser::Duration| -> Result<i64> {
         match d.micros {
             Some(m) if m > 0 => Ok(m),
@@ -401,19 +471,32 @@ pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ig
             let iv = micros(interval)?;
             let sl = micros(sliding)?;
             let off = offset.as_ref().map(&micros).transpose()?.unwrap_or(0);
-            if n == 0 {
-                return Ok(out);
+            if n == 0 && from.is_none() {
+                return Ok((out, open));
             }
-            // Every window start from the first row's earliest window on.
-            let mut s = floor_to(g.ts[0], sl, off) - ((iv - 1) / sl) * sl;
+            // Every window start from the first row's earliest window on
+            // (or from `from`, rows before it).
+            let mut s = match from {
+                Some(f) => f,
+                None => floor_to(g.ts[0], sl, off) - ((iv - 1) / sl) * sl,
+            };
             while s.saturating_add(iv) <= wm {
                 let e = s + iv;
                 let lo = g.ts.partition_point(|&t| t < s);
                 let hi = g.ts.partition_point(|&t| t < e);
-                if hi > lo || (!ignore_nodata && s >= floor_to(g.ts[0], sl, off)) {
-                    if hi > lo || lo > 0 {
+                if hi > lo || (!ignore_nodata && (from.is_some() || s >= floor_to(g.ts[0], sl, off))) {
+                    if hi > lo || lo > 0 || from.is_some() {
                         out.push(mk(g, lo, hi, s, e, e));
                     }
+                }
+                s += sl;
+            }
+            // Open: the later windows holding processed rows.
+            while n > 0 && s <= g.ts[n - 1] {
+                let lo = g.ts.partition_point(|&t| t < s);
+                let hi = g.ts.partition_point(|&t| t < s + iv).min(n);
+                if hi > lo {
+                    open.push(mk(g, lo, hi, s, s + iv, s + iv));
                 }
                 s += sl;
             }
@@ -421,11 +504,11 @@ pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ig
         StreamTrigger::Sliding { sliding, offset } => {
             let sl = micros(sliding)?;
             let off = offset.as_ref().map(&micros).transpose()?.unwrap_or(0);
-            if n == 0 {
-                return Ok(out);
+            if n == 0 && from.is_none() {
+                return Ok((out, open));
             }
-            // Ticks after the first row, up to the watermark.
-            let mut t = floor_to(g.ts[0], sl, off) + sl;
+            // Ticks after the first row (or `from`), up to the watermark.
+            let mut t = from.unwrap_or_else(|| floor_to(g.ts[0], sl, off)) + sl;
             while t <= wm {
                 let lo = g.ts.partition_point(|&x| x < t - sl);
                 let hi = g.ts.partition_point(|&x| x < t);
@@ -435,6 +518,12 @@ pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ig
                     out.push(w);
                 }
                 t += sl;
+            }
+            if n > 0 && t - sl <= g.ts[n - 1] {
+                let lo = g.ts.partition_point(|&x| x < t - sl);
+                let mut w = mk(g, lo, n, t - sl, t, t);
+                w.tick = Some(t);
+                open.push(w);
             }
         }
         StreamTrigger::Period { .. } => {}
@@ -449,43 +538,75 @@ pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ig
                 // Closed when the watermark is more than gap past its last row.
                 if wm - g.ts[hi - 1] > gap {
                     out.push(mk(g, lo, hi, g.ts[lo], g.ts[hi - 1] + 1, g.ts[hi - 1]));
+                } else {
+                    open.push(mk(g, lo, hi, g.ts[lo], g.ts[hi - 1] + 1, g.ts[hi - 1]));
                 }
                 lo = hi;
             }
         }
-        StreamTrigger::State { true_for, .. } => {
+        StreamTrigger::State { true_for, extend, .. } => {
             let tf = true_for.as_ref().map(&micros).transpose()?.unwrap_or(0);
-            let mut cur: Option<(usize, usize, String)> = None; // first, last row, state
+            // The runs of equal states (first, last row); NULL states
+            // belong to no run.
+            let mut runs: Vec<(usize, usize)> = Vec::new();
+            let mut cur: Option<(usize, usize, &String)> = None;
             for i in 0..n {
                 let Some(st) = &g.state[i] else { continue };
                 match &mut cur {
-                    Some((_, last, s)) if s == st => *last = i,
+                    Some((_, last, s)) if *s == st => *last = i,
                     _ => {
                         if let Some((f, l, _)) = cur.take() {
-                            if g.ts[l] - g.ts[f] >= tf {
-                                out.push(mk(g, f, l + 1, g.ts[f], g.ts[l] + 1, g.ts[l]));
-                            }
+                            runs.push((f, l));
                         }
-                        cur = Some((i, i, st.clone()));
+                        cur = Some((i, i, st));
                     }
+                }
+            }
+            let extend = extend.unwrap_or(0);
+            // extend 2 reads its start from the run before: cut from a
+            // later row (`from`), the first run is that context only.
+            let skip = usize::from(extend == 2 && from.is_some());
+            for (k, &(f, l)) in runs.iter().enumerate().skip(skip) {
+                if g.ts[l] - g.ts[f] < tf {
+                    continue;
+                }
+                // extend 1: the end reaches just before the next window;
+                // extend 2: the start just after the previous one.
+                let (start, end) = match extend {
+                    1 => (g.ts[f], runs.get(k + 1).map(|r| g.ts[r.0]).or(cur.map(|c| g.ts[c.0])).unwrap_or(g.ts[l] + 1)),
+                    2 => (k.checked_sub(1).map(|p| g.ts[runs[p].1] + 1).unwrap_or(g.ts[f]), g.ts[l] + 1),
+                    _ => (g.ts[f], g.ts[l] + 1),
+                };
+                out.push(mk(g, f, l + 1, start, end, end - 1));
+            }
+            if let Some((f, l, _)) = cur {
+                if runs.len() >= skip {
+                    let start = match (extend, runs.last()) {
+                        (2, Some(p)) => g.ts[p.1] + 1,
+                        _ => g.ts[f],
+                    };
+                    open.push(mk(g, f, l + 1, start, g.ts[l] + 1, g.ts[l]));
                 }
             }
         }
         StreamTrigger::Event { true_for, .. } => {
             let tf = true_for.as_ref().map(&micros).transpose()?.unwrap_or(0);
-            let mut open: Option<usize> = None;
+            let mut at: Option<usize> = None;
             for i in 0..n {
-                if open.is_none() && g.start[i] {
-                    open = Some(i);
+                if at.is_none() && g.start[i] {
+                    at = Some(i);
                 }
-                if let Some(f) = open {
+                if let Some(f) = at {
                     if g.end[i] {
                         if g.ts[i] - g.ts[f] >= tf {
                             out.push(mk(g, f, i + 1, g.ts[f], g.ts[i] + 1, g.ts[i]));
                         }
-                        open = None;
+                        at = None;
                     }
                 }
+            }
+            if let Some(f) = at {
+                open.push(mk(g, f, n, g.ts[f], g.ts[n - 1] + 1, g.ts[n - 1]));
             }
         }
         StreamTrigger::Count { count, slide, columns } => {
@@ -498,9 +619,13 @@ pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ig
                 out.push(mk(g, f, l + 1, g.ts[f], g.ts[l] + 1, g.ts[l]));
                 k += slide;
             }
+            if k < idx.len() {
+                let (f, l) = (idx[k], idx[idx.len() - 1]);
+                open.push(mk(g, f, l + 1, g.ts[f], g.ts[l] + 1, g.ts[l]));
+            }
         }
     }
-    Ok(out)
+    Ok((out, open))
 }
 
 /// The values bound to a computation's placeholders.
@@ -656,6 +781,57 @@ pub fn compute(env: &Env, c: &Compiled, b: &Bindings) -> Result<(Vec<PlanColumn>
     Ok((columns, crate::exec::collect(&plan, &planner.ctx)?))
 }
 
+/// `compute`, with FORCE_OUTPUT's row when the query gave none.
+fn compute_out(env: &Env, c: &Compiled, b: &Bindings) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
+    let (cols, batches) = compute(env, c, b)?;
+    if c.force_output && batches.iter().all(|x| x.num_rows() == 0) {
+        let forced = forced_row(env, c, b, &cols)?;
+        return Ok((cols, forced));
+    }
+    Ok((cols, batches))
+}
+
+/// FORCE_OUTPUT's row (TDengine: non-constant columns NULL): each result
+/// column whose expression reads no column and no aggregate (placeholders
+/// are constants by now) keeps its value, the others are NULL.
+fn forced_row(env: &Env, c: &Compiled, b: &Bindings, cols: &[PlanColumn]) -> Result<Vec<RecordBatch>> {
+    let Some(q) = &c.cs.query else { return Ok(vec![]) };
+    let q = bind_query(c, q, b)?;
+    let projection = match q.body.as_ref() {
+        ast::SetExpr::Select(s) if s.projection.len() == cols.len() => s.projection.clone(),
+        _ => vec![],
+    };
+    let registry = crate::exec::functions::registry::registry();
+    let constant = |e: &ast::Expr| {
+        let mut reads = false;
+        let _ = ast::visit_expressions(e, |x| {
+            match x {
+                ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => reads = true,
+                ast::Expr::Function(f) if registry.is_aggregate(&f.name.to_string().to_lowercase()) || f.over.is_some() => reads = true,
+                _ => {}
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        !reads
+    };
+    let mut items = Vec::with_capacity(cols.len());
+    for (i, col) in cols.iter().enumerate() {
+        let ty = if col.ty == SqlType::Unknown { SqlType::Text } else { col.ty };
+        let e = match projection.get(i) {
+            Some(ast::SelectItem::UnnamedExpr(e)) | Some(ast::SelectItem::ExprWithAlias { expr: e, .. }) if constant(e) => Some(e),
+            _ => None,
+        };
+        items.push(match e {
+            Some(e) => format!("CAST(({e}) AS {}) AS {}", ty.sql_name(), quote_ident(&col.name)),
+            None => format!("CAST(NULL AS {}) AS {}", ty.sql_name(), quote_ident(&col.name)),
+        });
+    }
+    let q = crate::parser::parse_query(&format!("SELECT {}", items.join(", ")))?;
+    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, b.local_us), Params::default());
+    let plan = planner.physical(planner.plan_query(&q, None)?)?;
+    crate::exec::collect(&plan, &planner.ctx)
+}
+
 /// The output table's data columns for the stream's query (planned with
 /// placeholder values): names from the column list, else the query's.
 pub fn output_columns(env: &Env, c: &Compiled) -> Result<Vec<PlanColumn>> {
@@ -747,11 +923,48 @@ pub fn group_out(env: &Env, c: &Compiled, group: &[Option<String>]) -> Result<Gr
 }
 
 /// Write a window's result rows to the output (upsert on the first column).
-fn write_output(env: &Env, c: &Compiled, batches: &[RecordBatch], cols: &[PlanColumn], go: Option<&GroupOut>) -> Result<u64> {
+/// Output rows not written yet: an evaluation's windows go to storage in
+/// one commit, not one per window (a group's second window first flushes
+/// the buffer, so its rows upsert over the first's in order).
+#[derive(Default)]
+struct OutBuf {
+    table: Option<(TableDef, Vec<Arc<crate::storage::Region>>)>,
+    batches: Vec<RecordBatch>,
+    keys: std::collections::HashSet<String>,
+    rows: usize,
+}
+
+/// Rows buffered before a commit.
+const OUT_BUF_ROWS: usize = 100_000;
+
+fn flush_output(env: &Env, buf: &mut OutBuf) -> Result<()> {
+    if let (Some((t, regions)), false) = (&buf.table, buf.batches.is_empty()) {
+        let batch = arrow::compute::concat_batches(&buf.batches[0].schema(), &buf.batches)?;
+        // An empty time range: nothing is deleted, rows upsert on their key.
+        super::sink::replace(env.storage, t, regions, &batch, Some((0, 0)))?;
+    }
+    buf.batches.clear();
+    buf.keys.clear();
+    buf.rows = 0;
+    Ok(())
+}
+
+fn write_output(
+    env: &Env,
+    c: &Compiled,
+    batches: &[RecordBatch],
+    cols: &[PlanColumn],
+    go: Option<&GroupOut>,
+    buf: &mut OutBuf,
+    key: &str,
+) -> Result<u64> {
     let Some((db, name)) = &c.output else { return Ok(0) };
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     if rows == 0 || c.calc_notify_only {
         return Ok(0);
+    }
+    if buf.keys.contains(key) || buf.rows >= OUT_BUF_ROWS {
+        flush_output(env, buf)?;
     }
     let t = env
         .catalog
@@ -804,8 +1017,11 @@ fn write_output(env: &Env, c: &Compiled, batches: &[RecordBatch], cols: &[PlanCo
     if let (Some(go), Some(s)) = (go, &stable) {
         ensure_child(env.catalog, db, s, &go.subtable, &go.tags)?;
     }
-    // An empty time range: nothing is deleted, rows upsert on their key.
-    Ok(super::sink::replace(env.storage, &t, &regions, &batch, Some((0, 0)))? as u64)
+    buf.table = Some((t, regions));
+    buf.batches.push(batch);
+    buf.keys.insert(key.to_string());
+    buf.rows += rows;
+    Ok(rows as u64)
 }
 
 /// Register a child table of a supertable (its catalog entry and the view
@@ -860,12 +1076,64 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
     if let StreamTrigger::Period { period, offset } = &c.cs.trigger {
         return run_period(env, c, st, mode, period.micros.unwrap_or(0), offset.as_ref().and_then(|o| o.micros).unwrap_or(0), now);
     }
-    let groups = read_trigger(env, c)?;
+    // The trigger regions' sequences now: the rows read below reflect at
+    // least these (later writes show up in the next change log again).
+    let regions = match &c.trigger {
+        Some(t) => super::batching::table_regions(env, &t.table)?,
+        None => vec![],
+    };
+    let upto: BTreeMap<u64, u64> = regions.iter().map(|r| (r.id, r.last_seq())).collect();
+    // Catching up reads the change log since the checkpoint and then only
+    // the groups it touched, from where their windows can change; the
+    // first evaluation, a recalculation or a change log that is gone read
+    // every group.
+    let sel = match mode {
+        Mode::CatchUp => selection(c, st, &regions, &upto, now)?,
+        _ => None,
+    };
+    let groups = read_trigger(env, c, sel.as_ref())?;
+    st.trigger_rows_read += groups.values().map(|g| g.ts.len() as u64).sum::<u64>();
     let mut written = 0u64;
-    for (gi, (key, g)) in groups.iter().enumerate() {
-        let wins = cut_windows(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata)?;
+    // The computations, run after the cutting (batched across groups).
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut outs: HashMap<String, Option<GroupOut>> = HashMap::new();
+    for (key, g) in groups.iter() {
+        let anchor = sel.as_ref().and_then(|s| s.get(key)).and_then(|(_, a)| *a);
+        let prev = st.groups.get(key).copied();
+        // INTERVAL / SLIDING windows start at the anchor when the group has
+        // rows before it.
+        let from = match (&c.cs.trigger, anchor, prev) {
+            (
+                StreamTrigger::Interval { .. } | StreamTrigger::Sliding { .. } | StreamTrigger::State { extend: Some(2), .. },
+                Some(a),
+                Some(p),
+            ) if p.first_ts < a => Some(a),
+            _ => None,
+        };
+        let (wins, opens) = cut(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata, from)?;
         let max_ts = g.ts.last().copied().unwrap_or(i64::MIN);
+        let recalc = matches!(mode, Mode::Recalc { .. });
+        if !recalc {
+            let next_id = st.groups.len() as i64;
+            let first = g.ts.first().copied().unwrap_or(max_ts);
+            let p = st.groups.entry(key.clone()).or_insert(GroupProgress { id: next_id, first_ts: first, max_ts, resume_us: first });
+            p.first_ts = p.first_ts.min(first);
+            p.max_ts = max_ts;
+            p.resume_us = resume_after(&c.cs.trigger, g, &wins, max_ts.saturating_sub(c.watermark_us), anchor.unwrap_or(first))?;
+        }
+        let gi = st.groups.get(key).map(|p| p.id).unwrap_or(0);
         let marks = st.windows.entry(key.clone()).or_default();
+        if !recalc && time_windows(&c.cs.trigger)?.is_none() {
+            // Data-defined windows were cut again from the first row read
+            // up to the resume point: marks there that start no window
+            // any more (late rows merged or split them) are stale.
+            // (STATE_WINDOW extend 2 cut from `from`: the first run was
+            // context only.)
+            let lo = if from.is_some() { wins.first().map(|w| w.start) } else { g.ts.first().copied() };
+            if let (Some(lo), Some(hi)) = (lo, last_start(&wins)) {
+                marks.retain(|k, _| *k < lo || *k > hi || wins.iter().any(|w| w.start == *k));
+            }
+        }
         let frontier = marks.keys().next_back().copied();
         let mut todo: Vec<&Win> = Vec::new();
         for w in &wins {
@@ -874,9 +1142,11 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
             let expired = c.expired_us.is_some_and(|e| w.end < max_ts.saturating_sub(e));
             let compute = match mode {
                 Mode::Init => match c.fill_history {
-                    Some(from) => w.start >= from.unwrap_or(i64::MIN),
+                    Some(from) => c.on_close && w.start >= from.unwrap_or(i64::MIN),
                     None => false,
                 },
+                // EVENT_TYPE without WINDOW_CLOSE: closing computes nothing.
+                Mode::CatchUp if !c.on_close => false,
                 Mode::Recalc { from, to } => {
                     old.is_some() && w.end > from && to.is_none_or(|t| w.start < t)
                         || (old.is_none() && frontier.is_some_and(|f| w.start <= f) && w.end > from && to.is_none_or(|t| w.start < t))
@@ -895,34 +1165,454 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
             if compute {
                 todo.push(w);
             }
-            if compute || old.is_none() || mode == Mode::CatchUp {
+            // A recalculation marks what it computed only: new windows are
+            // the catch-up's.
+            if compute || !matches!(mode, Mode::Recalc { .. }) {
                 marks.insert(w.start, mark);
             }
         }
-        if todo.is_empty() {
+        // Open windows: computed when they open (WINDOW_OPEN) and every
+        // MAX_DELAY of processing time while they stay open.
+        let mut todo_open: Vec<&Win> = Vec::new();
+        if mode == Mode::CatchUp && (c.on_open || c.max_delay_us.is_some()) {
+            let fired = st.open.entry(key.clone()).or_default();
+            fired.retain(|s, _| opens.iter().any(|w| w.start == *s));
+            for w in &opens {
+                match fired.get(&w.start).copied() {
+                    None => {
+                        if c.on_open {
+                            todo_open.push(w);
+                        }
+                        fired.insert(w.start, now);
+                    }
+                    Some(at) if c.max_delay_us.is_some_and(|d| now - at >= d) => {
+                        todo_open.push(w);
+                        fired.insert(w.start, now);
+                    }
+                    Some(_) => {}
+                }
+            }
+            if fired.is_empty() {
+                st.open.remove(key);
+            }
+        }
+        if todo.is_empty() && todo_open.is_empty() {
             continue;
         }
-        let go = if c.output.is_some() && is_grouped(c) { Some(group_out(env, c, &g.values)?) } else { None };
-        if let Some(go) = &go {
-            st.subtables.insert(key.clone(), go.subtable.clone());
-        }
+        let go = if c.output.is_some() && is_grouped(c) { Some(cached_group_out(env, c, st, key, &g.values)?) } else { None };
+        outs.insert(key.clone(), go);
         let tbname = tbname_of(c, g);
-        for w in todo {
-            let b = Bindings {
-                window: Some(w.clone()),
-                group: g.values.clone(),
-                tbname: tbname.clone(),
-                group_id: gi as i64,
-                local_us: now,
-                period_us: 0,
-            };
-            let (cols, batches) = compute(env, c, &b)?;
-            written += write_output(env, c, &batches, &cols, go.as_ref())?;
-            st.windows_done += 1;
+        for w in todo_open.into_iter().chain(todo) {
+            jobs.push(Job { key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone() });
         }
+    }
+    written += run_jobs(env, c, &jobs, &outs, now, st)?;
+    if !matches!(mode, Mode::Recalc { .. }) {
+        // The checkpoint: the change log is read from here on; versions
+        // are held so it stays readable.
+        for r in &regions {
+            if let Err(e) = r.hold_versions(&holder(&c.def), upto[&r.id]) {
+                tracing::debug!(stream = %c.def.name, error = %e, "stream cannot hold versions: the next evaluation reads every group");
+                st.seqs.clear();
+                break;
+            }
+            st.seqs.insert(r.id, upto[&r.id]);
+        }
+        st.seqs.retain(|id, _| upto.contains_key(id));
     }
     st.rows_written += written;
     Ok(written)
+}
+
+/// One window of one group to compute.
+struct Job {
+    key: String,
+    values: Vec<Option<String>>,
+    tbname: Option<String>,
+    gi: i64,
+    win: Win,
+}
+
+/// A group's output subtable: the one recorded for it unless TAGS(…)
+/// asks for values (OUTPUT_SUBTABLE runs a query).
+fn cached_group_out(env: &Env, c: &Compiled, st: &mut StreamState, key: &str, values: &[Option<String>]) -> Result<GroupOut> {
+    if c.cs.tags.is_empty() {
+        if let Some(name) = st.subtables.get(key) {
+            return Ok(GroupOut { subtable: name.clone(), tags: values.to_vec() });
+        }
+    }
+    let go = group_out(env, c, values)?;
+    st.subtables.insert(key.to_string(), go.subtable.clone());
+    Ok(go)
+}
+
+/// Run the computations: the groups closing the same window together in
+/// one query when the stream's query allows it (`batchable`), the rest
+/// (and any group the batch gave no row) one by one.
+fn run_jobs(env: &Env, c: &Compiled, jobs: &[Job], outs: &HashMap<String, Option<GroupOut>>, now: i64, st: &mut StreamState) -> Result<u64> {
+    let mut buf = OutBuf::default();
+    let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf);
+    // What was computed is written, also when a later window failed.
+    flush_output(env, &mut buf)?;
+    r
+}
+
+fn run_jobs_into(
+    env: &Env,
+    c: &Compiled,
+    jobs: &[Job],
+    outs: &HashMap<String, Option<GroupOut>>,
+    now: i64,
+    st: &mut StreamState,
+    buf: &mut OutBuf,
+) -> Result<u64> {
+    let mut written = 0u64;
+    let mut done = vec![false; jobs.len()];
+    if jobs.len() > 1 && batchable(c) {
+        let mut by_win: BTreeMap<(i64, i64, Option<i64>), Vec<usize>> = BTreeMap::new();
+        for (i, j) in jobs.iter().enumerate() {
+            by_win.entry((j.win.start, j.win.end, j.win.tick)).or_default().push(i);
+        }
+        for idx in by_win.values().filter(|v| v.len() > 1) {
+            let (cols, per_group) = match compute_batch(env, c, &jobs[idx[0]].win, now) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::debug!(stream = %c.def.name, error = %e, "stream computes groups one by one");
+                    continue;
+                }
+            };
+            for &i in idx {
+                let j = &jobs[i];
+                if let Some(batches) = per_group.get(&j.key) {
+                    written += write_output(env, c, batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
+                    st.windows_done += 1;
+                    done[i] = true;
+                }
+            }
+        }
+    }
+    for (i, j) in jobs.iter().enumerate() {
+        if done[i] {
+            continue;
+        }
+        let b = Bindings {
+            window: Some(j.win.clone()),
+            group: j.values.clone(),
+            tbname: j.tbname.clone(),
+            group_id: j.gi,
+            local_us: now,
+            period_us: 0,
+        };
+        let (cols, batches) = compute_out(env, c, &b)?;
+        written += write_output(env, c, &batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
+        st.windows_done += 1;
+    }
+    Ok(written)
+}
+
+/// Whether one query can compute a window for many groups: a supertable
+/// trigger, a query that is one SELECT over `%%trows` alone without GROUP
+/// BY, HAVING, DISTINCT, ORDER BY or LIMIT, and no placeholder that
+/// differs per group (`_twrownum`, `_tgrpid`, `%%n`, `%%tbname`). The
+/// query then runs once, grouped by the partition columns.
+fn batchable(c: &Compiled) -> bool {
+    let (Some(t), Some(q)) = (&c.trigger, &c.cs.query) else { return false };
+    if !matches!(t.kind, TableKind::Stable(_)) || c.cs.partition.is_empty() {
+        return false;
+    }
+    if q.with.is_some() || q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
+        return false;
+    }
+    let ast::SetExpr::Select(s) = q.body.as_ref() else { return false };
+    let no_group = matches!(&s.group_by, ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+    if s.distinct.is_some() || s.having.is_some() || !no_group || s.from.len() != 1 || !s.from[0].joins.is_empty() {
+        return false;
+    }
+    let ast::TableFactor::Table { name, .. } = &s.from[0].relation else { return false };
+    if !matches!(name.0.as_slice(), [ast::ObjectNamePart::Identifier(i)] if i.value == "%%trows") {
+        return false;
+    }
+    let mut per_group = false;
+    let _ = ast::visit_expressions(q.as_ref(), |e| {
+        if let ast::Expr::Identifier(i) = e {
+            let n = i.value.to_lowercase();
+            if n == "_twrownum" || n == "_tgrpid" || n.starts_with("%%") {
+                per_group = true;
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    !per_group
+}
+
+/// One window for every group at once: the query over the window's rows of
+/// all groups, grouped by the partition columns; its rows by group key.
+#[allow(clippy::type_complexity)]
+fn compute_batch(env: &Env, c: &Compiled, w: &Win, now: i64) -> Result<(Vec<PlanColumn>, HashMap<String, Vec<RecordBatch>>)> {
+    let q = c.cs.query.as_ref().ok_or_else(|| err!(Internal, "stream has no query"))?;
+    let b = Bindings { window: Some(w.clone()), local_us: now, ..Default::default() };
+    let mut q = bind_query(c, q, &b)?;
+    let np = c.cs.partition.len();
+    let exprs: Vec<String> =
+        c.cs.partition.iter().map(|p| format!("CAST({} AS TEXT)", quote_ident(&crate::planner::ident(p)))).collect();
+    let items: Vec<String> = exprs.iter().enumerate().map(|(i, e)| format!("{e} AS \"__td_part{i}\"")).collect();
+    let tmpl = crate::parser::parse_query(&format!("SELECT {} FROM t GROUP BY {}", items.join(", "), exprs.join(", ")))?;
+    let ast::SetExpr::Select(t) = *tmpl.body else { bail!(Internal, "GROUP BY template is not a SELECT") };
+    let ast::SetExpr::Select(s) = q.body.as_mut() else { bail!(Internal, "stream query is not a SELECT") };
+    s.projection.extend(t.projection);
+    s.group_by = t.group_by;
+    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now), Params::default());
+    let logical = planner.plan_query(&q, None)?;
+    let mut cols = crate::planner::output_columns(&logical);
+    let plan = planner.physical(logical)?;
+    let batches = crate::exec::collect(&plan, &planner.ctx)?;
+    let n = cols.len() - np;
+    cols.truncate(n);
+    let mut out: HashMap<String, Vec<RecordBatch>> = HashMap::new();
+    for batch in batches {
+        let mut rows: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for r in 0..batch.num_rows() {
+            let vals: Vec<Option<String>> = (n..n + np)
+                .map(|k| match crate::types::value_at(batch.column(k).as_ref(), r) {
+                    Value::Null => None,
+                    Value::Text(s) => Some(s),
+                    other => Some(crate::types::format_value(&other)),
+                })
+                .collect();
+            rows.entry(group_key(&vals)).or_default().push(r as u32);
+        }
+        let data = batch.project(&(0..n).collect::<Vec<_>>())?;
+        for (key, idx) in rows {
+            let idx = arrow::array::UInt32Array::from(idx);
+            let cols: Vec<ArrayRef> = data.columns().iter().map(|a| arrow::compute::take(a.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
+            out.entry(key).or_default().push(RecordBatch::try_new(data.schema(), cols)?);
+        }
+    }
+    Ok((cols, out))
+}
+
+/// The start of the last window cut (None: none).
+fn last_start(wins: &[Win]) -> Option<i64> {
+    wins.last().map(|w| w.start)
+}
+
+/// The version-hold name of a stream on its trigger regions.
+pub fn holder(def: &StreamDef) -> String {
+    format!("stream:{}.{}", def.database, def.name)
+}
+
+/// Release a dropped stream's version holds.
+pub fn release(env: &Env, def: &StreamDef) {
+    let Ok(c) = compile(env, def) else { return };
+    let Some(t) = &c.trigger else { return };
+    if let Ok(regions) = super::batching::table_regions(env, &t.table) {
+        for r in regions {
+            r.release_versions(&holder(def));
+        }
+    }
+}
+
+/// A group's change since the checkpoint.
+#[derive(Debug, Clone)]
+struct GroupChange {
+    values: Vec<Option<String>>,
+    min_ts: i64,
+    max_ts: i64,
+}
+
+/// The groups a catch-up reads and from where, from the change log since
+/// the checkpoint; None when every group must be read (no checkpoint, a
+/// region gone or new, versions gone).
+fn selection(
+    c: &Compiled,
+    st: &mut StreamState,
+    regions: &[Arc<crate::storage::Region>],
+    upto: &BTreeMap<u64, u64>,
+    now: i64,
+) -> Result<Option<Selection>> {
+    let Some(t) = &c.trigger else { return Ok(Some(Selection::new())) };
+    if st.seqs.is_empty() || st.seqs.len() != regions.len() || regions.iter().any(|r| !st.seqs.contains_key(&r.id)) {
+        return Ok(None);
+    }
+    let mut changed: BTreeMap<String, GroupChange> = BTreeMap::new();
+    for r in regions {
+        let after = st.seqs[&r.id];
+        if upto[&r.id] <= after {
+            continue;
+        }
+        let batch = match r.changes(after, upto[&r.id]) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::debug!(stream = %c.def.name, error = %e, "stream change log gone: reading every group");
+                return Ok(None);
+            }
+        };
+        if !collect_changes(c, t, &batch, &mut changed)? {
+            return Ok(None);
+        }
+    }
+    let mut sel = Selection::new();
+    for (key, ch) in changed {
+        let Some(p) = st.groups.get_mut(&key) else {
+            // A new group: all of its rows.
+            sel.insert(key, (ch.values, None));
+            continue;
+        };
+        let late = ch.min_ts < p.resume_us;
+        let anchor = if late { late_anchor(&c.cs.trigger, st.windows.get(&key), ch.min_ts)?.map(|a| a.min(p.resume_us)) } else { Some(p.resume_us) };
+        let watches_open = c.on_open || c.max_delay_us.is_some();
+        if !late && !watches_open && !closes(&c.cs.trigger, p.resume_us, ch.max_ts.max(p.max_ts).saturating_sub(c.watermark_us))? {
+            // Rows after the open window's start and no window closes
+            // yet: nothing to read.
+            p.max_ts = p.max_ts.max(ch.max_ts);
+            continue;
+        }
+        sel.insert(key, (ch.values, anchor));
+    }
+    // MAX_DELAY: groups with an open window due again, unchanged or not.
+    if let Some(d) = c.max_delay_us {
+        for (key, fired) in &st.open {
+            if sel.contains_key(key) || !fired.values().any(|&at| now - at >= d) {
+                continue;
+            }
+            let (Some(p), Some(values)) = (st.groups.get(key), group_values(key, c.cs.partition.len())) else { continue };
+            sel.insert(key.clone(), (values, Some(p.resume_us)));
+        }
+    }
+    Ok(Some(sel))
+}
+
+/// The partition values of a group key (the inverse of `group_key`).
+fn group_values(key: &str, n: usize) -> Option<Vec<Option<String>>> {
+    if n == 0 {
+        return Some(vec![]);
+    }
+    let v: Vec<Option<String>> = key.split('\u{1}').map(|x| if x == "\u{0}" { None } else { Some(x.to_string()) }).collect();
+    (v.len() == n).then_some(v)
+}
+
+/// Add a change-log batch's rows to their groups; false when a row's
+/// group cannot be told (every group is read then).
+fn collect_changes(c: &Compiled, t: &TriggerTable, batch: &RecordBatch, out: &mut BTreeMap<String, GroupChange>) -> Result<bool> {
+    if batch.num_rows() == 0 {
+        return Ok(true);
+    }
+    let schema = batch.schema();
+    let col = |n: &str| schema.index_of(n).ok().map(|i| batch.column(i).clone());
+    let Some(ts) = col(&t.ts_column) else { return Ok(false) };
+    let ts = arrow::compute::cast(&ts, &arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None))?;
+    let ts = ts.as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>().expect("cast to timestamp µs");
+    // A child table trigger: its rows only.
+    let mine: Option<arrow::array::ArrayRef> = match &t.kind {
+        TableKind::Child { .. } => match col(TBNAME) {
+            Some(a) => Some(crate::exec::expr::cast_array(&a, SqlType::from_arrow(a.data_type()), SqlType::Text)?),
+            None => return Ok(false),
+        },
+        _ => None,
+    };
+    // The partition values as the trigger read spells them (CAST AS TEXT).
+    let mut parts: Vec<Result<ArrayRef, Option<String>>> = Vec::new();
+    for p in &c.cs.partition {
+        let name = crate::planner::ident(p);
+        parts.push(match &t.kind {
+            TableKind::Stable(_) => match col(&name) {
+                Some(a) => Ok(crate::exec::expr::cast_array(&a, SqlType::from_arrow(a.data_type()), SqlType::Text)?),
+                None => return Ok(false),
+            },
+            TableKind::Child { stable, tags } if name != TBNAME => {
+                Err(stable.tags.iter().position(|x| *x == name).and_then(|i| tags[i].clone()))
+            }
+            _ => Err(Some(t.name.clone())),
+        });
+    }
+    let text = |a: &dyn Array, i: usize| match crate::types::value_at(a, i) {
+        Value::Null => None,
+        Value::Text(s) => Some(s),
+        other => Some(crate::types::format_value(&other)),
+    };
+    for i in 0..batch.num_rows() {
+        if let Some(m) = &mine {
+            if text(m.as_ref(), i).as_deref() != Some(t.name.as_str()) {
+                continue;
+            }
+        }
+        if ts.is_null(i) {
+            continue;
+        }
+        let v = ts.value(i);
+        let values: Vec<Option<String>> = parts
+            .iter()
+            .map(|p| match p {
+                Ok(a) => text(a.as_ref(), i),
+                Err(c) => c.clone(),
+            })
+            .collect();
+        let key = group_key(&values);
+        let e = out.entry(key).or_insert_with(|| GroupChange { values, min_ts: v, max_ts: v });
+        e.min_ts = e.min_ts.min(v);
+        e.max_ts = e.max_ts.max(v);
+    }
+    Ok(true)
+}
+
+fn micros_of(d: &crate::parser::Duration) -> Result<i64> {
+    match d.micros {
+        Some(m) if m > 0 => Ok(m),
+        _ => bail!(FeatureNotSupported, "calendar durations ({d}) are not supported by weir's streams"),
+    }
+}
+
+/// INTERVAL / SLIDING: (window length, step, offset).
+fn time_windows(t: &StreamTrigger) -> Result<Option<(i64, i64, i64)>> {
+    Ok(match t {
+        StreamTrigger::Interval { interval, offset, sliding, .. } => {
+            Some((micros_of(interval)?, micros_of(sliding)?, offset.as_ref().map(micros_of).transpose()?.unwrap_or(0)))
+        }
+        StreamTrigger::Sliding { sliding, offset } => {
+            let sl = micros_of(sliding)?;
+            Some((sl, sl, offset.as_ref().map(micros_of).transpose()?.unwrap_or(0)))
+        }
+        _ => None,
+    })
+}
+
+/// Where cutting resumes after an evaluation that closed `wins` up to the
+/// watermark `wm`: INTERVAL / SLIDING at the first window not closed; the
+/// data-defined windows at the last closed window's start (a boundary:
+/// cutting from it gives the same windows), else where this read began.
+fn resume_after(t: &StreamTrigger, g: &GroupRows, wins: &[Win], wm: i64, began: i64) -> Result<i64> {
+    if let Some((iv, sl, off)) = time_windows(t)? {
+        return Ok(floor_to(wm.saturating_sub(iv), sl, off) + sl);
+    }
+    // The window's first row (STATE_WINDOW's extend moves the start).
+    Ok(wins.last().map(|w| g.ts[w.lo]).unwrap_or(began))
+}
+
+/// Whether a window starting at `resume` closes at watermark `wm`
+/// (INTERVAL / SLIDING; the data-defined windows are always read).
+fn closes(t: &StreamTrigger, resume: i64, wm: i64) -> Result<bool> {
+    Ok(match time_windows(t)? {
+        Some((iv, _, _)) => resume.saturating_add(iv) <= wm,
+        None => true,
+    })
+}
+
+/// Where a group's windows can change after a change at `ts` behind its
+/// progress: the earliest window holding `ts` (INTERVAL / SLIDING), else
+/// the computed window before the one holding it (a late row can join the
+/// window before); None: from the group's first row.
+fn late_anchor(t: &StreamTrigger, marks: Option<&BTreeMap<i64, WindowMark>>, ts: i64) -> Result<Option<i64>> {
+    if let Some((iv, sl, off)) = time_windows(t)? {
+        return Ok(Some(floor_to(ts.saturating_sub(iv), sl, off) + sl));
+    }
+    let Some(marks) = marks else { return Ok(None) };
+    let Some((&at, _)) = marks.range(..=ts).next_back() else { return Ok(None) };
+    let back = marks.range(..at).next_back().map(|(&s, _)| s);
+    // extend 2: the window before is context only, one more back.
+    match (t, back) {
+        (StreamTrigger::State { extend: Some(2), .. }, Some(b)) => Ok(marks.range(..b).next_back().map(|(&s, _)| s)),
+        _ => Ok(back),
+    }
 }
 
 /// How often running streams are evaluated without writes (PERIOD ticks,
@@ -937,6 +1627,8 @@ pub const WRITE_DEBOUNCE_MS: u64 = 50;
 /// never interleave on a stream's progress.
 pub struct StreamRunner {
     run_lock: parking_lot::Mutex<()>,
+    /// A running stream has LOW_LATENCY_CALC: no write debounce.
+    low_latency: AtomicBool,
     wake: (parking_lot::Mutex<(bool, bool)>, parking_lot::Condvar),
 }
 
@@ -944,6 +1636,7 @@ impl StreamRunner {
     pub fn new() -> Arc<StreamRunner> {
         Arc::new(StreamRunner {
             run_lock: parking_lot::Mutex::new(()),
+            low_latency: AtomicBool::new(false),
             wake: (parking_lot::Mutex::new((false, false)), parking_lot::Condvar::new()),
         })
     }
@@ -980,7 +1673,12 @@ impl StreamRunner {
     /// Evaluate every running stream (errors are recorded in its state:
     /// status Failed until an evaluation succeeds).
     pub fn run_all(&self, env: &Env) {
-        for def in env.catalog.streams() {
+        let defs = env.catalog.streams();
+        let low = defs.iter().any(|d| {
+            d.status != "Stopped" && parse_def(d).is_ok_and(|cs| cs.options.iter().any(|o| matches!(o, StreamOption::LowLatencyCalc)))
+        });
+        self.low_latency.store(low, std::sync::atomic::Ordering::Relaxed);
+        for def in defs {
             if def.status != "Stopped" {
                 if let Err(e) = self.run_one(env, &def) {
                     tracing::debug!(stream = %def.name, error = %e, "stream evaluation failed");
@@ -1008,7 +1706,7 @@ impl StreamRunner {
                 }
                 let woke = std::mem::take(&mut g.0);
                 drop(g);
-                if woke {
+                if woke && !r.low_latency.load(std::sync::atomic::Ordering::Relaxed) {
                     std::thread::sleep(std::time::Duration::from_millis(WRITE_DEBOUNCE_MS));
                 }
             }
@@ -1087,7 +1785,7 @@ fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period:
         floor_to(now, period, offset)
     };
     let groups: Vec<Vec<Option<String>>> =
-        if c.trigger.is_some() && is_grouped(c) { read_trigger(env, c)?.into_values().map(|g| g.values).collect() } else { vec![vec![]] };
+        if c.trigger.is_some() && is_grouped(c) { read_trigger(env, c, None)?.into_values().map(|g| g.values).collect() } else { vec![vec![]] };
     let mut written = 0;
     for (gi, values) in groups.iter().enumerate() {
         let key = group_key(values);
@@ -1104,8 +1802,10 @@ fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period:
         let go = if c.output.is_some() && is_grouped(c) { Some(group_out(env, c, values)?) } else { None };
         let tbname = c.cs.partition.iter().position(|p| crate::planner::ident(p) == TBNAME).and_then(|i| values[i].clone());
         let b = Bindings { window: None, group: values.clone(), tbname, group_id: gi as i64, local_us: tick, period_us: period };
-        let (cols, batches) = compute(env, c, &b)?;
-        written += write_output(env, c, &batches, &cols, go.as_ref())?;
+        let (cols, batches) = compute_out(env, c, &b)?;
+        let mut buf = OutBuf::default();
+        written += write_output(env, c, &batches, &cols, go.as_ref(), &mut buf, &key)?;
+        flush_output(env, &mut buf)?;
         st.windows_done += 1;
     }
     st.rows_written += written;
@@ -1173,15 +1873,15 @@ mod tests {
     #[test]
     fn interval_windows_close_when_event_time_passes_their_end() {
         let t = StreamTrigger::Interval { interval: dur(10), offset: None, sliding: dur(10), sliding_offset: None };
-        let w = cut_windows(&t, &g(&[1, 5, 12, 25]), 0, false).unwrap();
+        let w = cut_windows(&t, &g(&[1, 5, 12, 25]), 0, false, None).unwrap();
         assert_eq!(spans(&w), vec![(0, 10, 2), (10, 20, 1)]);
         // An empty window between rows fires unless IGNORE_NODATA_TRIGGER.
-        let w = cut_windows(&t, &g(&[1, 25, 31]), 0, false).unwrap();
+        let w = cut_windows(&t, &g(&[1, 25, 31]), 0, false, None).unwrap();
         assert_eq!(spans(&w), vec![(0, 10, 1), (10, 20, 0), (20, 30, 1)]);
-        let w = cut_windows(&t, &g(&[1, 25, 31]), 0, true).unwrap();
+        let w = cut_windows(&t, &g(&[1, 25, 31]), 0, true, None).unwrap();
         assert_eq!(spans(&w), vec![(0, 10, 1), (20, 30, 1)]);
         // Watermark 10: rows after 31 - 10 wait.
-        let w = cut_windows(&t, &g(&[1, 25, 31]), 10, false).unwrap();
+        let w = cut_windows(&t, &g(&[1, 25, 31]), 10, false, None).unwrap();
         assert_eq!(spans(&w), vec![(0, 10, 1), (10, 20, 0)]);
     }
 
@@ -1200,14 +1900,14 @@ mod tests {
         let mut gr = g(&ts);
         gr.state = state;
         let t = StreamTrigger::State { expr: ast::Expr::Identifier(ast::Ident::new("x")), extend: None, true_for: None };
-        let w = cut_windows(&t, &gr, 10 * s, false).unwrap();
+        let w = cut_windows(&t, &gr, 10 * s, false, None).unwrap();
         assert_eq!(spans(&w), vec![(0, 9 * s, 10), (10 * s, 19 * s, 10)]);
     }
 
     #[test]
     fn session_event_and_count_windows() {
         let t = StreamTrigger::Session { column: ast::Ident::new("ts"), gap: dur(5) };
-        assert_eq!(spans(&cut_windows(&t, &g(&[0, 3, 6, 20, 22, 40]), 0, false).unwrap()), vec![(0, 6, 3), (20, 22, 2)]);
+        assert_eq!(spans(&cut_windows(&t, &g(&[0, 3, 6, 20, 22, 40]), 0, false, None).unwrap()), vec![(0, 6, 3), (20, 22, 2)]);
         let mut e = g(&[0, 1, 2, 3, 4, 5]);
         e.start = vec![false, true, false, false, true, false];
         e.end = vec![false, false, true, true, true, false];
@@ -1216,10 +1916,10 @@ mod tests {
             end: ast::Expr::Identifier(ast::Ident::new("b")),
             true_for: None,
         };
-        assert_eq!(spans(&cut_windows(&t, &e, 0, false).unwrap()), vec![(1, 2, 2), (4, 4, 1)]);
+        assert_eq!(spans(&cut_windows(&t, &e, 0, false, None).unwrap()), vec![(1, 2, 2), (4, 4, 1)]);
         let t = StreamTrigger::Count { count: 2, slide: None, columns: vec![] };
-        assert_eq!(spans(&cut_windows(&t, &g(&[0, 1, 2, 3, 4]), 0, false).unwrap()), vec![(0, 1, 2), (2, 3, 2)]);
+        assert_eq!(spans(&cut_windows(&t, &g(&[0, 1, 2, 3, 4]), 0, false, None).unwrap()), vec![(0, 1, 2), (2, 3, 2)]);
         let t = StreamTrigger::Count { count: 3, slide: Some(1), columns: vec![] };
-        assert_eq!(spans(&cut_windows(&t, &g(&[0, 1, 2, 3]), 0, false).unwrap()), vec![(0, 2, 3), (1, 3, 3)]);
+        assert_eq!(spans(&cut_windows(&t, &g(&[0, 1, 2, 3]), 0, false, None).unwrap()), vec![(0, 2, 3), (1, 3, 3)]);
     }
 }

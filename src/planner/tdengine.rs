@@ -105,6 +105,7 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                         st.last_error.map(Value::Text).unwrap_or(t("")),
                         Value::Int(st.windows_done as i64),
                         Value::Int(st.rows_written as i64),
+                        Value::Int(st.trigger_rows_read as i64),
                     ]
                 })
                 .collect();
@@ -121,6 +122,7 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                     ("message", Varchar),
                     ("windows_done", Int8),
                     ("rows_written", Int8),
+                    ("trigger_rows_read", Int8),
                 ],
                 rows,
             )

@@ -9,6 +9,7 @@ use arrow::array::StringArray;
 use sqlparser::ast;
 
 use super::{dml, QueryResult, Session};
+use crate::catalog::acl::{self, AclObject};
 use crate::catalog::{ColumnDef, SnodeDef, StreamDef, SuperTableDef, TableDef};
 use crate::error::Result;
 use crate::flow::tdengine::{self as td, TableKind, TBNAME};
@@ -110,6 +111,10 @@ pub fn execute(s: &mut Session, t: &TdStatement) -> Result<QueryResult> {
                     }
                     bail!(UndefinedObject, "Stream not exist: {db}.{name}");
                 }
+                need_stream_write(s, &db, "DROP STREAM")?;
+                if let Some(def) = s.engine.catalog.stream(&db, &name) {
+                    td::release(&env(s), &def);
+                }
                 s.engine.catalog.drop_stream(&db, &name)?;
             }
             cmd("DROP STREAM")
@@ -137,6 +142,7 @@ pub fn execute(s: &mut Session, t: &TdStatement) -> Result<QueryResult> {
                 bail!(UndefinedObject, "Stream not exist: {db}.{n}");
             };
             let stop = matches!(t, TdStatement::StopStream { .. });
+            need_stream_write(s, &db, if stop { "STOP STREAM" } else { "START STREAM" })?;
             def.status = if stop { "Stopped" } else { "Running" }.into();
             s.engine.catalog.put_stream(&def)?;
             if let TdStatement::StartStream { ignore_untreated: true, .. } = t {
@@ -148,6 +154,7 @@ pub fn execute(s: &mut Session, t: &TdStatement) -> Result<QueryResult> {
         }
         TdStatement::Recalculate { name, from, to } => {
             let def = stream_def(s, name)?;
+            need_stream_write(s, &def.database, "RECALCULATE STREAM")?;
             let cs = td::parse_def(&def)?;
             if matches!(cs.trigger, StreamTrigger::Period { .. }) {
                 bail!(FeatureNotSupported, "Stream recalculation is not supported for PERIOD trigger");
@@ -192,6 +199,71 @@ fn like_match(p: Option<&str>, name: &str) -> bool {
     arrow::compute::kernels::comparison::like(&StringArray::from(vec![name]), &arrow::array::Scalar::new(StringArray::from(vec![p])))
         .map(|m| m.is_valid(0) && m.value(0))
         .unwrap_or(false)
+}
+
+/// TDengine's per-database stream privileges on weir's ACLs:
+/// "write" on a database is CREATE on it, "read" of a table is SELECT on
+/// it (CONNECT on its database included). 42501 with TDengine's words.
+fn need(s: &Session, obj: AclObject, mask: u32, what: &str) -> Result<()> {
+    if s.engine.catalog.has_privilege(&s.user, &obj, mask) {
+        return Ok(());
+    }
+    let on = match &obj {
+        AclObject::Database(d) => format!("database {d}"),
+        AclObject::Relation(d, n) => format!("table {d}.{n}"),
+        AclObject::Flow(n) => format!("flow {n}"),
+    };
+    Err(err!(InsufficientPrivilege, "Insufficient privilege for operation")
+        .with_detail(format!("{what} needs {} on {on}", acl::privilege_name(mask))))
+}
+
+/// Stopping, starting, dropping and recalculating a stream: write on its
+/// database.
+fn need_stream_write(s: &Session, db: &str, what: &str) -> Result<()> {
+    need(s, AclObject::Database(db.to_string()), acl::CREATE, what)
+}
+
+/// CREATE STREAM: write on the stream's and the output's databases, read
+/// of the trigger table and of every table the query reads.
+fn check_create_stream(s: &Session, c: &td::Compiled) -> Result<()> {
+    let what = "CREATE STREAM";
+    need_stream_write(s, &c.def.database, what)?;
+    let read = |db: &str, name: &str| -> Result<()> {
+        need(s, AclObject::Database(db.to_string()), acl::CONNECT, what)?;
+        // A child table's rows are its supertable's.
+        let rel = match s.engine.catalog.child_table(db, name) {
+            Some(ch) => ch.stable,
+            None => name.to_string(),
+        };
+        if s.engine.catalog.table(db, &rel).is_some() || s.engine.catalog.view(db, &rel).is_some() {
+            need(s, AclObject::Relation(db.to_string(), rel), acl::SELECT, what)?;
+        }
+        Ok(())
+    };
+    if let Some(t) = &c.trigger {
+        read(&t.database, &t.name)?;
+    }
+    if let Some(q) = &c.cs.query {
+        let mut names = Vec::new();
+        let _ = ast::visit_relations(q, |n| {
+            names.push(n.clone());
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        for n in names {
+            let (db, t) = td::qualified(&c.def.database, &n)?;
+            if t.starts_with("%%") {
+                continue;
+            }
+            read(&db, &t)?;
+        }
+    }
+    if let Some((odb, oname)) = &c.output {
+        need(s, AclObject::Database(odb.clone()), acl::CREATE, what)?;
+        if s.engine.catalog.table(odb, oname).is_some() {
+            need(s, AclObject::Relation(odb.clone(), oname.clone()), acl::INSERT, what)?;
+        }
+    }
+    Ok(())
 }
 
 /// Snode statements are for superusers (TDengine's root).
@@ -576,6 +648,7 @@ fn create_stream(s: &mut Session, cs: &CreateStream) -> Result<QueryResult> {
     };
     let env = env(s);
     let c = td::compile(&env, &def)?;
+    check_create_stream(s, &c)?;
     if let Some(t) = &c.trigger {
         let stable_trigger = matches!(t.kind, TableKind::Stable(_));
         let by_tbname = cs.partition.iter().any(|p| ident(p) == TBNAME);
@@ -586,7 +659,7 @@ fn create_stream(s: &mut Session, cs: &CreateStream) -> Result<QueryResult> {
             bail!(InvalidParameterValue, "Invalid stream option: {} on a supertable needs PARTITION BY tbname", cs.trigger.kind());
         }
         // The trigger rows must be readable (partition columns checked).
-        td::read_trigger(&env, &c)?;
+        td::read_trigger(&env, &c, None)?;
     }
     // The output table: created now, or an existing one that matches exactly.
     if let Some((odb, oname)) = &c.output {
@@ -695,6 +768,15 @@ fn validate(cs: &CreateStream) -> Result<()> {
         bail!(InvalidParameterValue, "Invalid stream option: DELETE_OUTPUT_TABLE needs PARTITION BY tbname");
     }
     for o in &cs.options {
+        if let StreamOption::EventType(t) = o {
+            for x in t {
+                match x.as_str() {
+                    "WINDOW_OPEN" | "WINDOW_CLOSE" => {}
+                    "IDLE" | "RESUME" => bail!(FeatureNotSupported, "EVENT_TYPE({x}) needs IDLE_TIMEOUT (TDengine 3.4), which weir does not support"),
+                    _ => bail!(InvalidParameterValue, "Invalid stream option: EVENT_TYPE({x}) is not WINDOW_OPEN or WINDOW_CLOSE"),
+                }
+            }
+        }
         if let StreamOption::MaxDelay(d) = o {
             if d.micros.is_none_or(|m| m < 3_000_000) {
                 bail!(InvalidParameterValue, "Invalid stream option: MAX_DELAY must be at least 3s");
