@@ -573,3 +573,28 @@ async fn inet_server_addr_is_the_connections_local_address() {
     assert_eq!(addr.trim_end_matches("/32").parse::<std::net::IpAddr>().unwrap(), want);
     assert_eq!(one_value(&c, "SELECT inet_server_port()").await.as_deref(), Some(port));
 }
+
+/// A session's temporary tables go when it disconnects (issue 15).
+#[tokio::test]
+async fn temp_tables_dropped_at_disconnect() {
+    let s = server();
+    if s.is_external() {
+        return;
+    }
+    let c = fresh_db(&s, "temp_disconnect").await;
+    c.simple_query("CREATE TEMP TABLE tdrop (a int4); INSERT INTO tdrop VALUES (1)").await.expect("create temp table");
+    let count = "SELECT count(*) FROM pg_class WHERE relname LIKE 'pg_temp_%tdrop'";
+    assert_eq!(one_value(&c, count).await.as_deref(), Some("1"));
+    drop(c);
+    let other = s.connect(Some("temp_disconnect")).await.expect("connect");
+    let mut left = None;
+    for _ in 0..100 {
+        left = one_value(&other, count).await;
+        if left.as_deref() == Some("0") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(left.as_deref(), Some("0"), "the temporary table outlived its session");
+    assert_eq!(sqlstate(other.simple_query("SELECT * FROM tdrop").await), "42P01");
+}

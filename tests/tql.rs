@@ -61,8 +61,10 @@ async fn weir_answer(c: &Client, sql: &str, labels: &std::collections::BTreeSet<
         let ti = names.iter().position(|n| *n == "ts" || *n == "time").expect("a time column");
         let vi = (0..names.len()).find(|&i| i != ti && !labels.contains(names[i])).expect("a value column");
         let t = chrono::NaiveDateTime::parse_from_str(r.get(ti).unwrap(), "%Y-%m-%d %H:%M:%S%.f").unwrap().and_utc().timestamp_millis();
-        let mut ls: Vec<(String, String)> =
-            (0..names.len()).filter(|&i| i != ti && i != vi).filter_map(|i| r.get(i).map(|v| (names[i].to_string(), v.to_string()))).collect();
+        let mut ls: Vec<(String, String)> = (0..names.len())
+            .filter(|&i| i != ti && i != vi)
+            .filter_map(|i| r.get(i).map(|v| (names[i].to_string(), v.to_string())))
+            .collect();
         ls.sort();
         out.entry(ls).or_default().insert(t, parse_float(r.get(vi).unwrap()));
     }

@@ -28,7 +28,17 @@ pub struct HashAggExecutor {
 
 impl HashAggExecutor {
     pub fn new(child: Box<dyn BatchExecutor>, group_by: Vec<Expr>, aggs: Vec<AggCall>, columns: &[PlanColumn], ctx: ExecCtx) -> Self {
-        HashAggExecutor { child, second: None, group_by, aggs, columns: columns.to_vec(), schema: arrow_schema(columns), ctx, output: None, pos: 0 }
+        HashAggExecutor {
+            child,
+            second: None,
+            group_by,
+            aggs,
+            columns: columns.to_vec(),
+            schema: arrow_schema(columns),
+            ctx,
+            output: None,
+            pos: 0,
+        }
     }
 
     /// Read `second` too: the input's later time half.

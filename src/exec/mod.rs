@@ -20,10 +20,10 @@ mod hash_agg;
 mod hash_join;
 mod keys;
 mod limit;
-mod narrow;
-mod partition;
 #[cfg(test)]
 pub(crate) mod mock;
+mod narrow;
+mod partition;
 mod project_set;
 mod projection;
 mod recursive_union;

@@ -530,13 +530,9 @@ impl Plan {
             Plan::Distinct { input } => Plan::Distinct { input: mp(input) },
             Plan::DistinctOn { input, keys } => Plan::DistinctOn { input: mp(input), keys: keys.iter().map(m).collect() },
             Plan::NarrowedAggregate { input, narrow } => Plan::NarrowedAggregate { input: mp(input), narrow: *narrow },
-            Plan::RecursiveUnion { anchor, recursive, id, all, columns } => Plan::RecursiveUnion {
-                anchor: mp(anchor),
-                recursive: mp(recursive),
-                id: *id,
-                all: *all,
-                columns: columns.clone(),
-            },
+            Plan::RecursiveUnion { anchor, recursive, id, all, columns } => {
+                Plan::RecursiveUnion { anchor: mp(anchor), recursive: mp(recursive), id: *id, all: *all, columns: columns.clone() }
+            }
         }
     }
 

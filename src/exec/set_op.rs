@@ -51,26 +51,41 @@ impl SetOpExecutor {
         if self.kind == SetOpKind::Union && self.all {
             return super::concat(&self.ctx, &self.schema, &[left, right]);
         }
-        let conv = RowConverter::new(self.schema.fields().iter().map(|f| SortField::new(f.data_type().clone())).collect())?;
-        let lrows = conv.convert_columns(&normalize_keys(left.columns()))?;
-        let rrows = conv.convert_columns(&normalize_keys(right.columns()))?;
+        // Row-encoded keys; with no columns (`SELECT UNION SELECT`) every row
+        // has the same, empty key (arrow's row format cannot hold zero columns).
+        let conv = if self.schema.fields().is_empty() {
+            None
+        } else {
+            Some(RowConverter::new(self.schema.fields().iter().map(|f| SortField::new(f.data_type().clone())).collect())?)
+        };
+        let keys = |b: &RecordBatch| -> Result<Vec<Vec<u8>>> {
+            match &conv {
+                None => Ok(vec![Vec::new(); b.num_rows()]),
+                Some(conv) => {
+                    let rows = conv.convert_columns(&normalize_keys(b.columns()))?;
+                    Ok((0..b.num_rows()).map(|i| rows.row(i).as_ref().to_vec()).collect())
+                }
+            }
+        };
+        let lkeys = keys(&left)?;
+        let rkeys = keys(&right)?;
         // Row encodings, then a hash set or map holding a copy of each key.
-        self.ctx.charge((lrows.size() + rrows.size()) * 2 + (left.num_rows() + right.num_rows()) * 48, "a set operation's hash table")?;
+        let key_bytes: usize = lkeys.iter().chain(&rkeys).map(|k| k.len()).sum();
+        self.ctx.charge(key_bytes * 2 + (left.num_rows() + right.num_rows()) * 48, "a set operation's hash table")?;
         if self.kind == SetOpKind::Union {
             let all = super::concat(&self.ctx, &self.schema, &[left, right])?;
-            let arows = conv.convert_columns(&normalize_keys(all.columns()))?;
             let mut seen = std::collections::HashSet::new();
-            let idx: UInt32Array = (0..all.num_rows()).filter(|&i| seen.insert(arows.row(i).as_ref().to_vec())).map(|i| i as u32).collect();
+            let idx: UInt32Array =
+                lkeys.into_iter().chain(rkeys).enumerate().filter(|(_, k)| seen.insert(k.clone())).map(|(i, _)| i as u32).collect();
             return super::take_batch(&all, &idx);
         }
         let mut counts: HashMap<Vec<u8>, usize> = HashMap::new();
-        for i in 0..right.num_rows() {
-            *counts.entry(rrows.row(i).as_ref().to_vec()).or_default() += 1;
+        for k in rkeys {
+            *counts.entry(k).or_default() += 1;
         }
         let mut emitted: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut idx = Vec::new();
-        for i in 0..left.num_rows() {
-            let k = lrows.row(i).as_ref().to_vec();
+        for (i, k) in lkeys.into_iter().enumerate() {
             let in_right = counts.get(&k).copied().unwrap_or(0);
             let e = emitted.entry(k).or_default();
             let keep = match (self.kind, self.all) {

@@ -454,7 +454,13 @@ pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ig
 /// The closed windows of a group and its open ones: windows holding
 /// processed rows (at or before the watermark) that have not closed yet
 /// (EVENT_TYPE(WINDOW_OPEN) and MAX_DELAY compute them).
-pub fn cut(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ignore_nodata: bool, from: Option<i64>) -> Result<(Vec<Win>, Vec<Win>)> {
+pub fn cut(
+    trigger: &StreamTrigger,
+    g: &GroupRows,
+    watermark_us: i64,
+    ignore_nodata: bool,
+    from: Option<i64>,
+) -> Result<(Vec<Win>, Vec<Win>)> {
     let Some(&max_ts) = g.ts.last() else { return Ok((vec![], vec![])) };
     let wm = max_ts.saturating_sub(watermark_us);
     // Processed rows: [0, n).
@@ -807,7 +813,9 @@ fn forced_row(env: &Env, c: &Compiled, b: &Bindings, cols: &[PlanColumn]) -> Res
         let mut reads = false;
         let _ = ast::visit_expressions(e, |x| {
             match x {
-                ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => reads = true,
+                ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => {
+                    reads = true
+                }
                 ast::Expr::Function(f) if registry.is_aggregate(&f.name.to_string().to_lowercase()) || f.over.is_some() => reads = true,
                 _ => {}
             }
@@ -1250,7 +1258,14 @@ fn cached_group_out(env: &Env, c: &Compiled, st: &mut StreamState, key: &str, va
 /// Run the computations: the groups closing the same window together in
 /// one query when the stream's query allows it (`batchable`), the rest
 /// (and any group the batch gave no row) one by one.
-fn run_jobs(env: &Env, c: &Compiled, jobs: &[Job], outs: &HashMap<String, Option<GroupOut>>, now: i64, st: &mut StreamState) -> Result<u64> {
+fn run_jobs(
+    env: &Env,
+    c: &Compiled,
+    jobs: &[Job],
+    outs: &HashMap<String, Option<GroupOut>>,
+    now: i64,
+    st: &mut StreamState,
+) -> Result<u64> {
     let mut buf = OutBuf::default();
     let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf);
     // What was computed is written, also when a later window failed.
@@ -1354,8 +1369,7 @@ fn compute_batch(env: &Env, c: &Compiled, w: &Win, now: i64) -> Result<(Vec<Plan
     let b = Bindings { window: Some(w.clone()), local_us: now, ..Default::default() };
     let mut q = bind_query(c, q, &b)?;
     let np = c.cs.partition.len();
-    let exprs: Vec<String> =
-        c.cs.partition.iter().map(|p| format!("CAST({} AS TEXT)", quote_ident(&crate::planner::ident(p)))).collect();
+    let exprs: Vec<String> = c.cs.partition.iter().map(|p| format!("CAST({} AS TEXT)", quote_ident(&crate::planner::ident(p)))).collect();
     let items: Vec<String> = exprs.iter().enumerate().map(|(i, e)| format!("{e} AS \"__td_part{i}\"")).collect();
     let tmpl = crate::parser::parse_query(&format!("SELECT {} FROM t GROUP BY {}", items.join(", "), exprs.join(", ")))?;
     let ast::SetExpr::Select(t) = *tmpl.body else { bail!(Internal, "GROUP BY template is not a SELECT") };
@@ -1385,7 +1399,8 @@ fn compute_batch(env: &Env, c: &Compiled, w: &Win, now: i64) -> Result<(Vec<Plan
         let data = batch.project(&(0..n).collect::<Vec<_>>())?;
         for (key, idx) in rows {
             let idx = arrow::array::UInt32Array::from(idx);
-            let cols: Vec<ArrayRef> = data.columns().iter().map(|a| arrow::compute::take(a.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
+            let cols: Vec<ArrayRef> =
+                data.columns().iter().map(|a| arrow::compute::take(a.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
             out.entry(key).or_default().push(RecordBatch::try_new(data.schema(), cols)?);
         }
     }
@@ -1460,7 +1475,8 @@ fn selection(
             continue;
         };
         let late = ch.min_ts < p.resume_us;
-        let anchor = if late { late_anchor(&c.cs.trigger, st.windows.get(&key), ch.min_ts)?.map(|a| a.min(p.resume_us)) } else { Some(p.resume_us) };
+        let anchor =
+            if late { late_anchor(&c.cs.trigger, st.windows.get(&key), ch.min_ts)?.map(|a| a.min(p.resume_us)) } else { Some(p.resume_us) };
         let watches_open = c.on_open || c.max_delay_us.is_some();
         if !late && !watches_open && !closes(&c.cs.trigger, p.resume_us, ch.max_ts.max(p.max_ts).saturating_sub(c.watermark_us))? {
             // Rows after the open window's start and no window closes
@@ -1785,8 +1801,11 @@ fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period:
     } else {
         floor_to(now, period, offset)
     };
-    let groups: Vec<Vec<Option<String>>> =
-        if c.trigger.is_some() && is_grouped(c) { read_trigger(env, c, None)?.into_values().map(|g| g.values).collect() } else { vec![vec![]] };
+    let groups: Vec<Vec<Option<String>>> = if c.trigger.is_some() && is_grouped(c) {
+        read_trigger(env, c, None)?.into_values().map(|g| g.values).collect()
+    } else {
+        vec![vec![]]
+    };
     let mut written = 0;
     for (gi, values) in groups.iter().enumerate() {
         let key = group_key(values);

@@ -142,7 +142,10 @@ fn parse_tql(parser: &mut Parser, nested: bool) -> Result<Tql, ParserError> {
     while !ends(&parser.peek_token_ref().token, depth, nested) {
         let is_as =
             matches!(&parser.peek_token_ref().token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("AS"));
-        if is_as && depth == 0 && matches!(parser.peek_nth_token_ref(1).token, Token::Word(_)) && ends(&parser.peek_nth_token_ref(2).token, 0, nested)
+        if is_as
+            && depth == 0
+            && matches!(parser.peek_nth_token_ref(1).token, Token::Word(_))
+            && ends(&parser.peek_nth_token_ref(2).token, 0, nested)
         {
             parser.next_token();
             alias = Some(parser.parse_identifier()?);

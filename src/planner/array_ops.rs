@@ -34,7 +34,13 @@ impl Planner<'_> {
             (false, true) => "array_prepend",
             (false, false) => return Err(no_operator(lt, rt)),
         };
-        self.bind_array_fn(name, vec![l, r]).map_err(|e| if e.kind == crate::error::ErrorKind::UndefinedFunction { no_operator(lt, rt) } else { e })
+        self.bind_array_fn(name, vec![l, r]).map_err(|e| {
+            if e.kind == crate::error::ErrorKind::UndefinedFunction {
+                no_operator(lt, rt)
+            } else {
+                e
+            }
+        })
     }
 
     /// One of `ARRAY_FNS` over bound arguments.

@@ -195,7 +195,13 @@ impl<'a> Planner<'a> {
                 .columns
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| c.name == name && qual.is_none_or(|q| c.qualifier.as_deref() == Some(q)))
+                .filter(|(_, c)| {
+                    c.name == name
+                        && match qual {
+                            None => !super::is_hidden(c),
+                            Some(q) => super::visible_qualifier(c) == Some(q),
+                        }
+                })
                 .map(|(i, _)| i)
                 .collect();
             if hits.len() > 1 {
@@ -221,7 +227,7 @@ impl<'a> Planner<'a> {
                     let mut s = Some(scope);
                     let mut k = false;
                     while let Some(sc) = s {
-                        k |= sc.columns.iter().any(|c| c.qualifier.as_deref() == Some(q));
+                        k |= sc.columns.iter().any(|c| super::visible_qualifier(c) == Some(q));
                         s = sc.parent;
                     }
                     k
@@ -1071,11 +1077,8 @@ impl<'a> Planner<'a> {
             }
             return self.bind_srf(kind, &args, scope, bound);
         }
-        let call = if super::array_ops::ARRAY_FNS.contains(&name.as_str()) {
-            self.bind_array_fn(&name, bound)?
-        } else {
-            self.call(&name, bound)?
-        };
+        let call =
+            if super::array_ops::ARRAY_FNS.contains(&name.as_str()) { self.bind_array_fn(&name, bound)? } else { self.call(&name, bound)? };
         if f.filter.is_some() {
             bail!(WrongObjectType, "FILTER specified, but {name} is not an aggregate function");
         }

@@ -324,13 +324,9 @@ impl LogicalPlan {
             LogicalPlan::SetOp { left, right, kind, all } => {
                 LogicalPlan::SetOp { left: mp(left), right: mp(right), kind: *kind, all: *all }
             }
-            LogicalPlan::RecursiveUnion { anchor, recursive, id, all, columns } => LogicalPlan::RecursiveUnion {
-                anchor: mp(anchor),
-                recursive: mp(recursive),
-                id: *id,
-                all: *all,
-                columns: columns.clone(),
-            },
+            LogicalPlan::RecursiveUnion { anchor, recursive, id, all, columns } => {
+                LogicalPlan::RecursiveUnion { anchor: mp(anchor), recursive: mp(recursive), id: *id, all: *all, columns: columns.clone() }
+            }
         }
     }
 

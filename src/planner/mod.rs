@@ -9,6 +9,7 @@ pub mod analysis;
 mod array_ops;
 mod bind;
 mod cte;
+pub use cte::{Cte, CteKind};
 mod hop;
 pub mod incremental;
 pub mod logical;
@@ -19,6 +20,7 @@ mod privilege;
 mod regtypes;
 pub mod rewrite;
 mod select;
+pub use select::output_name;
 mod srf;
 pub mod system;
 mod tdengine;
@@ -75,6 +77,9 @@ pub struct Planner<'a> {
     pub watermarks: RefCell<Vec<(u64, u64)>>,
     /// WITH queries in scope, innermost last.
     pub ctes: RefCell<Vec<cte::Cte>>,
+    /// Results of data-modifying WITH queries (`WITH t AS (DELETE ...
+    /// RETURNING *)`), computed before the statement: name → rows.
+    pub materialized: Vec<(String, Vec<PlanColumn>, Vec<arrow::array::RecordBatch>)>,
     /// WITH queries computed before planning (TQL bodies): name → rows.
     /// Read by name where no SQL WITH query of that name is in scope.
     pub computed_ctes: RefCell<Vec<(String, Vec<arrow::array::RecordBatch>, Vec<crate::exec::plan::PlanColumn>)>>,
@@ -96,6 +101,7 @@ impl<'a> Planner<'a> {
             incremental: None,
             watermarks: RefCell::new(Vec::new()),
             ctes: RefCell::new(Vec::new()),
+            materialized: Vec::new(),
             computed_ctes: RefCell::new(Vec::new()),
             check_as: RefCell::new(None),
         }
@@ -194,6 +200,26 @@ impl Relation {
             None => bail!(UndefinedSchema, "schema \"{}\" does not exist", self.written_schema.clone().unwrap_or_default()),
         }
     }
+}
+
+/// Marks the qualifier of a join input's column that USING or NATURAL
+/// merged into one output column: `t.col` still reaches it, `col` and `*`
+/// do not (they see the merged column).
+const HIDDEN_MARK: char = '\u{1}';
+
+/// The qualifier of a column hidden by a USING / NATURAL join.
+pub fn hidden_qualifier(q: Option<&str>) -> Option<String> {
+    Some(format!("{HIDDEN_MARK}{}", q.unwrap_or("").trim_start_matches(HIDDEN_MARK)))
+}
+
+/// Whether a column is hidden by a USING / NATURAL join.
+pub fn is_hidden(c: &PlanColumn) -> bool {
+    c.qualifier.as_deref().is_some_and(|q| q.starts_with(HIDDEN_MARK))
+}
+
+/// The qualifier a written `q.col` matches (hidden or not).
+pub fn visible_qualifier(c: &PlanColumn) -> Option<&str> {
+    c.qualifier.as_deref().map(|q| q.trim_start_matches(HIDDEN_MARK))
 }
 
 /// Resolve `t`, `s.t` or `catalog.s.t`. As in PostgreSQL, a catalog part

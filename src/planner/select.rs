@@ -221,7 +221,9 @@ impl<'a> Planner<'a> {
                         bail!(Syntax, "SELECT * with no tables specified is not valid");
                     }
                     for (i, c) in columns.iter().enumerate() {
-                        items.push((Expr::Column { index: i, ty: c.ty }, c.name.clone()));
+                        if !super::is_hidden(c) {
+                            items.push((Expr::Column { index: i, ty: c.ty }, c.name.clone()));
+                        }
                     }
                 }
                 ast::SelectItem::QualifiedWildcard(kind, _) => {
@@ -231,7 +233,7 @@ impl<'a> Planner<'a> {
                     };
                     let mut any = false;
                     for (i, c) in columns.iter().enumerate() {
-                        if c.qualifier.as_deref() == Some(q.as_str()) {
+                        if super::visible_qualifier(c) == Some(q.as_str()) {
                             items.push((Expr::Column { index: i, ty: c.ty }, c.name.clone()));
                             any = true;
                         }
@@ -536,41 +538,13 @@ impl<'a> Planner<'a> {
                     _ => bail!(FeatureNotSupported, "join type is not supported"),
                 };
                 let right = self.plan_factor(&j.relation, outer)?;
-                if kind == JoinKind::Inner && pending_inner {
+                let merging = matches!(constraint, Some(ast::JoinConstraint::Using(_) | ast::JoinConstraint::Natural));
+                if kind == JoinKind::Inner && pending_inner && !merging {
                     // Flatten into the group.
                     rels.push(cur);
                     cur = right;
-                    match constraint {
-                        Some(ast::JoinConstraint::On(e)) => on_conds.push((e.clone(), rels.len() + 1)),
-                        Some(ast::JoinConstraint::Using(cols)) => {
-                            let left_cols: Vec<PlanColumn> = rels[group_start..].iter().flat_map(|r| r.columns.clone()).collect();
-                            for c in cols {
-                                let name = object_name(c)?.1;
-                                let lq =
-                                    left_cols.iter().rev().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| {
-                                        err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in left table")
-                                    })?;
-                                let rq =
-                                    cur.columns.iter().find(|x| x.name == name).and_then(|x| x.qualifier.clone()).ok_or_else(|| {
-                                        err!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in right table")
-                                    })?;
-                                // lq.name = rq.name, built as AST (quoted: the names are folded already).
-                                let col = |q: &str| {
-                                    ast::Expr::CompoundIdentifier(vec![
-                                        ast::Ident::with_quote('"', q),
-                                        ast::Ident::with_quote('"', name.as_str()),
-                                    ])
-                                };
-                                let e = ast::Expr::BinaryOp {
-                                    left: Box::new(col(&lq)),
-                                    op: ast::BinaryOperator::Eq,
-                                    right: Box::new(col(&rq)),
-                                };
-                                on_conds.push((e, rels.len() + 1));
-                            }
-                        }
-                        Some(ast::JoinConstraint::Natural) => bail!(FeatureNotSupported, "NATURAL JOIN is not supported"),
-                        _ => {}
+                    if let Some(ast::JoinConstraint::On(e)) = constraint {
+                        on_conds.push((e.clone(), rels.len() + 1));
                     }
                     continue;
                 }
@@ -594,24 +568,53 @@ impl<'a> Planner<'a> {
                     recs.extend(super::srf::record_columns(&right.plan).into_iter().map(|(i, f)| (nl + i, f)));
                     *scope.records.borrow_mut() = recs;
                 }
-                let cond = match constraint {
-                    Some(ast::JoinConstraint::On(e)) => Some(super::coerce(self.bind_expr(e, &scope, None)?, SqlType::Bool)?),
-                    Some(ast::JoinConstraint::None) | None => None,
-                    _ => bail!(FeatureNotSupported, "USING / NATURAL for outer joins is not supported"),
-                };
                 let nl = left.columns.len();
+                let merged = match constraint {
+                    Some(ast::JoinConstraint::Using(names)) => {
+                        let names: Vec<String> = names.iter().map(|n| object_name(n).map(|x| x.1)).collect::<Result<_>>()?;
+                        Some(using_pairs(&names, &left.columns, &right.columns)?)
+                    }
+                    Some(ast::JoinConstraint::Natural) => {
+                        let names: Vec<String> = left
+                            .columns
+                            .iter()
+                            .filter(|c| !super::is_hidden(c) && right.columns.iter().any(|r| !super::is_hidden(r) && r.name == c.name))
+                            .map(|c| c.name.clone())
+                            .collect();
+                        Some(using_pairs(&names, &left.columns, &right.columns)?)
+                    }
+                    _ => None,
+                };
+                let cond = match (constraint, &merged) {
+                    (Some(ast::JoinConstraint::On(e)), _) => Some(super::coerce(self.bind_expr(e, &scope, None)?, SqlType::Bool)?),
+                    (_, Some(pairs)) => {
+                        let mut conj = Vec::new();
+                        for (_, li, ri) in pairs {
+                            let l = Expr::Column { index: *li, ty: cols[*li].ty };
+                            let r = Expr::Column { index: nl + ri, ty: cols[nl + ri].ty };
+                            conj.push(self.bind_binary(&ast::BinaryOperator::Eq, l, r)?);
+                        }
+                        if conj.is_empty() {
+                            None
+                        } else {
+                            Some(and_all(conj))
+                        }
+                    }
+                    _ => None,
+                };
                 let (lk, rk, residual) = split_equi(cond, nl);
                 let out_cols: Vec<PlanColumn> = cols;
-                cur = Rel {
-                    plan: Plan::Join {
-                        left: Box::new(left.plan),
-                        right: Box::new(right.plan),
-                        kind,
-                        on: lk.into_iter().zip(rk).collect(),
-                        filter: residual,
-                        columns: out_cols.clone(),
-                    },
-                    columns: out_cols,
+                let plan = Plan::Join {
+                    left: Box::new(left.plan),
+                    right: Box::new(right.plan),
+                    kind,
+                    on: lk.into_iter().zip(rk).collect(),
+                    filter: residual,
+                    columns: out_cols.clone(),
+                };
+                cur = match merged {
+                    None => Rel { plan, columns: out_cols },
+                    Some(pairs) => self.merge_using(plan, out_cols, nl, kind, &pairs)?,
                 };
             }
             rels.push(cur);
@@ -619,6 +622,37 @@ impl<'a> Planner<'a> {
         let conds: Vec<ast::Expr> = on_conds.into_iter().map(|(e, _)| e).collect();
         let rel = self.join_group(rels, &conds, selection, outer)?;
         Ok((rel.plan, rel.columns))
+    }
+
+    /// The output of a USING / NATURAL join: the merged columns first (the
+    /// left one for inner and left joins, the right one for right joins,
+    /// COALESCE of both for full joins, in their common type), then every
+    /// input column, the merged ones hidden (reachable only as `t.col`).
+    fn merge_using(&self, join: Plan, cols: Vec<PlanColumn>, nl: usize, kind: JoinKind, pairs: &[(String, usize, usize)]) -> Result<Rel> {
+        let mut exprs = Vec::new();
+        let mut out = Vec::new();
+        for (name, li, ri) in pairs {
+            let l = Expr::Column { index: *li, ty: cols[*li].ty };
+            let r = Expr::Column { index: nl + ri, ty: cols[nl + ri].ty };
+            let (l, r) = self.unify(l, r, "=")?;
+            let e = match kind {
+                JoinKind::Right => r,
+                JoinKind::Full => self.call("coalesce", vec![l, r])?,
+                _ => l,
+            };
+            out.push(PlanColumn::new(name.clone(), e.ty()));
+            exprs.push(e);
+        }
+        for (i, c) in cols.iter().enumerate() {
+            let mut c = c.clone();
+            let merged = pairs.iter().any(|(_, li, ri)| if i < nl { *li == i } else { nl + ri == i });
+            if merged {
+                c.qualifier = super::hidden_qualifier(c.qualifier.as_deref());
+            }
+            exprs.push(Expr::Column { index: i, ty: c.ty });
+            out.push(c);
+        }
+        Ok(Rel { plan: Plan::Project { input: Box::new(join), exprs, columns: out.clone() }, columns: out })
     }
 
     /// Join a group of relations with inner-join conditions: filters go
@@ -819,10 +853,30 @@ impl<'a> Planner<'a> {
                 Ok(Rel { plan, columns: cols })
             }
             TableFactor::NestedJoin { table_with_joins, alias } => {
-                let (plan, mut cols) = self.plan_from(std::slice::from_ref(table_with_joins), None, outer)?;
+                let (mut plan, mut cols) = self.plan_from(std::slice::from_ref(table_with_joins), None, outer)?;
                 if let Some(a) = alias {
+                    // The alias hides the tables inside: their columns merged by
+                    // USING / NATURAL go, the rest are `alias.col` (renamed by a column list).
+                    if cols.iter().any(super::is_hidden) {
+                        let keep: Vec<usize> = (0..cols.len()).filter(|&i| !super::is_hidden(&cols[i])).collect();
+                        let exprs = keep.iter().map(|&i| Expr::Column { index: i, ty: cols[i].ty }).collect();
+                        cols = keep.iter().map(|&i| cols[i].clone()).collect();
+                        plan = Plan::Project { input: Box::new(plan), exprs, columns: cols.clone() };
+                    }
                     for c in cols.iter_mut() {
                         c.qualifier = Some(ident(&a.name));
+                    }
+                    for (c, ac) in cols.iter_mut().zip(&a.columns) {
+                        c.name = ident(&ac.name);
+                    }
+                    if a.columns.len() > cols.len() {
+                        bail!(
+                            InvalidColumnReference,
+                            "join expression \"{}\" has {} columns available but {} columns specified",
+                            ident(&a.name),
+                            cols.len(),
+                            a.columns.len()
+                        );
                     }
                 }
                 Ok(Rel { plan, columns: cols })
@@ -925,6 +979,13 @@ impl<'a> Planner<'a> {
         if rel.written_schema.is_none() {
             if let Some(found) = self.plan_cte(name, None)? {
                 return Ok(found);
+            }
+            if let Some((_, cols, batches)) = self.materialized.iter().rev().find(|(n, _, _)| n == name) {
+                if cols.is_empty() {
+                    bail!(FeatureNotSupported, "WITH query \"{name}\" does not have a RETURNING clause");
+                }
+                let plan = Plan::Memory { name: name.to_string(), batches: batches.clone(), columns: cols.clone() };
+                return Ok((plan, cols.clone()));
             }
             let computed = self.computed_ctes.borrow().iter().rev().find(|(n, _, _)| n == name).cloned();
             if let Some((name, batches, columns)) = computed {
@@ -1058,6 +1119,27 @@ fn equi_sides(c: &Expr, nl: usize) -> Option<(Expr, Expr)> {
 }
 
 /// Split an outer join condition into hash keys and a residual.
+/// (name, left index, right index) of each USING column: exactly one
+/// visible column of that name on each side, as PostgreSQL requires.
+fn using_pairs(names: &[String], left: &[PlanColumn], right: &[PlanColumn]) -> Result<Vec<(String, usize, usize)>> {
+    let mut pairs: Vec<(String, usize, usize)> = Vec::new();
+    for name in names {
+        if pairs.iter().any(|(n, _, _)| n == name) {
+            bail!(DuplicateColumn, "column name \"{name}\" appears more than once in USING clause");
+        }
+        let find = |cols: &[PlanColumn], side: &str| -> Result<usize> {
+            let hits: Vec<usize> = (0..cols.len()).filter(|&i| cols[i].name == *name && !super::is_hidden(&cols[i])).collect();
+            match hits[..] {
+                [i] => Ok(i),
+                [] => bail!(UndefinedColumn, "column \"{name}\" specified in USING clause does not exist in {side} table"),
+                _ => bail!(AmbiguousColumn, "common column name \"{name}\" appears more than once in {side} table"),
+            }
+        };
+        pairs.push((name.clone(), find(left, "left")?, find(right, "right")?));
+    }
+    Ok(pairs)
+}
+
 fn split_equi(cond: Option<Expr>, nl: usize) -> (Vec<Expr>, Vec<Expr>, Option<Expr>) {
     let Some(c) = cond else { return (vec![], vec![], None) };
     let mut parts = Vec::new();
@@ -1156,7 +1238,7 @@ fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> SortKey {
 }
 
 /// PostgreSQL's output column name for an expression.
-fn output_name(e: &ast::Expr) -> String {
+pub fn output_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(i) => ident(i),
         ast::Expr::CompoundIdentifier(p) => p.last().map(ident).unwrap_or_default(),

@@ -499,6 +499,23 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
                 Response::Execution(t)
             }
         }
+        QueryResult::Returning { columns, batches, tag } => {
+            let fields = Arc::new(field_infos(&columns, formats));
+            let mut rows = Vec::new();
+            let mut enc = DataRowEncoder::new(fields.clone());
+            for b in &batches {
+                for i in 0..b.num_rows() {
+                    for (c, col) in columns.iter().zip(b.columns()) {
+                        enc.encode_field(&encode::CellRef::at(col.as_ref(), i, c.ty))?;
+                    }
+                    rows.push(Ok(enc.take_row()));
+                }
+            }
+            // pgwire appends the row count: `INSERT 0 n`, `UPDATE n`, `DELETE n`.
+            let mut r = QueryResponse::new(fields, stream::iter(rows));
+            r.set_command_tag(&tag);
+            Response::Query(r)
+        }
         QueryResult::Rows { columns, batches } => {
             if crate::failpoint::armed_now("encode_panic") && columns.iter().any(|c| c.name == "encode_panic") {
                 panic!("failpoint encode_panic");

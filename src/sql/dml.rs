@@ -16,8 +16,25 @@ use crate::storage::{Region, ScanRequest};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
-fn table_scope(def: &TableDef) -> Vec<PlanColumn> {
-    def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(def.name.clone()), ty: c.ty }).collect()
+/// The target's columns, qualified by its alias (`UPDATE t AS x`) or its name.
+fn table_scope(def: &TableDef, alias: Option<&ast::TableAlias>) -> Vec<PlanColumn> {
+    let q = alias.map(|a| crate::planner::ident(&a.name)).unwrap_or_else(|| def.name.clone());
+    def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(q.clone()), ty: c.ty }).collect()
+}
+
+/// The alias of an UPDATE's or DELETE's target table, if it has one.
+fn target_alias(stmt: &Statement) -> Option<&ast::TableAlias> {
+    let f = match stmt {
+        Statement::Delete(d) => match &d.from {
+            ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => &v.first()?.relation,
+        },
+        Statement::Update(u) => &u.table.relation,
+        _ => return None,
+    };
+    match f {
+        ast::TableFactor::Table { alias, .. } => alias.as_ref(),
+        _ => None,
+    }
 }
 
 /// The target table's name as written (`t`, `public.t` or `db.t`).
@@ -95,18 +112,121 @@ pub fn execute(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
     let def = planner.table_named(name)?;
     let regions = planner.regions(&def)?;
     let s: &Session = s;
-    match stmt {
-        Statement::Insert(ins) => insert(s, &planner, &def, &regions, ins),
-        Statement::Delete(d) => {
-            let n = delete_where(s, &planner, &def, &regions, d.selection.as_ref())?;
-            Ok(QueryResult::Command(format!("DELETE {n}")))
-        }
-        Statement::Update(u) => update(s, &planner, &def, &regions, u),
+    let alias = target_alias(stmt);
+    let returning = match stmt {
+        Statement::Insert(ins) => ins.returning.as_deref(),
+        Statement::Delete(d) => d.returning.as_deref(),
+        Statement::Update(u) => u.returning.as_deref(),
+        _ => None,
+    };
+    let returning = returning.map(|items| returning_list(&planner, &def, alias, items)).transpose()?;
+    let mut changed: Vec<RecordBatch> = Vec::new();
+    let keep = returning.is_some();
+    let (tag, n) = match stmt {
+        Statement::Insert(ins) => ("INSERT 0", insert(s, &planner, &def, &regions, ins, keep.then_some(&mut changed))?),
+        Statement::Delete(d) => match (&d.using, &d.from) {
+            (Some(using), ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t)) if !t.is_empty() => {
+                let c = keep.then_some(&mut changed);
+                ("DELETE", joined_change(s, &planner, &def, &regions, &t[0], using, d.selection.as_ref(), &[], c)?)
+            }
+            _ => ("DELETE", delete_where(s, &planner, &def, alias, &regions, d.selection.as_ref(), keep.then_some(&mut changed))?),
+        },
+        Statement::Update(u) => ("UPDATE", update(s, &planner, &def, alias, &regions, u, keep.then_some(&mut changed))?),
         _ => unreachable!(),
+    };
+    match returning {
+        None => Ok(QueryResult::Command(format!("{tag} {n}"))),
+        Some((exprs, columns)) => {
+            let schema = crate::exec::plan::arrow_schema(&columns);
+            let mut batches = Vec::new();
+            for b in &changed {
+                let cols: Vec<ArrayRef> =
+                    exprs.iter().map(|e| e.eval(b, &planner.ctx).and_then(|a| cast_array(&a, e.ty(), e.ty()))).collect::<Result<_>>()?;
+                batches.push(RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    cols,
+                    &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+                )?);
+            }
+            Ok(QueryResult::Returning { columns, batches, tag: tag.to_string() })
+        }
     }
 }
 
-fn insert(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], ins: &ast::Insert) -> Result<QueryResult> {
+/// The columns a DML statement's RETURNING list produces (None: no RETURNING),
+/// for describing it before it runs.
+pub fn returning_columns(s: &Session, stmt: &Statement) -> Result<Option<Vec<PlanColumn>>> {
+    let items = match stmt {
+        Statement::Insert(ins) => ins.returning.as_deref(),
+        Statement::Delete(d) => d.returning.as_deref(),
+        Statement::Update(u) => u.returning.as_deref(),
+        _ => None,
+    };
+    let Some(items) = items else { return Ok(None) };
+    let planner = s.planner(Params::default());
+    let def = planner.table_named(table_name_of(stmt)?)?;
+    Ok(Some(returning_list(&planner, &def, target_alias(stmt), items)?.1))
+}
+
+/// RETURNING items bound over the target table's columns (a row as stored:
+/// the inserted, deleted or new updated row).
+fn returning_list(
+    planner: &Planner,
+    def: &TableDef,
+    alias: Option<&ast::TableAlias>,
+    items: &[ast::SelectItem],
+) -> Result<(Vec<Expr>, Vec<PlanColumn>)> {
+    let cols = table_scope(def, alias);
+    let qual = cols.first().and_then(|c| c.qualifier.clone()).unwrap_or_default();
+    let scope = Scope::new(cols.clone(), None);
+    let mut exprs = Vec::new();
+    let mut out = Vec::new();
+    let all = |exprs: &mut Vec<Expr>, out: &mut Vec<PlanColumn>| {
+        for (i, c) in cols.iter().enumerate() {
+            exprs.push(Expr::Column { index: i, ty: c.ty });
+            out.push(PlanColumn::new(c.name.clone(), c.ty));
+        }
+    };
+    for item in items {
+        match item {
+            ast::SelectItem::Wildcard(_) => all(&mut exprs, &mut out),
+            ast::SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                let q = object_name(n)?.1;
+                if q != qual {
+                    bail!(UndefinedTable, "missing FROM-clause entry for table \"{q}\"");
+                }
+                all(&mut exprs, &mut out)
+            }
+            ast::SelectItem::UnnamedExpr(e) => {
+                let b = planner.bind_expr(e, &scope, None)?;
+                let b = if b.ty() == SqlType::Unknown { coerce(b, SqlType::Text)? } else { b };
+                out.push(PlanColumn::new(crate::planner::output_name(e), b.ty()));
+                exprs.push(b);
+            }
+            ast::SelectItem::ExprWithAlias { expr, alias } => {
+                let b = planner.bind_expr(expr, &scope, None)?;
+                let b = if b.ty() == SqlType::Unknown { coerce(b, SqlType::Text)? } else { b };
+                out.push(PlanColumn::new(crate::planner::ident(alias), b.ty()));
+                exprs.push(b);
+            }
+            other => bail!(FeatureNotSupported, "RETURNING item {other} is not supported"),
+        }
+    }
+    if exprs.iter().any(|e| e.has_subquery()) {
+        bail!(FeatureNotSupported, "subqueries in RETURNING are not supported");
+    }
+    Ok((exprs, out))
+}
+
+/// INSERT: the number of rows; the rows as stored go to `changed` when asked.
+fn insert(
+    s: &Session,
+    planner: &Planner,
+    def: &TableDef,
+    regions: &[Arc<Region>],
+    ins: &ast::Insert,
+    changed: Option<&mut Vec<RecordBatch>>,
+) -> Result<usize> {
     if ins.on.is_some() {
         bail!(FeatureNotSupported, "ON CONFLICT is not supported");
     }
@@ -175,7 +295,7 @@ fn insert(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
         }
     };
     if nrows == 0 {
-        return Ok(QueryResult::Command("INSERT 0 0".into()));
+        return Ok(0);
     }
     // Full-width batch: defaults and NULLs for the rest.
     let mut full: Vec<Option<ArrayRef>> = vec![None; def.columns.len()];
@@ -206,7 +326,10 @@ fn insert(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
     let batch = round_timestamps(def, batch)?;
     check_unique(planner, def, regions, &batch)?;
     super::txn::write_rows(s, def, regions, &batch)?;
-    Ok(QueryResult::Command(format!("INSERT 0 {nrows}")))
+    if let Some(c) = changed {
+        c.push(batch);
+    }
+    Ok(nrows)
 }
 
 /// The fast path of `INSERT ... VALUES` whose cells are all literals that
@@ -444,28 +567,196 @@ fn matching_rows(planner: &Planner, region: &Region, pred: Option<&Expr>) -> Res
     Ok(out)
 }
 
-fn bind_where(planner: &Planner, def: &TableDef, w: Option<&ast::Expr>) -> Result<Option<Expr>> {
-    let scope = Scope::new(table_scope(def), None);
+fn bind_where(planner: &Planner, def: &TableDef, alias: Option<&ast::TableAlias>, w: Option<&ast::Expr>) -> Result<Option<Expr>> {
+    let scope = Scope::new(table_scope(def, alias), None);
     w.map(|w| planner.bind_expr(w, &scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()
 }
 
-fn delete_where(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], w: Option<&ast::Expr>) -> Result<usize> {
-    let pred = bind_where(planner, def, w)?;
+fn delete_where(
+    s: &Session,
+    planner: &Planner,
+    def: &TableDef,
+    alias: Option<&ast::TableAlias>,
+    regions: &[Arc<Region>],
+    w: Option<&ast::Expr>,
+    mut changed: Option<&mut Vec<RecordBatch>>,
+) -> Result<usize> {
+    let pred = bind_where(planner, def, alias, w)?;
     let mut n = 0;
     for r in regions {
         for b in matching_rows(planner, r, pred.as_ref())? {
             n += b.num_rows();
             super::txn::delete_rows(s, r, &b)?;
+            if let Some(c) = changed.as_deref_mut() {
+                c.push(b);
+            }
         }
     }
     Ok(n)
 }
 
-fn update(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], u: &ast::Update) -> Result<QueryResult> {
-    if u.from.is_some() {
-        bail!(FeatureNotSupported, "UPDATE ... FROM is not supported");
+/// `UPDATE t SET ... FROM f ... WHERE ...` and `DELETE FROM t USING f ...
+/// WHERE ...`: the query `SELECT t's columns, SET values FROM t, f ... WHERE
+/// ...` finds the target rows that join (by their values: rows with equal
+/// values join alike) and, for UPDATE, their new values (from the first
+/// joined row, as PostgreSQL takes an unspecified one). With no assignments
+/// the matching rows are deleted. Returns the number of target rows changed.
+#[allow(clippy::too_many_arguments)]
+fn joined_change(
+    s: &Session,
+    planner: &Planner,
+    def: &TableDef,
+    regions: &[Arc<Region>],
+    target: &ast::TableWithJoins,
+    from: &[ast::TableWithJoins],
+    selection: Option<&ast::Expr>,
+    assignments: &[ast::Assignment],
+    mut changed: Option<&mut Vec<RecordBatch>>,
+) -> Result<usize> {
+    use crate::exec::expr::Key;
+    let ast::TableFactor::Table { name, alias, .. } = &target.relation else {
+        bail!(FeatureNotSupported, "UPDATE / DELETE needs one table")
+    };
+    if !target.joins.is_empty() {
+        bail!(FeatureNotSupported, "UPDATE / DELETE needs one table");
     }
-    let scope = Scope::new(table_scope(def), None);
+    let qual = match alias {
+        Some(a) => a.name.clone(),
+        None => match name.0.last() {
+            Some(ast::ObjectNamePart::Identifier(i)) => i.clone(),
+            _ => bail!(FeatureNotSupported, "unsupported table name {name}"),
+        },
+    };
+    let col_ref = |c: &str| ast::Expr::CompoundIdentifier(vec![qual.clone(), ast::Ident::with_quote('"', c)]);
+    let mut projection: Vec<ast::SelectItem> = def.columns.iter().map(|c| ast::SelectItem::UnnamedExpr(col_ref(&c.name))).collect();
+    let mut set_cols: Vec<usize> = Vec::new();
+    for a in assignments {
+        let col = match &a.target {
+            ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
+            _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
+        };
+        let i =
+            def.column_index(&col).ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
+        if set_cols.contains(&i) {
+            bail!(Syntax, "multiple assignments to same column \"{col}\"");
+        }
+        let value = match &a.value {
+            ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
+                match &def.columns[i].default {
+                    Some(text) => crate::parser::parse_expr(text)?,
+                    None => ast::Expr::Value(ast::Value::Null.into()),
+                }
+            }
+            v => v.clone(),
+        };
+        set_cols.push(i);
+        projection.push(ast::SelectItem::UnnamedExpr(value));
+    }
+    // The statement as a query, from a parsed template.
+    let mut q = match crate::parser::parse("SELECT 1")?.pop() {
+        Some(crate::parser::Statement::Sql(Statement::Query(q))) => q,
+        _ => bail!(Internal, "UPDATE ... FROM: no query template"),
+    };
+    let ast::SetExpr::Select(sel) = q.body.as_mut() else { bail!(Internal, "UPDATE ... FROM: no SELECT template") };
+    sel.projection = projection;
+    sel.from = std::iter::once(target.clone()).chain(from.iter().cloned()).collect();
+    sel.selection = selection.cloned();
+    let plan = planner.plan(&q)?;
+    let out_types: Vec<SqlType> = plan.columns().iter().map(|c| c.ty).collect();
+    for (k, &i) in set_cols.iter().enumerate() {
+        let from_ty = out_types[def.columns.len() + k];
+        if !assignable(from_ty, def.columns[i].ty) {
+            bail!(
+                DatatypeMismatch,
+                "column \"{}\" is of type {} but expression is of type {}",
+                def.columns[i].name,
+                def.columns[i].ty,
+                from_ty
+            );
+        }
+    }
+    let rows = crate::exec::collect_rows(&plan, &planner.ctx, None)?;
+    let nc = def.columns.len();
+    // Target row (by value) → its new values (first joined row).
+    let mut new_vals: std::collections::HashMap<Vec<Key>, Vec<Value>> = std::collections::HashMap::new();
+    for r in &rows {
+        let key: Vec<Key> = r[..nc].iter().map(Key::from).collect();
+        new_vals.entry(key).or_insert_with(|| r[nc..].to_vec());
+    }
+    if new_vals.is_empty() {
+        return Ok(0);
+    }
+    let mut n = 0;
+    for region in regions {
+        for b in matching_rows(planner, region, None)? {
+            let keep: arrow::array::BooleanArray = (0..b.num_rows())
+                .map(|i| {
+                    let key: Vec<Key> = (0..nc).map(|c| Key::from(&crate::types::value_at(b.column(c).as_ref(), i))).collect();
+                    Some(new_vals.contains_key(&key))
+                })
+                .collect();
+            let old = arrow::compute::filter_record_batch(&b, &keep)?;
+            if old.num_rows() == 0 {
+                continue;
+            }
+            n += old.num_rows();
+            super::txn::delete_rows(s, region, &old)?;
+            if set_cols.is_empty() {
+                if let Some(c) = changed.as_deref_mut() {
+                    c.push(old);
+                }
+                continue;
+            }
+            // New values column by column.
+            let mut cols: Vec<ArrayRef> = old.columns()[..nc].to_vec();
+            for (k, &i) in set_cols.iter().enumerate() {
+                let vals: Vec<Value> = (0..old.num_rows())
+                    .map(|r| {
+                        let key: Vec<Key> = (0..nc).map(|c| Key::from(&crate::types::value_at(old.column(c).as_ref(), r))).collect();
+                        new_vals[&key][k].clone()
+                    })
+                    .collect();
+                let from_ty = out_types[nc + k];
+                let a = crate::types::values_to_array(&vals, from_ty)?;
+                let a = cast_array(&a, from_ty, def.columns[i].ty)?;
+                if !def.columns[i].nullable && a.null_count() > 0 {
+                    bail!(
+                        NotNullViolation,
+                        "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                        def.columns[i].name,
+                        def.name
+                    );
+                }
+                cols[i] = a;
+            }
+            let new = RecordBatch::try_new_with_options(
+                region_schema(def),
+                cols,
+                &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
+            )?;
+            let new = round_timestamps(def, new)?;
+            super::txn::write_rows(s, def, regions, &new)?;
+            if let Some(c) = changed.as_deref_mut() {
+                c.push(new);
+            }
+        }
+    }
+    Ok(n)
+}
+
+fn update(
+    s: &Session,
+    planner: &Planner,
+    def: &TableDef,
+    alias: Option<&ast::TableAlias>,
+    regions: &[Arc<Region>],
+    u: &ast::Update,
+    mut changed: Option<&mut Vec<RecordBatch>>,
+) -> Result<usize> {
+    if let Some(ast::UpdateTableFromKind::AfterSet(from) | ast::UpdateTableFromKind::BeforeSet(from)) = &u.from {
+        return joined_change(s, planner, def, regions, &u.table, from, u.selection.as_ref(), &u.assignments, changed);
+    }
+    let scope = Scope::new(table_scope(def, alias), None);
     let mut sets: Vec<(usize, Expr)> = Vec::new();
     for a in &u.assignments {
         let col = match &a.target {
@@ -482,7 +773,7 @@ fn update(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
         };
         sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
     }
-    let pred = bind_where(planner, def, u.selection.as_ref())?;
+    let pred = bind_where(planner, def, alias, u.selection.as_ref())?;
     let mut n = 0;
     for r in regions {
         for old in matching_rows(planner, r, pred.as_ref())? {
@@ -509,7 +800,10 @@ fn update(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>
             n += old.num_rows();
             super::txn::delete_rows(s, r, &old)?;
             super::txn::write_rows(s, def, regions, &new)?;
+            if let Some(c) = changed.as_deref_mut() {
+                c.push(new);
+            }
         }
     }
-    Ok(QueryResult::Command(format!("UPDATE {n}")))
+    Ok(n)
 }

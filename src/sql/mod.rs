@@ -8,12 +8,14 @@
 pub mod copy;
 mod ddl;
 mod dml;
+mod dml_with;
 mod flow_ddl;
 pub mod privilege;
 pub mod roles;
 mod session_vars;
 pub mod stream;
 pub mod tdengine;
+pub mod temp;
 mod txn;
 
 use std::collections::HashMap;
@@ -99,6 +101,13 @@ pub enum QueryResult {
     },
     /// A command tag such as `INSERT 0 3` or `CREATE TABLE`.
     Command(String),
+    /// The rows of INSERT / UPDATE / DELETE ... RETURNING; `tag` is the
+    /// command tag without its row count (`INSERT 0`, `UPDATE`, `DELETE`).
+    Returning {
+        columns: Vec<PlanColumn>,
+        batches: Vec<RecordBatch>,
+        tag: String,
+    },
     /// COPY FROM STDIN started: the client sends data next.
     CopyIn {
         columns: usize,
@@ -182,6 +191,11 @@ pub struct Session {
     /// Settings `set_config(…, true)` changed in this transaction block,
     /// with their values before it: restored when the block ends.
     pub local_settings: Vec<(String, Option<String>)>,
+    /// Temporary tables and views (`temp.rs`).
+    pub temp: temp::TempRelations,
+    /// WITH queries in scope of the statement running now, when it is a
+    /// data-modifying WITH (`dml_with.rs`).
+    with_scope: Option<dml_with::WithScope>,
 }
 
 /// A statement parsed for the extended protocol.
@@ -197,6 +211,9 @@ impl Drop for Session {
     fn drop(&mut self) {
         // A dropped connection discards its open transaction.
         txn::on_session_end(self);
+        // Its temporary tables and views go with it.
+        self.tx = TxState::Idle;
+        temp::drop_all(self);
         if self.pid != 0 {
             self.engine.activity.remove(self.pid);
         }
@@ -219,6 +236,8 @@ impl Session {
             stream_now: false,
             set_configs: Default::default(),
             local_settings: Vec::new(),
+            temp: temp::TempRelations::default(),
+            with_scope: None,
         }
     }
 
@@ -386,14 +405,35 @@ impl Session {
         let Some(stmt) = stmts.pop() else {
             return Ok(Prepared { sql: sql.to_string(), stmt: None, param_types: vec![], columns: vec![] });
         };
+        // Described with the session's temporary names (run with them again
+        // by execute_statement).
+        let written = stmt.clone();
+        let stmt = match temp::rewrite(self, &stmt) {
+            Some(r) if r.creates.is_none() => r.stmt,
+            _ => stmt,
+        };
         let mut param_types = client_types.to_vec();
         let mut columns = vec![];
         let n = parser::max_param(&stmt);
         if let WeirStatement::Admin(a) = &stmt {
             columns = vec![PlanColumn::new(a.name(), SqlType::Int8)];
-        } else if matches!(stmt, WeirStatement::ShowFlows(_) | WeirStatement::ShowCreateFlow(_) | WeirStatement::Tql(_) | WeirStatement::TqlWith(_)) {
+        } else if matches!(
+            stmt,
+            WeirStatement::ShowFlows(_) | WeirStatement::ShowCreateFlow(_) | WeirStatement::Tql(_) | WeirStatement::TqlWith(_)
+        ) {
             if let Ok(QueryResult::Rows { columns: c, .. }) = self.execute_statement(&stmt, Params::default()) {
                 columns = c;
+            }
+        } else if let Some(q) = match &stmt {
+            WeirStatement::Sql(Statement::Query(q)) if dml_with::applies(q) => Some(q.clone()),
+            _ => None,
+        } {
+            // A data-modifying WITH: described by its main statement's RETURNING
+            // (the rows of a SELECT over its WITH queries are not described).
+            if let Some(main) = dml_with::main_dml(&q) {
+                if let Ok(Some(c)) = dml::returning_columns(self, main) {
+                    columns = c;
+                }
             }
         } else if let WeirStatement::Sql(Statement::Query(q)) = &stmt {
             if self.tx != TxState::Failed {
@@ -423,12 +463,18 @@ impl Session {
             }
         } else if let WeirStatement::Sql(sql_stmt) = &stmt {
             dml::infer_params(self, sql_stmt, &mut param_types)?;
+            if matches!(sql_stmt, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) && self.tx != TxState::Failed {
+                // RETURNING's row description.
+                if let Ok(Some(c)) = dml::returning_columns(self, sql_stmt) {
+                    columns = c;
+                }
+            }
         }
         let n = n.max(param_types.len());
         param_types.resize(n, None);
         Ok(Prepared {
             sql: sql.to_string(),
-            stmt: Some(stmt),
+            stmt: Some(written),
             param_types: param_types.iter().map(|t| t.unwrap_or(SqlType::Text)).collect(),
             columns,
         })
@@ -467,6 +513,10 @@ impl Session {
         p.incremental = keys;
         // Every relation the statement reads is checked as the user.
         p.check_as = std::cell::RefCell::new(Some(self.user.clone()));
+        if let Some(w) = &self.with_scope {
+            p.ctes = std::cell::RefCell::new(w.ctes.clone());
+            p.materialized = w.materialized.clone();
+        }
         p
     }
 
@@ -477,11 +527,23 @@ impl Session {
         if self.tx == TxState::Failed && !matches!(stmt, WeirStatement::Sql(Statement::Commit { .. } | Statement::Rollback { .. })) {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }
+        // Names of temporary tables and views map to their private names.
+        let rewritten = temp::rewrite(self, stmt);
+        let (stmt, temp_created) = match &rewritten {
+            Some(r) => (&r.stmt, r.creates.clone()),
+            None => (stmt, None),
+        };
         privilege::check_statement(self, stmt)?;
         let created = privilege::new_objects(self, stmt);
         let r = self.dispatch_statement(stmt, params);
         if r.is_ok() {
             privilege::record_owners(self, &created, stmt)?;
+            if let Some(c) = temp_created {
+                temp::record(self, c);
+            }
+            if matches!(stmt, WeirStatement::Sql(Statement::Drop { .. })) {
+                temp::prune(self);
+            }
         }
         r
     }
@@ -526,6 +588,7 @@ impl Session {
             return r;
         }
         match stmt {
+            Statement::Query(q) if dml_with::applies(q) => dml_with::execute(self, q, params),
             Statement::Query(q) if ddl::select_into(q).is_some() => {
                 let (name, query) = ddl::select_into(q).expect("checked")?;
                 ddl::create_table_as(self, &name, false, &[], &query)

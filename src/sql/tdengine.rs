@@ -772,7 +772,9 @@ fn validate(cs: &CreateStream) -> Result<()> {
             for x in t {
                 match x.as_str() {
                     "WINDOW_OPEN" | "WINDOW_CLOSE" => {}
-                    "IDLE" | "RESUME" => bail!(FeatureNotSupported, "EVENT_TYPE({x}) needs IDLE_TIMEOUT (TDengine 3.4), which weir does not support"),
+                    "IDLE" | "RESUME" => {
+                        bail!(FeatureNotSupported, "EVENT_TYPE({x}) needs IDLE_TIMEOUT (TDengine 3.4), which weir does not support")
+                    }
                     _ => bail!(InvalidParameterValue, "Invalid stream option: EVENT_TYPE({x}) is not WINDOW_OPEN or WINDOW_CLOSE"),
                 }
             }

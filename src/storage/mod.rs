@@ -16,8 +16,8 @@
 
 mod codec;
 mod column_cache;
-pub use column_cache::ColumnCacheStats;
 use column_cache::ColumnCache;
+pub use column_cache::ColumnCacheStats;
 mod memtable;
 mod meta;
 mod object;

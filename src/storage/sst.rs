@@ -416,7 +416,8 @@ impl SstScan {
                 let t = arrow::compute::cast(b.column(gc.iter().position(|&c| c == tc).unwrap()), &DataType::Int64)?;
                 let t = t.as_primitive::<Int64Type>();
                 let v = t.values();
-                let mask = arrow::array::BooleanArray::from(arrow::buffer::BooleanBuffer::collect_bool(t.len(), |i| v[i] >= lo && v[i] < hi));
+                let mask =
+                    arrow::array::BooleanArray::from(arrow::buffer::BooleanBuffer::collect_bool(t.len(), |i| v[i] >= lo && v[i] < hi));
                 arrow::compute::filter_record_batch(&b, &mask)?
             }
             None => b,
@@ -638,7 +639,10 @@ mod tests {
         let p = SstPredicate { seq_after: None, seq_upto: None, time: None, ts_col: Some(2), eq: &[], seq_col: layout.seq() };
         let (got, _, _) = read_sst(&Arc::new(f), &(0..layout.full.fields().len()).collect::<Vec<_>>(), &p).unwrap();
         assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), n);
-        assert_eq!(got[0].column(3).as_primitive::<arrow::datatypes::Float64Type>().value(0), batch.column(3).as_primitive::<arrow::datatypes::Float64Type>().value(0));
+        assert_eq!(
+            got[0].column(3).as_primitive::<arrow::datatypes::Float64Type>().value(0),
+            batch.column(3).as_primitive::<arrow::datatypes::Float64Type>().value(0)
+        );
         assert!(per_row < 200.0, "{per_row} bytes/row");
     }
 }

@@ -284,11 +284,8 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                 return Ok(l);
             }
             let labels = ordered(&super::output::static_labels(planner, e)?, &left.labels, &right.labels);
-            let (lq, rq) = if left.table == right.table {
-                ("lhs".to_string(), "rhs".to_string())
-            } else {
-                (left.table.clone(), right.table.clone())
-            };
+            let (lq, rq) =
+                if left.table == right.table { ("lhs".to_string(), "rhs".to_string()) } else { (left.table.clone(), right.table.clone()) };
             let q = |t: &str, v: &str| if t.is_empty() { v.to_string() } else { format!("{t}.{v}") };
             let values: Vec<String> = if filter {
                 left.values.clone()
@@ -298,7 +295,11 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
             let values = if values.is_empty() { vec!["value".to_string()] } else { values };
             let time = if right.labels.is_empty() { left.time.clone() } else { right.time.clone() };
             let table = if left.table == right.table {
-                if right.labels.is_empty() { "lhs".into() } else { "rhs".into() }
+                if right.labels.is_empty() {
+                    "lhs".into()
+                } else {
+                    "rhs".into()
+                }
             } else if right.labels.is_empty() {
                 left.table.clone()
             } else {
@@ -347,7 +348,8 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                     }
                 })
                 .collect();
-            let l = Layout { time: inner.time.clone(), cols: vec![], values, types, labels: groups, table: inner.table.clone(), raw: false };
+            let l =
+                Layout { time: inner.time.clone(), cols: vec![], values, types, labels: groups, table: inner.table.clone(), raw: false };
             if op == T_COUNT_VALUES {
                 // GreptimeDB: the count, the time, then the labels.
                 let mut l = l.time_values_tags();

@@ -10,8 +10,8 @@ use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMi
 use promql_parser::parser::{Expr, VectorSelector};
 
 use super::eval::{Evaluator, Series, Val};
-use super::naming::{Col, Layout};
 use super::load::{self, Labels, FIELD_LABEL};
+use super::naming::{Col, Layout};
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
 use crate::types::SqlType;

@@ -259,6 +259,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("current_schemas", vec![s(&[Bool], Text)], info).stable(),
         Def::new("current_user", vec![s(&[], Text)], info).alias(&["session_user", "user"]).stable(),
         Def::new("pg_backend_pid", vec![s(&[], Int4)], info).stable(),
+        // pg_sleep(seconds): waits (cancel and statement_timeout still apply); void, shown empty.
+        Def::new("pg_sleep", vec![s(&[Float8], Text)], info).volatile(),
         Def::new("inet_server_addr", vec![s(&[], Text)], info).stable(),
         Def::new("inet_server_port", vec![s(&[], Int4)], info).stable(),
         Def::new("pg_is_in_recovery", vec![s(&[], Bool)], info).stable(),
@@ -441,6 +443,19 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         },
         "current_user" => Value::Text(ctx.user.clone()),
         "pg_backend_pid" => Value::Int(ctx.pid as i64),
+        "pg_sleep" => {
+            let secs = match a.first() {
+                Some(Value::Float(f)) => *f,
+                Some(Value::Int(i)) => *i as f64,
+                _ => 0.0,
+            };
+            let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e7));
+            while std::time::Instant::now() < until {
+                ctx.check()?;
+                std::thread::sleep((until - std::time::Instant::now()).min(std::time::Duration::from_millis(10)));
+            }
+            Value::Null
+        }
         "pg_get_userbyid" => Value::Text(ctx.user.clone()),
         "pg_get_statisticsobjdef_columns"
         | "obj_description"
@@ -532,7 +547,8 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         },
         "current_setting" => {
             let name = s0().unwrap_or_default().to_ascii_lowercase();
-            let set = ctx.set_configs.lock().unwrap_or_else(|e| e.into_inner()).iter().rev().find(|(n, _, _)| *n == name).map(|c| c.1.clone());
+            let set =
+                ctx.set_configs.lock().unwrap_or_else(|e| e.into_inner()).iter().rev().find(|(n, _, _)| *n == name).map(|c| c.1.clone());
             Value::Text(set.or_else(|| ctx.settings.get(&name).cloned()).unwrap_or_default())
         }
         "pg_table_is_visible" | "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" => Value::Bool(true),

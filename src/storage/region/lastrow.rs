@@ -157,8 +157,7 @@ impl Region {
     /// The last row of each series visible to `req` (stored schema).
     fn last_rows(&self, req: &ScanRequest) -> Result<RecordBatch> {
         let conv = self.pk_converter()?;
-        let cacheable =
-            req.time_range.is_none() && req.seq == SeqBounds::default() && req.overlay.is_none() && self.desc.ttl_ms != Some(0);
+        let cacheable = req.time_range.is_none() && req.seq == SeqBounds::default() && req.overlay.is_none() && self.desc.ttl_ms != Some(0);
         if !cacheable {
             let mut rows = LastRows::new(self.layout.stored.clone());
             self.feed(req, &mut rows, &conv)?;

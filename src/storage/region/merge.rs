@@ -85,7 +85,8 @@ impl Region {
         let pos = |c: usize| cols.iter().position(|&x| x == c).expect("sort column is read");
         let mut key_pos: Vec<usize> = self.layout.sort.iter().map(|&c| pos(c)).collect();
         key_pos.push(pos(self.layout.seq()));
-        let mut fields: Vec<SortField> = self.layout.sort.iter().map(|&c| SortField::new(self.layout.full.field(c).data_type().clone())).collect();
+        let mut fields: Vec<SortField> =
+            self.layout.sort.iter().map(|&c| SortField::new(self.layout.full.field(c).data_type().clone())).collect();
         fields.push(SortField::new_with_options(DataType::UInt64, SortOptions { descending: true, nulls_first: false }));
         let conv = RowConverter::new(fields)?;
         let mut cursors = Vec::new();

@@ -891,9 +891,8 @@ fn last_row_per_series_follows_the_model() {
             match rng.below(16) {
                 0..=7 => {
                     let n = 1 + rng.below(5) as usize;
-                    let rows: Vec<(String, i64, Option<i64>)> = (0..n)
-                        .map(|_| (format!("h{}", rng.below(5)), rng.below(20) as i64 * 1000, Some(rng.below(100) as i64)))
-                        .collect();
+                    let rows: Vec<(String, i64, Option<i64>)> =
+                        (0..n).map(|_| (format!("h{}", rng.below(5)), rng.below(20) as i64 * 1000, Some(rng.below(100) as i64))).collect();
                     let refs: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
                     r.write(&batch(&d, &refs)).unwrap();
                     for (h, t, v) in rows {
@@ -1031,7 +1030,8 @@ fn overlapping_ssts_merge_with_bounded_memory() {
     let r = e.open_region(1, d.clone()).unwrap();
     let files = 6i64;
     for round in 0..files {
-        let rows: Vec<(String, i64, Option<i64>)> = (0..200).map(|i| (format!("h{}", i % 5), (i / 5) * 1000, Some(round * 1000 + i))).collect();
+        let rows: Vec<(String, i64, Option<i64>)> =
+            (0..200).map(|i| (format!("h{}", i % 5), (i / 5) * 1000, Some(round * 1000 + i))).collect();
         let refs: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
         r.write(&batch(&d, &refs)).unwrap();
         r.flush().unwrap();
