@@ -501,16 +501,7 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
         }
         QueryResult::Returning { columns, batches, tag } => {
             let fields = Arc::new(field_infos(&columns, formats));
-            let mut rows = Vec::new();
-            let mut enc = DataRowEncoder::new(fields.clone());
-            for b in &batches {
-                for i in 0..b.num_rows() {
-                    for (c, col) in columns.iter().zip(b.columns()) {
-                        enc.encode_field(&encode::CellRef::at(col.as_ref(), i, c.ty))?;
-                    }
-                    rows.push(Ok(enc.take_row()));
-                }
-            }
+            let rows = encode_rows(&columns, &batches, &fields)?;
             // pgwire appends the row count: `INSERT 0 n`, `UPDATE n`, `DELETE n`.
             let mut r = QueryResponse::new(fields, stream::iter(rows));
             r.set_command_tag(&tag);
@@ -521,19 +512,29 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
                 panic!("failpoint encode_panic");
             }
             let fields = Arc::new(field_infos(&columns, formats));
-            let mut rows = Vec::new();
-            let mut enc = DataRowEncoder::new(fields.clone());
-            for b in &batches {
-                for i in 0..b.num_rows() {
-                    for (c, col) in columns.iter().zip(b.columns()) {
-                        enc.encode_field(&encode::CellRef::at(col.as_ref(), i, c.ty))?;
-                    }
-                    rows.push(Ok(enc.take_row()));
-                }
-            }
+            let rows = encode_rows(&columns, &batches, &fields)?;
             Response::Query(QueryResponse::new(fields, stream::iter(rows)))
         }
     })
+}
+
+/// Every row of `batches` encoded for the wire.
+fn encode_rows(
+    columns: &[crate::exec::plan::PlanColumn],
+    batches: &[arrow::array::RecordBatch],
+    fields: &Arc<Vec<FieldInfo>>,
+) -> PgWireResult<Vec<PgWireResult<pgwire::messages::data::DataRow>>> {
+    let mut rows = Vec::new();
+    let mut enc = DataRowEncoder::new(fields.clone());
+    for b in batches {
+        for i in 0..b.num_rows() {
+            for (c, col) in columns.iter().zip(b.columns()) {
+                enc.encode_field(&encode::CellRef::at(col.as_ref(), i, c.ty))?;
+            }
+            rows.push(Ok(enc.take_row()));
+        }
+    }
+    Ok(rows)
 }
 
 fn field_infos(columns: &[crate::exec::plan::PlanColumn], formats: &Format) -> Vec<FieldInfo> {

@@ -19,7 +19,7 @@ use arrow::row::{RowConverter, Rows, SortField};
 
 use super::read::{RowFilter, Snapshot};
 use super::*;
-use crate::storage::sst::{scan_sst, SstScan};
+use crate::storage::sst::SstScan;
 
 /// Rows per merged output batch.
 const MERGE_BATCH_ROWS: usize = 8192;
@@ -125,14 +125,7 @@ impl Region {
         let eq = super::read::prune_eq(filter);
         let p = self.sst_predicate(filter, &eq);
         for f in files {
-            let scan = scan_sst(&f, cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts);
-            self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
-            self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
-            if scan.read == 0 {
-                self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
+            let Some(scan) = self.open_sst(&f, cols, &p) else { continue };
             cursors.push(Cursor { input: Input::Sst(scan), batch: None, keys: None, pos: 0, done: false });
         }
         Ok(MergeRead {

@@ -168,14 +168,7 @@ impl Region {
                     self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                let mut scan = scan_sst(file, cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts);
-                self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
-                self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
-                if scan.read == 0 {
-                    self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
+                let Some(mut scan) = self.open_sst(file, cols, &p) else { continue };
                 while let Some(b) = scan.next_batch()? {
                     keep(b, &mut out)?;
                 }
@@ -199,6 +192,20 @@ impl Region {
     }
 
     /// The file and row-group pruning predicate of a row filter.
+    /// An SST's scan through the decoded-column cache, counted in the
+    /// region's statistics; None when pruning leaves it no row group.
+    pub(super) fn open_sst(&self, file: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> Option<SstScan> {
+        let scan = scan_sst(file, cols, p).with_cache(&self.shared.column_cache, &self.cache_counts);
+        self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
+        self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
+        if scan.read == 0 {
+            self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
+        Some(scan)
+    }
+
     pub(super) fn sst_predicate<'a>(&self, f: &RowFilter, eq: &'a [(usize, Vec<PruneValue>)]) -> SstPredicate<'a> {
         SstPredicate {
             seq_after: f.seq_after,
