@@ -500,13 +500,12 @@ impl SstScan {
         }
     }
 
-    /// A reader of `group_cols` of a whole row group: no page selection,
-    /// no row filter.
-    fn open_whole(&self, rg: usize) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    /// A reader of row group `rg` that fetches the chunks of `cols` in one
+    /// read each, instead of one read per page.
+    fn prefetch(&self, rg: usize, cols: &[usize]) -> Result<PrefetchReader> {
         let f = &self.file;
         let md = f.reader_meta.metadata();
-        let gc = self.group_cols();
-        let ranges: Vec<(u64, u64)> = gc
+        let ranges: Vec<(u64, u64)> = cols
             .iter()
             .map(|&c| {
                 let (start, len) = md.row_group(rg).column(c).byte_range();
@@ -514,7 +513,16 @@ impl SstScan {
             })
             .collect();
         let reader = ObjectReader { store: f.store.clone(), path: f.meta.path.clone(), len: f.meta.bytes };
-        let reader = PrefetchReader::new(reader, ranges).map_err(|e| corrupt(&f.meta.path, e.message.clone()))?;
+        PrefetchReader::new(reader, ranges).map_err(|e| corrupt(&f.meta.path, e.message.clone()))
+    }
+
+    /// A reader of `group_cols` of a whole row group: no page selection,
+    /// no row filter.
+    fn open_whole(&self, rg: usize) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+        let f = &self.file;
+        let md = f.reader_meta.metadata();
+        let gc = self.group_cols();
+        let reader = self.prefetch(rg, &gc)?;
         let mask = ProjectionMask::roots(md.file_metadata().schema_descr(), gc.iter().copied());
         ParquetRecordBatchReaderBuilder::new_with_metadata(reader, f.reader_meta.clone())
             .with_projection(mask)
@@ -533,15 +541,7 @@ impl SstScan {
         if let Some((_, tc)) = self.time {
             fetch.push(tc);
         }
-        let ranges: Vec<(u64, u64)> = fetch
-            .iter()
-            .map(|&c| {
-                let (start, len) = md.row_group(rg).column(c).byte_range();
-                (start, start + len)
-            })
-            .collect();
-        let reader = ObjectReader { store: f.store.clone(), path: f.meta.path.clone(), len: f.meta.bytes };
-        let reader = PrefetchReader::new(reader, ranges).map_err(|e| corrupt(&f.meta.path, e.message.clone()))?;
+        let reader = self.prefetch(rg, &fetch)?;
         let mask = ProjectionMask::roots(schema, self.cols.iter().copied());
         let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, f.reader_meta.clone())
             .with_projection(mask)
