@@ -82,9 +82,11 @@ impl Region {
         opos: usize,
         out_cols: &[usize],
     ) -> Result<MergeRead> {
-        let pos = |c: usize| cols.iter().position(|&x| x == c).expect("sort column is read");
-        let mut key_pos: Vec<usize> = self.layout.sort.iter().map(|&c| pos(c)).collect();
-        key_pos.push(pos(self.layout.seq()));
+        // The caller reads the sort columns; a missing one is a bug, answered
+        // as an internal error rather than a panic.
+        let pos = |c: usize| cols.iter().position(|&x| x == c).ok_or_else(|| crate::err!(Internal, "merge: sort column {c} is not read"));
+        let mut key_pos: Vec<usize> = self.layout.sort.iter().map(|&c| pos(c)).collect::<Result<_>>()?;
+        key_pos.push(pos(self.layout.seq())?);
         let mut fields: Vec<SortField> =
             self.layout.sort.iter().map(|&c| SortField::new(self.layout.full.field(c).data_type().clone())).collect();
         fields.push(SortField::new_with_options(DataType::UInt64, SortOptions { descending: true, nulls_first: false }));
