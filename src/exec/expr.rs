@@ -869,6 +869,20 @@ fn eval_case(
     Ok(result)
 }
 
+/// A text column (arrays are text in batches) parsed value by value with
+/// PostgreSQL's input rules for `to`.
+fn parse_text_column(a: &ArrayRef, to: SqlType) -> Result<ArrayRef> {
+    let s = a.as_string::<i32>();
+    let mut vals = Vec::with_capacity(s.len());
+    for v in s.iter() {
+        vals.push(match v {
+            None => Value::Null,
+            Some(t) => parse_text_as(t, to)?,
+        });
+    }
+    values_to_array(&vals, to)
+}
+
 /// Cast between SQL types with PostgreSQL's rules and error codes.
 pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> {
     let target = to.to_arrow();
@@ -878,15 +892,7 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
         if !(from.is_text() || from.is_array()) {
             bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
         }
-        let s = a.as_string::<i32>();
-        let mut vals = Vec::with_capacity(s.len());
-        for v in s.iter() {
-            vals.push(match v {
-                None => Value::Null,
-                Some(t) => parse_text_as(t, to)?,
-            });
-        }
-        return values_to_array(&vals, to);
+        return parse_text_column(a, to);
     }
     if from.is_array() && !to.is_text() && !to.is_array() && to != SqlType::Unknown {
         bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
@@ -902,15 +908,7 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
         if to.is_text() {
             return Ok(a.clone());
         }
-        let s = a.as_string::<i32>();
-        let mut vals = Vec::with_capacity(s.len());
-        for v in s.iter() {
-            vals.push(match v {
-                None => Value::Null,
-                Some(t) => parse_text_as(t, to)?,
-            });
-        }
-        return values_to_array(&vals, to);
+        return parse_text_column(a, to);
     }
     // Anything to text: PostgreSQL's output format (bool casts spell it out).
     if to.is_text() && from == SqlType::Bool {
