@@ -76,6 +76,10 @@ pub struct FlowTask {
     last_cost: Mutex<Duration>,
     /// When the last scheduled evaluation started.
     last_start: Mutex<Option<Instant>>,
+    /// The flow runs a streaming dataflow (issue 11): after a write it runs
+    /// at the next barrier (`barrier_interval_ms` after the last epoch
+    /// started), not adaptively.
+    epochs: std::sync::atomic::AtomicBool,
     /// Set (under the execution lock) when DROP FLOW or CREATE OR
     /// REPLACE took the flow out: a run that picked the task up before
     /// must neither evaluate nor write anything of the flow back.
@@ -99,7 +103,13 @@ impl FlowTask {
     /// times their cost apart). The spacing counts from the previous run's
     /// start, not from the write: a write that arrives while a run waits
     /// for its fsyncs does not wait that time again.
-    fn next_due(&self, now: Instant) -> Instant {
+    fn next_due(&self, now: Instant, barrier_interval: Duration) -> Instant {
+        if self.epochs.load(std::sync::atomic::Ordering::Relaxed) {
+            return match *self.last_start.lock() {
+                Some(s) => now.max(s + barrier_interval),
+                None => now,
+            };
+        }
         due_after(now, *self.last_start.lock(), *self.last_cost.lock())
     }
 }
@@ -120,6 +130,8 @@ pub struct FlowManager {
     wake: Wake,
     /// When source writes happened, for the flows' lag (issue 9).
     clock: Arc<crate::catalog::WriteClock>,
+    /// Streaming mode's options (barrier interval, state cache).
+    stream: crate::stream::StreamTuning,
 }
 
 /// How the scheduler thread sleeps and is woken. A kick (a flow became
@@ -167,8 +179,12 @@ fn first_tick(now_ms: i64, interval_s: i64) -> i64 {
 }
 
 impl FlowManager {
-    pub fn new(settings: HashMap<String, String>, clock: Arc<crate::catalog::WriteClock>) -> Arc<FlowManager> {
-        Arc::new(FlowManager { flows: RwLock::new(BTreeMap::new()), settings: Arc::new(settings), wake: Wake::default(), clock })
+    pub fn new(
+        settings: HashMap<String, String>,
+        clock: Arc<crate::catalog::WriteClock>,
+        stream: crate::stream::StreamTuning,
+    ) -> Arc<FlowManager> {
+        Arc::new(FlowManager { flows: RwLock::new(BTreeMap::new()), settings: Arc::new(settings), wake: Wake::default(), clock, stream })
     }
 
     /// Start the flows stored in the catalog (at open): their holders are
@@ -209,6 +225,7 @@ impl FlowManager {
             instant_rows: Mutex::new(Vec::new()),
             last_cost: Mutex::new(Duration::ZERO),
             last_start: Mutex::new(None),
+            epochs: Default::default(),
             removed: Default::default(),
             def: RwLock::new(def.clone()),
         });
@@ -316,6 +333,7 @@ impl FlowManager {
             *task.def.write() = def.clone();
         }
         st.instant_rows.append(&mut task.instant_rows.lock());
+        st.stream.tuning = self.stream.clone();
         let noticed = task.noticed.lock().take();
         let started = (Instant::now(), thread_cpu());
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
@@ -324,6 +342,7 @@ impl FlowManager {
                     p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
                 Err(err!(Internal, "flow \"{name}\" panicked: {msg}", name = def.name))
             });
+        task.epochs.store(st.stream.is_rendered(), std::sync::atomic::Ordering::Relaxed);
         let wall = started.0.elapsed();
         let cpu = match (started.1, thread_cpu()) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -533,7 +552,7 @@ impl WriteListener for FlowManager {
             task.noticed.lock().get_or_insert_with(Instant::now);
             let mut due = task.due.lock();
             if due.is_none() {
-                *due = Some(task.next_due(Instant::now()));
+                *due = Some(task.next_due(Instant::now(), Duration::from_millis(self.stream.barrier_interval_ms)));
                 woke = true;
             }
         }

@@ -25,7 +25,7 @@ use crate::catalog::FlowDef;
 use crate::err;
 use crate::error::Result;
 use crate::storage::{RegionWrites, ScanRequest, TEMP_ROWID_BASE};
-use crate::stream::state_table::{Row, SledStateKv, StateKv, StateStore};
+use crate::stream::state_table::{Row, SledStateKv, StateCache, StateKv, StateStore};
 use crate::stream::{Changes, Dataflow, Inputs};
 
 use super::batching::{holder, table_regions, Compiled, TaskState};
@@ -41,6 +41,15 @@ pub struct StreamTask {
     /// may be refreshed while it runs (TRUNCATE), and a reset must drop the
     /// state it actually used.
     namespace: String,
+    /// `[stream]` of the config (set by the flow manager before each run).
+    pub tuning: crate::stream::StreamTuning,
+}
+
+impl StreamTask {
+    /// Whether a dataflow runs (the flow is in streaming mode).
+    pub fn is_rendered(&self) -> bool {
+        self.df.is_some()
+    }
 }
 
 impl std::fmt::Debug for StreamTask {
@@ -50,18 +59,24 @@ impl std::fmt::Debug for StreamTask {
 }
 
 /// The state store of a data directory: one sled database under
-/// `<data_dir>/regions/stream/`, shared by the flows of one engine.
-fn state_kv(env: &Env) -> Result<Arc<dyn StateKv>> {
-    static OPEN: Mutex<Option<HashMap<PathBuf, Weak<SledStateKv>>>> = Mutex::new(None);
+/// `<data_dir>/regions/stream/`, shared by the flows of one engine, and the
+/// state cache in front of it (budget `state_cache_bytes_max`).
+fn state_kv(env: &Env, cache_bytes_max: usize) -> Result<(Arc<dyn StateKv>, Arc<StateCache>)> {
+    type Open = HashMap<PathBuf, (Weak<SledStateKv>, Arc<StateCache>)>;
+    static OPEN: Mutex<Option<Open>> = Mutex::new(None);
     let path = env.storage.root().join("stream");
     let mut open = OPEN.lock();
     let m = open.get_or_insert_with(HashMap::new);
-    if let Some(kv) = m.get(&path).and_then(|w| w.upgrade()) {
-        return Ok(kv);
+    if let Some((kv, cache)) = m.get(&path).and_then(|(w, c)| Some((w.upgrade()?, c.clone()))) {
+        if cache.stats().budget_bytes != cache_bytes_max as u64 {
+            cache.set_budget(cache_bytes_max);
+        }
+        return Ok((kv, cache));
     }
     let kv = Arc::new(SledStateKv::open(&path)?);
-    m.insert(path, Arc::downgrade(&kv));
-    Ok(kv)
+    let cache = Arc::new(StateCache::new(cache_bytes_max));
+    m.insert(path, (Arc::downgrade(&kv), cache.clone()));
+    Ok((kv, cache))
 }
 
 /// The state namespace of a flow: a new query or new source tables get
@@ -79,13 +94,13 @@ fn namespace(def: &FlowDef) -> String {
 /// uses and the one its current definition names (they differ when its
 /// sources' ids were refreshed after it rendered).
 pub fn drop_state(env: &Env, def: &FlowDef, task: &StreamTask) {
-    if let Ok(kv) = state_kv(env) {
+    if let Ok((kv, cache)) = state_kv(env, task.tuning.state_cache_bytes_max) {
         let mut names = vec![namespace(def)];
         if !task.namespace.is_empty() && task.namespace != names[0] {
             names.push(task.namespace.clone());
         }
         for ns in names {
-            if let Err(e) = StateStore::destroy(kv.as_ref(), &ns) {
+            if let Err(e) = StateStore::destroy(kv.as_ref(), &cache, &ns) {
                 tracing::warn!(flow = %def.name, error = %e, "cannot drop the state of a streaming flow");
             }
         }
@@ -95,12 +110,12 @@ pub fn drop_state(env: &Env, def: &FlowDef, task: &StreamTask) {
 /// One epoch of a streaming flow. Returns the sink rows written.
 pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64) -> Result<u64> {
     if st.stream.df.is_none() {
-        let kv = state_kv(env)?;
+        let (kv, cache) = state_kv(env, st.stream.tuning.state_cache_bytes_max)?;
         let plan = crate::planner::rewrite::optimize(c.logical.clone(), &c.planner.ctx);
         let instant: HashSet<u32> =
             def.sources.iter().filter_map(|(d, t)| env.catalog.table(d, t)).filter(|t| t.ttl_ms == Some(0)).map(|t| t.id).collect();
         let ns = namespace(def);
-        let df = Dataflow::render(kv, &ns, &plan, &|id| instant.contains(&id), &c.planner.ctx)?;
+        let df = Dataflow::render(kv, cache, &ns, &plan, &|id| instant.contains(&id), &c.planner.ctx)?;
         // The last epoch's sink write again: a crash may have come between
         // its barrier and its sink write (upserts and deletes by identity
         // are idempotent).
@@ -176,8 +191,10 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     df.commit(&next, &out)?;
     if tracing::enabled!(tracing::Level::DEBUG) {
         let (state_rows, state_bytes) = df.state_size()?;
+        let cache = df.cache_stats();
         tracing::debug!(flow = %def.name, epoch = df.epoch(), rows_in = fed, rows_out = out.len(), epoch_us = started.elapsed().as_micros() as u64,
-            commit_us = df.last_commit_us, state_rows, state_bytes, "streaming epoch");
+            commit_us = df.last_commit_us, state_rows, state_bytes, cache_hits = cache.hits, cache_misses = cache.misses,
+            cache_bytes = cache.bytes, "streaming epoch");
     }
     st.instant_rows.retain(|(id, _)| !instant_ids.contains(id));
     if crate::failpoint::fire_once("stream_crash_after_barrier") {
@@ -205,7 +222,8 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
 fn reset(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled) -> Result<u64> {
     tracing::warn!(flow = %def.name, "a source of a streaming flow was truncated; the flow starts over");
     st.stream.df = None;
-    StateStore::destroy(state_kv(env)?.as_ref(), &std::mem::take(&mut st.stream.namespace))?;
+    let (kv, cache) = state_kv(env, st.stream.tuning.state_cache_bytes_max)?;
+    StateStore::destroy(kv.as_ref(), &cache, &std::mem::take(&mut st.stream.namespace))?;
     empty_sink(env, c)?;
     Ok(0)
 }

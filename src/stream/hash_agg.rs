@@ -73,7 +73,7 @@ impl HashAgg {
                 (!append_only && matches!(a.func, AggFunc::Min | AggFunc::Max)).then(|| {
                     let mut desc = vec![false; g + 1];
                     desc[g] = a.func == AggFunc::Max;
-                    r.table((0..=g).collect(), desc)
+                    r.table((0..=g).collect(), desc).uncached()
                 })
             })
             .collect();

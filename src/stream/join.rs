@@ -51,8 +51,9 @@ impl Join {
     ) -> Join {
         let k = on.len();
         let (lw, rw) = (lcols.len(), rcols.len());
-        let larr = r.table((0..k + lw).collect(), vec![false; k + lw]);
-        let rarr = r.table((0..k + rw).collect(), vec![false; k + rw]);
+        // Cached by join key: a lookup reads the key's rows whole.
+        let larr = r.table((0..k + lw).collect(), vec![false; k + lw]).cached_by(k);
+        let rarr = r.table((0..k + rw).collect(), vec![false; k + rw]).cached_by(k);
         let (lkeys, rkeys) = on.into_iter().unzip();
         Join {
             left,

@@ -34,7 +34,28 @@ use crate::planner::logical::LogicalPlan;
 use crate::types::{value_at, values_to_array, Value};
 use crate::{bail, err};
 
-use state_table::{decode_row, encode_row, Row, StateKv, StateStore, StateTable};
+use state_table::{decode_row, encode_row, CacheStats, Row, StateCache, StateKv, StateStore, StateTable};
+
+/// Streaming mode's options (`[stream]` in conf/weir.toml).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
+pub struct StreamTuning {
+    /// Milliseconds: a streaming flow closes an epoch (runs its dataflow
+    /// over the changes since the last one and commits the barrier) at
+    /// most this often while writes arrive; a write's rows reach the sink
+    /// within about one interval plus the epoch's own time.
+    pub barrier_interval_ms: u64,
+    /// Bytes: the cache of committed operator state in front of the state
+    /// store, shared by all streaming flows; 0 = no cache.
+    pub state_cache_bytes_max: usize,
+}
+
+impl Default for StreamTuning {
+    fn default() -> Self {
+        // 1 s: RisingWave's default barrier interval.
+        StreamTuning { barrier_interval_ms: 1000, state_cache_bytes_max: state_table::STATE_CACHE_BYTES_DEFAULT }
+    }
+}
 
 /// A batch of changes: rows (arrow columns) and the diff of each row
 /// (+n inserted n times, -n retracted).
@@ -222,8 +243,15 @@ impl Renderer<'_> {
 
 impl Dataflow {
     /// Render `plan` (optimized) over the state namespace `name` of `kv`.
-    pub fn render(kv: Arc<dyn StateKv>, name: &str, plan: &LogicalPlan, instant: &dyn Fn(u32) -> bool, ctx: &ExecCtx) -> Result<Dataflow> {
-        let store = StateStore::open(kv, name)?;
+    pub fn render(
+        kv: Arc<dyn StateKv>,
+        cache: Arc<StateCache>,
+        name: &str,
+        plan: &LogicalPlan,
+        instant: &dyn Fn(u32) -> bool,
+        ctx: &ExecCtx,
+    ) -> Result<Dataflow> {
+        let store = StateStore::open_cached(kv, cache, name)?;
         let first_epoch = store.epoch() == 0;
         let root = {
             let mut r = Renderer { store: &store, next_table: 0, instant, ctx, first_epoch };
@@ -295,6 +323,11 @@ impl Dataflow {
         self.commits += 1;
         self.last_commit_us = started.elapsed().as_micros() as u64;
         Ok(())
+    }
+
+    /// The state cache's counters (shared by the flows of a process).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.store.cache().stats()
     }
 
     /// Per-operator counters, root first.
