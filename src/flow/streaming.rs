@@ -43,6 +43,8 @@ pub struct StreamTask {
     namespace: String,
     /// `[stream]` of the config (set by the flow manager before each run).
     pub tuning: crate::stream::StreamTuning,
+    /// When the state tables' sizes were last measured.
+    sampled: Option<std::time::Instant>,
 }
 
 impl StreamTask {
@@ -188,9 +190,18 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     }
     let started = std::time::Instant::now();
     let out = df.step(&inputs, &c.planner.ctx)?;
+    let epoch_us = started.elapsed().as_micros() as u64;
     df.commit(&next, &out)?;
+    // State sizes are a scan of every state table: a small state is
+    // measured each epoch, a large one at most every STATE_SAMPLE_MS.
+    let small = df.stats().iter().map(|o| o.state_rows).sum::<u64>() < STATE_SAMPLE_ROWS;
+    if small || st.stream.sampled.is_none_or(|t| t.elapsed().as_millis() as u64 >= STATE_SAMPLE_MS) {
+        df.state_size()?;
+        st.stream.sampled = Some(std::time::Instant::now());
+    }
+    publish(env, def, df, epoch_us);
     if tracing::enabled!(tracing::Level::DEBUG) {
-        let (state_rows, state_bytes) = df.state_size()?;
+        let (state_rows, state_bytes) = df.stats().iter().fold((0, 0), |a, o| (a.0 + o.state_rows, a.1 + o.state_bytes));
         let cache = df.cache_stats();
         tracing::debug!(flow = %def.name, epoch = df.epoch(), rows_in = fed, rows_out = out.len(), epoch_us = started.elapsed().as_micros() as u64,
             commit_us = df.last_commit_us, state_rows, state_bytes, cache_hits = cache.hits, cache_misses = cache.misses,
@@ -215,6 +226,35 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     st.progress.rows_written += rows;
     env.catalog.put_flow_progress(&def.name, &st.progress)?;
     Ok(rows)
+}
+
+/// How often a streaming flow measures its state tables' sizes, and below
+/// how many state rows it measures them every epoch (a cheap scan).
+const STATE_SAMPLE_MS: u64 = 5000;
+const STATE_SAMPLE_ROWS: u64 = 10_000;
+
+/// Publish the dataflow's per-operator counters for
+/// `information_schema.flow_operators`.
+fn publish(env: &Env, def: &FlowDef, df: &Dataflow, epoch_us: u64) {
+    let cache_bytes = df.cache_stats().bytes;
+    let rows = df
+        .stats()
+        .into_iter()
+        .map(|o| crate::catalog::stream_stats::FlowOperatorStats {
+            operator: o.name.to_string(),
+            rows_in: o.rows_in,
+            rows_out: o.rows_out,
+            state_rows: o.state_rows,
+            state_bytes: o.state_bytes,
+            cache_hits: o.cache_hits,
+            cache_misses: o.cache_misses,
+            epoch: df.epoch(),
+            epoch_ms: epoch_us as f64 / 1000.0,
+            barrier_ms: df.last_commit_us as f64 / 1000.0,
+            cache_bytes,
+        })
+        .collect();
+    env.catalog.flow_operators.write().insert(def.name.clone(), rows);
 }
 
 /// Start a flow over: drop its state, empty its sink, read the sources

@@ -306,7 +306,7 @@ impl Operator for HashAgg {
         self.input.tables(out);
     }
     fn stats(&self, out: &mut Vec<OpStats>) {
-        out.push(self.stats.clone());
+        out.push(self.stats.with_tables(std::iter::once(&self.values).chain(self.extremes.iter().flatten())));
         self.input.stats(out);
     }
 }

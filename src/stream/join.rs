@@ -210,7 +210,7 @@ impl Operator for Join {
         self.right.tables(out);
     }
     fn stats(&self, out: &mut Vec<OpStats>) {
-        out.push(self.stats.clone());
+        out.push(self.stats.with_tables([&self.larr, &self.rarr]));
         self.left.stats(out);
         self.right.stats(out);
     }

@@ -119,6 +119,28 @@ pub struct OpStats {
     pub name: &'static str,
     pub rows_in: u64,
     pub rows_out: u64,
+    /// The operator's own state tables: committed rows and bytes as of the
+    /// last sample, reads the cache answered and reads that went to the store.
+    pub state_rows: u64,
+    pub state_bytes: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+}
+
+impl OpStats {
+    /// These counters plus the state of `tables` (the operator's own).
+    pub fn with_tables<'a>(&self, tables: impl IntoIterator<Item = &'a StateTable>) -> OpStats {
+        let mut s = self.clone();
+        for t in tables {
+            let (r, b) = t.sampled_size();
+            let (h, m) = t.cache_counters();
+            s.state_rows += r;
+            s.state_bytes += b;
+            s.cache_hits += h;
+            s.cache_misses += m;
+        }
+        s
+    }
 }
 
 /// One node of the dataflow.
@@ -195,11 +217,19 @@ impl Renderer<'_> {
             }
             LogicalPlan::Filter { input, predicate } => {
                 let (i, a) = self.render(input)?;
-                (Box::new(map::Filter { input: i, predicate: predicate.clone(), stats: Default::default() }), a)
+                (Box::new(map::Filter { input: i, predicate: predicate.clone(), stats: OpStats { name: "filter", ..Default::default() } }), a)
             }
             LogicalPlan::Project { input, exprs, columns } => {
                 let (i, a) = self.render(input)?;
-                (Box::new(map::Project { input: i, exprs: exprs.clone(), columns: columns.clone(), stats: Default::default() }), a)
+                (
+                    Box::new(map::Project {
+                        input: i,
+                        exprs: exprs.clone(),
+                        columns: columns.clone(),
+                        stats: OpStats { name: "project", ..Default::default() },
+                    }),
+                    a,
+                )
             }
             LogicalPlan::Sort { input, .. } => self.render(input)?,
             LogicalPlan::SetOp { left, right, all, .. } => {
@@ -337,13 +367,14 @@ impl Dataflow {
         v
     }
 
-    /// Committed state rows and bytes of all operators.
+    /// Committed state rows and bytes of all operators, measured now (a
+    /// scan of every state table; [`Dataflow::stats`] reports these samples).
     pub fn state_size(&mut self) -> Result<(u64, u64)> {
         let mut tables = Vec::new();
         self.root.tables(&mut tables);
         let mut total = (0, 0);
         for t in tables {
-            let (r, b) = t.stats()?;
+            let (r, b) = t.sample_size()?;
             total.0 += r;
             total.1 += b;
         }

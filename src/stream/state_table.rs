@@ -507,7 +507,18 @@ impl StateStore {
         let mut prefix = self.namespace.clone();
         prefix.extend_from_slice(&table_id.to_be_bytes());
         let group = Some(pk.len());
-        StateTable { kv: self.kv.clone(), cache: self.cache.clone(), prefix, pk, desc, group, mem: BTreeMap::new() }
+        StateTable {
+            kv: self.kv.clone(),
+            cache: self.cache.clone(),
+            prefix,
+            pk,
+            desc,
+            group,
+            mem: BTreeMap::new(),
+            hits: Default::default(),
+            misses: Default::default(),
+            sampled: (0, 0),
+        }
     }
 
     /// A committed record of the dataflow (e.g. its source position).
@@ -565,6 +576,11 @@ pub struct StateTable {
     /// This epoch's writes: full key → (length of its group prefix, 0 when
     /// the table is not cached; the row, None: deleted).
     mem: BTreeMap<Vec<u8>, (usize, Option<Vec<u8>>)>,
+    /// Reads of this table the cache answered / sent to the store.
+    hits: std::cell::Cell<u64>,
+    misses: std::cell::Cell<u64>,
+    /// Committed rows and bytes as of the last [`StateTable::sample_size`].
+    sampled: (u64, u64),
 }
 
 impl StateTable {
@@ -614,6 +630,19 @@ impl StateTable {
         self.key_and_group(&pk)
     }
 
+    /// Count a read as a cache hit or a miss.
+    fn counted<T>(&self, r: Option<T>) -> Option<T> {
+        let c = if r.is_some() { &self.hits } else { &self.misses };
+        c.set(c.get() + 1);
+        r
+    }
+
+    /// Reads of this table the cache answered and those that went to the
+    /// store (uncached tables count every read as a miss).
+    pub fn cache_counters(&self) -> (u64, u64) {
+        (self.hits.get(), self.misses.get())
+    }
+
     /// Read a whole group from the store and cache it.
     fn load_group(&self, group: &[u8], point: bool) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
         let rows: BTreeMap<Vec<u8>, Vec<u8>> = if point {
@@ -634,11 +663,12 @@ impl StateTable {
         }
         let bytes = if glen > 0 {
             let group = &k[..glen];
-            match self.cache.with_group(group, |rows| rows.get(&k).cloned()) {
+            match self.counted(self.cache.with_group(group, |rows| rows.get(&k).cloned())) {
                 Some(v) => v,
                 None => self.load_group(group, glen == k.len())?.remove(&k),
             }
         } else {
+            self.counted::<()>(None);
             self.kv.get(&k)?
         };
         bytes.map(|b| decode_row(&b)).transpose()
@@ -692,11 +722,12 @@ impl StateTable {
             let pick = |rows: &BTreeMap<Vec<u8>, Vec<u8>>| -> Vec<(Vec<u8>, Vec<u8>)> {
                 rows.range(lo.clone()..).take_while(|(k, _)| in_range(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
             };
-            match self.cache.with_group(group, pick) {
+            match self.counted(self.cache.with_group(group, pick)) {
                 Some(v) => v,
                 None => pick(&self.load_group(group, self.group == Some(self.pk.len()) && prefix.len() == self.pk.len())?),
             }
         } else {
+            self.counted::<()>(None);
             self.kv.scan(&lo, hi.as_deref())?
         };
         let mut out = Vec::new();
@@ -744,11 +775,23 @@ impl StateTable {
         self.mem.clear();
     }
 
-    /// Committed rows and their encoded bytes (keys and values).
+    /// Committed rows and their encoded bytes (keys and values): a scan
+    /// of the whole table.
     pub fn stats(&self) -> Result<(u64, u64)> {
         let hi = prefix_end(&self.prefix);
         let kvs = self.kv.scan(&self.prefix, hi.as_deref())?;
         Ok((kvs.len() as u64, kvs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum()))
+    }
+
+    /// Measure the committed rows and bytes now (a scan of the table);
+    /// [`StateTable::sampled_size`] answers it until the next sample.
+    pub fn sample_size(&mut self) -> Result<(u64, u64)> {
+        self.sampled = self.stats()?;
+        Ok(self.sampled)
+    }
+
+    pub fn sampled_size(&self) -> (u64, u64) {
+        self.sampled
     }
 }
 
