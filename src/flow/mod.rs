@@ -68,8 +68,9 @@ pub struct FlowTask {
     next_tick_ms: Mutex<Option<i64>>,
     /// Rows written to an instant source since the last evaluation.
     /// (table id, rows): the table is told by the region id, as two
-    /// databases may hold tables of one name.
-    instant_rows: Mutex<Vec<(u32, arrow::array::RecordBatch)>>,
+    /// databases may hold tables of one name; with the (region, seq) of
+    /// each write (its entry in the streaming flow's inbox).
+    instant_rows: Mutex<(Vec<(u32, arrow::array::RecordBatch)>, Vec<(u64, u64)>)>,
     /// The CPU time of the flow's scheduled evaluations, averaged (the
     /// spacing of its runs follows it; waiting for fsyncs costs no CPU and
     /// does not lengthen it).
@@ -132,6 +133,12 @@ pub struct FlowManager {
     clock: Arc<crate::catalog::WriteClock>,
     /// Streaming mode's options (barrier interval, state cache).
     stream: crate::stream::StreamTuning,
+    /// Where streaming state lives (the storage root; set by `load`), for
+    /// logging instant rows from write notices.
+    stream_root: Mutex<Option<std::path::PathBuf>>,
+    /// This manager's boot id: tells a streaming inbox's entries of this
+    /// process (also in memory) from an earlier process's (leftovers).
+    boot: u64,
 }
 
 /// How the scheduler thread sleeps and is woken. A kick (a flow became
@@ -184,12 +191,22 @@ impl FlowManager {
         clock: Arc<crate::catalog::WriteClock>,
         stream: crate::stream::StreamTuning,
     ) -> Arc<FlowManager> {
-        Arc::new(FlowManager { flows: RwLock::new(BTreeMap::new()), settings: Arc::new(settings), wake: Wake::default(), clock, stream })
+        let boot = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
+        Arc::new(FlowManager {
+            flows: RwLock::new(BTreeMap::new()),
+            settings: Arc::new(settings),
+            wake: Wake::default(),
+            clock,
+            stream,
+            stream_root: Mutex::new(None),
+            boot,
+        })
     }
 
     /// Start the flows stored in the catalog (at open): their holders are
     /// placed again at their durable progress before anything runs.
     pub fn load(&self, env: &Env) {
+        *self.stream_root.lock() = Some(env.storage.root().to_path_buf());
         for def in env.catalog.flows() {
             let progress = env.catalog.flow_progress(&def.name).unwrap_or_default();
             self.start(env, def, progress);
@@ -222,7 +239,7 @@ impl FlowManager {
             due: Mutex::new(if def.eval_interval_s.is_none() { Some(Instant::now()) } else { None }),
             noticed: Mutex::new(None),
             next_tick_ms: Mutex::new(next_tick),
-            instant_rows: Mutex::new(Vec::new()),
+            instant_rows: Mutex::new((Vec::new(), Vec::new())),
             last_cost: Mutex::new(Duration::ZERO),
             last_start: Mutex::new(None),
             epochs: Default::default(),
@@ -332,8 +349,13 @@ impl FlowManager {
             self.activate(env, &mut def)?;
             *task.def.write() = def.clone();
         }
-        st.instant_rows.append(&mut task.instant_rows.lock());
+        {
+            let mut rows = task.instant_rows.lock();
+            st.instant_rows.append(&mut rows.0);
+            st.stream.instant_seqs.append(&mut rows.1);
+        }
         st.stream.tuning = self.stream.clone();
+        st.stream.boot = self.boot;
         let noticed = task.noticed.lock().take();
         let started = (Instant::now(), thread_cpu());
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
@@ -533,6 +555,9 @@ impl WriteListener for FlowManager {
         let flows = self.flows.read();
         let mut woke = false;
         let mut timed = false;
+        // Rows of an instant source: logged in the streaming flows' inboxes
+        // (durable before the write is acknowledged), then handed over.
+        let mut logged: Vec<(Arc<FlowTask>, FlowDef)> = Vec::new();
         for task in flows.values() {
             let def = task.def.read();
             if !def.sources.iter().any(|(_, t)| *t == notice.table_name) {
@@ -543,8 +568,7 @@ impl WriteListener for FlowManager {
                 self.clock.note(notice.region_id, notice.seq_range, batching::now_ms());
             }
             if !notice.instant_rows.is_empty() && !def.pending {
-                let table = (notice.region_id >> 32) as u32;
-                task.instant_rows.lock().extend(notice.instant_rows.iter().map(|b| (table, b.clone())));
+                logged.push((task.clone(), def.clone()));
             }
             if def.eval_interval_s.is_some() {
                 continue;
@@ -554,6 +578,21 @@ impl WriteListener for FlowManager {
             if due.is_none() {
                 *due = Some(task.next_due(Instant::now(), Duration::from_millis(self.stream.barrier_interval_ms)));
                 woke = true;
+            }
+        }
+        if !logged.is_empty() {
+            let seq = notice.seq_range.1;
+            if let Some(root) = self.stream_root.lock().clone() {
+                let entries: Vec<_> = logged.iter().map(|(_, d)| (d, notice.region_id, seq, notice.instant_rows.as_slice())).collect();
+                if let Err(e) = streaming::log_instant(&root, &self.stream, self.boot, &entries) {
+                    tracing::error!(table = %notice.table_name, error = %e, "cannot log rows of an instant source for streaming flows; a crash before their epoch loses them");
+                }
+            }
+            let table = (notice.region_id >> 32) as u32;
+            for (task, _) in &logged {
+                let mut rows = task.instant_rows.lock();
+                rows.0.extend(notice.instant_rows.iter().map(|b| (table, b.clone())));
+                rows.1.push((notice.region_id, seq));
             }
         }
         drop(flows);

@@ -355,6 +355,17 @@ impl Dataflow {
         Ok(())
     }
 
+    /// Rows of instant sources logged and not yet consumed by a committed
+    /// epoch: (region, seq, encoded rows).
+    pub fn inbox(&self) -> Result<Vec<(u64, u64, Vec<u8>)>> {
+        self.store.inbox()
+    }
+
+    /// Delete these inbox entries with the next barrier.
+    pub fn consume_inbox(&mut self, entries: impl IntoIterator<Item = (u64, u64)>) {
+        self.store.consume_inbox(entries)
+    }
+
     /// The state cache's counters (shared by the flows of a process).
     pub fn cache_stats(&self) -> CacheStats {
         self.store.cache().stats()

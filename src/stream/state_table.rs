@@ -440,6 +440,9 @@ pub const STATE_CACHE_BYTES_DEFAULT: usize = 64 << 20;
 
 /// The table id of a dataflow's own records (epoch, source position).
 pub const META_TABLE: u32 = u32::MAX;
+/// The table id of a dataflow's inbox: rows of instant sources logged when
+/// written, deleted by the barrier of the epoch that consumed them.
+pub const INBOX_TABLE: u32 = u32::MAX - 1;
 
 /// One dataflow's namespace in a [`StateKv`], with its committed epoch.
 pub struct StateStore {
@@ -447,6 +450,8 @@ pub struct StateStore {
     cache: Arc<StateCache>,
     namespace: Vec<u8>,
     epoch: u64,
+    /// Inbox entries the next commit deletes (consumed by its epoch).
+    consumed: Vec<Vec<u8>>,
 }
 
 impl StateStore {
@@ -460,7 +465,7 @@ impl StateStore {
     /// shared with other namespaces of the same store).
     pub fn open_cached(kv: Arc<dyn StateKv>, cache: Arc<StateCache>, name: &str) -> Result<StateStore> {
         let namespace = Self::namespace_key(name);
-        let mut s = StateStore { kv, cache, namespace, epoch: 0 };
+        let mut s = StateStore { kv, cache, namespace, epoch: 0, consumed: Vec::new() };
         s.epoch = match s.kv.get(&s.meta_key(b"epoch"))? {
             Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| crate::err!(Internal, "corrupt epoch record"))?),
             None => 0,
@@ -503,7 +508,7 @@ impl StateStore {
     /// (so a scan meets the largest value first: max's extreme state).
     pub fn table_ordered(&self, table_id: u32, pk: Vec<usize>, desc: Vec<bool>) -> StateTable {
         assert_eq!(pk.len(), desc.len(), "one order per key column");
-        assert_ne!(table_id, META_TABLE, "table id {META_TABLE} holds the store's own records");
+        assert!(table_id < INBOX_TABLE, "table ids {INBOX_TABLE} and up hold the store's own records");
         let mut prefix = self.namespace.clone();
         prefix.extend_from_slice(&table_id.to_be_bytes());
         let group = Some(pk.len());
@@ -518,6 +523,42 @@ impl StateStore {
             hits: Default::default(),
             misses: Default::default(),
             sampled: (0, 0),
+        }
+    }
+
+    /// The inbox key of the rows a write of `seq` put in `region`.
+    pub fn inbox_key(name: &str, region: u64, seq: u64) -> Vec<u8> {
+        let mut k = Self::namespace_key(name);
+        k.extend_from_slice(&INBOX_TABLE.to_be_bytes());
+        k.extend_from_slice(&region.to_be_bytes());
+        k.extend_from_slice(&seq.to_be_bytes());
+        k
+    }
+
+    /// The inbox: (region, seq, logged rows) in key order.
+    pub fn inbox(&self) -> Result<Vec<(u64, u64, Vec<u8>)>> {
+        let mut p = self.namespace.clone();
+        p.extend_from_slice(&INBOX_TABLE.to_be_bytes());
+        let bad = || crate::err!(Internal, "corrupt streaming inbox key");
+        let mut out = Vec::new();
+        for (k, v) in self.kv.scan(&p, prefix_end(&p).as_deref())? {
+            let rest = k.get(p.len()..).filter(|r| r.len() == 16).ok_or_else(bad)?;
+            let region = u64::from_be_bytes(rest[..8].try_into().map_err(|_| bad())?);
+            let seq = u64::from_be_bytes(rest[8..].try_into().map_err(|_| bad())?);
+            out.push((region, seq, v));
+        }
+        Ok(out)
+    }
+
+    /// Delete these inbox entries with the next commit.
+    pub fn consume_inbox(&mut self, entries: impl IntoIterator<Item = (u64, u64)>) {
+        let mut p = self.namespace.clone();
+        p.extend_from_slice(&INBOX_TABLE.to_be_bytes());
+        for (region, seq) in entries {
+            let mut k = p.clone();
+            k.extend_from_slice(&region.to_be_bytes());
+            k.extend_from_slice(&seq.to_be_bytes());
+            self.consumed.push(k);
         }
     }
 
@@ -537,6 +578,7 @@ impl StateStore {
         }
         let mut batch: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(writes.len() + 3);
         batch.extend(writes.iter().map(|(k, _, v)| (k.clone(), v.clone())));
+        batch.extend(std::mem::take(&mut self.consumed).into_iter().map(|k| (k, None)));
         for (name, v) in meta {
             batch.push((self.meta_key(name.as_bytes()), v));
         }
