@@ -1,5 +1,6 @@
-//! Property test of streaming-mode flows (issue 11): joins (inner, left),
-//! an aggregate over a join (min / max under retractions) and a union, over
+//! Property test of streaming-mode flows (issue 11): joins (inner, left,
+//! full, right, semi and anti: EXISTS / NOT EXISTS), an aggregate over a
+//! join (min / max under retractions) and a union, over
 //! two stored sources taking random inserts, overwrites and deletes, with
 //! `kill -9` between epochs and a crash at the barrier (after the state
 //! commit, before the sink write: failpoint `stream_crash_after_barrier`).
@@ -37,6 +38,25 @@ const FLOWS: &[(&str, &str, &str, &str)] = &[
         "SELECT d.zone, count(*) AS n, sum(s.v) AS total, min(s.v) AS lo, max(s.v) AS hi FROM src s JOIN dim d ON s.host = d.host GROUP BY d.zone",
     ),
     ("st_union", "st_union_out", "k, n", "SELECT k, count(*) AS n FROM (SELECT host AS k FROM src UNION ALL SELECT zone AS k FROM dim) u GROUP BY k"),
+    (
+        "st_full",
+        "st_full_out",
+        "k, n, z",
+        "SELECT coalesce(s.host, d.host) AS k, count(s.v) AS n, count(d.zone) AS z FROM src s FULL JOIN dim d ON s.host = d.host GROUP BY 1",
+    ),
+    ("st_right", "st_right_out", "zone, n", "SELECT d.zone, count(s.v) AS n FROM src s RIGHT JOIN dim d ON s.host = d.host GROUP BY d.zone"),
+    (
+        "st_semi",
+        "st_semi_out",
+        "host, n, total",
+        "SELECT s.host, count(*) AS n, sum(s.v) AS total FROM src s WHERE EXISTS (SELECT 1 FROM dim d WHERE d.host = s.host) GROUP BY s.host",
+    ),
+    (
+        "st_anti",
+        "st_anti_out",
+        "host, n, total",
+        "SELECT s.host, count(*) AS n, sum(s.v) AS total FROM src s WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.host = s.host) GROUP BY s.host",
+    ),
 ];
 
 async fn setup(c: &Client) {

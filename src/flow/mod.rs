@@ -358,6 +358,11 @@ impl FlowManager {
         st.stream.boot = self.boot;
         let noticed = task.noticed.lock().take();
         let started = (Instant::now(), thread_cpu());
+        if trigger != Trigger::Flush && task.epochs.load(std::sync::atomic::Ordering::Relaxed) {
+            // A write noticed while this epoch runs waits for the barrier
+            // after it (counted from this start), not for the end of it.
+            *task.last_start.lock() = Some(started.0);
+        }
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
             .unwrap_or_else(|p| {
                 let msg =

@@ -4,8 +4,9 @@
 //!
 //! `render` turns a flow's logical plan (the one the batching path plans)
 //! into a tree of [`Operator`]s: `map` (sources, filter, project, union,
-//! constants), `hash_agg` (aggregation with retractions), `join` (inner and
-//! left equi-joins over arrangements on both sides), `distinct`. One
+//! constants), `hash_agg` (aggregation with retractions), `join` (inner,
+//! outer, semi and anti equi-joins over arrangements on both sides),
+//! `distinct`. One
 //! [`Dataflow::step`] consumes an epoch's source changes and returns the
 //! output changes; [`Dataflow::commit`] is the barrier: every operator's
 //! state, the source positions and the epoch's output (the sink outbox)
@@ -169,9 +170,8 @@ pub fn unsupported(plan: &LogicalPlan) -> Option<String> {
     }
     let what = match plan {
         LogicalPlan::Join { kind: JoinKind::Inner, .. } => None,
-        LogicalPlan::Join { kind: JoinKind::Left, filter, .. } if filter.is_none() => None,
-        LogicalPlan::Join { kind: JoinKind::Left, .. } => Some("left joins with conditions other than equalities"),
-        LogicalPlan::Join { .. } => Some("right, full, semi and anti joins"),
+        LogicalPlan::Join { filter: None, .. } => None,
+        LogicalPlan::Join { .. } => Some("outer, semi and anti joins with conditions other than equalities"),
         LogicalPlan::SetOp { kind: SetOpKind::Union, .. } => None,
         LogicalPlan::SetOp { .. } => Some("INTERSECT and EXCEPT"),
         LogicalPlan::Sort { fetch: Some(_), .. } | LogicalPlan::Limit { .. } => Some("LIMIT (top-n)"),
