@@ -133,6 +133,65 @@ pub fn with_query(planner: &Planner, w: &crate::parser::TqlWith) -> Result<()> {
     Ok(())
 }
 
+/// `EXPLAIN [ANALYZE] WITH name AS (TQL EVAL …) <query>`: for each TQL
+/// WITH query its PromQL plan (as `TQL EXPLAIN` shows it, or with ANALYZE
+/// run and as `TQL ANALYZE` shows it), then the plan of the SQL query over
+/// their results. Without ANALYZE nothing is evaluated: the SQL query is
+/// planned over the columns the TQL results are known to have.
+pub fn explain_with(planner: &Planner, w: &crate::parser::TqlWith) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
+    let e = w.explain.unwrap_or_default();
+    let started = Instant::now();
+    let mut lines = Vec::new();
+    for c in &w.tql {
+        lines.push(format!("TQL WITH query \"{}\": {}", crate::planner::ident(&c.name), c.tql));
+        let mut t = c.tql.clone();
+        t.kind = if e.analyze { TqlKind::Analyze } else { TqlKind::Explain };
+        let (_, plan) = execute(planner, &t)?;
+        for b in &plan {
+            let a = b.column(0).as_any().downcast_ref::<arrow::array::StringArray>().expect("plan lines are text");
+            use arrow::array::Array as _;
+            lines.extend((0..a.len()).map(|i| format!("  {}", a.value(i))));
+        }
+        let (mut cols, batches) = if e.analyze {
+            execute(planner, &c.tql)?
+        } else {
+            let expr = parse_promql(&c.tql)?;
+            let cols = static_columns(planner, &expr, c.tql.alias.as_ref())?;
+            (cols, vec![])
+        };
+        if c.columns.len() > cols.len() {
+            bail!(
+                InvalidColumnReference,
+                "WITH query \"{}\" has {} columns available but {} columns specified",
+                crate::planner::ident(&c.name),
+                cols.len(),
+                c.columns.len()
+            );
+        }
+        for (col, name) in cols.iter_mut().zip(&c.columns) {
+            col.name = crate::planner::ident(name);
+        }
+        let batches = relabel(&cols, batches)?;
+        planner.computed_ctes.borrow_mut().push((crate::planner::ident(&c.name), batches, cols));
+    }
+    let logical = planner.plan_query(&w.query, None)?;
+    lines.push("Query:".to_string());
+    if e.verbose {
+        lines.push("  Logical plan:".to_string());
+        lines.extend(logical.explain().into_iter().map(|l| format!("    {l}")));
+        lines.push("  Physical plan:".to_string());
+    }
+    let pad = if e.verbose { "    " } else { "  " };
+    let physical = planner.physical(logical)?;
+    lines.extend(physical.explain().into_iter().map(|l| format!("{pad}{l}")));
+    if e.analyze {
+        let batches = crate::exec::collect(&physical, &planner.ctx)?;
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        lines.push(format!("Total: rows={rows} time={:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
+    }
+    Ok(output::text_rows("QUERY PLAN", lines))
+}
+
 /// Batches under new column names.
 fn relabel(cols: &[PlanColumn], batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
     let schema = crate::exec::plan::arrow_schema(cols);
