@@ -6,7 +6,7 @@ use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use super::logical::LogicalPlan;
 use super::Planner;
 use crate::bail;
-use crate::catalog::acl::AclObject;
+use crate::catalog::acl::{acl_text, AclObject};
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
 use crate::types::{values_to_array, SqlType, Value};
@@ -149,6 +149,7 @@ pub const SYSTEM_RELATIONS: &[(i64, &str)] = &[
     (2609, "pg_description"),
     (2610, "pg_index"),
     (2616, "pg_opclass"),
+    (826, "pg_default_acl"),
     (2615, "pg_namespace"),
     (3456, "pg_collation"),
 ];
@@ -553,6 +554,25 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 ],
                 rows,
             )
+        }
+        // ALTER DEFAULT PRIVILEGES entries (psql's \ddp); namespace 0: every database.
+        ("pg_catalog", "pg_default_acl") => {
+            let dbs = p.catalog.databases();
+            let rows = p
+                .catalog
+                .default_acls()
+                .into_iter()
+                .enumerate()
+                .map(|(i, (role, schema, items))| {
+                    let ns = match schema {
+                        None => 0,
+                        Some(d) if d == db => 2200,
+                        Some(d) => dbs.iter().position(|x| *x == d).map(database_namespace_oid).unwrap_or(0),
+                    };
+                    vec![Value::Int(90000 + i as i64), Value::Int(role_oid(p, &role)), Value::Int(ns), t("r"), t(&acl_text(&items))]
+                })
+                .collect();
+            table(&[("oid", Oid), ("defaclrole", Oid), ("defaclnamespace", Oid), ("defaclobjtype", Text), ("defaclacl", Text)], rows)
         }
         ("pg_catalog", "pg_namespace") => {
             // psql's \dn lists these: `public` (the connection's database)
