@@ -241,12 +241,14 @@ impl Catalog {
         let mut acl = st.acls.get(&key).and_then(|e| e.acl.clone()).unwrap_or_else(|| start.clone());
         f(&mut acl)?;
         if acl == start {
-            if st.acls.remove(&key).is_some() {
+            if let Some(old) = st.acls.remove(&key) {
+                super::roles::journal_acl(&key, Some(&old));
                 self.del(key)?;
             }
         } else {
             let entry = ObjectAcl { owner: Some(role.to_string()), acl: Some(acl) };
             self.put(key.clone(), serde_json::to_vec(&entry).map_err(|e| err!(Internal, "{e}"))?)?;
+            super::roles::journal_acl(&key, st.acls.get(&key));
             st.acls.insert(key, entry);
         }
         Ok(())
@@ -360,6 +362,7 @@ impl Catalog {
         let mut entry = st.acls.get(&key).cloned().unwrap_or_default();
         f(&mut entry)?;
         self.put(key.clone(), serde_json::to_vec(&entry).map_err(|e| err!(Internal, "{e}"))?)?;
+        super::roles::journal_acl(&key, st.acls.get(&key));
         st.acls.insert(key, entry);
         Ok(())
     }
@@ -372,7 +375,8 @@ impl Catalog {
 
     pub(super) fn forget_acl(&self, st: &mut super::State, obj: &AclObject) -> Result<()> {
         let key = obj.key();
-        if st.acls.remove(&key).is_some() {
+        if let Some(old) = st.acls.remove(&key) {
+            super::roles::journal_acl(&key, Some(&old));
             self.del(key)?;
         }
         Ok(())
@@ -429,6 +433,7 @@ impl Catalog {
             }
             if changed {
                 self.put(key.clone(), serde_json::to_vec(&o).map_err(|e| err!(Internal, "{e}"))?)?;
+                super::roles::journal_acl(&key, st.acls.get(&key));
                 st.acls.insert(key, o);
             }
         }

@@ -5,8 +5,6 @@
 //!
 //! Part of `catalog`: may import `error` only.
 
-use std::collections::BTreeMap;
-
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use ring::{digest, hmac, pbkdf2};
@@ -179,6 +177,7 @@ impl Catalog {
         // The bootstrap superuser is oid 10, as in PostgreSQL.
         def.oid = if st.roles.is_empty() { 10 } else { 16384 + self.db.generate_id()? as u32 };
         self.put_role(&def)?;
+        journal_role(&def.name, None);
         st.roles.insert(def.name.clone(), def);
         Ok(())
     }
@@ -196,6 +195,7 @@ impl Catalog {
             }
         }
         self.put_role(&r)?;
+        journal_role(name, st.roles.get(name));
         st.roles.insert(name.to_string(), r);
         Ok(())
     }
@@ -203,14 +203,16 @@ impl Catalog {
     /// Drop a role; memberships in it go too.
     pub fn drop_role(&self, name: &str) -> Result<()> {
         let mut st = self.state.write();
-        if st.roles.remove(name).is_none() {
+        let Some(old) = st.roles.remove(name) else {
             bail!(UndefinedObject, "role \"{name}\" does not exist");
-        }
+        };
+        journal_role(name, Some(&old));
         self.del(format!("{ROLE_PREFIX}{name}"))?;
         let members: Vec<RoleDef> = st.roles.values().filter(|r| r.member_of.iter().any(|m| m == name)).cloned().collect();
         for mut r in members {
             r.member_of.retain(|m| m != name);
             self.put_role(&r)?;
+            journal_role(&r.name, st.roles.get(&r.name));
             st.roles.insert(r.name.clone(), r);
         }
         Ok(())
@@ -238,43 +240,30 @@ impl Catalog {
         out
     }
 
-    /// The roles and ACLs as they are now, before a statement of a
-    /// transaction block changes them ([`Catalog::auth_changes`]).
-    pub fn auth_state(&self) -> AuthState {
-        let st = self.state.read();
-        AuthState { roles: st.roles.clone(), acls: st.acls.clone() }
+    /// Run `f` (one statement of a transaction block) and return, with its
+    /// result, the roles and ACL entries it changed and their earlier values.
+    /// Only this thread's changes are recorded: a statement runs on one
+    /// thread without yielding, so another session's concurrent GRANT is
+    /// never taken for this one's (and never undone by its ROLLBACK).
+    pub fn journal_auth<T>(&self, f: impl FnOnce() -> T) -> (T, AuthUndo) {
+        let outer = AUTH_JOURNAL.with(|j| j.borrow_mut().replace(AuthUndo::default()));
+        let r = f();
+        let undo = AUTH_JOURNAL.with(|j| j.borrow_mut().take()).unwrap_or_default();
+        // A journal around this one saw these changes too.
+        let outer = outer.map(|mut o| {
+            for (k, v) in &undo.roles {
+                o.note_role(k, v.as_ref());
+            }
+            for (k, v) in &undo.acls {
+                o.note_acl(k, v.as_ref());
+            }
+            o
+        });
+        AUTH_JOURNAL.with(|j| *j.borrow_mut() = outer);
+        (r, undo)
     }
 
-    /// What changed since `before`, as the entries to put back to undo it.
-    pub fn auth_changes(&self, before: &AuthState) -> AuthUndo {
-        let st = self.state.read();
-        let mut undo = AuthUndo::default();
-        for k in before.roles.keys().chain(st.roles.keys()) {
-            let (old, new) = (before.roles.get(k), st.roles.get(k));
-            let changed = match (old, new) {
-                (Some(o), Some(n)) => stored(o) != stored(n),
-                (None, None) => false,
-                _ => true,
-            };
-            if changed && !undo.roles.iter().any(|(n, _)| n == k) {
-                undo.roles.push((k.clone(), old.cloned()));
-            }
-        }
-        for k in before.acls.keys().chain(st.acls.keys()) {
-            let (old, new) = (before.acls.get(k), st.acls.get(k));
-            let changed = match (old, new) {
-                (Some(o), Some(n)) => stored(o) != stored(n),
-                (None, None) => false,
-                _ => true,
-            };
-            if changed && !undo.acls.iter().any(|(n, _)| n == k) {
-                undo.acls.push((k.clone(), old.cloned()));
-            }
-        }
-        undo
-    }
-
-    /// Put back what [`Catalog::auth_changes`] recorded (ROLLBACK).
+    /// Put back what [`Catalog::journal_auth`] recorded (ROLLBACK).
     pub fn undo_auth(&self, undo: &AuthUndo) -> Result<()> {
         let mut st = self.state.write();
         for (name, old) in &undo.roles {
@@ -309,10 +298,28 @@ impl Catalog {
     }
 }
 
-/// Roles and ACLs at one moment (a statement's start).
-pub struct AuthState {
-    roles: BTreeMap<String, RoleDef>,
-    acls: BTreeMap<String, super::acl::ObjectAcl>,
+thread_local! {
+    /// The journal of the statement running on this thread, if one is kept
+    /// ([`Catalog::journal_auth`]).
+    static AUTH_JOURNAL: std::cell::RefCell<Option<AuthUndo>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Note a role's value before this thread changes it.
+pub(super) fn journal_role(name: &str, old: Option<&RoleDef>) {
+    AUTH_JOURNAL.with(|j| {
+        if let Some(u) = j.borrow_mut().as_mut() {
+            u.note_role(name, old);
+        }
+    });
+}
+
+/// Note an ACL entry's value before this thread changes it.
+pub(super) fn journal_acl(key: &str, old: Option<&super::acl::ObjectAcl>) {
+    AUTH_JOURNAL.with(|j| {
+        if let Some(u) = j.borrow_mut().as_mut() {
+            u.note_acl(key, old);
+        }
+    });
 }
 
 /// The roles and ACL entries a statement changed, with their earlier
@@ -327,16 +334,58 @@ impl AuthUndo {
     pub fn is_empty(&self) -> bool {
         self.roles.is_empty() && self.acls.is_empty()
     }
-}
 
-/// An entry's stored (JSON) form, to compare entries.
-fn stored<T: Serialize>(v: &T) -> Vec<u8> {
-    serde_json::to_vec(v).unwrap_or_default()
+    /// The first value noted for an entry is the one to put back.
+    fn note_role(&mut self, name: &str, old: Option<&RoleDef>) {
+        if !self.roles.iter().any(|(n, _)| n == name) {
+            self.roles.push((name.to_string(), old.cloned()));
+        }
+    }
+
+    fn note_acl(&mut self, key: &str, old: Option<&super::acl::ObjectAcl>) {
+        if !self.acls.iter().any(|(k, _)| k == key) {
+            self.acls.push((key.to_string(), old.cloned()));
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A statement's journal holds only what its own thread changed: a
+    /// change another session makes meanwhile is not undone by this one's
+    /// ROLLBACK (it was, when the journal was a before/after diff).
+    #[test]
+    fn journal_records_only_this_threads_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(dir.path()).unwrap();
+        cat.create_role(RoleDef::new("weir")).unwrap();
+        cat.create_role(RoleDef::new("other")).unwrap();
+        let ((), undo) = cat.journal_auth(|| {
+            cat.create_role(RoleDef::new("mine")).unwrap();
+            std::thread::scope(|sc| {
+                sc.spawn(|| {
+                    cat.alter_role("other", |r| {
+                        r.login = true;
+                        Ok(())
+                    })
+                    .unwrap()
+                });
+            });
+            cat.alter_role("weir", |r| {
+                r.createdb = true;
+                Ok(())
+            })
+            .unwrap();
+        });
+        let names: Vec<&str> = undo.roles.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["mine", "weir"]);
+        cat.undo_auth(&undo).unwrap();
+        assert!(cat.role("mine").is_none());
+        assert!(!cat.role("weir").unwrap().createdb);
+        assert!(cat.role("other").unwrap().login, "the other thread's change stays");
+    }
 
     /// Our verifiers, and one PostgreSQL 15 produced for password 'secret'.
     #[test]

@@ -76,8 +76,15 @@ struct Part {
 /// DDL run inside a block, undone if the block does not commit.
 #[derive(Clone)]
 enum Created {
-    Table { database: String, name: String, id: u32 },
-    View { database: String, name: String },
+    Table {
+        database: String,
+        name: String,
+        id: u32,
+    },
+    View {
+        database: String,
+        name: String,
+    },
     /// Roles and privileges a statement changed, with their earlier values.
     Auth(crate::catalog::roles::AuthUndo),
 }
@@ -376,7 +383,11 @@ fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
             if read_only =>
         {
             let word = stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
-            let word = if word.starts_with("GRANT") || word.starts_with("REVOKE") { word.split(' ').next().unwrap_or("").to_string() } else { word };
+            let word = if word.starts_with("GRANT") || word.starts_with("REVOKE") {
+                word.split(' ').next().unwrap_or("").to_string()
+            } else {
+                word
+            };
             Some(Err(err!(ReadOnlySqlTransaction, "cannot execute {word} in a read-only transaction")))
         }
         Statement::Grant(_)
@@ -443,11 +454,10 @@ fn create_in_block(
 /// changed is put back if the block does not commit (PostgreSQL's GRANT,
 /// REVOKE and role statements are transactional).
 fn auth_in_block(s: &mut Session, run: impl FnOnce(&mut Session) -> Result<QueryResult>) -> Result<QueryResult> {
-    let before = s.engine.catalog.auth_state();
-    let r = run(s);
     // Even a failed statement may have changed some entries (a GRANT to
     // several roles that fails at the second): they are undone with the block.
-    let undo = s.engine.catalog.auth_changes(&before);
+    let engine = s.engine.clone();
+    let (r, undo) = engine.catalog.journal_auth(|| run(s));
     if let (false, Some(b)) = (undo.is_empty(), s.block.as_mut()) {
         b.created.push(Created::Auth(undo));
     }
