@@ -297,10 +297,7 @@ async fn copy_binary_format() {
     }
     assert_eq!(writer.finish().await.unwrap(), 1000);
     drop(st);
-    let r = c
-        .query_one("SELECT host, ts::text, v, n, i, s, f, ok, d::text, a::text FROM cpb WHERE host = 'h0003'", &[])
-        .await
-        .unwrap();
+    let r = c.query_one("SELECT host, ts::text, v, n, i, s, f, ok, d::text, a::text FROM cpb WHERE host = 'h0003'", &[]).await.unwrap();
     assert_eq!(r.get::<_, String>(1), "2024-01-01 00:00:03");
     assert_eq!(r.get::<_, f64>(2), 1.5);
     assert_eq!(r.get::<_, Option<i64>>(3), None);

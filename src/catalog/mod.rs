@@ -181,7 +181,14 @@ impl Catalog {
                 serde_json::from_slice::<FlowProgress>(&v).map_err(corrupt)?;
             }
         }
-        let cat = Catalog { tree, db, state: RwLock::new(state), flow_stats: Default::default(), flow_operators: Default::default(), write_clock: Default::default() };
+        let cat = Catalog {
+            tree,
+            db,
+            state: RwLock::new(state),
+            flow_stats: Default::default(),
+            flow_operators: Default::default(),
+            write_clock: Default::default(),
+        };
         if !cat.database_exists("public") {
             cat.create_database("public")?;
         }

@@ -1150,7 +1150,13 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
         if !recalc {
             let next_id = st.groups.len() as i64;
             let first = g.ts.first().copied().unwrap_or(max_ts);
-            let p = st.groups.entry(key.clone()).or_insert(GroupProgress { id: next_id, first_ts: first, max_ts, resume_us: first, horizon_us: None });
+            let p = st.groups.entry(key.clone()).or_insert(GroupProgress {
+                id: next_id,
+                first_ts: first,
+                max_ts,
+                resume_us: first,
+                horizon_us: None,
+            });
             p.first_ts = p.first_ts.min(first);
             p.max_ts = max_ts;
             p.resume_us = resume_after(&c.cs.trigger, g, &wins, max_ts.saturating_sub(c.watermark_us), anchor.unwrap_or(first))?;
@@ -1369,10 +1375,15 @@ fn delete_outputs(env: &Env, c: &Compiled, st: &StreamState, stale: &BTreeMap<St
                 if b.num_rows() == 0 {
                     continue;
                 }
-                let ts = arrow::compute::cast(b.column(ti), &arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None))?;
+                let ts = arrow::compute::cast(
+                    b.column(ti),
+                    &arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None),
+                )?;
                 let ts = ts.as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>().expect("cast to timestamp µs");
                 let names = match tb {
-                    Some(i) => Some(crate::exec::expr::cast_array(b.column(i), SqlType::from_arrow(b.column(i).data_type()), SqlType::Text)?),
+                    Some(i) => {
+                        Some(crate::exec::expr::cast_array(b.column(i), SqlType::from_arrow(b.column(i).data_type()), SqlType::Text)?)
+                    }
                     None => None,
                 };
                 let names = names.as_ref().map(|a| a.as_any().downcast_ref::<arrow::array::StringArray>().cloned());

@@ -16,9 +16,8 @@ use sqlparser::ast;
 
 use super::bind::AggCollector;
 use super::system::{
-    database_namespace_oid, index_oid, is_reserved_schema, pk_columns, pk_constraintdef, pk_indexdef, quote_ident, table_oid, user_index_oid,
-    user_indexdef, view_oid,
-    SYSTEM_RELATIONS,
+    database_namespace_oid, index_oid, is_reserved_schema, pk_columns, pk_constraintdef, pk_indexdef, quote_ident, table_oid,
+    user_index_oid, user_indexdef, view_oid, SYSTEM_RELATIONS,
 };
 use super::{Planner, Scope};
 use crate::error::Result;
@@ -350,7 +349,10 @@ impl Planner<'_> {
                         let mut arms =
                             vec![(Expr::lit(Value::Int(0), SqlType::Int8), Expr::lit(Value::Text(user_indexdef(idx)), SqlType::Text))];
                         for (j, c) in idx.columns.iter().enumerate() {
-                            arms.push((Expr::lit(Value::Int(j as i64 + 1), SqlType::Int8), Expr::lit(Value::Text(c.clone()), SqlType::Text)));
+                            arms.push((
+                                Expr::lit(Value::Int(j as i64 + 1), SqlType::Int8),
+                                Expr::lit(Value::Text(c.clone()), SqlType::Text),
+                            ));
                         }
                         let inner = Expr::Case { operand: Some(Box::new(k.clone())), whens: arms, else_expr: None, ty: SqlType::Text };
                         (Expr::lit(Value::Int(user_index_oid(i)), SqlType::Int8), inner)

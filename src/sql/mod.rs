@@ -6,6 +6,7 @@
 //! never `server`.
 
 pub mod copy;
+mod copy_binary;
 mod ddl;
 mod dml;
 mod dml_with;
@@ -18,7 +19,6 @@ pub mod tdengine;
 pub mod temp;
 mod txn;
 pub mod wire;
-mod copy_binary;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;

@@ -190,9 +190,30 @@ fn full_semi_anti_joins() {
     let mut r = renderer(&store, &ctx, &no);
     let mut all = lcols.clone();
     all.extend(rcols.clone());
-    let mut full = join::Join::new(Box::new(left(())), Box::new(right(())), JoinKind::Full, on(), None, lcols.clone(), rcols.clone(), all, &mut r);
-    let mut semi = join::Join::new(Box::new(left(())), Box::new(right(())), JoinKind::Semi, on(), None, lcols.clone(), rcols.clone(), lcols.clone(), &mut r);
-    let mut anti = join::Join::new(Box::new(left(())), Box::new(right(())), JoinKind::Anti, on(), None, lcols.clone(), rcols.clone(), lcols.clone(), &mut r);
+    let mut full =
+        join::Join::new(Box::new(left(())), Box::new(right(())), JoinKind::Full, on(), None, lcols.clone(), rcols.clone(), all, &mut r);
+    let mut semi = join::Join::new(
+        Box::new(left(())),
+        Box::new(right(())),
+        JoinKind::Semi,
+        on(),
+        None,
+        lcols.clone(),
+        rcols.clone(),
+        lcols.clone(),
+        &mut r,
+    );
+    let mut anti = join::Join::new(
+        Box::new(left(())),
+        Box::new(right(())),
+        JoinKind::Anti,
+        on(),
+        None,
+        lcols.clone(),
+        rcols.clone(),
+        lcols.clone(),
+        &mut r,
+    );
     let row = |a: Value, b: Value, c: Value, d: Value| vec![a, b, c, d];
     // Epoch 1: every row padded (no key has rows on both sides).
     assert_eq!(

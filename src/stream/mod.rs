@@ -217,7 +217,14 @@ impl Renderer<'_> {
             }
             LogicalPlan::Filter { input, predicate } => {
                 let (i, a) = self.render(input)?;
-                (Box::new(map::Filter { input: i, predicate: predicate.clone(), stats: OpStats { name: "filter", ..Default::default() } }), a)
+                (
+                    Box::new(map::Filter {
+                        input: i,
+                        predicate: predicate.clone(),
+                        stats: OpStats { name: "filter", ..Default::default() },
+                    }),
+                    a,
+                )
             }
             LogicalPlan::Project { input, exprs, columns } => {
                 let (i, a) = self.render(input)?;

@@ -71,11 +71,7 @@ fn explain(planner: &Planner, tql: &Tql, expr: &promql_parser::parser::Expr) -> 
 
 /// TQL ANALYZE: evaluate with per-node statistics; the plan lines (each
 /// node's series, samples and time, then the total) and the result.
-fn analyze(
-    planner: &Planner,
-    tql: &Tql,
-    expr: &promql_parser::parser::Expr,
-) -> Result<(Vec<String>, (Vec<PlanColumn>, Vec<RecordBatch>))> {
+fn analyze(planner: &Planner, tql: &Tql, expr: &promql_parser::parser::Expr) -> Result<(Vec<String>, (Vec<PlanColumn>, Vec<RecordBatch>))> {
     let Some(a) = &tql.args else { bail!(Syntax, "TQL ANALYZE needs (start, end, step)") };
     let range = args::evaluate(planner, a)?;
     let ev = eval::Evaluator::new(planner, range).analyzing();

@@ -773,14 +773,43 @@ impl TlsCerts {
     /// None when openssl is missing or fails.
     pub fn make() -> Option<TlsCerts> {
         let dir = tempfile::Builder::new().prefix("weir-test-tls").tempdir().ok()?;
-        let run = |args: &[&str]| Command::new("openssl").args(args).current_dir(dir.path()).output().ok().filter(|o| o.status.success()).map(|_| ());
-        let ca = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=weir test CA"];
+        let run = |args: &[&str]| {
+            Command::new("openssl").args(args).current_dir(dir.path()).output().ok().filter(|o| o.status.success()).map(|_| ())
+        };
+        let ca = [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=weir test CA",
+        ];
         run(&ca)?;
         run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])?;
         std::fs::write(dir.path().join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").ok()?;
         let sign = [
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2",
-            "-extfile", "san.ext",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
         ];
         run(&sign)?;
         Some(TlsCerts { dir })
