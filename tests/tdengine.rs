@@ -165,3 +165,162 @@ async fn stream_statements_need_database_privileges() {
     }
     su.batch_execute("DROP STREAM sdb.s").await.unwrap();
 }
+
+/// A local WebSocket receiver (RFC 6455 server side, enough for one text
+/// message per connection): the messages it got, as JSON.
+struct Receiver {
+    port: u16,
+    got: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+fn ws_receiver() -> Receiver {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let out = got.clone();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut s) = conn else { continue };
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                if s.read(&mut b).unwrap_or(0) == 0 {
+                    break;
+                }
+                head.push(b[0]);
+            }
+            let head = String::from_utf8_lossy(&head).to_string();
+            let key = head
+                .split("\r\n")
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.trim().eq_ignore_ascii_case("sec-websocket-key"))
+                .map(|(_, v)| v.trim().to_string())
+                .unwrap_or_default();
+            let d = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes());
+            use base64::Engine;
+            let accept = base64::engine::general_purpose::STANDARD.encode(d.as_ref());
+            let _ = write!(s, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n");
+            // Frames until close: text + continuations make one message.
+            let mut msg = Vec::new();
+            loop {
+                let mut h = [0u8; 2];
+                if s.read_exact(&mut h).is_err() {
+                    break;
+                }
+                let (fin, op) = (h[0] & 0x80 != 0, h[0] & 0x0f);
+                assert!(h[1] & 0x80 != 0, "client frames are masked");
+                let mut len = (h[1] & 0x7f) as usize;
+                if len == 126 {
+                    let mut x = [0u8; 2];
+                    s.read_exact(&mut x).unwrap();
+                    len = u16::from_be_bytes(x) as usize;
+                } else if len == 127 {
+                    let mut x = [0u8; 8];
+                    s.read_exact(&mut x).unwrap();
+                    len = u64::from_be_bytes(x) as usize;
+                }
+                let mut mask = [0u8; 4];
+                s.read_exact(&mut mask).unwrap();
+                let mut p = vec![0u8; len];
+                s.read_exact(&mut p).unwrap();
+                for (i, x) in p.iter_mut().enumerate() {
+                    *x ^= mask[i % 4];
+                }
+                if op == 8 {
+                    let _ = s.write_all(&[0x88, 0]);
+                    break;
+                }
+                msg.extend(p);
+                if fin {
+                    out.lock().unwrap().push(serde_json::from_slice(&msg).expect("a JSON message"));
+                    msg.clear();
+                }
+            }
+        }
+    });
+    Receiver { port, got }
+}
+
+/// The events received so far, flattened: (eventType, windowStart, result).
+fn events(r: &Receiver) -> Vec<serde_json::Value> {
+    let got = r.got.lock().unwrap();
+    got.iter()
+        .flat_map(|m| m["streams"].as_array().cloned().unwrap_or_default())
+        .flat_map(|s| s["events"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn notify_delivers_tdengine_messages_over_websocket() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let recv = ws_receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::spawn(dir.path()).unwrap();
+    let c = s.connect(None).await.unwrap();
+    c.batch_execute(&format!(
+        "CREATE STABLE st (ts TIMESTAMP, v INT) TAGS (g INT);
+         CREATE TABLE c1 USING st TAGS (1);
+         CREATE SNODE ON DNODE 1;
+         CREATE STREAM s INTERVAL(10s) SLIDING(10s) FROM st PARTITION BY tbname
+           NOTIFY('ws://127.0.0.1:{}/notify') ON (WINDOW_OPEN|WINDOW_CLOSE)
+           INTO out AS SELECT _twstart AS ts, count(*) AS n, sum(v) AS total FROM %%trows;
+         INSERT INTO c1 VALUES ('2025-01-01 00:00:01', 1), ('2025-01-01 00:00:02', 2);",
+        recv.port
+    ))
+    .await
+    .unwrap();
+    // Open: a WINDOW_OPEN for [0 s, 10 s).
+    rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+    let ev = events(&recv);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["eventType"], "WINDOW_OPEN");
+    assert_eq!(ev[0]["triggerType"], "Interval");
+    assert_eq!(ev[0]["windowStart"], 1735689600000i64);
+    assert_eq!(ev[0]["tableName"], "out_c1");
+    // A row at 12 s closes it: WINDOW_CLOSE with the result, WINDOW_OPEN of the next.
+    c.batch_execute("INSERT INTO c1 VALUES ('2025-01-01 00:00:12', 4)").await.unwrap();
+    rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+    let ev = events(&recv);
+    let close: Vec<_> = ev.iter().filter(|e| e["eventType"] == "WINDOW_CLOSE").collect();
+    assert_eq!(close.len(), 1, "{ev:?}");
+    assert_eq!(close[0]["windowStart"], 1735689600000i64);
+    assert_eq!(close[0]["windowEnd"], 1735689610000i64);
+    assert_eq!(close[0]["result"]["n"], 2);
+    assert_eq!(close[0]["result"]["total"], 3);
+    assert_eq!(close[0]["result"]["ts"], 1735689600000i64);
+    assert_eq!(close[0]["triggerId"], ev[0]["triggerId"], "the same window, the same trigger id");
+    assert!(ev.iter().any(|e| e["eventType"] == "WINDOW_OPEN" && e["windowStart"] == 1735689610000i64), "{ev:?}");
+    let msgs = recv.got.lock().unwrap().clone();
+    assert!(msgs.iter().all(|m| m["messageId"].is_string() && m["timestamp"].is_i64() && m["streams"][0]["streamName"].as_str().is_some_and(|n| n.ends_with(".s"))));
+
+    // No receiver: by default the events are dropped and the stream goes on;
+    // with ON_FAILURE_PAUSE the evaluation fails and is retried.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port();
+    drop(dead);
+    c.batch_execute(&format!(
+        "CREATE TABLE c2 USING st TAGS (2);
+         CREATE STREAM s_drop COUNT_WINDOW(1) FROM c2 NOTIFY('ws://127.0.0.1:{dead_port}/') ON (WINDOW_CLOSE)
+           INTO out_drop AS SELECT _twstart AS ts, count(*) AS n FROM %%trows;
+         CREATE STREAM s_pause COUNT_WINDOW(1) FROM c2 NOTIFY('ws://127.0.0.1:{dead_port}/') ON (WINDOW_CLOSE) NOTIFY_OPTIONS(ON_FAILURE_PAUSE)
+           INTO out_pause AS SELECT _twstart AS ts, count(*) AS n FROM %%trows;
+         STOP STREAM s_drop; STOP STREAM s_pause;
+         INSERT INTO c2 VALUES ('2025-01-01 00:00:00', 1);
+         START STREAM s_drop; START STREAM s_pause;"
+    ))
+    .await
+    .unwrap();
+    rows(&c, "ADMIN FLUSH_STREAM('s_drop')").await;
+    assert_eq!(
+        rows(&c, "SELECT status, notify_dropped FROM information_schema.ins_streams WHERE stream_name = 's_drop'").await,
+        vec![vec![Some("Running".to_string()), Some("1".to_string())]]
+    );
+    assert!(c.simple_query("ADMIN FLUSH_STREAM('s_pause')").await.is_err());
+    assert_eq!(
+        rows(&c, "SELECT status FROM information_schema.ins_streams WHERE stream_name = 's_pause'").await,
+        vec![vec![Some("Failed".to_string())]]
+    );
+}
