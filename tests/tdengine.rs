@@ -324,3 +324,160 @@ async fn notify_delivers_tdengine_messages_over_websocket() {
         vec![vec![Some("Failed".to_string())]]
     );
 }
+
+/// Windows of one group's rows (second → v) as the model computes them:
+/// the closed ones, as (start second, row count, sum of v).
+fn model_windows(kind: &str, rows: &std::collections::BTreeMap<i64, i64>) -> Vec<(i64, i64, i64)> {
+    let r: Vec<(i64, i64)> = rows.iter().map(|(t, v)| (*t, *v)).collect();
+    let Some(&(max, _)) = r.last() else { return vec![] };
+    let sum = |w: &[(i64, i64)]| (w[0].0, w.len() as i64, w.iter().map(|x| x.1).sum::<i64>());
+    let mut out = Vec::new();
+    match kind {
+        // SESSION(ts, 5s): closed once the newest row is more than 5 s after its last.
+        "session" => {
+            let mut lo = 0;
+            while lo < r.len() {
+                let mut hi = lo + 1;
+                while hi < r.len() && r[hi].0 - r[hi - 1].0 <= 5 {
+                    hi += 1;
+                }
+                if max - r[hi - 1].0 > 5 {
+                    out.push(sum(&r[lo..hi]));
+                }
+                lo = hi;
+            }
+        }
+        // STATE_WINDOW(v): every run of equal values but the last.
+        "state" => {
+            let mut lo = 0;
+            for i in 1..=r.len() {
+                if i == r.len() || r[i].1 != r[lo].1 {
+                    if i < r.len() {
+                        out.push(sum(&r[lo..i]));
+                    }
+                    lo = i;
+                }
+            }
+        }
+        // EVENT_WINDOW(START WITH v >= 2 END WITH v = 0).
+        _ => {
+            let mut at = None;
+            for i in 0..r.len() {
+                if at.is_none() && r[i].1 >= 2 {
+                    at = Some(i);
+                }
+                if let Some(f) = at {
+                    if r[i].1 == 0 {
+                        out.push(sum(&r[f..=i]));
+                        at = None;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The flow property test with TDengine streams: session, state and event
+/// windows over random in-order rows, late rows, updates and deletes (with
+/// DELETE_RECALC), clean restarts and kill -9; after each catch-up every
+/// stream's output equals its windows recomputed from the source rows
+/// (windows merged or split by late rows and deletes leave no old rows).
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_kill9() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = TestServer::spawn(dir.path()).unwrap();
+    let mut c = server.connect(None).await.unwrap();
+    let kinds = [("session", "SESSION(ts, 5s)"), ("state", "STATE_WINDOW(v)"), ("event", "EVENT_WINDOW(START WITH v >= 2 END WITH v = 0)")];
+    c.batch_execute("CREATE STABLE pm (ts TIMESTAMP, v INT) TAGS (g INT); CREATE TABLE p0 USING pm TAGS (0); CREATE TABLE p1 USING pm TAGS (1); CREATE SNODE ON DNODE 1;")
+        .await
+        .unwrap();
+    for (k, trig) in kinds {
+        c.batch_execute(&format!(
+            "CREATE STREAM s_{k} {trig} FROM pm PARTITION BY tbname STREAM_OPTIONS(DELETE_RECALC) INTO r_{k} \
+             AS SELECT _twstart AS ts, count(*) AS c, sum(v) AS s FROM %%trows"
+        ))
+        .await
+        .unwrap();
+    }
+    let mut seed: u64 = std::env::var("WEIR_TD_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9e37_79b9_7f4a_7c15);
+    let seed0 = seed;
+    let mut rnd = move |n: i64| -> i64 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as i64
+    };
+    let mut model: Vec<std::collections::BTreeMap<i64, i64>> = vec![Default::default(), Default::default()];
+    let ts = |sec: i64| format!("2025-03-01 {:02}:{:02}:{:02}", sec / 3600, sec / 60 % 60, sec % 60);
+    for step in 0..60 {
+        let g = rnd(2) as usize;
+        let data = &mut model[g];
+        let max = data.keys().next_back().copied().unwrap_or(0);
+        let op = if data.len() < 4 { 0 } else { rnd(10) };
+        let sql = match op {
+            // In order: a few rows after the newest.
+            0..=4 => {
+                let mut t = max;
+                let mut vals = Vec::new();
+                for _ in 0..1 + rnd(4) {
+                    t += 1 + rnd(8);
+                    let v = rnd(4);
+                    data.insert(t, v);
+                    vals.push(format!("('{}', {v})", ts(t)));
+                }
+                format!("INSERT INTO p{g} VALUES {}", vals.join(", "))
+            }
+            // A late row (new or overwriting: an update).
+            5 | 6 => {
+                let t = rnd(max.max(1));
+                let v = rnd(4);
+                data.insert(t, v);
+                format!("INSERT INTO p{g} VALUES ('{}', {v})", ts(t))
+            }
+            // An update of an existing row.
+            7 => {
+                let keys: Vec<i64> = data.keys().copied().collect();
+                let t = keys[rnd(keys.len() as i64) as usize];
+                let v = rnd(4);
+                data.insert(t, v);
+                format!("INSERT INTO p{g} VALUES ('{}', {v})", ts(t))
+            }
+            // A delete.
+            _ => {
+                let keys: Vec<i64> = data.keys().copied().collect();
+                let t = keys[rnd(keys.len() as i64) as usize];
+                data.remove(&t);
+                format!("DELETE FROM pm WHERE tbname = 'p{g}' AND ts = '{}'", ts(t))
+            }
+        };
+        c.batch_execute(&sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        if std::env::var("WEIR_TD_TRACE").is_ok() {
+            eprintln!("STEP {step}: {sql}");
+        }
+        if step % 15 == 7 {
+            drop(c);
+            if step % 30 == 7 {
+                server.kill9();
+            } else {
+                server.stop(Duration::from_secs(10));
+            }
+            server = TestServer::spawn(dir.path()).unwrap();
+            c = server.connect(None).await.unwrap();
+        }
+        for (k, _) in kinds {
+            rows(&c, &format!("ADMIN FLUSH_STREAM('s_{k}')")).await;
+            let mut want = Vec::new();
+            for (gi, m) in model.iter().enumerate() {
+                for (s, n, sum) in model_windows(k, m) {
+                    want.push(vec![Some(format!("p{gi}")), Some(ts(s)), Some(n.to_string()), Some(sum.to_string())]);
+                }
+            }
+            let got = rows(&c, &format!("SELECT tag_tbname, ts, c, s FROM r_{k} ORDER BY tag_tbname, ts")).await;
+            assert_eq!(got, want, "stream s_{k} after step {step} ({sql}), seed {seed0}, rows {model:?}");
+        }
+    }
+}

@@ -1799,7 +1799,10 @@ fn selection(
             continue;
         }
         let min_ts = ch.min_ts.max(p.horizon_us.unwrap_or(i64::MIN));
-        let late = min_ts < p.resume_us;
+        // A change at the resume point itself (an update or delete of the
+        // first row of the last closed data-defined window) can join that
+        // window to the one before: late too.
+        let late = min_ts < p.resume_us || (min_ts == p.resume_us && time_windows(&c.cs.trigger)?.is_none());
         let anchor = if late {
             // From the oldest window kept at the earliest.
             late_anchor(&c.cs.trigger, st.windows.get(&key), min_ts)?.or(p.horizon_us).map(|a| a.min(p.resume_us))

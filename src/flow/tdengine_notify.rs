@@ -206,7 +206,7 @@ mod tests {
         assert_eq!(parse_url("ws://h").unwrap(), ("h:80".into(), "h".into(), "/".into()));
         assert!(parse_url("http://h/").is_err());
         // RFC 6455's example.
-        assert_eq!(accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaK8xYWxo3pKPbxOo0=");
+        assert_eq!(accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
     }
 
     #[test]
