@@ -98,6 +98,8 @@ pub enum ErrorKind {
     ObjectInUse,
     /// 55000: e.g. CREATE STREAM with no snode.
     ObjectNotInPrerequisiteState,
+    /// 08006: a connection weir opened failed (e.g. a stream's NOTIFY URL).
+    ConnectionFailure,
     /// 0LP01: e.g. a circular role membership.
     InvalidGrantOperation,
     /// 42P19: a WITH RECURSIVE query of a form PostgreSQL refuses.
@@ -171,6 +173,7 @@ impl ErrorKind {
             ReservedName => "42939",
             ObjectInUse => "55006",
             ObjectNotInPrerequisiteState => "55000",
+            ConnectionFailure => "08006",
             InvalidGrantOperation => "0LP01",
             InvalidRecursion => "42P19",
             Internal => "XX000",

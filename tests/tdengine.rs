@@ -165,3 +165,319 @@ async fn stream_statements_need_database_privileges() {
     }
     su.batch_execute("DROP STREAM sdb.s").await.unwrap();
 }
+
+/// A local WebSocket receiver (RFC 6455 server side, enough for one text
+/// message per connection): the messages it got, as JSON.
+struct Receiver {
+    port: u16,
+    got: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+fn ws_receiver() -> Receiver {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let out = got.clone();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut s) = conn else { continue };
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                if s.read(&mut b).unwrap_or(0) == 0 {
+                    break;
+                }
+                head.push(b[0]);
+            }
+            let head = String::from_utf8_lossy(&head).to_string();
+            let key = head
+                .split("\r\n")
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.trim().eq_ignore_ascii_case("sec-websocket-key"))
+                .map(|(_, v)| v.trim().to_string())
+                .unwrap_or_default();
+            let d = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes());
+            use base64::Engine;
+            let accept = base64::engine::general_purpose::STANDARD.encode(d.as_ref());
+            let _ = write!(s, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n");
+            // Frames until close: text + continuations make one message.
+            let mut msg = Vec::new();
+            loop {
+                let mut h = [0u8; 2];
+                if s.read_exact(&mut h).is_err() {
+                    break;
+                }
+                let (fin, op) = (h[0] & 0x80 != 0, h[0] & 0x0f);
+                assert!(h[1] & 0x80 != 0, "client frames are masked");
+                let mut len = (h[1] & 0x7f) as usize;
+                if len == 126 {
+                    let mut x = [0u8; 2];
+                    s.read_exact(&mut x).unwrap();
+                    len = u16::from_be_bytes(x) as usize;
+                } else if len == 127 {
+                    let mut x = [0u8; 8];
+                    s.read_exact(&mut x).unwrap();
+                    len = u64::from_be_bytes(x) as usize;
+                }
+                let mut mask = [0u8; 4];
+                s.read_exact(&mut mask).unwrap();
+                let mut p = vec![0u8; len];
+                s.read_exact(&mut p).unwrap();
+                for (i, x) in p.iter_mut().enumerate() {
+                    *x ^= mask[i % 4];
+                }
+                if op == 8 {
+                    let _ = s.write_all(&[0x88, 0]);
+                    break;
+                }
+                msg.extend(p);
+                if fin {
+                    out.lock().unwrap().push(serde_json::from_slice(&msg).expect("a JSON message"));
+                    msg.clear();
+                }
+            }
+        }
+    });
+    Receiver { port, got }
+}
+
+/// The events received so far, flattened: (eventType, windowStart, result).
+fn events(r: &Receiver) -> Vec<serde_json::Value> {
+    let got = r.got.lock().unwrap();
+    got.iter()
+        .flat_map(|m| m["streams"].as_array().cloned().unwrap_or_default())
+        .flat_map(|s| s["events"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn notify_delivers_tdengine_messages_over_websocket() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let recv = ws_receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::spawn(dir.path()).unwrap();
+    let c = s.connect(None).await.unwrap();
+    c.batch_execute(&format!(
+        "CREATE STABLE st (ts TIMESTAMP, v INT) TAGS (g INT);
+         CREATE TABLE c1 USING st TAGS (1);
+         CREATE SNODE ON DNODE 1;
+         CREATE STREAM s INTERVAL(10s) SLIDING(10s) FROM st PARTITION BY tbname
+           NOTIFY('ws://127.0.0.1:{}/notify') ON (WINDOW_OPEN|WINDOW_CLOSE)
+           INTO out AS SELECT _twstart AS ts, count(*) AS n, sum(v) AS total FROM %%trows;
+         INSERT INTO c1 VALUES ('2025-01-01 00:00:01', 1), ('2025-01-01 00:00:02', 2);",
+        recv.port
+    ))
+    .await
+    .unwrap();
+    // Open: a WINDOW_OPEN for [0 s, 10 s).
+    rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+    let ev = events(&recv);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["eventType"], "WINDOW_OPEN");
+    assert_eq!(ev[0]["triggerType"], "Interval");
+    assert_eq!(ev[0]["windowStart"], 1735689600000i64);
+    assert_eq!(ev[0]["tableName"], "out_c1");
+    // A row at 12 s closes it: WINDOW_CLOSE with the result, WINDOW_OPEN of the next.
+    c.batch_execute("INSERT INTO c1 VALUES ('2025-01-01 00:00:12', 4)").await.unwrap();
+    rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+    let ev = events(&recv);
+    let close: Vec<_> = ev.iter().filter(|e| e["eventType"] == "WINDOW_CLOSE").collect();
+    assert_eq!(close.len(), 1, "{ev:?}");
+    assert_eq!(close[0]["windowStart"], 1735689600000i64);
+    assert_eq!(close[0]["windowEnd"], 1735689610000i64);
+    assert_eq!(close[0]["result"]["n"], 2);
+    assert_eq!(close[0]["result"]["total"], 3);
+    assert_eq!(close[0]["result"]["ts"], 1735689600000i64);
+    assert_eq!(close[0]["triggerId"], ev[0]["triggerId"], "the same window, the same trigger id");
+    assert!(ev.iter().any(|e| e["eventType"] == "WINDOW_OPEN" && e["windowStart"] == 1735689610000i64), "{ev:?}");
+    let msgs = recv.got.lock().unwrap().clone();
+    assert!(msgs.iter().all(|m| m["messageId"].is_string() && m["timestamp"].is_i64() && m["streams"][0]["streamName"].as_str().is_some_and(|n| n.ends_with(".s"))));
+
+    // No receiver: by default the events are dropped and the stream goes on;
+    // with ON_FAILURE_PAUSE the evaluation fails and is retried.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port();
+    drop(dead);
+    c.batch_execute(&format!(
+        "CREATE TABLE c2 USING st TAGS (2);
+         CREATE STREAM s_drop COUNT_WINDOW(1) FROM c2 NOTIFY('ws://127.0.0.1:{dead_port}/') ON (WINDOW_CLOSE)
+           INTO out_drop AS SELECT _twstart AS ts, count(*) AS n FROM %%trows;
+         CREATE STREAM s_pause COUNT_WINDOW(1) FROM c2 NOTIFY('ws://127.0.0.1:{dead_port}/') ON (WINDOW_CLOSE) NOTIFY_OPTIONS(ON_FAILURE_PAUSE)
+           INTO out_pause AS SELECT _twstart AS ts, count(*) AS n FROM %%trows;
+         STOP STREAM s_drop; STOP STREAM s_pause;
+         INSERT INTO c2 VALUES ('2025-01-01 00:00:00', 1);
+         START STREAM s_drop; START STREAM s_pause;"
+    ))
+    .await
+    .unwrap();
+    rows(&c, "ADMIN FLUSH_STREAM('s_drop')").await;
+    assert_eq!(
+        rows(&c, "SELECT status, notify_dropped FROM information_schema.ins_streams WHERE stream_name = 's_drop'").await,
+        vec![vec![Some("Running".to_string()), Some("1".to_string())]]
+    );
+    assert!(c.simple_query("ADMIN FLUSH_STREAM('s_pause')").await.is_err());
+    assert_eq!(
+        rows(&c, "SELECT status FROM information_schema.ins_streams WHERE stream_name = 's_pause'").await,
+        vec![vec![Some("Failed".to_string())]]
+    );
+}
+
+/// Windows of one group's rows (second → v) as the model computes them:
+/// the closed ones, as (start second, row count, sum of v).
+fn model_windows(kind: &str, rows: &std::collections::BTreeMap<i64, i64>) -> Vec<(i64, i64, i64)> {
+    let r: Vec<(i64, i64)> = rows.iter().map(|(t, v)| (*t, *v)).collect();
+    let Some(&(max, _)) = r.last() else { return vec![] };
+    let sum = |w: &[(i64, i64)]| (w[0].0, w.len() as i64, w.iter().map(|x| x.1).sum::<i64>());
+    let mut out = Vec::new();
+    match kind {
+        // SESSION(ts, 5s): closed once the newest row is more than 5 s after its last.
+        "session" => {
+            let mut lo = 0;
+            while lo < r.len() {
+                let mut hi = lo + 1;
+                while hi < r.len() && r[hi].0 - r[hi - 1].0 <= 5 {
+                    hi += 1;
+                }
+                if max - r[hi - 1].0 > 5 {
+                    out.push(sum(&r[lo..hi]));
+                }
+                lo = hi;
+            }
+        }
+        // STATE_WINDOW(v): every run of equal values but the last.
+        "state" => {
+            let mut lo = 0;
+            for i in 1..=r.len() {
+                if i == r.len() || r[i].1 != r[lo].1 {
+                    if i < r.len() {
+                        out.push(sum(&r[lo..i]));
+                    }
+                    lo = i;
+                }
+            }
+        }
+        // EVENT_WINDOW(START WITH v >= 2 END WITH v = 0).
+        _ => {
+            let mut at = None;
+            for i in 0..r.len() {
+                if at.is_none() && r[i].1 >= 2 {
+                    at = Some(i);
+                }
+                if let Some(f) = at {
+                    if r[i].1 == 0 {
+                        out.push(sum(&r[f..=i]));
+                        at = None;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The flow property test with TDengine streams: session, state and event
+/// windows over random in-order rows, late rows, updates and deletes (with
+/// DELETE_RECALC), clean restarts and kill -9; after each catch-up every
+/// stream's output equals its windows recomputed from the source rows
+/// (windows merged or split by late rows and deletes leave no old rows).
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_kill9() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = TestServer::spawn(dir.path()).unwrap();
+    let mut c = server.connect(None).await.unwrap();
+    let kinds = [("session", "SESSION(ts, 5s)"), ("state", "STATE_WINDOW(v)"), ("event", "EVENT_WINDOW(START WITH v >= 2 END WITH v = 0)")];
+    c.batch_execute("CREATE STABLE pm (ts TIMESTAMP, v INT) TAGS (g INT); CREATE TABLE p0 USING pm TAGS (0); CREATE TABLE p1 USING pm TAGS (1); CREATE SNODE ON DNODE 1;")
+        .await
+        .unwrap();
+    for (k, trig) in kinds {
+        c.batch_execute(&format!(
+            "CREATE STREAM s_{k} {trig} FROM pm PARTITION BY tbname STREAM_OPTIONS(DELETE_RECALC) INTO r_{k} \
+             AS SELECT _twstart AS ts, count(*) AS c, sum(v) AS s FROM %%trows"
+        ))
+        .await
+        .unwrap();
+    }
+    let mut seed: u64 = std::env::var("WEIR_TD_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9e37_79b9_7f4a_7c15);
+    let seed0 = seed;
+    let mut rnd = move |n: i64| -> i64 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as i64
+    };
+    let mut model: Vec<std::collections::BTreeMap<i64, i64>> = vec![Default::default(), Default::default()];
+    let ts = |sec: i64| format!("2025-03-01 {:02}:{:02}:{:02}", sec / 3600, sec / 60 % 60, sec % 60);
+    for step in 0..60 {
+        let g = rnd(2) as usize;
+        let data = &mut model[g];
+        let max = data.keys().next_back().copied().unwrap_or(0);
+        let op = if data.len() < 4 { 0 } else { rnd(10) };
+        let sql = match op {
+            // In order: a few rows after the newest.
+            0..=4 => {
+                let mut t = max;
+                let mut vals = Vec::new();
+                for _ in 0..1 + rnd(4) {
+                    t += 1 + rnd(8);
+                    let v = rnd(4);
+                    data.insert(t, v);
+                    vals.push(format!("('{}', {v})", ts(t)));
+                }
+                format!("INSERT INTO p{g} VALUES {}", vals.join(", "))
+            }
+            // A late row (new or overwriting: an update).
+            5 | 6 => {
+                let t = rnd(max.max(1));
+                let v = rnd(4);
+                data.insert(t, v);
+                format!("INSERT INTO p{g} VALUES ('{}', {v})", ts(t))
+            }
+            // An update of an existing row.
+            7 => {
+                let keys: Vec<i64> = data.keys().copied().collect();
+                let t = keys[rnd(keys.len() as i64) as usize];
+                let v = rnd(4);
+                data.insert(t, v);
+                format!("INSERT INTO p{g} VALUES ('{}', {v})", ts(t))
+            }
+            // A delete.
+            _ => {
+                let keys: Vec<i64> = data.keys().copied().collect();
+                let t = keys[rnd(keys.len() as i64) as usize];
+                data.remove(&t);
+                format!("DELETE FROM pm WHERE tbname = 'p{g}' AND ts = '{}'", ts(t))
+            }
+        };
+        c.batch_execute(&sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        if std::env::var("WEIR_TD_TRACE").is_ok() {
+            eprintln!("STEP {step}: {sql}");
+        }
+        if step % 15 == 7 {
+            drop(c);
+            if step % 30 == 7 {
+                server.kill9();
+            } else {
+                server.stop(Duration::from_secs(10));
+            }
+            server = TestServer::spawn(dir.path()).unwrap();
+            c = server.connect(None).await.unwrap();
+        }
+        for (k, _) in kinds {
+            rows(&c, &format!("ADMIN FLUSH_STREAM('s_{k}')")).await;
+            let mut want = Vec::new();
+            for (gi, m) in model.iter().enumerate() {
+                for (s, n, sum) in model_windows(k, m) {
+                    want.push(vec![Some(format!("p{gi}")), Some(ts(s)), Some(n.to_string()), Some(sum.to_string())]);
+                }
+            }
+            let got = rows(&c, &format!("SELECT tag_tbname, ts, c, s FROM r_{k} ORDER BY tag_tbname, ts")).await;
+            assert_eq!(got, want, "stream s_{k} after step {step} ({sql}), seed {seed0}, rows {model:?}");
+        }
+    }
+}

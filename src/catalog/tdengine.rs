@@ -139,6 +139,13 @@ pub struct StreamState {
     pub failures: u32,
     #[serde(default)]
     pub retry_at_ms: Option<i64>,
+    /// NOTIFY: messages sent (their sequence), events delivered and dropped.
+    #[serde(default)]
+    pub notify_seq: u64,
+    #[serde(default)]
+    pub notify_sent: u64,
+    #[serde(default)]
+    pub notify_dropped: u64,
 }
 
 impl Catalog {

@@ -36,6 +36,7 @@ use crate::exec::plan::PlanColumn;
 use crate::exec::ExecCtx;
 use crate::parser::{CreateStream, StreamOption, StreamTrigger, TdStatement};
 use crate::planner::{Params, Planner};
+use super::tdengine_notify::Event;
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
@@ -116,6 +117,22 @@ pub struct Compiled {
     /// EVENT_TYPE: compute at window open / close (default close only).
     pub on_open: bool,
     pub on_close: bool,
+    /// NOTIFY(…): where events go and which.
+    pub notify: Option<NotifyCfg>,
+}
+
+/// A stream's NOTIFY clause.
+#[derive(Debug, Clone)]
+pub struct NotifyCfg {
+    pub urls: Vec<String>,
+    /// ON (WINDOW_OPEN): window triggers only.
+    pub on_open: bool,
+    pub on_close: bool,
+    /// NOTIFY_HISTORY: also for the history FILL_HISTORY computes.
+    pub history: bool,
+    /// ON_FAILURE_PAUSE: an undelivered message fails the evaluation (it is
+    /// retried, with backoff); by default it is dropped and counted.
+    pub pause: bool,
 }
 
 fn quote_ident(s: &str) -> String {
@@ -210,6 +227,16 @@ pub fn compile(env: &Env, def: &StreamDef) -> Result<Compiled> {
         max_delay_us: None,
         on_open: false,
         on_close: true,
+        notify: cs.notify.as_ref().map(|n| {
+            let has = |v: &[String], w: &str| v.iter().any(|x| x.eq_ignore_ascii_case(w));
+            NotifyCfg {
+                urls: n.urls.clone(),
+                on_open: has(&n.events, "WINDOW_OPEN") && time_or_data_windows(&cs.trigger),
+                on_close: n.events.is_empty() || has(&n.events, "WINDOW_CLOSE") || !time_or_data_windows(&cs.trigger),
+                history: has(&n.options, "NOTIFY_HISTORY"),
+                pause: has(&n.options, "ON_FAILURE_PAUSE"),
+            }
+        }),
         cs: cs.clone(),
     };
     for o in &cs.options {
@@ -1130,7 +1157,7 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
     let mut outs: HashMap<String, Option<GroupOut>> = HashMap::new();
     // Per group, output times whose rows may have to go (windows merged,
     // split or recomputed with other times).
-    let mut stale: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+    let mut fx = Effects::default();
     for (key, g) in groups.iter() {
         let anchor = sel.as_ref().and_then(|s| s.get(key)).and_then(|(_, a)| *a);
         let prev = st.groups.get(key).copied();
@@ -1181,7 +1208,7 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
                     // Their rows go unless late rows leave windows alone.
                     if let Some(ts) = st.outputs.get_mut(key).and_then(|o| o.remove(&k)) {
                         if !c.ignore_disorder && disorder_recalcs(&c.cs.trigger) {
-                            stale.entry(key.clone()).or_default().extend(ts);
+                            fx.stale.entry(key.clone()).or_default().extend(ts);
                         }
                     }
                 }
@@ -1217,6 +1244,12 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
                 },
             };
             if compute {
+                // Opened and closed since the last evaluation: its open
+                // event first.
+                let announced = st.open.get(key).is_some_and(|f| f.contains_key(&w.start));
+                if mode == Mode::CatchUp && old.is_none() && notify_open(c) && !announced {
+                    fx.events.push((key.clone(), window_event(c, gi, Some(w), "WINDOW_OPEN", now)));
+                }
                 todo.push(w);
             }
             // A recalculation marks what it computed only: new windows are
@@ -1231,7 +1264,7 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
         // Open windows: computed when they open (WINDOW_OPEN) and every
         // MAX_DELAY of processing time while they stay open.
         let mut todo_open: Vec<&Win> = Vec::new();
-        if mode == Mode::CatchUp && (c.on_open || c.max_delay_us.is_some()) {
+        if mode == Mode::CatchUp && (c.on_open || c.max_delay_us.is_some() || notify_open(c)) {
             let fired = st.open.entry(key.clone()).or_default();
             fired.retain(|s, _| opens.iter().any(|w| w.start == *s));
             for w in &opens {
@@ -1239,6 +1272,9 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
                     None => {
                         if c.on_open {
                             todo_open.push(w);
+                        }
+                        if notify_open(c) {
+                            fx.events.push((key.clone(), window_event(c, gi, Some(w), "WINDOW_OPEN", now)));
                         }
                         fired.insert(w.start, now);
                     }
@@ -1254,17 +1290,22 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
             }
         }
         if todo.is_empty() && todo_open.is_empty() {
+            // An open event only: its table name is the group's subtable.
+            if fx.events.last().is_some_and(|(k, _)| k == key) && c.output.is_some() && is_grouped(c) {
+                cached_group_out(env, c, st, key, &g.values)?;
+            }
             continue;
         }
         let go = if c.output.is_some() && is_grouped(c) { Some(cached_group_out(env, c, st, key, &g.values)?) } else { None };
         outs.insert(key.clone(), go);
         let tbname = tbname_of(c, g);
-        for w in todo_open.into_iter().chain(todo) {
-            jobs.push(Job { key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone() });
+        for (open, w) in todo_open.into_iter().map(|w| (true, w)).chain(todo.into_iter().map(|w| (false, w))) {
+            jobs.push(Job { open, key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone() });
         }
     }
-    written += run_jobs(env, c, &jobs, &outs, now, st, &mut stale)?;
-    delete_outputs(env, c, st, &stale)?;
+    written += run_jobs(env, c, &jobs, &outs, now, st, &mut fx)?;
+    delete_outputs(env, c, st, &fx.stale)?;
+    deliver(c, st, std::mem::take(&mut fx.events), mode, now)?;
     if !matches!(mode, Mode::Recalc { .. }) {
         // The checkpoint: the change log is read from here on; versions
         // are held so it stays readable.
@@ -1408,8 +1449,118 @@ fn delete_outputs(env: &Env, c: &Compiled, st: &StreamState, stale: &BTreeMap<St
     Ok(())
 }
 
+/// What an evaluation does besides writing rows: output times that may
+/// have to go, and the notifications (group key, event) to deliver.
+#[derive(Default)]
+struct Effects {
+    stale: BTreeMap<String, BTreeSet<i64>>,
+    events: Vec<(String, Event)>,
+}
+
+/// Whether the stream notifies window opens.
+fn notify_open(c: &Compiled) -> bool {
+    c.notify.as_ref().is_some_and(|n| n.on_open)
+}
+
+/// TDengine's `triggerType` of a trigger.
+fn trigger_type(t: &StreamTrigger) -> &'static str {
+    match t {
+        StreamTrigger::Period { .. } => "Period",
+        StreamTrigger::Sliding { .. } => "Sliding",
+        StreamTrigger::Interval { .. } => "Interval",
+        StreamTrigger::Session { .. } => "Session",
+        StreamTrigger::State { .. } => "State",
+        StreamTrigger::Event { .. } => "Event",
+        StreamTrigger::Count { .. } => "Count",
+    }
+}
+
+/// An event of a window of group `gi` (the table name is filled in at
+/// delivery).
+fn window_event(c: &Compiled, gi: i64, w: Option<&Win>, event_type: &'static str, now: i64) -> Event {
+    let ms = |us: i64| us.div_euclid(1000);
+    Event {
+        table_name: String::new(),
+        event_type,
+        event_time_ms: ms(now),
+        trigger_id: format!("{}-{gi}-{}", c.def.id, w.map(|w| w.start).unwrap_or(now)),
+        trigger_type: trigger_type(&c.cs.trigger),
+        group_id: gi.to_string(),
+        window_start_ms: w.map(|w| ms(w.start)),
+        window_end_ms: w.filter(|_| event_type != "WINDOW_OPEN").map(|w| ms(w.shown_end)),
+        result: None,
+    }
+}
+
+/// The WINDOW_CLOSE (ON_TIME for PERIOD and plain SLIDING) events of a
+/// computation: one per result row (the row as `result`), one without a
+/// result when it gave none.
+fn close_events(c: &Compiled, key: &str, gi: i64, w: Option<&Win>, cols: &[PlanColumn], batches: &[RecordBatch], now: i64, fx: &mut Effects) {
+    if !c.notify.as_ref().is_some_and(|n| n.on_close) {
+        return;
+    }
+    let kind = if time_or_data_windows(&c.cs.trigger) { "WINDOW_CLOSE" } else { "ON_TIME" };
+    let names: Vec<String> = if c.cs.columns.len() == cols.len() {
+        c.cs.columns.iter().map(crate::planner::ident).collect()
+    } else {
+        cols.iter().map(|x| x.name.clone()).collect()
+    };
+    let mut any = false;
+    for b in batches {
+        for r in 0..b.num_rows() {
+            let mut m = serde_json::Map::new();
+            for (i, n) in names.iter().enumerate().take(b.num_columns()) {
+                m.insert(n.clone(), super::tdengine_notify::json_value(&crate::types::value_at(b.column(i).as_ref(), r)));
+            }
+            let mut e = window_event(c, gi, w, kind, now);
+            e.result = Some(m);
+            fx.events.push((key.to_string(), e));
+            any = true;
+        }
+    }
+    if !any {
+        fx.events.push((key.to_string(), window_event(c, gi, w, kind, now)));
+    }
+}
+
+/// Deliver an evaluation's events to every NOTIFY URL (in messages of at
+/// most 1,000 events). Undelivered: dropped and counted, or (with
+/// ON_FAILURE_PAUSE) the evaluation fails.
+fn deliver(c: &Compiled, st: &mut StreamState, events: Vec<(String, Event)>, mode: Mode, now: i64) -> Result<()> {
+    let Some(n) = &c.notify else { return Ok(()) };
+    if events.is_empty() || (mode == Mode::Init && !n.history) {
+        return Ok(());
+    }
+    let out = c.output.as_ref().map(|(_, t)| t.clone()).unwrap_or_default();
+    let events: Vec<Event> = events
+        .into_iter()
+        .map(|(k, mut e)| {
+            e.table_name = st.subtables.get(&k).cloned().unwrap_or_else(|| out.clone());
+            e
+        })
+        .collect();
+    let stream = format!("{}.{}", c.def.database, c.def.name);
+    for chunk in events.chunks(1000) {
+        st.notify_seq += 1;
+        let msg = super::tdengine_notify::message(&format!("{}-{}", c.def.id, st.notify_seq), now.div_euclid(1000), &stream, chunk);
+        for url in &n.urls {
+            match super::tdengine_notify::send(url, &msg) {
+                Ok(()) => st.notify_sent += chunk.len() as u64,
+                Err(e) if n.pause => return Err(e),
+                Err(e) => {
+                    tracing::warn!(stream = %stream, error = %e, "stream notification dropped");
+                    st.notify_dropped += chunk.len() as u64;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One window of one group to compute.
 struct Job {
+    /// An open window (EVENT_TYPE(WINDOW_OPEN), MAX_DELAY): no close event.
+    open: bool,
     key: String,
     values: Vec<Option<String>>,
     tbname: Option<String>,
@@ -1440,10 +1591,10 @@ fn run_jobs(
     outs: &HashMap<String, Option<GroupOut>>,
     now: i64,
     st: &mut StreamState,
-    stale: &mut BTreeMap<String, BTreeSet<i64>>,
+    fx: &mut Effects,
 ) -> Result<u64> {
     let mut buf = OutBuf::default();
-    let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf, stale);
+    let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf, fx);
     // What was computed is written, also when a later window failed.
     flush_output(env, &mut buf)?;
     r
@@ -1457,7 +1608,7 @@ fn run_jobs_into(
     now: i64,
     st: &mut StreamState,
     buf: &mut OutBuf,
-    stale: &mut BTreeMap<String, BTreeSet<i64>>,
+    fx: &mut Effects,
 ) -> Result<u64> {
     let mut written = 0u64;
     let mut done = vec![false; jobs.len()];
@@ -1478,7 +1629,10 @@ fn run_jobs_into(
                 let j = &jobs[i];
                 if let Some(batches) = per_group.get(&j.key) {
                     written += write_output(env, c, batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
-                    record_output(c, st, &j.key, j.win.start, batches, stale)?;
+                    record_output(c, st, &j.key, j.win.start, batches, &mut fx.stale)?;
+                    if !j.open {
+                        close_events(c, &j.key, j.gi, Some(&j.win), &cols, batches, now, fx);
+                    }
                     st.windows_done += 1;
                     done[i] = true;
                 }
@@ -1499,7 +1653,10 @@ fn run_jobs_into(
         };
         let (cols, batches) = compute_out(env, c, &b)?;
         written += write_output(env, c, &batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
-        record_output(c, st, &j.key, j.win.start, &batches, stale)?;
+        record_output(c, st, &j.key, j.win.start, &batches, &mut fx.stale)?;
+        if !j.open {
+            close_events(c, &j.key, j.gi, Some(&j.win), &cols, &batches, now, fx);
+        }
         st.windows_done += 1;
     }
     Ok(written)
@@ -1653,14 +1810,17 @@ fn selection(
             continue;
         }
         let min_ts = ch.min_ts.max(p.horizon_us.unwrap_or(i64::MIN));
-        let late = min_ts < p.resume_us;
+        // A change at the resume point itself (an update or delete of the
+        // first row of the last closed data-defined window) can join that
+        // window to the one before: late too.
+        let late = min_ts < p.resume_us || (min_ts == p.resume_us && time_windows(&c.cs.trigger)?.is_none());
         let anchor = if late {
             // From the oldest window kept at the earliest.
             late_anchor(&c.cs.trigger, st.windows.get(&key), min_ts)?.or(p.horizon_us).map(|a| a.min(p.resume_us))
         } else {
             Some(p.resume_us)
         };
-        let watches_open = c.on_open || c.max_delay_us.is_some();
+        let watches_open = c.on_open || c.max_delay_us.is_some() || notify_open(c);
         if !late && !watches_open && !closes(&c.cs.trigger, p.resume_us, ch.max_ts.max(p.max_ts).saturating_sub(c.watermark_us))? {
             // Rows after the open window's start and no window closes
             // yet: nothing to read.
@@ -1998,6 +2158,7 @@ fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period:
         vec![vec![]]
     };
     let mut written = 0;
+    let mut fx = Effects::default();
     for (gi, values) in groups.iter().enumerate() {
         let key = group_key(values);
         if mode == Mode::Init {
@@ -2017,9 +2178,14 @@ fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period:
         let mut buf = OutBuf::default();
         written += write_output(env, c, &batches, &cols, go.as_ref(), &mut buf, &key)?;
         flush_output(env, &mut buf)?;
+        if let Some(go) = &go {
+            st.subtables.insert(key.clone(), go.subtable.clone());
+        }
+        close_events(c, &key, gi as i64, None, &cols, &batches, tick, &mut fx);
         st.windows_done += 1;
     }
     st.rows_written += written;
+    deliver(c, st, fx.events, mode, now)?;
     Ok(written)
 }
 

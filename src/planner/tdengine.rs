@@ -109,6 +109,8 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                         Value::Int(st.windows.values().map(|m| m.len() as i64).sum()),
                         Value::Int(st.failures as i64),
                         st.retry_at_ms.map(ts).unwrap_or(Value::Null),
+                        Value::Int(st.notify_sent as i64),
+                        Value::Int(st.notify_dropped as i64),
                     ]
                 })
                 .collect();
@@ -131,6 +133,9 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                     ("window_records", Int8),
                     ("failures", Int4),
                     ("retry_at", Timestamp),
+                    // NOTIFY events delivered and dropped.
+                    ("notify_sent", Int8),
+                    ("notify_dropped", Int8),
                 ],
                 rows,
             )

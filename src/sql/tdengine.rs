@@ -13,6 +13,7 @@ use crate::catalog::acl::{self, AclObject};
 use crate::catalog::{ColumnDef, SnodeDef, StreamDef, SuperTableDef, TableDef};
 use crate::error::Result;
 use crate::flow::tdengine::{self as td, TableKind, TBNAME};
+use crate::flow::tdengine_notify as td_notify;
 use crate::flow::Env;
 use crate::parser::{ChildSpec, CreateStable, CreateStream, StreamOption, StreamTrigger, TdStatement};
 use crate::planner::{ident, Params};
@@ -929,7 +930,24 @@ fn validate(cs: &CreateStream) -> Result<()> {
         if windowed && n.events.is_empty() {
             bail!(InvalidParameterValue, "Invalid stream: NOTIFY on a window trigger needs ON (WINDOW_OPEN|WINDOW_CLOSE)");
         }
-        bail!(FeatureNotSupported, "NOTIFY is not supported by weir's streams yet");
+        for u in &n.urls {
+            td_notify::check_url(u)?;
+        }
+        for e in &n.events {
+            match e.to_uppercase().as_str() {
+                "WINDOW_OPEN" | "WINDOW_CLOSE" => {}
+                "IDLE" | "RESUME" => bail!(FeatureNotSupported, "NOTIFY ON ({e}) needs IDLE_TIMEOUT (TDengine 3.4), which weir does not support"),
+                _ => bail!(InvalidParameterValue, "Invalid stream notify event type: {e}"),
+            }
+        }
+        for o in &n.options {
+            if !matches!(o.to_uppercase().as_str(), "NOTIFY_HISTORY" | "ON_FAILURE_PAUSE") {
+                bail!(InvalidParameterValue, "Invalid stream notify option: {o}");
+            }
+        }
+        if n.condition.is_some() {
+            bail!(FeatureNotSupported, "NOTIFY … WHERE is not supported by weir's streams yet");
+        }
     }
     if cs.query.is_none() && cs.into.is_some() {
         bail!(InvalidParameterValue, "Invalid stream: INTO needs AS query");

@@ -1,0 +1,222 @@
+//! TDengine stream notifications (`NOTIFY('ws://…') ON (…)
+//! NOTIFY_OPTIONS(…)`): the JSON messages TDengine documents (`messageId`,
+//! `timestamp`, `streams[{streamName, events[…]}]`), delivered over
+//! WebSocket, TDengine's only transport, by a minimal RFC 6455 client:
+//! the opening handshake (checked `Sec-WebSocket-Accept`), the message as
+//! masked text frames of at most `FRAME_BYTES`, then a close frame. One
+//! connection per delivery; `ws://` only (no TLS).
+//!
+//! May import `error`, `types` (and `ring` / `base64` / `serde_json`);
+//! never `sql`, `server`, `planner` or `exec`.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{json, Map, Value as Json};
+
+use crate::error::Result;
+use crate::types::Value;
+use crate::{bail, err};
+
+/// TDengine's `streamNotifyFrameSize` default (256 KiB).
+pub const FRAME_BYTES: usize = 256 * 1024;
+/// How long connecting, the handshake and sending may take.
+pub const TIMEOUT: Duration = Duration::from_secs(3);
+const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/// One event of a stream (TDengine's field names).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub table_name: String,
+    /// `WINDOW_OPEN`, `WINDOW_CLOSE` or `ON_TIME` (PERIOD, plain SLIDING).
+    pub event_type: &'static str,
+    pub event_time_ms: i64,
+    /// Stable across restarts: stream id, group id and window start.
+    pub trigger_id: String,
+    /// `Period`, `Sliding`, `Interval`, `Session`, `State`, `Event`, `Count`.
+    pub trigger_type: &'static str,
+    pub group_id: String,
+    pub window_start_ms: Option<i64>,
+    pub window_end_ms: Option<i64>,
+    /// WINDOW_CLOSE / ON_TIME: the computation's row (column → value).
+    pub result: Option<Map<String, Json>>,
+}
+
+impl Event {
+    pub fn to_json(&self) -> Json {
+        let mut m = Map::new();
+        m.insert("tableName".into(), json!(self.table_name));
+        m.insert("eventType".into(), json!(self.event_type));
+        m.insert("eventTime".into(), json!(self.event_time_ms));
+        m.insert("triggerId".into(), json!(self.trigger_id));
+        m.insert("triggerType".into(), json!(self.trigger_type));
+        m.insert("groupId".into(), json!(self.group_id));
+        if let Some(s) = self.window_start_ms {
+            m.insert("windowStart".into(), json!(s));
+        }
+        if let Some(e) = self.window_end_ms {
+            m.insert("windowEnd".into(), json!(e));
+        }
+        if let Some(r) = &self.result {
+            m.insert("result".into(), Json::Object(r.clone()));
+        }
+        Json::Object(m)
+    }
+}
+
+/// A value in a result object: numbers as numbers, timestamps as epoch
+/// milliseconds (TDengine's), the rest as text.
+pub fn json_value(v: &Value) -> Json {
+    match v {
+        Value::Null => Json::Null,
+        Value::Bool(b) => json!(b),
+        Value::Int(i) => json!(i),
+        Value::Float(f) if f.is_finite() => json!(f),
+        Value::Timestamp(us) => json!(us.div_euclid(1000)),
+        Value::Text(s) => json!(s),
+        other => json!(crate::types::format_value(other)),
+    }
+}
+
+/// The message of one delivery.
+pub fn message(message_id: &str, now_ms: i64, stream: &str, events: &[Event]) -> String {
+    json!({
+        "messageId": message_id,
+        "timestamp": now_ms,
+        "streams": [{ "streamName": stream, "events": events.iter().map(Event::to_json).collect::<Vec<_>>() }],
+    })
+    .to_string()
+}
+
+/// `ws://host[:port][/path]` → (host:port, host header, path).
+fn parse_url(url: &str) -> Result<(String, String, String)> {
+    let Some(rest) = url.strip_prefix("ws://") else {
+        bail!(FeatureNotSupported, "NOTIFY supports ws:// URLs only (TDengine's WebSocket transport): {url}");
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
+        Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+        None => (rest, "/".to_string()),
+    };
+    if authority.is_empty() {
+        bail!(InvalidParameterValue, "Invalid NOTIFY URL: {url}");
+    }
+    let addr = if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    Ok((addr, authority.to_string(), path))
+}
+
+/// Check a NOTIFY URL at CREATE STREAM.
+pub fn check_url(url: &str) -> Result<()> {
+    parse_url(url).map(|_| ())
+}
+
+fn random<const N: usize>() -> Result<[u8; N]> {
+    let mut b = [0u8; N];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b).map_err(|_| err!(Internal, "no random bytes"))?;
+    Ok(b)
+}
+
+/// One client frame (masked, as RFC 6455 requires of clients).
+fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Result<Vec<u8>> {
+    let mut f = Vec::with_capacity(payload.len() + 14);
+    f.push(if fin { 0x80 } else { 0 } | opcode);
+    match payload.len() {
+        n if n < 126 => f.push(0x80 | n as u8),
+        n if n <= u16::MAX as usize => {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(0x80 | 127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    let mask: [u8; 4] = random()?;
+    f.extend_from_slice(&mask);
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    Ok(f)
+}
+
+/// The `Sec-WebSocket-Accept` a server answers to `key`.
+pub fn accept_key(key: &str) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, format!("{key}{GUID}").as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(d.as_ref())
+}
+
+/// Deliver one text message to a `ws://` URL.
+pub fn send(url: &str, text: &str) -> Result<()> {
+    let (addr, host, path) = parse_url(url)?;
+    let io = |e: std::io::Error| err!(ConnectionFailure, "NOTIFY {url}: {e}");
+    let sock = addr.to_socket_addrs().map_err(io)?.next().ok_or_else(|| err!(ConnectionFailure, "NOTIFY {url}: no address"))?;
+    let mut s = TcpStream::connect_timeout(&sock, TIMEOUT).map_err(io)?;
+    s.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
+    s.set_write_timeout(Some(TIMEOUT)).map_err(io)?;
+    let key = base64::engine::general_purpose::STANDARD.encode(random::<16>()?);
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).map_err(io)?;
+    // The response head, byte by byte up to the blank line (frames follow).
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > 16 * 1024 || s.read(&mut b).map_err(io)? == 0 {
+            bail!(ConnectionFailure, "NOTIFY {url}: the server closed the WebSocket handshake");
+        }
+        head.push(b[0]);
+    }
+    let head = String::from_utf8_lossy(&head);
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap_or_default();
+    if status.split_whitespace().nth(1) != Some("101") {
+        bail!(ConnectionFailure, "NOTIFY {url}: WebSocket handshake refused: {status}");
+    }
+    let want = accept_key(&key);
+    let accepted = lines.filter_map(|l| l.split_once(':')).any(|(k, v)| k.trim().eq_ignore_ascii_case("sec-websocket-accept") && v.trim() == want);
+    if !accepted {
+        bail!(ConnectionFailure, "NOTIFY {url}: bad Sec-WebSocket-Accept");
+    }
+    let bytes = text.as_bytes();
+    let chunks: Vec<&[u8]> = if bytes.is_empty() { vec![bytes] } else { bytes.chunks(FRAME_BYTES).collect() };
+    let n = chunks.len();
+    for (i, c) in chunks.into_iter().enumerate() {
+        let opcode = if i == 0 { 1 } else { 0 };
+        s.write_all(&frame(i + 1 == n, opcode, c)?).map_err(io)?;
+    }
+    s.write_all(&frame(true, 8, &1000u16.to_be_bytes())?).map_err(io)?;
+    s.flush().map_err(io)?;
+    // The server's close frame, if it answers (not required).
+    let _ = s.read(&mut [0u8; 64]);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_accept_key() {
+        assert_eq!(parse_url("ws://h:8080/n?x=1").unwrap(), ("h:8080".into(), "h:8080".into(), "/n?x=1".into()));
+        assert_eq!(parse_url("ws://h").unwrap(), ("h:80".into(), "h".into(), "/".into()));
+        assert!(parse_url("http://h/").is_err());
+        // RFC 6455's example.
+        assert_eq!(accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    }
+
+    #[test]
+    fn frames_are_masked_with_their_length() {
+        let f = frame(true, 1, b"hi").unwrap();
+        assert_eq!(f[0], 0x81);
+        assert_eq!(f[1], 0x82);
+        let mask = &f[2..6];
+        assert_eq!([f[6] ^ mask[0], f[7] ^ mask[1]], *b"hi");
+        let f = frame(false, 0, &[0u8; 300]).unwrap();
+        assert_eq!((f[0], f[1], u16::from_be_bytes([f[2], f[3]])), (0x00, 0x80 | 126, 300));
+    }
+}
