@@ -382,14 +382,18 @@ fn put_int_text(v: i64, out: &mut BytesMut) {
     out.put_slice(&buf[pos..]);
 }
 
-/// `format_f64` without its `String`: the common range writes Rust's
+/// `format_f64` without its `String`: the common range writes the
 /// shortest round-trip form in place; the rest (exponent form, NaN,
 /// infinities, zeros) takes `format_f64`.
 fn put_f64_text(f: f64, out: &mut BytesMut) {
-    use std::fmt::Write;
     let abs = f.abs();
     if (1e-4..1e15).contains(&abs) {
-        let _ = write!(out, "{f}");
+        // ryu's digits are std's (both shortest, then closest); in this
+        // range it writes plain decimals, integers with a `.0` that
+        // PostgreSQL and std leave off.
+        let mut b = ryu::Buffer::new();
+        let s = b.format_finite(f).as_bytes();
+        out.put_slice(s.strip_suffix(b".0").unwrap_or(s));
     } else {
         out.put_slice(crate::types::format_f64(f).as_bytes());
     }
@@ -569,12 +573,16 @@ mod tests {
             Some(951_782_400_000_000),     // 2000-02-29
             None,
         ];
-        for _ in 0..2000 {
+        for _ in 0..20_000 {
             let r = next();
             floats.push(Some(f64::from_bits(r)));
             floats.push(Some((r % 100_000) as f64 / 1000.0));
+            floats.push(Some((r >> 11) as f64 / (1u64 << 53) as f64 * 10f64.powi((r % 21) as i32 - 5)));
+            floats.push(Some((r % 1_000_000_000_000) as f64));
             ts.push(Some((r as i64) % 300_000_000_000_000_000));
             ts.push(Some(((r % 4_000_000_000) * 1_000_000) as i64));
+            ts.push(Some((r % 4_000_000_000_000_000) as i64));
+            ts.push(Some(-((r % 4_000_000_000_000_000) as i64)));
         }
         let n = floats.len().min(ts.len());
         floats.truncate(n);

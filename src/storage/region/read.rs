@@ -120,6 +120,12 @@ impl Region {
         for (c, v) in &f.eq {
             let col = batch.column(pos(*c));
             let v = arrow::compute::cast(v, col.data_type())?;
+            if v.len() > 1 {
+                if let (Some(col), Some(vals)) = (col.as_string_opt::<i32>(), v.as_string_opt::<i32>()) {
+                    mask = and(mask, utf8_in_list(col, vals))?;
+                    continue;
+                }
+            }
             // One value, or an IN-list: any of them.
             let mut any: Option<BooleanArray> = None;
             for i in 0..v.len() {
@@ -667,4 +673,31 @@ impl RegionScan {
             }
         }
     }
+}
+
+/// `col IN (vals)` over a text column in one pass (NULL rows and NULL list
+/// items match nothing). Rows come in runs of one series, so a row equal to
+/// the one before reuses its answer: about one short comparison per row
+/// instead of one per list item.
+fn utf8_in_list(col: &arrow::array::StringArray, vals: &arrow::array::StringArray) -> BooleanArray {
+    use arrow::array::Array;
+    let items: Vec<&[u8]> = vals.iter().flatten().map(str::as_bytes).collect();
+    let offsets = col.value_offsets();
+    let data = col.value_data();
+    let nulls = col.nulls();
+    let mut prev: (&[u8], bool) = (&[], false);
+    let mut have_prev = false;
+    BooleanArray::from(arrow::buffer::BooleanBuffer::collect_bool(col.len(), |i| {
+        if nulls.is_some_and(|n| n.is_null(i)) {
+            return false;
+        }
+        let s = &data[offsets[i] as usize..offsets[i + 1] as usize];
+        if have_prev && prev.0 == s {
+            return prev.1;
+        }
+        let hit = items.iter().any(|v| *v == s);
+        prev = (s, hit);
+        have_prev = true;
+        hit
+    }))
 }
