@@ -388,9 +388,8 @@ fn put_int_text(v: i64, out: &mut BytesMut) {
 fn put_f64_text(f: f64, out: &mut BytesMut) {
     let abs = f.abs();
     if (1e-4..1e15).contains(&abs) {
-        // ryu's digits are std's (both shortest, then closest); in this
-        // range it writes plain decimals, integers with a `.0` that
-        // PostgreSQL and std leave off.
+        // As `format_f64`: ryu writes plain decimals in this range,
+        // integers with a `.0` that PostgreSQL leaves off.
         let mut b = ryu::Buffer::new();
         let s = b.format_finite(f).as_bytes();
         out.put_slice(s.strip_suffix(b".0").unwrap_or(s));

@@ -701,3 +701,29 @@ fn utf8_in_list(col: &arrow::array::StringArray, vals: &arrow::array::StringArra
         hit
     }))
 }
+
+#[cfg(test)]
+mod in_list_tests {
+    use arrow::array::{Array, StringArray};
+
+    use super::utf8_in_list;
+
+    /// Against the obvious per-row answer: runs, NULL rows, NULL items, a
+    /// sliced column.
+    #[test]
+    fn utf8_in_list_matches_per_row_membership() {
+        let rows: Vec<Option<&str>> =
+            vec![Some("a"), Some("a"), None, Some("a"), Some("b"), Some("b"), Some("c"), None, None, Some(""), Some("c"), Some("a")];
+        let col = StringArray::from(rows.clone());
+        let vals = StringArray::from(vec![Some("a"), None, Some("c"), Some("zz")]);
+        for (lo, len) in [(0, rows.len()), (1, 6), (3, 9), (5, 0)] {
+            let got = utf8_in_list(&col.slice(lo, len), &vals);
+            assert_eq!(got.len(), len);
+            assert_eq!(got.null_count(), 0);
+            for i in 0..len {
+                let want = matches!(rows[lo + i], Some("a" | "c"));
+                assert_eq!(got.value(i), want, "row {} of slice ({lo}, {len})", lo + i);
+            }
+        }
+    }
+}
