@@ -20,7 +20,7 @@ use pgwire::api::auth::{
 };
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::{ClientInfo, PgWireServerHandlers, Type, METADATA_DATABASE, METADATA_USER};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
@@ -477,17 +477,10 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
             }
             let fields = Arc::new(field_infos(&columns, formats));
             let row_fields = fields.clone();
+            let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
             let data = streamed(move || {
                 let Some(b) = rows.next_batch().map_err(|e| user_error(&e))? else { return Ok(None) };
-                let mut enc = DataRowEncoder::new(row_fields.clone());
-                let mut out = Vec::with_capacity(b.num_rows());
-                for i in 0..b.num_rows() {
-                    for (c, col) in columns.iter().zip(b.columns()) {
-                        enc.encode_field(&encode::CellRef::at(col.as_ref(), i, c.ty))?;
-                    }
-                    out.push(enc.take_row());
-                }
-                Ok(Some(out))
+                Ok(Some(encode::encode_batch(&types, &b, &row_fields).map_err(PgWireError::ApiError)?))
             });
             Response::Query(QueryResponse::new(fields, data))
         }
@@ -526,15 +519,10 @@ fn encode_rows(
     batches: &[arrow::array::RecordBatch],
     fields: &Arc<Vec<FieldInfo>>,
 ) -> PgWireResult<Vec<PgWireResult<pgwire::messages::data::DataRow>>> {
+    let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
     let mut rows = Vec::new();
-    let mut enc = DataRowEncoder::new(fields.clone());
     for b in batches {
-        for i in 0..b.num_rows() {
-            for (c, col) in columns.iter().zip(b.columns()) {
-                enc.encode_field(&encode::CellRef::at(col.as_ref(), i, c.ty))?;
-            }
-            rows.push(Ok(enc.take_row()));
-        }
+        rows.extend(encode::encode_batch(&types, b, fields).map_err(PgWireError::ApiError)?.into_iter().map(Ok));
     }
     Ok(rows)
 }

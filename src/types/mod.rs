@@ -461,7 +461,12 @@ pub fn format_f64(f: f64) -> String {
     } else {
         let abs = f.abs();
         if (1e-4..1e15).contains(&abs) {
-            format!("{f}")
+            // Ryu's shortest digits, as PostgreSQL's float8out (a tie
+            // between two shortest forms goes to the even digit, where
+            // std's Grisu rounds up); integers lose ryu's `.0`.
+            let mut b = ryu::Buffer::new();
+            let s = b.format_finite(f);
+            s.strip_suffix(".0").unwrap_or(s).to_string()
         } else {
             // PostgreSQL switches to exponent form: 1e+16, 1.5e-05.
             let s = format!("{f:e}");
