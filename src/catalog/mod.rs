@@ -21,6 +21,7 @@ use crate::{bail, err};
 
 pub mod acl;
 pub mod roles;
+pub mod stream_stats;
 pub use roles::RoleDef;
 
 /// One column of a table.
@@ -133,6 +134,8 @@ pub struct Catalog {
     state: RwLock<State>,
     /// Running flows' statistics (in memory; `information_schema.flow_statistics`).
     pub flow_stats: RwLock<BTreeMap<String, flow::FlowStatistics>>,
+    /// Streaming flows' operators (in memory; `information_schema.flow_operators`).
+    pub flow_operators: RwLock<BTreeMap<String, Vec<stream_stats::FlowOperatorStats>>>,
     /// When the writes flows have not reflected yet happened (lag).
     pub write_clock: std::sync::Arc<flow::WriteClock>,
 }
@@ -178,7 +181,7 @@ impl Catalog {
                 serde_json::from_slice::<FlowProgress>(&v).map_err(corrupt)?;
             }
         }
-        let cat = Catalog { tree, db, state: RwLock::new(state), flow_stats: Default::default(), write_clock: Default::default() };
+        let cat = Catalog { tree, db, state: RwLock::new(state), flow_stats: Default::default(), flow_operators: Default::default(), write_clock: Default::default() };
         if !cat.database_exists("public") {
             cat.create_database("public")?;
         }
