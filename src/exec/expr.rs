@@ -1032,7 +1032,14 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
             }
         }
         SqlType::Date => {
-            Value::Date(crate::types::parse_date(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type date: \"{t}\""))?)
+            use crate::types::datetime_input::DateInputError as E;
+            Value::Date(crate::types::parse_date_checked(s).map_err(|e| match e {
+                E::BadFormat => err!(InvalidDatetime, "invalid input syntax for type date: \"{t}\""),
+                E::FieldOverflow => err!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\""),
+                E::MdFieldOverflow => err!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\"")
+                    .with_hint("Perhaps you need a different \"datestyle\" setting."),
+                E::OutOfRange => err!(DatetimeFieldOverflow, "date out of range: \"{t}\""),
+            })?)
         }
         SqlType::Interval => Value::Interval(
             crate::types::Interval::parse(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\""))?,

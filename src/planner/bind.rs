@@ -180,6 +180,12 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
 }
 
 impl<'a> Planner<'a> {
+    /// DateStyle's field order for date literals bound in this session.
+    fn date_order(&self) -> crate::types::datetime_input::DateOrder {
+        crate::types::datetime_input::DateOrder::from_datestyle(self.ctx.settings.get("datestyle").map_or("ISO, MDY", |v| v.as_str()))
+    }
+
+
     /// Resolve a (possibly qualified) column name through the scopes.
     pub fn resolve_column(&self, parts: &[String], scope: &Scope) -> Result<Expr> {
         let (qual, name) = match parts {
@@ -255,7 +261,8 @@ impl<'a> Planner<'a> {
                     ast::Value::SingleQuotedString(s) => s.clone(),
                     other => other.to_string(),
                 };
-                Expr::lit(parse_text_as(&s, ty)?, ty)
+                let order = self.date_order();
+                Expr::lit(crate::types::datetime_input::with_date_order(order, || parse_text_as(&s, ty))?, ty)
             }
             E::Cast { expr, data_type, .. } if super::regtypes::reg_kind(data_type).is_some() => {
                 let kind = super::regtypes::reg_kind(data_type).expect("checked");
@@ -268,7 +275,9 @@ impl<'a> Planner<'a> {
                 let inner = self.bind_reg_operand(expr, scope, agg, ty.is_integer())?;
                 self.infer_param(&inner, ty);
                 match inner {
-                    Expr::Literal { .. } | Expr::Param { .. } => coerce(inner, ty)?,
+                    Expr::Literal { .. } | Expr::Param { .. } => {
+                        crate::types::datetime_input::with_date_order(self.date_order(), || coerce(inner, ty))?
+                    }
                     other => {
                         if other.ty() == ty {
                             other

@@ -12,6 +12,7 @@ use arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalUnit, TimeUnit};
 use crate::error::Result;
 
 pub mod array;
+pub mod datetime_input;
 pub mod interval;
 pub use array::Elem;
 pub use interval::Interval;
@@ -510,8 +511,7 @@ pub fn format_timestamp(us: i64) -> String {
 }
 
 pub fn format_date(days: i32) -> String {
-    let d = chrono::NaiveDate::from_num_days_from_ce_opt(days + 719_163);
-    d.map(|d| d.format("%Y-%m-%d").to_string()).unwrap_or_else(|| days.to_string())
+    datetime_input::format_date_iso(days)
 }
 
 /// An interval as arrow's month-day-nano value.
@@ -594,8 +594,14 @@ fn split_zone(s: &str) -> (&str, i64) {
 }
 
 pub fn parse_date(s: &str) -> Option<i32> {
-    let d = chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").ok()?;
-    Some((d.and_hms_opt(0, 0, 0)?.and_utc().timestamp() / 86_400) as i32)
+    parse_date_checked(s).ok()
+}
+
+/// A date in any of PostgreSQL's input forms (see `datetime_input`), in
+/// the DateStyle field order in force on this thread.
+pub fn parse_date_checked(s: &str) -> std::result::Result<i32, datetime_input::DateInputError> {
+    let today = (chrono::Utc::now().timestamp().div_euclid(86_400)) as i32;
+    datetime_input::parse_date_pg(s, datetime_input::current_date_order(), today)
 }
 
 /// Parse an interval as a duration in microseconds (months count as 30

@@ -1,0 +1,695 @@
+//! PostgreSQL's free-form date input (`date_in`): the field splitting of
+//! `ParseDateTime` and the field decoding of `DecodeDateTime` /
+//! `DecodeDate` / `DecodeNumber` / `ValidateDate` for the `date` type —
+//! month names, `BC`/`AD`, Julian days (`J2451187`), run-together digits
+//! (`19990108`, `990108`), day of year (`1999.008`), two-digit years and
+//! the field order of DateStyle (YMD / DMY / MDY) for all-numeric dates.
+//! A time of day after the date is accepted and ignored, as PostgreSQL
+//! does. Pure functions over text; may not import anything outside
+//! `types` (and chrono).
+
+use chrono::{Datelike, NaiveDate};
+
+/// DateStyle's field order for ambiguous all-numeric dates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DateOrder {
+    #[default]
+    Mdy,
+    Dmy,
+    Ymd,
+}
+
+impl DateOrder {
+    /// The order named in a DateStyle value (`ISO, MDY`, `dmy`, ...):
+    /// PostgreSQL's defaults apply when it names none.
+    pub fn from_datestyle(v: &str) -> DateOrder {
+        let v = v.to_ascii_uppercase();
+        if v.contains("YMD") {
+            DateOrder::Ymd
+        } else if v.contains("DMY") || (v.contains("EURO") && !v.contains("NONEURO")) {
+            DateOrder::Dmy
+        } else if v.contains("MDY") || v.contains("US") || v.contains("NONEURO") {
+            DateOrder::Mdy
+        } else if v.contains("GERMAN") {
+            DateOrder::Dmy
+        } else {
+            DateOrder::Mdy
+        }
+    }
+}
+
+/// Why an input was refused; each maps to one of PostgreSQL's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateInputError {
+    /// 22007 invalid input syntax for type date
+    BadFormat,
+    /// 22008 date/time field value out of range
+    FieldOverflow,
+    /// 22008 date/time field value out of range, with the DateStyle hint
+    MdFieldOverflow,
+    /// 22008 date out of range
+    OutOfRange,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FType {
+    Number,
+    Date,
+    Time,
+    Str,
+    Tz,
+}
+
+// Field bits (DTK_M(...)).
+const YEAR: u32 = 1;
+const MONTH: u32 = 2;
+const DAY: u32 = 4;
+const DOY: u32 = 8;
+const ADBC: u32 = 16;
+const DOW: u32 = 32;
+const TIME: u32 = 64;
+const AMPM: u32 = 128;
+const DATE_M: u32 = YEAR | MONTH | DAY;
+
+/// ParseDateTime: split into typed, lower-cased fields.
+fn split_fields(s: &str) -> Result<Vec<(String, FType)>, DateInputError> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut out = Vec::new();
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let mut f = String::new();
+        let ty;
+        if c.is_ascii_digit() {
+            while i < b.len() && b[i].is_ascii_digit() {
+                f.push(b[i] as char);
+                i += 1;
+            }
+            if i < b.len() && b[i] == b':' {
+                ty = FType::Time;
+                while i < b.len() && (b[i].is_ascii_digit() || b[i] == b':' || b[i] == b'.') {
+                    f.push(b[i] as char);
+                    i += 1;
+                }
+            } else if i < b.len() && matches!(b[i], b'-' | b'/' | b'.') {
+                let delim = b[i];
+                f.push(delim as char);
+                i += 1;
+                if i < b.len() && b[i].is_ascii_digit() {
+                    let mut t = if delim == b'.' { FType::Number } else { FType::Date };
+                    while i < b.len() && b[i].is_ascii_digit() {
+                        f.push(b[i] as char);
+                        i += 1;
+                    }
+                    if i < b.len() && b[i] == delim {
+                        t = FType::Date;
+                        while i < b.len() && (b[i].is_ascii_digit() || b[i] == delim) {
+                            f.push(b[i] as char);
+                            i += 1;
+                        }
+                    }
+                    ty = t;
+                } else {
+                    ty = FType::Date;
+                    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == delim) {
+                        f.push(b[i].to_ascii_lowercase() as char);
+                        i += 1;
+                    }
+                }
+            } else {
+                ty = FType::Number;
+            }
+        } else if c == b'.' {
+            f.push('.');
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                f.push(b[i] as char);
+                i += 1;
+            }
+            ty = FType::Number;
+        } else if c.is_ascii_alphabetic() {
+            while i < b.len() && b[i].is_ascii_alphabetic() {
+                f.push(b[i].to_ascii_lowercase() as char);
+                i += 1;
+            }
+            let mut is_date = false;
+            if i < b.len() && matches!(b[i], b'-' | b'/' | b'.') {
+                is_date = true;
+            } else if i < b.len() && (b[i] == b'+' || b[i].is_ascii_digit()) {
+                is_date = keyword(&f).is_none();
+            }
+            if is_date {
+                loop {
+                    f.push(b[i].to_ascii_lowercase() as char);
+                    i += 1;
+                    if !(i < b.len() && (b"+-/_.:".contains(&b[i]) || b[i].is_ascii_alphanumeric())) {
+                        break;
+                    }
+                }
+                ty = FType::Date;
+            } else {
+                ty = FType::Str;
+            }
+        } else if c == b'+' || c == b'-' {
+            f.push(c as char);
+            i += 1;
+            while i < b.len() && b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            if i < b.len() && b[i].is_ascii_digit() {
+                while i < b.len() && (b[i].is_ascii_digit() || b[i] == b':' || b[i] == b'.') {
+                    f.push(b[i] as char);
+                    i += 1;
+                }
+                ty = FType::Tz;
+            } else if i < b.len() && b[i].is_ascii_alphabetic() {
+                while i < b.len() && b[i].is_ascii_alphabetic() {
+                    f.push(b[i].to_ascii_lowercase() as char);
+                    i += 1;
+                }
+                ty = FType::Str;
+            } else {
+                return Err(DateInputError::BadFormat);
+            }
+        } else if c.is_ascii_punctuation() {
+            i += 1;
+            continue;
+        } else {
+            return Err(DateInputError::BadFormat);
+        }
+        out.push((f, ty));
+    }
+    Ok(out)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kw {
+    Month(i32),
+    Dow,
+    Ad,
+    Bc,
+    Am,
+    Pm,
+    Julian,
+    Epoch,
+    Today,
+    Tomorrow,
+    Yesterday,
+    Utc,
+    Ignore,
+}
+
+/// The part of PostgreSQL's `datetktbl` a date can use.
+fn keyword(s: &str) -> Option<Kw> {
+    use Kw::*;
+    Some(match s {
+        "jan" | "january" => Month(1),
+        "feb" | "february" => Month(2),
+        "mar" | "march" => Month(3),
+        "apr" | "april" => Month(4),
+        "may" => Month(5),
+        "jun" | "june" => Month(6),
+        "jul" | "july" => Month(7),
+        "aug" | "august" => Month(8),
+        "sep" | "sept" | "september" => Month(9),
+        "oct" | "october" => Month(10),
+        "nov" | "november" => Month(11),
+        "dec" | "december" => Month(12),
+        "sun" | "sunday" | "mon" | "monday" | "tue" | "tues" | "tuesday" | "wed" | "wednesday" | "thu" | "thur"
+        | "thurs" | "thursday" | "fri" | "friday" | "sat" | "saturday" => Dow,
+        "ad" => Ad,
+        "bc" => Bc,
+        "am" => Am,
+        "pm" => Pm,
+        "j" | "jd" | "julian" => Julian,
+        "epoch" => Epoch,
+        "today" => Today,
+        "tomorrow" => Tomorrow,
+        "yesterday" => Yesterday,
+        "z" | "zulu" | "utc" | "gmt" | "ut" => Utc,
+        "at" | "on" => Ignore,
+        _ => return None,
+    })
+}
+
+#[derive(Default)]
+struct Tm {
+    year: i64,
+    mon: i64,
+    mday: i64,
+    yday: i64,
+}
+
+fn leading_int(s: &str) -> Result<i64, DateInputError> {
+    s.parse::<i64>().map_err(|_| if s.bytes().all(|c| c.is_ascii_digit()) && !s.is_empty() { DateInputError::FieldOverflow } else { DateInputError::BadFormat })
+}
+
+/// DecodeNumberField: run-together digits (`19990108`, `990108`).
+fn decode_number_field(s: &str, fmask: u32, tmask: &mut u32, tm: &mut Tm, is2digits: &mut bool) -> Result<(), DateInputError> {
+    let s = match s.find('.') {
+        Some(p) => &s[..p],
+        None => s,
+    };
+    let len = s.len();
+    if s.find('.').is_none() && (fmask & DATE_M) != DATE_M && len >= 6 {
+        *tmask = DATE_M;
+        tm.mday = leading_int(&s[len - 2..])?;
+        tm.mon = leading_int(&s[len - 4..len - 2])?;
+        tm.year = leading_int(&s[..len - 4])?;
+        if len - 4 == 2 {
+            *is2digits = true;
+        }
+        return Ok(());
+    }
+    if fmask & TIME == 0 && (len == 6 || len == 4) {
+        *tmask = TIME;
+        return Ok(());
+    }
+    Err(DateInputError::BadFormat)
+}
+
+/// DecodeNumber: one numeric field, placed by what is known so far.
+#[allow(clippy::too_many_arguments)]
+fn decode_number(
+    s: &str,
+    text_month: bool,
+    fmask: u32,
+    tmask: &mut u32,
+    tm: &mut Tm,
+    is2digits: &mut bool,
+    order: DateOrder,
+) -> Result<(), DateInputError> {
+    let flen = s.len();
+    let (int_part, frac) = match s.find('.') {
+        Some(p) => (&s[..p], true),
+        None => (s, false),
+    };
+    if frac {
+        if int_part.len() > 2 {
+            return decode_number_field(s, fmask | DATE_M, tmask, tm, is2digits);
+        }
+        return Err(DateInputError::BadFormat);
+    }
+    if int_part.is_empty() || !int_part.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(DateInputError::BadFormat);
+    }
+    let val = leading_int(int_part)?;
+    if flen == 3 && (fmask & DATE_M) == YEAR && (1..=366).contains(&val) {
+        *tmask = DOY | MONTH | DAY;
+        tm.yday = val;
+        return Ok(());
+    }
+    match fmask & DATE_M {
+        0 => {
+            if flen >= 3 || order == DateOrder::Ymd {
+                *tmask = YEAR;
+                tm.year = val;
+            } else if order == DateOrder::Dmy {
+                *tmask = DAY;
+                tm.mday = val;
+            } else {
+                *tmask = MONTH;
+                tm.mon = val;
+            }
+        }
+        YEAR => {
+            *tmask = MONTH;
+            tm.mon = val;
+        }
+        MONTH => {
+            if text_month && (flen >= 3 || order == DateOrder::Ymd) {
+                *tmask = YEAR;
+                tm.year = val;
+            } else {
+                *tmask = DAY;
+                tm.mday = val;
+            }
+        }
+        m if m == YEAR | MONTH => {
+            if text_month && flen >= 3 && *is2digits {
+                *tmask = DAY;
+                tm.mday = tm.year;
+                tm.year = val;
+                *is2digits = false;
+            } else {
+                *tmask = DAY;
+                tm.mday = val;
+            }
+        }
+        DAY => {
+            *tmask = MONTH;
+            tm.mon = val;
+        }
+        m if m == MONTH | DAY => {
+            *tmask = YEAR;
+            tm.year = val;
+        }
+        DATE_M => return decode_number_field(s, fmask, tmask, tm, is2digits),
+        _ => return Err(DateInputError::BadFormat),
+    }
+    if *tmask == YEAR {
+        *is2digits = flen <= 2;
+    }
+    Ok(())
+}
+
+/// DecodeDate: a field with embedded separators (`1999-01-08`, `jan-08-99`).
+fn decode_date(
+    s: &str,
+    mut fmask: u32,
+    tmask: &mut u32,
+    is2digits: &mut bool,
+    tm: &mut Tm,
+    text_month: &mut bool,
+    order: DateOrder,
+) -> Result<(), DateInputError> {
+    let mut fields: Vec<Option<&str>> = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && !b[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        if i == b.len() {
+            return Err(DateInputError::BadFormat);
+        }
+        let start = i;
+        if b[i].is_ascii_digit() {
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+        } else {
+            while i < b.len() && b[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+        }
+        fields.push(Some(&s[start..i]));
+        if i < b.len() {
+            if !b[i].is_ascii_alphanumeric() {
+                i += 1;
+            } else {
+                // A digit run followed by letters (or the reverse) with no separator.
+                return Err(DateInputError::BadFormat);
+            }
+        }
+    }
+    *tmask = 0;
+    for f in fields.iter_mut() {
+        let Some(t) = *f else { continue };
+        if t.as_bytes()[0].is_ascii_alphabetic() {
+            let dmask = match keyword(t) {
+                Some(Kw::Ignore) => continue,
+                Some(Kw::Month(m)) => {
+                    tm.mon = m as i64;
+                    *text_month = true;
+                    MONTH
+                }
+                _ => return Err(DateInputError::BadFormat),
+            };
+            if fmask & dmask != 0 {
+                return Err(DateInputError::BadFormat);
+            }
+            fmask |= dmask;
+            *tmask |= dmask;
+            *f = None;
+        }
+    }
+    for t in fields.into_iter().flatten() {
+        let mut dmask = 0;
+        decode_number(t, *text_month, fmask, &mut dmask, tm, is2digits, order)?;
+        if fmask & dmask != 0 {
+            return Err(DateInputError::BadFormat);
+        }
+        fmask |= dmask;
+        *tmask |= dmask;
+    }
+    if fmask & !DOY != DATE_M {
+        return Err(DateInputError::BadFormat);
+    }
+    Ok(())
+}
+
+/// Days since 2000-01-01 → days since 1970-01-01 helpers.
+fn days_from_ymd(y: i64, m: i64, d: i64) -> Option<i32> {
+    let date = NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, u32::try_from(m).ok()?, u32::try_from(d).ok()?)?;
+    Some(date.num_days_from_ce() - 719_163)
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+/// PostgreSQL's last valid date is 5874897-12-31 and its first 4714-11-24 BC.
+const MIN_DAYS: i64 = -2_440_588; // 4714-11-24 BC (Julian day 0)
+const MAX_DAYS: i64 = 2_145_031_948; // 5874897-12-31 (outside chrono's range: checked as a number)
+
+/// Parse a date the way PostgreSQL's `date_in` does, as days since
+/// 1970-01-01. `today_days` answers `today` / `tomorrow` / `yesterday`.
+pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i32, DateInputError> {
+    let fields = split_fields(input)?;
+    if fields.is_empty() {
+        return Err(DateInputError::BadFormat);
+    }
+    let mut tm = Tm::default();
+    let mut fmask = 0u32;
+    let mut text_month = false;
+    let mut is2digits = false;
+    let mut bc = false;
+    let mut julian_next = false;
+    let mut julian: Option<i64> = None;
+    let mut special: Option<i32> = None;
+    for (f, ty) in &fields {
+        let mut tmask = 0u32;
+        match ty {
+            FType::Date => {
+                if julian_next {
+                    return Err(DateInputError::BadFormat);
+                }
+                if fmask & DATE_M == DATE_M {
+                    // A zone name with punctuation ("America/New_York"): weir has none.
+                    return Err(DateInputError::BadFormat);
+                }
+                decode_date(f, fmask, &mut tmask, &mut is2digits, &mut tm, &mut text_month, order)?;
+            }
+            FType::Time => {
+                if !valid_time(f) {
+                    return Err(DateInputError::BadFormat);
+                }
+                tmask = TIME;
+            }
+            FType::Tz => {
+                // A numeric zone after a date (`1999-01-08 +02`): the date is unchanged.
+                tmask = 0;
+            }
+            FType::Number => {
+                if julian_next {
+                    let v = leading_int(f.split('.').next().unwrap_or(""))?;
+                    julian = Some(v);
+                    julian_next = false;
+                    tmask = DATE_M;
+                } else {
+                    let flen = f.len();
+                    let dot = f.find('.');
+                    if dot.is_some() && fmask & DATE_M == 0 {
+                        decode_date(f, fmask, &mut tmask, &mut is2digits, &mut tm, &mut text_month, order)?;
+                    } else if let Some(p) = dot.filter(|&p| p > 2) {
+                        let _ = p;
+                        decode_number_field(f, fmask, &mut tmask, &mut tm, &mut is2digits)?;
+                    } else if flen >= 6 && (fmask & DATE_M == 0 || fmask & TIME == 0) {
+                        decode_number_field(f, fmask, &mut tmask, &mut tm, &mut is2digits)?;
+                    } else {
+                        decode_number(f, text_month, fmask, &mut tmask, &mut tm, &mut is2digits, order)?;
+                    }
+                }
+            }
+            FType::Str => {
+                let Some(kw) = keyword(f) else {
+                    return Err(DateInputError::BadFormat);
+                };
+                match kw {
+                    Kw::Ignore => continue,
+                    Kw::Month(m) => {
+                        tmask = MONTH;
+                        if fmask & MONTH != 0 && !text_month && fmask & DAY == 0 && (1..=31).contains(&tm.mon) {
+                            tm.mday = tm.mon;
+                            tmask = DAY;
+                        }
+                        text_month = true;
+                        tm.mon = m as i64;
+                    }
+                    Kw::Dow => tmask = DOW,
+                    Kw::Ad => tmask = ADBC,
+                    Kw::Bc => {
+                        tmask = ADBC;
+                        bc = true;
+                    }
+                    Kw::Am | Kw::Pm => tmask = AMPM,
+                    Kw::Julian => {
+                        julian_next = true;
+                        tmask = 0;
+                    }
+                    Kw::Utc => tmask = 0,
+                    Kw::Epoch | Kw::Today | Kw::Tomorrow | Kw::Yesterday => {
+                        tmask = DATE_M;
+                        special = Some(match kw {
+                            Kw::Epoch => 0,
+                            Kw::Today => today_days,
+                            Kw::Tomorrow => today_days + 1,
+                            _ => today_days - 1,
+                        });
+                    }
+                }
+            }
+        }
+        if tmask & fmask != 0 {
+            return Err(DateInputError::BadFormat);
+        }
+        fmask |= tmask;
+    }
+    if julian_next {
+        return Err(DateInputError::BadFormat);
+    }
+    if let Some(d) = special {
+        if fields.len() != 1 {
+            return Err(DateInputError::BadFormat);
+        }
+        return Ok(d);
+    }
+    if let Some(j) = julian {
+        // Julian day 2440588 is 1970-01-01.
+        let d = j - 2_440_588;
+        if !(MIN_DAYS..=MAX_DAYS).contains(&d) {
+            return Err(DateInputError::OutOfRange);
+        }
+        return i32::try_from(d).map_err(|_| DateInputError::OutOfRange);
+    }
+    if fmask & DATE_M != DATE_M {
+        return Err(DateInputError::BadFormat);
+    }
+    // ValidateDate
+    if bc {
+        if tm.year <= 0 {
+            return Err(DateInputError::FieldOverflow);
+        }
+        tm.year = -(tm.year - 1);
+    } else if is2digits {
+        if tm.year < 70 {
+            tm.year += 2000;
+        } else if tm.year < 100 {
+            tm.year += 1900;
+        }
+    } else if tm.year <= 0 {
+        return Err(DateInputError::FieldOverflow);
+    }
+    if fmask & DOY != 0 {
+        let jan1 = days_from_ymd(tm.year, 1, 1).ok_or(DateInputError::OutOfRange)? as i64;
+        let d = NaiveDate::from_num_days_from_ce_opt((jan1 + tm.yday - 1 + 719_163) as i32).ok_or(DateInputError::OutOfRange)?;
+        tm.year = d.year() as i64;
+        tm.mon = d.month() as i64;
+        tm.mday = d.day() as i64;
+    }
+    if !(1..=12).contains(&tm.mon) || !(1..=31).contains(&tm.mday) {
+        return Err(DateInputError::MdFieldOverflow);
+    }
+    const DAYS: [i64; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let max = DAYS[(tm.mon - 1) as usize] + i64::from(tm.mon == 2 && is_leap(tm.year));
+    if tm.mday > max {
+        return Err(DateInputError::FieldOverflow);
+    }
+    if tm.year < -4713 || (tm.year == -4713 && tm.mon < 11) || (tm.year == -4713 && tm.mon == 11 && tm.mday < 24) {
+        return Err(DateInputError::OutOfRange);
+    }
+    days_from_ymd(tm.year, tm.mon, tm.mday).ok_or(DateInputError::OutOfRange)
+}
+
+/// `hh:mm[:ss[.ffffff]]` with hours < 24 (or exactly 24:00:00).
+fn valid_time(s: &str) -> bool {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() < 2 || parts.len() > 3 {
+        return false;
+    }
+    let h: Option<u32> = parts[0].parse().ok();
+    let m: Option<u32> = parts[1].parse().ok();
+    let sec: Option<f64> = parts.get(2).map_or(Some(0.0), |p| p.parse().ok());
+    matches!((h, m, sec), (Some(h), Some(m), Some(s)) if h <= 24 && m < 60 && (0.0..61.0).contains(&s) && (h < 24 || (m == 0 && s == 0.0)))
+}
+
+/// A date as PostgreSQL's ISO output: `2040-04-10 BC` for years before 1.
+pub fn format_date_iso(days: i32) -> String {
+    match NaiveDate::from_num_days_from_ce_opt(days.wrapping_add(719_163)) {
+        Some(d) if d.year() <= 0 => format!("{:04}-{:02}-{:02} BC", 1 - d.year(), d.month(), d.day()),
+        Some(d) => format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day()),
+        None => days.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DateInputError::*;
+    use DateOrder::*;
+
+    fn p(s: &str, o: DateOrder) -> Result<String, DateInputError> {
+        parse_date_pg(s, o, 0).map(format_date_iso)
+    }
+
+    #[test]
+    fn postgres_date_forms() {
+        for (s, want) in [
+            ("1999-01-08", "1999-01-08"),
+            ("January 8, 1999", "1999-01-08"),
+            ("19990108", "1999-01-08"),
+            ("990108", "1999-01-08"),
+            ("1999.008", "1999-01-08"),
+            ("J2451187", "1999-01-08"),
+            ("1999-Jan-08", "1999-01-08"),
+            ("08-Jan-1999", "1999-01-08"),
+            ("Jan-08-1999", "1999-01-08"),
+            ("08 Jan 1999", "1999-01-08"),
+            ("1999 Jan 08", "1999-01-08"),
+            ("2040-04-10 BC", "2040-04-10 BC"),
+            ("1/8/1999", "1999-01-08"),
+            ("1999-01-08 04:05:06", "1999-01-08"),
+            ("epoch", "1970-01-01"),
+        ] {
+            assert_eq!(p(s, Mdy).as_deref(), Ok(want), "{s}");
+        }
+        assert_eq!(p("01/02/03", Ymd).as_deref(), Ok("2001-02-03"));
+        assert_eq!(p("01/02/03", Dmy).as_deref(), Ok("2003-02-01"));
+        assert_eq!(p("01/02/03", Mdy).as_deref(), Ok("2003-01-02"));
+        assert_eq!(p("99-01-08", Ymd).as_deref(), Ok("1999-01-08"));
+        assert_eq!(p("1/18/1999", Ymd), Err(MdFieldOverflow));
+        assert_eq!(p("1997-02-29", Mdy), Err(FieldOverflow));
+        assert_eq!(p("January 8, 99 BC", Ymd), Err(MdFieldOverflow));
+        assert_eq!(p("bogus", Mdy), Err(BadFormat));
+        assert_eq!(p("", Mdy), Err(BadFormat));
+        assert_eq!(p("1999-01-08x", Mdy), Err(BadFormat));
+    }
+}
+
+thread_local! {
+    static DATE_ORDER: std::cell::Cell<DateOrder> = const { std::cell::Cell::new(DateOrder::Mdy) };
+}
+
+/// Run `f` with DateStyle's field order in force for date input on this
+/// thread (the binder sets the session's around literal casts; elsewhere
+/// input uses PostgreSQL's default MDY).
+pub fn with_date_order<R>(order: DateOrder, f: impl FnOnce() -> R) -> R {
+    struct Reset(DateOrder);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DATE_ORDER.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(DATE_ORDER.with(|c| c.replace(order)));
+    f()
+}
+
+/// The field order in force on this thread.
+pub fn current_date_order() -> DateOrder {
+    DATE_ORDER.with(|c| c.get())
+}
