@@ -262,3 +262,34 @@ async fn kept_plans_and_only_changed_rows_written() {
     let (written, _, unchanged, plans) = counts(&c, "f_ch").await;
     assert_eq!((written, unchanged, plans), (1, 1, 1), "only e's row is new; a's row is the same");
 }
+
+/// Versions a flow's checkpoint needs compacted away (the flow's hold is
+/// switched off by a failpoint): the change log since the checkpoint can no
+/// longer be read exactly, so the flow falls back to a full snapshot with
+/// the reason `snapshot_expired`, and its sink is still its query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacted_versions_fall_back_as_snapshot_expired() {
+    if common::external_url().is_some() {
+        eprintln!("skipped: flows are weir's");
+        return;
+    }
+    let data = tempfile::Builder::new().prefix("weir-flow-expired").tempdir().unwrap();
+    let server = TestServer::spawn_with(data.path(), &[("WEIR_FAILPOINTS", "flow_scheduler_paused,flow_no_version_hold")], &[]).unwrap();
+    let c = server.connect(None).await.unwrap();
+    c.batch_execute("CREATE TABLE se (ts TIMESTAMP TIME INDEX, v BIGINT)").await.unwrap();
+    c.batch_execute("INSERT INTO se VALUES ('2024-01-01 00:00:01', 1), ('2024-01-01 00:00:11', 5)").await.unwrap();
+    const SE: &str = "SELECT date_bin(INTERVAL '10 seconds', ts) AS w, sum(v) AS s, min(v) AS lo FROM se GROUP BY w";
+    c.batch_execute(&format!("CREATE FLOW f_se SINK TO f_se_out EVAL INTERVAL '1 hour' AS {SE}")).await.unwrap();
+    c.batch_execute("ADMIN FLUSH_FLOW('f_se')").await.unwrap();
+    for v in [2, 3] {
+        c.batch_execute(&format!("INSERT INTO se VALUES ('2024-01-01 00:00:01', {v})")).await.unwrap();
+        c.batch_execute("ADMIN flush_table('se')").await.unwrap();
+    }
+    c.batch_execute("ADMIN compact_table('se')").await.unwrap();
+    c.batch_execute("ADMIN FLUSH_FLOW('f_se')").await.unwrap();
+    let got = rows(&c, "SELECT w, s, lo FROM f_se_out").await;
+    let want = rows(&c, &format!("SELECT w, s, lo FROM ({SE}) AS q")).await;
+    assert_eq!(got, want, "the sink equals its query after the fallback");
+    let st = rows(&c, "SELECT mode, fallbacks FROM information_schema.flow_statistics WHERE flow_name = 'f_se'").await.join(";");
+    assert_eq!(st, "incremental|{\"missing_watermark\":1,\"snapshot_expired\":1}");
+}

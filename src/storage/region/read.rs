@@ -195,7 +195,6 @@ impl Region {
             }
             Ok(())
         };
-        let keep = |b: RecordBatch, out: &mut Vec<RecordBatch>| keep_with(b, f, out);
         for (i, (b, _)) in snap.mem.iter().enumerate() {
             keep_with(b.project(cols)?, if i >= snap.overlay_from { &unbounded } else { f }, &mut out)?;
         }
@@ -211,8 +210,11 @@ impl Region {
                     continue;
                 }
                 let Some(mut scan) = self.open_sst(file, cols, &p) else { continue };
+                // Sequence bounds the whole file meets are not checked row by row.
+                let (lo, hi) = file.meta.seq_range;
+                let ff = RowFilter { seq_after: f.seq_after.filter(|&a| lo <= a), seq_upto: f.seq_upto.filter(|&u| hi > u), ..f.clone() };
                 while let Some(b) = scan.next_batch()? {
-                    keep(b, &mut out)?;
+                    keep_with(b, &ff, &mut out)?;
                 }
                 if !out.is_empty() {
                     sources.push(Source { batches: std::mem::take(&mut out) });
