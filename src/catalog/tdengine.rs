@@ -95,6 +95,11 @@ pub struct GroupProgress {
     pub first_ts: i64,
     pub max_ts: i64,
     pub resume_us: i64,
+    /// The start of the oldest window still recorded when older records
+    /// were expired (None: every window is recorded): changes before it
+    /// trigger nothing, as with EXPIRED_TIME.
+    #[serde(default)]
+    pub horizon_us: Option<i64>,
 }
 
 /// A stream's progress: per group, the windows computed (by start); the
@@ -123,6 +128,17 @@ pub struct StreamState {
     #[serde(default)]
     pub trigger_rows_read: u64,
     pub last_error: Option<String>,
+    /// Per group, window start → the first-column times of the rows its
+    /// computation wrote (so a recomputation, or a window that merged into
+    /// another or split, deletes the rows it no longer gives).
+    #[serde(default)]
+    pub outputs: BTreeMap<String, BTreeMap<i64, Vec<i64>>>,
+    /// Evaluations failed in a row, and when the next try is due (ms):
+    /// a failed evaluation keeps no progress and is retried with backoff.
+    #[serde(default)]
+    pub failures: u32,
+    #[serde(default)]
+    pub retry_at_ms: Option<i64>,
 }
 
 impl Catalog {

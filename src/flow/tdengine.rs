@@ -21,7 +21,7 @@
 //! May import `planner`, `exec`, `storage`, `catalog`, `parser`, `types`,
 //! `error` (as the rest of `flow`); never `sql` or `server`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::ops::ControlFlow;
 use std::sync::atomic::AtomicBool;
@@ -1071,13 +1071,35 @@ pub enum Mode {
 }
 
 /// Evaluate a stream: returns the result rows written.
+///
+/// A failed evaluation keeps none of its progress (the windows it marked
+/// are computed again): the error, the failure count and the time of the
+/// retry are recorded (status Failed in `ins_streams`), and the runner
+/// retries after `retry_delay_ms`. What it wrote is rewritten by the retry.
 pub fn run(env: &Env, def: &StreamDef, mode: Mode) -> Result<u64> {
-    let c = compile(env, def)?;
     let mut st = env.catalog.stream_state(&def.database, &def.name);
-    let r = run_compiled(env, &c, &mut st, mode);
-    st.last_error = r.as_ref().err().map(|e| e.to_string());
+    let r = compile(env, def).and_then(|c| run_compiled(env, &c, &mut st, mode));
+    match &r {
+        Ok(_) => {
+            st.last_error = None;
+            st.failures = 0;
+            st.retry_at_ms = None;
+        }
+        Err(e) => {
+            st = env.catalog.stream_state(&def.database, &def.name);
+            st.last_error = Some(e.to_string());
+            st.failures = st.failures.saturating_add(1);
+            st.retry_at_ms = Some(super::batching::now_ms() + retry_delay_ms(st.failures));
+        }
+    }
     env.catalog.put_stream_state(&def.database, &def.name, &st)?;
     r
+}
+
+/// The wait before the retry after `failures` failed evaluations in a
+/// row: 1 s, doubling, at most a minute.
+pub fn retry_delay_ms(failures: u32) -> i64 {
+    1000i64.saturating_mul(1 << failures.saturating_sub(1).min(6)).min(60_000)
 }
 
 fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Result<u64> {
@@ -1106,6 +1128,9 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
     // The computations, run after the cutting (batched across groups).
     let mut jobs: Vec<Job> = Vec::new();
     let mut outs: HashMap<String, Option<GroupOut>> = HashMap::new();
+    // Per group, output times whose rows may have to go (windows merged,
+    // split or recomputed with other times).
+    let mut stale: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
     for (key, g) in groups.iter() {
         let anchor = sel.as_ref().and_then(|s| s.get(key)).and_then(|(_, a)| *a);
         let prev = st.groups.get(key).copied();
@@ -1125,22 +1150,35 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
         if !recalc {
             let next_id = st.groups.len() as i64;
             let first = g.ts.first().copied().unwrap_or(max_ts);
-            let p = st.groups.entry(key.clone()).or_insert(GroupProgress { id: next_id, first_ts: first, max_ts, resume_us: first });
+            let p = st.groups.entry(key.clone()).or_insert(GroupProgress { id: next_id, first_ts: first, max_ts, resume_us: first, horizon_us: None });
             p.first_ts = p.first_ts.min(first);
             p.max_ts = max_ts;
             p.resume_us = resume_after(&c.cs.trigger, g, &wins, max_ts.saturating_sub(c.watermark_us), anchor.unwrap_or(first))?;
         }
         let gi = st.groups.get(key).map(|p| p.id).unwrap_or(0);
+        let horizon = st.groups.get(key).and_then(|p| p.horizon_us);
+        let below = |w: &Win| horizon.is_some_and(|h| w.start < h);
         let marks = st.windows.entry(key.clone()).or_default();
         if !recalc && time_windows(&c.cs.trigger)?.is_none() {
-            // Data-defined windows were cut again from the first row read
-            // up to the resume point: marks there that start no window
-            // any more (late rows merged or split them) are stale.
+            // Data-defined windows were cut again from where the read began
+            // (every row after it is read): marks there that start no
+            // closed window any more (late rows or deletes merged or split
+            // them, or joined them to the open window) are stale.
             // (STATE_WINDOW extend 2 cut from `from`: the first run was
             // context only.)
-            let lo = if from.is_some() { wins.first().map(|w| w.start) } else { g.ts.first().copied() };
-            if let (Some(lo), Some(hi)) = (lo, last_start(&wins)) {
-                marks.retain(|k, _| *k < lo || *k > hi || wins.iter().any(|w| w.start == *k));
+            let lo = if from.is_some() { wins.first().map(|w| w.start) } else { Some(anchor.unwrap_or(i64::MIN)) };
+            if let Some(lo) = lo {
+                let starts: std::collections::HashSet<i64> = wins.iter().map(|w| w.start).collect();
+                let gone: Vec<i64> = marks.range(lo..).map(|(k, _)| *k).filter(|k| !starts.contains(k)).collect();
+                for k in gone {
+                    marks.remove(&k);
+                    // Their rows go unless late rows leave windows alone.
+                    if let Some(ts) = st.outputs.get_mut(key).and_then(|o| o.remove(&k)) {
+                        if !c.ignore_disorder && disorder_recalcs(&c.cs.trigger) {
+                            stale.entry(key.clone()).or_default().extend(ts);
+                        }
+                    }
+                }
             }
         }
         let frontier = marks.keys().next_back().copied();
@@ -1148,7 +1186,8 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
         for w in &wins {
             let old = marks.get(&w.start).copied();
             let mark = WindowMark { end: w.end, rows: w.rows, digest: w.digest };
-            let expired = c.expired_us.is_some_and(|e| w.end < max_ts.saturating_sub(e));
+            // Behind the records kept (`prune_records`): as if expired.
+            let expired = c.expired_us.is_some_and(|e| w.end < max_ts.saturating_sub(e)) || below(w);
             let compute = match mode {
                 Mode::Init => match c.fill_history {
                     Some(from) => c.on_close && w.start >= from.unwrap_or(i64::MIN),
@@ -1176,9 +1215,12 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
             }
             // A recalculation marks what it computed only: new windows are
             // the catch-up's.
-            if compute || !matches!(mode, Mode::Recalc { .. }) {
+            if compute || (!recalc && !below(w)) {
                 marks.insert(w.start, mark);
             }
+        }
+        if !recalc {
+            prune_records(c, st, key, max_ts);
         }
         // Open windows: computed when they open (WINDOW_OPEN) and every
         // MAX_DELAY of processing time while they stay open.
@@ -1215,7 +1257,8 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
             jobs.push(Job { key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone() });
         }
     }
-    written += run_jobs(env, c, &jobs, &outs, now, st)?;
+    written += run_jobs(env, c, &jobs, &outs, now, st, &mut stale)?;
+    delete_outputs(env, c, st, &stale)?;
     if !matches!(mode, Mode::Recalc { .. }) {
         // The checkpoint: the change log is read from here on; versions
         // are held so it stays readable.
@@ -1231,6 +1274,127 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
     }
     st.rows_written += written;
     Ok(written)
+}
+
+/// Closed windows a group keeps records of (marks and output times):
+/// older ones are expired, like windows behind EXPIRED_TIME, which also
+/// expires records. Late rows and deletes behind the oldest record kept
+/// trigger nothing; RECALCULATE still recomputes any range.
+pub const WINDOW_RECORDS_PER_GROUP: usize = 256;
+
+/// Expire a group's oldest window records beyond `WINDOW_RECORDS_PER_GROUP`
+/// and those EXPIRED_TIME puts out of reach; the newest is always kept (it
+/// anchors where cutting resumes). Sets the group's horizon.
+fn prune_records(c: &Compiled, st: &mut StreamState, key: &str, max_ts: i64) {
+    let Some(marks) = st.windows.get_mut(key) else { return };
+    let mut n = marks.len().saturating_sub(WINDOW_RECORDS_PER_GROUP);
+    if let Some(e) = c.expired_us {
+        let limit = max_ts.saturating_sub(e);
+        n = n.max(marks.values().take_while(|m| m.end < limit).count());
+    }
+    let n = n.min(marks.len().saturating_sub(1));
+    if n == 0 {
+        return;
+    }
+    let Some(&h) = marks.keys().nth(n) else { return };
+    *marks = marks.split_off(&h);
+    if let Some(o) = st.outputs.get_mut(key) {
+        *o = o.split_off(&h);
+    }
+    if let Some(p) = st.groups.get_mut(key) {
+        p.horizon_us = Some(p.horizon_us.map_or(h, |x| x.max(h)));
+    }
+}
+
+/// Record the output times a window's computation wrote; the times its
+/// previous computation wrote and this one did not are stale.
+fn record_output(
+    c: &Compiled,
+    st: &mut StreamState,
+    key: &str,
+    start: i64,
+    batches: &[RecordBatch],
+    stale: &mut BTreeMap<String, BTreeSet<i64>>,
+) -> Result<()> {
+    if c.output.is_none() || c.calc_notify_only {
+        return Ok(());
+    }
+    let mut ts = Vec::new();
+    for b in batches.iter().filter(|b| b.num_columns() > 0 && b.num_rows() > 0) {
+        let a = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None))?;
+        let a = a.as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>().expect("cast to timestamp µs");
+        ts.extend(a.iter().flatten());
+    }
+    ts.sort_unstable();
+    ts.dedup();
+    let per = st.outputs.entry(key.to_string()).or_default();
+    let old = if ts.is_empty() { per.remove(&start) } else { per.insert(start, ts.clone()) };
+    if per.is_empty() {
+        st.outputs.remove(key);
+    }
+    let gone: Vec<i64> = old.unwrap_or_default().into_iter().filter(|t| ts.binary_search(t).is_err()).collect();
+    if !gone.is_empty() {
+        stale.entry(key.to_string()).or_default().extend(gone);
+    }
+    Ok(())
+}
+
+/// Delete the output rows of stale times no window of their group gives
+/// any more (a later window may give the same time: that row stays), in
+/// one commit.
+fn delete_outputs(env: &Env, c: &Compiled, st: &StreamState, stale: &BTreeMap<String, BTreeSet<i64>>) -> Result<()> {
+    let Some((db, name)) = &c.output else { return Ok(()) };
+    if stale.is_empty() || c.calc_notify_only {
+        return Ok(());
+    }
+    let Some(t) = env.catalog.table(db, name) else { return Ok(()) };
+    let regions = super::batching::table_regions(env, &t)?;
+    let ti = t.time_index.unwrap_or(0);
+    let tb = if is_grouped(c) { t.column_index(TBNAME) } else { None };
+    let mut parts: Vec<crate::storage::RegionWrites> = vec![Default::default(); regions.len()];
+    for (key, times) in stale {
+        let live: std::collections::HashSet<i64> = st.outputs.get(key).map(|o| o.values().flatten().copied().collect()).unwrap_or_default();
+        let gone: BTreeSet<i64> = times.iter().copied().filter(|t| !live.contains(t)).collect();
+        let (Some(&lo), Some(&hi)) = (gone.first(), gone.last()) else { continue };
+        let sub = match tb {
+            Some(_) => match st.subtables.get(key) {
+                Some(s) => Some(s.as_str()),
+                None => continue,
+            },
+            None => None,
+        };
+        for (r, region) in regions.iter().enumerate() {
+            let req = crate::storage::ScanRequest { time_range: Some((lo, hi.saturating_add(1))), with_rowid: true, ..Default::default() };
+            for b in region.scan(&req)? {
+                if b.num_rows() == 0 {
+                    continue;
+                }
+                let ts = arrow::compute::cast(b.column(ti), &arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None))?;
+                let ts = ts.as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>().expect("cast to timestamp µs");
+                let names = match tb {
+                    Some(i) => Some(crate::exec::expr::cast_array(b.column(i), SqlType::from_arrow(b.column(i).data_type()), SqlType::Text)?),
+                    None => None,
+                };
+                let names = names.as_ref().map(|a| a.as_any().downcast_ref::<arrow::array::StringArray>().cloned());
+                let hit = arrow::array::BooleanArray::from_iter((0..b.num_rows()).map(|i| {
+                    let at = !ts.is_null(i) && gone.contains(&ts.value(i));
+                    let mine = match (&names, sub) {
+                        (Some(Some(n)), Some(s)) => n.is_valid(i) && n.value(i) == s,
+                        (None, _) => true,
+                        _ => false,
+                    };
+                    Some(at && mine)
+                }));
+                if hit.true_count() > 0 {
+                    parts[r].deletes.push(arrow::compute::filter_record_batch(&b, &hit)?);
+                }
+            }
+        }
+    }
+    if parts.iter().any(|p| !p.is_empty()) {
+        env.storage.commit(regions.into_iter().zip(parts).collect())?;
+    }
+    Ok(())
 }
 
 /// One window of one group to compute.
@@ -1265,9 +1429,10 @@ fn run_jobs(
     outs: &HashMap<String, Option<GroupOut>>,
     now: i64,
     st: &mut StreamState,
+    stale: &mut BTreeMap<String, BTreeSet<i64>>,
 ) -> Result<u64> {
     let mut buf = OutBuf::default();
-    let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf);
+    let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf, stale);
     // What was computed is written, also when a later window failed.
     flush_output(env, &mut buf)?;
     r
@@ -1281,6 +1446,7 @@ fn run_jobs_into(
     now: i64,
     st: &mut StreamState,
     buf: &mut OutBuf,
+    stale: &mut BTreeMap<String, BTreeSet<i64>>,
 ) -> Result<u64> {
     let mut written = 0u64;
     let mut done = vec![false; jobs.len()];
@@ -1301,6 +1467,7 @@ fn run_jobs_into(
                 let j = &jobs[i];
                 if let Some(batches) = per_group.get(&j.key) {
                     written += write_output(env, c, batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
+                    record_output(c, st, &j.key, j.win.start, batches, stale)?;
                     st.windows_done += 1;
                     done[i] = true;
                 }
@@ -1321,6 +1488,7 @@ fn run_jobs_into(
         };
         let (cols, batches) = compute_out(env, c, &b)?;
         written += write_output(env, c, &batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
+        record_output(c, st, &j.key, j.win.start, &batches, stale)?;
         st.windows_done += 1;
     }
     Ok(written)
@@ -1407,11 +1575,6 @@ fn compute_batch(env: &Env, c: &Compiled, w: &Win, now: i64) -> Result<(Vec<Plan
     Ok((cols, out))
 }
 
-/// The start of the last window cut (None: none).
-fn last_start(wins: &[Win]) -> Option<i64> {
-    wins.last().map(|w| w.start)
-}
-
 /// The version-hold name of a stream on its trigger regions.
 pub fn holder(def: &StreamDef) -> String {
     format!("stream:{}.{}", def.database, def.name)
@@ -1474,9 +1637,18 @@ fn selection(
             sel.insert(key, (ch.values, None));
             continue;
         };
-        let late = ch.min_ts < p.resume_us;
-        let anchor =
-            if late { late_anchor(&c.cs.trigger, st.windows.get(&key), ch.min_ts)?.map(|a| a.min(p.resume_us)) } else { Some(p.resume_us) };
+        // Changes behind the records kept trigger nothing (as if expired).
+        if p.horizon_us.is_some_and(|h| ch.max_ts < h) {
+            continue;
+        }
+        let min_ts = ch.min_ts.max(p.horizon_us.unwrap_or(i64::MIN));
+        let late = min_ts < p.resume_us;
+        let anchor = if late {
+            // From the oldest window kept at the earliest.
+            late_anchor(&c.cs.trigger, st.windows.get(&key), min_ts)?.or(p.horizon_us).map(|a| a.min(p.resume_us))
+        } else {
+            Some(p.resume_us)
+        };
         let watches_open = c.on_open || c.max_delay_us.is_some();
         if !late && !watches_open && !closes(&c.cs.trigger, p.resume_us, ch.max_ts.max(p.max_ts).saturating_sub(c.watermark_us))? {
             // Rows after the open window's start and no window closes
@@ -1661,6 +1833,11 @@ impl StreamRunner {
     /// Run one stream now: its pending recalculations in request order,
     /// then new and changed windows. Returns the rows written.
     pub fn run_one(&self, env: &Env, def: &StreamDef) -> Result<u64> {
+        self.run_stream(env, def, true)
+    }
+
+    /// `run_one`; unless `now`, a failed stream waits for its retry time.
+    fn run_stream(&self, env: &Env, def: &StreamDef, now: bool) -> Result<u64> {
         let _g = self.run_lock.lock();
         // The definition may have changed (STOP) or gone since it was read.
         let Some(def) = env.catalog.stream(&def.database, &def.name) else { return Ok(0) };
@@ -1669,6 +1846,9 @@ impl StreamRunner {
         }
         let mut rows = 0u64;
         let st = env.catalog.stream_state(&def.database, &def.name);
+        if !now && st.retry_at_ms.is_some_and(|at| super::batching::now_ms() < at) {
+            return Ok(0);
+        }
         for r in st.recalcs.iter().filter(|r| r.status == "Pending") {
             let res = run(env, &def, Mode::Recalc { from: r.start_us, to: r.end_us });
             let mut st = env.catalog.stream_state(&def.database, &def.name);
@@ -1697,7 +1877,7 @@ impl StreamRunner {
         self.low_latency.store(low, std::sync::atomic::Ordering::Relaxed);
         for def in defs {
             if def.status != "Stopped" {
-                if let Err(e) = self.run_one(env, &def) {
+                if let Err(e) = self.run_stream(env, &def, false) {
                     tracing::debug!(stream = %def.name, error = %e, "stream evaluation failed");
                 }
             }

@@ -70,6 +70,12 @@ pub enum TdStatement {
         from: ast::Expr,
         to: Option<ast::Expr>,
     },
+    /// `DROP DATABASE [IF EXISTS] db FORCE`: also drops the streams that
+    /// use the database (without FORCE it is PostgreSQL's statement).
+    DropDatabaseForce {
+        if_exists: bool,
+        name: ast::Ident,
+    },
 }
 
 /// `CREATE STABLE [IF NOT EXISTS] st (cols) TAGS (tags)`.
@@ -383,6 +389,9 @@ impl fmt::Display for TdStatement {
                 }
                 Ok(())
             }
+            TdStatement::DropDatabaseForce { if_exists, name } => {
+                write!(f, "DROP DATABASE {}{name} FORCE", if *if_exists { "IF EXISTS " } else { "" })
+            }
             TdStatement::CreateSnode { dnode } => write!(f, "CREATE SNODE ON DNODE {dnode}"),
             TdStatement::DropSnode { dnode } => write!(f, "DROP SNODE ON DNODE {dnode}"),
             TdStatement::ShowSnodes => write!(f, "SHOW SNODES"),
@@ -673,6 +682,11 @@ pub(super) fn parse_misc(p: &mut Parser) -> Result<Statement, ParserError> {
         TdStatement::ShowSnodes
     } else if parse_words(p, &["SHOW", "DNODES"]) {
         TdStatement::ShowDnodes
+    } else if parse_words(p, &["DROP", "DATABASE"]) {
+        let if_exists = if_exists(p);
+        let name = p.parse_identifier()?;
+        expect_word(p, "FORCE")?;
+        TdStatement::DropDatabaseForce { if_exists, name }
     } else if parse_words(p, &["DROP", "STABLE"]) {
         let if_exists = if_exists(p);
         TdStatement::DropStable { if_exists, name: p.parse_object_name(false)? }
@@ -917,7 +931,13 @@ pub(super) fn applies_misc(p: &Parser) -> bool {
         &["START", "STREAM"],
         &["RECALCULATE", "STREAM"],
     ];
-    FORMS.iter().any(|f| peek_words(p, f))
+    // DROP DATABASE [IF EXISTS] db FORCE (TDengine's; PostgreSQL's FORCE
+    // is `WITH (FORCE)`).
+    let at = if peek_words_at(p, 2, &["IF", "EXISTS"]) { 4 } else { 2 };
+    let drop_force = peek_words(p, &["DROP", "DATABASE"])
+        && matches!(p.peek_nth_token_ref(at).token, Token::Word(_))
+        && peek_words_at(p, at + 1, &["FORCE"]);
+    drop_force || FORMS.iter().any(|f| peek_words(p, f))
 }
 
 #[cfg(test)]
@@ -958,6 +978,8 @@ mod tests {
             "RECALCULATE STREAM rdb.s FROM '2025-01-01 02:00:00' TO '2025-01-01 02:01:00'",
             "START STREAM IF EXISTS IGNORE UNTREATED s",
             "DROP STREAM IF EXISTS s1, d.s2",
+            "DROP DATABASE IF EXISTS tdb FORCE",
+            "DROP DATABASE tdb FORCE",
         ] {
             let s = td(sql);
             let again = td(&s.to_string());

@@ -106,6 +106,9 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                         Value::Int(st.windows_done as i64),
                         Value::Int(st.rows_written as i64),
                         Value::Int(st.trigger_rows_read as i64),
+                        Value::Int(st.windows.values().map(|m| m.len() as i64).sum()),
+                        Value::Int(st.failures as i64),
+                        st.retry_at_ms.map(ts).unwrap_or(Value::Null),
                     ]
                 })
                 .collect();
@@ -123,6 +126,11 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                     ("windows_done", Int8),
                     ("rows_written", Int8),
                     ("trigger_rows_read", Int8),
+                    // Closed windows recorded (bounded per group), failed
+                    // evaluations in a row and when the next try is due.
+                    ("window_records", Int8),
+                    ("failures", Int4),
+                    ("retry_at", Timestamp),
                 ],
                 rows,
             )

@@ -101,11 +101,14 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                         if name == s.database {
                             bail!(InvalidParameterValue, "cannot drop the currently open database");
                         }
+                        // TDengine streams using it: refused (… FORCE drops them).
+                        super::tdengine::check_drop_database(s, &name)?;
                         for def in cat.drop_database(&name)? {
                             for r in 0..def.regions.max(1) {
                                 engine.storage.drop_region(region_id(def.id, r))?;
                             }
                         }
+                        super::tdengine::forget_database(s, &name)?;
                     }
                     _ => unreachable!(),
                 }

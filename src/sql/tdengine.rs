@@ -152,6 +152,39 @@ pub fn execute(s: &mut Session, t: &TdStatement) -> Result<QueryResult> {
             }
             cmd(if stop { "STOP STREAM" } else { "START STREAM" })
         }
+        TdStatement::DropDatabaseForce { if_exists, name } => {
+            let db = ident(name);
+            if !s.engine.catalog.database_exists(&db) {
+                if *if_exists {
+                    return cmd("DROP DATABASE");
+                }
+                bail!(UndefinedDatabase, "database \"{db}\" does not exist");
+            }
+            if db == s.database {
+                bail!(InvalidParameterValue, "cannot drop the currently open database");
+            }
+            if !s.engine.catalog.is_owner(&s.user, &AclObject::Database(db.clone())) {
+                bail!(InsufficientPrivilege, "must be owner of database {db}");
+            }
+            // The streams that use it go first (each needs write on its
+            // own database, as DROP STREAM), then the database as usual.
+            let engine = s.engine.clone();
+            {
+                let _g = engine.streams.exclusive();
+                for def in streams_using(s, &db) {
+                    need_stream_write(s, &def.database, "DROP DATABASE FORCE")?;
+                }
+                for def in streams_using(s, &db) {
+                    td::release(&env(s), &def);
+                    engine.catalog.drop_stream(&def.database, &def.name)?;
+                }
+            }
+            let stmt = match crate::parser::parse(&format!("DROP DATABASE {}", quote(&db)))?.pop() {
+                Some(crate::parser::Statement::Sql(stmt)) => stmt,
+                _ => bail!(Internal, "DROP DATABASE did not parse"),
+            };
+            s.execute_sql_statement(&stmt, Params::default())
+        }
         TdStatement::Recalculate { name, from, to } => {
             let def = stream_def(s, name)?;
             need_stream_write(s, &def.database, "RECALCULATE STREAM")?;
@@ -187,6 +220,60 @@ pub fn execute(s: &mut Session, t: &TdStatement) -> Result<QueryResult> {
             cmd("RECALCULATE STREAM")
         }
     }
+}
+
+fn quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// The streams that use database `db`: living in it, triggering on a
+/// table of it, reading one or writing their output into it.
+fn streams_using(s: &Session, db: &str) -> Vec<StreamDef> {
+    let uses = |def: &StreamDef| -> bool {
+        if def.database == db {
+            return true;
+        }
+        let Ok(cs) = td::parse_def(def) else { return false };
+        let in_db = |n: &ast::ObjectName| td::qualified(&def.database, n).is_ok_and(|(d, _)| d == db);
+        if cs.from.as_ref().is_some_and(in_db) || cs.into.as_ref().is_some_and(in_db) {
+            return true;
+        }
+        let mut reads = false;
+        if let Some(q) = &cs.query {
+            let _ = ast::visit_relations(q.as_ref(), |n| {
+                reads |= in_db(n);
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+        }
+        reads
+    };
+    s.engine.catalog.streams().into_iter().filter(|d| uses(d)).collect()
+}
+
+/// DROP DATABASE without FORCE: refused while streams use the database
+/// (TDengine's words).
+pub fn check_drop_database(s: &Session, db: &str) -> Result<()> {
+    let using = streams_using(s, db);
+    if using.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = using.iter().map(|d| format!("{}.{}", d.database, d.name)).collect();
+    Err(err!(ObjectInUse, "Stream must be dropped first")
+        .with_detail(format!("database \"{db}\" is used by stream(s) {}", names.join(", ")))
+        .with_hint(format!("drop the streams, or DROP DATABASE {db} FORCE to drop them too")))
+}
+
+/// After DROP DATABASE: forget its supertables and child tables (their
+/// tables and views went with it).
+pub fn forget_database(s: &Session, db: &str) -> Result<()> {
+    let cat = &s.engine.catalog;
+    for c in cat.child_tables(db) {
+        cat.drop_child_table(db, &c.name)?;
+    }
+    for st in cat.stables(db) {
+        cat.drop_stable(db, &st.name)?;
+    }
+    Ok(())
 }
 
 fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Result<QueryResult> {
@@ -593,7 +680,43 @@ fn drop_child(s: &mut Session, db: &str, name: &str) -> Result<()> {
     }
     let cat = &s.engine.catalog;
     let _ = cat.drop_view(db, name);
-    cat.drop_child_table(db, name)
+    cat.drop_child_table(db, name)?;
+    drop_output_subtables(s, db, &child)
+}
+
+/// DELETE_OUTPUT_TABLE: a dropped trigger child table's output subtable
+/// goes too (streams partitioned by tbname, which CREATE STREAM checks).
+fn drop_output_subtables(s: &mut Session, db: &str, child: &crate::catalog::ChildTableDef) -> Result<()> {
+    let engine = s.engine.clone();
+    let mut drop = Vec::new();
+    {
+        let _g = engine.streams.exclusive();
+        for def in engine.catalog.streams() {
+            let Ok(cs) = td::parse_def(&def) else { continue };
+            if !cs.options.iter().any(|o| matches!(o, StreamOption::DeleteOutputTable)) {
+                continue;
+            }
+            let (Some(from), Some(into)) = (&cs.from, &cs.into) else { continue };
+            let (tdb, tname) = td::qualified(&def.database, from)?;
+            if tdb != db || (tname != child.stable && tname != child.name) {
+                continue;
+            }
+            let (odb, oname) = td::qualified(&def.database, into)?;
+            let mut st = engine.catalog.stream_state(&def.database, &def.name);
+            let key = td::group_key(&[Some(child.name.clone())]);
+            st.outputs.remove(&key);
+            if let Some(sub) = st.subtables.remove(&key) {
+                if engine.catalog.child_table(&odb, &sub).is_some_and(|c| c.stable == oname) {
+                    drop.push((odb, sub));
+                }
+            }
+            engine.catalog.put_stream_state(&def.database, &def.name, &st)?;
+        }
+    }
+    for (odb, sub) in drop {
+        drop_child(s, &odb, &sub)?;
+    }
+    Ok(())
 }
 
 /// SHOW TABLES in TDengine's sense: child and plain tables, not supertables.
