@@ -40,7 +40,7 @@ pub use flow::{CommentOnFlow, CreateFlow, DropFlow, FlowQuery, ShowCreateFlow, S
 pub use tdengine::{
     ChildSpec, CreateStable, CreateStream, Duration, InsertPart, Notify, OutputTag, StreamOption, StreamTrigger, TdStatement,
 };
-pub use tql::{Tql, TqlArgs, TqlCte, TqlKind, TqlWith};
+pub use tql::{Tql, TqlArgs, TqlCte, TqlKind, TqlWith, TqlWithExplain};
 pub use vacuum::{Vacuum, VacuumTable};
 
 use crate::error::{ErrorKind, WeirError};
@@ -127,6 +127,7 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["COMMENT", "ON", "FLOW"], applies: |_| true, parse: flow::parse_comment },
     WeirStatement { words: &["TQL"], applies: tql::applies, parse: tql::parse },
     WeirStatement { words: &["WITH"], applies: tql::applies_with, parse: tql::parse_with },
+    WeirStatement { words: &["EXPLAIN"], applies: tql::applies_explain_with, parse: tql::parse_explain_with },
     WeirStatement { words: &["VACUUM"], applies: |_| true, parse: vacuum::parse },
 ];
 

@@ -179,10 +179,28 @@ pub struct TqlCte {
 pub struct TqlWith {
     pub tql: Vec<TqlCte>,
     pub query: ast::Query,
+    /// `EXPLAIN [ANALYZE] [VERBOSE] WITH …`: the plan instead of the rows.
+    pub explain: Option<TqlWithExplain>,
+}
+
+/// The options of an `EXPLAIN` over a TQL WITH statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TqlWithExplain {
+    pub analyze: bool,
+    pub verbose: bool,
 }
 
 impl fmt::Display for TqlWith {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(e) = &self.explain {
+            write!(f, "EXPLAIN ")?;
+            if e.analyze {
+                write!(f, "ANALYZE ")?;
+            }
+            if e.verbose {
+                write!(f, "VERBOSE ")?;
+            }
+        }
         write!(f, "WITH ")?;
         for (i, c) in self.tql.iter().enumerate() {
             if i > 0 {
@@ -208,8 +226,13 @@ impl fmt::Display for TqlWith {
 /// Whether a WITH statement has a TQL body: `AS ( TQL` at the top level
 /// of its WITH list.
 pub(super) fn applies_with(parser: &Parser) -> bool {
+    applies_with_at(parser, 0)
+}
+
+/// `applies_with` for a WITH that is the `at`-th token.
+fn applies_with_at(parser: &Parser, at: usize) -> bool {
     let mut depth = 0i32;
-    let mut i = 1;
+    let mut i = at + 1;
     loop {
         let t = &parser.peek_nth_token_ref(i).token;
         match t {
@@ -290,7 +313,70 @@ pub(super) fn parse_with(parser: &mut Parser) -> Result<Statement, ParserError> 
         w.cte_tables = sql;
         query.with = Some(w);
     }
-    Ok(Statement::TqlWith(Box::new(TqlWith { tql, query })))
+    Ok(Statement::TqlWith(Box::new(TqlWith { tql, query, explain: None })))
+}
+
+/// The options of `EXPLAIN [ANALYZE] [VERBOSE]` or PostgreSQL's
+/// `EXPLAIN (ANALYZE [bool], VERBOSE [bool], …)` and the index of the token
+/// after them, without consuming anything; None when the words are not
+/// options weir knows (sqlparser then answers for them).
+fn explain_options(parser: &Parser) -> Option<(TqlWithExplain, usize)> {
+    let mut e = TqlWithExplain::default();
+    let mut i = 1;
+    let word = |i: usize| match &parser.peek_nth_token_ref(i).token {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_lowercase()),
+        _ => None,
+    };
+    if parser.peek_nth_token_ref(1).token == Token::LParen {
+        i = 2;
+        loop {
+            let name = word(i)?;
+            i += 1;
+            let mut on = true;
+            match word(i).as_deref() {
+                Some("true" | "on") => i += 1,
+                Some("false" | "off") => {
+                    on = false;
+                    i += 1
+                }
+                _ => {}
+            }
+            match name.as_str() {
+                "analyze" => e.analyze = on,
+                "verbose" => e.verbose = on,
+                _ => return None,
+            }
+            match parser.peek_nth_token_ref(i).token {
+                Token::Comma => i += 1,
+                Token::RParen => return Some((e, i + 1)),
+                _ => return None,
+            }
+        }
+    }
+    if word(i).as_deref() == Some("analyze") {
+        e.analyze = true;
+        i += 1;
+    }
+    if word(i).as_deref() == Some("verbose") {
+        e.verbose = true;
+        i += 1;
+    }
+    Some((e, i))
+}
+
+/// Whether an EXPLAIN explains a WITH statement with a TQL body.
+pub(super) fn applies_explain_with(parser: &Parser) -> bool {
+    explain_options(parser).is_some_and(|(_, at)| super::peek_words_at(parser, at, &["WITH"]) && applies_with_at(parser, at))
+}
+
+pub(super) fn parse_explain_with(parser: &mut Parser) -> Result<Statement, ParserError> {
+    let (e, at) = explain_options(parser).ok_or_else(|| ParserError::ParserError("invalid EXPLAIN options".into()))?;
+    for _ in 0..at {
+        parser.next_token();
+    }
+    let Statement::TqlWith(mut w) = parse_with(parser)? else { unreachable!("parse_with gives a TQL WITH statement") };
+    w.explain = Some(e);
+    Ok(Statement::TqlWith(w))
 }
 
 /// The text between two tokenizer locations (end exclusive), and the

@@ -568,6 +568,11 @@ impl Session {
                 let (columns, batches) = crate::tql::execute(&planner, t)?;
                 Ok(QueryResult::Rows { columns, batches })
             }
+            WeirStatement::TqlWith(w) if w.explain.is_some() => {
+                let planner = self.planner(params);
+                let (columns, batches) = crate::tql::explain_with(&planner, w)?;
+                Ok(QueryResult::Rows { columns, batches })
+            }
             WeirStatement::TqlWith(w) => {
                 let planner = self.planner(params);
                 crate::tql::with_query(&planner, w)?;

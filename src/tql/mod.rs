@@ -49,29 +49,43 @@ pub fn execute(planner: &Planner, tql: &Tql) -> Result<(Vec<PlanColumn>, Vec<Rec
             let range = args::evaluate(planner, a)?;
             evaluate(planner, &expr, &range, tql.alias.as_ref())
         }
-        TqlKind::Explain => {
-            let range = match &tql.args {
-                Some(a) => args::evaluate(planner, a)?,
-                None => Range::at(planner.ctx.statement_ts / 1000),
-            };
-            let ev = eval::Evaluator::new(planner, range);
-            let mut lines = Vec::new();
-            ev.explain(&expr, 0, &mut lines)?;
-            Ok(output::text_rows("QUERY PLAN", lines))
-        }
+        TqlKind::Explain => Ok(output::text_rows("QUERY PLAN", explain(planner, tql, &expr)?)),
         TqlKind::Analyze => {
-            let Some(a) = &tql.args else { bail!(Syntax, "TQL ANALYZE needs (start, end, step)") };
-            let range = args::evaluate(planner, a)?;
-            let ev = eval::Evaluator::new(planner, range).analyzing();
-            let started = Instant::now();
-            let v = ev.eval(&expr)?;
-            let (_, batches) = output::rows(&ev, v, &layout(planner, &expr, tql.alias.as_ref())?, &output::fields(planner, &expr))?;
-            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-            let mut lines = ev.take_stats();
-            lines.push(format!("Total: rows={rows} time={:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
+            let (lines, _) = analyze(planner, tql, &expr)?;
             Ok(output::text_rows("QUERY PLAN", lines))
         }
     }
+}
+
+/// TQL EXPLAIN: the PromQL nodes, each selector with its scan plan (at
+/// the statement's time when there are no arguments).
+fn explain(planner: &Planner, tql: &Tql, expr: &promql_parser::parser::Expr) -> Result<Vec<String>> {
+    let range = match &tql.args {
+        Some(a) => args::evaluate(planner, a)?,
+        None => Range::at(planner.ctx.statement_ts / 1000),
+    };
+    let mut lines = Vec::new();
+    eval::Evaluator::new(planner, range).explain(expr, 0, &mut lines)?;
+    Ok(lines)
+}
+
+/// TQL ANALYZE: evaluate with per-node statistics; the plan lines (each
+/// node's series, samples and time, then the total) and the result.
+fn analyze(
+    planner: &Planner,
+    tql: &Tql,
+    expr: &promql_parser::parser::Expr,
+) -> Result<(Vec<String>, (Vec<PlanColumn>, Vec<RecordBatch>))> {
+    let Some(a) = &tql.args else { bail!(Syntax, "TQL ANALYZE needs (start, end, step)") };
+    let range = args::evaluate(planner, a)?;
+    let ev = eval::Evaluator::new(planner, range).analyzing();
+    let started = Instant::now();
+    let v = ev.eval(expr)?;
+    let result = output::rows(&ev, v, &layout(planner, expr, tql.alias.as_ref())?, &output::fields(planner, expr))?;
+    let rows: usize = result.1.iter().map(|b| b.num_rows()).sum();
+    let mut lines = ev.take_stats();
+    lines.push(format!("Total: rows={rows} time={:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
+    Ok((lines, result))
 }
 
 /// Evaluate a PromQL expression over a range: the rows laid out as
@@ -114,23 +128,68 @@ pub fn static_columns(
 /// scope under their names (`name (a, b)` renames the columns in order).
 pub fn with_query(planner: &Planner, w: &crate::parser::TqlWith) -> Result<()> {
     for c in &w.tql {
-        let (mut cols, batches) = execute(planner, &c.tql)?;
-        if c.columns.len() > cols.len() {
-            bail!(
-                InvalidColumnReference,
-                "WITH query \"{}\" has {} columns available but {} columns specified",
-                crate::planner::ident(&c.name),
-                cols.len(),
-                c.columns.len()
-            );
-        }
-        for (col, name) in cols.iter_mut().zip(&c.columns) {
-            col.name = crate::planner::ident(name);
-        }
-        let batches = relabel(&cols, batches)?;
-        planner.computed_ctes.borrow_mut().push((crate::planner::ident(&c.name), batches, cols));
+        let (cols, batches) = execute(planner, &c.tql)?;
+        scope(planner, c, cols, batches)?;
     }
     Ok(())
+}
+
+/// A TQL WITH query's result put in the planner's scope under its name
+/// (`name (a, b)` renames the columns in order).
+fn scope(planner: &Planner, c: &crate::parser::TqlCte, mut cols: Vec<PlanColumn>, batches: Vec<RecordBatch>) -> Result<()> {
+    if c.columns.len() > cols.len() {
+        bail!(
+            InvalidColumnReference,
+            "WITH query \"{}\" has {} columns available but {} columns specified",
+            crate::planner::ident(&c.name),
+            cols.len(),
+            c.columns.len()
+        );
+    }
+    for (col, name) in cols.iter_mut().zip(&c.columns) {
+        col.name = crate::planner::ident(name);
+    }
+    let batches = relabel(&cols, batches)?;
+    planner.computed_ctes.borrow_mut().push((crate::planner::ident(&c.name), batches, cols));
+    Ok(())
+}
+
+/// `EXPLAIN [ANALYZE] WITH name AS (TQL EVAL …) <query>`: for each TQL
+/// WITH query its PromQL plan (as `TQL EXPLAIN` shows it, or with ANALYZE
+/// run and as `TQL ANALYZE` shows it), then the plan of the SQL query over
+/// their results. Without ANALYZE nothing is evaluated: the SQL query is
+/// planned over the columns the TQL results are known to have.
+pub fn explain_with(planner: &Planner, w: &crate::parser::TqlWith) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
+    let e = w.explain.unwrap_or_default();
+    let started = Instant::now();
+    let mut lines = Vec::new();
+    for c in &w.tql {
+        lines.push(format!("TQL WITH query \"{}\": {}", crate::planner::ident(&c.name), c.tql));
+        let expr = parse_promql(&c.tql)?;
+        let (plan, (cols, batches)) = if e.analyze {
+            analyze(planner, &c.tql, &expr)?
+        } else {
+            (explain(planner, &c.tql, &expr)?, (static_columns(planner, &expr, c.tql.alias.as_ref())?, vec![]))
+        };
+        lines.extend(plan.into_iter().map(|l| format!("  {l}")));
+        scope(planner, c, cols, batches)?;
+    }
+    let logical = planner.plan_query(&w.query, None)?;
+    lines.push("Query:".to_string());
+    if e.verbose {
+        lines.push("  Logical plan:".to_string());
+        lines.extend(logical.explain().into_iter().map(|l| format!("    {l}")));
+        lines.push("  Physical plan:".to_string());
+    }
+    let pad = if e.verbose { "    " } else { "  " };
+    let physical = planner.physical(logical)?;
+    lines.extend(physical.explain().into_iter().map(|l| format!("{pad}{l}")));
+    if e.analyze {
+        let batches = crate::exec::collect(&physical, &planner.ctx)?;
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        lines.push(format!("Total: rows={rows} time={:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
+    }
+    Ok(output::text_rows("QUERY PLAN", lines))
 }
 
 /// Batches under new column names.

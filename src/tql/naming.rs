@@ -311,7 +311,14 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
             let inner = layout(planner, &a.expr)?;
             let op = a.op.id();
             if matches!(op, T_TOPK | T_BOTTOMK) {
-                return Ok(inner);
+                // GreptimeDB: the values, the labels, then the time
+                // (promql/topk_bottomk.result).
+                let mut l = inner;
+                l.cols = (0..l.values.len()).map(Col::Value).collect();
+                l.cols.extend(l.labels.iter().map(|x| Col::Label(x.clone())));
+                l.cols.push(Col::Time);
+                l.raw = false;
+                return Ok(l);
             }
             let mut groups: Vec<String> = match &a.modifier {
                 None => vec![],
@@ -373,14 +380,34 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                 l.types.clear();
                 l.values = range_call(name, &args, &inner, range_ms, &inner.time);
                 if name == "absent_over_time" {
-                    return Ok(absent(m));
+                    // GreptimeDB plans it as its prom_absent_over_time UDF
+                    // (planner.rs); the labels are Prometheus's.
+                    let mut a = absent(planner, m)?;
+                    a.values = l.values.iter().take(1).cloned().collect();
+                    return Ok(a);
                 }
                 return Ok(l.time_values_tags());
             }
             let lit = |i: usize, time: &str| args.get(i).and_then(|a| literal(a, time));
             match name {
                 "time" => Layout::literal("time / Float64(1000)".into()),
-                "vector" | "pi" => Layout::literal("value".into()),
+                // GreptimeDB's EmptyMetric of vector() names its value
+                // greptime_value (its planner's create_vector_plan).
+                "vector" => Layout::literal("greptime_value".into()),
+                // promql/math.result: `pi()`.
+                "pi" => Layout::literal("pi()".into()),
+                // promql/timestamp_fn.result: time, `value`, labels; the
+                // table stays the qualifier of two-vector arithmetic.
+                "timestamp" => {
+                    let mut l = layout(planner, args[0])?;
+                    l.types.clear();
+                    if l.values.len() == 1 {
+                        l.values = vec!["value".into()];
+                    } else {
+                        l.values = l.values.iter().map(|v| format!("timestamp({v})")).collect();
+                    }
+                    l.time_values_tags()
+                }
                 "scalar" => {
                     let inner = layout(planner, args[0])?;
                     let v = inner.values.first().cloned().unwrap_or_else(|| "value".into());
@@ -394,7 +421,7 @@ pub fn layout(planner: &Planner, e: &Expr) -> Result<Layout> {
                         raw: false,
                     }
                 }
-                "absent" => absent(args[0]),
+                "absent" => absent(planner, args[0])?,
                 "sort" | "sort_desc" => layout(planner, args[0])?,
                 "label_replace" | "label_join" => {
                     let mut l = layout(planner, args[0])?;
@@ -480,18 +507,24 @@ fn literal_string(e: &Expr) -> Option<String> {
     }
 }
 
-/// `absent(...)`: time, value, the labels its equality matchers give.
-fn absent(arg: &Expr) -> Layout {
+/// `absent(...)`: time, value, the labels its equality matchers give. As
+/// GreptimeDB names them (promql/absent.result): the time and the value
+/// after the argument's (`ts`, `val`, `sum(t.val)`), or `time` and `value`
+/// for an unknown metric.
+fn absent(planner: &Planner, arg: &Expr) -> Result<Layout> {
     let vs = match strip_parens(arg) {
         Expr::VectorSelector(vs) => Some(vs),
         Expr::MatrixSelector(m) => Some(&m.vs),
         _ => None,
     };
     let labels: Vec<String> = vs.map(super::funcs::absent_labels).unwrap_or_default().into_iter().map(|(n, _)| n).collect();
-    let mut l = Layout::literal("value".into());
+    let inner = layout(planner, arg)?;
+    let value = inner.values.first().cloned().unwrap_or_else(|| "value".into());
+    let mut l = Layout::literal(value);
+    l.time = inner.time;
     l.cols.extend(labels.iter().map(|x| Col::Label(x.clone())));
     l.labels = labels;
-    l
+    Ok(l)
 }
 
 #[cfg(test)]
