@@ -187,48 +187,6 @@ async fn default_is_loopback_trust() {
     assert_eq!(e, ("28000".into(), "role \"not_a_role\" does not exist".into()));
 }
 
-/// A CA and a server certificate for 127.0.0.1 / localhost, made with the
-/// openssl CLI into `dir`; None when openssl is missing.
-fn make_certs(dir: &std::path::Path) -> Option<()> {
-    let run = |args: &[&str]| {
-        std::process::Command::new("openssl").args(args).current_dir(dir).output().ok().filter(|o| o.status.success()).map(|_| ())
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=weir test CA",
-    ])?;
-    run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])?;
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").ok()?;
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "san.ext",
-    ])
-}
-
 /// psql with these connection settings; (success, stdout + stderr).
 fn psql(addr: &str, user: &str, password: &str, extra: &str, sql: &str) -> Option<(bool, String)> {
     let (host, port) = addr.rsplit_once(':').unwrap();
@@ -247,21 +205,14 @@ fn psql(addr: &str, user: &str, password: &str, extra: &str, sql: &str) -> Optio
 #[test]
 fn tls_required_and_offered() {
     let dir = tempfile::tempdir().unwrap();
-    if make_certs(dir.path()).is_none() || std::process::Command::new("psql").arg("--version").output().is_err() {
+    let certs = common::TlsCerts::make();
+    let Some(certs) = certs.filter(|_| std::process::Command::new("psql").arg("--version").output().is_ok()) else {
         eprintln!("openssl or psql missing: skipped");
         return;
-    }
-    let hba = dir.path().join("pg_hba.conf");
-    std::fs::write(&hba, "hostssl all weir_test 127.0.0.1/32 scram-sha-256\nhostnossl all all 127.0.0.1/32 reject\n").unwrap();
-    let cert = dir.path().join("server.crt");
-    let key = dir.path().join("server.key");
-    let ca = dir.path().join("ca.crt");
-    let s = TestServer::spawn_with(
-        &dir.path().join("data"),
-        &[("WEIR_SUPERUSER_PASSWORD", SUPER_PW)],
-        &["--hba-file", hba.to_str().unwrap(), "--ssl-cert-file", cert.to_str().unwrap(), "--ssl-key-file", key.to_str().unwrap()],
-    )
-    .unwrap();
+    };
+    let (cert, ca) = (certs.cert(), certs.ca());
+    let hba = "hostssl all weir_test 127.0.0.1/32 scram-sha-256\nhostnossl all all 127.0.0.1/32 reject\n";
+    let s = certs.spawn(&dir.path().join("data"), &[("WEIR_SUPERUSER_PASSWORD", SUPER_PW)], hba).unwrap();
     let (ok, out) = psql(&s.addr, "weir_test", SUPER_PW, "sslmode=require", "SELECT 1").unwrap();
     assert!(ok && out.trim() == "1", "{out}");
     let verify = format!("sslmode=verify-full sslrootcert={}", ca.display());

@@ -227,3 +227,105 @@ async fn copy_killed_midway_leaves_nothing() {
     assert_eq!(count(&c, "SELECT count(*) FROM k WHERE host LIKE 'z%'").await, 100_000);
     assert_eq!(count(&c, "SELECT count(*) FROM k").await, 100_011);
 }
+
+/// A DATE in PostgreSQL's binary form: days since 2000-01-01.
+#[derive(Debug)]
+struct PgDate(i32);
+
+impl tokio_postgres::types::ToSql for PgDate {
+    fn to_sql(
+        &self,
+        _: &tokio_postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0.to_be_bytes());
+        Ok(tokio_postgres::types::IsNull::No)
+    }
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        *ty == tokio_postgres::types::Type::DATE
+    }
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// COPY FROM STDIN (FORMAT binary) as tokio-postgres's BinaryCopyInWriter
+/// (and pgx's CopyFrom) send it: every scalar type, NULLs, an array; a bad
+/// signature and a wrong field count are 22P04 and write nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_binary_format() {
+    use tokio_postgres::binary_copy::BinaryCopyInWriter;
+    use tokio_postgres::types::{ToSql, Type};
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::spawn(dir.path()).unwrap();
+    let c = server.connect(None).await.unwrap();
+    c.batch_execute(
+        "CREATE TABLE cpb (host TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, n BIGINT, i INT, s SMALLINT, f REAL, ok BOOLEAN, \
+         d DATE, a INT[], PRIMARY KEY (host))",
+    )
+    .await
+    .unwrap();
+    let st = c.prepare("COPY cpb (host, ts, v, n, i, s, f, ok, d, a) FROM STDIN (FORMAT binary)").await.unwrap();
+    let sink = c.copy_in(&st).await.unwrap();
+    let types = [
+        Type::TEXT,
+        Type::TIMESTAMP,
+        Type::FLOAT8,
+        Type::INT8,
+        Type::INT4,
+        Type::INT2,
+        Type::FLOAT4,
+        Type::BOOL,
+        Type::DATE,
+        Type::INT4_ARRAY,
+    ];
+    let writer = BinaryCopyInWriter::new(sink, &types);
+    futures::pin_mut!(writer);
+    let ts = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_704_067_200); // 2024-01-01
+    let none: Option<i64> = None;
+    for k in 0..1000i64 {
+        let host = format!("h{k:04}");
+        let t = ts + std::time::Duration::from_secs(k as u64);
+        let v = k as f64 / 2.0;
+        let i = k as i32 - 500;
+        let s = (k % 100) as i16;
+        let f = k as f32 / 4.0;
+        let ok = k % 2 == 0;
+        let d = PgDate(8766 + (k as i32 % 30)); // 2024-01-01 + k % 30 days
+        let a = vec![Some(k as i32), None, Some(7)];
+        let n: &(dyn ToSql + Sync) = if k == 3 { &none } else { &k };
+        let row: [&(dyn ToSql + Sync); 10] = [&host, &t, &v, n, &i, &s, &f, &ok, &d, &a];
+        writer.as_mut().write(&row).await.unwrap();
+    }
+    assert_eq!(writer.finish().await.unwrap(), 1000);
+    drop(st);
+    let r = c
+        .query_one("SELECT host, ts::text, v, n, i, s, f, ok, d::text, a::text FROM cpb WHERE host = 'h0003'", &[])
+        .await
+        .unwrap();
+    assert_eq!(r.get::<_, String>(1), "2024-01-01 00:00:03");
+    assert_eq!(r.get::<_, f64>(2), 1.5);
+    assert_eq!(r.get::<_, Option<i64>>(3), None);
+    assert_eq!((r.get::<_, i32>(4), r.get::<_, i16>(5), r.get::<_, f32>(6), r.get::<_, bool>(7)), (-497, 3, 0.75, false));
+    assert_eq!(r.get::<_, String>(8), "2024-01-04");
+    assert_eq!(r.get::<_, String>(9), "{3,NULL,7}");
+    assert_eq!(count(&c, "SELECT count(*) FROM cpb").await, 1000);
+
+    // Text where binary is expected: PostgreSQL's error, nothing written.
+    let e = copy(&c, "COPY cpb FROM STDIN (FORMAT binary)", "x\t2024-01-01 00:00:03\n").await.unwrap_err();
+    let db = e.as_db_error().expect("a server error");
+    assert_eq!((db.code().code(), db.message()), ("22P04", "COPY file signature not recognized"));
+    // A row with one field of ten.
+    let mut data = b"PGCOPY\n\xff\r\n\0".to_vec();
+    data.extend(0i32.to_be_bytes());
+    data.extend(0i32.to_be_bytes());
+    data.extend(1i16.to_be_bytes());
+    data.extend(1i32.to_be_bytes());
+    data.extend(b"z");
+    let st = c.prepare("COPY cpb FROM STDIN (FORMAT binary)").await.unwrap();
+    let sink = c.copy_in::<_, bytes::Bytes>(&st).await.unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from(data)).await.unwrap();
+    let e = sink.finish().await.unwrap_err();
+    drop(st);
+    assert_eq!(common::format_error(&e).1.as_deref(), Some("22P04"), "{e}");
+    assert_eq!(count(&c, "SELECT count(*) FROM cpb").await, 1000);
+}

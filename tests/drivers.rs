@@ -47,7 +47,7 @@ struct Secure {
     server: TestServer,
     /// The CA certificate that signed the server's (None for an external server).
     ca: Option<PathBuf>,
-    _certs: Option<tempfile::TempDir>,
+    _certs: Option<common::TlsCerts>,
     _data: Option<tempfile::TempDir>,
 }
 
@@ -63,20 +63,12 @@ impl Secure {
         if common::external_url().is_some() {
             return Secure { server: TestServer::start().expect("external server"), ca: None, _certs: None, _data: None };
         }
-        let certs = tempfile::Builder::new().prefix("weir-drivers-tls").tempdir().unwrap();
-        assert!(make_certs(certs.path()).is_some(), "openssl could not make the test certificates");
-        let hba = certs.path().join("pg_hba.conf");
-        // TLS and a password for everyone; a plain connection is refused.
-        std::fs::write(&hba, "hostssl all all 127.0.0.1/32 scram-sha-256\nhostnossl all all 127.0.0.1/32 reject\n").unwrap();
+        let certs = common::TlsCerts::make().expect("openssl could not make the test certificates");
         let data = tempfile::Builder::new().prefix("weir-test-data").tempdir().unwrap();
-        let (cert, key) = (certs.path().join("server.crt"), certs.path().join("server.key"));
-        let server = TestServer::spawn_with(
-            data.path(),
-            &[("WEIR_SUPERUSER_PASSWORD", PASSWORD)],
-            &["--hba-file", hba.to_str().unwrap(), "--ssl-cert-file", cert.to_str().unwrap(), "--ssl-key-file", key.to_str().unwrap()],
-        )
-        .expect("start server");
-        Secure { server, ca: Some(certs.path().join("ca.crt")), _certs: Some(certs), _data: Some(data) }
+        // TLS and a password for everyone; a plain connection is refused.
+        let hba = "hostssl all all 127.0.0.1/32 scram-sha-256\nhostnossl all all 127.0.0.1/32 reject\n";
+        let server = certs.spawn(data.path(), &[("WEIR_SUPERUSER_PASSWORD", PASSWORD)], hba).expect("start server");
+        Secure { server, ca: Some(certs.ca()), _certs: Some(certs), _data: Some(data) }
     }
 
     /// A libpq-style URL with the password, sslmode=require and the CA.
@@ -87,46 +79,6 @@ impl Secure {
         let ca = self.ca.as_ref().unwrap().display();
         format!("postgresql://weir_test:{PASSWORD_URL}@{}/public?sslmode=require&sslrootcert={ca}", self.addr)
     }
-}
-
-/// A CA and a server certificate for 127.0.0.1 / localhost, made with the
-/// openssl CLI into `dir` (as tests/auth.rs does); None when openssl fails.
-fn make_certs(dir: &Path) -> Option<()> {
-    let run = |args: &[&str]| Command::new("openssl").args(args).current_dir(dir).output().ok().filter(|o| o.status.success()).map(|_| ());
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=weir drivers CA",
-    ])?;
-    run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])?;
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").ok()?;
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "san.ext",
-    ])
 }
 
 fn run_script(module: &str, script: &str) {
@@ -274,7 +226,8 @@ fn node_postgres_smoke() {
 }
 
 /// psql's `\d t` lists the table's primary key (tags + time index) from
-/// pg_index / pg_constraint / pg_get_indexdef; `\d+`, `\di`, `\dv` work.
+/// pg_index / pg_constraint / pg_get_indexdef; `\d+`, `\di`, `\dv` work;
+/// CREATE INDEX indexes show in `\d` and `\di`; `\dT` runs.
 #[test]
 fn psql_describe_shows_primary_key() {
     if !Command::new("psql").arg("--version").output().is_ok_and(|o| o.status.success()) {
@@ -291,6 +244,8 @@ fn psql_describe_shows_primary_key() {
         .args(["-X", "-v", "ON_ERROR_STOP=1"])
         .args(["-c", "CREATE TABLE psql_t (host STRING, ts TIMESTAMP TIME INDEX, v DOUBLE, PRIMARY KEY (host))", "-c", "\\d psql_t"])
         .args(["-c", "CREATE VIEW psql_v AS SELECT host FROM psql_t", "-c", "\\d+ psql_t", "-c", "\\di", "-c", "\\dv", "-c", "\\d+ psql_v"])
+        .args(["-c", "CREATE INDEX psql_t_v_idx ON psql_t (v)", "-c", "CREATE UNIQUE INDEX psql_t_hv ON psql_t (host, v)"])
+        .args(["-c", "\\d psql_t", "-c", "\\di", "-c", "\\dT"])
         .output()
         .expect("run psql");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -301,6 +256,12 @@ fn psql_describe_shows_primary_key() {
     assert!(text.contains(" public | psql_t_pkey | index | weir_test | psql_t"), "{text}");
     assert!(text.contains(" public | psql_v | view | weir_test"), "{text}");
     assert!(text.contains("View definition:"), "{text}");
+    // CREATE INDEX indexes: in \d (from pg_index and pg_get_indexdef) and \di.
+    assert!(text.contains("\"psql_t_v_idx\" btree (v)"), "{text}");
+    assert!(text.contains("\"psql_t_hv\" UNIQUE, btree (host, v)"), "{text}");
+    assert!(text.contains(" public | psql_t_v_idx | index | weir_test | psql_t"), "{text}");
+    // \dT: no user types, but the query (pg_type_is_visible, format_type) runs.
+    assert!(text.contains("List of data types"), "{text}");
 }
 
 /// pgx (Go, Debian's golang-github-jackc-pgx-v4-dev in GOPATH mode): connect

@@ -217,7 +217,74 @@ pub fn acl_mask(acl: &[AclItem], roles: &[String]) -> (u32, u32) {
     (p, g)
 }
 
+/// Key of an ALTER DEFAULT PRIVILEGES entry: `acl/default/<role>/<db>`
+/// (an empty db: every database).
+fn default_key(role: &str, schema: Option<&str>) -> String {
+    format!("{}default/{role}/{}", super::ACL_PREFIX, schema.unwrap_or(""))
+}
+
+/// The hard-wired ACL of a new relation owned by `role`.
+fn relation_default(role: &str) -> Vec<AclItem> {
+    default_acl(&AclObject::Relation(String::new(), String::new()), role)
+}
+
 impl Catalog {
+    /// ALTER DEFAULT PRIVILEGES [FOR ROLE role] [IN SCHEMA db] … ON TABLES:
+    /// edit the entry of (role, db). A global entry (no db) holds the whole
+    /// initial ACL, starting from the hard-wired one; a per-database entry
+    /// holds what is added to it (PostgreSQL's pg_default_acl). An entry
+    /// left at its starting point goes, as PostgreSQL removes the row.
+    pub fn edit_default_acl(&self, role: &str, schema: Option<&str>, f: impl FnOnce(&mut Vec<AclItem>) -> Result<()>) -> Result<()> {
+        let key = default_key(role, schema);
+        let mut st = self.state.write();
+        let start = if schema.is_none() { relation_default(role) } else { Vec::new() };
+        let mut acl = st.acls.get(&key).and_then(|e| e.acl.clone()).unwrap_or_else(|| start.clone());
+        f(&mut acl)?;
+        if acl == start {
+            if st.acls.remove(&key).is_some() {
+                self.del(key)?;
+            }
+        } else {
+            let entry = ObjectAcl { owner: Some(role.to_string()), acl: Some(acl) };
+            self.put(key.clone(), serde_json::to_vec(&entry).map_err(|e| err!(Internal, "{e}"))?)?;
+            st.acls.insert(key, entry);
+        }
+        Ok(())
+    }
+
+    /// Every default-privileges entry: (role, database or None, items).
+    pub fn default_acls(&self) -> Vec<(String, Option<String>, Vec<AclItem>)> {
+        let prefix = format!("{}default/", super::ACL_PREFIX);
+        let st = self.state.read();
+        st.acls
+            .iter()
+            .filter_map(|(k, e)| {
+                let (role, db) = k.strip_prefix(&prefix)?.rsplit_once('/')?;
+                Some((role.to_string(), (!db.is_empty()).then(|| db.to_string()), e.acl.clone().unwrap_or_default()))
+            })
+            .collect()
+    }
+
+    /// The ACL a relation `owner` creates in `db` starts with: the global
+    /// default entry (else the hard-wired ACL) plus the database's entry;
+    /// None when neither exists (relacl stays NULL).
+    pub fn initial_relation_acl(&self, owner: &str, db: &str) -> Option<Vec<AclItem>> {
+        let st = self.state.read();
+        let global = st.acls.get(&default_key(owner, None)).and_then(|e| e.acl.clone());
+        let schema = st.acls.get(&default_key(owner, Some(db))).and_then(|e| e.acl.clone());
+        if global.is_none() && schema.is_none() {
+            return None;
+        }
+        let mut acl = global.unwrap_or_else(|| relation_default(owner));
+        for i in schema.unwrap_or_default() {
+            acl_grant(&mut acl, &i.grantee, &i.grantor, i.privs, false);
+            if let Some(x) = acl.iter_mut().find(|x| x.grantee == i.grantee && x.grantor == i.grantor) {
+                x.grant_options |= i.grant_options;
+            }
+        }
+        Some(acl)
+    }
+
     /// The role created at the first start (oid 10), which owns every
     /// object without a recorded owner.
     pub fn bootstrap_role(&self) -> String {

@@ -381,6 +381,11 @@ impl Catalog {
         self.state.read().indexes.get(&(database.to_string(), name.to_string())).cloned()
     }
 
+    /// Every CREATE INDEX index of a database, by name.
+    pub fn database_indexes(&self, database: &str) -> Vec<IndexDef> {
+        self.state.read().indexes.values().filter(|i| i.database == database).cloned().collect()
+    }
+
     pub fn indexes(&self, database: &str, table: &str) -> Vec<IndexDef> {
         self.state.read().indexes.values().filter(|i| i.database == database && i.table == table).cloned().collect()
     }

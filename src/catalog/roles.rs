@@ -5,6 +5,8 @@
 //!
 //! Part of `catalog`: may import `error` only.
 
+use std::collections::BTreeMap;
+
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use ring::{digest, hmac, pbkdf2};
@@ -236,9 +238,100 @@ impl Catalog {
         out
     }
 
+    /// The roles and ACLs as they are now, before a statement of a
+    /// transaction block changes them ([`Catalog::auth_changes`]).
+    pub fn auth_state(&self) -> AuthState {
+        let st = self.state.read();
+        AuthState { roles: st.roles.clone(), acls: st.acls.clone() }
+    }
+
+    /// What changed since `before`, as the entries to put back to undo it.
+    pub fn auth_changes(&self, before: &AuthState) -> AuthUndo {
+        let st = self.state.read();
+        let mut undo = AuthUndo::default();
+        for k in before.roles.keys().chain(st.roles.keys()) {
+            let (old, new) = (before.roles.get(k), st.roles.get(k));
+            let changed = match (old, new) {
+                (Some(o), Some(n)) => stored(o) != stored(n),
+                (None, None) => false,
+                _ => true,
+            };
+            if changed && !undo.roles.iter().any(|(n, _)| n == k) {
+                undo.roles.push((k.clone(), old.cloned()));
+            }
+        }
+        for k in before.acls.keys().chain(st.acls.keys()) {
+            let (old, new) = (before.acls.get(k), st.acls.get(k));
+            let changed = match (old, new) {
+                (Some(o), Some(n)) => stored(o) != stored(n),
+                (None, None) => false,
+                _ => true,
+            };
+            if changed && !undo.acls.iter().any(|(n, _)| n == k) {
+                undo.acls.push((k.clone(), old.cloned()));
+            }
+        }
+        undo
+    }
+
+    /// Put back what [`Catalog::auth_changes`] recorded (ROLLBACK).
+    pub fn undo_auth(&self, undo: &AuthUndo) -> Result<()> {
+        let mut st = self.state.write();
+        for (name, old) in &undo.roles {
+            match old {
+                Some(r) => {
+                    self.put_role(r)?;
+                    st.roles.insert(name.clone(), r.clone());
+                }
+                None => {
+                    self.del(format!("{ROLE_PREFIX}{name}"))?;
+                    st.roles.remove(name);
+                }
+            }
+        }
+        for (key, old) in &undo.acls {
+            match old {
+                Some(a) => {
+                    self.put(key.clone(), serde_json::to_vec(a).map_err(|e| err!(Internal, "{e}"))?)?;
+                    st.acls.insert(key.clone(), a.clone());
+                }
+                None => {
+                    self.del(key.clone())?;
+                    st.acls.remove(key);
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn is_superuser(&self, name: &str) -> bool {
         self.state.read().roles.get(name).is_some_and(|r| r.superuser)
     }
+}
+
+/// Roles and ACLs at one moment (a statement's start).
+pub struct AuthState {
+    roles: BTreeMap<String, RoleDef>,
+    acls: BTreeMap<String, super::acl::ObjectAcl>,
+}
+
+/// The roles and ACL entries a statement changed, with their earlier
+/// values (None: the entry did not exist).
+#[derive(Debug, Clone, Default)]
+pub struct AuthUndo {
+    pub roles: Vec<(String, Option<RoleDef>)>,
+    pub acls: Vec<(String, Option<super::acl::ObjectAcl>)>,
+}
+
+impl AuthUndo {
+    pub fn is_empty(&self) -> bool {
+        self.roles.is_empty() && self.acls.is_empty()
+    }
+}
+
+/// An entry's stored (JSON) form, to compare entries.
+fn stored<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -809,6 +809,11 @@ impl<'a> Planner<'a> {
             _ if bop.is_comparison() => {
                 let sym = op.to_string();
                 let (l, r) = self.unify(l, r, &sym)?;
+                // Arrays compare element by element (their text forms do not
+                // order as their elements do).
+                if l.ty().is_array() && r.ty().is_array() {
+                    return Ok(Expr::Func { name: format!("array_cmp:{}", bop.symbol()), args: vec![l, r], ty: SqlType::Bool });
+                }
                 Ok(Expr::Binary { op: bop, left: Box::new(l), right: Box::new(r), ty: SqlType::Bool })
             }
             _ => {

@@ -16,7 +16,8 @@ use sqlparser::ast;
 
 use super::bind::AggCollector;
 use super::system::{
-    database_namespace_oid, index_oid, is_reserved_schema, pk_columns, pk_constraintdef, pk_indexdef, quote_ident, table_oid, view_oid,
+    database_namespace_oid, index_oid, is_reserved_schema, pk_columns, pk_constraintdef, pk_indexdef, quote_ident, table_oid, user_index_oid,
+    user_indexdef, view_oid,
     SYSTEM_RELATIONS,
 };
 use super::{Planner, Scope};
@@ -168,6 +169,9 @@ impl Planner<'_> {
                     if pk_columns(&t).is_some() {
                         v.push(entry(index_oid(t.id), &format!("{}_pkey", t.name)));
                     }
+                }
+                for (i, idx) in self.catalog.database_indexes(db).iter().enumerate() {
+                    v.push(entry(user_index_oid(i), &idx.name));
                 }
                 for (i, view) in self.catalog.views(db).iter().enumerate() {
                     v.push(entry(view_oid(i), &view.name));
@@ -342,12 +346,21 @@ impl Planner<'_> {
                         let inner = Expr::Case { operand: Some(Box::new(k.clone())), whens: arms, else_expr: None, ty: SqlType::Text };
                         Some((Expr::lit(Value::Int(index_oid(t.id)), SqlType::Int8), inner))
                     })
+                    .chain(self.catalog.database_indexes(&db).iter().enumerate().map(|(i, idx)| {
+                        let mut arms =
+                            vec![(Expr::lit(Value::Int(0), SqlType::Int8), Expr::lit(Value::Text(user_indexdef(idx)), SqlType::Text))];
+                        for (j, c) in idx.columns.iter().enumerate() {
+                            arms.push((Expr::lit(Value::Int(j as i64 + 1), SqlType::Int8), Expr::lit(Value::Text(c.clone()), SqlType::Text)));
+                        }
+                        let inner = Expr::Case { operand: Some(Box::new(k.clone())), whens: arms, else_expr: None, ty: SqlType::Text };
+                        (Expr::lit(Value::Int(user_index_oid(i)), SqlType::Int8), inner)
+                    }))
                     .collect();
                 Expr::Case { operand: Some(Box::new(key)), whens, else_expr: None, ty: SqlType::Text }
             }
             ("pg_get_indexdef" | "pg_get_constraintdef", [a, ..]) => {
                 let key = self.relation_arg(a, scope, agg)?;
-                let arms = self
+                let mut arms: Vec<(i64, Value)> = self
                     .catalog
                     .tables(&db)
                     .iter()
@@ -357,6 +370,11 @@ impl Planner<'_> {
                         Some((index_oid(t.id), Value::Text(def)))
                     })
                     .collect();
+                if name == "pg_get_indexdef" {
+                    for (i, idx) in self.catalog.database_indexes(&db).iter().enumerate() {
+                        arms.push((user_index_oid(i), Value::Text(user_indexdef(idx))));
+                    }
+                }
                 case(key, arms, SqlType::Text)
             }
             ("pg_get_viewdef", [a, ..]) => {
@@ -387,6 +405,9 @@ impl Planner<'_> {
                 }
                 for i in 0..self.catalog.views(&db).len() {
                     arms.push((view_oid(i), Value::Int(0)));
+                }
+                for i in 0..self.catalog.database_indexes(&db).len() {
+                    arms.push((user_index_oid(i), Value::Int(0)));
                 }
                 case(key, arms, SqlType::Int8)
             }

@@ -6,7 +6,7 @@ use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use super::logical::LogicalPlan;
 use super::Planner;
 use crate::bail;
-use crate::catalog::acl::AclObject;
+use crate::catalog::acl::{acl_text, AclObject};
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
 use crate::types::{values_to_array, SqlType, Value};
@@ -115,6 +115,22 @@ pub fn index_oid(id: u32) -> i64 {
     40000 + id as i64
 }
 
+/// OID of the i-th CREATE INDEX index of the connection's database (by name).
+pub fn user_index_oid(i: usize) -> i64 {
+    80000 + i as i64
+}
+
+/// `pg_get_indexdef` of a CREATE INDEX index.
+pub fn user_indexdef(idx: &crate::catalog::IndexDef) -> String {
+    format!(
+        "CREATE {}INDEX {} ON public.{} USING btree ({})",
+        if idx.unique { "UNIQUE " } else { "" },
+        quote_ident(&idx.name),
+        quote_ident(&idx.table),
+        idx.columns.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", ")
+    )
+}
+
 /// OID of the i-th view of the connection's database.
 pub fn view_oid(i: usize) -> i64 {
     60000 + i as i64
@@ -133,6 +149,7 @@ pub const SYSTEM_RELATIONS: &[(i64, &str)] = &[
     (2609, "pg_description"),
     (2610, "pg_index"),
     (2616, "pg_opclass"),
+    (826, "pg_default_acl"),
     (2615, "pg_namespace"),
     (3456, "pg_collation"),
 ];
@@ -544,6 +561,25 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows,
             )
         }
+        // ALTER DEFAULT PRIVILEGES entries (psql's \ddp); namespace 0: every database.
+        ("pg_catalog", "pg_default_acl") => {
+            let dbs = p.catalog.databases();
+            let rows = p
+                .catalog
+                .default_acls()
+                .into_iter()
+                .enumerate()
+                .map(|(i, (role, schema, items))| {
+                    let ns = match schema {
+                        None => 0,
+                        Some(d) if d == db => 2200,
+                        Some(d) => dbs.iter().position(|x| *x == d).map(database_namespace_oid).unwrap_or(0),
+                    };
+                    vec![Value::Int(90000 + i as i64), Value::Int(role_oid(p, &role)), Value::Int(ns), t("r"), t(&acl_text(&items))]
+                })
+                .collect();
+            table(&[("oid", Oid), ("defaclrole", Oid), ("defaclnamespace", Oid), ("defaclobjtype", Text), ("defaclacl", Text)], rows)
+        }
         ("pg_catalog", "pg_namespace") => {
             // psql's \dn lists these: `public` (the connection's database)
             // and every database by its name.
@@ -601,9 +637,8 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         }
         ("pg_catalog", "pg_class") => {
             let mut rows = Vec::new();
-            let row = |oid: i64, name: &str, kind: &str, has_index: bool| {
+            let row = |oid: i64, name: &str, kind: &str, has_index: bool, rel: &str| {
                 // An index has its table's owner and no ACL of its own.
-                let rel = name.strip_suffix("_pkey").filter(|_| kind == "i").unwrap_or(name);
                 let obj = AclObject::Relation(db.to_string(), rel.to_string());
                 let acl = if kind == "i" { None } else { p.catalog.acl_column(&obj) };
                 vec![
@@ -634,17 +669,24 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     acl.map(Value::Text).unwrap_or(Value::Null),
                 ]
             };
+            let indexes = p.catalog.database_indexes(db);
             for tdef in p.catalog.tables(db) {
                 let pk = pk_columns(&tdef);
-                rows.push(row(table_oid(tdef.id), &tdef.name, "r", pk.is_some()));
+                let has_index = pk.is_some() || indexes.iter().any(|i| i.table == tdef.name);
+                rows.push(row(table_oid(tdef.id), &tdef.name, "r", has_index, &tdef.name));
                 if pk.is_some() {
-                    let mut r = row(index_oid(tdef.id), &format!("{}_pkey", tdef.name), "i", false);
+                    let mut r = row(index_oid(tdef.id), &format!("{}_pkey", tdef.name), "i", false, &tdef.name);
                     r[5] = Value::Int(403); // btree
                     rows.push(r);
                 }
             }
+            for (i, idx) in indexes.iter().enumerate() {
+                let mut r = row(user_index_oid(i), &idx.name, "i", false, &idx.table);
+                r[5] = Value::Int(403);
+                rows.push(r);
+            }
             for (i, v) in p.catalog.views(db).iter().enumerate() {
-                rows.push(row(view_oid(i), &v.name, "v", false));
+                rows.push(row(view_oid(i), &v.name, "v", false, &v.name));
             }
             table(
                 &[
@@ -903,20 +945,30 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             )
         }
         ("pg_catalog", "pg_index") => {
+            let mut entries = Vec::new();
+            let tables = p.catalog.tables(db);
+            for tdef in &tables {
+                let Some(cols) = pk_columns(tdef) else { continue };
+                entries.push((index_oid(tdef.id), table_oid(tdef.id), cols, true, true));
+            }
+            for (i, idx) in p.catalog.database_indexes(db).iter().enumerate() {
+                let Some(tdef) = tables.iter().find(|t| t.name == idx.table) else { continue };
+                let cols: Vec<usize> = idx.columns.iter().filter_map(|c| tdef.column_index(c)).collect();
+                entries.push((user_index_oid(i), table_oid(tdef.id), cols, idx.unique, false));
+            }
             let mut rows = Vec::new();
-            for tdef in p.catalog.tables(db) {
-                let Some(cols) = pk_columns(&tdef) else { continue };
+            for (oid, rel, cols, unique, primary) in entries {
                 let key = cols.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(" ");
                 let zeros = cols.iter().map(|_| "0").collect::<Vec<_>>().join(" ");
                 let n = Value::Int(cols.len() as i64);
                 let (yes, no) = (Value::Bool(true), Value::Bool(false));
                 rows.push(vec![
-                    Value::Int(index_oid(tdef.id)),
-                    Value::Int(table_oid(tdef.id)),
+                    Value::Int(oid),
+                    Value::Int(rel),
                     n.clone(),
                     n,
-                    yes.clone(),
-                    yes.clone(),
+                    Value::Bool(unique),
+                    Value::Bool(primary),
                     no.clone(),
                     yes.clone(),
                     no.clone(),

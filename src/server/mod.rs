@@ -446,7 +446,9 @@ fn streamed<T: Send + 'static>(
 fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxState) -> PgWireResult<Response> {
     Ok(match r {
         QueryResult::Empty => Response::EmptyQuery,
-        QueryResult::CopyIn { columns } => Response::CopyIn(pgwire::api::results::CopyResponse::new(0, columns, stream::empty())),
+        QueryResult::CopyIn { columns, binary } => {
+            Response::CopyIn(pgwire::api::results::CopyResponse::new(binary as i8, columns, stream::empty()))
+        }
         QueryResult::CopyOut { columns, lines } => {
             let data = lines.into_iter().map(|mut l| {
                 l.push('\n');

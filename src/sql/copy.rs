@@ -64,11 +64,13 @@ pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
     let mut f = Format { csv: false, delimiter: '\t', null: "\\N".into(), header: false, quote: '"' };
     let mut null_set = false;
     let mut delim_set = false;
+    let mut binary = false;
     for o in options {
         match o {
             CopyOption::Format(fm) => match fm.value.to_lowercase().as_str() {
                 "csv" => f.csv = true,
                 "text" => f.csv = false,
+                "binary" => binary = true,
                 other => bail!(FeatureNotSupported, "COPY format \"{other}\" is not supported"),
             },
             CopyOption::Delimiter(d) => {
@@ -87,6 +89,7 @@ pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
     for o in legacy_options {
         match o {
             ast::CopyLegacyOption::Csv(_) => f.csv = true,
+            ast::CopyLegacyOption::Binary => binary = true,
             ast::CopyLegacyOption::Delimiter(d) => {
                 f.delimiter = *d;
                 delim_set = true;
@@ -114,15 +117,22 @@ pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
     }
     let types: Vec<SqlType> = cols.iter().map(|&c| def.columns[c].ty).collect();
     let names: Vec<String> = cols.iter().map(|&c| def.columns[c].name.clone()).collect();
+    if binary && (f.csv || delim_set || null_set || f.header) {
+        bail!(Syntax, "cannot specify DELIMITER, NULL, HEADER or CSV in BINARY mode");
+    }
+    let ncols = types.len();
     let mut parser = CopyParser::new(f, types, names, def.name.clone());
     parser.record_bytes_max = s.engine.config.storage.copy_buffer_bytes_max;
+    if binary {
+        parser.binary = Some(super::copy_binary::BinaryReader::new(ncols));
+    }
     let regions: Vec<Arc<Region>> = (0..def.regions.max(1)).filter_map(|n| s.engine.storage.region(region_id(def.id, n))).collect();
     if regions.is_empty() {
         bail!(Internal, "table \"{}\" has no open region", def.name);
     }
     let n = cols.len();
     s.copy = Some(CopyIn { table: def, columns: cols, parser, regions, bulk: None, rows: 0 });
-    Ok(QueryResult::CopyIn { columns: n })
+    Ok(QueryResult::CopyIn { columns: n, binary })
 }
 
 impl std::fmt::Debug for CopyIn {
@@ -246,6 +256,8 @@ pub struct CopyStats {
 
 /// The streaming COPY FROM parser: bytes in, chunks of column arrays out.
 pub(crate) struct CopyParser {
+    /// FORMAT binary: its record splitter (the text/CSV state is unused).
+    pub(crate) binary: Option<super::copy_binary::BinaryReader>,
     csv: bool,
     delim: u8,
     quote: u8,
@@ -283,6 +295,7 @@ type Emit<'a> = dyn FnMut(Vec<ArrayRef>, usize) -> Result<()> + 'a;
 impl CopyParser {
     pub(crate) fn new(f: Format, types: Vec<SqlType>, names: Vec<String>, table: String) -> CopyParser {
         CopyParser {
+            binary: None,
             csv: f.csv,
             delim: f.delimiter as u8,
             quote: f.quote as u8,
@@ -340,6 +353,9 @@ impl CopyParser {
 
     /// Parse `data`; `emit` gets every full chunk.
     pub(crate) fn push(&mut self, data: &[u8], emit: &mut Emit) -> Result<()> {
+        if self.binary.is_some() {
+            return self.push_binary(data, emit);
+        }
         let r = if self.csv { self.push_csv(data, emit) } else { self.push_text(data, emit) };
         self.note_record_size()?;
         r
@@ -473,6 +489,10 @@ impl CopyParser {
 
     /// End of data: the last record (without a newline) and the last chunk.
     pub(crate) fn finish(&mut self, emit: &mut Emit) -> Result<()> {
+        if let Some(b) = &self.binary {
+            b.finish()?;
+            return self.emit_chunk(emit);
+        }
         if !self.ended {
             if self.csv {
                 if self.in_quotes && !self.quote_pending {
@@ -533,6 +553,36 @@ impl CopyParser {
         Ok(())
     }
 
+    /// Binary data: each complete record's fields decoded by their column
+    /// types (PostgreSQL's `*_recv`) into the builders.
+    fn push_binary(&mut self, data: &[u8], emit: &mut Emit) -> Result<()> {
+        let mut reader = self.binary.take().expect("binary COPY");
+        let r = reader.push(data, &mut |fields, record| {
+            let mut bytes = 0;
+            for (k, raw) in fields.iter().enumerate() {
+                bytes += raw.map_or(0, |b| b.len());
+                let ty = self.builders[k].ty();
+                let v = super::wire::decode_param(*raw, ty, true)
+                    .map_err(|e| e.with_detail(format!("COPY {}, line {record}, column {}", self.table, self.names[k])))?;
+                self.builders[k].push_value(v);
+            }
+            self.chunk_rows += 1;
+            self.chunk_bytes += bytes;
+            if self.chunk_rows >= self.chunk_rows_max || self.chunk_bytes >= self.chunk_bytes_max {
+                self.emit_chunk(emit)?;
+            }
+            Ok(())
+        });
+        let reader_held = reader.held_bytes();
+        self.stats.max_record_bytes = self.stats.max_record_bytes.max(reader_held);
+        self.binary = Some(reader);
+        r?;
+        if reader_held > self.record_bytes_max {
+            bail!(ProgramLimitExceeded, "COPY row is longer than copy_buffer_bytes_max ({} bytes)", self.record_bytes_max);
+        }
+        Ok(())
+    }
+
     fn emit_chunk(&mut self, emit: &mut Emit) -> Result<()> {
         if self.chunk_rows == 0 {
             return Ok(());
@@ -572,6 +622,29 @@ impl ColumnBuilder {
             SqlType::Text | SqlType::Varchar => ColumnBuilder::Text(StringBuilder::new()),
             SqlType::Timestamp => ColumnBuilder::Ts(TimestampMicrosecondBuilder::with_capacity(1024)),
             _ => ColumnBuilder::Other(ty, make_builder(&ty.to_arrow(), 1024)),
+        }
+    }
+
+    /// The SQL type the builder holds.
+    pub(super) fn ty(&self) -> SqlType {
+        match self {
+            ColumnBuilder::F64(_) => SqlType::Float8,
+            ColumnBuilder::I64(_) => SqlType::Int8,
+            ColumnBuilder::Text(_) => SqlType::Text,
+            ColumnBuilder::Ts(_) => SqlType::Timestamp,
+            ColumnBuilder::Other(ty, _) => *ty,
+        }
+    }
+
+    /// A value already of the builder's type (NULL included).
+    pub(super) fn push_value(&mut self, v: Value) {
+        match (self, v) {
+            (ColumnBuilder::F64(b), Value::Float(x)) => b.append_value(x),
+            (ColumnBuilder::I64(b), Value::Int(x)) => b.append_value(x),
+            (ColumnBuilder::Text(b), Value::Text(x)) => b.append_value(x),
+            (ColumnBuilder::Ts(b), Value::Timestamp(x)) => b.append_value(x),
+            (ColumnBuilder::Other(ty, b), v) => push_value(*ty, b.as_mut(), v),
+            (c, _) => c.push_null(),
         }
     }
 

@@ -17,6 +17,8 @@ pub mod stream;
 pub mod tdengine;
 pub mod temp;
 mod txn;
+pub mod wire;
+mod copy_binary;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -111,6 +113,8 @@ pub enum QueryResult {
     /// COPY FROM STDIN started: the client sends data next.
     CopyIn {
         columns: usize,
+        /// FORMAT binary (the CopyInResponse says so).
+        binary: bool,
     },
     /// COPY TO STDOUT: one text line per row (without the newline).
     CopyOut {

@@ -25,6 +25,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>>
     Some(match stmt {
         Statement::Grant(g) => grant(s, &g.privileges, g.objects.as_ref(), &g.grantees, g.with_grant_option, true),
         Statement::Revoke(r) => grant(s, &r.privileges, r.objects.as_ref(), &r.grantees, r.grant_option_for, false),
+        Statement::AlterDefaultPrivileges(a) => alter_default_privileges(s, a),
         Statement::AlterTable(at)
             if !at.operations.is_empty() && at.operations.iter().all(|o| matches!(o, ast::AlterTableOperation::OwnerTo { .. })) =>
         {
@@ -184,6 +185,72 @@ fn grant(
         })?;
     }
     Ok(QueryResult::Command(if is_grant { "GRANT" } else { "REVOKE" }.into()))
+}
+
+/// ALTER DEFAULT PRIVILEGES [FOR ROLE r, …] [IN SCHEMA db, …] GRANT / REVOKE
+/// … ON TABLES: what relations those roles create later start with (a weir
+/// database is a schema; tables and views both count as TABLES).
+fn alter_default_privileges(s: &mut Session, a: &ast::AlterDefaultPrivileges) -> Result<QueryResult> {
+    let engine = s.engine.clone();
+    let cat = &engine.catalog;
+    let mut roles = Vec::new();
+    let mut schemas = Vec::new();
+    for o in &a.options {
+        match o {
+            ast::DefaultPrivilegesOption::ForRole(rs) => roles.extend(rs.iter().map(crate::planner::ident)),
+            ast::DefaultPrivilegesOption::InSchema(ns) => {
+                for n in ns {
+                    let (_, name) = crate::planner::object_name(n)?;
+                    match crate::planner::resolve_schema(cat, &s.database, Some(&name)) {
+                        Some(SchemaRef::Database(d)) => schemas.push(d),
+                        Some(SchemaRef::System(_)) => bail!(FeatureNotSupported, "default privileges in system schemas are not supported"),
+                        None => bail!(UndefinedSchema, "schema \"{name}\" does not exist"),
+                    }
+                }
+            }
+        }
+    }
+    if roles.is_empty() {
+        roles.push(s.user.clone());
+    }
+    for r in &roles {
+        if cat.role(r).is_none() {
+            bail!(UndefinedObject, "role \"{r}\" does not exist");
+        }
+        // PostgreSQL: only a member of the role (or a superuser) may.
+        if !cat.is_superuser(&s.user) && !cat.role_closure(&s.user, false).contains(r) {
+            bail!(InsufficientPrivilege, "permission denied to change default privileges");
+        }
+    }
+    let (privileges, object_type, grantees, option, is_grant) = match &a.operation {
+        ast::AlterDefaultPrivilegesOperation::Grant { privileges, object_type, grantees, with_grant_option } => {
+            (privileges, object_type, grantees, *with_grant_option, true)
+        }
+        ast::AlterDefaultPrivilegesOperation::Revoke { grant_option_for, privileges, object_type, grantees, .. } => {
+            (privileges, object_type, grantees, *grant_option_for, false)
+        }
+    };
+    if !matches!(object_type, ast::DefaultPrivilegesObjectType::Tables) {
+        bail!(FeatureNotSupported, "default privileges ON {object_type} are not supported");
+    }
+    let mask = privilege_mask(privileges, &AclObject::Relation(String::new(), String::new()), "table")?;
+    let grantees = grantee_names(s, grantees)?;
+    let targets: Vec<Option<&str>> = if schemas.is_empty() { vec![None] } else { schemas.iter().map(|d| Some(d.as_str())).collect() };
+    for role in &roles {
+        for schema in &targets {
+            cat.edit_default_acl(role, *schema, |acl| {
+                for g in &grantees {
+                    if is_grant {
+                        acl::acl_grant(acl, g, role, mask, option);
+                    } else {
+                        acl::acl_revoke(acl, g, role, mask, option);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+    }
+    Ok(QueryResult::Command("ALTER DEFAULT PRIVILEGES".into()))
 }
 
 /// ALTER TABLE t OWNER TO r: the owner (or a superuser) hands the table to
@@ -471,6 +538,15 @@ pub fn record_owners(s: &Session, created: &[AclObject], stmt: &WeirStatement) -
         };
         if exists {
             cat.set_owner(obj, &s.user)?;
+            // ALTER DEFAULT PRIVILEGES of the creator.
+            if let AclObject::Relation(d, _) = obj {
+                if let Some(initial) = cat.initial_relation_acl(&s.user, d) {
+                    cat.edit_acl(obj, |a, _| {
+                        *a = initial;
+                        Ok(())
+                    })?;
+                }
+            }
         }
     }
     if let WeirStatement::DropFlow(d) = stmt {

@@ -13,7 +13,9 @@
 //! the snapshot. A savepoint is a copy of that state (batches are shared,
 //! so it is cheap). DDL: CREATE TABLE / CREATE VIEW run at once and are
 //! undone by ROLLBACK (or a dropped connection); DROP TABLE waits for
-//! COMMIT; everything else is refused inside a block (25001).
+//! COMMIT; GRANT / REVOKE, role statements and ALTER TABLE (OWNER TO) run
+//! at once and the roles and ACL entries they changed are put back if the
+//! block does not commit; everything else is refused inside a block (25001).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,6 +78,8 @@ struct Part {
 enum Created {
     Table { database: String, name: String, id: u32 },
     View { database: String, name: String },
+    /// Roles and privileges a statement changed, with their earlier values.
+    Auth(crate::catalog::roles::AuthUndo),
 }
 
 /// The buffered writes of a block.
@@ -282,6 +286,7 @@ fn undo_created(s: &Session, created: &[Created]) {
                 _ => Ok(()),
             },
             Created::View { database, name } => s.engine.catalog.drop_view(database, name),
+            Created::Auth(undo) => s.engine.catalog.undo_auth(undo),
         };
         if let Err(e) = r {
             tracing::warn!(error = %e, "undoing DDL of a rolled back transaction failed");
@@ -359,6 +364,33 @@ fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
             let word = stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
             Some(Err(err!(ReadOnlySqlTransaction, "cannot execute {word} in a read-only transaction")))
         }
+        Statement::Grant(_)
+        | Statement::Revoke(_)
+        | Statement::GrantRole(_)
+        | Statement::RevokeRole(_)
+        | Statement::CreateRole(_)
+        | Statement::CreateUser(_)
+        | Statement::AlterRole { .. }
+        | Statement::AlterDefaultPrivileges(_)
+        | Statement::Drop { object_type: ast::ObjectType::Role | ast::ObjectType::User, .. }
+            if read_only =>
+        {
+            let word = stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
+            let word = if word.starts_with("GRANT") || word.starts_with("REVOKE") { word.split(' ').next().unwrap_or("").to_string() } else { word };
+            Some(Err(err!(ReadOnlySqlTransaction, "cannot execute {word} in a read-only transaction")))
+        }
+        Statement::Grant(_)
+        | Statement::Revoke(_)
+        | Statement::GrantRole(_)
+        | Statement::RevokeRole(_)
+        | Statement::CreateRole(_)
+        | Statement::CreateUser(_)
+        | Statement::AlterRole { .. }
+        | Statement::AlterDefaultPrivileges(_)
+        | Statement::AlterTable(_)
+        | Statement::Drop { object_type: ast::ObjectType::Role | ast::ObjectType::User, .. } => {
+            Some(auth_in_block(s, |s| s.execute_sql_statement(stmt, Default::default())))
+        }
         Statement::CreateTable(ct) => Some(create_in_block(s, &ct.name, true, |s| s.execute_sql_statement(stmt, Default::default()))),
         Statement::CreateView(cv) => Some(create_in_block(s, &cv.name, false, |s| s.execute_sql_statement(stmt, Default::default()))),
         Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => Some(drop_in_block(s, *if_exists, names)),
@@ -405,6 +437,21 @@ fn create_in_block(
         b.created.push(c);
     }
     Ok(r)
+}
+
+/// A statement that changes roles or privileges runs at once; what it
+/// changed is put back if the block does not commit (PostgreSQL's GRANT,
+/// REVOKE and role statements are transactional).
+fn auth_in_block(s: &mut Session, run: impl FnOnce(&mut Session) -> Result<QueryResult>) -> Result<QueryResult> {
+    let before = s.engine.catalog.auth_state();
+    let r = run(s);
+    // Even a failed statement may have changed some entries (a GRANT to
+    // several roles that fails at the second): they are undone with the block.
+    let undo = s.engine.catalog.auth_changes(&before);
+    if let (false, Some(b)) = (undo.is_empty(), s.block.as_mut()) {
+        b.created.push(Created::Auth(undo));
+    }
+    r
 }
 
 fn drop_in_block(s: &mut Session, if_exists: bool, names: &[ast::ObjectName]) -> Result<QueryResult> {

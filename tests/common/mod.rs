@@ -762,3 +762,48 @@ pub async fn sorted_rows(c: &Client, sql: &str) -> Vec<String> {
     out.sort();
     out
 }
+
+/// A CA and a server certificate for 127.0.0.1 / localhost (made with the
+/// openssl CLI at test time), for servers that offer or require TLS.
+pub struct TlsCerts {
+    pub dir: tempfile::TempDir,
+}
+
+impl TlsCerts {
+    /// None when openssl is missing or fails.
+    pub fn make() -> Option<TlsCerts> {
+        let dir = tempfile::Builder::new().prefix("weir-test-tls").tempdir().ok()?;
+        let run = |args: &[&str]| Command::new("openssl").args(args).current_dir(dir.path()).output().ok().filter(|o| o.status.success()).map(|_| ());
+        let ca = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=weir test CA"];
+        run(&ca)?;
+        run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])?;
+        std::fs::write(dir.path().join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").ok()?;
+        let sign = [
+            "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2",
+            "-extfile", "san.ext",
+        ];
+        run(&sign)?;
+        Some(TlsCerts { dir })
+    }
+
+    /// The CA certificate that signed the server's (`sslrootcert`).
+    pub fn ca(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+
+    pub fn cert(&self) -> PathBuf {
+        self.dir.path().join("server.crt")
+    }
+
+    pub fn key(&self) -> PathBuf {
+        self.dir.path().join("server.key")
+    }
+
+    /// Start a weir with these certificates and `hba` as its pg_hba.conf.
+    pub fn spawn(&self, data_dir: &Path, env: &[(&str, &str)], hba: &str) -> anyhow::Result<TestServer> {
+        let hba_file = self.dir.path().join("pg_hba.conf");
+        std::fs::write(&hba_file, hba)?;
+        let (h, c, k) = (hba_file.display().to_string(), self.cert().display().to_string(), self.key().display().to_string());
+        TestServer::spawn_with(data_dir, env, &["--hba-file", &h, "--ssl-cert-file", &c, "--ssl-key-file", &k])
+    }
+}

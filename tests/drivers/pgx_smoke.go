@@ -1,14 +1,12 @@
 // pgx (Go, github.com/jackc/pgx/v4) against weir: connect (the URL carries the
 // password and sslmode), DDL, a parameterized insert, a select of every type,
-// an error with its SQLSTATE, COPY FROM STDIN (CSV, through pgconn), and the
+// an error with its SQLSTATE, COPY FROM STDIN (CSV, through pgconn, and
+// Conn.CopyFrom, which sends PostgreSQL's binary COPY format), and the
 // catalog lookups pgx makes for types it does not know.
 //
 // Usage: go run pgx_smoke.go 'postgresql://user:pw@host:port/db?sslmode=require'
 // (GOPATH mode with Debian's golang-github-jackc-pgx-v4-dev: GO111MODULE=off
 // GOPATH=/usr/share/gocode).
-//
-// Conn.CopyFrom (COPY ... FROM STDIN BINARY) is not used: weir's COPY reads
-// the text and CSV formats only.
 package main
 
 import (
@@ -115,6 +113,24 @@ func main() {
 	var count int64
 	must(conn.QueryRow(ctx, "SELECT count(*) FROM pgx_cpu").Scan(&count), "count")
 	check(count == 3, "count %d", count)
+
+	// Conn.CopyFrom: COPY ... FROM STDIN BINARY, every column type, a NULL.
+	copyRows := [][]interface{}{
+		{"d", ts.Add(3 * time.Second), 4.5, int64(-1) << 41, int32(12), float32(-1.5), false},
+		{"e", ts.Add(4 * time.Second), nil, nil, nil, nil, nil},
+	}
+	copied, err := conn.CopyFrom(ctx, pgx.Identifier{"pgx_cpu"}, []string{"host", "ts", "usage", "n", "i", "f", "ok"}, pgx.CopyFromRows(copyRows))
+	must(err, "binary copy")
+	check(copied == 2, "binary copy count %d", copied)
+	err = conn.QueryRow(ctx, "SELECT ts, usage, n, i, f, ok FROM pgx_cpu WHERE host = 'd'").Scan(&gotTs, &usage, &n, &i, &f, &ok)
+	must(err, "select copied")
+	check(gotTs.Equal(ts.Add(3*time.Second)) && usage == 4.5 && n == int64(-1)<<41 && i == 12 && f == -1.5 && !ok,
+		"copied row %v %v %v %v %v %v", gotTs, usage, n, i, f, ok)
+	var nullUsage *float64
+	must(conn.QueryRow(ctx, "SELECT usage FROM pgx_cpu WHERE host = 'e'").Scan(&nullUsage), "select copied null")
+	check(nullUsage == nil, "copied NULL %v", nullUsage)
+	_, err = conn.Exec(ctx, "DELETE FROM pgx_cpu WHERE host IN ('d', 'e')")
+	must(err, "delete copied")
 
 	// Many rows through the extended protocol, with the statement cache.
 	rows, err := conn.Query(ctx, "SELECT host, usage FROM pgx_cpu WHERE usage > $1 ORDER BY host", 1.0)

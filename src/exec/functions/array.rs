@@ -182,6 +182,47 @@ pub fn quantified(x: &ArrayRef, xty: SqlType, arr: &ArrayRef, op: BinOp, all: bo
     Ok(Arc::new(BooleanArray::from(out)))
 }
 
+/// PostgreSQL's `btarraycmp` over two arrays' elements of type `ety`:
+/// element by element, a NULL element after every value (two NULLs are
+/// equal), then the shorter array first.
+pub fn array_order(a: &[Option<String>], b: &[Option<String>], ety: SqlType) -> Result<std::cmp::Ordering> {
+    use std::cmp::Ordering;
+    for (x, y) in a.iter().zip(b) {
+        let o = match (x, y) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(_), None) => Ordering::Less,
+            (Some(x), Some(y)) => parse_text_as(x, ety)?.total_cmp(&parse_text_as(y, ety)?),
+        };
+        if o.is_ne() {
+            return Ok(o);
+        }
+    }
+    Ok(a.len().cmp(&b.len()))
+}
+
+/// `a op b` for two arrays (NULL when either is NULL).
+pub fn compare(l: &ArrayRef, r: &ArrayRef, ety: SqlType, op: BinOp, n: usize) -> Result<ArrayRef> {
+    let at = |c: &ArrayRef, i: usize| crate::types::value_at(c.as_ref(), if c.len() == 1 { 0 } else { i });
+    let mut out: Vec<Option<bool>> = Vec::with_capacity(n);
+    for i in 0..n {
+        let (Some(a), Some(b)) = (text(&at(l, i)), text(&at(r, i))) else {
+            out.push(None);
+            continue;
+        };
+        let o = array_order(&elements(&a)?.0, &elements(&b)?.0, ety)?;
+        out.push(Some(match op {
+            BinOp::Eq => o.is_eq(),
+            BinOp::NotEq => o.is_ne(),
+            BinOp::Lt => o.is_lt(),
+            BinOp::LtEq => o.is_le(),
+            BinOp::Gt => o.is_gt(),
+            _ => o.is_ge(),
+        }));
+    }
+    Ok(Arc::new(BooleanArray::from(out)))
+}
+
 /// array_append, array_prepend, array_cat, array_remove and array_replace
 /// over evaluated arguments (`ety`: the element type). NULL arrays count as
 /// empty where PostgreSQL does (append, prepend, cat); elements compare as

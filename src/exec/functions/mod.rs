@@ -286,6 +286,9 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("pg_table_is_visible", vec![any(1, Bool)], info).stable(),
         // Every collation lives in pg_catalog; no column is serial.
         Def::new("pg_collation_is_visible", vec![any(1, Bool)], info).stable(),
+        // Every type and function lives in pg_catalog, which is always searched.
+        Def::new("pg_type_is_visible", vec![any(1, Bool)], info).stable(),
+        Def::new("pg_function_is_visible", vec![any(1, Bool)], info).stable(),
         Def::new("pg_get_serial_sequence", vec![any(2, Text)], info).lenient().stable(),
         Def::new("json_build_object", (0..=16).step_by(2).map(|n| any(n, Text)).collect(), info).lenient().stable(),
         Def::new("has_table_privilege", vec![any(2, Bool), any(3, Bool)], info).stable(),
@@ -514,7 +517,7 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             ctx.set_configs.lock().unwrap_or_else(|e| e.into_inner()).push((name, value.clone(), local));
             Value::Text(value)
         }
-        "pg_collation_is_visible" => Value::Bool(true),
+        "pg_collation_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => Value::Bool(true),
         "pg_get_serial_sequence" => Value::Null,
         "json_build_object" => {
             let json = |v: &Value| match v {
@@ -585,6 +588,14 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
         let x = args[0].eval(batch, ctx)?;
         let arr = args[1].eval(batch, ctx)?;
         return array::quantified(&x, args[0].ty(), &arr, op, q == "array_all", n);
+    }
+    // `a op b` over two arrays, bound as `array_cmp:<op>`.
+    if let Some(("array_cmp", sym)) = name.split_once(':') {
+        let op = array::quantified_op(sym).ok_or_else(|| crate::err!(Internal, "no array comparison {sym}"))?;
+        let l = args[0].eval(batch, ctx)?;
+        let r = args[1].eval(batch, ctx)?;
+        let ety = args[0].ty().elem().or(args[1].ty().elem()).unwrap_or(SqlType::Text);
+        return array::compare(&l, &r, ety, op, n);
     }
     match name {
         // ARRAY[...]: the array's text form, `{a,"b c",NULL}`.
