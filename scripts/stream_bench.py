@@ -14,9 +14,13 @@
    10,000 rows/s: a COPY of 100 rows every 10 ms, each batch its own id):
    for an aggregation over an instant source (count per batch id) and a
    join of stored tables; a prober polls the sink every 5 ms and settles
-   every 10th batch when all its rows are there. Epochs follow the flow
-   scheduler's adaptive debounce (50 ms and up).
-3. Barrier commit time and state bytes: from the server log, run with
+   every 10th batch when all its rows are there. Epochs close on the
+   server's `[stream] barrier_interval_ms` (default 1000 ms): p99 should
+   stay under twice that.
+3. State bytes per group and barrier commit time: from
+   information_schema.flow_operators after the throughput epochs (state
+   rows / bytes of the aggregation and join, the last barrier's time), and
+   over all epochs from the server log when run with
    WEIR_LOG=info,weir::flow::streaming=debug (the `streaming epoch` lines).
 
 Usage: scripts/stream_bench.py --dsn postgres://weir@127.0.0.1:5432/public
@@ -63,6 +67,13 @@ def throughput(c, rows):
     s = time.time()
     c.execute("ADMIN FLUSH_FLOW('b_join')")
     out["join_next"] = (more, time.time() - s)
+    ops = c.execute("SELECT flow_name, operator, state_rows, state_bytes, cache_hits, cache_misses, barrier_ms "
+                    "FROM information_schema.flow_operators WHERE flow_name IN ('b_agg', 'b_join') "
+                    "AND operator IN ('hash_agg', 'join') ORDER BY flow_name").fetchall()
+    for f, op, rows_, bytes_, hits, misses, barrier in ops:
+        per = bytes_ / rows_ if rows_ else float("nan")
+        print(f"state {f} {op}: {rows_} rows, {bytes_} bytes ({per:.0f} B/row), cache {hits} hits / {misses} misses, "
+              f"last barrier {barrier:.1f} ms")
     for f in ("b_agg", "b_join"):
         c.execute(f"DROP FLOW {f}")
     return out

@@ -24,6 +24,8 @@ pub struct Config {
     pub metrics_listen: String,
     pub storage: StorageSection,
     pub execution: ExecutionSection,
+    /// Streaming mode (flows over `ttl = 'instant'` sources, joins).
+    pub stream: crate::stream::StreamTuning,
 }
 
 /// Query execution limits.
@@ -73,6 +75,7 @@ impl Default for Config {
             metrics_listen: String::new(),
             storage: StorageSection::default(),
             execution: ExecutionSection::default(),
+            stream: crate::stream::StreamTuning::default(),
         }
     }
 }
@@ -138,5 +141,9 @@ mod tests {
         }
         let execution = file.get("execution").and_then(|s| s.as_table()).expect("conf/weir.toml has [execution]");
         assert!(execution.contains_key("query_memory_bytes_max"), "conf/weir.toml lacks execution.query_memory_bytes_max");
+        let stream = file.get("stream").and_then(|s| s.as_table()).expect("conf/weir.toml has [stream]");
+        for key in ["barrier_interval_ms", "state_cache_bytes_max"] {
+            assert!(stream.contains_key(key), "conf/weir.toml lacks stream.{key}");
+        }
     }
 }

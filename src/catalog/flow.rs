@@ -198,6 +198,7 @@ impl Catalog {
     pub fn drop_flow(&self, name: &str) -> Result<()> {
         self.del(format!("{FLOW_PREFIX}{name}"))?;
         self.flow_stats.write().remove(name);
+        self.flow_operators.write().remove(name);
         self.commit_flow_state(name, None, true, Vec::new())?;
         self.del(format!("{PENDING_PREFIX}{name}"))?;
         self.del(format!("{PROGRESS_PREFIX}{name}"))

@@ -21,6 +21,7 @@ use crate::{bail, err};
 
 pub mod acl;
 pub mod roles;
+pub mod stream_stats;
 pub use roles::RoleDef;
 
 /// One column of a table.
@@ -133,6 +134,8 @@ pub struct Catalog {
     state: RwLock<State>,
     /// Running flows' statistics (in memory; `information_schema.flow_statistics`).
     pub flow_stats: RwLock<BTreeMap<String, flow::FlowStatistics>>,
+    /// Streaming flows' operators (in memory; `information_schema.flow_operators`).
+    pub flow_operators: RwLock<BTreeMap<String, Vec<stream_stats::FlowOperatorStats>>>,
     /// When the writes flows have not reflected yet happened (lag).
     pub write_clock: std::sync::Arc<flow::WriteClock>,
     /// Moves on every definition change (see [`Catalog::schema_version`]).
@@ -185,6 +188,7 @@ impl Catalog {
             db,
             state: RwLock::new(state),
             flow_stats: Default::default(),
+            flow_operators: Default::default(),
             write_clock: Default::default(),
             schema_version: Default::default(),
         };

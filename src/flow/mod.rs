@@ -68,14 +68,19 @@ pub struct FlowTask {
     next_tick_ms: Mutex<Option<i64>>,
     /// Rows written to an instant source since the last evaluation.
     /// (table id, rows): the table is told by the region id, as two
-    /// databases may hold tables of one name.
-    instant_rows: Mutex<Vec<(u32, arrow::array::RecordBatch)>>,
+    /// databases may hold tables of one name; with the (region, seq) of
+    /// each write (its entry in the streaming flow's inbox).
+    instant_rows: Mutex<(Vec<(u32, arrow::array::RecordBatch)>, Vec<(u64, u64)>)>,
     /// The CPU time of the flow's scheduled evaluations, averaged (the
     /// spacing of its runs follows it; waiting for fsyncs costs no CPU and
     /// does not lengthen it).
     last_cost: Mutex<Duration>,
     /// When the last scheduled evaluation started.
     last_start: Mutex<Option<Instant>>,
+    /// The flow runs a streaming dataflow (issue 11): after a write it runs
+    /// at the next barrier (`barrier_interval_ms` after the last epoch
+    /// started), not adaptively.
+    epochs: std::sync::atomic::AtomicBool,
     /// Set (under the execution lock) when DROP FLOW or CREATE OR
     /// REPLACE took the flow out: a run that picked the task up before
     /// must neither evaluate nor write anything of the flow back.
@@ -99,7 +104,13 @@ impl FlowTask {
     /// times their cost apart). The spacing counts from the previous run's
     /// start, not from the write: a write that arrives while a run waits
     /// for its fsyncs does not wait that time again.
-    fn next_due(&self, now: Instant) -> Instant {
+    fn next_due(&self, now: Instant, barrier_interval: Duration) -> Instant {
+        if self.epochs.load(std::sync::atomic::Ordering::Relaxed) {
+            return match *self.last_start.lock() {
+                Some(s) => now.max(s + barrier_interval),
+                None => now,
+            };
+        }
         due_after(now, *self.last_start.lock(), *self.last_cost.lock())
     }
 }
@@ -120,6 +131,14 @@ pub struct FlowManager {
     wake: Wake,
     /// When source writes happened, for the flows' lag (issue 9).
     clock: Arc<crate::catalog::WriteClock>,
+    /// Streaming mode's options (barrier interval, state cache).
+    stream: crate::stream::StreamTuning,
+    /// Where streaming state lives (the storage root; set by `load`), for
+    /// logging instant rows from write notices.
+    stream_root: Mutex<Option<std::path::PathBuf>>,
+    /// This manager's boot id: tells a streaming inbox's entries of this
+    /// process (also in memory) from an earlier process's (leftovers).
+    boot: u64,
 }
 
 /// How the scheduler thread sleeps and is woken. A kick (a flow became
@@ -167,13 +186,27 @@ fn first_tick(now_ms: i64, interval_s: i64) -> i64 {
 }
 
 impl FlowManager {
-    pub fn new(settings: HashMap<String, String>, clock: Arc<crate::catalog::WriteClock>) -> Arc<FlowManager> {
-        Arc::new(FlowManager { flows: RwLock::new(BTreeMap::new()), settings: Arc::new(settings), wake: Wake::default(), clock })
+    pub fn new(
+        settings: HashMap<String, String>,
+        clock: Arc<crate::catalog::WriteClock>,
+        stream: crate::stream::StreamTuning,
+    ) -> Arc<FlowManager> {
+        let boot = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
+        Arc::new(FlowManager {
+            flows: RwLock::new(BTreeMap::new()),
+            settings: Arc::new(settings),
+            wake: Wake::default(),
+            clock,
+            stream,
+            stream_root: Mutex::new(None),
+            boot,
+        })
     }
 
     /// Start the flows stored in the catalog (at open): their holders are
     /// placed again at their durable progress before anything runs.
     pub fn load(&self, env: &Env) {
+        *self.stream_root.lock() = Some(env.storage.root().to_path_buf());
         for def in env.catalog.flows() {
             let progress = env.catalog.flow_progress(&def.name).unwrap_or_default();
             self.start(env, def, progress);
@@ -206,9 +239,10 @@ impl FlowManager {
             due: Mutex::new(if def.eval_interval_s.is_none() { Some(Instant::now()) } else { None }),
             noticed: Mutex::new(None),
             next_tick_ms: Mutex::new(next_tick),
-            instant_rows: Mutex::new(Vec::new()),
+            instant_rows: Mutex::new((Vec::new(), Vec::new())),
             last_cost: Mutex::new(Duration::ZERO),
             last_start: Mutex::new(None),
+            epochs: Default::default(),
             removed: Default::default(),
             def: RwLock::new(def.clone()),
         });
@@ -315,15 +349,27 @@ impl FlowManager {
             self.activate(env, &mut def)?;
             *task.def.write() = def.clone();
         }
-        st.instant_rows.append(&mut task.instant_rows.lock());
+        {
+            let mut rows = task.instant_rows.lock();
+            st.instant_rows.append(&mut rows.0);
+            st.stream.instant_seqs.append(&mut rows.1);
+        }
+        st.stream.tuning = self.stream.clone();
+        st.stream.boot = self.boot;
         let noticed = task.noticed.lock().take();
         let started = (Instant::now(), thread_cpu());
+        if trigger != Trigger::Flush && task.epochs.load(std::sync::atomic::Ordering::Relaxed) {
+            // A write noticed while this epoch runs waits for the barrier
+            // after it (counted from this start), not for the end of it.
+            *task.last_start.lock() = Some(started.0);
+        }
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
             .unwrap_or_else(|p| {
                 let msg =
                     p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
                 Err(err!(Internal, "flow \"{name}\" panicked: {msg}", name = def.name))
             });
+        task.epochs.store(st.stream.is_rendered(), std::sync::atomic::Ordering::Relaxed);
         let wall = started.0.elapsed();
         let cpu = match (started.1, thread_cpu()) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -514,6 +560,9 @@ impl WriteListener for FlowManager {
         let flows = self.flows.read();
         let mut woke = false;
         let mut timed = false;
+        // Rows of an instant source: logged in the streaming flows' inboxes
+        // (durable before the write is acknowledged), then handed over.
+        let mut logged: Vec<(Arc<FlowTask>, FlowDef)> = Vec::new();
         for task in flows.values() {
             let def = task.def.read();
             if !def.sources.iter().any(|(_, t)| *t == notice.table_name) {
@@ -524,8 +573,7 @@ impl WriteListener for FlowManager {
                 self.clock.note(notice.region_id, notice.seq_range, batching::now_ms());
             }
             if !notice.instant_rows.is_empty() && !def.pending {
-                let table = (notice.region_id >> 32) as u32;
-                task.instant_rows.lock().extend(notice.instant_rows.iter().map(|b| (table, b.clone())));
+                logged.push((task.clone(), def.clone()));
             }
             if def.eval_interval_s.is_some() {
                 continue;
@@ -533,8 +581,23 @@ impl WriteListener for FlowManager {
             task.noticed.lock().get_or_insert_with(Instant::now);
             let mut due = task.due.lock();
             if due.is_none() {
-                *due = Some(task.next_due(Instant::now()));
+                *due = Some(task.next_due(Instant::now(), Duration::from_millis(self.stream.barrier_interval_ms)));
                 woke = true;
+            }
+        }
+        if !logged.is_empty() {
+            let seq = notice.seq_range.1;
+            if let Some(root) = self.stream_root.lock().clone() {
+                let entries: Vec<_> = logged.iter().map(|(_, d)| (d, notice.region_id, seq, notice.instant_rows.as_slice())).collect();
+                if let Err(e) = streaming::log_instant(&root, &self.stream, self.boot, &entries) {
+                    tracing::error!(table = %notice.table_name, error = %e, "cannot log rows of an instant source for streaming flows; a crash before their epoch loses them");
+                }
+            }
+            let table = (notice.region_id >> 32) as u32;
+            for (task, _) in &logged {
+                let mut rows = task.instant_rows.lock();
+                rows.0.extend(notice.instant_rows.iter().map(|b| (table, b.clone())));
+                rows.1.push((notice.region_id, seq));
             }
         }
         drop(flows);

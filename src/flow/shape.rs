@@ -193,7 +193,12 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
     // Streaming mode (issue 11, `crate::stream`): flows over instant
     // sources, and flows joining or uniting sources without EVAL INTERVAL
     // when the dataflow has every operator they need.
-    let unsupported = crate::stream::unsupported(plan);
+    // The dataflow renders the optimized plan, where EXISTS / IN
+    // subqueries are semi and anti joins.
+    let flat = crate::planner::rewrite::decorrelate::decorrelate(plan.clone());
+    let (mut n_flat, mut sub_flat) = (0, false);
+    scans(&flat, &mut n_flat, &mut sub_flat, &mut joins);
+    let unsupported = crate::stream::unsupported(&flat);
     if instant_source {
         if let Some(what) = unsupported {
             return Err(err!(

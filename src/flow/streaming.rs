@@ -25,7 +25,7 @@ use crate::catalog::FlowDef;
 use crate::err;
 use crate::error::Result;
 use crate::storage::{RegionWrites, ScanRequest, TEMP_ROWID_BASE};
-use crate::stream::state_table::{Row, SledStateKv, StateKv, StateStore};
+use crate::stream::state_table::{Row, SledStateKv, StateCache, StateKv, StateStore};
 use crate::stream::{Changes, Dataflow, Inputs};
 
 use super::batching::{holder, table_regions, Compiled, TaskState};
@@ -41,6 +41,26 @@ pub struct StreamTask {
     /// may be refreshed while it runs (TRUNCATE), and a reset must drop the
     /// state it actually used.
     namespace: String,
+    /// `[stream]` of the config (set by the flow manager before each run).
+    pub tuning: crate::stream::StreamTuning,
+    /// When the state tables' sizes were last measured.
+    sampled: Option<std::time::Instant>,
+    /// (region, seq) of the writes whose rows wait in `instant_rows`; their
+    /// inbox entries go with the barrier of the epoch that consumes them.
+    pub instant_seqs: Vec<(u64, u64)>,
+    /// The inbox's leftovers (rows logged before a crash) were fed since
+    /// the dataflow was rendered.
+    recovered: bool,
+    /// The flow manager's boot id (set before each run): inbox entries of
+    /// another boot are leftovers of an earlier process.
+    pub boot: u64,
+}
+
+impl StreamTask {
+    /// Whether a dataflow runs (the flow is in streaming mode).
+    pub fn is_rendered(&self) -> bool {
+        self.df.is_some()
+    }
 }
 
 impl std::fmt::Debug for StreamTask {
@@ -50,23 +70,88 @@ impl std::fmt::Debug for StreamTask {
 }
 
 /// The state store of a data directory: one sled database under
-/// `<data_dir>/regions/stream/`, shared by the flows of one engine.
-fn state_kv(env: &Env) -> Result<Arc<dyn StateKv>> {
-    static OPEN: Mutex<Option<HashMap<PathBuf, Weak<SledStateKv>>>> = Mutex::new(None);
-    let path = env.storage.root().join("stream");
+/// `<data_dir>/regions/stream/`, shared by the flows of one engine, and the
+/// state cache in front of it (budget `state_cache_bytes_max`).
+fn state_kv(env: &Env, cache_bytes_max: usize) -> Result<(Arc<dyn StateKv>, Arc<StateCache>)> {
+    state_kv_at(&env.storage.root().join("stream"), cache_bytes_max)
+}
+
+fn state_kv_at(path: &std::path::Path, cache_bytes_max: usize) -> Result<(Arc<dyn StateKv>, Arc<StateCache>)> {
+    type Open = HashMap<PathBuf, (Weak<SledStateKv>, Arc<StateCache>)>;
+    static OPEN: Mutex<Option<Open>> = Mutex::new(None);
     let mut open = OPEN.lock();
     let m = open.get_or_insert_with(HashMap::new);
-    if let Some(kv) = m.get(&path).and_then(|w| w.upgrade()) {
-        return Ok(kv);
+    if let Some((kv, cache)) = m.get(path).and_then(|(w, c)| Some((w.upgrade()?, c.clone()))) {
+        if cache.stats().budget_bytes != cache_bytes_max as u64 {
+            cache.set_budget(cache_bytes_max);
+        }
+        return Ok((kv, cache));
     }
-    let kv = Arc::new(SledStateKv::open(&path)?);
-    m.insert(path, Arc::downgrade(&kv));
-    Ok(kv)
+    let kv = Arc::new(SledStateKv::open(path)?);
+    let cache = Arc::new(StateCache::new(cache_bytes_max));
+    m.insert(path.to_path_buf(), (Arc::downgrade(&kv), cache.clone()));
+    Ok((kv, cache))
+}
+
+/// Log the rows of writes to instant sources in the inboxes of the
+/// streaming flows that read them, durably, before the writes are
+/// acknowledged: (flow, region, seq, rows). The barrier of the epoch that
+/// consumes a write deletes its entry, so rows acknowledged before a crash
+/// are in the first epoch after it.
+pub fn log_instant(
+    root: &std::path::Path,
+    tuning: &crate::stream::StreamTuning,
+    boot: u64,
+    entries: &[(&FlowDef, u64, u64, &[RecordBatch])],
+) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let (kv, _) = state_kv_at(&root.join("stream"), tuning.state_cache_bytes_max)?;
+    let mut batch = Vec::with_capacity(entries.len());
+    for (def, region, seq, rows) in entries {
+        let mut v = boot.to_le_bytes().to_vec();
+        for b in rows.iter() {
+            let mut e = Vec::new();
+            crate::storage::encode_batch(b, &mut e)?;
+            v.extend_from_slice(&(e.len() as u64).to_le_bytes());
+            v.extend_from_slice(&e);
+        }
+        batch.push((StateStore::inbox_key(&namespace(def), *region, *seq), Some(v)));
+    }
+    kv.apply(batch)
+}
+
+/// The boot id of an inbox entry.
+fn inbox_boot(v: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(v.get(..8)?.try_into().ok()?))
+}
+
+/// The batches of an inbox entry, decoded against the region's schema (a
+/// write through a transaction carries the row ids too).
+fn decode_inbox(schema: &arrow::datatypes::SchemaRef, v: &[u8]) -> Result<Vec<RecordBatch>> {
+    let bad = || err!(Internal, "corrupt streaming inbox entry");
+    let mut v = v.get(8..).ok_or_else(bad)?;
+    let with_rowid = {
+        let mut f: Vec<arrow::datatypes::FieldRef> = schema.fields().iter().cloned().collect();
+        f.push(Arc::new(arrow::datatypes::Field::new(crate::storage::ROWID_COLUMN, arrow::datatypes::DataType::UInt64, false)));
+        Arc::new(arrow::datatypes::Schema::new(f))
+    };
+    let mut out = Vec::new();
+    while !v.is_empty() {
+        let n = u64::from_le_bytes(v.get(..8).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
+        let e = v.get(8..8 + n).ok_or_else(bad)?;
+        let ncols = u32::from_le_bytes(e.get(4..8).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
+        let s = if ncols == schema.fields().len() { schema } else { &with_rowid };
+        out.push(crate::storage::decode_batch(s, e)?);
+        v = &v[8 + n..];
+    }
+    Ok(out)
 }
 
 /// The state namespace of a flow: a new query or new source tables get
 /// new state (CREATE OR REPLACE keeps the flow's id).
-fn namespace(def: &FlowDef) -> String {
+pub(super) fn namespace(def: &FlowDef) -> String {
     let mut h = crc32fast::Hasher::new();
     h.update(def.query.as_bytes());
     for id in &def.source_ids {
@@ -79,13 +164,13 @@ fn namespace(def: &FlowDef) -> String {
 /// uses and the one its current definition names (they differ when its
 /// sources' ids were refreshed after it rendered).
 pub fn drop_state(env: &Env, def: &FlowDef, task: &StreamTask) {
-    if let Ok(kv) = state_kv(env) {
+    if let Ok((kv, cache)) = state_kv(env, task.tuning.state_cache_bytes_max) {
         let mut names = vec![namespace(def)];
         if !task.namespace.is_empty() && task.namespace != names[0] {
             names.push(task.namespace.clone());
         }
         for ns in names {
-            if let Err(e) = StateStore::destroy(kv.as_ref(), &ns) {
+            if let Err(e) = StateStore::destroy(kv.as_ref(), &cache, &ns) {
                 tracing::warn!(flow = %def.name, error = %e, "cannot drop the state of a streaming flow");
             }
         }
@@ -95,12 +180,12 @@ pub fn drop_state(env: &Env, def: &FlowDef, task: &StreamTask) {
 /// One epoch of a streaming flow. Returns the sink rows written.
 pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64) -> Result<u64> {
     if st.stream.df.is_none() {
-        let kv = state_kv(env)?;
+        let (kv, cache) = state_kv(env, st.stream.tuning.state_cache_bytes_max)?;
         let plan = crate::planner::rewrite::optimize(c.logical.clone(), &c.planner.ctx);
         let instant: HashSet<u32> =
             def.sources.iter().filter_map(|(d, t)| env.catalog.table(d, t)).filter(|t| t.ttl_ms == Some(0)).map(|t| t.id).collect();
         let ns = namespace(def);
-        let df = Dataflow::render(kv, &ns, &plan, &|id| instant.contains(&id), &c.planner.ctx)?;
+        let df = Dataflow::render(kv, cache, &ns, &plan, &|id| instant.contains(&id), &c.planner.ctx)?;
         // The last epoch's sink write again: a crash may have come between
         // its barrier and its sink write (upserts and deletes by identity
         // are idempotent).
@@ -110,6 +195,7 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i
         }
         st.stream.df = Some(df);
         st.stream.namespace = ns;
+        st.stream.recovered = false;
     }
     let r = epoch(env, def, st, c, now_ms);
     if r.is_err() {
@@ -125,6 +211,14 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     let mut inputs: Inputs = HashMap::new();
     let mut fed = 0usize;
     let mut instant_ids = Vec::new();
+    // After a (re)render: the rows an earlier process logged that no
+    // committed epoch consumed (this process's rows arrive in memory).
+    let leftovers: Vec<(u64, u64, Vec<u8>)> = if st.stream.recovered {
+        vec![]
+    } else {
+        df.inbox()?.into_iter().filter(|(.., v)| inbox_boot(v) != Some(st.stream.boot)).collect()
+    };
+    let mut consumed: Vec<(u64, u64)> = Vec::new();
     for (d, t) in &def.sources {
         let Some(src) = env.catalog.table(d, t) else { continue };
         let mut parts: Vec<Changes> = Vec::new();
@@ -132,6 +226,13 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
             instant_ids.push(src.id);
             for (_, b) in st.instant_rows.iter().filter(|(id, _)| *id == src.id) {
                 parts.push(Changes { diff: vec![1; b.num_rows()], batch: b.clone() });
+            }
+            for (region, seq, v) in leftovers.iter().filter(|(r, ..)| (*r >> 32) as u32 == src.id) {
+                let Some(r) = env.storage.region(*region) else { continue };
+                for b in decode_inbox(&r.desc.schema, v)? {
+                    parts.push(Changes { diff: vec![1; b.num_rows()], batch: b });
+                }
+                consumed.push((*region, *seq));
             }
         } else {
             for region in table_regions(env, &src)? {
@@ -173,11 +274,28 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     }
     let started = std::time::Instant::now();
     let out = df.step(&inputs, &c.planner.ctx)?;
+    let epoch_us = started.elapsed().as_micros() as u64;
+    // The inbox entries of every instant row this epoch consumed.
+    let taken: Vec<(u64, u64)> =
+        st.stream.instant_seqs.iter().copied().filter(|(r, _)| instant_ids.contains(&((*r >> 32) as u32))).collect();
+    df.consume_inbox(taken.iter().copied().chain(consumed));
     df.commit(&next, &out)?;
+    st.stream.recovered = true;
+    st.stream.instant_seqs.retain(|(r, _)| !instant_ids.contains(&((*r >> 32) as u32)));
+    // State sizes are a scan of every state table: a small state is
+    // measured each epoch, a large one at most every STATE_SAMPLE_MS.
+    let small = df.stats().iter().map(|o| o.state_rows).sum::<u64>() < STATE_SAMPLE_ROWS;
+    if small || st.stream.sampled.is_none_or(|t| t.elapsed().as_millis() as u64 >= STATE_SAMPLE_MS) {
+        df.state_size()?;
+        st.stream.sampled = Some(std::time::Instant::now());
+    }
+    publish(env, def, df, epoch_us);
     if tracing::enabled!(tracing::Level::DEBUG) {
-        let (state_rows, state_bytes) = df.state_size()?;
+        let (state_rows, state_bytes) = df.stats().iter().fold((0, 0), |a, o| (a.0 + o.state_rows, a.1 + o.state_bytes));
+        let cache = df.cache_stats();
         tracing::debug!(flow = %def.name, epoch = df.epoch(), rows_in = fed, rows_out = out.len(), epoch_us = started.elapsed().as_micros() as u64,
-            commit_us = df.last_commit_us, state_rows, state_bytes, "streaming epoch");
+            commit_us = df.last_commit_us, state_rows, state_bytes, cache_hits = cache.hits, cache_misses = cache.misses,
+            cache_bytes = cache.bytes, "streaming epoch");
     }
     st.instant_rows.retain(|(id, _)| !instant_ids.contains(id));
     if crate::failpoint::fire_once("stream_crash_after_barrier") {
@@ -200,12 +318,42 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     Ok(rows)
 }
 
+/// How often a streaming flow measures its state tables' sizes, and below
+/// how many state rows it measures them every epoch (a cheap scan).
+const STATE_SAMPLE_MS: u64 = 5000;
+const STATE_SAMPLE_ROWS: u64 = 10_000;
+
+/// Publish the dataflow's per-operator counters for
+/// `information_schema.flow_operators`.
+fn publish(env: &Env, def: &FlowDef, df: &Dataflow, epoch_us: u64) {
+    let cache_bytes = df.cache_stats().bytes;
+    let rows = df
+        .stats()
+        .into_iter()
+        .map(|o| crate::catalog::stream_stats::FlowOperatorStats {
+            operator: o.name.to_string(),
+            rows_in: o.rows_in,
+            rows_out: o.rows_out,
+            state_rows: o.state_rows,
+            state_bytes: o.state_bytes,
+            cache_hits: o.cache_hits,
+            cache_misses: o.cache_misses,
+            epoch: df.epoch(),
+            epoch_ms: epoch_us as f64 / 1000.0,
+            barrier_ms: df.last_commit_us as f64 / 1000.0,
+            cache_bytes,
+        })
+        .collect();
+    env.catalog.flow_operators.write().insert(def.name.clone(), rows);
+}
+
 /// Start a flow over: drop its state, empty its sink, read the sources
 /// whole at the next epoch.
 fn reset(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled) -> Result<u64> {
     tracing::warn!(flow = %def.name, "a source of a streaming flow was truncated; the flow starts over");
     st.stream.df = None;
-    StateStore::destroy(state_kv(env)?.as_ref(), &std::mem::take(&mut st.stream.namespace))?;
+    let (kv, cache) = state_kv(env, st.stream.tuning.state_cache_bytes_max)?;
+    StateStore::destroy(kv.as_ref(), &cache, &std::mem::take(&mut st.stream.namespace))?;
     empty_sink(env, c)?;
     Ok(0)
 }

@@ -493,6 +493,52 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows,
             )
         }
+        ("information_schema", "flow_operators") => {
+            // Streaming mode (issue 11): one row per operator of each
+            // running streaming flow of this database, root first.
+            let mut rows = Vec::new();
+            let mut flows: Vec<_> = p.catalog.flows().into_iter().filter(|f| f.database == db).map(|f| f.name).collect();
+            flows.sort();
+            let board = p.catalog.flow_operators.read().clone();
+            for f in flows {
+                for (n, o) in board.get(&f).into_iter().flatten().enumerate() {
+                    let i = |v: u64| Value::Int(v as i64);
+                    rows.push(vec![
+                        t(&f),
+                        Value::Int(n as i64),
+                        t(&o.operator),
+                        i(o.rows_in),
+                        i(o.rows_out),
+                        i(o.state_rows),
+                        i(o.state_bytes),
+                        i(o.cache_hits),
+                        i(o.cache_misses),
+                        i(o.cache_bytes),
+                        i(o.epoch),
+                        Value::Float(o.epoch_ms),
+                        Value::Float(o.barrier_ms),
+                    ]);
+                }
+            }
+            table(
+                &[
+                    ("flow_name", Text),
+                    ("operator_id", Int8),
+                    ("operator", Text),
+                    ("rows_in", Int8),
+                    ("rows_out", Int8),
+                    ("state_rows", Int8),
+                    ("state_bytes", Int8),
+                    ("cache_hits", Int8),
+                    ("cache_misses", Int8),
+                    ("cache_bytes", Int8),
+                    ("epoch", Int8),
+                    ("epoch_ms", Float8),
+                    ("barrier_ms", Float8),
+                ],
+                rows,
+            )
+        }
         ("information_schema", "region_statistics") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {

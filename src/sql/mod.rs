@@ -60,7 +60,7 @@ impl Engine {
         let catalog = Catalog::open(&dir)?;
         let storage = StorageEngine::open_tuned(&dir.join("regions"), config.storage_config(), config.storage_tuning())?;
         bootstrap_superuser(&catalog, &config)?;
-        let flows = crate::flow::FlowManager::new(session_vars::defaults(), catalog.write_clock.clone());
+        let flows = crate::flow::FlowManager::new(session_vars::defaults(), catalog.write_clock.clone(), config.stream.clone());
         let streams = crate::flow::tdengine::StreamRunner::new();
         let engine = Engine { catalog, storage, config, activity: Default::default(), flows, streams };
         for t in engine.catalog.all_tables() {

@@ -18,6 +18,8 @@ mod codec;
 mod column_cache;
 use column_cache::ColumnCache;
 pub use column_cache::ColumnCacheStats;
+/// The WAL's batch encoding (streaming flows log instant rows with it).
+pub use codec::{decode_batch, encode_batch};
 mod memtable;
 mod meta;
 mod object;

@@ -166,6 +166,61 @@ fn left_join_padding() {
     );
 }
 
+/// Full, semi and anti joins over the same changes: a right row waits
+/// padded until its key's left side fills; the left side then empties
+/// again; a semi row follows its key's right rows, an anti row their
+/// absence; NULL keys never match (padded / anti rows stay).
+#[test]
+fn full_semi_anti_joins() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = crate::exec::mock::ctx();
+    let store = StateStore::open(kv(dir.path()), "join").unwrap();
+    let no = |_: u32| false;
+    let lcols = vec![col("k", SqlType::Text), col("x", SqlType::Int8)];
+    let rcols = vec![col("k", SqlType::Text), col("y", SqlType::Int8)];
+    let n = Value::Null;
+    let l = |k: Value, x: i64| vec![k, Value::Int(x)];
+    let steps = |cols: &[PlanColumn], s: Vec<Vec<(Row, i64)>>| Replay { steps: s.into_iter().map(|rows| changes(cols, rows)).collect() };
+    // Epoch 1: right (a, 10) and (NULL, 0); left (NULL, 2).
+    // Epoch 2: left (a, 1) arrives. Epoch 3: left (a, 1) goes.
+    let left = |_: ()| steps(&lcols, vec![vec![(l(n.clone(), 2), 1)], vec![(l(t("a"), 1), 1)], vec![(l(t("a"), 1), -1)]]);
+    let right = |_: ()| steps(&rcols, vec![vec![(l(t("a"), 10), 1), (l(n.clone(), 0), 1)], vec![], vec![]]);
+    let on = || vec![(Expr::Column { index: 0, ty: SqlType::Text }, Expr::Column { index: 0, ty: SqlType::Text })];
+    let e: HashMap<u32, Vec<Changes>> = HashMap::new();
+    let mut r = renderer(&store, &ctx, &no);
+    let mut all = lcols.clone();
+    all.extend(rcols.clone());
+    let mut full = join::Join::new(Box::new(left(())), Box::new(right(())), JoinKind::Full, on(), None, lcols.clone(), rcols.clone(), all, &mut r);
+    let mut semi = join::Join::new(Box::new(left(())), Box::new(right(())), JoinKind::Semi, on(), None, lcols.clone(), rcols.clone(), lcols.clone(), &mut r);
+    let mut anti = join::Join::new(Box::new(left(())), Box::new(right(())), JoinKind::Anti, on(), None, lcols.clone(), rcols.clone(), lcols.clone(), &mut r);
+    let row = |a: Value, b: Value, c: Value, d: Value| vec![a, b, c, d];
+    // Epoch 1: every row padded (no key has rows on both sides).
+    assert_eq!(
+        out(full.step(&e, &ctx).unwrap()),
+        consolidate(vec![
+            (row(n.clone(), n.clone(), t("a"), Value::Int(10)), 1),
+            (row(n.clone(), n.clone(), n.clone(), Value::Int(0)), 1),
+            (row(n.clone(), Value::Int(2), n.clone(), n.clone()), 1),
+        ])
+    );
+    assert_eq!(out(semi.step(&e, &ctx).unwrap()), vec![]);
+    assert_eq!(out(anti.step(&e, &ctx).unwrap()), vec![(l(n.clone(), 2), 1)]);
+    // Epoch 2: (a, 1) meets (a, 10): the padded right row goes.
+    assert_eq!(
+        out(full.step(&e, &ctx).unwrap()),
+        consolidate(vec![(row(t("a"), Value::Int(1), t("a"), Value::Int(10)), 1), (row(n.clone(), n.clone(), t("a"), Value::Int(10)), -1)])
+    );
+    assert_eq!(out(semi.step(&e, &ctx).unwrap()), vec![(l(t("a"), 1), 1)]);
+    assert_eq!(out(anti.step(&e, &ctx).unwrap()), vec![]);
+    // Epoch 3: it leaves again: the padded right row comes back.
+    assert_eq!(
+        out(full.step(&e, &ctx).unwrap()),
+        consolidate(vec![(row(t("a"), Value::Int(1), t("a"), Value::Int(10)), -1), (row(n.clone(), n.clone(), t("a"), Value::Int(10)), 1)])
+    );
+    assert_eq!(out(semi.step(&e, &ctx).unwrap()), vec![(l(t("a"), 1), -1)]);
+    assert_eq!(out(anti.step(&e, &ctx).unwrap()), vec![]);
+}
+
 /// DISTINCT emits a row at its first copy and retracts it at its last.
 #[test]
 fn distinct_counts_copies() {

@@ -60,7 +60,7 @@ impl Operator for Distinct {
         self.input.tables(out);
     }
     fn stats(&self, out: &mut Vec<OpStats>) {
-        out.push(self.stats.clone());
+        out.push(self.stats.with_tables([&self.counts]));
         self.input.stats(out);
     }
 }

@@ -7,7 +7,9 @@
 //! input with retractions keep extreme state: a state table per call keyed
 //! by (group key, value) — descending for max — holding each value's
 //! multiplicity, so the extreme is the head of the group's range and a
-//! retraction of it reads only the next head. Each touched group emits the
+//! retraction of it reads only the next head. A DISTINCT call keeps each
+//! (group, value)'s multiplicity and sees a value only as it first appears
+//! in its group and as its last copy goes. Each touched group emits the
 //! retraction of its old output row and its new row.
 
 use std::collections::HashMap;
@@ -26,9 +28,6 @@ use crate::{bail, err};
 
 /// Why a call cannot be maintained incrementally, if it cannot.
 pub fn unsupported(a: &AggCall) -> Option<&'static str> {
-    if a.distinct {
-        return Some("DISTINCT aggregates");
-    }
     match a.func {
         AggFunc::CountStar | AggFunc::Count | AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max => None,
         _ => Some("aggregates other than count, sum, avg, min and max"),
@@ -44,6 +43,10 @@ pub struct HashAgg {
     values: StateTable,
     /// Per call: the extreme state (min / max over retractions).
     extremes: Vec<Option<StateTable>>,
+    /// Per DISTINCT call: each (group, value)'s multiplicity; the call sees
+    /// a value when it first appears in its group and its retraction when
+    /// the last copy goes.
+    distincts: Vec<Option<StateTable>>,
     /// Per call: its first slot in a value-state row (after keys and count).
     slots: Vec<usize>,
     stats: OpStats,
@@ -73,10 +76,11 @@ impl HashAgg {
                 (!append_only && matches!(a.func, AggFunc::Min | AggFunc::Max)).then(|| {
                     let mut desc = vec![false; g + 1];
                     desc[g] = a.func == AggFunc::Max;
-                    r.table((0..=g).collect(), desc)
+                    r.table((0..=g).collect(), desc).uncached()
                 })
             })
             .collect();
+        let distincts = aggs.iter().map(|a| a.distinct.then(|| r.table((0..=g).collect(), vec![false; g + 1]))).collect();
         let mut slots = Vec::new();
         let mut at = g + 1;
         for a in &aggs {
@@ -91,6 +95,7 @@ impl HashAgg {
             append_only,
             values,
             extremes,
+            distincts,
             slots,
             stats: OpStats { name: "hash_agg", ..Default::default() },
         }
@@ -228,6 +233,32 @@ impl Operator for HashAgg {
                     if v.is_null() {
                         continue;
                     }
+                    let d = match &mut self.distincts[j] {
+                        None => d,
+                        Some(t) => {
+                            let mut pk = key.clone();
+                            pk.push(v.clone());
+                            let before = match t.get_row(&pk)? {
+                                Some(r) => match r[g + 1] {
+                                    Value::Int(n) => n,
+                                    _ => 0,
+                                },
+                                None => 0,
+                            };
+                            let after = before + d;
+                            if after == 0 {
+                                t.delete_row(&pk);
+                            } else {
+                                pk.push(Value::Int(after));
+                                t.insert_row(pk);
+                            }
+                            match (before > 0, after > 0) {
+                                (false, true) => 1,
+                                (true, false) => -1,
+                                _ => continue,
+                            }
+                        }
+                    };
                     match a.func {
                         AggFunc::Count => state[s] = add_int(&state[s], d)?,
                         AggFunc::Sum | AggFunc::Avg => {
@@ -300,13 +331,13 @@ impl Operator for HashAgg {
     }
     fn tables<'a>(&'a mut self, out: &mut Vec<&'a mut StateTable>) {
         out.push(&mut self.values);
-        for t in self.extremes.iter_mut().flatten() {
+        for t in self.extremes.iter_mut().chain(self.distincts.iter_mut()).flatten() {
             out.push(t);
         }
         self.input.tables(out);
     }
     fn stats(&self, out: &mut Vec<OpStats>) {
-        out.push(self.stats.clone());
+        out.push(self.stats.with_tables(std::iter::once(&self.values).chain(self.extremes.iter().chain(self.distincts.iter()).flatten())));
         self.input.stats(out);
     }
 }

@@ -1,12 +1,16 @@
-//! Inner and left equi-joins over arrangements on both sides.
+//! Equi-joins (inner, left, right, full, semi, anti) over arrangements on
+//! both sides.
 //!
 //! Each side's arrangement is a state table keyed by (join key, row)
 //! holding the row's multiplicity: the indexed trace of that side's
 //! changes, consolidated at each barrier. An epoch's changes join as
-//! `Δleft ⋈ right_old + left_new ⋈ Δright`. A left join also emits the
-//! NULL-padded row of a left row while its key has no right rows, and
+//! `Δleft ⋈ right_old + left_new ⋈ Δright`. A left (full) join also emits
+//! the NULL-padded row of a left row while its key has no right rows, and
 //! retracts or restores it when the key's right side becomes non-empty or
-//! empty. Rows whose key has a NULL never match.
+//! empty; a right (full) join the same for right rows. A semi join emits
+//! the left row (its multiplicity, not one per match) while its key has
+//! right rows, an anti join while it has none (NOT EXISTS: no NULL-aware
+//! NOT IN). Rows whose key has a NULL never match.
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -51,8 +55,9 @@ impl Join {
     ) -> Join {
         let k = on.len();
         let (lw, rw) = (lcols.len(), rcols.len());
-        let larr = r.table((0..k + lw).collect(), vec![false; k + lw]);
-        let rarr = r.table((0..k + rw).collect(), vec![false; k + rw]);
+        // Cached by join key: a lookup reads the key's rows whole.
+        let larr = r.table((0..k + lw).collect(), vec![false; k + lw]).cached_by(k);
+        let rarr = r.table((0..k + rw).collect(), vec![false; k + rw]).cached_by(k);
         let (lkeys, rkeys) = on.into_iter().unzip();
         Join {
             left,
@@ -132,61 +137,119 @@ fn joined(l: &[Value], r: &[Value]) -> Row {
     row
 }
 
+/// Changes grouped by key, in first-seen order; rows whose key has a NULL
+/// come separately (they never match).
+type ByKey = (Vec<(Row, Vec<(Row, i64)>)>, Vec<(Row, i64)>);
+
+fn by_key(rows: Vec<(Option<Row>, Row, i64)>) -> ByKey {
+    let mut at: HashMap<Row, usize> = HashMap::new();
+    let mut groups: Vec<(Row, Vec<(Row, i64)>)> = Vec::new();
+    let mut nulls = Vec::new();
+    for (key, row, d) in rows {
+        match key {
+            None => nulls.push((row, d)),
+            Some(key) => {
+                let i = *at.entry(key.clone()).or_insert_with(|| {
+                    groups.push((key, vec![]));
+                    groups.len() - 1
+                });
+                groups[i].1.push((row, d));
+            }
+        }
+    }
+    (groups, nulls)
+}
+
+fn total(rows: &[(Row, i64)]) -> i64 {
+    rows.iter().map(|(_, n)| n).sum()
+}
+
 impl Operator for Join {
     fn step(&mut self, inputs: &Inputs, ctx: &ExecCtx) -> Result<Changes> {
         let dl = self.left.step(inputs, ctx)?;
         let dr = self.right.step(inputs, ctx)?;
         self.stats.rows_in += (dl.len() + dr.len()) as u64;
-        let pad = vec![Value::Null; self.rwidth];
-        let left_join = self.kind == JoinKind::Left;
+        let (lpad, rpad) = (vec![Value::Null; self.lwidth], vec![Value::Null; self.rwidth]);
+        // (l, NULL) while a key has no right rows; (NULL, r) while it has
+        // no left rows; semi / anti: the left row alone while the key has
+        // some / no right rows.
+        let pad_l = matches!(self.kind, JoinKind::Left | JoinKind::Full);
+        let pad_r = matches!(self.kind, JoinKind::Right | JoinKind::Full);
+        let (semi, anti) = (self.kind == JoinKind::Semi, self.kind == JoinKind::Anti);
+        let pairs = !(semi || anti);
         let mut out: Vec<(Row, i64)> = Vec::new();
         // Δleft against the right side as it was.
-        for (key, row, d) in keyed(&dl, &self.lkeys, ctx)? {
-            let Some(key) = key else {
-                if left_join {
-                    out.push((joined(&row, &pad), d));
+        let (groups, nulls) = by_key(keyed(&dl, &self.lkeys, ctx)?);
+        for (l, d) in nulls {
+            if pad_l {
+                out.push((joined(&l, &rpad), d));
+            } else if anti {
+                out.push((l, d));
+            }
+        }
+        for (key, changes) in groups {
+            let rights = lookup(&self.rarr, &key, self.rwidth)?;
+            let has_right = total(&rights) != 0;
+            let lbefore = if pad_r && has_right { total(&lookup(&self.larr, &key, self.lwidth)?) } else { 0 };
+            let mut lafter = lbefore;
+            for (l, d) in changes {
+                if pairs {
+                    for (r, n) in &rights {
+                        out.push((joined(&l, r), d * n));
+                    }
                 }
-                continue;
-            };
-            let matches = lookup(&self.rarr, &key, self.rwidth)?;
-            if matches.is_empty() {
-                if left_join {
-                    out.push((joined(&row, &pad), d));
+                if !has_right && pad_l {
+                    out.push((joined(&l, &rpad), d));
                 }
-            } else {
-                for (r, n) in matches {
-                    out.push((joined(&row, &r), d * n));
+                if (!has_right && anti) || (has_right && semi) {
+                    out.push((l.clone(), d));
+                }
+                update(&mut self.larr, &key, &l, d)?;
+                lafter += d;
+            }
+            if pad_r && has_right && (lbefore == 0) != (lafter == 0) {
+                // The key's left side filled (retract the padded right
+                // rows) or emptied (restore them).
+                let sign = if lbefore == 0 { -1 } else { 1 };
+                for (r, n) in &rights {
+                    out.push((joined(&lpad, r), sign * n));
                 }
             }
-            update(&mut self.larr, &key, &row, d)?;
         }
-        // Δright against the left side as it is now, a key at a time.
-        let mut by_key: HashMap<Row, Vec<(Row, i64)>> = HashMap::new();
-        let mut order: Vec<Row> = Vec::new();
-        for (key, row, d) in keyed(&dr, &self.rkeys, ctx)? {
-            let Some(key) = key else { continue };
-            by_key.entry(key.clone()).or_insert_with(|| {
-                order.push(key.clone());
-                vec![]
-            });
-            by_key.get_mut(&key).expect("inserted").push((row, d));
+        // Δright against the left side as it is now.
+        let (groups, nulls) = by_key(keyed(&dr, &self.rkeys, ctx)?);
+        if pad_r {
+            out.extend(nulls.into_iter().map(|(r, d)| (joined(&lpad, &r), d)));
         }
-        for key in order {
-            let changes = by_key.remove(&key).expect("grouped");
+        for (key, changes) in groups {
             let lefts = lookup(&self.larr, &key, self.lwidth)?;
-            let before: i64 = if left_join { lookup(&self.rarr, &key, self.rwidth)?.iter().map(|(_, n)| n).sum() } else { 0 };
+            let has_left = total(&lefts) != 0;
+            let before = if pad_l || semi || anti { total(&lookup(&self.rarr, &key, self.rwidth)?) } else { 0 };
             let mut after = before;
             for (r, d) in changes {
-                for (l, n) in &lefts {
-                    out.push((joined(l, &r), d * n));
+                if pairs {
+                    for (l, n) in &lefts {
+                        out.push((joined(l, &r), d * n));
+                    }
+                }
+                if !has_left && pad_r {
+                    out.push((joined(&lpad, &r), d));
                 }
                 update(&mut self.rarr, &key, &r, d)?;
                 after += d;
             }
-            if left_join && (before == 0) != (after == 0) {
+            if (before == 0) != (after == 0) {
+                // The key's right side filled (sign -1: retract the padded
+                // and anti rows, emit the semi rows) or emptied.
                 let sign = if before == 0 { -1 } else { 1 };
                 for (l, n) in &lefts {
-                    out.push((joined(l, &pad), sign * n));
+                    if pad_l {
+                        out.push((joined(l, &rpad), sign * n));
+                    } else if anti {
+                        out.push((l.clone(), sign * n));
+                    } else if semi {
+                        out.push((l.clone(), -sign * n));
+                    }
                 }
             }
         }
@@ -209,7 +272,7 @@ impl Operator for Join {
         self.right.tables(out);
     }
     fn stats(&self, out: &mut Vec<OpStats>) {
-        out.push(self.stats.clone());
+        out.push(self.stats.with_tables([&self.larr, &self.rarr]));
         self.left.stats(out);
         self.right.stats(out);
     }

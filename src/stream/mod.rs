@@ -4,8 +4,9 @@
 //!
 //! `render` turns a flow's logical plan (the one the batching path plans)
 //! into a tree of [`Operator`]s: `map` (sources, filter, project, union,
-//! constants), `hash_agg` (aggregation with retractions), `join` (inner and
-//! left equi-joins over arrangements on both sides), `distinct`. One
+//! constants), `hash_agg` (aggregation with retractions), `join` (inner,
+//! outer, semi and anti equi-joins over arrangements on both sides),
+//! `distinct`. One
 //! [`Dataflow::step`] consumes an epoch's source changes and returns the
 //! output changes; [`Dataflow::commit`] is the barrier: every operator's
 //! state, the source positions and the epoch's output (the sink outbox)
@@ -34,7 +35,28 @@ use crate::planner::logical::LogicalPlan;
 use crate::types::{value_at, values_to_array, Value};
 use crate::{bail, err};
 
-use state_table::{decode_row, encode_row, Row, StateKv, StateStore, StateTable};
+use state_table::{decode_row, encode_row, CacheStats, Row, StateCache, StateKv, StateStore, StateTable};
+
+/// Streaming mode's options (`[stream]` in conf/weir.toml).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
+pub struct StreamTuning {
+    /// Milliseconds: a streaming flow closes an epoch (runs its dataflow
+    /// over the changes since the last one and commits the barrier) at
+    /// most this often while writes arrive; a write's rows reach the sink
+    /// within about one interval plus the epoch's own time.
+    pub barrier_interval_ms: u64,
+    /// Bytes: the cache of committed operator state in front of the state
+    /// store, shared by all streaming flows; 0 = no cache.
+    pub state_cache_bytes_max: usize,
+}
+
+impl Default for StreamTuning {
+    fn default() -> Self {
+        // 1 s: RisingWave's default barrier interval.
+        StreamTuning { barrier_interval_ms: 1000, state_cache_bytes_max: state_table::STATE_CACHE_BYTES_DEFAULT }
+    }
+}
 
 /// A batch of changes: rows (arrow columns) and the diff of each row
 /// (+n inserted n times, -n retracted).
@@ -98,6 +120,28 @@ pub struct OpStats {
     pub name: &'static str,
     pub rows_in: u64,
     pub rows_out: u64,
+    /// The operator's own state tables: committed rows and bytes as of the
+    /// last sample, reads the cache answered and reads that went to the store.
+    pub state_rows: u64,
+    pub state_bytes: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+}
+
+impl OpStats {
+    /// These counters plus the state of `tables` (the operator's own).
+    pub fn with_tables<'a>(&self, tables: impl IntoIterator<Item = &'a StateTable>) -> OpStats {
+        let mut s = self.clone();
+        for t in tables {
+            let (r, b) = t.sampled_size();
+            let (h, m) = t.cache_counters();
+            s.state_rows += r;
+            s.state_bytes += b;
+            s.cache_hits += h;
+            s.cache_misses += m;
+        }
+        s
+    }
 }
 
 /// One node of the dataflow.
@@ -126,9 +170,8 @@ pub fn unsupported(plan: &LogicalPlan) -> Option<String> {
     }
     let what = match plan {
         LogicalPlan::Join { kind: JoinKind::Inner, .. } => None,
-        LogicalPlan::Join { kind: JoinKind::Left, filter, .. } if filter.is_none() => None,
-        LogicalPlan::Join { kind: JoinKind::Left, .. } => Some("left joins with conditions other than equalities"),
-        LogicalPlan::Join { .. } => Some("right, full, semi and anti joins"),
+        LogicalPlan::Join { filter: None, .. } => None,
+        LogicalPlan::Join { .. } => Some("outer, semi and anti joins with conditions other than equalities"),
         LogicalPlan::SetOp { kind: SetOpKind::Union, .. } => None,
         LogicalPlan::SetOp { .. } => Some("INTERSECT and EXCEPT"),
         LogicalPlan::Sort { fetch: Some(_), .. } | LogicalPlan::Limit { .. } => Some("LIMIT (top-n)"),
@@ -174,11 +217,19 @@ impl Renderer<'_> {
             }
             LogicalPlan::Filter { input, predicate } => {
                 let (i, a) = self.render(input)?;
-                (Box::new(map::Filter { input: i, predicate: predicate.clone(), stats: Default::default() }), a)
+                (Box::new(map::Filter { input: i, predicate: predicate.clone(), stats: OpStats { name: "filter", ..Default::default() } }), a)
             }
             LogicalPlan::Project { input, exprs, columns } => {
                 let (i, a) = self.render(input)?;
-                (Box::new(map::Project { input: i, exprs: exprs.clone(), columns: columns.clone(), stats: Default::default() }), a)
+                (
+                    Box::new(map::Project {
+                        input: i,
+                        exprs: exprs.clone(),
+                        columns: columns.clone(),
+                        stats: OpStats { name: "project", ..Default::default() },
+                    }),
+                    a,
+                )
             }
             LogicalPlan::Sort { input, .. } => self.render(input)?,
             LogicalPlan::SetOp { left, right, all, .. } => {
@@ -222,8 +273,15 @@ impl Renderer<'_> {
 
 impl Dataflow {
     /// Render `plan` (optimized) over the state namespace `name` of `kv`.
-    pub fn render(kv: Arc<dyn StateKv>, name: &str, plan: &LogicalPlan, instant: &dyn Fn(u32) -> bool, ctx: &ExecCtx) -> Result<Dataflow> {
-        let store = StateStore::open(kv, name)?;
+    pub fn render(
+        kv: Arc<dyn StateKv>,
+        cache: Arc<StateCache>,
+        name: &str,
+        plan: &LogicalPlan,
+        instant: &dyn Fn(u32) -> bool,
+        ctx: &ExecCtx,
+    ) -> Result<Dataflow> {
+        let store = StateStore::open_cached(kv, cache, name)?;
         let first_epoch = store.epoch() == 0;
         let root = {
             let mut r = Renderer { store: &store, next_table: 0, instant, ctx, first_epoch };
@@ -297,6 +355,22 @@ impl Dataflow {
         Ok(())
     }
 
+    /// Rows of instant sources logged and not yet consumed by a committed
+    /// epoch: (region, seq, encoded rows).
+    pub fn inbox(&self) -> Result<Vec<(u64, u64, Vec<u8>)>> {
+        self.store.inbox()
+    }
+
+    /// Delete these inbox entries with the next barrier.
+    pub fn consume_inbox(&mut self, entries: impl IntoIterator<Item = (u64, u64)>) {
+        self.store.consume_inbox(entries)
+    }
+
+    /// The state cache's counters (shared by the flows of a process).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.store.cache().stats()
+    }
+
     /// Per-operator counters, root first.
     pub fn stats(&self) -> Vec<OpStats> {
         let mut v = Vec::new();
@@ -304,13 +378,14 @@ impl Dataflow {
         v
     }
 
-    /// Committed state rows and bytes of all operators.
+    /// Committed state rows and bytes of all operators, measured now (a
+    /// scan of every state table; [`Dataflow::stats`] reports these samples).
     pub fn state_size(&mut self) -> Result<(u64, u64)> {
         let mut tables = Vec::new();
         self.root.tables(&mut tables);
         let mut total = (0, 0);
         for t in tables {
-            let (r, b) = t.stats()?;
+            let (r, b) = t.sample_size()?;
             total.0 += r;
             total.1 += b;
         }

@@ -94,7 +94,7 @@ fn commit_and_recovery() {
     let t = store.table(1, vec![0]);
     assert_eq!(t.scan(&[], (Bound::Unbounded, Bound::Unbounded), None).unwrap(), vec![row(1, "a")]);
     assert_eq!(t.stats().unwrap().0, 1);
-    StateStore::destroy(kv.as_ref(), "f").unwrap();
+    StateStore::destroy(kv.as_ref(), &no_cache(), "f").unwrap();
     let store = StateStore::open(kv.clone(), "f").unwrap();
     assert_eq!(store.epoch(), 0);
     let g = StateStore::open(kv, "g").unwrap();
@@ -104,6 +104,65 @@ fn commit_and_recovery() {
         g.commit(1, &mut [], vec![])
     }));
     assert!(r.is_err(), "an epoch that does not move forward is refused");
+}
+
+/// The cache answers reads of cached groups (a second read of a join key
+/// is a hit), sees committed writes, never uncommitted ones, stays under its
+/// budget, and forgets a destroyed namespace.
+#[test]
+fn cache_in_front_of_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = open(dir.path());
+    let cache = Arc::new(StateCache::new(4096));
+    let mut store = StateStore::open_cached(kv.clone(), cache.clone(), "f").unwrap();
+    // An arrangement keyed by (join key, row), cached by the join key.
+    let mut t = store.table(1, vec![0, 1]).cached_by(1);
+    t.insert_row(row(1, "a"));
+    t.insert_row(row(1, "b"));
+    t.insert_row(row(2, "c"));
+    store.commit(1, &mut [&mut t], vec![]).unwrap();
+    let all = (Bound::Unbounded, Bound::Unbounded);
+    assert_eq!(t.scan(&[Value::Int(1)], all, None).unwrap(), vec![row(1, "a"), row(1, "b")]);
+    assert_eq!(cache.stats().misses, 1);
+    assert_eq!(t.scan(&[Value::Int(1)], all, None).unwrap(), vec![row(1, "a"), row(1, "b")]);
+    assert_eq!(t.get_row(&[Value::Int(1), Value::Text("b".into())]).unwrap(), Some(row(1, "b")));
+    assert_eq!(cache.stats().hits, 2);
+    // A key with no rows is cached as empty.
+    assert!(t.scan(&[Value::Int(7)], all, None).unwrap().is_empty());
+    assert!(t.get_row(&[Value::Int(7), Value::Text("x".into())]).unwrap().is_none());
+    assert_eq!((cache.stats().hits, cache.stats().misses), (3, 2));
+    // Uncommitted writes are merged over the cache, committed ones update it.
+    t.delete_row(&row(1, "a"));
+    t.insert_row(row(7, "x"));
+    assert_eq!(t.scan(&[Value::Int(1)], all, None).unwrap(), vec![row(1, "b")]);
+    assert_eq!(t.scan(&[Value::Int(7)], all, None).unwrap(), vec![row(7, "x")]);
+    t.discard();
+    assert_eq!(t.scan(&[Value::Int(1)], all, None).unwrap(), vec![row(1, "a"), row(1, "b")]);
+    t.delete_row(&row(1, "a"));
+    t.insert_row(row(7, "x"));
+    store.commit(2, &mut [&mut t], vec![]).unwrap();
+    let hits = cache.stats().hits;
+    assert_eq!(t.scan(&[Value::Int(1)], all, None).unwrap(), vec![row(1, "b")]);
+    assert_eq!(t.get_row(&[Value::Int(7), Value::Text("x".into())]).unwrap(), Some(row(7, "x")));
+    assert_eq!(cache.stats().hits, hits + 2);
+    // The cache agrees with a store read without it.
+    let cold = StateStore::open_cached(kv.clone(), no_cache(), "f").unwrap().table(1, vec![0, 1]).cached_by(1);
+    for k in [1, 2, 7] {
+        assert_eq!(cold.scan(&[Value::Int(k)], all, None).unwrap(), t.scan(&[Value::Int(k)], all, None).unwrap());
+    }
+    // The budget holds: many groups push the oldest out.
+    for k in 100..300 {
+        t.insert_row(row(k, "filler"));
+    }
+    store.commit(3, &mut [&mut t], vec![]).unwrap();
+    for k in 100..300 {
+        assert_eq!(t.scan(&[Value::Int(k)], all, None).unwrap(), vec![row(k, "filler")]);
+        assert!(cache.stats().bytes <= 4096);
+    }
+    assert!(cache.stats().groups < 200);
+    StateStore::destroy(kv.as_ref(), &cache, "f").unwrap();
+    assert_eq!(cache.stats().groups, 0);
+    assert_eq!(cache.stats().bytes, 0);
 }
 
 /// Encodings round-trip and their byte order is the SQL order.
