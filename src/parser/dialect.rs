@@ -1,5 +1,9 @@
 //! `WeirDialect`: PostgreSQL's grammar as sqlparser's `PostgreSqlDialect`
 //! has it, plus GreptimeDB's timestamp type names and `DESC TABLE t`.
+//! `parse_prefix` takes a lone literal (a string or number directly followed
+//! by `,` or `)`, the cells of a multi-row VALUES) without sqlparser's
+//! speculative type-name parse, which builds and drops an error message per
+//! literal; the AST is the same (test `literal_cells_parse_as_before`).
 //!
 //! Every method `PostgreSqlDialect` overrides is forwarded, and `dialect()`
 //! answers PostgreSQL's `TypeId`, so sqlparser's own `dialect_of!` checks
@@ -10,7 +14,7 @@
 
 use std::any::TypeId;
 
-use sqlparser::ast::{DataType, TimezoneInfo};
+use sqlparser::ast::{DataType, Expr, TimezoneInfo, Value};
 use sqlparser::dialect::{BindPlaceholderStyle, Dialect, PostgreSqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -46,6 +50,21 @@ macro_rules! forward_flags {
 impl Dialect for WeirDialect {
     fn dialect(&self) -> TypeId {
         TypeId::of::<PostgreSqlDialect>()
+    }
+
+    fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        let t = parser.peek_token_ref();
+        let value = match &t.token {
+            Token::SingleQuotedString(s) => Value::SingleQuotedString(s.clone()),
+            Token::Number(n, long) => Value::Number(n.clone(), *long),
+            _ => return None,
+        };
+        let span = t.span;
+        if !matches!(parser.peek_nth_token_ref(1).token, Token::Comma | Token::RParen) {
+            return None;
+        }
+        parser.next_token();
+        Some(Ok(Expr::Value(value.with_span(span))))
     }
 
     fn parse_data_type(&self, parser: &mut Parser) -> Option<Result<DataType, ParserError>> {

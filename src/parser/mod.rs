@@ -182,23 +182,22 @@ fn parse_statements(parser: &mut Parser) -> Result<Vec<Statement>, ParserError> 
 }
 
 fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, WeirError> {
+    // One tokenization serves the nesting check and the parser.
+    let tokens = sqlparser::tokenizer::Tokenizer::new(dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| syntax_error(sql, ParserError::TokenizerError(e.to_string())))?;
+    // Deep nesting is refused before sqlparser's recursive descent (slow on
+    // it); `nesting::check` runs again on the AST.
+    nesting::check_tokens(sql, &tokens)?;
     // TDengine's `%%name` placeholders: only where `%` occurs at all.
-    if sql.contains("%%") {
-        let tokens = sqlparser::tokenizer::Tokenizer::new(dialect, sql)
-            .tokenize_with_location()
-            .map_err(|e| syntax_error(sql, ParserError::TokenizerError(e.to_string())))?;
-        return Ok(Parser::new(dialect)
-            .with_recursion_limit(RECURSION_LIMIT)
-            .with_tokens_with_locations(tdengine::placeholder_tokens(tokens)));
-    }
-    Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).try_with_sql(sql).map_err(|e| syntax_error(sql, e))
+    let tokens = if sql.contains("%%") { tdengine::placeholder_tokens(tokens) } else { tokens };
+    Ok(Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).with_tokens_with_locations(tokens))
 }
 
 /// Parse a query string into its statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
     // Deep nesting is refused before sqlparser's recursive descent (slow on
-    // it) and after it, before anything else recurses over the AST.
-    nesting::check_text(sql)?;
+    // it: `new_parser`) and after it, before anything else recurses over the AST.
     let dialect = WeirDialect::default();
     let mut p = new_parser(&dialect, sql)?;
     let mut stmts = parse_statements(&mut p).map_err(|e| syntax_error(sql, e))?;
@@ -300,7 +299,6 @@ fn resolve_tql(sql: &str, t: &mut Tql) -> Result<(), WeirError> {
 pub fn parse_expr(sql: &str) -> Result<ast::Expr, WeirError> {
     let dialect = WeirDialect::default();
     let mut p = new_parser(&dialect, sql)?;
-    nesting::check_text(sql)?;
     let e = p.parse_expr().map_err(|e| syntax_error(sql, e))?;
     nesting::check(&e)?;
     match &p.peek_token_ref().token {

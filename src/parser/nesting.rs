@@ -9,9 +9,8 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{Expr, Query, Visit, Visitor};
-use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use crate::error::{ErrorKind, WeirError};
 
@@ -60,17 +59,14 @@ impl Depth {
 /// 54001 when the text's parentheses or CASE … END nest deeper than
 /// `NESTING_DEPTH_MAX`, found on tokens: sqlparser's recursive descent gets
 /// very slow on such input long before its own recursion limit stops it.
-pub fn check_text(sql: &str) -> Result<()> {
+pub fn check_tokens(sql: &str, tokens: &[TokenWithSpan]) -> Result<()> {
     // Nesting past the limit needs at least one byte per level.
     if sql.len() <= NESTING_DEPTH_MAX {
         return Ok(());
     }
-    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
-        return Ok(()); // the parser reports it
-    };
     let mut depth: usize = 0;
-    for t in &tokens {
-        match t {
+    for t in tokens {
+        match &t.token {
             Token::LParen => depth += 1,
             Token::Word(w) if w.keyword == Keyword::CASE => depth += 1,
             Token::RParen => depth = depth.saturating_sub(1),

@@ -56,6 +56,32 @@ fn same_ast_as_postgres() {
     }
 }
 
+/// The dialect's literal shortcut (`dialect.rs`, `parse_prefix`) gives the
+/// AST sqlparser's full prefix parse gives, spans included.
+#[test]
+fn literal_cells_parse_as_before() {
+    for sql in [
+        "INSERT INTO cpu VALUES ('2016-01-01 00:00:00', 'host_0', 1.5, -2, 3e5, NULL, 'it''s', ''), ('x', 1, 0.5, -0.25, 7, 'y', 'z', 'w')",
+        "SELECT 1, '2', f(3, '4'), g('5'), ARRAY[6, '7'], (8), '9'::int, '10' || '11', 12 + 13, - 14, x IN (1, '2')",
+        "SELECT DATE '2020-01-01', TIMESTAMP '2020-01-01 00:00:00', INTERVAL '1' DAY, 1.e3, .5, 0x1F, 1_000 FROM t LIMIT 1",
+        "UPDATE t SET a = 'x', b = 2 WHERE c IN ('d', 3) AND e = 'f'",
+        "SELECT $1, 'a' COLLATE \"C\", 'b'",
+    ] {
+        let pg = sqlparser::parser::Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap();
+        let weir: Vec<ast::Statement> = parse(sql)
+            .unwrap()
+            .into_iter()
+            .map(|s| match s {
+                Statement::Sql(s) => s,
+                other => panic!("{sql} became {other:?}"),
+            })
+            .collect();
+        assert_eq!(pg, weir, "{sql}");
+        // Spans are not part of the AST's equality; its Debug form has them.
+        assert_eq!(format!("{pg:?}"), format!("{weir:?}"), "{sql}");
+    }
+}
+
 #[test]
 fn time_index_column_form() {
     let c = create("CREATE TABLE cpu (host STRING, ts TIMESTAMP TIME INDEX, v DOUBLE, PRIMARY KEY (host))");

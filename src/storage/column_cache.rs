@@ -1,7 +1,10 @@
 //! The decoded-column cache: Arrow arrays of whole SST row-group columns,
 //! kept after a read so hot data is not decompressed and decoded from
 //! Parquet again, under a byte budget (`[storage] decoded_cache_bytes_max`;
-//! 0 turns it off), least recently used out first.
+//! 0 turns it off), least recently used out first. The same budget covers
+//! the regions' last-row caches: they hold a [`Pin`] of their bytes, and
+//! decoded columns are evicted to make room for it (a last-row cache that
+//! does not fit beside the other pins is not kept).
 //!
 //! Keys name an SST by path and CRC (paths are not reused while the process
 //! runs; the CRC guards anyway), a row group and a full-schema column. SSTs
@@ -37,6 +40,8 @@ struct State {
     lru: BTreeMap<u64, ColumnKey>,
     tick: u64,
     bytes: usize,
+    /// Bytes of pins (last-row caches), outside the LRU.
+    pinned: usize,
 }
 
 /// Engine-wide counters of the cache.
@@ -48,6 +53,8 @@ pub struct ColumnCacheStats {
     pub hits: u64,
     pub misses: u64,
     pub evictions: u64,
+    /// Bytes pinned by last-row caches (within `budget` with `bytes`).
+    pub pinned: u64,
 }
 
 pub struct ColumnCache {
@@ -110,6 +117,9 @@ impl ColumnCache {
             return;
         }
         let mut st = self.state.lock();
+        if bytes > self.budget.saturating_sub(st.pinned) {
+            return;
+        }
         st.tick += 1;
         let tick = st.tick;
         if let Some(old) = st.map.insert(key.clone(), Entry { array, bytes, tick }) {
@@ -118,7 +128,12 @@ impl ColumnCache {
         }
         st.lru.insert(tick, key);
         st.bytes += bytes;
-        while st.bytes > self.budget {
+        self.evict(&mut st);
+    }
+
+    /// Evict least recently used columns until columns and pins fit.
+    fn evict(&self, st: &mut State) {
+        while st.bytes + st.pinned > self.budget {
             let Some((_, k)) = st.lru.pop_first() else { break };
             if let Some(e) = st.map.remove(&k) {
                 st.bytes -= e.bytes;
@@ -136,7 +151,34 @@ impl ColumnCache {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
+            pinned: st.pinned as u64,
         }
+    }
+
+    /// Pin `bytes` of another cache under the budget, evicting decoded
+    /// columns to make room; None when they do not fit beside the other
+    /// pins (the caller then does not keep what it wanted to cache).
+    pub fn pin(self: &Arc<Self>, bytes: usize) -> Option<Pin> {
+        let mut st = self.state.lock();
+        if st.pinned + bytes > self.budget {
+            return None;
+        }
+        st.pinned += bytes;
+        self.evict(&mut st);
+        Some(Pin { cache: self.clone(), bytes })
+    }
+}
+
+/// Bytes of a cache held under the decoded-column budget; released when
+/// dropped.
+pub struct Pin {
+    cache: Arc<ColumnCache>,
+    bytes: usize,
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        self.cache.state.lock().pinned -= self.bytes;
     }
 }
 
@@ -171,5 +213,37 @@ mod tests {
         let off = ColumnCache::new(0);
         off.insert(key(0, 0), a());
         assert_eq!(off.stats().entries, 0);
+    }
+
+    #[test]
+    fn pins_share_the_budget_with_columns() {
+        let a = || Arc::new(Int64Array::from_iter_values(0..1000)) as ArrayRef;
+        let one = a().get_array_memory_size() + 64;
+        let c = Arc::new(ColumnCache::new(one * 3));
+        c.insert(key(0, 0), a());
+        c.insert(key(1, 0), a());
+        c.insert(key(2, 0), a());
+        assert_eq!(c.stats().entries, 3);
+        // A pin evicts the least recently used columns to fit.
+        let p = c.pin(one + 1).expect("fits");
+        let s = c.stats();
+        assert_eq!((s.entries, s.pinned), (1, (one + 1) as u64));
+        assert!(s.bytes + s.pinned <= s.budget);
+        assert!(c.get_all(&key(2, 0), &[0]).is_some());
+        // Pins never go over the budget; columns that do not fit beside
+        // the pins are not kept.
+        assert!(c.pin(one * 2).is_none());
+        let q = c.pin(one).expect("fits");
+        assert_eq!(c.stats().entries, 0);
+        c.insert(key(3, 0), a());
+        assert_eq!(c.stats().entries, 0);
+        // Dropped pins give the room back.
+        drop(p);
+        drop(q);
+        assert_eq!(c.stats().pinned, 0);
+        c.insert(key(3, 0), a());
+        assert_eq!(c.stats().entries, 1);
+        // Off: nothing is pinned.
+        assert!(Arc::new(ColumnCache::new(0)).pin(1).is_none());
     }
 }

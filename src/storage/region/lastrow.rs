@@ -16,7 +16,9 @@
 //! so when it has expired every row of the series has. Flush and
 //! compaction do not change what is visible, so they leave the cache
 //! valid; the cache is memory only, rebuilt on the first read after a
-//! restart. Reads the cache cannot serve (a time range, sequence bounds, a
+//! restart. The cache's bytes are pinned under the decoded-column budget
+//! (`decoded_cache_bytes_max`, `column_cache.rs`): keeping it evicts decoded
+//! columns, and a cache that does not fit is not kept. Reads the cache cannot serve (a time range, sequence bounds, a
 //! transaction's own writes, an older snapshot) compute the answer the
 //! same way from a streaming scan, without touching the cache.
 //!
@@ -119,9 +121,22 @@ impl LastRows {
 pub(super) struct LastRowCache {
     seq: SeqNo,
     rows: LastRows,
+    /// Its bytes under the engine's cache budget.
+    _pin: crate::storage::column_cache::Pin,
 }
 
 impl Region {
+    /// Keep `rows` as the cache at `seq` if they fit the budgets (the old
+    /// cache's bytes are released first).
+    fn keep_last_rows(&self, cache: &mut Option<LastRowCache>, seq: SeqNo, rows: LastRows) {
+        *cache = None;
+        let bytes = rows.bytes();
+        if bytes > CACHE_BYTES_MAX {
+            return;
+        }
+        *cache = self.shared.column_cache.pin(bytes).map(|pin| LastRowCache { seq, rows, _pin: pin });
+    }
+
     fn pk_converter(&self) -> Result<RowConverter> {
         let fields = self.layout.primary_key.iter().map(|&c| SortField::new(self.layout.user.field(c).data_type().clone())).collect();
         Ok(RowConverter::new(fields)?)
@@ -188,7 +203,7 @@ impl Region {
                 self.feed(&delta, &mut rows, &conv)?;
                 self.counters.last_row_hits.fetch_add(1, Ordering::Relaxed);
                 let out = rows.rows(&self.layout, self.ttl_cutoff())?;
-                *cache = (rows.bytes() <= CACHE_BYTES_MAX).then_some(LastRowCache { seq: upto, rows });
+                self.keep_last_rows(&mut cache, upto, rows);
                 return Ok(out);
             }
             Some(c) if c.seq > upto => {
@@ -205,7 +220,7 @@ impl Region {
         self.counters.last_row_scans.fetch_add(1, Ordering::Relaxed);
         // The scan applied TTL as of now; later reads filter again.
         let out = rows.rows(&self.layout, None)?;
-        *cache = (rows.bytes() <= CACHE_BYTES_MAX).then_some(LastRowCache { seq: upto, rows });
+        self.keep_last_rows(&mut cache, upto, rows);
         Ok(out)
     }
 }

@@ -1053,3 +1053,39 @@ fn overlapping_ssts_merge_with_bounded_memory() {
     let bound = files as usize * 4 + 41;
     assert!(scan.peak_merge_rows > 0 && scan.peak_merge_rows <= bound, "held {} rows (bound {bound})", scan.peak_merge_rows);
 }
+
+/// The last-row cache is pinned under the decoded-column budget: its bytes
+/// show in the cache's statistics, and with no budget it is not kept (every
+/// read scans).
+#[test]
+fn last_row_cache_is_within_the_cache_budget() {
+    for budget in [256usize << 20, 0] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = desc(false, None);
+        let e = StorageEngine::open_tuned(
+            dir.path(),
+            StorageConfig { wal_fsync: false, ..Default::default() },
+            StorageTuning { decoded_cache_bytes_max: budget, ..tuning() },
+        )
+        .unwrap();
+        let r = e.open_region(1, d.clone()).unwrap();
+        r.write(&batch(&d, &[("a", 1000, Some(1)), ("b", 2000, Some(2))])).unwrap();
+        for _ in 0..2 {
+            assert_eq!(last_rows(&r, None), vec![("a".into(), 1000, Some(1)), ("b".into(), 2000, Some(2))]);
+        }
+        let (s, c) = (r.stats(), e.column_cache_stats());
+        assert!(c.bytes + c.pinned <= c.budget.max(c.pinned));
+        if budget > 0 {
+            assert!(c.pinned > 0, "the cache's bytes are pinned");
+            assert_eq!((s.last_row_scans, s.last_row_hits), (1, 1));
+            // A new cache replaces the old pin, not adds to it.
+            let before = c.pinned;
+            r.write(&batch(&d, &[("a", 3000, Some(3))])).unwrap();
+            assert_eq!(last_rows(&r, None)[0], ("a".into(), 3000, Some(3)));
+            assert!(e.column_cache_stats().pinned < before * 2);
+        } else {
+            assert_eq!(c.pinned, 0);
+            assert_eq!(s.last_row_scans, 2, "not kept: each read scans");
+        }
+    }
+}
