@@ -65,20 +65,22 @@ def load(conn, n, is_pg):
         conn.execute(f"INSERT INTO b_src VALUES {rows}")
 
 
-def changes(n, kind):
-    """Statements applying 1 % of the window as `kind`, spread over it."""
+def changes(n, kind, rnd=0):
+    """Statements applying 1 % of the window as `kind`, spread over it
+    (round `rnd`: other rows than the rounds before)."""
     k = n // 100
     if kind == "insert":
-        # New rows between existing ones (1 µs later), every 100th row.
-        rows = [f"('h{i % HOSTS}', '{ts_lit(i, n, 1)}', {(i * 31) % 1000})" for i in range(0, n, 100)][:k]
+        # New rows between existing ones (1 + rnd µs later), every 100th row.
+        rows = [f"('h{i % HOSTS}', '{ts_lit(i, n, 1 + rnd)}', {(i * 31 + rnd) % 1000})" for i in range(0, n, 100)][:k]
         return [f"INSERT INTO b_src VALUES {','.join(rows[j:j + 10000])}" for j in range(0, len(rows), 10000)]
     if kind == "overwrite":
-        # Same (host, ts) as existing rows, new values, every 100th row (+50).
-        rows = [f"('h{i % HOSTS}', '{ts_lit(i, n)}', {(i * 17) % 1000 + 1})" for i in range(50, n, 100)][:k]
+        # Same (host, ts) as existing rows, new values, every 100th row (+50 + rnd).
+        rows = [f"('h{i % HOSTS}', '{ts_lit(i, n)}', {(i * 17 + rnd) % 1000 + 1})" for i in range(50 + rnd, n, 100)][:k]
         return [f"INSERT INTO b_src VALUES {','.join(rows[j:j + 10000])}" for j in range(0, len(rows), 10000)]
     if kind == "delete":
-        # 1 % of the rows, a contiguous slice of the day.
-        lo, hi = n // 2, n // 2 + k
+        # 1 % of the rows, a contiguous slice of the day (round r: the r-th slice after the middle).
+        lo = n // 2 + rnd * k
+        hi = lo + k
         return [f"DELETE FROM b_src WHERE ts >= '{ts_lit(lo, n)}' AND ts < '{ts_lit(hi, n)}'"]
     raise ValueError(kind)
 
@@ -102,6 +104,10 @@ def main():
     ap.add_argument("--pg-dsn", default="postgres://postgres@127.0.0.1:55432/postgres")
     ap.add_argument("--no-pg", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="changes and evaluations per kind; times, CPU and rows read are summed over the rounds "
+                         "(the server's CPU is read in 10 ms ticks: more rounds, finer numbers)")
+    ap.add_argument("--perf", help="record `perf` profiles of the incremental flows' evaluations into this directory")
     a = ap.parse_args()
     n = a.rows
     port = free_port()
@@ -139,52 +145,69 @@ def main():
             pg_pid = pg.execute("SELECT pg_backend_pid()").fetchone()[0]
         results = []
         cols = "host, w, n, s, a, lo, hi"
+        stq = ("SELECT rows_read, mode, fallbacks, extreme_recomputes, rows_written "
+               "FROM information_schema.flow_statistics WHERE flow_name = '{}'")
         for kind in ("insert", "overwrite", "delete"):
-            stmts = changes(n, kind)
-            for s in stmts:
-                conn.execute(s)
-            window_rows = conn.execute("SELECT count(*) FROM b_src").fetchone()[0]
-            r = {"change": f"1% {kind}s", "window_rows": window_rows}
-            for f, q, _ in FLOWS:
-                stq = f"SELECT rows_read, mode, fallbacks, extreme_recomputes FROM information_schema.flow_statistics WHERE flow_name = '{f}'"
-                before = conn.execute(stq).fetchone()[0]
-                c0, t0 = cpu_seconds(srv.pid), time.perf_counter()
-                conn.execute(f"ADMIN FLUSH_FLOW('{f}')")
-                r[f"{f}_ms"] = (time.perf_counter() - t0) * 1000
-                r[f"{f}_cpu_ms"] = (cpu_seconds(srv.pid) - c0) * 1000
-                st = conn.execute(stq).fetchone()
-                r[f"{f}_rows_read"] = st[0] - before
-                if f != "f_full":
-                    r[f"{f}_mode"], r[f"{f}_fallbacks"], r[f"{f}_extreme_recomputes"] = st[1], st[2], st[3]
-                c = cols if q == Q else "host, w, n, s, a"
-                want = rows_of(conn, f"SELECT {c} FROM ({q}) q")
-                got = rows_of(conn, f"SELECT {c} FROM {f}_out")
-                assert got == want, f"{f}: sink differs from the query after {kind}s"
-            # The disabled flow's statistics do not count rows read: it
-            # re-aggregates the whole window.
-            r["f_full_rows_read"] = window_rows
-            if pg is not None:
-                pg_apply(pg, stmts, kind)
-                pg.execute("VACUUM ANALYZE b_src")
-                c0, t0 = cpu_seconds(pg_pid), time.perf_counter()
-                # PostgreSQL's date_bin needs an origin.
-                pg_rows = pg.execute(Q.replace("ts) AS w", "ts, TIMESTAMP '2000-01-01') AS w")).fetchall()
-                r["pg_ms"] = (time.perf_counter() - t0) * 1000
-                r["pg_cpu_ms"] = (cpu_seconds(pg_pid) - c0) * 1000
-                assert len(pg_rows) == len(want), "PostgreSQL's groups differ"
+            r = {"change": f"1% {kind}s", "rounds": a.rounds}
+            for rnd in range(a.rounds):
+                stmts = changes(n, kind, rnd)
+                for s in stmts:
+                    conn.execute(s)
+                window_rows = conn.execute("SELECT count(*) FROM b_src").fetchone()[0]
+                r["window_rows"] = window_rows
+                for f, q, _ in FLOWS:
+                    before = conn.execute(stq.format(f)).fetchone()
+                    prof = None
+                    if a.perf and f != "f_full":
+                        os.makedirs(a.perf, exist_ok=True)
+                        prof = subprocess.Popen(["perf", "record", "-q", "-F", "4000", "--call-graph", "dwarf,16384", "-p", str(srv.pid),
+                                                 "-o", os.path.join(a.perf, f"{f}-{kind}-{rnd}.data")],
+                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        time.sleep(0.5)
+                    c0, t0 = cpu_seconds(srv.pid), time.perf_counter()
+                    conn.execute(f"ADMIN FLUSH_FLOW('{f}')")
+                    r[f"{f}_ms"] = r.get(f"{f}_ms", 0) + (time.perf_counter() - t0) * 1000
+                    r[f"{f}_cpu_ms"] = r.get(f"{f}_cpu_ms", 0) + (cpu_seconds(srv.pid) - c0) * 1000
+                    if prof is not None:
+                        prof.send_signal(2)
+                        prof.wait()
+                    st = conn.execute(stq.format(f)).fetchone()
+                    r[f"{f}_rows_read"] = r.get(f"{f}_rows_read", 0) + st[0] - before[0]
+                    if f != "f_full":
+                        r[f"{f}_mode"], r[f"{f}_fallbacks"], r[f"{f}_extreme_recomputes"] = st[1], st[2], st[3]
+                        r[f"{f}_rows_written"] = r.get(f"{f}_rows_written", 0) + st[4] - before[4]
+                    c = cols if q == Q else "host, w, n, s, a"
+                    want = rows_of(conn, f"SELECT {c} FROM ({q}) q")
+                    got = rows_of(conn, f"SELECT {c} FROM {f}_out")
+                    assert got == want, f"{f}: sink differs from the query after {kind}s"
+                # The disabled flow's statistics do not count rows read: it
+                # re-aggregates the whole window.
+                r["f_full_rows_read"] = r.get("f_full_rows_read", 0) + window_rows
+                if pg is not None:
+                    pg_apply(pg, stmts, kind)
+                    pg.execute("VACUUM ANALYZE b_src")
+                    c0, t0 = cpu_seconds(pg_pid), time.perf_counter()
+                    # PostgreSQL's date_bin needs an origin.
+                    pg_rows = pg.execute(Q.replace("ts) AS w", "ts, TIMESTAMP '2000-01-01') AS w")).fetchall()
+                    r["pg_ms"] = r.get("pg_ms", 0) + (time.perf_counter() - t0) * 1000
+                    r["pg_cpu_ms"] = r.get("pg_cpu_ms", 0) + (cpu_seconds(pg_pid) - c0) * 1000
+                    assert len(pg_rows) == len(want), "PostgreSQL's groups differ"
             results.append(r)
             print(json.dumps(r), flush=True)
         print()
-        print("| change | flow | rows read | ms | CPU ms | full/this time | full/this rows | min/max recomputes |")
-        print("|---|---|---|---|---|---|---|---|")
+        print(f"Per evaluation (mean of {a.rounds} round(s)):")
+        print("| change | flow | rows read | ms | CPU ms | full/this CPU | full/this time | full/this rows | min/max recomputes |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        k = a.rounds
         for r in results:
             for f, _, _ in FLOWS:
-                print(f"| {r['change']} | {f} | {r[f + '_rows_read']} | {r[f + '_ms']:.0f} | {r[f + '_cpu_ms']:.0f} "
+                print(f"| {r['change']} | {f} | {r[f + '_rows_read'] / k:.0f} | {r[f + '_ms'] / k:.1f} | {r[f + '_cpu_ms'] / k:.1f} "
+                      f"| {r['f_full_cpu_ms'] / max(r[f + '_cpu_ms'], 0.001):.1f}x "
                       f"| {r['f_full_ms'] / max(r[f + '_ms'], 0.001):.1f}x | {r['f_full_rows_read'] / max(r[f + '_rows_read'], 1):.1f}x "
                       f"| {r.get(f + '_extreme_recomputes', '')} |")
             if "pg_ms" in r:
-                print(f"| {r['change']} | PostgreSQL query | {r['window_rows']} | {r['pg_ms']:.0f} | {r['pg_cpu_ms']:.0f} "
-                      f"| {r['f_full_ms'] / max(r['pg_ms'], 0.001):.1f}x | | |")
+                print(f"| {r['change']} | PostgreSQL query | {r['window_rows']} | {r['pg_ms'] / k:.1f} | {r['pg_cpu_ms'] / k:.1f} "
+                      f"| {r['f_full_cpu_ms'] / max(r['pg_cpu_ms'], 0.001):.1f}x (full/PG) | | | |")
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(results, f, indent=1)

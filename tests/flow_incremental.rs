@@ -156,3 +156,140 @@ async fn exact_lag_and_prometheus_metrics() {
     let (status, _) = http_get(port, "/nothing");
     assert!(status.contains("404"), "{status}");
 }
+
+const Q: &str =
+    "SELECT host, date_bin(INTERVAL '10 seconds', ts) AS w, sum(v) AS s, max(v) AS hi FROM ch GROUP BY host, w HAVING sum(v) < 100";
+
+/// Evaluate `f_ch`; its sink must equal its query.
+async fn step(c: &Client, what: &str) {
+    c.batch_execute("ADMIN FLUSH_FLOW('f_ch')").await.unwrap();
+    let got = rows(c, "SELECT host, w, s, hi FROM f_ch_out").await;
+    let want = rows(c, &format!("SELECT host, w, s, hi FROM ({Q}) AS q")).await;
+    assert_eq!(got, want, "{what}: the sink differs from its query");
+}
+
+/// When `f_ch` last wrote the sink row of `host` in the first window.
+async fn update_at(c: &Client, host: &str) -> String {
+    c.query_one(&format!("SELECT update_at::text FROM f_ch_out WHERE host = '{host}' AND w = '2024-01-01 00:00:00'"), &[])
+        .await
+        .unwrap()
+        .get::<_, String>(0)
+}
+
+/// `rows_written, rows_deleted, rows_unchanged, plans_made` of flow `name`.
+async fn counts(c: &Client, name: &str) -> (i64, i64, i64, i64) {
+    let r = c
+        .query_one(
+            "SELECT rows_written, rows_deleted, rows_unchanged, plans_made FROM information_schema.flow_statistics WHERE flow_name = $1",
+            &[&name],
+        )
+        .await
+        .unwrap();
+    (r.get(0), r.get(1), r.get(2), r.get(3))
+}
+
+/// An incremental flow plans once and keeps its plans until a definition
+/// changes (any DDL moves the catalog's schema version); an evaluation
+/// writes only the sink rows whose group's output changed (deletes the rows
+/// of groups gone or filtered out by HAVING), and a group it did not
+/// change keeps its `update_at`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_plans_and_only_changed_rows_written() {
+    if common::external_url().is_some() {
+        eprintln!("skipped: flows are weir's");
+        return;
+    }
+    let data = tempfile::Builder::new().prefix("weir-flow-changed").tempdir().unwrap();
+    let mut server = TestServer::spawn_with(data.path(), &[("WEIR_FAILPOINTS", "flow_scheduler_paused")], &[]).unwrap();
+    let mut c = server.connect(None).await.unwrap();
+    c.batch_execute("CREATE TABLE ch (host STRING, ts TIMESTAMP TIME INDEX, v BIGINT, PRIMARY KEY (host))").await.unwrap();
+    c.batch_execute("INSERT INTO ch VALUES ('a', '2024-01-01 00:00:01', 1), ('b', '2024-01-01 00:00:02', 2), ('c', '2024-01-01 00:00:03', 3), ('a', '2024-01-01 00:00:11', 4)")
+        .await
+        .unwrap();
+    c.batch_execute(&format!("CREATE FLOW f_ch SINK TO f_ch_out EVAL INTERVAL '1 hour' AS {Q}")).await.unwrap();
+    step(&c, "backfill").await;
+    assert_eq!(counts(&c, "f_ch").await, (4, 0, 0, 1));
+    let b_written = update_at(&c, "b").await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    // One group changes: one row written, the window's others left alone.
+    c.batch_execute("INSERT INTO ch VALUES ('a', '2024-01-01 00:00:04', 10)").await.unwrap();
+    step(&c, "a changed").await;
+    assert_eq!(counts(&c, "f_ch").await, (5, 0, 0, 1));
+    assert_eq!(update_at(&c, "b").await, b_written, "b was not rewritten");
+    assert_ne!(update_at(&c, "a").await, b_written, "a was rewritten");
+
+    // An overwrite with the same value: the group's output is the same.
+    c.batch_execute("INSERT INTO ch VALUES ('b', '2024-01-01 00:00:02', 2)").await.unwrap();
+    step(&c, "b overwritten with itself").await;
+    assert_eq!(counts(&c, "f_ch").await, (5, 0, 1, 1));
+
+    // HAVING filters c out now; b's rows are all gone: two rows deleted.
+    c.batch_execute("INSERT INTO ch VALUES ('c', '2024-01-01 00:00:05', 200)").await.unwrap();
+    c.batch_execute("DELETE FROM ch WHERE host = 'b'").await.unwrap();
+    step(&c, "c filtered, b gone").await;
+    assert_eq!(counts(&c, "f_ch").await, (5, 2, 1, 1));
+
+    // Many evaluations, one plan.
+    for i in 0..5 {
+        c.batch_execute(&format!("INSERT INTO ch VALUES ('d', '2024-01-01 00:00:{:02}', {i})", 20 + i)).await.unwrap();
+        step(&c, "d").await;
+    }
+    assert_eq!(counts(&c, "f_ch").await.3, 1, "the plans are kept");
+
+    // A definition changes (here: another table): the flow plans again, once.
+    c.batch_execute("CREATE TABLE unrelated (ts TIMESTAMP TIME INDEX, x BIGINT)").await.unwrap();
+    c.batch_execute("INSERT INTO ch VALUES ('d', '2024-01-01 00:00:29', 1)").await.unwrap();
+    step(&c, "after DDL").await;
+    c.batch_execute("INSERT INTO ch VALUES ('d', '2024-01-01 00:00:28', 1)").await.unwrap();
+    step(&c, "after DDL, again").await;
+    assert_eq!(counts(&c, "f_ch").await.3, 2, "planned again once after the DDL");
+
+    // The source recreated under the same name with another layout: the
+    // kept plan (which read the old table) is not used.
+    c.batch_execute("DROP TABLE ch").await.unwrap();
+    c.batch_execute("CREATE TABLE ch (ts TIMESTAMP TIME INDEX, host STRING, extra DOUBLE, v BIGINT, PRIMARY KEY (host))").await.unwrap();
+    c.batch_execute("INSERT INTO ch VALUES ('2024-01-01 00:00:01', 'a', 0.5, 7)").await.unwrap();
+    step(&c, "source recreated").await;
+
+    // After a restart the first evaluation compares with what the sink holds.
+    drop(c);
+    server.kill9();
+    server = TestServer::spawn_with(data.path(), &[("WEIR_FAILPOINTS", "flow_scheduler_paused")], &[]).unwrap();
+    c = server.connect(None).await.unwrap();
+    c.batch_execute("INSERT INTO ch VALUES ('2024-01-01 00:00:02', 'e', 0.5, 1)").await.unwrap();
+    step(&c, "after kill -9").await;
+    let (written, _, unchanged, plans) = counts(&c, "f_ch").await;
+    assert_eq!((written, unchanged, plans), (1, 1, 1), "only e's row is new; a's row is the same");
+}
+
+/// Versions a flow's checkpoint needs compacted away (the flow's hold is
+/// switched off by a failpoint): the change log since the checkpoint can no
+/// longer be read exactly, so the flow falls back to a full snapshot with
+/// the reason `snapshot_expired`, and its sink is still its query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacted_versions_fall_back_as_snapshot_expired() {
+    if common::external_url().is_some() {
+        eprintln!("skipped: flows are weir's");
+        return;
+    }
+    let data = tempfile::Builder::new().prefix("weir-flow-expired").tempdir().unwrap();
+    let server = TestServer::spawn_with(data.path(), &[("WEIR_FAILPOINTS", "flow_scheduler_paused,flow_no_version_hold")], &[]).unwrap();
+    let c = server.connect(None).await.unwrap();
+    c.batch_execute("CREATE TABLE se (ts TIMESTAMP TIME INDEX, v BIGINT)").await.unwrap();
+    c.batch_execute("INSERT INTO se VALUES ('2024-01-01 00:00:01', 1), ('2024-01-01 00:00:11', 5)").await.unwrap();
+    const SE: &str = "SELECT date_bin(INTERVAL '10 seconds', ts) AS w, sum(v) AS s, min(v) AS lo FROM se GROUP BY w";
+    c.batch_execute(&format!("CREATE FLOW f_se SINK TO f_se_out EVAL INTERVAL '1 hour' AS {SE}")).await.unwrap();
+    c.batch_execute("ADMIN FLUSH_FLOW('f_se')").await.unwrap();
+    for v in [2, 3] {
+        c.batch_execute(&format!("INSERT INTO se VALUES ('2024-01-01 00:00:01', {v})")).await.unwrap();
+        c.batch_execute("ADMIN flush_table('se')").await.unwrap();
+    }
+    c.batch_execute("ADMIN compact_table('se')").await.unwrap();
+    c.batch_execute("ADMIN FLUSH_FLOW('f_se')").await.unwrap();
+    let got = rows(&c, "SELECT w, s, lo FROM f_se_out").await;
+    let want = rows(&c, &format!("SELECT w, s, lo FROM ({SE}) AS q")).await;
+    assert_eq!(got, want, "the sink equals its query after the fallback");
+    let st = rows(&c, "SELECT mode, fallbacks FROM information_schema.flow_statistics WHERE flow_name = 'f_se'").await.join(";");
+    assert_eq!(st, "incremental|{\"missing_watermark\":1,\"snapshot_expired\":1}");
+}

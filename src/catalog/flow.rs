@@ -99,7 +99,14 @@ pub struct FlowStatistics {
     /// Groups whose min / max lost its extreme to a retraction.
     pub extreme_recomputes: u64,
     pub rows_read: u64,
+    /// Sink rows written (changed or new), deleted (gone), and left
+    /// alone because their group's output did not change.
     pub rows_written: u64,
+    pub rows_deleted: u64,
+    pub rows_unchanged: u64,
+    /// Times the flow's plans were made (its first evaluation, then after
+    /// each change of a definition).
+    pub plans_made: u64,
     pub last_error: Option<String>,
     /// When the oldest change not yet reflected was noticed (ms since the
     /// epoch); None when up to date.

@@ -138,6 +138,8 @@ pub struct Catalog {
     pub flow_operators: RwLock<BTreeMap<String, Vec<stream_stats::FlowOperatorStats>>>,
     /// When the writes flows have not reflected yet happened (lag).
     pub write_clock: std::sync::Arc<flow::WriteClock>,
+    /// Moves on every definition change (see [`Catalog::schema_version`]).
+    schema_version: std::sync::atomic::AtomicU64,
 }
 
 const DB_PREFIX: &str = "db/";
@@ -188,6 +190,7 @@ impl Catalog {
             flow_stats: Default::default(),
             flow_operators: Default::default(),
             write_clock: Default::default(),
+            schema_version: Default::default(),
         };
         if !cat.database_exists("public") {
             cat.create_database("public")?;
@@ -198,13 +201,33 @@ impl Catalog {
     fn put(&self, key: String, value: Vec<u8>) -> Result<()> {
         self.tree.insert(key.as_bytes(), value)?;
         self.tree.flush()?;
+        self.definitions_changed(&key);
         Ok(())
     }
 
     fn del(&self, key: String) -> Result<()> {
         self.tree.remove(key.as_bytes())?;
         self.tree.flush()?;
+        self.definitions_changed(&key);
         Ok(())
+    }
+
+    /// A version of every definition (databases, tables, views, indexes,
+    /// roles, privileges, flows, TDengine objects): it moves whenever one
+    /// changes, so a plan made when it was `v` is still the plan while it
+    /// reads `v` (flows keep their plans on it). Read it before planning:
+    /// writers change the state under its lock and move the version before
+    /// they release it.
+    pub fn schema_version(&self) -> u64 {
+        self.schema_version.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn definitions_changed(&self, key: &str) {
+        // A flow's or stream's progress is not a definition.
+        const RUNTIME: [&str; 3] = [flow::PROGRESS_PREFIX, flow::PENDING_PREFIX, tdengine::STREAM_STATE_PREFIX];
+        if !RUNTIME.iter().any(|p| key.starts_with(p)) {
+            self.schema_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 
     pub fn database_exists(&self, name: &str) -> bool {

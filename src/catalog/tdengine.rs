@@ -18,7 +18,7 @@ const STABLE_PREFIX: &str = "tdstable/";
 const CHILD_PREFIX: &str = "tdchild/";
 const SNODE_PREFIX: &str = "tdsnode/";
 const STREAM_PREFIX: &str = "tdstream/";
-const STREAM_STATE_PREFIX: &str = "tdstreamst/";
+pub(super) const STREAM_STATE_PREFIX: &str = "tdstreamst/";
 
 /// A supertable: the weir table of the same name holds every child's rows.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

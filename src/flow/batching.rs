@@ -102,9 +102,13 @@ pub struct Compiled<'a> {
     pub shape: FlowShape,
     pub sink: TableDef,
     pub fills: Vec<Fill>,
+    /// The catalog's schema version the plan was made at.
+    pub version: u64,
 }
 
 pub fn compile<'a>(env: &Env<'a>, def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us: i64) -> Result<Compiled<'a>> {
+    // Read before planning: a definition changed meanwhile moves it past the plan.
+    let version = env.catalog.schema_version();
     let planner = Planner::new(env.catalog, env.storage, &def.database, ctx(def, settings, now_us), Params::default());
     let q = crate::parser::parse_query(&def.query)?;
     let logical = planner.plan_query(&q, None)?;
@@ -115,7 +119,7 @@ pub fn compile<'a>(env: &Env<'a>, def: &FlowDef, settings: &Arc<HashMap<String, 
         .table(&def.sink_database, &def.sink_table)
         .ok_or_else(|| err!(UndefinedTable, "sink table \"{}\" of flow \"{}\" does not exist", def.sink_table, def.name))?;
     let fills = sink::fill_plan(&shape.columns, &sink)?;
-    Ok(Compiled { planner, logical, shape, sink, fills })
+    Ok(Compiled { planner, logical, shape, sink, fills, version })
 }
 
 /// Timestamps (time index, microseconds) of the changes of a region in
@@ -152,7 +156,11 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
     if let Some(t) = super::tql::body(def)? {
         return super::tql::run(env, def, &t, st, trigger, settings);
     }
-    let c = compile(env, def, settings, now * 1000)?;
+    // Incremental flows keep their plans while nothing they read changed.
+    let c = match super::incremental::cached(env, def, st, settings, now * 1000) {
+        Some(c) => c,
+        None => compile(env, def, settings, now * 1000)?,
+    };
     st.more = false;
     if let Refresh::Stream { .. } = c.shape.refresh {
         return super::streaming::run(env, def, st, &c, now);

@@ -43,7 +43,7 @@ use crate::catalog::{FlowDef, FlowStatistics, TableDef};
 use crate::err;
 use crate::error::{ErrorKind, Result};
 use crate::exec::exact_sum::ExactSum;
-use crate::exec::plan::PlanColumn;
+use crate::exec::plan::{Plan, PlanColumn};
 use crate::planner::incremental::{delta_plan, DeltaPlan, Keep};
 use crate::planner::logical::LogicalPlan;
 use crate::storage::{Region, RegionWrites, ScanRequest, SeqBounds, SeqMode, SeqNo, TEMP_ROWID_BASE};
@@ -191,6 +191,84 @@ pub struct IncrState {
     /// Windows loaded from the state store.
     cache: HashMap<i64, WindowState>,
     pub stats: FlowStatistics,
+    /// The flow's plans, kept between evaluations.
+    plans: Option<Arc<FlowPlans>>,
+    /// Every evaluation of this process since the sink was last replaced
+    /// from the states succeeded: the sink holds the query's output over
+    /// the cached states, so a changed group alone is written. False at
+    /// start (a crash may have left a sink write without its state
+    /// commit) and after a failure: touched windows are replaced whole.
+    sink_synced: bool,
+}
+
+/// `WorkTable` ids of the kept physical plans.
+const DELTA_ROWS: usize = 0;
+const FINALS: usize = 1;
+
+/// The plans an incremental flow keeps between evaluations: the query's
+/// logical plan, shape and sink, how it merges, and the physical plans
+/// every incremental evaluation runs (the partial aggregation over the
+/// delta rows, and the nodes above the aggregation over the merged
+/// groups' finals), each over a `WorkTable` filled per evaluation. Valid
+/// while the flow's definition and the catalog's schema version (any DDL,
+/// privilege or role change moves it) are the ones they were made at.
+#[derive(Debug)]
+pub struct FlowPlans {
+    version: u64,
+    def: FlowDef,
+    logical: LogicalPlan,
+    shape: super::shape::FlowShape,
+    sink: TableDef,
+    fills: Vec<sink::Fill>,
+    dp: DeltaPlan,
+    delta: Plan,
+    upper: Plan,
+}
+
+/// The flow's query as planned at its last evaluation, when nothing it
+/// reads changed since (an incremental flow only; others are planned at
+/// every evaluation).
+pub fn cached<'a>(
+    env: &Env<'a>,
+    def: &FlowDef,
+    st: &mut TaskState,
+    settings: &Arc<HashMap<String, String>>,
+    now_us: i64,
+) -> Option<Compiled<'a>> {
+    let p = st.incr.plans.as_ref()?;
+    if p.version != env.catalog.schema_version() || p.def != *def {
+        st.incr.plans = None;
+        return None;
+    }
+    let ctx = super::batching::ctx(def, settings, now_us);
+    let planner = crate::planner::Planner::new(env.catalog, env.storage, &def.database, ctx, Default::default());
+    Some(Compiled {
+        planner,
+        logical: p.logical.clone(),
+        shape: p.shape.clone(),
+        sink: p.sink.clone(),
+        fills: p.fills.clone(),
+        version: p.version,
+    })
+}
+
+fn make_plans(def: &FlowDef, c: &Compiled, dp: DeltaPlan) -> Result<FlowPlans> {
+    let delta = c.planner.physical(partial_plan(c, &dp, &Input::Delta, None)?)?;
+    let agg = find_aggregate(&c.logical).ok_or_else(|| err!(Internal, "flow query lost its aggregation"))?;
+    let mut upper = c.logical.clone();
+    replace_aggregate(&mut upper, LogicalPlan::WorkTable { id: FINALS, columns: agg.columns().to_vec() });
+    let upper = c.planner.physical(upper)?;
+    Ok(FlowPlans {
+        version: c.version,
+        def: def.clone(),
+        logical: c.logical.clone(),
+        shape: c.shape.clone(),
+        sink: c.sink.clone(),
+        fills: c.fills.clone(),
+        dp,
+        delta,
+        upper,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -550,8 +628,8 @@ fn find_aggregate(plan: &LogicalPlan) -> Option<&LogicalPlan> {
 
 /// Where the partial aggregation reads its rows.
 enum Input<'a> {
-    /// Change-log rows (all table columns).
-    Delta(RecordBatch),
+    /// Change-log rows (all table columns): the `WorkTable` DELTA_ROWS.
+    Delta,
     /// The source's rows in `[lo, hi)` (all when None) as of the
     /// sequences `upto`.
     Source(Option<(i64, i64)>, &'a BTreeMap<u64, SeqNo>),
@@ -561,9 +639,9 @@ fn rewrite_scan(plan: &mut LogicalPlan, src: &Input) {
     use crate::exec::expr::{BinOp, Expr};
     match plan {
         LogicalPlan::Scan(s) => match src {
-            Input::Delta(b) => {
+            Input::Delta => {
                 let table_cols = s.table_columns();
-                let mut p = LogicalPlan::Memory { name: s.table.name.clone(), batches: vec![b.clone()], columns: table_cols.clone() };
+                let mut p = LogicalPlan::WorkTable { id: DELTA_ROWS, columns: table_cols.clone() };
                 // Pushed filters address table columns, as the memory rows do.
                 let pred = s.filters.iter().cloned().reduce(|a, b| Expr::Binary {
                     op: BinOp::And,
@@ -598,10 +676,10 @@ fn rewrite_scan(plan: &mut LogicalPlan, src: &Input) {
     }
 }
 
-/// Run the query's partial aggregation over `input`: one group per row.
-/// With `group`, only the rows of that group (its non-window keys equal
-/// to those values; pushdown turns tag equalities into scan pruning).
-fn partial(c: &Compiled, dp: &DeltaPlan, input: &Input, group: Option<&[Value]>) -> Result<Vec<Group>> {
+/// The query's partial aggregation over `input`. With `group`, only the
+/// rows of that group (its non-window keys equal to those values;
+/// pushdown turns tag equalities into scan pruning).
+fn partial_plan(c: &Compiled, dp: &DeltaPlan, input: &Input, group: Option<&[Value]>) -> Result<LogicalPlan> {
     use crate::exec::expr::{BinOp, Expr};
     let agg = find_aggregate(&c.logical).ok_or_else(|| err!(Internal, "flow query lost its aggregation"))?;
     let LogicalPlan::Aggregate { input: agg_in, group_by, columns, .. } = agg else { unreachable!("find_aggregate") };
@@ -625,11 +703,25 @@ fn partial(c: &Compiled, dp: &DeltaPlan, input: &Input, group: Option<&[Value]>)
     }
     let mut cols: Vec<PlanColumn> = columns[..dp.group_count].to_vec();
     cols.extend(dp.partial.iter().enumerate().map(|(i, a)| PlanColumn::new(format!("__partial{i}"), a.ty)));
-    let plan = LogicalPlan::Aggregate { input: Box::new(inp), group_by: group_by.clone(), aggs: dp.partial.clone(), columns: cols };
-    let phys = c.planner.physical(plan)?;
-    let batches = crate::exec::collect(&phys, &c.planner.ctx)?;
+    Ok(LogicalPlan::Aggregate { input: Box::new(inp), group_by: group_by.clone(), aggs: dp.partial.clone(), columns: cols })
+}
+
+/// Run the query's partial aggregation over the source (see
+/// [`partial_plan`]): one group per row.
+fn partial(c: &Compiled, dp: &DeltaPlan, input: &Input, group: Option<&[Value]>) -> Result<Vec<Group>> {
+    let phys = c.planner.physical(partial_plan(c, dp, input, group)?)?;
+    groups_of(dp, &crate::exec::collect(&phys, &c.planner.ctx)?)
+}
+
+/// The kept partial aggregation over change-log rows.
+fn partial_delta(c: &Compiled, plans: &FlowPlans, rows: RecordBatch) -> Result<Vec<Group>> {
+    let phys = plans.delta.with_work_table(DELTA_ROWS, &[rows]);
+    groups_of(&plans.dp, &crate::exec::collect(&phys, &c.planner.ctx)?)
+}
+
+fn groups_of(dp: &DeltaPlan, batches: &[RecordBatch]) -> Result<Vec<Group>> {
     let mut out = Vec::new();
-    for b in &batches {
+    for b in batches {
         for i in 0..b.num_rows() {
             let key = (0..dp.group_count).map(|j| value_at(b.column(j).as_ref(), i)).collect();
             let st = (dp.group_count..b.num_columns()).map(|j| value_at(b.column(j).as_ref(), i)).collect();
@@ -667,37 +759,170 @@ fn times(b: &RecordBatch, ti: usize) -> Result<Vec<i64>> {
     Ok(a.iter().flatten().collect())
 }
 
-/// Replace the sink's rows in `ranges` (everything when None) by `new`,
-/// in one atomic commit (as `sink::replace`, over several ranges).
-fn replace_ranges(env: &Env, sink: &TableDef, regions: &[Arc<Region>], new: &RecordBatch, ranges: Option<&[(i64, i64)]>) -> Result<usize> {
-    let mut id_cols = sink.primary_key.clone();
-    id_cols.extend(sink.time_index);
-    let fields: Vec<SortField> = id_cols.iter().map(|&c| SortField::new(new.schema().field(c).data_type().clone())).collect();
-    let conv = RowConverter::new(fields)?;
-    let new_ids = conv.convert_columns(&id_cols.iter().map(|&c| new.column(c).clone()).collect::<Vec<_>>())?;
-    let keep: HashSet<&[u8]> = (0..new_ids.num_rows()).map(|i| new_ids.row(i).data()).collect();
-    let mut parts: Vec<RegionWrites> = vec![RegionWrites::default(); regions.len()];
+/// What an evaluation writes to the sink, in one atomic commit.
+#[derive(Default)]
+struct SinkWrite<'g> {
+    /// Groups of windows replaced whole, and those windows' ranges (None:
+    /// the whole sink): the groups' rows are written and every other sink
+    /// row in the ranges is deleted.
+    whole: Option<(Vec<&'g Group>, Option<Vec<(i64, i64)>>)>,
+    /// Groups whose partial state changed, outside those windows: (window,
+    /// state before, state after). Their rows are compared with the rows
+    /// the state before gave: only rows that differ are written, rows that
+    /// vanished (group gone, HAVING) deleted, the rest left alone.
+    changed: Vec<(i64, Option<Group>, Option<Group>)>,
+}
+
+/// Sink rows an evaluation wrote, deleted, and left alone because the
+/// group's output did not change.
+#[derive(Debug, Default, Clone, Copy)]
+struct SinkCounts {
+    written: u64,
+    deleted: u64,
+    unchanged: u64,
+}
+
+/// The sink rows of `groups`: finals → the query's nodes above its
+/// aggregation (projections, HAVING) → the sink's layout.
+fn sink_rows(c: &Compiled, plans: &FlowPlans, schema: &arrow::datatypes::SchemaRef, groups: &[&Group], now_us: i64) -> Result<RecordBatch> {
+    let agg = find_aggregate(&c.logical).ok_or_else(|| err!(Internal, "flow query lost its aggregation"))?;
+    let columns = agg.columns();
+    let rows: Vec<Vec<Value>> = groups.iter().map(|g| finals(&plans.dp, g)).collect();
+    let arrays = (0..columns.len())
+        .map(|j| values_to_array(&rows.iter().map(|r| r[j].clone()).collect::<Vec<_>>(), columns[j].ty))
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    let batch = RecordBatch::try_new_with_options(
+        crate::exec::plan::arrow_schema(columns),
+        arrays,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+    )?;
+    let out = crate::exec::collect(&plans.upper.with_work_table(FINALS, &[batch]), &c.planner.ctx)?;
+    sink::sink_batch(&c.sink, schema.clone(), &c.shape.columns, &c.fills, &out, now_us)
+}
+
+/// Row encodings of sink rows: their identity (primary key, time index)
+/// and every column the evaluation time does not fill (`update_at`),
+/// with one converter each, so encodings of two batches compare.
+struct SinkKeys {
+    id_cols: Vec<usize>,
+    cmp_cols: Vec<usize>,
+    ids: RowConverter,
+    all: RowConverter,
+}
+
+impl SinkKeys {
+    fn new(c: &Compiled, schema: &arrow::datatypes::SchemaRef) -> Result<SinkKeys> {
+        let mut id_cols = c.sink.primary_key.clone();
+        id_cols.extend(c.sink.time_index);
+        let cmp_cols: Vec<usize> = (0..c.fills.len()).filter(|&j| c.fills[j] != sink::Fill::Now).collect();
+        let conv = |cols: &[usize]| RowConverter::new(cols.iter().map(|&j| SortField::new(schema.field(j).data_type().clone())).collect());
+        Ok(SinkKeys { ids: conv(&id_cols)?, all: conv(&cmp_cols)?, id_cols, cmp_cols })
+    }
+
+    fn encode(&self, b: &RecordBatch) -> Result<(arrow::row::Rows, arrow::row::Rows)> {
+        let cols = |cs: &[usize]| cs.iter().map(|&j| b.column(j).clone()).collect::<Vec<_>>();
+        Ok((self.ids.convert_columns(&cols(&self.id_cols))?, self.all.convert_columns(&cols(&self.cmp_cols))?))
+    }
+}
+
+/// Scan the sink in `ranges` (all when None); rows for which `delete`
+/// (given their encoded identity and values) says so are deleted (into
+/// `parts`). Returns the rows deleted.
+fn scan_sink(
+    regions: &[Arc<Region>],
+    keys: &SinkKeys,
+    ranges: Option<&[(i64, i64)]>,
+    mut delete: impl FnMut(&[u8], &[u8]) -> bool,
+    parts: &mut [RegionWrites],
+) -> Result<u64> {
     let scans: Vec<Option<(i64, i64)>> = match ranges {
         Some(rs) => rs.iter().map(|r| Some(*r)).collect(),
         None => vec![None],
     };
+    let mut n = 0;
     for (r, region) in regions.iter().enumerate() {
         for range in &scans {
             for b in region.scan(&ScanRequest { time_range: *range, with_rowid: true, ..Default::default() })? {
                 if b.num_rows() == 0 {
                     continue;
                 }
-                let ids = conv.convert_columns(&id_cols.iter().map(|&c| b.column(c).clone()).collect::<Vec<_>>())?;
-                let gone = BooleanArray::from_iter((0..ids.num_rows()).map(|i| Some(!keep.contains(ids.row(i).data()))));
+                let (ids, all) = keys.encode(&b)?;
+                let gone = BooleanArray::from_iter((0..b.num_rows()).map(|i| Some(delete(ids.row(i).data(), all.row(i).data()))));
                 if gone.true_count() > 0 {
+                    n += gone.true_count() as u64;
                     parts[r].deletes.push(arrow::compute::filter_record_batch(&b, &gone)?);
                 }
             }
         }
     }
+    Ok(n)
+}
+
+/// The rows of `new` that differ from the sink row of their identity in
+/// `before` (identity → values); counts the others in `unchanged`.
+fn differing(keys: &SinkKeys, new: &RecordBatch, before: &HashMap<Vec<u8>, Vec<u8>>, unchanged: &mut u64) -> Result<RecordBatch> {
+    let (ids, all) = keys.encode(new)?;
+    let write = BooleanArray::from_iter(
+        (0..new.num_rows()).map(|i| Some(before.get(ids.row(i).data()).map(|v| v.as_slice()) != Some(all.row(i).data()))),
+    );
+    *unchanged += (new.num_rows() - write.true_count()) as u64;
+    Ok(arrow::compute::filter_record_batch(new, &write)?)
+}
+
+/// Write an evaluation's sink changes (see [`SinkWrite`]) in one atomic
+/// commit over the sink's regions; nothing when no row changed. A row
+/// equal to the sink's row of its identity is not written again.
+fn write_sink(env: &Env, c: &Compiled, plans: &FlowPlans, w: SinkWrite, now_us: i64) -> Result<SinkCounts> {
+    let regions = table_regions(env, &c.sink)?;
+    let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
+    let keys = SinkKeys::new(c, &schema)?;
+    let mut parts: Vec<RegionWrites> = vec![RegionWrites::default(); regions.len()];
+    let mut puts: Vec<RecordBatch> = Vec::new();
+    let mut counts = SinkCounts::default();
+    if let Some((groups, ranges)) = &w.whole {
+        // Compared with what the sink holds in those windows.
+        let new = sink_rows(c, plans, &schema, groups, now_us)?;
+        let (new_ids, _) = keys.encode(&new)?;
+        let ids: HashSet<&[u8]> = (0..new_ids.num_rows()).map(|i| new_ids.row(i).data()).collect();
+        let mut existing: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        let delete = |id: &[u8], all: &[u8]| {
+            if ids.contains(id) {
+                existing.insert(id.to_vec(), all.to_vec());
+                false
+            } else {
+                true
+            }
+        };
+        counts.deleted += scan_sink(&regions, &keys, ranges.as_deref(), delete, &mut parts)?;
+        puts.push(differing(&keys, &new, &existing, &mut counts.unchanged)?);
+    }
+    if !w.changed.is_empty() {
+        // Compared with the rows the states before gave: the sink holds
+        // them (`IncrState::sink_synced`).
+        let old_groups: Vec<&Group> = w.changed.iter().filter_map(|(_, o, _)| o.as_ref()).collect();
+        let new_groups: Vec<&Group> = w.changed.iter().filter_map(|(_, _, n)| n.as_ref()).collect();
+        let old = sink_rows(c, plans, &schema, &old_groups, now_us)?;
+        let new = sink_rows(c, plans, &schema, &new_groups, now_us)?;
+        let (old_ids, old_all) = keys.encode(&old)?;
+        let before: HashMap<Vec<u8>, Vec<u8>> =
+            (0..old.num_rows()).map(|i| (old_ids.row(i).data().to_vec(), old_all.row(i).data().to_vec())).collect();
+        let (new_ids, _) = keys.encode(&new)?;
+        let now: HashSet<&[u8]> = (0..new.num_rows()).map(|i| new_ids.row(i).data()).collect();
+        if before.keys().any(|id| !now.contains(id.as_slice())) {
+            // Rows gone (a group without rows left, HAVING): deleted from
+            // their windows; the others there stay as they are.
+            let windows: BTreeSet<i64> = w.changed.iter().filter(|(_, o, _)| o.is_some()).map(|(w, _, _)| *w).collect();
+            let ranges = runs(&plans.dp, &windows);
+            let gone: HashSet<&[u8]> = before.keys().map(|k| k.as_slice()).filter(|id| !now.contains(id)).collect();
+            counts.deleted += scan_sink(&regions, &keys, Some(&ranges), |id, _| gone.contains(id), &mut parts)?;
+        }
+        puts.push(differing(&keys, &new, &before, &mut counts.unchanged)?);
+    }
+    let new = arrow::compute::concat_batches(&schema, &puts)?;
+    counts.written = new.num_rows() as u64;
     if new.num_rows() > 0 {
         let mut next = TEMP_ROWID_BASE;
-        for (r, part) in crate::storage::route_rows(new, &sink.primary_key, regions.len() as u32)? {
+        for (r, part) in crate::storage::route_rows(&new, &c.sink.primary_key, regions.len() as u32)? {
             let n = part.num_rows() as u64;
             let mut cols: Vec<ArrayRef> = part.columns().to_vec();
             cols.push(Arc::new(UInt64Array::from_iter_values(next..next + n)));
@@ -707,32 +932,10 @@ fn replace_ranges(env: &Env, sink: &TableDef, regions: &[Arc<Region>], new: &Rec
             parts[r as usize].puts.push(RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), cols)?);
         }
     }
-    env.storage.commit(regions.iter().cloned().zip(parts).collect())?;
-    Ok(new.num_rows())
-}
-
-/// Write the windows' groups to the sink: finals → the query's nodes above
-/// its aggregation (projections, HAVING) → the sink's rows.
-fn write_sink(env: &Env, c: &Compiled, dp: &DeltaPlan, groups: &[&Group], ranges: Option<&[(i64, i64)]>, now_us: i64) -> Result<usize> {
-    let agg = find_aggregate(&c.logical).ok_or_else(|| err!(Internal, "flow query lost its aggregation"))?;
-    let columns = agg.columns().to_vec();
-    let rows: Vec<Vec<Value>> = groups.iter().map(|g| finals(dp, g)).collect();
-    let arrays = (0..columns.len())
-        .map(|j| values_to_array(&rows.iter().map(|r| r[j].clone()).collect::<Vec<_>>(), columns[j].ty))
-        .collect::<Result<Vec<ArrayRef>>>()?;
-    let batch = RecordBatch::try_new_with_options(
-        crate::exec::plan::arrow_schema(&columns),
-        arrays,
-        &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
-    )?;
-    let mut plan = c.logical.clone();
-    replace_aggregate(&mut plan, LogicalPlan::Memory { name: "flow_state".into(), batches: vec![batch], columns });
-    let phys = c.planner.physical(plan)?;
-    let out = crate::exec::collect(&phys, &c.planner.ctx)?;
-    let regions = table_regions(env, &c.sink)?;
-    let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "sink has no region"))?;
-    let new = sink::sink_batch(&c.sink, schema, &c.shape.columns, &c.fills, &out, now_us)?;
-    replace_ranges(env, &c.sink, &regions, &new, ranges)
+    if parts.iter().any(|p| !p.is_empty()) {
+        env.storage.commit(regions.iter().cloned().zip(parts).collect())?;
+    }
+    Ok(counts)
 }
 
 // ---------------------------------------------------------------------------
@@ -800,28 +1003,40 @@ fn publish(env: &Env, def: &FlowDef, st: &mut TaskState) {
 /// Evaluate a flow incrementally when it can be; None when it cannot (the
 /// caller recomputes its dirty windows, as for every flow before issue 9).
 pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, trigger: Trigger, now: i64) -> Result<Option<u64>> {
-    let dp = match (&st.incr.mode, decide(def, c)) {
-        (Some(Mode::Disabled(_)), _) => None,
-        (_, Ok(dp)) => Some(dp),
-        (_, Err(why)) => {
-            st.incr.mode = Some(Mode::Disabled(why));
-            None
-        }
-    };
-    let Some(dp) = dp else {
+    if matches!(st.incr.mode, Some(Mode::Disabled(_))) {
         publish(env, def, st);
         return Ok(None);
+    }
+    let plans = match &st.incr.plans {
+        Some(p) if p.version == c.version && p.def == *def => p.clone(),
+        _ => match decide(def, c) {
+            Ok(dp) => {
+                let p = Arc::new(make_plans(def, c, dp)?);
+                st.incr.stats.plans_made += 1;
+                st.incr.plans = Some(p.clone());
+                p
+            }
+            Err(why) => {
+                st.incr.plans = None;
+                st.incr.mode = Some(Mode::Disabled(why));
+                publish(env, def, st);
+                return Ok(None);
+            }
+        },
     };
-    match evaluate(env, def, st, c, &dp, trigger, now) {
+    match evaluate(env, def, st, c, &plans, trigger, now) {
         Ok(rows) => {
             st.incr.stats.last_error = None;
             publish(env, def, st);
             Ok(Some(rows))
         }
         Err(e) => {
-            // Nothing of this evaluation is durable: drop what was merged in memory.
+            // Nothing of this evaluation is durable: drop what was merged in
+            // memory; the sink may hold part of it.
             st.incr.cache.clear();
             st.incr.meta = None;
+            st.incr.plans = None;
+            st.incr.sink_synced = false;
             let m = st.incr.mode.clone().unwrap_or(Mode::Incremental);
             st.incr.mode = Some(m.next(&Event::Failed));
             st.incr.stats.last_error = Some(e.to_string());
@@ -855,7 +1070,8 @@ fn load_window(env: &Env, def: &FlowDef, st: &mut TaskState, w: i64) -> Result<b
     }
 }
 
-fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &DeltaPlan, trigger: Trigger, now: i64) -> Result<u64> {
+fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &FlowPlans, trigger: Trigger, now: i64) -> Result<u64> {
+    let dp = &plans.dp;
     let Refresh::Windowed { source, .. } = &c.shape.refresh else { unreachable!("decide checked the shape") };
     let regions = table_regions(env, source)?;
     let upto: BTreeMap<u64, SeqNo> = regions.iter().map(|r| (r.id, r.last_seq())).collect();
@@ -943,6 +1159,10 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         st.incr.stats.evaluations += 1;
     }
     let stats_rows_before = st.incr.stats.rows_written;
+    let mut sink_counts = SinkCounts::default();
+    // Fallbacks this evaluation took, counted once it succeeded (a failed
+    // one retried is counted once).
+    let mut fell_back: BTreeSet<Fallback> = BTreeSet::new();
     let mut touched: BTreeSet<i64> = BTreeSet::new();
     let mut rows = 0u64;
     let mut state_changes: Vec<(String, Option<Vec<u8>>)> = Vec::new();
@@ -959,13 +1179,15 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         }
         let all: Vec<&Group> = windows.values().flat_map(|w| w.values()).collect();
         let ranges = range.map(|r| vec![r]);
-        rows += write_sink(env, c, dp, &all, ranges.as_deref(), now_us)? as u64;
+        let n = write_sink(env, c, plans, SinkWrite { whole: Some((all, ranges)), changed: Vec::new() }, now_us)?;
+        sink_counts = n;
+        rows += n.written;
         clear = true;
         for (w, ws) in &windows {
             state_changes.push((window_key(*w), Some(encode_window(ws))));
         }
         st.incr.stats.full_evaluations += 1;
-        *st.incr.stats.fallbacks.entry(reason.name().into()).or_default() += 1;
+        fell_back.insert(reason);
         st.incr.stats.fallback_windows += windows.len() as u64;
         touched.extend(windows.keys().copied());
         st.incr.cache = windows;
@@ -984,6 +1206,9 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         let ti = source.time_index.ok_or_else(|| err!(Internal, "windowed source has no time index"))?;
         // Windows recomputed from the source, and why.
         let mut recompute: BTreeMap<i64, Option<Fallback>> = BTreeMap::new();
+        // Groups merged (or recomputed after losing their extreme): their
+        // state before, by (window, key).
+        let mut before: HashMap<(i64, Vec<u8>), Option<Group>> = HashMap::new();
         // Groups whose min / max lost its extreme: recomputed one by one.
         let mut lost: BTreeMap<i64, Vec<(Vec<u8>, Vec<Value>)>> = BTreeMap::new();
         let backlog = def.options.get("incremental_backlog_rows").and_then(|v| v.parse::<u64>().ok()).unwrap_or(BACKLOG_ROWS_DEFAULT);
@@ -996,6 +1221,10 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         };
         let live = |w: i64| lower.is_none_or(|l| dp.window.end(w) > l);
         if let Some(reason) = wholesale {
+            // Counted even when the change log nets to nothing to recompute
+            // (an UPDATE's delete and insert are two commits: an evaluation
+            // between them sees the row's insert and delete cancel out).
+            fell_back.insert(reason);
             mode = mode.next(&Event::Fallback(reason));
             for b in &deltas {
                 for t in times(b, ti)? {
@@ -1029,7 +1258,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
                     continue;
                 }
                 let batch = arrow::compute::concat_batches(&side[0].schema(), side)?;
-                for g in partial(c, dp, &Input::Delta(batch), None)? {
+                for g in partial_delta(c, plans, batch)? {
                     let e = delta.entry(key_bytes(&g.key)).or_insert_with(|| (g.key.clone(), None, None));
                     if i == 0 {
                         e.1 = Some(g.st);
@@ -1051,7 +1280,8 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
                     st.incr.cache.insert(w, WindowState::new());
                 }
                 let ws = st.incr.cache.get_mut(&w).expect("loaded");
-                let mut cur = match ws.get(&kb) {
+                let old = ws.get(&kb).cloned();
+                let mut cur = match &old {
                     Some(g) => g.st.clone(),
                     None => {
                         let mut z = vec![Value::Null; dp.partial.len()];
@@ -1059,6 +1289,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
                         z
                     }
                 };
+                before.insert((w, kb.clone()), old);
                 match merge(dp, &mut cur, p.as_deref(), m.as_deref()) {
                     Merge::Done => {
                         if int(&cur[dp.rows_col()]) == 0 {
@@ -1127,22 +1358,43 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
                     st.incr.cache.entry(w).or_default().insert(key_bytes(&g.key), g);
                 }
             }
-            let mut reasons: BTreeSet<Fallback> = BTreeSet::new();
             for r in recompute.values().flatten() {
-                reasons.insert(*r);
+                if fell_back.insert(*r) {
+                    mode = mode.next(&Event::Fallback(*r));
+                }
                 st.incr.stats.fallback_windows += 1;
-            }
-            for r in reasons {
-                *st.incr.stats.fallbacks.entry(r.name().into()).or_default() += 1;
-                mode = mode.next(&Event::Fallback(r));
             }
             touched.extend(set);
         }
         if !touched.is_empty() {
-            let groups: Vec<&Group> = touched.iter().filter_map(|w| st.incr.cache.get(w)).flat_map(|ws| ws.values()).collect();
-            let ranges = runs(dp, &touched);
+            // Windows recomputed from the source are replaced whole (so
+            // are all touched windows until this process has written the
+            // sink from the states); elsewhere, the groups whose output
+            // changed.
+            let whole_set: BTreeSet<i64> = if st.incr.sink_synced { recompute.keys().copied().collect() } else { touched.clone() };
+            let mut changed_groups = Vec::new();
+            for ((w, kb), old) in before {
+                if whole_set.contains(&w) {
+                    continue;
+                }
+                let new = st.incr.cache.get(&w).and_then(|ws| ws.get(&kb)).cloned();
+                match (&old, &new) {
+                    (None, None) => continue,
+                    (Some(a), Some(b)) if finals(dp, a) == finals(dp, b) => {
+                        sink_counts.unchanged += 1;
+                        continue;
+                    }
+                    _ => changed_groups.push((w, old, new)),
+                }
+            }
+            let whole_groups: Vec<&Group> = whole_set.iter().filter_map(|w| st.incr.cache.get(w)).flat_map(|ws| ws.values()).collect();
+            let whole = (!whole_set.is_empty()).then(|| (whole_groups, Some(runs(dp, &whole_set))));
             let t0 = std::time::Instant::now();
-            rows += write_sink(env, c, dp, &groups, Some(&ranges), now_us)? as u64;
+            let n = write_sink(env, c, plans, SinkWrite { whole, changed: changed_groups }, now_us)?;
+            sink_counts.written += n.written;
+            sink_counts.deleted += n.deleted;
+            sink_counts.unchanged += n.unchanged;
+            rows += n.written;
             tracing::debug!(target: "weir::flow::timing", flow = %def.name, ms = t0.elapsed().as_secs_f64() * 1e3, "flow sink written");
             for w in &touched {
                 let ws = &st.incr.cache[w];
@@ -1153,6 +1405,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         mode = if mode == Mode::Incremental { mode.next(&Event::IncrementalDone) } else { mode.next(&Event::FullDone) };
     } else if mode == Mode::FullSnapshot(Fallback::Failed) {
         // The failed evaluation committed nothing and nothing changed since.
+        fell_back.insert(Fallback::Failed);
         mode = mode.next(&Event::FullDone);
     }
     // Commit: the checkpoint with the states it covers.
@@ -1171,8 +1424,16 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         }
         let t0 = std::time::Instant::now();
         env.catalog.commit_flow_state(&def.name, Some(&st.progress), clear, state_changes)?;
+        if full.is_some() || !touched.is_empty() {
+            st.incr.sink_synced = true;
+        }
         tracing::debug!(target: "weir::flow::timing", flow = %def.name, ms = t0.elapsed().as_secs_f64() * 1e3, "flow checkpoint committed");
         for r in &regions {
+            // Tests: versions the flow's checkpoint needs may be compacted away.
+            if crate::failpoint::armed_now("flow_no_version_hold") {
+                r.release_versions(&holder(&def.name));
+                continue;
+            }
             if let Err(e) = r.hold_versions(&holder(&def.name), upto[&r.id]) {
                 tracing::warn!(flow = %def.name, region = r.id, error = %e, "cannot hold versions for a flow");
             }
@@ -1183,6 +1444,11 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, dp: &Del
         st.incr.cache.retain(|w, _| dp.window.end(*w) > l);
     }
     st.incr.stats.rows_written = stats_rows_before + rows;
+    for r in fell_back {
+        *st.incr.stats.fallbacks.entry(r.name().into()).or_default() += 1;
+    }
+    st.incr.stats.rows_deleted += sink_counts.deleted;
+    st.incr.stats.rows_unchanged += sink_counts.unchanged;
     st.incr.mode = Some(mode);
     Ok(rows)
 }

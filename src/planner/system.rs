@@ -463,6 +463,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     i(st.state_windows),
                     st.last_error.as_deref().map(t).unwrap_or(Value::Null),
                     lag,
+                    i(st.rows_deleted),
+                    i(st.rows_unchanged),
+                    i(st.plans_made),
                 ]);
             }
             table(
@@ -483,6 +486,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ("state_windows", Int8),
                     ("last_error", Text),
                     ("lag_ms", Int8),
+                    ("rows_deleted", Int8),
+                    ("rows_unchanged", Int8),
+                    ("plans_made", Int8),
                 ],
                 rows,
             )

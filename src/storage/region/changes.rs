@@ -1,7 +1,7 @@
 //! A region's change log between two sequences (`Region::changes`), read by
 //! flows and incremental evaluation.
 
-use super::read::RowFilter;
+use super::read::{RowFilter, TimeSet};
 use super::*;
 
 impl Region {
@@ -42,7 +42,7 @@ impl Region {
             Some(ti) if self.layout.identity.contains(&ti) => {
                 let t = time_values(new.column(ti))?;
                 let t = t.as_primitive::<arrow::datatypes::Int64Type>();
-                Some(Arc::new(t.iter().flatten().collect::<HashSet<i64, crate::storage::version::FxBuild>>()))
+                Some(Arc::new(TimeSet::new(t.iter().flatten().collect::<HashSet<i64, crate::storage::version::FxBuild>>())))
             }
             _ => None,
         };
@@ -67,7 +67,7 @@ impl Region {
             if found.is_empty() {
                 none_before = true;
             } else {
-                f_old.times = Some(Arc::new(found));
+                f_old.times = Some(Arc::new(TimeSet::new(found)));
             }
         }
         let old_batches: Vec<RecordBatch> =

@@ -46,8 +46,46 @@ pub(super) struct RowFilter {
     pub(super) ttl_cutoff: Option<i64>,
     pub(super) eq: Vec<(usize, ArrayRef)>,
     /// Only rows whose time index is one of these (the change log's
-    /// lookup of earlier versions: an identity includes its time).
-    pub(super) times: Option<Arc<std::collections::HashSet<i64, crate::storage::version::FxBuild>>>,
+    /// lookup of earlier versions: an identity includes its time); every
+    /// one lies in `time` when both are set.
+    pub(super) times: Option<Arc<TimeSet>>,
+}
+
+/// A set of time index values asked about every row a read decodes (the
+/// change log's lookup of earlier versions goes over whole SSTs for a few
+/// changed identities): a bit filter of about 16 bits per member, small
+/// enough to stay in the CPU cache, answers "no" for almost every row
+/// before the hash set is asked.
+pub(super) struct TimeSet {
+    set: std::collections::HashSet<i64, crate::storage::version::FxBuild>,
+    bits: Vec<u64>,
+    shift: u32,
+}
+
+impl TimeSet {
+    pub(super) fn new(set: std::collections::HashSet<i64, crate::storage::version::FxBuild>) -> TimeSet {
+        let nbits = (set.len().max(1) * 16).next_power_of_two().clamp(1 << 12, 1 << 24);
+        let shift = 64 - nbits.trailing_zeros();
+        let mut bits = vec![0u64; nbits / 64];
+        for &t in &set {
+            let h = Self::slot(t, shift);
+            bits[h >> 6] |= 1 << (h & 63);
+        }
+        TimeSet { set, bits, shift }
+    }
+
+    /// Fibonacci hashing: the top bits of t × 2^64/φ (regularly spaced
+    /// times spread evenly).
+    #[inline]
+    fn slot(t: i64, shift: u32) -> usize {
+        ((t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+    }
+
+    #[inline]
+    pub(super) fn contains(&self, t: i64) -> bool {
+        let h = Self::slot(t, self.shift);
+        (self.bits[h >> 6] >> (h & 63)) & 1 == 1 && self.set.contains(&t)
+    }
 }
 
 /// The time range a read keeps, TTL included.
@@ -100,9 +138,12 @@ impl Region {
             }
         }
         if let Some(ti) = self.layout.time_index {
-            if f.time.is_some() || f.ttl_cutoff.is_some() {
+            // Every member of `times` lies in `time` (which still prunes
+            // files and row groups): the set alone decides.
+            let time = f.time.filter(|_| f.times.is_none());
+            if time.is_some() || f.ttl_cutoff.is_some() {
                 let t = time_values(batch.column(pos(ti)))?;
-                if let Some((lo, hi)) = f.time {
+                if let Some((lo, hi)) = time {
                     mask = and(mask, cmp::gt_eq(&t, &scalar_i64(lo))?)?;
                     mask = and(mask, cmp::lt(&t, &scalar_i64(hi))?)?;
                 }
@@ -113,7 +154,8 @@ impl Region {
             if let Some(set) = &f.times {
                 let t = time_values(batch.column(pos(ti)))?;
                 let t = t.as_primitive::<arrow::datatypes::Int64Type>();
-                let m = BooleanArray::from(arrow::buffer::BooleanBuffer::collect_bool(t.len(), |i| set.contains(&t.value(i))));
+                let v = t.values();
+                let m = BooleanArray::from(arrow::buffer::BooleanBuffer::collect_bool(v.len(), |i| set.contains(v[i])));
                 mask = and(mask, m)?;
             }
         }
@@ -159,7 +201,6 @@ impl Region {
             }
             Ok(())
         };
-        let keep = |b: RecordBatch, out: &mut Vec<RecordBatch>| keep_with(b, f, out);
         for (i, (b, _)) in snap.mem.iter().enumerate() {
             keep_with(b.project(cols)?, if i >= snap.overlay_from { &unbounded } else { f }, &mut out)?;
         }
@@ -175,8 +216,11 @@ impl Region {
                     continue;
                 }
                 let Some(mut scan) = self.open_sst(file, cols, &p) else { continue };
+                // Sequence bounds the whole file meets are not checked row by row.
+                let (lo, hi) = file.meta.seq_range;
+                let ff = RowFilter { seq_after: f.seq_after.filter(|&a| lo <= a), seq_upto: f.seq_upto.filter(|&u| hi > u), ..f.clone() };
                 while let Some(b) = scan.next_batch()? {
-                    keep(b, &mut out)?;
+                    keep_with(b, &ff, &mut out)?;
                 }
                 if !out.is_empty() {
                     sources.push(Source { batches: std::mem::take(&mut out) });
