@@ -48,21 +48,11 @@ fn pg_type(ty: SqlType) -> Type {
 }
 
 fn sql_type_of(t: &Type) -> Option<SqlType> {
-    Some(match t.oid() {
-        16 => SqlType::Bool,
-        21 => SqlType::Int2,
-        23 => SqlType::Int4,
-        20 => SqlType::Int8,
-        26 => SqlType::Oid,
-        700 => SqlType::Float4,
-        701 | 1700 => SqlType::Float8,
-        25 | 1043 | 1042 | 19 => SqlType::Text,
-        1114 => SqlType::Timestamp,
-        1184 => SqlType::TimestampTz,
-        1082 => SqlType::Date,
-        1186 => SqlType::Interval,
-        oid => SqlType::Array(crate::types::Elem::from_array_oid(oid)?),
-    })
+    match t.oid() {
+        // numeric parameters are taken as float8
+        1700 => Some(SqlType::Float8),
+        oid => crate::sql::wire::scalar_of_oid(oid).or_else(|| Some(SqlType::Array(crate::types::Elem::from_array_oid(oid)?))),
+    }
 }
 
 /// Running sessions by backend pid, for CancelRequest: (secret, flag).

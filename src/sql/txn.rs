@@ -356,6 +356,23 @@ fn rollback_to(s: &mut Session, name: &str) -> Result<QueryResult> {
     Ok(QueryResult::Command("ROLLBACK".into()))
 }
 
+/// GRANT / REVOKE and the role statements: PostgreSQL rolls them back with
+/// the block, and refuses them in a read-only one.
+fn changes_roles_or_privileges(stmt: &Statement) -> bool {
+    matches!(
+        stmt,
+        Statement::Grant(_)
+            | Statement::Revoke(_)
+            | Statement::GrantRole(_)
+            | Statement::RevokeRole(_)
+            | Statement::CreateRole(_)
+            | Statement::CreateUser(_)
+            | Statement::AlterRole { .. }
+            | Statement::AlterDefaultPrivileges(_)
+            | Statement::Drop { object_type: ast::ObjectType::Role | ast::ObjectType::User, .. }
+    )
+}
+
 /// A statement inside a block other than transaction control.
 fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
     if let Err(e) = take_snapshot(s) {
@@ -371,17 +388,7 @@ fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
             let word = stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
             Some(Err(err!(ReadOnlySqlTransaction, "cannot execute {word} in a read-only transaction")))
         }
-        Statement::Grant(_)
-        | Statement::Revoke(_)
-        | Statement::GrantRole(_)
-        | Statement::RevokeRole(_)
-        | Statement::CreateRole(_)
-        | Statement::CreateUser(_)
-        | Statement::AlterRole { .. }
-        | Statement::AlterDefaultPrivileges(_)
-        | Statement::Drop { object_type: ast::ObjectType::Role | ast::ObjectType::User, .. }
-            if read_only =>
-        {
+        _ if read_only && changes_roles_or_privileges(stmt) => {
             let word = stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
             let word = if word.starts_with("GRANT") || word.starts_with("REVOKE") {
                 word.split(' ').next().unwrap_or("").to_string()
@@ -390,16 +397,7 @@ fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
             };
             Some(Err(err!(ReadOnlySqlTransaction, "cannot execute {word} in a read-only transaction")))
         }
-        Statement::Grant(_)
-        | Statement::Revoke(_)
-        | Statement::GrantRole(_)
-        | Statement::RevokeRole(_)
-        | Statement::CreateRole(_)
-        | Statement::CreateUser(_)
-        | Statement::AlterRole { .. }
-        | Statement::AlterDefaultPrivileges(_)
-        | Statement::AlterTable(_)
-        | Statement::Drop { object_type: ast::ObjectType::Role | ast::ObjectType::User, .. } => {
+        _ if changes_roles_or_privileges(stmt) || matches!(stmt, Statement::AlterTable(_)) => {
             Some(auth_in_block(s, |s| s.execute_sql_statement(stmt, Default::default())))
         }
         Statement::CreateTable(ct) => Some(create_in_block(s, &ct.name, true, |s| s.execute_sql_statement(stmt, Default::default()))),

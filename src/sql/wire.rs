@@ -78,8 +78,9 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
     })
 }
 
-/// The scalar type of an element OID in a binary array.
-fn scalar_of_oid(oid: u32) -> Option<SqlType> {
+/// The scalar type of a type OID (a bind parameter's, or an element's in a
+/// binary array).
+pub fn scalar_of_oid(oid: u32) -> Option<SqlType> {
     Some(match oid {
         16 => SqlType::Bool,
         21 => SqlType::Int2,
