@@ -197,10 +197,16 @@ fn ws_receiver() -> Receiver {
                 .find(|(k, _)| k.trim().eq_ignore_ascii_case("sec-websocket-key"))
                 .map(|(_, v)| v.trim().to_string())
                 .unwrap_or_default();
-            let d = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes());
+            let d = ring::digest::digest(
+                &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+                format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes(),
+            );
             use base64::Engine;
             let accept = base64::engine::general_purpose::STANDARD.encode(d.as_ref());
-            let _ = write!(s, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n");
+            let _ = write!(
+                s,
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+            );
             // Frames until close: text + continuations make one message.
             let mut msg = Vec::new();
             loop {
@@ -294,7 +300,9 @@ async fn notify_delivers_tdengine_messages_over_websocket() {
     assert_eq!(close[0]["triggerId"], ev[0]["triggerId"], "the same window, the same trigger id");
     assert!(ev.iter().any(|e| e["eventType"] == "WINDOW_OPEN" && e["windowStart"] == 1735689610000i64), "{ev:?}");
     let msgs = recv.got.lock().unwrap().clone();
-    assert!(msgs.iter().all(|m| m["messageId"].is_string() && m["timestamp"].is_i64() && m["streams"][0]["streamName"].as_str().is_some_and(|n| n.ends_with(".s"))));
+    assert!(msgs.iter().all(|m| m["messageId"].is_string()
+        && m["timestamp"].is_i64()
+        && m["streams"][0]["streamName"].as_str().is_some_and(|n| n.ends_with(".s"))));
 
     // No receiver: by default the events are dropped and the stream goes on;
     // with ON_FAILURE_PAUSE the evaluation fails and is retried.

@@ -1033,12 +1033,14 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
         }
         SqlType::Date => {
             use crate::types::datetime_input::DateInputError as E;
-            Value::Date(crate::types::parse_date_checked(s).map_err(|e| match e {
-                E::BadFormat => err!(InvalidDatetime, "invalid input syntax for type date: \"{t}\""),
-                E::FieldOverflow => err!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\""),
-                E::MdFieldOverflow => err!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\"")
-                    .with_hint("Perhaps you need a different \"datestyle\" setting."),
-                E::OutOfRange => err!(DatetimeFieldOverflow, "date out of range: \"{t}\""),
+            Value::Date(crate::types::parse_date_checked(s).map_err(|e| {
+                match e {
+                    E::BadFormat => err!(InvalidDatetime, "invalid input syntax for type date: \"{t}\""),
+                    E::FieldOverflow => err!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\""),
+                    E::MdFieldOverflow => err!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\"")
+                        .with_hint("Perhaps you need a different \"datestyle\" setting."),
+                    E::OutOfRange => err!(DatetimeFieldOverflow, "date out of range: \"{t}\""),
+                }
             })?)
         }
         SqlType::Interval => Value::Interval(

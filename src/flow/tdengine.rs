@@ -30,13 +30,13 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, RecordBatch};
 use sqlparser::ast;
 
+use super::tdengine_notify::Event;
 use crate::catalog::{Catalog, ColumnDef, GroupProgress, StreamDef, StreamState, SuperTableDef, TableDef, WindowMark};
 use crate::error::Result;
 use crate::exec::plan::PlanColumn;
 use crate::exec::ExecCtx;
 use crate::parser::{CreateStream, StreamOption, StreamTrigger, TdStatement};
 use crate::planner::{Params, Planner};
-use super::tdengine_notify::Event;
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
@@ -1495,7 +1495,16 @@ fn window_event(c: &Compiled, gi: i64, w: Option<&Win>, event_type: &'static str
 /// The WINDOW_CLOSE (ON_TIME for PERIOD and plain SLIDING) events of a
 /// computation: one per result row (the row as `result`), one without a
 /// result when it gave none.
-fn close_events(c: &Compiled, key: &str, gi: i64, w: Option<&Win>, cols: &[PlanColumn], batches: &[RecordBatch], now: i64, fx: &mut Effects) {
+fn close_events(
+    c: &Compiled,
+    key: &str,
+    gi: i64,
+    w: Option<&Win>,
+    cols: &[PlanColumn],
+    batches: &[RecordBatch],
+    now: i64,
+    fx: &mut Effects,
+) {
     if !c.notify.as_ref().is_some_and(|n| n.on_close) {
         return;
     }

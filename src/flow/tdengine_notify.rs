@@ -178,7 +178,8 @@ pub fn send(url: &str, text: &str) -> Result<()> {
         bail!(ConnectionFailure, "NOTIFY {url}: WebSocket handshake refused: {status}");
     }
     let want = accept_key(&key);
-    let accepted = lines.filter_map(|l| l.split_once(':')).any(|(k, v)| k.trim().eq_ignore_ascii_case("sec-websocket-accept") && v.trim() == want);
+    let accepted =
+        lines.filter_map(|l| l.split_once(':')).any(|(k, v)| k.trim().eq_ignore_ascii_case("sec-websocket-accept") && v.trim() == want);
     if !accepted {
         bail!(ConnectionFailure, "NOTIFY {url}: bad Sec-WebSocket-Accept");
     }

@@ -185,7 +185,6 @@ impl<'a> Planner<'a> {
         crate::types::datetime_input::DateOrder::from_datestyle(self.ctx.settings.get("datestyle").map_or("ISO, MDY", |v| v.as_str()))
     }
 
-
     /// Resolve a (possibly qualified) column name through the scopes.
     pub fn resolve_column(&self, parts: &[String], scope: &Scope) -> Result<Expr> {
         let (qual, name) = match parts {

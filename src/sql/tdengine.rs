@@ -936,7 +936,9 @@ fn validate(cs: &CreateStream) -> Result<()> {
         for e in &n.events {
             match e.to_uppercase().as_str() {
                 "WINDOW_OPEN" | "WINDOW_CLOSE" => {}
-                "IDLE" | "RESUME" => bail!(FeatureNotSupported, "NOTIFY ON ({e}) needs IDLE_TIMEOUT (TDengine 3.4), which weir does not support"),
+                "IDLE" | "RESUME" => {
+                    bail!(FeatureNotSupported, "NOTIFY ON ({e}) needs IDLE_TIMEOUT (TDengine 3.4), which weir does not support")
+                }
                 _ => bail!(InvalidParameterValue, "Invalid stream notify event type: {e}"),
             }
         }

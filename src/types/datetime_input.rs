@@ -219,8 +219,8 @@ fn keyword(s: &str) -> Option<Kw> {
         "oct" | "october" => Month(10),
         "nov" | "november" => Month(11),
         "dec" | "december" => Month(12),
-        "sun" | "sunday" | "mon" | "monday" | "tue" | "tues" | "tuesday" | "wed" | "wednesday" | "thu" | "thur"
-        | "thurs" | "thursday" | "fri" | "friday" | "sat" | "saturday" => Dow,
+        "sun" | "sunday" | "mon" | "monday" | "tue" | "tues" | "tuesday" | "wed" | "wednesday" | "thu" | "thur" | "thurs" | "thursday"
+        | "fri" | "friday" | "sat" | "saturday" => Dow,
         "ad" => Ad,
         "bc" => Bc,
         "am" => Am,
@@ -245,7 +245,13 @@ struct Tm {
 }
 
 fn leading_int(s: &str) -> Result<i64, DateInputError> {
-    s.parse::<i64>().map_err(|_| if s.bytes().all(|c| c.is_ascii_digit()) && !s.is_empty() { DateInputError::FieldOverflow } else { DateInputError::BadFormat })
+    s.parse::<i64>().map_err(|_| {
+        if s.bytes().all(|c| c.is_ascii_digit()) && !s.is_empty() {
+            DateInputError::FieldOverflow
+        } else {
+            DateInputError::BadFormat
+        }
+    })
 }
 
 /// DecodeNumberField: run-together digits (`19990108`, `990108`).
