@@ -94,14 +94,7 @@ pub fn rows(ev: &Evaluator, v: Val, layout: &Layout, fields: &[String]) -> Resul
     let sort_key = |k: &Labels| label_names.iter().map(|n| load::label(k, n).to_string()).collect::<Vec<_>>();
     order.sort_by_cached_key(|&i| sort_key(&keys[i]));
 
-    let columns: Vec<PlanColumn> = cols
-        .iter()
-        .map(|c| match c {
-            Col::Time => PlanColumn::new(layout.time.clone(), SqlType::Timestamp),
-            Col::Label(l) => PlanColumn::new(l.clone(), SqlType::Text),
-            Col::Value(i) => PlanColumn::new(layout.values.get(*i).cloned().unwrap_or_else(|| "value".into()), layout.ty(*i)),
-        })
-        .collect();
+    let columns = plan_columns(layout, &cols);
     let schema = arrow_schema(&columns);
 
     let mut batches = Vec::new();
@@ -275,15 +268,7 @@ pub fn static_labels(planner: &crate::planner::Planner, e: &Expr) -> Result<std:
 /// The columns of a result known before it is evaluated (a TQL flow's
 /// sink is made from them): the layout's.
 pub fn static_columns(layout: &Layout) -> Result<Vec<PlanColumn>> {
-    let cols: Vec<PlanColumn> = layout
-        .cols
-        .iter()
-        .map(|c| match c {
-            Col::Time => PlanColumn::new(layout.time.clone(), SqlType::Timestamp),
-            Col::Label(l) => PlanColumn::new(l.clone(), SqlType::Text),
-            Col::Value(i) => PlanColumn::new(layout.values.get(*i).cloned().unwrap_or_else(|| "value".into()), layout.ty(*i)),
-        })
-        .collect();
+    let cols = plan_columns(layout, &layout.cols);
     for (i, c) in cols.iter().enumerate() {
         if cols[..i].iter().any(|x| x.name == c.name) {
             bail!(DuplicateColumn, "the PromQL result has two columns named \"{}\"", c.name);
@@ -317,4 +302,15 @@ pub fn project(have: &[PlanColumn], batches: &[RecordBatch], want: &[PlanColumn]
         )?);
     }
     Ok(out)
+}
+
+/// The result columns `cols` stand for, named and typed by the layout.
+fn plan_columns(layout: &Layout, cols: &[Col]) -> Vec<PlanColumn> {
+    cols.iter()
+        .map(|c| match c {
+            Col::Time => PlanColumn::new(layout.time.clone(), SqlType::Timestamp),
+            Col::Label(l) => PlanColumn::new(l.clone(), SqlType::Text),
+            Col::Value(i) => PlanColumn::new(layout.values.get(*i).cloned().unwrap_or_else(|| "value".into()), layout.ty(*i)),
+        })
+        .collect()
 }
