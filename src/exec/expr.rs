@@ -40,6 +40,20 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// Whether a comparison operator holds for `a` and `b` ordered as `o`
+    /// (None for an operator that is not a comparison).
+    pub fn holds(self, o: std::cmp::Ordering) -> Option<bool> {
+        Some(match self {
+            BinOp::Eq => o.is_eq(),
+            BinOp::NotEq => o.is_ne(),
+            BinOp::Lt => o.is_lt(),
+            BinOp::LtEq => o.is_le(),
+            BinOp::Gt => o.is_gt(),
+            BinOp::GtEq => o.is_ge(),
+            _ => return None,
+        })
+    }
+
     /// The operator as SQL spells it.
     pub fn symbol(self) -> &'static str {
         match self {
@@ -1222,14 +1236,5 @@ fn compare_values(a: &Value, b: &Value, op: BinOp) -> Option<bool> {
     if a.is_null() || b.is_null() {
         return None;
     }
-    let o = a.total_cmp(b);
-    Some(match op {
-        BinOp::Eq => o.is_eq(),
-        BinOp::NotEq => o.is_ne(),
-        BinOp::Lt => o.is_lt(),
-        BinOp::LtEq => o.is_le(),
-        BinOp::Gt => o.is_gt(),
-        BinOp::GtEq => o.is_ge(),
-        _ => return None,
-    })
+    op.holds(a.total_cmp(b))
 }

@@ -152,15 +152,7 @@ pub fn quantified(x: &ArrayRef, xty: SqlType, arr: &ArrayRef, op: BinOp, all: bo
             let r = match (item, xv.is_null()) {
                 (Some(t), false) => {
                     let e = parse_text_as(t, xty)?;
-                    let o = xv.total_cmp(&e);
-                    Some(match op {
-                        BinOp::Eq => o.is_eq(),
-                        BinOp::NotEq => o.is_ne(),
-                        BinOp::Lt => o.is_lt(),
-                        BinOp::LtEq => o.is_le(),
-                        BinOp::Gt => o.is_gt(),
-                        _ => o.is_ge(),
-                    })
+                    op.holds(xv.total_cmp(&e))
                 }
                 _ => None,
             };
@@ -211,14 +203,7 @@ pub fn compare(l: &ArrayRef, r: &ArrayRef, ety: SqlType, op: BinOp, n: usize) ->
             continue;
         };
         let o = array_order(&elements(&a)?.0, &elements(&b)?.0, ety)?;
-        out.push(Some(match op {
-            BinOp::Eq => o.is_eq(),
-            BinOp::NotEq => o.is_ne(),
-            BinOp::Lt => o.is_lt(),
-            BinOp::LtEq => o.is_le(),
-            BinOp::Gt => o.is_gt(),
-            _ => o.is_ge(),
-        }));
+        out.push(op.holds(o));
     }
     Ok(Arc::new(BooleanArray::from(out)))
 }
