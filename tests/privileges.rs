@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::TestServer;
+use common::{fails, TestServer};
 use futures::SinkExt;
 use tokio_postgres::Client;
 
@@ -16,17 +16,6 @@ async fn as_user(s: &TestServer, user: &str) -> Client {
     let mut c = s.config(None);
     c.user(user);
     common::connect(&c).await.unwrap_or_else(|e| panic!("{user} connects: {e}"))
-}
-
-/// The SQLSTATE and message of a failing statement.
-async fn fails(c: &Client, sql: &str) -> (String, String) {
-    match c.simple_query(sql).await {
-        Ok(_) => panic!("{sql} succeeded"),
-        Err(e) => {
-            let d = e.as_db_error().unwrap_or_else(|| panic!("{sql}: {e}"));
-            (d.code().code().to_string(), d.message().to_string())
-        }
-    }
 }
 
 async fn ok(c: &Client, sql: &str) {

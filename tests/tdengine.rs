@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::TestServer;
+use common::{fails, TestServer};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 async fn rows(c: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
@@ -105,17 +105,6 @@ async fn max_delay_computes_an_open_window_while_it_stays_open() {
     c.batch_execute("INSERT INTO c1 VALUES ('2025-01-01 00:20:00', 3)").await.unwrap();
     wait_for(&c, "SELECT n FROM out", "3").await;
     assert_eq!(rows(&c, "SELECT count(*) FROM out").await, vec![vec![Some("1".into())]]);
-}
-
-/// The SQLSTATE and message of a failing statement.
-async fn fails(c: &Client, sql: &str) -> (String, String) {
-    match c.simple_query(sql).await {
-        Ok(_) => panic!("{sql} succeeded"),
-        Err(e) => {
-            let d = e.as_db_error().unwrap_or_else(|| panic!("{sql}: {e}"));
-            (d.code().code().to_string(), d.message().to_string())
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

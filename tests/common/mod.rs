@@ -276,6 +276,17 @@ impl From<tokio_postgres::Error> for DbError {
     }
 }
 
+/// The SQLSTATE and message of a failing statement.
+pub async fn fails(c: &Client, sql: &str) -> (String, String) {
+    match c.simple_query(sql).await {
+        Ok(_) => panic!("{sql} succeeded"),
+        Err(e) => {
+            let d = e.as_db_error().unwrap_or_else(|| panic!("{sql}: {e}"));
+            (d.code().code().to_string(), d.message().to_string())
+        }
+    }
+}
+
 /// The SQLSTATE of a failed call, or a panic-friendly description.
 pub fn sqlstate(r: Result<impl std::fmt::Debug, tokio_postgres::Error>) -> String {
     match r {
