@@ -160,7 +160,7 @@ def main():
                     prof = None
                     if a.perf and f != "f_full":
                         os.makedirs(a.perf, exist_ok=True)
-                        prof = subprocess.Popen(["perf", "record", "-q", "-F", "4000", "--call-graph", "dwarf,16384", "-p", str(srv.pid),
+                        prof = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "--call-graph", "dwarf,16384", "-p", str(srv.pid),
                                                  "-o", os.path.join(a.perf, f"{f}-{kind}-{rnd}.data")],
                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                         time.sleep(0.5)
