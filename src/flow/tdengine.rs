@@ -1285,7 +1285,8 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
                         // A window that appeared behind the progress: late rows.
                         !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger)
                     }
-                    None => !expired,
+                    // Past the progress: rows in order, which never expire.
+                    None => !below(w),
                     Some(o) if o == mark => false,
                     Some(o) if w.rows < o.rows && deleted.contains(key) => !expired && c.delete_recalc && disorder_recalcs(&c.cs.trigger),
                     Some(_) => !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger),
