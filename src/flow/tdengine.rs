@@ -1603,6 +1603,77 @@ fn close_events(
     Ok(())
 }
 
+/// CREATE STREAM: each placeholder of the query where TDengine allows it
+/// (docs: the placeholder table of CREATE STREAM).
+pub fn check_placeholders(c: &Compiled) -> Result<()> {
+    let Some(q) = &c.cs.query else { return Ok(()) };
+    let t = &c.cs.trigger;
+    let windowed = time_or_data_windows(t);
+    let by_tbname = c.cs.partition.iter().any(|p| crate::planner::ident(p) == TBNAME);
+    let check = |name: &str| -> Result<()> {
+        let ok = match name {
+            "_twstart" => windowed,
+            "_twend" | "_twduration" | "_twrownum" => windowed && c.on_close,
+            "_tprev_ts" | "_tcurrent_ts" | "_tnext_ts" => matches!(t, StreamTrigger::Sliding { .. }),
+            "_tprev_localtime" | "_tnext_localtime" => matches!(t, StreamTrigger::Period { .. }),
+            "%%tbname" => {
+                if !by_tbname {
+                    bail!(InvalidParameterValue, "Invalid stream query: %%tbname needs PARTITION BY tbname");
+                }
+                true
+            }
+            "%%trows" => {
+                if c.trigger.is_none() {
+                    bail!(InvalidParameterValue, "Invalid stream query: %%trows needs a trigger table");
+                }
+                if matches!(t, StreamTrigger::Period { .. }) {
+                    bail!(FeatureNotSupported, "%%trows with {} is not supported by weir's streams (use the trigger table with a time range)", t.kind());
+                }
+                true
+            }
+            n if n.starts_with("%%") => match n[2..].parse::<usize>() {
+                Ok(k) if k >= 1 && k <= c.cs.partition.len() => true,
+                Ok(k) => bail!(InvalidParameterValue, "Invalid stream query: %%{k} has no PARTITION BY column"),
+                Err(_) => true,
+            },
+            _ => true,
+        };
+        if !ok {
+            bail!(InvalidParameterValue, "Invalid stream query: {name} is not valid for {} streams{}", t.kind(), if windowed { " with EVENT_TYPE(WINDOW_OPEN) only" } else { "" });
+        }
+        Ok(())
+    };
+    let mut res = Ok(());
+    let _ = ast::visit_expressions(q, |e| {
+        let name = match e {
+            ast::Expr::Identifier(i) if i.quote_style.is_none() => i.value.to_lowercase(),
+            ast::Expr::Identifier(i) if i.value.starts_with("%%") => i.value.clone(),
+            _ => return ControlFlow::Continue(()),
+        };
+        match check(&name) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(x) => {
+                res = Err(x);
+                ControlFlow::Break(())
+            }
+        }
+    });
+    res?;
+    let mut res = Ok(());
+    let _ = ast::visit_relations(q, |n| {
+        if let [ast::ObjectNamePart::Identifier(i)] = n.0.as_slice() {
+            if i.value.starts_with("%%") {
+                if let Err(x) = check(&i.value) {
+                    res = Err(x);
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    res
+}
+
 /// CREATE STREAM: NOTIFY's WHERE must bind over the result columns.
 pub fn check_notify_where(env: &Env, c: &Compiled) -> Result<()> {
     let Some(cond) = c.notify.as_ref().and_then(|n| n.condition.as_ref()) else { return Ok(()) };

@@ -773,6 +773,7 @@ fn create_stream(s: &mut Session, cs: &CreateStream) -> Result<QueryResult> {
     let env = env(s);
     let c = td::compile(&env, &def)?;
     check_create_stream(s, &c)?;
+    td::check_placeholders(&c)?;
     td::check_notify_where(&env, &c)?;
     if let Some(t) = &c.trigger {
         let stable_trigger = matches!(t.kind, TableKind::Stable(_));
