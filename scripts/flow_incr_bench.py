@@ -107,6 +107,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="changes and evaluations per kind; times, CPU and rows read are summed over the rounds "
                          "(the server's CPU is read in 10 ms ticks: more rounds, finer numbers)")
+    ap.add_argument("--log", help="copy the server's log here at the end (run with WEIR_LOG=weir::flow::timing=debug "
+                                  "for where each evaluation's time went)")
     ap.add_argument("--perf", help="record `perf` profiles of the incremental flows' evaluations into this directory")
     a = ap.parse_args()
     n = a.rows
@@ -220,6 +222,9 @@ def main():
             srv.wait(30)
         except subprocess.TimeoutExpired:
             srv.kill()
+        log.close()
+        if a.log:
+            shutil.copy(os.path.join(data, "weir.log"), a.log)
         shutil.rmtree(data, ignore_errors=True)
 
 

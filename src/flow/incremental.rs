@@ -1191,6 +1191,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
     // The delta.
     let mut deltas: Vec<RecordBatch> = Vec::new();
     let mut delta_rows = 0u64;
+    let t_delta = std::time::Instant::now();
     if full.is_none() {
         for r in &regions {
             let (after, u) = (st.progress.regions[&r.id], upto[&r.id]);
@@ -1218,6 +1219,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
             }
         }
     }
+    tracing::debug!(target: "weir::flow::timing", flow = %def.name, ms = t_delta.elapsed().as_secs_f64() * 1e3, rows = delta_rows, "flow change log read");
     let changed = regions.iter().any(|r| st.progress.regions.get(&r.id) != Some(&upto[&r.id])) || !repair.is_empty();
     let lower = def.expire_after_s.map(|e| (now - e * 1000) * 1000);
     let now_us = now * 1000;

@@ -140,6 +140,12 @@ impl Region {
         let cols: Vec<usize> = (0..self.layout.full.fields().len()).collect();
         let f = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![], times: None };
         let p = self.sst_predicate(&f, &[]);
+        // Row groups are read whole (from the decoded-column cache), not
+        // sliced to the time range: SSTs sorted by identity have every
+        // row group span the file's times, so slicing would only filter
+        // each row (or decode pages, uncached) for what the search skips.
+        let whole = RowFilter { time: None, ..f.clone() };
+        let p_rg = self.sst_predicate(&whole, &[]);
         let mut out = Vec::new();
         for file in snap.files.iter() {
             if file.meta.seq_range.0 > after || !file_may_match(&file.meta, &p) {
@@ -148,7 +154,7 @@ impl Region {
             }
             // Rows newer than `after` only in a file flushed since.
             let check_seq = file.meta.seq_range.1 > after;
-            let Some(mut scan) = self.open_sst(file, &cols, &p) else { continue };
+            let Some(mut scan) = self.open_sst(file, &cols, &p_rg) else { continue };
             while let Some(b) = scan.next_batch()? {
                 let n = b.num_rows();
                 if n == 0 {
