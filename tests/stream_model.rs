@@ -185,18 +185,22 @@ async fn streaming_flows_survive_kill9_and_barrier_crashes() {
             3 => {
                 let mut r = Rng(rng.next() | 1);
                 let busy = tokio::spawn(async move {
+                    let mut epochs = 0;
                     loop {
                         change(&c, &mut r, false).await;
                         for (name, ..) in FLOWS {
                             if c.batch_execute(&format!("ADMIN FLUSH_FLOW('{name}')")).await.is_err() {
-                                return;
+                                return epochs;
                             }
+                            epochs += 1;
                         }
                     }
                 });
-                tokio::time::sleep(std::time::Duration::from_millis(20 + rng.below(400))).await;
+                let after = 20 + rng.below(400);
+                tokio::time::sleep(std::time::Duration::from_millis(after)).await;
                 s.kill9();
-                let _ = busy.await;
+                let epochs = busy.await.unwrap();
+                eprintln!("round {round}: kill -9 after {after} ms, {epochs} flushes done (the next one was running)");
                 s = TestServer::spawn(data.path()).unwrap();
             }
             _ => check(&c, &format!("round {round}")).await,
