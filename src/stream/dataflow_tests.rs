@@ -291,7 +291,7 @@ fn top_n_per_partition_under_retractions() {
             changes(&cols, vec![(r2("a", 5), -1), (r2("a", 2), 1)]),
         ];
         let mut r = renderer(&store, &ctx, &no);
-        let mut tn = top_n::TopN::new(Box::new(Replay { steps }), &cols, part.clone(), vec![key.clone()], 0, 2, true, &mut r);
+        let mut tn = top_n::TopN::new(Box::new(Replay { steps }), &cols, part.clone(), vec![key.clone()], 0, 2, true, false, &mut r);
         assert_eq!(
             out(tn.step(&e, &ctx).unwrap()),
             consolidate(vec![(n3("a", 5, 1), 1), (n3("a", 3, 2), 1), (n3("b", 2, 1), 1)])
@@ -311,7 +311,7 @@ fn top_n_per_partition_under_retractions() {
     let store = StateStore::open(kv(dir.path()), "tn").unwrap();
     let steps = vec![changes(&cols, vec![(r2("a", 3), -1), (r2("a", 2), -1)])];
     let mut r = renderer(&store, &ctx, &no);
-    let mut tn = top_n::TopN::new(Box::new(Replay { steps }), &cols, part, vec![key], 0, 2, true, &mut r);
+    let mut tn = top_n::TopN::new(Box::new(Replay { steps }), &cols, part, vec![key], 0, 2, true, false, &mut r);
     assert_eq!(out(tn.step(&e, &ctx).unwrap()), consolidate(vec![(n3("a", 3, 1), -1), (n3("a", 2, 2), -1), (n3("a", 1, 1), 1)]));
 }
 
@@ -501,4 +501,34 @@ fn window_state_expires_with_the_watermark() {
         assert!(tables[0].stats().unwrap().0 <= 6, "state bounded by the open windows");
     }
     assert_eq!(out(agg.step(&e, &ctx).unwrap()), vec![]);
+}
+
+/// Over an append-only input the top-n keeps only the top rows: a row
+/// pushed out can never come back.
+#[test]
+fn top_n_over_append_only_input_keeps_the_top_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = crate::exec::mock::ctx();
+    let mut store = StateStore::open(kv(dir.path()), "tna").unwrap();
+    let no = |_: u32| false;
+    let cols = vec![col("v", SqlType::Int8)];
+    let steps: Vec<Changes> = (0..50).map(|k| changes(&cols, vec![(vec![Value::Int(k)], 1), (vec![Value::Int(100 - k)], 1)])).collect();
+    let key = SortKey { expr: Expr::Column { index: 0, ty: SqlType::Int8 }, desc: false, nulls_first: false };
+    let mut r = renderer(&store, &ctx, &no);
+    let mut tn = top_n::TopN::new(Box::new(Replay { steps }), &cols, vec![], vec![key], 1, 2, false, true, &mut r);
+    let e: HashMap<u32, Vec<Changes>> = HashMap::new();
+    for k in 0..50u64 {
+        tn.step(&e, &ctx).unwrap();
+        let mut tables = Vec::new();
+        tn.tables(&mut tables);
+        store.commit(k + 1, &mut tables, vec![]).unwrap();
+        let mut tables = Vec::new();
+        tn.tables(&mut tables);
+        assert!(tables[0].stats().unwrap().0 <= 3, "offset + limit rows kept");
+    }
+    // The smallest values 0..=49 and 51..=100 arrived: positions 2 and 3.
+    let mut tables = Vec::new();
+    tn.tables(&mut tables);
+    let rows = tables[0].scan(&[], (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded), None).unwrap();
+    assert_eq!(rows.iter().map(|r| r[2].clone()).collect::<Vec<_>>(), vec![Value::Int(0), Value::Int(1), Value::Int(2)]);
 }

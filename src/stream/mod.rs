@@ -311,7 +311,7 @@ impl Renderer<'_> {
             return Ok((op, false));
         }
         if let Some(s) = top_n::spec(plan) {
-            let (i, _) = self.render(s.input)?;
+            let (i, append_only) = self.render(s.input)?;
             let mut op: Box<dyn Operator> = Box::new(top_n::TopN::new(
                 i,
                 s.input.columns(),
@@ -320,6 +320,7 @@ impl Renderer<'_> {
                 s.offset,
                 s.limit,
                 s.numbered,
+                append_only,
                 self,
             ));
             if let Some((exprs, columns)) = s.project {

@@ -8,6 +8,8 @@
 //! (`offset + n` rows, plus one per row this epoch wrote over) before and
 //! after the epoch's changes and emits the difference; a retraction of a
 //! top row thus reads only the next head row, never the partition whole.
+//! Over an append-only input (an instant source) rows pushed out of the
+//! top are deleted: the state is the top rows of each partition only.
 //! Ties in the ORDER BY keys are broken by the row itself (PostgreSQL
 //! leaves their order unspecified). `row_number` is appended as the last
 //! column when the plan numbers rows.
@@ -171,6 +173,9 @@ pub struct TopN {
     offset: usize,
     limit: usize,
     numbered: bool,
+    /// The input never retracts (an instant source): a row pushed out of
+    /// the top can never come back, so the state keeps the top rows only.
+    append_only: bool,
     width: usize,
     columns: Vec<PlanColumn>,
     state: StateTable,
@@ -189,6 +194,7 @@ impl TopN {
         offset: usize,
         limit: usize,
         numbered: bool,
+        append_only: bool,
         r: &mut Renderer,
     ) -> TopN {
         let width = cols.len();
@@ -214,6 +220,7 @@ impl TopN {
             offset,
             limit,
             numbered,
+            append_only,
             width,
             columns,
             state,
@@ -247,6 +254,26 @@ impl TopN {
             }
         }
         Ok(out)
+    }
+}
+
+impl TopN {
+    /// Delete a partition's rows past the top positions (append-only
+    /// input: the partition held at most that many before this epoch).
+    fn trim(&mut self, key: &[Value]) -> Result<()> {
+        let want = self.offset.saturating_add(self.limit);
+        let at = self.partition.len() + 2 * self.order.len() + self.width;
+        let mut pos = 0usize;
+        for r in self.state.scan(key, (Bound::Unbounded, Bound::Unbounded), None)? {
+            if pos >= want {
+                self.state.delete_row(&r);
+            }
+            pos = pos.saturating_add(match r[at] {
+                Value::Int(n) => n.max(0) as usize,
+                _ => 0,
+            });
+        }
+        Ok(())
     }
 }
 
@@ -297,6 +324,9 @@ impl Operator for TopN {
                 }
             }
             let after = self.head(&part)?;
+            if self.append_only {
+                self.trim(&part)?;
+            }
             out.extend(before.into_iter().map(|(r, d)| (r, -d)));
             out.extend(after);
         }
