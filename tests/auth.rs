@@ -336,3 +336,27 @@ async fn no_password_or_verifier_leaks() {
     assert!(log.lines().count() > 5, "a trace-level log: {log}");
     leaked("the log", &log);
 }
+
+/// The first start takes the superuser's password from the file named by
+/// `superuser_password_file` (its trailing newline dropped), ahead of the
+/// environment variable; only the verifier is stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn superuser_password_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let pw_file = dir.path().join("su.pw");
+    std::fs::write(&pw_file, "From-a-file-pw\n").unwrap();
+    let conf = dir.path().join("weir.toml");
+    std::fs::write(&conf, format!("superuser_password_file = {:?}\n", pw_file.display().to_string())).unwrap();
+    let hba = dir.path().join("pg_hba.conf");
+    std::fs::write(&hba, "host all all 127.0.0.1/32 scram-sha-256\n").unwrap();
+    let s = TestServer::spawn_with(
+        &dir.path().join("data"),
+        &[("WEIR_SUPERUSER_PASSWORD", "env-pw-ignored")],
+        &["--config", conf.to_str().unwrap(), "--hba-file", hba.to_str().unwrap()],
+    )
+    .unwrap();
+    assert_eq!(try_connect(&cfg(&s, "weir_test", Some("env-pw-ignored"))).await.err().unwrap().0, "28P01");
+    let c = try_connect(&cfg(&s, "weir_test", Some("From-a-file-pw"))).await.unwrap();
+    let v: String = c.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = 'weir_test'", &[]).await.unwrap().get(0);
+    assert!(v.starts_with("SCRAM-SHA-256$4096:") && !v.contains("From-a-file"), "{v}");
+}
