@@ -530,7 +530,14 @@ fn decode_datetime(input: &str, order: DateOrder, today_days: i32) -> Result<Dat
                 if julian_next {
                     return Err(DateInputError::BadFormat);
                 }
-                let named = if f.as_bytes()[0].is_ascii_alphabetic() { Zone::parse(f).filter(|z| matches!(z, Zone::Named(_))) } else { None };
+                let named = if f.as_bytes()[0].is_ascii_alphabetic() {
+                    // An abbreviation with a POSIX offset run together (`PST-03:00`).
+                    let rest = f.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+                    let posix = abbreviation(&f[..f.len() - rest.len()]).and(numeric_offset(rest)).map(|west| Zone::Fixed(-west));
+                    posix.or_else(|| Zone::parse(f).filter(|z| matches!(z, Zone::Named(_))))
+                } else {
+                    None
+                };
                 if let Some(z) = named {
                     // A zone name with punctuation ("America/New_York").
                     zone = Some(z);

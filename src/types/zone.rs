@@ -121,7 +121,13 @@ impl Zone {
             Some((_, rest)) => rest,
             None => n,
         };
-        if let Some(west) = numeric_offset(posix).or_else(|| if posix.starts_with(|c: char| c.is_ascii_digit()) { numeric_offset(&format!("+{posix}")) } else { None }) {
+        if let Some(west) = numeric_offset(posix).or_else(|| {
+            if posix.starts_with(|c: char| c.is_ascii_digit()) {
+                numeric_offset(&format!("+{posix}"))
+            } else {
+                None
+            }
+        }) {
             return Some(Zone::Fixed(-west));
         }
         // POSIX: letters, then an offset in hours west of UTC (`UTC+3`, `<-03>+3`).

@@ -504,9 +504,8 @@ pub fn timezone(a: &Args<'_>) -> Result<ArrayRef> {
     let zones = a.str(0)?;
     let to_utc = a.types[1] == SqlType::Timestamp;
     let ts = a.prim::<TimestampMicrosecondType>(1)?;
-    let zone_of = |z: &str| {
-        crate::types::zone::Zone::parse(z).ok_or_else(|| err!(InvalidParameterValue, "time zone \"{z}\" not recognized"))
-    };
+    let zone_of =
+        |z: &str| crate::types::zone::Zone::parse(z).ok_or_else(|| err!(InvalidParameterValue, "time zone \"{z}\" not recognized"));
     let mut b = TimestampMicrosecondBuilder::with_capacity(a.n);
     let constant = match zones.constant() {
         Some(Some(z)) => Some(zone_of(z)?),
