@@ -203,7 +203,10 @@ impl<'a> ColWriter<'a> {
                 // zones and DateStyles go through the types' formatting.
                 let dt = zone::current();
                 let v = a.value(i);
-                if dt.style == zone::DateStyle::Iso && (!*tz || dt.zone == zone::Zone::UTC) && v != i64::MAX && v != i64::MIN {
+                // Years 1..9999 in place; earlier ones print as `... BC`, later ones without a sign.
+                const FIRST_AD_US: i64 = -62_135_596_800_000_000;
+                const YEAR_10000_US: i64 = 253_402_300_800_000_000;
+                if dt.style == zone::DateStyle::Iso && (!*tz || dt.zone == zone::Zone::UTC) && (FIRST_AD_US..YEAR_10000_US).contains(&v) {
                     put_timestamp_text(a.value(i), out);
                     if *tz {
                         out.put_slice(b"+00");
