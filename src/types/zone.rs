@@ -353,7 +353,7 @@ fn date_part(p: &Parts, style: DateStyle, order: DateOrder) -> String {
 
 /// A date (days since 1970-01-01) in a DateStyle.
 pub fn format_date_in(days: i32, ctx: &DtCtx) -> String {
-    match parts(days as i64 * US_PER_DAY) {
+    match (days as i64).checked_mul(US_PER_DAY).and_then(parts) {
         Some(p) => {
             let mut s = date_part(&p, ctx.style, ctx.order);
             if p.bc {
@@ -475,5 +475,6 @@ mod tests {
         assert_eq!(format_timestamptz_ctx(t, &ctx("America/Los_Angeles", DateStyle::Sql)), "02/10/1997 17:32:01 PST");
         assert_eq!(format_timestamptz_ctx(t, &ctx("Asia/Kolkata", DateStyle::Iso)), "1997-02-11 07:02:01+05:30");
         assert_eq!(format_date_in(0, &ctx("UTC", DateStyle::German)), "01.01.1970");
+        assert_eq!(format_date_in(i32::MIN, &ctx("UTC", DateStyle::Iso)), i32::MIN.to_string());
     }
 }
