@@ -494,6 +494,9 @@ fn time_micros(s: &str) -> Option<i64> {
     let h: i64 = parts.first()?.parse().ok()?;
     let m: i64 = parts.get(1)?.parse().ok()?;
     let sec: f64 = parts.get(2).map_or(Some(0.0), |p| p.parse().ok())?;
+    if !(0..=1_000_000).contains(&h) || !(0..=1_000_000).contains(&m) || !(0.0..1e6).contains(&sec) {
+        return Some(i64::MAX); // refused by valid_time as out of range
+    }
     Some((h * 3600 + m * 60) * 1_000_000 + (sec * 1e6).round() as i64)
 }
 

@@ -51,7 +51,7 @@ fn timestamp_fields(us: i64, with_tz: bool) -> Result<Fields> {
         let off = zone.offset_at(us);
         (zone.abbrev_at(us).unwrap_or_else(|| crate::types::zone::format_offset(off)), off)
     });
-    let us = us + tz.as_ref().map_or(0, |t| t.1 as i64 * 1_000_000);
+    let us = us.saturating_add(tz.as_ref().map_or(0, |t| t.1 as i64 * 1_000_000));
     let dt = chrono::DateTime::from_timestamp_micros(us).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?.naive_utc();
     let iso = dt.iso_week();
     Ok(Fields {
