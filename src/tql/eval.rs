@@ -798,12 +798,7 @@ pub fn format_value(v: f64) -> String {
     }
 }
 
-/// Population variance.
-pub fn variance(v: &[f64]) -> f64 {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n
-}
+pub use crate::exec::promql::variance;
 
 /// Prometheus's quantile: linear interpolation between the closest ranks.
 pub fn quantile(q: f64, v: &mut [f64]) -> f64 {

@@ -1,0 +1,238 @@
+//! PromQL planned into weir's plans: a selector is the metric's table
+//! scan (the logical plan of `load::plan`, rewritten as any query is, so
+//! label equalities and the time range prune the scan) under
+//! `SeriesNormalize` and an instant or range manipulate node
+//! (`exec/promql.rs`); an aggregation is weir's hash aggregate grouped by
+//! the step time and the kept labels; the result is sorted by the labels,
+//! then time, and projected into GreptimeDB's layout (`naming`).
+//!
+//! Covered so far: instant and range selectors (label equalities, offset),
+//! the range functions of `exec::promql::RangeFn`, and sum / avg / count /
+//! min / max with by / without over those. `plan` answers None for any
+//! other expression, which the evaluator (`eval`) then runs.
+//!
+//! May import `planner`, `exec`, `catalog`, `types`, `error` and its
+//! siblings; never `sql`, `server` or `flow`.
+
+use promql_parser::label::MatchOp;
+use promql_parser::parser::token::{T_AVG, T_COUNT, T_MAX, T_MIN, T_SUM};
+use promql_parser::parser::{Expr, LabelModifier, Offset, VectorSelector};
+
+use super::args::Range;
+use super::load;
+use super::naming::{Col, Layout};
+use crate::error::Result;
+use crate::exec::expr::Expr as X;
+use crate::exec::plan::{AggCall, AggFunc, Plan, PlanColumn, SortKey};
+use crate::exec::promql::{Grid, PromNode, RangeFn};
+use crate::planner::Planner;
+use crate::types::{SqlType, Value};
+
+/// A planned sub-expression: columns `(time, labels…, one float8 value per
+/// field)`.
+struct Sub {
+    plan: Plan,
+    labels: Vec<String>,
+    fields: usize,
+}
+
+impl Sub {
+    fn columns(&self) -> &[PlanColumn] {
+        self.plan.columns()
+    }
+}
+
+fn col(p: &Plan, i: usize) -> X {
+    X::Column { index: i, ty: p.columns()[i].ty }
+}
+
+fn ms(d: &std::time::Duration) -> i64 {
+    d.as_millis().min(i64::MAX as u128) as i64
+}
+
+/// The plan of `e` over `range` laid out as `layout`, or None when `e`
+/// uses what the plan does not cover yet.
+pub fn plan(planner: &Planner, e: &Expr, range: &Range, layout: &Layout) -> Result<Option<Plan>> {
+    let Some(sub) = node(planner, e, range)? else { return Ok(None) };
+    if sub.fields != layout.values.len().max(1) {
+        return Ok(None);
+    }
+    // Sorted by the layout's labels (absent first), then time.
+    let mut keys = Vec::new();
+    for c in &layout.cols {
+        if let Col::Label(l) = c {
+            if let Some(i) = sub.labels.iter().position(|x| x == l) {
+                keys.push(SortKey { expr: col(&sub.plan, 1 + i), desc: false, nulls_first: true });
+            }
+        }
+    }
+    // A label the result carries that the layout lacks: the evaluator's
+    // rows add a column for it; not planned.
+    if sub.labels.iter().any(|l| !layout.cols.contains(&Col::Label(l.clone()))) {
+        return Ok(None);
+    }
+    keys.push(SortKey { expr: col(&sub.plan, 0), desc: false, nulls_first: true });
+    let sorted = Plan::Sort { input: Box::new(sub.plan), keys, limit: None };
+    let columns = super::output::plan_columns(layout, &layout.cols);
+    let mut exprs = Vec::with_capacity(columns.len());
+    for (c, out) in layout.cols.iter().zip(&columns) {
+        let e = match c {
+            Col::Time => col(&sorted, 0),
+            Col::Label(l) => match sub.labels.iter().position(|x| x == l) {
+                Some(i) => col(&sorted, 1 + i),
+                None => X::lit(Value::Null, SqlType::Text),
+            },
+            Col::Value(i) => col(&sorted, 1 + sub.labels.len() + *i),
+        };
+        exprs.push(if e.ty() == out.ty { e } else { X::Cast { expr: Box::new(e), ty: out.ty } });
+    }
+    Ok(Some(Plan::Project { input: Box::new(sorted), exprs, columns }))
+}
+
+fn node(planner: &Planner, e: &Expr, range: &Range) -> Result<Option<Sub>> {
+    Ok(match e {
+        Expr::Paren(p) => node(planner, &p.expr, range)?,
+        Expr::VectorSelector(vs) => selector(planner, vs, range, None)?,
+        Expr::Call(c) => {
+            let Some(func) = RangeFn::from_name(c.func.name) else { return Ok(None) };
+            if c.args.args.len() != 1 {
+                return Ok(None);
+            }
+            let Expr::MatrixSelector(m) = c.args.args[0].as_ref() else { return Ok(None) };
+            selector(planner, &m.vs, range, Some((ms(&m.range), func)))?
+        }
+        Expr::Aggregate(a) => {
+            if a.param.is_some() {
+                return Ok(None);
+            }
+            let func = match a.op.id() {
+                T_SUM => AggFunc::Sum,
+                T_AVG => AggFunc::Avg,
+                T_COUNT => AggFunc::Count,
+                T_MIN => AggFunc::Min,
+                T_MAX => AggFunc::Max,
+                _ => return Ok(None),
+            };
+            let Some(inner) = node(planner, &a.expr, range)? else { return Ok(None) };
+            // count over several fields: SQL's count of a field without a
+            // value is 0 where PromQL has no sample; not planned.
+            if func == AggFunc::Count && inner.fields != 1 {
+                return Ok(None);
+            }
+            aggregate(inner, func, a.modifier.as_ref())
+        }
+        _ => None,
+    })
+}
+
+/// A selector: scan → SeriesNormalize → instant or range manipulate.
+fn selector(planner: &Planner, vs: &VectorSelector, range: &Range, window: Option<(i64, RangeFn)>) -> Result<Option<Sub>> {
+    if vs.at.is_some() {
+        return Ok(None);
+    }
+    let Some(t) = load::target(planner, vs)? else { return Ok(None) };
+    let def = &t.table;
+    for &tag in &t.tags {
+        if !matches!(def.columns[tag].ty, SqlType::Text | SqlType::Varchar) {
+            return Ok(None);
+        }
+    }
+    // Only label equalities, which the scan's filter applies; other
+    // matchers on tags are the evaluator's.
+    for m in &vs.matchers.matchers {
+        if m.name == "__name__" || m.name == load::FIELD_LABEL {
+            continue;
+        }
+        let is_tag = t.tags.iter().any(|&i| def.columns[i].name == m.name);
+        if is_tag && !(matches!(m.op, MatchOp::Equal) && !m.value.is_empty()) {
+            return Ok(None);
+        }
+    }
+    let offset_ms = match &vs.offset {
+        None => 0,
+        Some(Offset::Pos(d)) => ms(d),
+        Some(Offset::Neg(d)) => -ms(d),
+    };
+    let before = window.map(|(r, _)| r).unwrap_or(range.lookback_ms);
+    let lo = (range.start_ms - offset_ms).saturating_sub(before);
+    let hi = range.end_ms - offset_ms;
+    if hi <= lo {
+        return Ok(None);
+    }
+    let scan = planner.physical(load::plan(planner, vs, &t, lo, hi)?)?;
+    let tags = t.tags.len();
+    let normalize = PromNode::SeriesNormalize { tags, offset_ms };
+    let columns = normalize.columns(scan.columns());
+    let normalized = Plan::Prom { input: Box::new(scan), node: normalize, columns };
+    let grid = Grid { start_ms: range.start_ms, step_ms: range.step_ms, steps: range.steps() };
+    let node = match window {
+        None => PromNode::InstantManipulate { tags, grid, lookback_ms: range.lookback_ms },
+        Some((range_ms, func)) => PromNode::RangeManipulate { tags, grid, range_ms, func },
+    };
+    let columns = node.columns(normalized.columns());
+    Ok(Some(Sub {
+        plan: Plan::Prom { input: Box::new(normalized), node, columns },
+        labels: t.tags.iter().map(|&i| def.columns[i].name.clone()).collect(),
+        fields: t.fields.len(),
+    }))
+}
+
+/// An aggregation: grouped by the step time and the kept labels (a `by`
+/// label the input lacks is absent), each field aggregated alone.
+fn aggregate(inner: Sub, func: AggFunc, m: Option<&LabelModifier>) -> Option<Sub> {
+    let kept: Vec<String> = match m {
+        None => vec![],
+        Some(LabelModifier::Include(ls)) => {
+            let mut v: Vec<String> = Vec::new();
+            for l in &ls.labels {
+                if !v.contains(l) {
+                    v.push(l.clone());
+                }
+            }
+            v
+        }
+        Some(LabelModifier::Exclude(ls)) => inner.labels.iter().filter(|l| !ls.labels.contains(l)).cloned().collect(),
+    };
+    let cols = inner.columns().to_vec();
+    let mut group_by = vec![col(&inner.plan, 0)];
+    let mut columns = vec![cols[0].clone()];
+    for l in &kept {
+        match inner.labels.iter().position(|x| x == l) {
+            Some(i) => {
+                group_by.push(col(&inner.plan, 1 + i));
+                columns.push(PlanColumn::new(l.clone(), cols[1 + i].ty));
+            }
+            None => {
+                group_by.push(X::lit(Value::Null, SqlType::Text));
+                columns.push(PlanColumn::new(l.clone(), SqlType::Text));
+            }
+        }
+    }
+    let ty = if func == AggFunc::Count { SqlType::Int8 } else { SqlType::Float8 };
+    let first = 1 + inner.labels.len();
+    let aggs: Vec<AggCall> = (0..inner.fields)
+        .map(|f| AggCall { func, args: vec![col(&inner.plan, first + f)], distinct: false, filter: None, ty })
+        .collect();
+    columns.extend((0..inner.fields).map(|f| PlanColumn::new(cols[first + f].name.clone(), ty)));
+    let fields = inner.fields;
+    let mut plan = Plan::Aggregate { input: Box::new(inner.plan), group_by, aggs, columns: columns.clone() };
+    if func == AggFunc::Count {
+        let exprs = (0..columns.len())
+            .map(|i| {
+                let e = col(&plan, i);
+                if i >= 1 + kept.len() {
+                    X::Cast { expr: Box::new(e), ty: SqlType::Float8 }
+                } else {
+                    e
+                }
+            })
+            .collect();
+        let columns = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| if i >= 1 + kept.len() { PlanColumn::new(c.name.clone(), SqlType::Float8) } else { c.clone() })
+            .collect();
+        plan = Plan::Project { input: Box::new(plan), exprs, columns };
+    }
+    Some(Sub { plan, labels: kept, fields })
+}
