@@ -491,3 +491,7 @@ fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, schema: &SchemaRef, c
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
     )?)
 }
+
+#[cfg(test)]
+#[path = "promql_tests.rs"]
+mod tests;
