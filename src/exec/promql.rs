@@ -236,6 +236,9 @@ pub enum PromNode {
     /// At each step, `func` over each series' samples in `(t - range, t]`
     /// (staleness markers dropped).
     RangeManipulate { tags: usize, grid: Grid, range_ms: i64, func: RangeFn },
+    /// Each value mapped (an instant function, arithmetic or a comparison
+    /// with a number); a row none of whose values is kept is dropped.
+    Map { tags: usize, map: ValueMap },
 }
 
 impl PromNode {
@@ -249,6 +252,7 @@ impl PromNode {
             PromNode::RangeManipulate { grid, range_ms, func, .. } => {
                 format!("PromRangeManipulate {} steps: {} step: {} ms range: {range_ms} ms", func.name(), grid.steps, grid.step_ms)
             }
+            PromNode::Map { map, .. } => format!("PromMap {}", map.describe()),
         }
     }
 
@@ -256,7 +260,7 @@ impl PromNode {
     pub fn columns(&self, input: &[PlanColumn]) -> Vec<PlanColumn> {
         match self {
             PromNode::SeriesNormalize { .. } => input.to_vec(),
-            PromNode::InstantManipulate { tags, .. } | PromNode::RangeManipulate { tags, .. } => input
+            PromNode::InstantManipulate { tags, .. } | PromNode::RangeManipulate { tags, .. } | PromNode::Map { tags, .. } => input
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
@@ -316,6 +320,7 @@ impl PromExecutor {
             PromNode::RangeManipulate { tags, grid, range_ms, func } => {
                 manipulate(&all, *tags, grid, &self.schema, &self.ctx, Window::Range(*range_ms, *func))
             }
+            PromNode::Map { tags, map } => map_values(&all, *tags, *map, &self.schema),
         }
     }
 }
@@ -489,6 +494,224 @@ fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, schema: &SchemaRef, c
         schema.clone(),
         cols,
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+    )?)
+}
+
+/// PromQL's arithmetic and comparison operators over two sample values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Pow,
+    Atan2,
+    Eq,
+    Ne,
+    Gt,
+    Lt,
+    Ge,
+    Le,
+}
+
+impl ValueOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(self, ValueOp::Eq | ValueOp::Ne | ValueOp::Gt | ValueOp::Lt | ValueOp::Ge | ValueOp::Le)
+    }
+
+    /// Prometheus's vectorElemBinop: the value and, for comparisons,
+    /// whether the sample is kept.
+    pub fn apply(self, l: f64, r: f64) -> (f64, bool) {
+        match self {
+            ValueOp::Add => (l + r, true),
+            ValueOp::Sub => (l - r, true),
+            ValueOp::Mul => (l * r, true),
+            ValueOp::Div => (l / r, true),
+            ValueOp::Mod => (l % r, true),
+            ValueOp::Pow => (l.powf(r), true),
+            ValueOp::Atan2 => (l.atan2(r), true),
+            ValueOp::Eq => (l, l == r),
+            ValueOp::Ne => (l, l != r),
+            ValueOp::Gt => (l, l > r),
+            ValueOp::Lt => (l, l < r),
+            ValueOp::Ge => (l, l >= r),
+            ValueOp::Le => (l, l <= r),
+        }
+    }
+}
+
+/// An instant function of one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InstantFn {
+    Abs,
+    Ceil,
+    Floor,
+    Exp,
+    Sqrt,
+    Ln,
+    Log2,
+    Log10,
+    Sgn,
+}
+
+const INSTANT_FNS: [(&str, InstantFn); 9] = [
+    ("abs", InstantFn::Abs),
+    ("ceil", InstantFn::Ceil),
+    ("floor", InstantFn::Floor),
+    ("exp", InstantFn::Exp),
+    ("sqrt", InstantFn::Sqrt),
+    ("ln", InstantFn::Ln),
+    ("log2", InstantFn::Log2),
+    ("log10", InstantFn::Log10),
+    ("sgn", InstantFn::Sgn),
+];
+
+impl InstantFn {
+    pub fn from_name(name: &str) -> Option<InstantFn> {
+        INSTANT_FNS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+    }
+
+    pub fn name(self) -> &'static str {
+        INSTANT_FNS.iter().find(|(_, f)| *f == self).map(|(n, _)| *n).expect("every function is listed")
+    }
+
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            InstantFn::Abs => x.abs(),
+            InstantFn::Ceil => x.ceil(),
+            InstantFn::Floor => x.floor(),
+            InstantFn::Exp => x.exp(),
+            InstantFn::Sqrt => x.sqrt(),
+            InstantFn::Ln => x.ln(),
+            InstantFn::Log2 => x.log2(),
+            InstantFn::Log10 => x.log10(),
+            InstantFn::Sgn => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    x
+                }
+            }
+        }
+    }
+}
+
+/// What a `Map` node does to each value (float operands as their bits, so
+/// plans stay `Eq` and `Hash`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueMap {
+    Func(InstantFn),
+    Neg,
+    /// `round(x, to)`: to the nearest multiple of `to`, ties up.
+    Round { to: u64 },
+    /// `clamp(x, lo, hi)` (`both`), `clamp_min` (hi NaN), `clamp_max` (lo NaN).
+    Clamp { lo: u64, hi: u64, both: bool },
+    /// `x op s`, or `s op x` with `scalar_left`; a comparison keeps x where
+    /// it holds, or with `bool` answers 1 or 0.
+    Scalar { op: ValueOp, scalar: u64, scalar_left: bool, bool_result: bool },
+}
+
+impl ValueMap {
+    /// The new value of `x`, None to drop the sample.
+    pub fn apply(self, x: f64) -> Option<f64> {
+        match self {
+            ValueMap::Func(f) => Some(f.apply(x)),
+            ValueMap::Neg => Some(-x),
+            ValueMap::Round { to } => {
+                let inv = 1.0 / f64::from_bits(to);
+                Some((x * inv + 0.5).floor() / inv)
+            }
+            ValueMap::Clamp { lo, hi, both } => {
+                let (lo, hi) = (f64::from_bits(lo), f64::from_bits(hi));
+                if both && hi < lo {
+                    return None;
+                }
+                let mut y = x;
+                if !lo.is_nan() {
+                    y = lo.max(y);
+                }
+                if !hi.is_nan() {
+                    y = hi.min(y);
+                }
+                if both && (lo.is_nan() || hi.is_nan()) {
+                    y = f64::NAN;
+                }
+                Some(y)
+            }
+            ValueMap::Scalar { op, scalar, scalar_left, bool_result } => {
+                let s = f64::from_bits(scalar);
+                let (l, r) = if scalar_left { (s, x) } else { (x, s) };
+                let (mut value, keep) = op.apply(l, r);
+                if op.is_comparison() && scalar_left {
+                    value = x;
+                }
+                if bool_result {
+                    Some(if keep { 1.0 } else { 0.0 })
+                } else {
+                    keep.then_some(value)
+                }
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            ValueMap::Func(f) => f.name().to_string(),
+            ValueMap::Neg => "-x".into(),
+            ValueMap::Round { to } => format!("round(x, {})", f64::from_bits(*to)),
+            ValueMap::Clamp { lo, hi, .. } => format!("clamp(x, {}, {})", f64::from_bits(*lo), f64::from_bits(*hi)),
+            ValueMap::Scalar { op, scalar, scalar_left, bool_result } => {
+                let b = if *bool_result { " bool" } else { "" };
+                let s = f64::from_bits(*scalar);
+                if *scalar_left {
+                    format!("{s} {op:?}{b} x")
+                } else {
+                    format!("x {op:?}{b} {s}")
+                }
+            }
+        }
+    }
+}
+
+/// Each field value of each row mapped; rows left without a value dropped.
+fn map_values(all: &RecordBatch, tags: usize, m: ValueMap, schema: &SchemaRef) -> Result<RecordBatch> {
+    let n = all.num_rows();
+    let fields: Vec<ArrayRef> = all.columns()[1 + tags..]
+        .iter()
+        .map(|c| arrow::compute::cast(c, &DataType::Float64))
+        .collect::<std::result::Result<_, _>>()?;
+    let mut out: Vec<Vec<Option<f64>>> = vec![Vec::with_capacity(n); fields.len()];
+    let mut keep: Vec<u32> = Vec::with_capacity(n);
+    let fields: Vec<&Float64Array> = fields.iter().map(|a| a.as_primitive::<Float64Type>()).collect();
+    let mut row: Vec<Option<f64>> = vec![None; fields.len()];
+    for r in 0..n {
+        let mut any = false;
+        for (f, a) in fields.iter().enumerate() {
+            row[f] = if a.is_null(r) { None } else { m.apply(a.value(r)) };
+            any |= row[f].is_some();
+        }
+        if any {
+            keep.push(r as u32);
+            for (f, v) in row.iter().enumerate() {
+                out[f].push(*v);
+            }
+        }
+    }
+    let keep = UInt32Array::from(keep);
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(all.num_columns());
+    for c in &all.columns()[..1 + tags] {
+        cols.push(arrow::compute::take(c.as_ref(), &keep, None)?);
+    }
+    for v in out {
+        cols.push(Arc::new(Float64Array::from(v)));
+    }
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        cols,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(keep.len())),
     )?)
 }
 

@@ -9,7 +9,7 @@ use promql_parser::parser::{Call, Expr};
 use super::eval::{quantile, set_label, Evaluator, Matrix, Series, Val};
 use super::load::Labels;
 use crate::bail;
-use crate::exec::promql::{linear_regression, RangeFn};
+use crate::exec::promql::{linear_regression, InstantFn, RangeFn, ValueMap};
 use crate::error::Result;
 
 pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
@@ -34,36 +34,15 @@ pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
             })))
         }
         "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" => {
-            let f: fn(f64) -> f64 = match name {
-                "abs" => f64::abs,
-                "ceil" => f64::ceil,
-                "floor" => f64::floor,
-                "exp" => f64::exp,
-                "sqrt" => f64::sqrt,
-                "ln" => f64::ln,
-                "log2" => f64::log2,
-                "log10" => f64::log10,
-                _ => |x: f64| {
-                    if x > 0.0 {
-                        1.0
-                    } else if x < 0.0 {
-                        -1.0
-                    } else {
-                        x
-                    }
-                },
-            };
+            let f = InstantFn::from_name(name).expect("listed");
             let mut v = ev.vector(args[0])?;
-            map_values(&mut v, |_, x| Some(f(x)));
+            map_values(&mut v, |_, x| Some(f.apply(x)));
             Ok(Val::Vector(v))
         }
         "round" => {
             let mut v = ev.vector(args[0])?;
             let to = if args.len() > 1 { ev.scalar(args[1])? } else { vec![1.0; n] };
-            map_values(&mut v, |i, x| {
-                let inv = 1.0 / to[i];
-                Some((x * inv + 0.5).floor() / inv)
-            });
+            map_values(&mut v, |i, x| ValueMap::Round { to: to[i].to_bits() }.apply(x));
             Ok(Val::Vector(v))
         }
         "clamp" | "clamp_min" | "clamp_max" => {
@@ -73,22 +52,7 @@ pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
                 "clamp_min" => (ev.scalar(args[1])?, vec![f64::NAN; n]),
                 _ => (vec![f64::NAN; n], ev.scalar(args[1])?),
             };
-            map_values(&mut v, |i, x| {
-                if name == "clamp" && hi[i] < lo[i] {
-                    return None;
-                }
-                let mut y = x;
-                if !lo[i].is_nan() {
-                    y = lo[i].max(y);
-                }
-                if !hi[i].is_nan() {
-                    y = hi[i].min(y);
-                }
-                if name == "clamp" && (lo[i].is_nan() || hi[i].is_nan()) {
-                    y = f64::NAN;
-                }
-                Some(y)
-            });
+            map_values(&mut v, |i, x| ValueMap::Clamp { lo: lo[i].to_bits(), hi: hi[i].to_bits(), both: name == "clamp" }.apply(x));
             Ok(Val::Vector(v))
         }
         "time" => Ok(Val::Scalar((0..n).map(|i| ev.range.ts(i) as f64 / 1000.0).collect())),

@@ -7,8 +7,10 @@
 //! then time, and projected into GreptimeDB's layout (`naming`).
 //!
 //! Covered so far: instant and range selectors (label equalities, offset),
-//! the range functions of `exec::promql::RangeFn`, and sum / avg / count /
-//! min / max with by / without over those. `plan` answers None for any
+//! the range functions of `exec::promql::RangeFn`, sum / avg / count / min
+//! / max with by / without, and as `PromNode::Map` the instant functions
+//! abs … sgn, round, clamp*, unary minus and arithmetic or comparisons
+//! with a number. `plan` answers None for any
 //! other expression, which the evaluator (`eval`) then runs.
 //!
 //! May import `planner`, `exec`, `catalog`, `types`, `error` and its
@@ -24,7 +26,7 @@ use super::naming::{Col, Layout};
 use crate::error::Result;
 use crate::exec::expr::Expr as X;
 use crate::exec::plan::{AggCall, AggFunc, Plan, PlanColumn, SortKey};
-use crate::exec::promql::{Grid, PromNode, RangeFn};
+use crate::exec::promql::{Grid, InstantFn, PromNode, RangeFn, ValueMap};
 use crate::planner::Planner;
 use crate::types::{SqlType, Value};
 
@@ -93,6 +95,36 @@ fn node(planner: &Planner, e: &Expr, range: &Range) -> Result<Option<Sub>> {
     Ok(match e {
         Expr::Paren(p) => node(planner, &p.expr, range)?,
         Expr::VectorSelector(vs) => selector(planner, vs, range, None)?,
+        Expr::Unary(u) => node(planner, &u.expr, range)?.map(|s| map(s, ValueMap::Neg)),
+        Expr::Binary(b) => {
+            let Some(op) = super::eval::value_op(b.op.id()) else { return Ok(None) };
+            let bool_result = b.modifier.as_ref().is_some_and(|m| m.return_bool);
+            let (vector, scalar, scalar_left) = match (number(&b.lhs), number(&b.rhs)) {
+                (None, Some(s)) => (&b.lhs, s, false),
+                (Some(s), None) => (&b.rhs, s, true),
+                _ => return Ok(None),
+            };
+            let m = ValueMap::Scalar { op, scalar: scalar.to_bits(), scalar_left, bool_result };
+            node(planner, vector, range)?.map(|s| map(s, m))
+        }
+        Expr::Call(c) if RangeFn::from_name(c.func.name).is_none() => {
+            let args: Vec<&Expr> = c.args.args.iter().map(|a| a.as_ref()).collect();
+            let nums: Vec<Option<f64>> = args.iter().skip(1).map(|a| number(a)).collect();
+            if args.is_empty() || nums.iter().any(|n| n.is_none()) {
+                return Ok(None);
+            }
+            let nums: Vec<f64> = nums.into_iter().flatten().collect();
+            let m = match (c.func.name, nums.as_slice()) {
+                (name, []) if InstantFn::from_name(name).is_some() => ValueMap::Func(InstantFn::from_name(name).expect("checked")),
+                ("round", []) => ValueMap::Round { to: 1f64.to_bits() },
+                ("round", [to]) => ValueMap::Round { to: to.to_bits() },
+                ("clamp", [lo, hi]) => ValueMap::Clamp { lo: lo.to_bits(), hi: hi.to_bits(), both: true },
+                ("clamp_min", [lo]) => ValueMap::Clamp { lo: lo.to_bits(), hi: f64::NAN.to_bits(), both: false },
+                ("clamp_max", [hi]) => ValueMap::Clamp { lo: f64::NAN.to_bits(), hi: hi.to_bits(), both: false },
+                _ => return Ok(None),
+            };
+            node(planner, args[0], range)?.map(|s| map(s, m))
+        }
         Expr::Call(c) => {
             let Some(func) = RangeFn::from_name(c.func.name) else { return Ok(None) };
             if c.args.args.len() != 1 {
@@ -123,6 +155,23 @@ fn node(planner: &Planner, e: &Expr, range: &Range) -> Result<Option<Sub>> {
         }
         _ => None,
     })
+}
+
+/// A number literal (in parentheses, negated).
+fn number(e: &Expr) -> Option<f64> {
+    match e {
+        Expr::NumberLiteral(n) => Some(n.val),
+        Expr::Paren(p) => number(&p.expr),
+        Expr::Unary(u) => number(&u.expr).map(|v| -v),
+        _ => None,
+    }
+}
+
+/// Each value of `s` mapped (`PromNode::Map`).
+fn map(s: Sub, m: ValueMap) -> Sub {
+    let node = PromNode::Map { tags: s.labels.len(), map: m };
+    let columns = node.columns(s.columns());
+    Sub { plan: Plan::Prom { input: Box::new(s.plan), node, columns }, labels: s.labels, fields: s.fields }
 }
 
 /// A selector: scan → SeriesNormalize → instant or range manipulate.
