@@ -10,14 +10,16 @@
 //! the range functions of `exec::promql::RangeFn`, sum / avg / count / min
 //! / max with by / without, and as `PromNode::Map` the instant functions
 //! abs … sgn, round, clamp*, unary minus and arithmetic or comparisons
-//! with a number. `plan` answers None for any
+//! with a number; `and` / `unless` as semi / anti hash joins on the step
+//! time and the matching labels (`on` / `ignoring`), `or` as their union
+//! with the right side's anti join. `plan` answers None for any
 //! other expression, which the evaluator (`eval`) then runs.
 //!
 //! May import `planner`, `exec`, `catalog`, `types`, `error` and its
 //! siblings; never `sql`, `server` or `flow`.
 
 use promql_parser::label::MatchOp;
-use promql_parser::parser::token::{T_AVG, T_COUNT, T_MAX, T_MIN, T_SUM};
+use promql_parser::parser::token::{T_AVG, T_COUNT, T_LAND, T_LOR, T_LUNLESS, T_MAX, T_MIN, T_SUM};
 use promql_parser::parser::{Expr, LabelModifier, Offset, VectorSelector};
 
 use super::args::Range;
@@ -25,7 +27,7 @@ use super::load;
 use super::naming::{Col, Layout};
 use crate::error::Result;
 use crate::exec::expr::Expr as X;
-use crate::exec::plan::{AggCall, AggFunc, Plan, PlanColumn, SortKey};
+use crate::exec::plan::{AggCall, AggFunc, JoinKind, Plan, PlanColumn, SetOpKind, SortKey};
 use crate::exec::promql::{Grid, InstantFn, PromNode, RangeFn, ValueMap};
 use crate::planner::Planner;
 use crate::types::{SqlType, Value};
@@ -96,6 +98,14 @@ fn node(planner: &Planner, e: &Expr, range: &Range) -> Result<Option<Sub>> {
         Expr::Paren(p) => node(planner, &p.expr, range)?,
         Expr::VectorSelector(vs) => selector(planner, vs, range, None)?,
         Expr::Unary(u) => node(planner, &u.expr, range)?.map(|s| map(s, ValueMap::Neg)),
+        Expr::Binary(b) if matches!(b.op.id(), T_LAND | T_LOR | T_LUNLESS) => {
+            let (Some(l), Some(r)) = (node(planner, &b.lhs, range)?, node(planner, &b.rhs, range)?) else { return Ok(None) };
+            // Several fields are series of their own told apart by a label; not planned.
+            if l.fields != 1 || r.fields != 1 {
+                return Ok(None);
+            }
+            Some(set_op(b.op.id(), l, r, b.modifier.as_ref().and_then(|m| m.matching.as_ref())))
+        }
         Expr::Binary(b) => {
             let Some(op) = super::eval::value_op(b.op.id()) else { return Ok(None) };
             let bool_result = b.modifier.as_ref().is_some_and(|m| m.return_bool);
@@ -284,4 +294,96 @@ fn aggregate(inner: Sub, func: AggFunc, m: Option<&LabelModifier>) -> Option<Sub
         plan = Plan::Project { input: Box::new(plan), exprs, columns };
     }
     Some(Sub { plan, labels: kept, fields })
+}
+
+/// The labels two series match on (`on` lists them, `ignoring` or nothing:
+/// every label either side has but the ignored ones).
+fn signature(l: &Sub, r: &Sub, m: Option<&LabelModifier>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |n: &String| {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    };
+    match m {
+        Some(LabelModifier::Include(ls)) => ls.labels.iter().for_each(&mut add),
+        Some(LabelModifier::Exclude(ls)) => l.labels.iter().chain(&r.labels).filter(|n| !ls.labels.contains(n)).for_each(&mut add),
+        None => l.labels.iter().chain(&r.labels).for_each(&mut add),
+    }
+    out
+}
+
+/// The join keys of a side: the step time, then each signature label (an
+/// absent label is the empty string, as Prometheus has it).
+fn match_keys(s: &Sub, sig: &[String]) -> Vec<X> {
+    let mut keys = vec![col(&s.plan, 0)];
+    for n in sig {
+        keys.push(match s.labels.iter().position(|x| x == n) {
+            Some(i) => X::Func {
+                name: "coalesce".into(),
+                args: vec![col(&s.plan, 1 + i), X::lit(Value::Text(String::new()), SqlType::Text)],
+                ty: SqlType::Text,
+            },
+            None => X::lit(Value::Text(String::new()), SqlType::Text),
+        });
+    }
+    keys
+}
+
+/// `and` / `unless`: the left side's rows with (semi join) or without
+/// (anti join) a right-side sample of the same signature at that step;
+/// `or`: the left side's rows, then the right side's without a left-side
+/// sample of the same signature at that step (anti join), as one union.
+fn set_op(op: u16, l: Sub, r: Sub, m: Option<&LabelModifier>) -> Sub {
+    let sig = signature(&l, &r, m);
+    let semi = |a: Sub, b: Sub, kind: JoinKind| {
+        let columns = a.columns().to_vec();
+        let (left_keys, right_keys) = (match_keys(&a, &sig), match_keys(&b, &sig));
+        Sub {
+            plan: Plan::Join {
+                left: Box::new(a.plan),
+                right: Box::new(b.plan),
+                kind,
+                left_keys,
+                right_keys,
+                condition: None,
+                columns,
+            },
+            labels: a.labels,
+            fields: 1,
+        }
+    };
+    match op {
+        T_LAND => semi(l, r, JoinKind::Semi),
+        T_LUNLESS => semi(l, r, JoinKind::Anti),
+        _ => {
+            let mut labels = l.labels.clone();
+            for n in &r.labels {
+                if !labels.contains(n) {
+                    labels.push(n.clone());
+                }
+            }
+            let left_plan = l.plan.clone();
+            let left = Sub { plan: left_plan, labels: l.labels.clone(), fields: 1 };
+            let right = semi(r, l, JoinKind::Anti);
+            let widen = |s: Sub| {
+                let mut exprs = vec![col(&s.plan, 0)];
+                let mut columns = vec![s.columns()[0].clone()];
+                for n in &labels {
+                    let e = match s.labels.iter().position(|x| x == n) {
+                        Some(i) => col(&s.plan, 1 + i),
+                        None => X::lit(Value::Null, SqlType::Text),
+                    };
+                    exprs.push(if e.ty() == SqlType::Text { e } else { X::Cast { expr: Box::new(e), ty: SqlType::Text } });
+                    columns.push(PlanColumn::new(n.clone(), SqlType::Text));
+                }
+                let v = 1 + s.labels.len();
+                exprs.push(col(&s.plan, v));
+                columns.push(s.columns()[v].clone());
+                Plan::Project { input: Box::new(s.plan), exprs, columns }
+            };
+            let plan = Plan::SetOp { left: Box::new(widen(left)), right: Box::new(widen(right)), kind: SetOpKind::Union, all: true };
+            Sub { plan, labels, fields: 1 }
+        }
+    }
 }
