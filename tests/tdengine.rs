@@ -322,6 +322,66 @@ async fn notify_delivers_tdengine_messages_over_websocket() {
     );
 }
 
+/// NOTIFY … WHERE over result columns: only rows it holds for are events;
+/// a session undone by a late row (merged into the one before) is announced
+/// as WINDOW_INVALIDATION.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notify_where_and_window_invalidation() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let recv = ws_receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::spawn(dir.path()).unwrap();
+    let c = s.connect(None).await.unwrap();
+    c.batch_execute(&format!(
+        "CREATE TABLE t (ts TIMESTAMP TIME INDEX, v INT);
+         CREATE SNODE ON DNODE 1;
+         CREATE STREAM s SESSION(ts, 10s) FROM t
+           NOTIFY('ws://127.0.0.1:{}/n') ON (WINDOW_CLOSE) WHERE total > 5
+           INTO out AS SELECT _twstart AS ts, count(*) AS n, sum(v) AS total FROM %%trows;
+         INSERT INTO t VALUES ('2025-01-01 00:00:00', 1), ('2025-01-01 00:00:05', 2),
+           ('2025-01-01 00:00:20', 4), ('2025-01-01 00:00:21', 4), ('2025-01-01 00:01:00', 1);",
+        recv.port
+    ))
+    .await
+    .unwrap();
+    rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+    // Sessions [0, 5] (total 3) and [20, 21] (total 8) closed: only the second passes WHERE.
+    let ev = events(&recv);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["eventType"], "WINDOW_CLOSE");
+    assert_eq!(ev[0]["result"]["total"], 8);
+    assert_eq!(ev[0]["windowStart"], 1735689620000i64);
+    // A late row at 12 s joins both: [20, 21] is undone, [0, 21] (total 21) closes.
+    c.batch_execute("INSERT INTO t VALUES ('2025-01-01 00:00:12', 10)").await.unwrap();
+    rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+    let ev = events(&recv).split_off(1);
+    let inv: Vec<_> = ev.iter().filter(|e| e["eventType"] == "WINDOW_INVALIDATION").collect();
+    assert_eq!(inv.len(), 1, "{ev:?}");
+    assert_eq!(inv[0]["windowStart"], 1735689620000i64);
+    assert_eq!(inv[0]["windowEnd"], 1735689621000i64);
+    assert!(inv[0].get("result").is_none_or(|r| r.is_null()), "{ev:?}");
+    let close: Vec<_> = ev.iter().filter(|e| e["eventType"] == "WINDOW_CLOSE").collect();
+    assert_eq!(close.len(), 1, "{ev:?}");
+    assert_eq!(close[0]["result"]["total"], 21);
+    assert_eq!(close[0]["windowStart"], 1735689600000i64);
+    assert_eq!(
+        rows(&c, "SELECT ts::text, total::text FROM out ORDER BY ts").await,
+        vec![vec![Some("2025-01-01 00:00:00".to_string()), Some("21".to_string())]]
+    );
+    // WHERE must bind over the result columns.
+    let e = c
+        .simple_query(&format!(
+            "CREATE STREAM bad SESSION(ts, 10s) FROM t NOTIFY('ws://127.0.0.1:{}/n') ON (WINDOW_CLOSE) WHERE nosuch > 1
+               INTO bad_out AS SELECT _twstart AS ts, count(*) AS n FROM %%trows",
+            recv.port
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(common::format_error(&e).1.as_deref(), Some("42703"), "{e:?}");
+}
+
 /// Windows of one group's rows (second → v) as the model computes them:
 /// the closed ones, as (start second, row count, sum of v).
 fn model_windows(kind: &str, rows: &std::collections::BTreeMap<i64, i64>) -> Vec<(i64, i64, i64)> {
