@@ -435,11 +435,16 @@ fn model_windows(kind: &str, rows: &std::collections::BTreeMap<i64, i64>) -> Vec
     out
 }
 
-/// The flow property test with TDengine streams: session, state and event
-/// windows over random in-order rows, late rows, updates and deletes (with
-/// DELETE_RECALC), clean restarts and kill -9; after each catch-up every
-/// stream's output equals its windows recomputed from the source rows
-/// (windows merged or split by late rows and deletes leave no old rows).
+/// The flow property test with TDengine streams: session, state, event and
+/// INTERVAL windows over random in-order rows, late rows, updates and
+/// deletes (with DELETE_RECALC), clean restarts and kill -9; after each
+/// catch-up every stream's output equals its windows recomputed from the
+/// source rows (windows merged or split by late rows and deletes leave no
+/// old rows; an INTERVAL window once closed stays, its rows recounted).
+/// COUNT_WINDOW (which TDengine recalculates for nothing: late rows,
+/// updates and deletes are ignored) gets its own table of in-order rows,
+/// through the same restarts; PERIOD (wall clock) must show the source's
+/// current totals at its next tick.
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_kill9() {
     if common::external_url().is_some() {
@@ -448,18 +453,38 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
     let dir = tempfile::tempdir().unwrap();
     let mut server = TestServer::spawn(dir.path()).unwrap();
     let mut c = server.connect(None).await.unwrap();
-    let kinds = [("session", "SESSION(ts, 5s)"), ("state", "STATE_WINDOW(v)"), ("event", "EVENT_WINDOW(START WITH v >= 2 END WITH v = 0)")];
-    c.batch_execute("CREATE STABLE pm (ts TIMESTAMP, v INT) TAGS (g INT); CREATE TABLE p0 USING pm TAGS (0); CREATE TABLE p1 USING pm TAGS (1); CREATE SNODE ON DNODE 1;")
-        .await
-        .unwrap();
+    let kinds = [
+        ("session", "SESSION(ts, 5s)"),
+        ("state", "STATE_WINDOW(v)"),
+        ("event", "EVENT_WINDOW(START WITH v >= 2 END WITH v = 0)"),
+        ("interval", "INTERVAL(10s) SLIDING(10s)"),
+    ];
+    c.batch_execute(
+        "CREATE STABLE pm (ts TIMESTAMP, v INT) TAGS (g INT); CREATE TABLE p0 USING pm TAGS (0); CREATE TABLE p1 USING pm TAGS (1);
+         CREATE STABLE qm (ts TIMESTAMP, v INT) TAGS (g INT); CREATE TABLE q0 USING qm TAGS (0); CREATE TABLE q1 USING qm TAGS (1);
+         CREATE SNODE ON DNODE 1;",
+    )
+    .await
+    .unwrap();
     for (k, trig) in kinds {
         c.batch_execute(&format!(
             "CREATE STREAM s_{k} {trig} FROM pm PARTITION BY tbname STREAM_OPTIONS(DELETE_RECALC) INTO r_{k} \
-             AS SELECT _twstart AS ts, count(*) AS c, sum(v) AS s FROM %%trows"
+             AS SELECT _twstart AS ts, count(*) AS c, coalesce(sum(v), 0) AS s FROM %%trows"
         ))
         .await
         .unwrap();
     }
+    c.batch_execute(
+        "CREATE STREAM s_count COUNT_WINDOW(3) FROM qm PARTITION BY tbname INTO r_count \
+           AS SELECT _twstart AS ts, count(*) AS c, sum(v) AS s FROM %%trows;
+         CREATE STREAM s_period PERIOD(10a) INTO r_period AS SELECT now() AS ts, count(*) AS c, coalesce(sum(v), 0) AS s FROM pm;",
+    )
+    .await
+    .unwrap();
+    // INTERVAL windows closed so far, per group (a closed window stays).
+    let mut closed: Vec<std::collections::BTreeSet<i64>> = vec![Default::default(), Default::default()];
+    // COUNT_WINDOW's groups: rows in order only.
+    let mut counted: Vec<Vec<(i64, i64)>> = vec![vec![], vec![]];
     let mut seed: u64 = std::env::var("WEIR_TD_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9e37_79b9_7f4a_7c15);
     let seed0 = seed;
     let mut rnd = move |n: i64| -> i64 {
@@ -515,6 +540,26 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
         if std::env::var("WEIR_TD_TRACE").is_ok() {
             eprintln!("STEP {step}: {sql}");
         }
+        // INTERVAL(10s): every window from the first row's on that event
+        // time has passed is closed (and stays closed).
+        if let (Some(&lo), Some(&hi)) = (data.keys().next(), data.keys().next_back()) {
+            let mut w = lo.div_euclid(10) * 10;
+            while w + 10 <= hi {
+                closed[g].insert(w);
+                w += 10;
+            }
+        }
+        // COUNT_WINDOW's table: a few rows after the newest, every step.
+        let q = rnd(2) as usize;
+        let mut t = counted[q].last().map(|r| r.0).unwrap_or(0);
+        let mut vals = Vec::new();
+        for _ in 0..1 + rnd(3) {
+            t += 1 + rnd(5);
+            let v = rnd(10);
+            counted[q].push((t, v));
+            vals.push(format!("('{}', {v})", ts(t)));
+        }
+        c.batch_execute(&format!("INSERT INTO q{q} VALUES {}", vals.join(", "))).await.unwrap();
         if step % 15 == 7 {
             drop(c);
             if step % 30 == 7 {
@@ -529,6 +574,13 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
             rows(&c, &format!("ADMIN FLUSH_STREAM('s_{k}')")).await;
             let mut want = Vec::new();
             for (gi, m) in model.iter().enumerate() {
+                if k == "interval" {
+                    for &s in &closed[gi] {
+                        let r: Vec<i64> = m.range(s..s + 10).map(|(_, v)| *v).collect();
+                        want.push(vec![Some(format!("p{gi}")), Some(ts(s)), Some(r.len().to_string()), Some(r.iter().sum::<i64>().to_string())]);
+                    }
+                    continue;
+                }
                 for (s, n, sum) in model_windows(k, m) {
                     want.push(vec![Some(format!("p{gi}")), Some(ts(s)), Some(n.to_string()), Some(sum.to_string())]);
                 }
@@ -536,5 +588,28 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
             let got = rows(&c, &format!("SELECT tag_tbname, ts, c, s FROM r_{k} ORDER BY tag_tbname, ts")).await;
             assert_eq!(got, want, "stream s_{k} after step {step} ({sql}), seed {seed0}, rows {model:?}");
         }
+        rows(&c, "ADMIN FLUSH_STREAM('s_count')").await;
+        let mut want = Vec::new();
+        for (qi, r) in counted.iter().enumerate() {
+            for w in r.chunks_exact(3) {
+                want.push(vec![Some(format!("q{qi}")), Some(ts(w[0].0)), Some("3".into()), Some(w.iter().map(|x| x.1).sum::<i64>().to_string())]);
+            }
+        }
+        let got = rows(&c, "SELECT tag_tbname, ts, c, s FROM r_count ORDER BY tag_tbname, ts").await;
+        assert_eq!(got, want, "stream s_count after step {step}, seed {seed0}, rows {counted:?}");
+        // PERIOD(10a): a tick after the write shows the current totals (each
+        // ADMIN call runs the tick due, if a new one is).
+        let n: usize = model.iter().map(|m| m.len()).sum();
+        let sum: i64 = model.iter().flat_map(|m| m.values()).sum();
+        let want = vec![vec![Some(n.to_string()), Some(sum.to_string())]];
+        let mut got = vec![];
+        for _ in 0..200 {
+            rows(&c, "ADMIN FLUSH_STREAM('s_period')").await;
+            got = rows(&c, "SELECT c, s FROM r_period ORDER BY ts DESC LIMIT 1").await;
+            if got == want {
+                break;
+            }
+        }
+        assert_eq!(got, want, "stream s_period after step {step}, seed {seed0}");
     }
 }

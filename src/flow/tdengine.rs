@@ -478,7 +478,7 @@ fn mk(g: &GroupRows, lo: usize, hi: usize, start: i64, end: i64, shown_end: i64)
 /// it (not in `g`) and windows start from it on (a window start); the
 /// data-defined windows start from `g`'s first row, a window's start.
 pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ignore_nodata: bool, from: Option<i64>) -> Result<Vec<Win>> {
-    Ok(cut(trigger, g, watermark_us, ignore_nodata, from)?.0)
+    Ok(cut(trigger, g, watermark_us, ignore_nodata, from, None)?.0)
 }
 
 /// The closed windows of a group and its open ones: windows holding
@@ -490,9 +490,11 @@ pub fn cut(
     watermark_us: i64,
     ignore_nodata: bool,
     from: Option<i64>,
+    wm_floor: Option<i64>,
 ) -> Result<(Vec<Win>, Vec<Win>)> {
     let Some(&max_ts) = g.ts.last() else { return Ok((vec![], vec![])) };
-    let wm = max_ts.saturating_sub(watermark_us);
+    // Deletes do not move a group's progress back: windows closed stay closed.
+    let wm = max_ts.saturating_sub(watermark_us).max(wm_floor.unwrap_or(i64::MIN));
     // Processed rows: [0, n).
     let n = g.ts.partition_point(|&t| t <= wm);
     let mut out = Vec::new();
@@ -1170,14 +1172,24 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
         // INTERVAL / SLIDING windows start at the anchor when the group has
         // rows before it.
         let from = match (&c.cs.trigger, anchor, prev) {
-            (
-                StreamTrigger::Interval { .. } | StreamTrigger::Sliding { .. } | StreamTrigger::State { extend: Some(2), .. },
-                Some(a),
-                Some(p),
-            ) if p.first_ts < a => Some(a),
+            // INTERVAL: from the anchor, and never after the window of the
+            // group's first row ever (when that row went, its windows are
+            // still windows: a delete recounts them).
+            (StreamTrigger::Interval { .. }, Some(a), Some(p)) => {
+                let (iv, sl, off) = time_windows(&c.cs.trigger)?.unwrap_or((1, 1, 0));
+                let first = g.ts.first().map_or(p.first_ts, |&t| t.min(p.first_ts));
+                Some(a.max(floor_to(first, sl, off) - ((iv - 1) / sl) * sl))
+            }
+            (StreamTrigger::Sliding { .. } | StreamTrigger::State { extend: Some(2), .. }, Some(a), Some(p)) if p.first_ts < a => Some(a),
             _ => None,
         };
-        let (wins, opens) = cut(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata, from)?;
+        // INTERVAL: the newest closed window's end is a floor for the
+        // watermark (deleting the newest rows does not reopen windows).
+        let wm_floor = match &c.cs.trigger {
+            StreamTrigger::Interval { .. } => st.windows.get(key).and_then(|m| m.values().next_back()).map(|m| m.end),
+            _ => None,
+        };
+        let (wins, opens) = cut(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata, from, wm_floor)?;
         let max_ts = g.ts.last().copied().unwrap_or(i64::MIN);
         let recalc = matches!(mode, Mode::Recalc { .. });
         if !recalc {
@@ -1192,7 +1204,8 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
             });
             p.first_ts = p.first_ts.min(first);
             p.max_ts = max_ts;
-            p.resume_us = resume_after(&c.cs.trigger, g, &wins, max_ts.saturating_sub(c.watermark_us), anchor.unwrap_or(first))?;
+            let wm = max_ts.saturating_sub(c.watermark_us).max(wm_floor.unwrap_or(i64::MIN));
+            p.resume_us = resume_after(&c.cs.trigger, g, &wins, wm, anchor.unwrap_or(first))?;
         }
         let gi = st.groups.get(key).map(|p| p.id).unwrap_or(0);
         let horizon = st.groups.get(key).and_then(|p| p.horizon_us);
@@ -1235,7 +1248,7 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
                 _ => None,
             };
             if let Some((f, to)) = range {
-                let wm = max_ts.saturating_sub(c.watermark_us);
+                let wm = max_ts.saturating_sub(c.watermark_us).max(wm_floor.unwrap_or(i64::MIN));
                 let lo = from.or(anchor).unwrap_or(i64::MIN);
                 let starts: std::collections::HashSet<i64> = wins.iter().map(|w| w.start).collect();
                 let expired_before = c.expired_us.map(|e| max_ts.saturating_sub(e));
