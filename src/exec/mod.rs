@@ -26,6 +26,7 @@ mod narrow;
 mod partition;
 mod project_set;
 mod projection;
+pub mod promql;
 mod recursive_union;
 mod scan;
 mod selection;
@@ -176,6 +177,7 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         Plan::Sort { input, keys, limit } => Box::new(sort::SortExecutor::new(build(input, ctx)?, keys.clone(), *limit, ctx.clone())),
         Plan::Limit { input, limit, offset } => Box::new(limit::LimitExecutor::new(build(input, ctx)?, *limit, *offset)),
         Plan::NarrowedAggregate { input, narrow } => Box::new(narrow::NarrowedAggExecutor::new((**input).clone(), *narrow, ctx.clone())),
+        Plan::Prom { input, node, columns } => Box::new(promql::PromExecutor::new(build(input, ctx)?, node.clone(), columns, ctx.clone())),
         Plan::Join { left, right, kind, left_keys, right_keys, condition, columns } => Box::new(hash_join::HashJoinExecutor::new(
             build(left, ctx)?,
             build(right, ctx)?,

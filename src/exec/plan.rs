@@ -448,6 +448,12 @@ pub enum Plan {
         input: Box<Plan>,
         narrow: Narrow,
     },
+    /// A PromQL series operator (`exec/promql.rs`) over `input`.
+    Prom {
+        input: Box<Plan>,
+        node: super::promql::PromNode,
+        columns: Vec<PlanColumn>,
+    },
 }
 
 /// How a `Plan::NarrowedAggregate` narrows: the top-k above sorts first by
@@ -475,6 +481,7 @@ impl Plan {
             | Plan::Window { columns, .. }
             | Plan::Join { columns, .. }
             | Plan::RecursiveUnion { columns, .. }
+            | Plan::Prom { columns, .. }
             | Plan::WorkTable { columns, .. } => columns,
             Plan::Filter { input, .. }
             | Plan::Sort { input, .. }
@@ -530,6 +537,7 @@ impl Plan {
             Plan::Distinct { input } => Plan::Distinct { input: mp(input) },
             Plan::DistinctOn { input, keys } => Plan::DistinctOn { input: mp(input), keys: keys.iter().map(m).collect() },
             Plan::NarrowedAggregate { input, narrow } => Plan::NarrowedAggregate { input: mp(input), narrow: *narrow },
+            Plan::Prom { input, node, columns } => Plan::Prom { input: mp(input), node: node.clone(), columns: columns.clone() },
             Plan::RecursiveUnion { anchor, recursive, id, all, columns } => {
                 Plan::RecursiveUnion { anchor: mp(anchor), recursive: mp(recursive), id: *id, all: *all, columns: columns.clone() }
             }
@@ -559,6 +567,7 @@ impl Plan {
             | Plan::Limit { input, .. }
             | Plan::Distinct { input }
             | Plan::DistinctOn { input, .. }
+            | Plan::Prom { input, .. }
             | Plan::NarrowedAggregate { input, .. } => input.fill_work_table(id, batches),
             Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => {
                 left.fill_work_table(id, batches);
@@ -660,6 +669,7 @@ impl Plan {
             Plan::NarrowedAggregate { narrow, .. } => {
                 format!("TimeNarrowed top: {} {}", narrow.k, if narrow.desc { "newest" } else { "oldest" })
             }
+            Plan::Prom { node, .. } => node.describe(),
         };
         out.push(format!("{pad}{line}"));
         match self {
@@ -672,6 +682,7 @@ impl Plan {
             | Plan::Limit { input, .. }
             | Plan::Distinct { input }
             | Plan::DistinctOn { input, .. }
+            | Plan::Prom { input, .. }
             | Plan::NarrowedAggregate { input, .. } => input.explain_into(depth + 1, out),
             Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => {
                 left.explain_into(depth + 1, out);

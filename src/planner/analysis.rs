@@ -97,7 +97,8 @@ impl PlanNode for Plan {
                         .collect(),
                 )
             }
-            Plan::Memory { .. } | Plan::Values { .. } | Plan::Series { .. } | Plan::WorkTable { .. } => Node::Rows,
+            // PromQL's operators compute their rows (times and values) from the input's.
+            Plan::Memory { .. } | Plan::Values { .. } | Plan::Series { .. } | Plan::WorkTable { .. } | Plan::Prom { .. } => Node::Rows,
             Plan::Filter { input, .. } => Node::Filter(input),
             Plan::Project { input, exprs, .. } => Node::Project(input, exprs),
             // Input columns, then computed ones, like a window node.
@@ -126,6 +127,7 @@ impl PlanNode for Plan {
             | Plan::SetOp { .. }
             | Plan::RecursiveUnion { .. }
             | Plan::WorkTable { .. }
+            | Plan::Prom { .. }
             | Plan::NarrowedAggregate { .. } => {}
             Plan::Values { rows, .. } => out.extend(rows.iter().flatten()),
             Plan::Series { args, .. } => out.extend(args),

@@ -18,6 +18,7 @@ use promql_parser::parser::{
 use super::args::Range;
 use super::load::{self, is_stale, Labels, Raw, FIELD_LABEL};
 use crate::bail;
+use crate::exec::promql::ValueOp;
 use crate::error::Result;
 use crate::planner::Planner;
 
@@ -708,24 +709,32 @@ impl<'a> Evaluator<'a> {
     }
 }
 
-/// Prometheus's vectorElemBinop: the value and, for comparisons, whether
-/// the sample is kept.
+/// Prometheus's vectorElemBinop (`exec::promql::ValueOp`): the value and,
+/// for comparisons, whether the sample is kept.
 pub fn elem(op: u16, l: f64, r: f64) -> Result<(f64, bool)> {
-    Ok(match op {
-        T_ADD => (l + r, true),
-        T_SUB => (l - r, true),
-        T_MUL => (l * r, true),
-        T_DIV => (l / r, true),
-        T_MOD => (l % r, true),
-        T_POW => (l.powf(r), true),
-        T_ATAN2 => (l.atan2(r), true),
-        T_EQLC => (l, l == r),
-        T_NEQ => (l, l != r),
-        T_GTR => (l, l > r),
-        T_LSS => (l, l < r),
-        T_GTE => (l, l >= r),
-        T_LTE => (l, l <= r),
-        _ => bail!(FeatureNotSupported, "PromQL operator is not supported here"),
+    match value_op(op) {
+        Some(o) => Ok(o.apply(l, r)),
+        None => bail!(FeatureNotSupported, "PromQL operator is not supported here"),
+    }
+}
+
+/// The executor's operator for a PromQL arithmetic or comparison token.
+pub fn value_op(op: u16) -> Option<ValueOp> {
+    Some(match op {
+        T_ADD => ValueOp::Add,
+        T_SUB => ValueOp::Sub,
+        T_MUL => ValueOp::Mul,
+        T_DIV => ValueOp::Div,
+        T_MOD => ValueOp::Mod,
+        T_POW => ValueOp::Pow,
+        T_ATAN2 => ValueOp::Atan2,
+        T_EQLC => ValueOp::Eq,
+        T_NEQ => ValueOp::Ne,
+        T_GTR => ValueOp::Gt,
+        T_LSS => ValueOp::Lt,
+        T_GTE => ValueOp::Ge,
+        T_LTE => ValueOp::Le,
+        _ => return None,
     })
 }
 
@@ -798,12 +807,7 @@ pub fn format_value(v: f64) -> String {
     }
 }
 
-/// Population variance.
-pub fn variance(v: &[f64]) -> f64 {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n
-}
+pub use crate::exec::promql::variance;
 
 /// Prometheus's quantile: linear interpolation between the closest ranks.
 pub fn quantile(q: f64, v: &mut [f64]) -> f64 {

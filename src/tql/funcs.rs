@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use promql_parser::parser::{Call, Expr};
 
-use super::eval::{quantile, set_label, variance, Evaluator, Matrix, Series, Val};
+use super::eval::{quantile, set_label, Evaluator, Matrix, Series, Val};
 use super::load::Labels;
 use crate::bail;
+use crate::exec::promql::{linear_regression, InstantFn, RangeFn, ValueMap};
 use crate::error::Result;
 
 pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
@@ -33,36 +34,15 @@ pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
             })))
         }
         "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" => {
-            let f: fn(f64) -> f64 = match name {
-                "abs" => f64::abs,
-                "ceil" => f64::ceil,
-                "floor" => f64::floor,
-                "exp" => f64::exp,
-                "sqrt" => f64::sqrt,
-                "ln" => f64::ln,
-                "log2" => f64::log2,
-                "log10" => f64::log10,
-                _ => |x: f64| {
-                    if x > 0.0 {
-                        1.0
-                    } else if x < 0.0 {
-                        -1.0
-                    } else {
-                        x
-                    }
-                },
-            };
+            let f = InstantFn::from_name(name).expect("listed");
             let mut v = ev.vector(args[0])?;
-            map_values(&mut v, |_, x| Some(f(x)));
+            map_values(&mut v, |_, x| Some(f.apply(x)));
             Ok(Val::Vector(v))
         }
         "round" => {
             let mut v = ev.vector(args[0])?;
             let to = if args.len() > 1 { ev.scalar(args[1])? } else { vec![1.0; n] };
-            map_values(&mut v, |i, x| {
-                let inv = 1.0 / to[i];
-                Some((x * inv + 0.5).floor() / inv)
-            });
+            map_values(&mut v, |i, x| ValueMap::Round { to: to[i].to_bits() }.apply(x));
             Ok(Val::Vector(v))
         }
         "clamp" | "clamp_min" | "clamp_max" => {
@@ -72,22 +52,7 @@ pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
                 "clamp_min" => (ev.scalar(args[1])?, vec![f64::NAN; n]),
                 _ => (vec![f64::NAN; n], ev.scalar(args[1])?),
             };
-            map_values(&mut v, |i, x| {
-                if name == "clamp" && hi[i] < lo[i] {
-                    return None;
-                }
-                let mut y = x;
-                if !lo[i].is_nan() {
-                    y = lo[i].max(y);
-                }
-                if !hi[i].is_nan() {
-                    y = hi[i].min(y);
-                }
-                if name == "clamp" && (lo[i].is_nan() || hi[i].is_nan()) {
-                    y = f64::NAN;
-                }
-                Some(y)
-            });
+            map_values(&mut v, |i, x| ValueMap::Clamp { lo: lo[i].to_bits(), hi: hi[i].to_bits(), both: name == "clamp" }.apply(x));
             Ok(Val::Vector(v))
         }
         "time" => Ok(Val::Scalar((0..n).map(|i| ev.range.ts(i) as f64 / 1000.0).collect())),
@@ -366,120 +331,7 @@ fn over_windows(m: &Matrix, n: usize, mut f: impl FnMut(usize, i64, &[i64], &[f6
 }
 
 fn range_fn(name: &str, range_ms: i64, end: i64, ts: &[i64], vs: &[f64]) -> Option<f64> {
-    let k = vs.len();
-    match name {
-        "rate" => extrapolated_rate(range_ms, end, ts, vs, true, true),
-        "increase" => extrapolated_rate(range_ms, end, ts, vs, true, false),
-        "delta" => extrapolated_rate(range_ms, end, ts, vs, false, false),
-        "irate" | "idelta" => {
-            if k < 2 {
-                return None;
-            }
-            let (last, prev) = (vs[k - 1], vs[k - 2]);
-            let mut r = if name == "irate" && last < prev { last } else { last - prev };
-            let dt = ts[k - 1] - ts[k - 2];
-            if dt == 0 {
-                return None;
-            }
-            if name == "irate" {
-                r /= dt as f64 / 1000.0;
-            }
-            Some(r)
-        }
-        "deriv" => {
-            if k < 2 {
-                return None;
-            }
-            Some(linear_regression(ts, vs, ts[0]).0)
-        }
-        "avg_over_time" => Some(vs.iter().sum::<f64>() / k as f64),
-        "sum_over_time" => Some(vs.iter().sum()),
-        "min_over_time" => Some(vs.iter().copied().fold(f64::NAN, |a, x| if a.is_nan() || x < a { x } else { a })),
-        "max_over_time" => Some(vs.iter().copied().fold(f64::NAN, |a, x| if a.is_nan() || x > a { x } else { a })),
-        "count_over_time" => Some(k as f64),
-        "present_over_time" => Some(1.0),
-        "last_over_time" => Some(vs[k - 1]),
-        "stddev_over_time" => Some(variance(vs).sqrt()),
-        "stdvar_over_time" => Some(variance(vs)),
-        "resets" => Some(vs.windows(2).filter(|w| w[1] < w[0]).count() as f64),
-        "changes" => Some(vs.windows(2).filter(|w| w[1] != w[0] && !(w[0].is_nan() && w[1].is_nan())).count() as f64),
-        _ => None,
-    }
-}
-
-/// Prometheus's extrapolatedRate: the change over the window (counter
-/// resets added back for counters), extrapolated to the window's edges when
-/// the first and last samples are within 1.1 average intervals of them
-/// (else by half an interval), never below a counter's zero point.
-fn extrapolated_rate(range_ms: i64, end: i64, ts: &[i64], vs: &[f64], counter: bool, rate: bool) -> Option<f64> {
-    let k = vs.len();
-    if k < 2 {
-        return None;
-    }
-    let range_start = end - range_ms;
-    let range_end = end;
-    let mut result = vs[k - 1] - vs[0];
-    if counter {
-        let mut last = 0.0;
-        for &v in vs {
-            if v < last {
-                result += last;
-            }
-            last = v;
-        }
-    }
-    let first_t = ts[0];
-    let last_t = ts[k - 1];
-    let mut to_start = (first_t - range_start) as f64 / 1000.0;
-    let mut to_end = (range_end - last_t) as f64 / 1000.0;
-    let sampled = (last_t - first_t) as f64 / 1000.0;
-    let avg = sampled / (k - 1) as f64;
-    let threshold = avg * 1.1;
-    let mut extrapolate_to = sampled;
-    if to_start >= threshold {
-        to_start = avg / 2.0;
-    }
-    if counter && result > 0.0 && vs[0] >= 0.0 {
-        let to_zero = sampled * (vs[0] / result);
-        if to_zero < to_start {
-            to_start = to_zero;
-        }
-    }
-    extrapolate_to += to_start;
-    if to_end >= threshold {
-        to_end = avg / 2.0;
-    }
-    extrapolate_to += to_end;
-    let mut factor = extrapolate_to / sampled;
-    if rate {
-        factor /= range_ms as f64 / 1000.0;
-    }
-    Some(result * factor)
-}
-
-/// Least squares fit of the samples against time (seconds from
-/// `intercept_t`): (slope, intercept), as Prometheus computes deriv.
-pub fn linear_regression(ts: &[i64], vs: &[f64], intercept_t: i64) -> (f64, f64) {
-    let n = vs.len() as f64;
-    let init = vs[0];
-    if vs.iter().all(|&v| v == init) {
-        if init.is_infinite() {
-            return (f64::NAN, f64::NAN);
-        }
-        return (0.0, init);
-    }
-    let (mut sx, mut sy, mut sxy, mut sx2) = (0.0, 0.0, 0.0, 0.0);
-    for (&t, &y) in ts.iter().zip(vs) {
-        let x = (t - intercept_t) as f64 / 1000.0;
-        sx += x;
-        sy += y;
-        sxy += x * y;
-        sx2 += x * x;
-    }
-    let cov = sxy - sx * sy / n;
-    let var = sx2 - sx * sx / n;
-    let slope = cov / var;
-    (slope, sy / n - slope * sx / n)
+    RangeFn::from_name(name)?.apply(range_ms, end, ts, vs)
 }
 
 /// histogram_quantile over classic buckets: series grouped by their labels

@@ -20,13 +20,9 @@ use crate::planner::logical::{LogicalPlan, Scan};
 use crate::planner::Planner;
 use crate::types::{SqlType, Value};
 
-/// Prometheus's staleness marker (a NaN with this payload). A NULL value in
-/// a field column is read as one too: the series ends there.
-pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
-
-pub fn is_stale(v: f64) -> bool {
-    v.to_bits() == STALE_NAN_BITS
-}
+/// Prometheus's staleness marker. A NULL value in a field column is read
+/// as one too: the series ends there.
+pub use crate::exec::promql::{is_stale, STALE_NAN_BITS};
 
 /// Label names and values, sorted by name; an empty value is no label.
 pub type Labels = Vec<(String, String)>;

@@ -19,6 +19,7 @@ mod funcs;
 mod load;
 mod naming;
 mod output;
+mod plan;
 
 use std::time::Instant;
 
@@ -64,6 +65,9 @@ fn explain(planner: &Planner, tql: &Tql, expr: &promql_parser::parser::Expr) -> 
         Some(a) => args::evaluate(planner, a)?,
         None => Range::at(planner.ctx.statement_ts / 1000),
     };
+    if let Some(p) = plan::plan(planner, expr, &range, &layout(planner, expr, tql.alias.as_ref())?)? {
+        return Ok(p.explain());
+    }
     let mut lines = Vec::new();
     eval::Evaluator::new(planner, range).explain(expr, 0, &mut lines)?;
     Ok(lines)
@@ -74,8 +78,15 @@ fn explain(planner: &Planner, tql: &Tql, expr: &promql_parser::parser::Expr) -> 
 fn analyze(planner: &Planner, tql: &Tql, expr: &promql_parser::parser::Expr) -> Result<(Vec<String>, (Vec<PlanColumn>, Vec<RecordBatch>))> {
     let Some(a) = &tql.args else { bail!(Syntax, "TQL ANALYZE needs (start, end, step)") };
     let range = args::evaluate(planner, a)?;
-    let ev = eval::Evaluator::new(planner, range).analyzing();
     let started = Instant::now();
+    if let Some(p) = plan::plan(planner, expr, &range, &layout(planner, expr, tql.alias.as_ref())?)? {
+        let result = run(planner, &p)?;
+        let rows: usize = result.1.iter().map(|b| b.num_rows()).sum();
+        let mut lines = p.explain();
+        lines.push(format!("Total: rows={rows} time={:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
+        return Ok((lines, result));
+    }
+    let ev = eval::Evaluator::new(planner, range).analyzing();
     let v = ev.eval(expr)?;
     let result = output::rows(&ev, v, &layout(planner, expr, tql.alias.as_ref())?, &output::fields(planner, expr))?;
     let rows: usize = result.1.iter().map(|b| b.num_rows()).sum();
@@ -93,9 +104,22 @@ pub fn evaluate(
     alias: Option<&sqlparser::ast::Ident>,
 ) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
     let layout = layout(planner, expr, alias)?;
+    if let Some(p) = plan::plan(planner, expr, range, &layout)? {
+        return run(planner, &p);
+    }
     let ev = eval::Evaluator::new(planner, range.clone());
     let v = ev.eval(expr)?;
     output::rows(&ev, v, &layout, &output::fields(planner, expr))
+}
+
+/// A planned expression's rows (one empty batch for none).
+fn run(planner: &Planner, p: &crate::exec::plan::Plan) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
+    let cols = p.columns().to_vec();
+    let mut batches = crate::exec::collect(p, &planner.ctx)?;
+    if batches.is_empty() {
+        batches.push(RecordBatch::new_empty(crate::exec::plan::arrow_schema(&cols)));
+    }
+    Ok((cols, batches))
 }
 
 /// The result's layout (`naming`); `AS name` names its one value column.

@@ -305,7 +305,7 @@ pub fn project(have: &[PlanColumn], batches: &[RecordBatch], want: &[PlanColumn]
 }
 
 /// The result columns `cols` stand for, named and typed by the layout.
-fn plan_columns(layout: &Layout, cols: &[Col]) -> Vec<PlanColumn> {
+pub(super) fn plan_columns(layout: &Layout, cols: &[Col]) -> Vec<PlanColumn> {
     cols.iter()
         .map(|c| match c {
             Col::Time => PlanColumn::new(layout.time.clone(), SqlType::Timestamp),
