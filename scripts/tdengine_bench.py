@@ -16,7 +16,7 @@
    information_schema.ins_stream_recalculates says Finished.
 
 Usage: scripts/tdengine_bench.py --dsn postgres://weir@127.0.0.1:5439/public
-       [--rate 10000] [--tables 1000] [--seconds 150] [--hours 1]
+       [--rate 10000] [--tables 1000] [--seconds 150] [--hours 1] [--only latency|recalc]
 """
 import argparse, datetime, functools, threading, time, statistics
 print = functools.partial(print, flush=True)
@@ -123,6 +123,7 @@ def main():
     ap.add_argument("--tables", type=int, default=1000)
     ap.add_argument("--seconds", type=int, default=150)
     ap.add_argument("--hours", type=int, default=1)
+    ap.add_argument("--only", choices=["latency", "recalc"], help="run one of the two measurements")
     a = ap.parse_args()
     conn = psycopg.connect(a.dsn, autocommit=True)
     try:
@@ -130,14 +131,19 @@ def main():
     except psycopg.Error:
         pass
     conn.close()
+    if a.only != "recalc":
+        latency_report(a)
+    if a.only != "latency":
+        rows, took, status, out = recalc(a.dsn, a.tables, a.hours)
+        print(f"recalculate: {a.hours} h x {a.tables} child tables at 10 s ({rows} rows, {out} output rows): {status} in {took:.1f} s")
+
+def latency_report(a):
     sent, secs, lat = latency(a.dsn, a.rate, a.tables, a.seconds)
     print(f"latency: {sent} rows in {secs:.1f} s ({sent / secs:.0f} rows/s) over {a.tables} child tables; "
           f"{len(lat)} (child, window) output rows measured")
     if lat:
         lat.sort()
         print(f"  write-to-output p50 {statistics.median(lat) * 1000:.0f} ms, p99 {lat[int(len(lat) * 0.99) - 1] * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms")
-    rows, took, status, out = recalc(a.dsn, a.tables, a.hours)
-    print(f"recalculate: {a.hours} h x {a.tables} child tables at 10 s ({rows} rows, {out} output rows): {status} in {took:.1f} s")
 
 if __name__ == "__main__":
     main()

@@ -9,6 +9,9 @@
 //! - Files under `sql-tests/pgwire/` run twice: simple query protocol
 //!   (engine label `postgres`) and extended protocol with binary results
 //!   (label `postgres-extended`).
+//! - Files under `sql-tests/stream/` (TDengine streams: snodes are per
+//!   process) each get a weir of their own, so every file starts with no
+//!   snode and no stream, whatever runs beside it.
 //! - Filter: `cargo test --test slt -- query/join` or `WEIR_SLT_FILTER=...`
 //!   (substring of the path under sql-tests/).
 //! - `WEIR_SLT_COMPLETE=1` rewrites the expected output of the selected files
@@ -292,6 +295,21 @@ async fn run_job(job: &Job, base: &Config, admin: &tokio::sync::Mutex<Conn>, com
     result
 }
 
+/// Runs `job` on a weir of its own (stopped afterwards).
+async fn run_own_server(job: &Job, complete: bool, labels: &[String]) -> Result<(), String> {
+    let own = tokio::task::spawn_blocking(TestServer::start).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+    let base = own.config(None);
+    let admin = tokio::sync::Mutex::new(Conn::new(base.clone(), QUERY_TIMEOUT).await.map_err(|e| common::format_error(&e).0)?);
+    let r = run_job(job, &base, &admin, complete, labels).await;
+    drop(admin);
+    let tail = if r.is_err() { own.log_tail() } else { String::new() };
+    let _ = tokio::task::spawn_blocking(move || drop(own)).await;
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) => Err(format!("{e}\n{tail}")),
+    }
+}
+
 fn main() {
     let code = match real_main() {
         Ok(failed) => {
@@ -366,9 +384,14 @@ fn real_main() -> anyhow::Result<usize> {
                 let base = &base;
                 let admin = &admin;
                 let labels = &labels;
+                let server = &server;
                 async move {
                     let t = Instant::now();
-                    let r = run_job(job, base, admin, complete, labels).await;
+                    let r = if job.rel.starts_with("stream/") && !server.is_external() {
+                        run_own_server(job, complete, labels).await
+                    } else {
+                        run_job(job, base, admin, complete, labels).await
+                    };
                     let el = t.elapsed();
                     match &r {
                         Ok(()) => println!("ok     {} [{}] ({:.2}s)", job.rel, job.mode.name(), el.as_secs_f64()),

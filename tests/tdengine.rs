@@ -322,6 +322,66 @@ async fn notify_delivers_tdengine_messages_over_websocket() {
     );
 }
 
+/// NOTIFY … WHERE over result columns: only rows it holds for are events;
+/// a session undone by a late row (merged into the one before) is announced
+/// as WINDOW_INVALIDATION.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notify_where_and_window_invalidation() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let recv = ws_receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::spawn(dir.path()).unwrap();
+    let c = s.connect(None).await.unwrap();
+    c.batch_execute(&format!(
+        "CREATE TABLE t (ts TIMESTAMP TIME INDEX, v INT);
+         CREATE SNODE ON DNODE 1;
+         CREATE STREAM s SESSION(ts, 10s) FROM t
+           NOTIFY('ws://127.0.0.1:{}/n') ON (WINDOW_CLOSE) WHERE total > 5
+           INTO out AS SELECT _twstart AS ts, count(*) AS n, sum(v) AS total FROM %%trows;
+         INSERT INTO t VALUES ('2025-01-01 00:00:00', 1), ('2025-01-01 00:00:05', 2),
+           ('2025-01-01 00:00:20', 4), ('2025-01-01 00:00:21', 4), ('2025-01-01 00:01:00', 1);",
+        recv.port
+    ))
+    .await
+    .unwrap();
+    rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+    // Sessions [0, 5] (total 3) and [20, 21] (total 8) closed: only the second passes WHERE.
+    let ev = events(&recv);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["eventType"], "WINDOW_CLOSE");
+    assert_eq!(ev[0]["result"]["total"], 8);
+    assert_eq!(ev[0]["windowStart"], 1735689620000i64);
+    // A late row at 12 s joins both: [20, 21] is undone, [0, 21] (total 21) closes.
+    c.batch_execute("INSERT INTO t VALUES ('2025-01-01 00:00:12', 10)").await.unwrap();
+    rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+    let ev = events(&recv).split_off(1);
+    let inv: Vec<_> = ev.iter().filter(|e| e["eventType"] == "WINDOW_INVALIDATION").collect();
+    assert_eq!(inv.len(), 1, "{ev:?}");
+    assert_eq!(inv[0]["windowStart"], 1735689620000i64);
+    assert_eq!(inv[0]["windowEnd"], 1735689621000i64);
+    assert!(inv[0].get("result").is_none_or(|r| r.is_null()), "{ev:?}");
+    let close: Vec<_> = ev.iter().filter(|e| e["eventType"] == "WINDOW_CLOSE").collect();
+    assert_eq!(close.len(), 1, "{ev:?}");
+    assert_eq!(close[0]["result"]["total"], 21);
+    assert_eq!(close[0]["windowStart"], 1735689600000i64);
+    assert_eq!(
+        rows(&c, "SELECT ts::text, total::text FROM out ORDER BY ts").await,
+        vec![vec![Some("2025-01-01 00:00:00".to_string()), Some("21".to_string())]]
+    );
+    // WHERE must bind over the result columns.
+    let e = c
+        .simple_query(&format!(
+            "CREATE STREAM bad SESSION(ts, 10s) FROM t NOTIFY('ws://127.0.0.1:{}/n') ON (WINDOW_CLOSE) WHERE nosuch > 1
+               INTO bad_out AS SELECT _twstart AS ts, count(*) AS n FROM %%trows",
+            recv.port
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(common::format_error(&e).1.as_deref(), Some("42703"), "{e:?}");
+}
+
 /// Windows of one group's rows (second → v) as the model computes them:
 /// the closed ones, as (start second, row count, sum of v).
 fn model_windows(kind: &str, rows: &std::collections::BTreeMap<i64, i64>) -> Vec<(i64, i64, i64)> {
@@ -375,11 +435,16 @@ fn model_windows(kind: &str, rows: &std::collections::BTreeMap<i64, i64>) -> Vec
     out
 }
 
-/// The flow property test with TDengine streams: session, state and event
-/// windows over random in-order rows, late rows, updates and deletes (with
-/// DELETE_RECALC), clean restarts and kill -9; after each catch-up every
-/// stream's output equals its windows recomputed from the source rows
-/// (windows merged or split by late rows and deletes leave no old rows).
+/// The flow property test with TDengine streams: session, state, event and
+/// INTERVAL windows over random in-order rows, late rows, updates and
+/// deletes (with DELETE_RECALC), clean restarts and kill -9; after each
+/// catch-up every stream's output equals its windows recomputed from the
+/// source rows (windows merged or split by late rows and deletes leave no
+/// old rows; an INTERVAL window once closed stays, its rows recounted).
+/// COUNT_WINDOW (which TDengine recalculates for nothing: late rows,
+/// updates and deletes are ignored) gets its own table of in-order rows,
+/// through the same restarts; PERIOD (wall clock) must show the source's
+/// current totals at its next tick.
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_kill9() {
     if common::external_url().is_some() {
@@ -388,18 +453,38 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
     let dir = tempfile::tempdir().unwrap();
     let mut server = TestServer::spawn(dir.path()).unwrap();
     let mut c = server.connect(None).await.unwrap();
-    let kinds = [("session", "SESSION(ts, 5s)"), ("state", "STATE_WINDOW(v)"), ("event", "EVENT_WINDOW(START WITH v >= 2 END WITH v = 0)")];
-    c.batch_execute("CREATE STABLE pm (ts TIMESTAMP, v INT) TAGS (g INT); CREATE TABLE p0 USING pm TAGS (0); CREATE TABLE p1 USING pm TAGS (1); CREATE SNODE ON DNODE 1;")
-        .await
-        .unwrap();
+    let kinds = [
+        ("session", "SESSION(ts, 5s)"),
+        ("state", "STATE_WINDOW(v)"),
+        ("event", "EVENT_WINDOW(START WITH v >= 2 END WITH v = 0)"),
+        ("interval", "INTERVAL(10s) SLIDING(10s)"),
+    ];
+    c.batch_execute(
+        "CREATE STABLE pm (ts TIMESTAMP, v INT) TAGS (g INT); CREATE TABLE p0 USING pm TAGS (0); CREATE TABLE p1 USING pm TAGS (1);
+         CREATE STABLE qm (ts TIMESTAMP, v INT) TAGS (g INT); CREATE TABLE q0 USING qm TAGS (0); CREATE TABLE q1 USING qm TAGS (1);
+         CREATE SNODE ON DNODE 1;",
+    )
+    .await
+    .unwrap();
     for (k, trig) in kinds {
         c.batch_execute(&format!(
             "CREATE STREAM s_{k} {trig} FROM pm PARTITION BY tbname STREAM_OPTIONS(DELETE_RECALC) INTO r_{k} \
-             AS SELECT _twstart AS ts, count(*) AS c, sum(v) AS s FROM %%trows"
+             AS SELECT _twstart AS ts, count(*) AS c, coalesce(sum(v), 0) AS s FROM %%trows"
         ))
         .await
         .unwrap();
     }
+    c.batch_execute(
+        "CREATE STREAM s_count COUNT_WINDOW(3) FROM qm PARTITION BY tbname INTO r_count \
+           AS SELECT _twstart AS ts, count(*) AS c, sum(v) AS s FROM %%trows;
+         CREATE STREAM s_period PERIOD(10a) INTO r_period AS SELECT now() AS ts, count(*) AS c, coalesce(sum(v), 0) AS s FROM pm;",
+    )
+    .await
+    .unwrap();
+    // INTERVAL windows closed so far, per group (a closed window stays).
+    let mut closed: Vec<std::collections::BTreeSet<i64>> = vec![Default::default(), Default::default()];
+    // COUNT_WINDOW's groups: rows in order only.
+    let mut counted: Vec<Vec<(i64, i64)>> = vec![vec![], vec![]];
     let mut seed: u64 = std::env::var("WEIR_TD_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9e37_79b9_7f4a_7c15);
     let seed0 = seed;
     let mut rnd = move |n: i64| -> i64 {
@@ -455,6 +540,26 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
         if std::env::var("WEIR_TD_TRACE").is_ok() {
             eprintln!("STEP {step}: {sql}");
         }
+        // INTERVAL(10s): every window from the first row's on that event
+        // time has passed is closed (and stays closed).
+        if let (Some(&lo), Some(&hi)) = (data.keys().next(), data.keys().next_back()) {
+            let mut w = lo.div_euclid(10) * 10;
+            while w + 10 <= hi {
+                closed[g].insert(w);
+                w += 10;
+            }
+        }
+        // COUNT_WINDOW's table: a few rows after the newest, every step.
+        let q = rnd(2) as usize;
+        let mut t = counted[q].last().map(|r| r.0).unwrap_or(0);
+        let mut vals = Vec::new();
+        for _ in 0..1 + rnd(3) {
+            t += 1 + rnd(5);
+            let v = rnd(10);
+            counted[q].push((t, v));
+            vals.push(format!("('{}', {v})", ts(t)));
+        }
+        c.batch_execute(&format!("INSERT INTO q{q} VALUES {}", vals.join(", "))).await.unwrap();
         if step % 15 == 7 {
             drop(c);
             if step % 30 == 7 {
@@ -469,6 +574,13 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
             rows(&c, &format!("ADMIN FLUSH_STREAM('s_{k}')")).await;
             let mut want = Vec::new();
             for (gi, m) in model.iter().enumerate() {
+                if k == "interval" {
+                    for &s in &closed[gi] {
+                        let r: Vec<i64> = m.range(s..s + 10).map(|(_, v)| *v).collect();
+                        want.push(vec![Some(format!("p{gi}")), Some(ts(s)), Some(r.len().to_string()), Some(r.iter().sum::<i64>().to_string())]);
+                    }
+                    continue;
+                }
                 for (s, n, sum) in model_windows(k, m) {
                     want.push(vec![Some(format!("p{gi}")), Some(ts(s)), Some(n.to_string()), Some(sum.to_string())]);
                 }
@@ -476,5 +588,28 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
             let got = rows(&c, &format!("SELECT tag_tbname, ts, c, s FROM r_{k} ORDER BY tag_tbname, ts")).await;
             assert_eq!(got, want, "stream s_{k} after step {step} ({sql}), seed {seed0}, rows {model:?}");
         }
+        rows(&c, "ADMIN FLUSH_STREAM('s_count')").await;
+        let mut want = Vec::new();
+        for (qi, r) in counted.iter().enumerate() {
+            for w in r.chunks_exact(3) {
+                want.push(vec![Some(format!("q{qi}")), Some(ts(w[0].0)), Some("3".into()), Some(w.iter().map(|x| x.1).sum::<i64>().to_string())]);
+            }
+        }
+        let got = rows(&c, "SELECT tag_tbname, ts, c, s FROM r_count ORDER BY tag_tbname, ts").await;
+        assert_eq!(got, want, "stream s_count after step {step}, seed {seed0}, rows {counted:?}");
+        // PERIOD(10a): a tick after the write shows the current totals (each
+        // ADMIN call runs the tick due, if a new one is).
+        let n: usize = model.iter().map(|m| m.len()).sum();
+        let sum: i64 = model.iter().flat_map(|m| m.values()).sum();
+        let want = vec![vec![Some(n.to_string()), Some(sum.to_string())]];
+        let mut got = vec![];
+        for _ in 0..200 {
+            rows(&c, "ADMIN FLUSH_STREAM('s_period')").await;
+            got = rows(&c, "SELECT c, s FROM r_period ORDER BY ts DESC LIMIT 1").await;
+            if got == want {
+                break;
+            }
+        }
+        assert_eq!(got, want, "stream s_period after step {step}, seed {seed0}");
     }
 }

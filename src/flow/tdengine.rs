@@ -133,6 +133,8 @@ pub struct NotifyCfg {
     /// ON_FAILURE_PAUSE: an undelivered message fails the evaluation (it is
     /// retried, with backoff); by default it is dropped and counted.
     pub pause: bool,
+    /// WHERE: over the result columns; a close event per row it holds for.
+    pub condition: Option<ast::Expr>,
 }
 
 fn quote_ident(s: &str) -> String {
@@ -235,6 +237,7 @@ pub fn compile(env: &Env, def: &StreamDef) -> Result<Compiled> {
                 on_close: n.events.is_empty() || has(&n.events, "WINDOW_CLOSE") || !time_or_data_windows(&cs.trigger),
                 history: has(&n.options, "NOTIFY_HISTORY"),
                 pause: has(&n.options, "ON_FAILURE_PAUSE"),
+                condition: n.condition.clone(),
             }
         }),
         cs: cs.clone(),
@@ -475,7 +478,7 @@ fn mk(g: &GroupRows, lo: usize, hi: usize, start: i64, end: i64, shown_end: i64)
 /// it (not in `g`) and windows start from it on (a window start); the
 /// data-defined windows start from `g`'s first row, a window's start.
 pub fn cut_windows(trigger: &StreamTrigger, g: &GroupRows, watermark_us: i64, ignore_nodata: bool, from: Option<i64>) -> Result<Vec<Win>> {
-    Ok(cut(trigger, g, watermark_us, ignore_nodata, from)?.0)
+    Ok(cut(trigger, g, watermark_us, ignore_nodata, from, None)?.0)
 }
 
 /// The closed windows of a group and its open ones: windows holding
@@ -487,9 +490,11 @@ pub fn cut(
     watermark_us: i64,
     ignore_nodata: bool,
     from: Option<i64>,
+    wm_floor: Option<i64>,
 ) -> Result<(Vec<Win>, Vec<Win>)> {
     let Some(&max_ts) = g.ts.last() else { return Ok((vec![], vec![])) };
-    let wm = max_ts.saturating_sub(watermark_us);
+    // Deletes do not move a group's progress back: windows closed stay closed.
+    let wm = max_ts.saturating_sub(watermark_us).max(wm_floor.unwrap_or(i64::MIN));
     // Processed rows: [0, n).
     let n = g.ts.partition_point(|&t| t <= wm);
     let mut out = Vec::new();
@@ -1145,8 +1150,11 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
     // the groups it touched, from where their windows can change; the
     // first evaluation, a recalculation or a change log that is gone read
     // every group.
+    // Groups whose changes delete rows (a window with fewer rows is a
+    // delete there, else late rows split it).
+    let mut deleted = std::collections::HashSet::new();
     let sel = match mode {
-        Mode::CatchUp => selection(c, st, &regions, &upto, now)?,
+        Mode::CatchUp => selection(c, st, &regions, &upto, now, &mut deleted)?,
         _ => None,
     };
     let groups = read_trigger(env, c, sel.as_ref())?;
@@ -1164,14 +1172,24 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
         // INTERVAL / SLIDING windows start at the anchor when the group has
         // rows before it.
         let from = match (&c.cs.trigger, anchor, prev) {
-            (
-                StreamTrigger::Interval { .. } | StreamTrigger::Sliding { .. } | StreamTrigger::State { extend: Some(2), .. },
-                Some(a),
-                Some(p),
-            ) if p.first_ts < a => Some(a),
+            // INTERVAL: from the anchor, and never after the window of the
+            // group's first row ever (when that row went, its windows are
+            // still windows: a delete recounts them).
+            (StreamTrigger::Interval { .. }, Some(a), Some(p)) => {
+                let (iv, sl, off) = time_windows(&c.cs.trigger)?.unwrap_or((1, 1, 0));
+                let first = g.ts.first().map_or(p.first_ts, |&t| t.min(p.first_ts));
+                Some(a.max(floor_to(first, sl, off) - ((iv - 1) / sl) * sl))
+            }
+            (StreamTrigger::Sliding { .. } | StreamTrigger::State { extend: Some(2), .. }, Some(a), Some(p)) if p.first_ts < a => Some(a),
             _ => None,
         };
-        let (wins, opens) = cut(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata, from)?;
+        // INTERVAL: the newest closed window's end is a floor for the
+        // watermark (deleting the newest rows does not reopen windows).
+        let wm_floor = match &c.cs.trigger {
+            StreamTrigger::Interval { .. } => st.windows.get(key).and_then(|m| m.values().next_back()).map(|m| m.end),
+            _ => None,
+        };
+        let (wins, opens) = cut(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata, from, wm_floor)?;
         let max_ts = g.ts.last().copied().unwrap_or(i64::MIN);
         let recalc = matches!(mode, Mode::Recalc { .. });
         if !recalc {
@@ -1186,7 +1204,8 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
             });
             p.first_ts = p.first_ts.min(first);
             p.max_ts = max_ts;
-            p.resume_us = resume_after(&c.cs.trigger, g, &wins, max_ts.saturating_sub(c.watermark_us), anchor.unwrap_or(first))?;
+            let wm = max_ts.saturating_sub(c.watermark_us).max(wm_floor.unwrap_or(i64::MIN));
+            p.resume_us = resume_after(&c.cs.trigger, g, &wins, wm, anchor.unwrap_or(first))?;
         }
         let gi = st.groups.get(key).map(|p| p.id).unwrap_or(0);
         let horizon = st.groups.get(key).and_then(|p| p.horizon_us);
@@ -1204,11 +1223,53 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
                 let starts: std::collections::HashSet<i64> = wins.iter().map(|w| w.start).collect();
                 let gone: Vec<i64> = marks.range(lo..).map(|(k, _)| *k).filter(|k| !starts.contains(k)).collect();
                 for k in gone {
-                    marks.remove(&k);
+                    let m = marks.remove(&k);
                     // Their rows go unless late rows leave windows alone.
                     if let Some(ts) = st.outputs.get_mut(key).and_then(|o| o.remove(&k)) {
                         if !c.ignore_disorder && disorder_recalcs(&c.cs.trigger) {
                             fx.stale.entry(key.clone()).or_default().extend(ts);
+                            if let Some(m) = m {
+                                invalidated(c, key, gi, k, &m, now, &mut fx);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // INTERVAL with IGNORE_NODATA_TRIGGER: a closed window that lost all
+        // its rows is no window any more (cutting skips it), so its output
+        // goes — on a delete with DELETE_RECALC, or when RECALCULATE covers it.
+        if let (StreamTrigger::Interval { .. }, true, Some((iv, _, _))) =
+            (&c.cs.trigger, c.ignore_nodata, time_windows(&c.cs.trigger)?)
+        {
+            let range = match mode {
+                Mode::Recalc { from: f, to } => Some((f, to)),
+                Mode::CatchUp if c.delete_recalc => Some((i64::MIN, None)),
+                _ => None,
+            };
+            if let Some((f, to)) = range {
+                let wm = max_ts.saturating_sub(c.watermark_us).max(wm_floor.unwrap_or(i64::MIN));
+                let lo = from.or(anchor).unwrap_or(i64::MIN);
+                let starts: std::collections::HashSet<i64> = wins.iter().map(|w| w.start).collect();
+                let expired_before = c.expired_us.map(|e| max_ts.saturating_sub(e));
+                let gone: Vec<i64> = marks
+                    .range(lo..)
+                    .filter(|(k, m)| {
+                        !starts.contains(k)
+                            && k.saturating_add(iv) <= wm
+                            && m.end > f
+                            && to.is_none_or(|t| **k < t)
+                            && expired_before.is_none_or(|e| m.end >= e)
+                            && horizon.is_none_or(|h| **k >= h)
+                    })
+                    .map(|(k, _)| *k)
+                    .collect();
+                for k in gone {
+                    let m = marks.remove(&k);
+                    if let Some(ts) = st.outputs.get_mut(key).and_then(|o| o.remove(&k)) {
+                        fx.stale.entry(key.clone()).or_default().extend(ts);
+                        if let Some(m) = m {
+                            invalidated(c, key, gi, k, &m, now, &mut fx);
                         }
                     }
                 }
@@ -1237,9 +1298,10 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
                         // A window that appeared behind the progress: late rows.
                         !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger)
                     }
-                    None => !expired,
+                    // Past the progress: rows in order, which never expire.
+                    None => !below(w),
                     Some(o) if o == mark => false,
-                    Some(o) if w.rows < o.rows => !expired && c.delete_recalc && disorder_recalcs(&c.cs.trigger),
+                    Some(o) if w.rows < o.rows && deleted.contains(key) => !expired && c.delete_recalc && disorder_recalcs(&c.cs.trigger),
                     Some(_) => !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger),
                 },
             };
@@ -1492,10 +1554,26 @@ fn window_event(c: &Compiled, gi: i64, w: Option<&Win>, event_type: &'static str
     }
 }
 
+/// TDengine's WINDOW_INVALIDATION event: a closed window whose result was
+/// written is no window any more (late rows or deletes merged, split or
+/// emptied it); its output rows are deleted.
+fn invalidated(c: &Compiled, key: &str, gi: i64, start: i64, m: &WindowMark, now: i64, fx: &mut Effects) {
+    let Some(n) = &c.notify else { return };
+    if !n.on_close && !n.on_open {
+        return;
+    }
+    // `_twend` as shown: the window's end (INTERVAL), its last row (the others).
+    let shown_end = if matches!(c.cs.trigger, StreamTrigger::Interval { .. }) { m.end } else { m.end - 1 };
+    let w = Win { start, end: m.end, shown_end, rows: m.rows, digest: m.digest, lo: 0, hi: 0, tick: None };
+    fx.events.push((key.to_string(), window_event(c, gi, Some(&w), "WINDOW_INVALIDATION", now)));
+}
+
 /// The WINDOW_CLOSE (ON_TIME for PERIOD and plain SLIDING) events of a
-/// computation: one per result row (the row as `result`), one without a
-/// result when it gave none.
+/// computation: one per result row (the row as `result`) that NOTIFY's
+/// WHERE holds for, one without a result when the query gave no row.
+#[allow(clippy::too_many_arguments)]
 fn close_events(
+    env: &Env,
     c: &Compiled,
     key: &str,
     gi: i64,
@@ -1504,10 +1582,8 @@ fn close_events(
     batches: &[RecordBatch],
     now: i64,
     fx: &mut Effects,
-) {
-    if !c.notify.as_ref().is_some_and(|n| n.on_close) {
-        return;
-    }
+) -> Result<()> {
+    let Some(n) = c.notify.as_ref().filter(|n| n.on_close) else { return Ok(()) };
     let kind = if time_or_data_windows(&c.cs.trigger) { "WINDOW_CLOSE" } else { "ON_TIME" };
     let names: Vec<String> = if c.cs.columns.len() == cols.len() {
         c.cs.columns.iter().map(crate::planner::ident).collect()
@@ -1516,7 +1592,15 @@ fn close_events(
     };
     let mut any = false;
     for b in batches {
+        let keep = match &n.condition {
+            Some(cond) if b.num_rows() > 0 => Some(notify_where(env, c, cond, &names, cols, b, now)?),
+            _ => None,
+        };
         for r in 0..b.num_rows() {
+            any = true;
+            if keep.as_ref().is_some_and(|k| !k[r]) {
+                continue;
+            }
             let mut m = serde_json::Map::new();
             for (i, n) in names.iter().enumerate().take(b.num_columns()) {
                 m.insert(n.clone(), super::tdengine_notify::json_value(&crate::types::value_at(b.column(i).as_ref(), r)));
@@ -1524,12 +1608,111 @@ fn close_events(
             let mut e = window_event(c, gi, w, kind, now);
             e.result = Some(m);
             fx.events.push((key.to_string(), e));
-            any = true;
         }
     }
-    if !any {
+    if !any && n.condition.is_none() {
         fx.events.push((key.to_string(), window_event(c, gi, w, kind, now)));
     }
+    Ok(())
+}
+
+/// CREATE STREAM: each placeholder of the query where TDengine allows it
+/// (docs: the placeholder table of CREATE STREAM).
+pub fn check_placeholders(c: &Compiled) -> Result<()> {
+    let Some(q) = &c.cs.query else { return Ok(()) };
+    let t = &c.cs.trigger;
+    let windowed = time_or_data_windows(t);
+    let by_tbname = c.cs.partition.iter().any(|p| crate::planner::ident(p) == TBNAME);
+    let check = |name: &str| -> Result<()> {
+        let ok = match name {
+            "_twstart" => windowed,
+            "_twend" | "_twduration" | "_twrownum" => windowed && c.on_close,
+            "_tprev_ts" | "_tcurrent_ts" | "_tnext_ts" => matches!(t, StreamTrigger::Sliding { .. }),
+            "_tprev_localtime" | "_tnext_localtime" => matches!(t, StreamTrigger::Period { .. }),
+            "%%tbname" => {
+                if !by_tbname {
+                    bail!(InvalidParameterValue, "Invalid stream query: %%tbname needs PARTITION BY tbname");
+                }
+                true
+            }
+            "%%trows" => {
+                if c.trigger.is_none() {
+                    bail!(InvalidParameterValue, "Invalid stream query: %%trows needs a trigger table");
+                }
+                if matches!(t, StreamTrigger::Period { .. }) {
+                    bail!(FeatureNotSupported, "%%trows with {} is not supported by weir's streams (use the trigger table with a time range)", t.kind());
+                }
+                true
+            }
+            n if n.starts_with("%%") => match n[2..].parse::<usize>() {
+                Ok(k) if k >= 1 && k <= c.cs.partition.len() => true,
+                Ok(k) => bail!(InvalidParameterValue, "Invalid stream query: %%{k} has no PARTITION BY column"),
+                Err(_) => true,
+            },
+            _ => true,
+        };
+        if !ok {
+            bail!(InvalidParameterValue, "Invalid stream query: {name} is not valid for {} streams{}", t.kind(), if windowed { " with EVENT_TYPE(WINDOW_OPEN) only" } else { "" });
+        }
+        Ok(())
+    };
+    let mut res = Ok(());
+    let _ = ast::visit_expressions(q, |e| {
+        let name = match e {
+            ast::Expr::Identifier(i) if i.quote_style.is_none() => i.value.to_lowercase(),
+            ast::Expr::Identifier(i) if i.value.starts_with("%%") => i.value.clone(),
+            _ => return ControlFlow::Continue(()),
+        };
+        match check(&name) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(x) => {
+                res = Err(x);
+                ControlFlow::Break(())
+            }
+        }
+    });
+    res?;
+    let mut res = Ok(());
+    let _ = ast::visit_relations(q, |n| {
+        if let [ast::ObjectNamePart::Identifier(i)] = n.0.as_slice() {
+            if i.value.starts_with("%%") {
+                if let Err(x) = check(&i.value) {
+                    res = Err(x);
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    res
+}
+
+/// CREATE STREAM: NOTIFY's WHERE must bind over the result columns.
+pub fn check_notify_where(env: &Env, c: &Compiled) -> Result<()> {
+    let Some(cond) = c.notify.as_ref().and_then(|n| n.condition.as_ref()) else { return Ok(()) };
+    let cols = output_columns(env, c)?;
+    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now_us()), Params::default());
+    let e = planner.bind_expr(cond, &crate::planner::Scope::new(cols, None), None)?;
+    if e.ty() != SqlType::Bool && e.ty() != SqlType::Unknown {
+        bail!(DatatypeMismatch, "argument of NOTIFY WHERE must be type boolean, not type {}", e.ty().sql_name());
+    }
+    Ok(())
+}
+
+/// NOTIFY's `WHERE cond` over result rows (TDengine: result columns and
+/// constants only): which rows of `b` it holds for.
+fn notify_where(env: &Env, c: &Compiled, cond: &ast::Expr, names: &[String], cols: &[PlanColumn], b: &RecordBatch, now: i64) -> Result<Vec<bool>> {
+    let scope_cols: Vec<PlanColumn> = cols
+        .iter()
+        .zip(names)
+        .map(|(col, n)| PlanColumn { name: n.clone(), qualifier: None, ty: col.ty })
+        .collect();
+    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now), Params::default());
+    let scope = crate::planner::Scope::new(scope_cols, None);
+    let e = planner.bind_expr(cond, &scope, None)?;
+    let e = crate::planner::physical::physical_expr(&e, &planner.ctx)?;
+    let a = e.eval(b, &planner.ctx)?;
+    Ok((0..b.num_rows()).map(|r| matches!(crate::types::value_at(a.as_ref(), r), Value::Bool(true))).collect())
 }
 
 /// Deliver an evaluation's events to every NOTIFY URL (in messages of at
@@ -1640,7 +1823,7 @@ fn run_jobs_into(
                     written += write_output(env, c, batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
                     record_output(c, st, &j.key, j.win.start, batches, &mut fx.stale)?;
                     if !j.open {
-                        close_events(c, &j.key, j.gi, Some(&j.win), &cols, batches, now, fx);
+                        close_events(env, c, &j.key, j.gi, Some(&j.win), &cols, batches, now, fx)?;
                     }
                     st.windows_done += 1;
                     done[i] = true;
@@ -1664,7 +1847,7 @@ fn run_jobs_into(
         written += write_output(env, c, &batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
         record_output(c, st, &j.key, j.win.start, &batches, &mut fx.stale)?;
         if !j.open {
-            close_events(c, &j.key, j.gi, Some(&j.win), &cols, &batches, now, fx);
+            close_events(env, c, &j.key, j.gi, Some(&j.win), &cols, &batches, now, fx)?;
         }
         st.windows_done += 1;
     }
@@ -1774,6 +1957,10 @@ struct GroupChange {
     values: Vec<Option<String>>,
     min_ts: i64,
     max_ts: i64,
+    /// Times of rows retracted (deleted or replaced) and added: a retracted
+    /// time not added again is a delete.
+    retracted: BTreeSet<i64>,
+    added: BTreeSet<i64>,
 }
 
 /// The groups a catch-up reads and from where, from the change log since
@@ -1785,6 +1972,7 @@ fn selection(
     regions: &[Arc<crate::storage::Region>],
     upto: &BTreeMap<u64, u64>,
     now: i64,
+    deleted: &mut std::collections::HashSet<String>,
 ) -> Result<Option<Selection>> {
     let Some(t) = &c.trigger else { return Ok(Some(Selection::new())) };
     if st.seqs.is_empty() || st.seqs.len() != regions.len() || regions.iter().any(|r| !st.seqs.contains_key(&r.id)) {
@@ -1809,6 +1997,9 @@ fn selection(
     }
     let mut sel = Selection::new();
     for (key, ch) in changed {
+        if ch.retracted.iter().any(|t| !ch.added.contains(t)) {
+            deleted.insert(key.clone());
+        }
         let Some(p) = st.groups.get_mut(&key) else {
             // A new group: all of its rows.
             sel.insert(key, (ch.values, None));
@@ -1869,6 +2060,8 @@ fn collect_changes(c: &Compiled, t: &TriggerTable, batch: &RecordBatch, out: &mu
     let schema = batch.schema();
     let col = |n: &str| schema.index_of(n).ok().map(|i| batch.column(i).clone());
     let Some(ts) = col(&t.ts_column) else { return Ok(false) };
+    let diff = col("__diff");
+    let diff = diff.as_ref().and_then(|d| d.as_any().downcast_ref::<arrow::array::Int64Array>());
     let ts = arrow::compute::cast(&ts, &arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None))?;
     let ts = ts.as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>().expect("cast to timestamp µs");
     // A child table trigger: its rows only.
@@ -1917,9 +2110,19 @@ fn collect_changes(c: &Compiled, t: &TriggerTable, batch: &RecordBatch, out: &mu
             })
             .collect();
         let key = group_key(&values);
-        let e = out.entry(key).or_insert_with(|| GroupChange { values, min_ts: v, max_ts: v });
+        let e = out.entry(key).or_insert_with(|| GroupChange {
+            values,
+            min_ts: v,
+            max_ts: v,
+            retracted: BTreeSet::new(),
+            added: BTreeSet::new(),
+        });
         e.min_ts = e.min_ts.min(v);
         e.max_ts = e.max_ts.max(v);
+        match diff.as_ref().map(|d| d.value(i)) {
+            Some(d) if d < 0 => e.retracted.insert(v),
+            _ => e.added.insert(v),
+        };
     }
     Ok(true)
 }
@@ -2190,7 +2393,7 @@ fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period:
         if let Some(go) = &go {
             st.subtables.insert(key.clone(), go.subtable.clone());
         }
-        close_events(c, &key, gi as i64, None, &cols, &batches, tick, &mut fx);
+        close_events(env, c, &key, gi as i64, None, &cols, &batches, tick, &mut fx)?;
         st.windows_done += 1;
     }
     st.rows_written += written;

@@ -773,6 +773,8 @@ fn create_stream(s: &mut Session, cs: &CreateStream) -> Result<QueryResult> {
     let env = env(s);
     let c = td::compile(&env, &def)?;
     check_create_stream(s, &c)?;
+    td::check_placeholders(&c)?;
+    td::check_notify_where(&env, &c)?;
     if let Some(t) = &c.trigger {
         let stable_trigger = matches!(t.kind, TableKind::Stable(_));
         let by_tbname = cs.partition.iter().any(|p| ident(p) == TBNAME);
@@ -946,9 +948,6 @@ fn validate(cs: &CreateStream) -> Result<()> {
             if !matches!(o.to_uppercase().as_str(), "NOTIFY_HISTORY" | "ON_FAILURE_PAUSE") {
                 bail!(InvalidParameterValue, "Invalid stream notify option: {o}");
             }
-        }
-        if n.condition.is_some() {
-            bail!(FeatureNotSupported, "NOTIFY … WHERE is not supported by weir's streams yet");
         }
     }
     if cs.query.is_none() && cs.into.is_some() {
