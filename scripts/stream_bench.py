@@ -23,11 +23,37 @@
    over all epochs from the server log when run with
    WEIR_LOG=info,weir::flow::streaming=debug (the `streaming epoch` lines).
 
+Throughput is reported against wall time and against the server's CPU
+time over the epoch (user + system from /proc/<pid>/stat: rows/s per
+core even on a loaded machine); the latter needs the server's pid, known
+when the script starts the server itself (--weir-bin, a temporary data
+directory, the log captured for the barrier times) or given (--weir-pid).
+
 Usage: scripts/stream_bench.py --dsn postgres://weir@127.0.0.1:5432/public
        [--rows 200000] [--rate 10000] [--seconds 15] [--log weir.stderr]
+       [--weir-pid PID]
+   or: scripts/stream_bench.py --weir-bin target/release/weir [...]
 """
-import argparse, datetime, re, threading, time
+import argparse, datetime, os, re, socket, subprocess, tempfile, threading, time
 import psycopg
+
+WEIR_PID = None
+
+def cpu_seconds():
+    """User + system CPU seconds of the server so far (None: unknown)."""
+    if WEIR_PID is None:
+        return None
+    with open(f"/proc/{WEIR_PID}/stat") as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+def timed(c, sql):
+    """Run sql: (wall seconds, server CPU seconds or None)."""
+    c0, s = cpu_seconds(), time.time()
+    c.execute(sql)
+    e = time.time() - s
+    c1 = cpu_seconds()
+    return e, (c1 - c0 if c0 is not None else None)
 
 def ts_text(t):
     return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M:%S.%f')
@@ -45,28 +71,26 @@ def throughput(c, rows):
     t0 = time.time() - 86400
     lines = [f"h{i % 1000}\t{ts_text(t0 + i * 1e-3)}\t{i % 97}\n" for i in range(rows)]
     copy_rows(c, "ev", lines)
-    s = time.time()
-    c.execute("ADMIN FLUSH_FLOW('b_agg')")
-    e = time.time() - s
+    e, cpu = timed(c, "ADMIN FLUSH_FLOW('b_agg')")
     n = c.execute("SELECT sum(n) FROM b_agg_out").fetchone()[0]
     assert n == rows, (n, rows)
-    out["agg"] = (rows, e)
+    out["agg"] = (rows, e, cpu)
     c.execute("CREATE TABLE orders (oid STRING, ts TIMESTAMP TIME INDEX, item STRING, qty BIGINT, PRIMARY KEY (oid))")
     c.execute("CREATE TABLE items (item STRING, ts TIMESTAMP TIME INDEX, price BIGINT, PRIMARY KEY (item))")
     copy_rows(c, "items", [f"i{i}\t2000-01-01 00:00:00\t{i % 13}\n" for i in range(1000)])
     copy_rows(c, "orders", [f"o{i % 5000}\t{ts_text(t0 + i * 1e-3)}\ti{i % 1000}\t{i % 7}\n" for i in range(rows)])
-    s = time.time()
+    c0, s = cpu_seconds(), time.time()
     c.execute("CREATE FLOW b_join SINK TO b_join_out AS SELECT o.oid, o.ts, o.item, o.qty * i.price AS amount FROM orders o JOIN items i ON o.item = i.item")
     c.execute("ADMIN FLUSH_FLOW('b_join')")
     e = time.time() - s
+    cpu = cpu_seconds() - c0 if c0 is not None else None
     n = c.execute("SELECT count(*) FROM b_join_out").fetchone()[0]
     assert n == rows, (n, rows)
-    out["join_first"] = (rows + 1000, e)
+    out["join_first"] = (rows + 1000, e, cpu)
     more = rows // 4
     copy_rows(c, "orders", [f"o{i % 5000}\t{ts_text(t0 + 1000 + i * 1e-3)}\ti{i % 1000}\t{i % 7}\n" for i in range(more)])
-    s = time.time()
-    c.execute("ADMIN FLUSH_FLOW('b_join')")
-    out["join_next"] = (more, time.time() - s)
+    e, cpu = timed(c, "ADMIN FLUSH_FLOW('b_join')")
+    out["join_next"] = (more, e, cpu)
     ops = c.execute("SELECT flow_name, operator, state_rows, state_bytes, cache_hits, cache_misses, barrier_ms "
                     "FROM information_schema.flow_operators WHERE flow_name IN ('b_agg', 'b_join') "
                     "AND operator IN ('hash_agg', 'join') ORDER BY flow_name").fetchall()
@@ -145,22 +169,72 @@ def latency(dsn, c, rate, seconds, kind):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dsn", required=True)
+    ap.add_argument("--dsn")
+    ap.add_argument("--weir-bin", help="start this server binary (temporary data dir, debug log for barrier times)")
+    ap.add_argument("--weir-pid", type=int, help="the server's pid (CPU time per epoch)")
     ap.add_argument("--rows", type=int, default=200000)
     ap.add_argument("--rate", type=int, default=10000)
     ap.add_argument("--seconds", type=int, default=15)
     ap.add_argument("--log")
     a = ap.parse_args()
+    if a.weir_bin:
+        # Throughput on a server whose scheduler is paused (failpoint
+        # flow_scheduler_paused): the rows wait for the one timed epoch,
+        # which ADMIN FLUSH_FLOW runs. Latency on a fresh server whose
+        # barriers close epochs.
+        a.log = a.log or os.path.join(tempfile.mkdtemp(prefix="stream-bench-"), "weir.stderr")
+        server = start(a, {"WEIR_FAILPOINTS": "flow_scheduler_paused"}, a.log + ".throughput")
+        try:
+            run(a, throughput_only=True)
+        finally:
+            server.kill()
+            server.wait()
+        server = start(a, {}, a.log)
+        try:
+            run(a, latency_only=True)
+        finally:
+            server.kill()
+            server.wait()
+        return
+    global WEIR_PID
+    WEIR_PID = a.weir_pid
+    if not a.dsn:
+        ap.error("--dsn or --weir-bin")
+    run(a)
+
+def start(a, env_extra, log):
+    """Start --weir-bin on a free port over a new data directory."""
+    global WEIR_PID
+    data = tempfile.mkdtemp(prefix="stream-bench-")
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    env = dict(os.environ, WEIR_LOG="info,weir::flow::streaming=debug", **env_extra)
+    server = subprocess.Popen([a.weir_bin, "--data-dir", os.path.join(data, "d"), "--listen", f"127.0.0.1:{port}"],
+                              stdout=subprocess.DEVNULL, stderr=open(log, "w"), env=env)
+    a.dsn = f"postgres://weir@127.0.0.1:{port}/public"
+    WEIR_PID = server.pid
+    for _ in range(100):
+        try:
+            psycopg.connect(a.dsn).close()
+            break
+        except Exception:
+            time.sleep(0.1)
+    return server
+
+def run(a, throughput_only=False, latency_only=False):
     c = psycopg.connect(a.dsn, autocommit=True)
-    t = throughput(c, a.rows)
-    for k, (n, e) in t.items():
-        print(f"throughput {k}: {n} rows in {e:.3f} s = {n / e:,.0f} rows/s (one epoch, one thread)")
-    for kind in ("agg", "join"):
+    t = {} if latency_only else throughput(c, a.rows)
+    for k, (n, e, cpu) in t.items():
+        per_core = f", {n / cpu:,.0f} rows per server CPU-second ({cpu:.3f} s CPU)" if cpu else ""
+        print(f"throughput {k}: {n} rows in {e:.3f} s = {n / e:,.0f} rows/s wall (one epoch){per_core}")
+    for kind in () if throughput_only else ("agg", "join"):
         r, n, p50, p99 = latency(a.dsn, c, a.rate, a.seconds, kind)
         print(f"latency {kind}: {r:,.0f} rows/s written, {n} probes, write->sink p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
-    if a.log:
+    if a.log and not throughput_only:
         commits, per_group = [], []
-        for line in open(a.log, errors="replace"):
+        logs = [a.log] + [a.log + ".throughput"] * os.path.exists(a.log + ".throughput")
+        for line in (l for f in logs for l in open(f, errors="replace")):
             if "streaming epoch" not in line:
                 continue
             line = re.sub(r"\x1b\[[0-9;]*m", "", line)

@@ -1,9 +1,12 @@
 //! Property test of streaming-mode flows (issue 11): joins (inner, left,
-//! full, right, semi and anti: EXISTS / NOT EXISTS), an aggregate over a
-//! join (min / max under retractions) and a union, over
-//! two stored sources taking random inserts, overwrites and deletes, with
-//! `kill -9` between epochs and a crash at the barrier (after the state
-//! commit, before the sink write: failpoint `stream_crash_after_barrier`).
+//! full, right, semi and anti: EXISTS / NOT EXISTS / NOT IN, a left join
+//! with a condition beyond the equality), an aggregate over a join (min /
+//! max under retractions), a union and top-n (ORDER BY … LIMIT and
+//! row_number() per host), over two stored sources taking random inserts,
+//! overwrites and deletes, with `kill -9` between epochs, `kill -9` at a
+//! random moment while writes and epochs run, and a crash at the barrier
+//! (after the state commit, before the sink write: failpoint
+//! `stream_crash_after_barrier`).
 //! After `ADMIN FLUSH_FLOW` every sink must equal its query run directly
 //! over the sources: nothing lost, nothing counted twice. Seeded
 //! (WEIR_STREAM_SEED); the seed is printed.
@@ -56,6 +59,25 @@ const FLOWS: &[(&str, &str, &str, &str)] = &[
         "st_anti_out",
         "host, n, total",
         "SELECT s.host, count(*) AS n, sum(s.v) AS total FROM src s WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.host = s.host) GROUP BY s.host",
+    ),
+    (
+        "st_resleft",
+        "st_resleft_out",
+        "host, ts, zone",
+        "SELECT s.host, s.ts, d.zone FROM src s LEFT JOIN dim d ON s.host = d.host AND s.v > 10 AND d.zone <> 'z1'",
+    ),
+    (
+        "st_notin",
+        "st_notin_out",
+        "host, n, total",
+        "SELECT host, count(*) AS n, sum(v) AS total FROM src WHERE host NOT IN (SELECT d.host FROM dim d WHERE d.zone <> 'z0') GROUP BY host",
+    ),
+    ("st_top", "st_top_out", "host, ts, v", "SELECT s.host, s.ts, s.v FROM src s JOIN dim d ON s.host = d.host ORDER BY s.v DESC, s.host, s.ts LIMIT 3"),
+    (
+        "st_top_host",
+        "st_top_host_out",
+        "host, ts, v, rn",
+        "SELECT host, ts, v, rn FROM (SELECT s.host, s.ts, s.v, row_number() OVER (PARTITION BY s.host ORDER BY s.v DESC, s.ts) AS rn FROM src s JOIN dim d ON s.host = d.host) t WHERE rn <= 2",
     ),
 ];
 
@@ -118,12 +140,12 @@ async fn streaming_flows_survive_kill9_and_barrier_crashes() {
     let mut s = TestServer::spawn(data.path()).unwrap();
     let c = s.connect(None).await.unwrap();
     setup(&c).await;
-    for round in 0..12 {
+    for round in 0..15 {
         let c = s.connect(None).await.unwrap_or_else(|e| panic!("connect: {e}\n{}", s.log_tail()));
         for _ in 0..6 {
             change(&c, &mut rng, true).await;
         }
-        match round % 4 {
+        match round % 5 {
             // Check, then kill -9 between epochs.
             0 => {
                 check(&c, &format!("round {round}")).await;
@@ -156,6 +178,29 @@ async fn streaming_flows_survive_kill9_and_barrier_crashes() {
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
                 assert!(s.exited().is_some(), "round {round}: the failpoint stopped the server");
+                s = TestServer::spawn(data.path()).unwrap();
+            }
+            // Kill -9 at a random moment while writes and epochs run (a
+            // task writes and flushes every flow in a loop).
+            3 => {
+                let mut r = Rng(rng.next() | 1);
+                let busy = tokio::spawn(async move {
+                    let mut epochs = 0;
+                    loop {
+                        change(&c, &mut r, false).await;
+                        for (name, ..) in FLOWS {
+                            if c.batch_execute(&format!("ADMIN FLUSH_FLOW('{name}')")).await.is_err() {
+                                return epochs;
+                            }
+                            epochs += 1;
+                        }
+                    }
+                });
+                let after = 20 + rng.below(400);
+                tokio::time::sleep(std::time::Duration::from_millis(after)).await;
+                s.kill9();
+                let epochs = busy.await.unwrap();
+                eprintln!("round {round}: kill -9 after {after} ms, {epochs} flushes done (the next one was running)");
                 s = TestServer::spawn(data.path()).unwrap();
             }
             _ => check(&c, &format!("round {round}")).await,

@@ -199,6 +199,9 @@ pub fn analyze(plan: &LogicalPlan, has_eval_interval: bool, instant_source: bool
     let (mut n_flat, mut sub_flat) = (0, false);
     scans(&flat, &mut n_flat, &mut sub_flat, &mut joins);
     let unsupported = crate::stream::unsupported(&flat);
+    // A subquery left after decorrelation that streaming mode runs (x NOT
+    // IN (q): a NULL-aware anti join) reads a second source like a join.
+    joins |= sub_flat && unsupported.is_none();
     if instant_source {
         if let Some(what) = unsupported {
             return Err(err!(

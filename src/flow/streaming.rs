@@ -45,6 +45,8 @@ pub struct StreamTask {
     pub tuning: crate::stream::StreamTuning,
     /// When the state tables' sizes were last measured.
     sampled: Option<std::time::Instant>,
+    /// When the state of ended windows was last dropped (EXPIRE AFTER).
+    expired: Option<std::time::Instant>,
     /// (region, seq) of the writes whose rows wait in `instant_rows`; their
     /// inbox entries go with the barrier of the epoch that consumes them.
     pub instant_seqs: Vec<(u64, u64)>,
@@ -272,8 +274,21 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
         // sink must hold exactly that, not rows an earlier state left.
         empty_sink(env, c)?;
     }
+    // EXPIRE AFTER is the watermark: windows (and joined rows) that ended
+    // that long ago take no more rows, and their state goes.
+    if let Some(e) = def.expire_after_s {
+        df.set_watermark(now_ms.saturating_mul(1000).saturating_sub(e.saturating_mul(1_000_000)));
+    }
     let started = std::time::Instant::now();
     let out = df.step(&inputs, &c.planner.ctx)?;
+    if def.expire_after_s.is_some()
+        && st.stream.expired.is_none_or(|t| t.elapsed().as_millis() as u64 >= st.stream.tuning.barrier_interval_ms.max(EXPIRE_EVERY_MS))
+    {
+        // A scan of the expiring state tables: at most about once a second.
+        let n = df.expire()?;
+        st.stream.expired = Some(std::time::Instant::now());
+        tracing::debug!(flow = %def.name, rows = n, "streaming state of ended windows dropped");
+    }
     let epoch_us = started.elapsed().as_micros() as u64;
     // The inbox entries of every instant row this epoch consumed.
     let taken: Vec<(u64, u64)> =
@@ -317,6 +332,10 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     env.catalog.put_flow_progress(&def.name, &st.progress)?;
     Ok(rows)
 }
+
+/// At most how often a streaming flow with EXPIRE AFTER scans its state
+/// for ended windows (or every barrier when barriers are further apart).
+const EXPIRE_EVERY_MS: u64 = 1000;
 
 /// How often a streaming flow measures its state tables' sizes, and below
 /// how many state rows it measures them every epoch (a cheap scan).

@@ -49,6 +49,10 @@ pub struct HashAgg {
     distincts: Vec<Option<StateTable>>,
     /// Per call: its first slot in a value-state row (after keys and count).
     slots: Vec<usize>,
+    /// The group key that is a time window (position, width): rows of a
+    /// window that ended at or before the watermark are late and dropped.
+    window: Option<(usize, i64)>,
+    watermark: std::sync::Arc<std::sync::atomic::AtomicI64>,
     stats: OpStats,
 }
 
@@ -66,21 +70,27 @@ impl HashAgg {
         aggs: Vec<AggCall>,
         columns: Vec<PlanColumn>,
         append_only: bool,
+        window: Option<(usize, i64)>,
         r: &mut Renderer,
     ) -> HashAgg {
         let g = group_by.len();
-        let values = r.table((0..g).collect(), vec![false; g]);
+        // A window group expires (all its tables' rows) once it has ended.
+        let expiring = |t: StateTable| match window {
+            Some((at, width)) => t.expire_by(at, width),
+            None => t,
+        };
+        let values = expiring(r.table((0..g).collect(), vec![false; g]));
         let extremes = aggs
             .iter()
             .map(|a| {
                 (!append_only && matches!(a.func, AggFunc::Min | AggFunc::Max)).then(|| {
                     let mut desc = vec![false; g + 1];
                     desc[g] = a.func == AggFunc::Max;
-                    r.table((0..=g).collect(), desc).uncached()
+                    expiring(r.table((0..=g).collect(), desc).uncached())
                 })
             })
             .collect();
-        let distincts = aggs.iter().map(|a| a.distinct.then(|| r.table((0..=g).collect(), vec![false; g + 1]))).collect();
+        let distincts = aggs.iter().map(|a| a.distinct.then(|| expiring(r.table((0..=g).collect(), vec![false; g + 1])))).collect();
         let mut slots = Vec::new();
         let mut at = g + 1;
         for a in &aggs {
@@ -97,6 +107,8 @@ impl HashAgg {
             extremes,
             distincts,
             slots,
+            window,
+            watermark: r.watermark.clone(),
             stats: OpStats { name: "hash_agg", ..Default::default() },
         }
     }
@@ -203,8 +215,14 @@ impl Operator for HashAgg {
                 args.push(a.args.first().map(|e| e.eval(&ch.batch, ctx)).transpose()?);
                 filters.push(a.filter.as_ref().map(|f| f.eval(&ch.batch, ctx).map(|m| m.as_boolean().clone())).transpose()?);
             }
+            let wm = self.watermark.load(std::sync::atomic::Ordering::Relaxed);
             for (i, &d) in ch.diff.iter().enumerate() {
                 let key: Row = keys.iter().map(|k| value_at(k.as_ref(), i)).collect();
+                if let Some((at, width)) = self.window {
+                    if super::expired(&key[at], width, wm) {
+                        continue;
+                    }
+                }
                 let at = match index.get(&key) {
                     Some(&at) => at,
                     None => {

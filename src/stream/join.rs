@@ -10,7 +10,13 @@
 //! empty; a right (full) join the same for right rows. A semi join emits
 //! the left row (its multiplicity, not one per match) while its key has
 //! right rows, an anti join while it has none (NOT EXISTS: no NULL-aware
-//! NOT IN). Rows whose key has a NULL never match.
+//! NOT IN). Rows whose key has a NULL never match. A condition beyond the
+//! equalities (a residual) filters an inner join's output; an outer, semi
+//! or anti join with one recomputes each touched key's output from both
+//! arrangements before and after the epoch and emits the difference.
+//! When one side is static (a constant relation, fed in the first epoch
+//! only: hop()'s window numbers), the other side's rows are not kept: the
+//! state stays the static side's size however many rows stream through.
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -25,7 +31,21 @@ use crate::exec::plan::{JoinKind, PlanColumn};
 use crate::exec::ExecCtx;
 use crate::types::{value_at, Value};
 
+/// A join input whose rows all arrive in the dataflow's first epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Left,
+    Right,
+}
+
 pub struct Join {
+    /// The static side, when the join can leave the other side's rows
+    /// out of its arrangement (they never meet a later change).
+    static_side: Option<Side>,
+    /// Each side's time index column: its rows at or before the watermark
+    /// are late (dropped) and leave the arrangement.
+    times: (Option<usize>, Option<usize>),
+    watermark: std::sync::Arc<std::sync::atomic::AtomicI64>,
     left: Box<dyn Operator>,
     right: Box<dyn Operator>,
     kind: JoinKind,
@@ -37,6 +57,8 @@ pub struct Join {
     columns: Vec<PlanColumn>,
     larr: StateTable,
     rarr: StateTable,
+    /// The joined row's columns (left then right): what `filter` reads.
+    joined_cols: Vec<PlanColumn>,
     stats: OpStats,
 }
 
@@ -51,15 +73,38 @@ impl Join {
         lcols: Vec<PlanColumn>,
         rcols: Vec<PlanColumn>,
         columns: Vec<PlanColumn>,
+        static_side: Option<Side>,
+        times: (Option<usize>, Option<usize>),
         r: &mut Renderer,
     ) -> Join {
         let k = on.len();
         let (lw, rw) = (lcols.len(), rcols.len());
         // Cached by join key: a lookup reads the key's rows whole.
-        let larr = r.table((0..k + lw).collect(), vec![false; k + lw]).cached_by(k);
-        let rarr = r.table((0..k + rw).collect(), vec![false; k + rw]).cached_by(k);
+        // A side's rows expire with the watermark by their time index.
+        let expiring = |t: StateTable, time: Option<usize>| match time {
+            Some(c) => t.expire_by(k + c, 0),
+            None => t,
+        };
+        let larr = expiring(r.table((0..k + lw).collect(), vec![false; k + lw]).cached_by(k), times.0);
+        let rarr = expiring(r.table((0..k + rw).collect(), vec![false; k + rw]).cached_by(k), times.1);
         let (lkeys, rkeys) = on.into_iter().unzip();
+        let mut joined_cols = lcols;
+        joined_cols.extend(rcols);
+        // Which kinds can skip keeping the other side: those that never pad
+        // the static side's rows (padding counts the other side's rows).
+        let residual = filter.is_some() && kind != JoinKind::Inner;
+        let static_side = static_side.filter(|s| {
+            !residual
+                && match s {
+                    Side::Right => matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti),
+                    Side::Left => matches!(kind, JoinKind::Inner | JoinKind::Right),
+                }
+        });
         Join {
+            times,
+            watermark: r.watermark.clone(),
+            static_side,
+            joined_cols,
             left,
             right,
             kind,
@@ -74,6 +119,17 @@ impl Join {
             stats: OpStats { name: "join", ..Default::default() },
         }
     }
+}
+
+/// The changes whose time (column `time`) is after the watermark.
+fn drop_late(ch: Changes, time: Option<usize>, wm: i64) -> Result<Changes> {
+    let Some(c) = time else { return Ok(ch) };
+    if wm == i64::MIN || ch.is_empty() {
+        return Ok(ch);
+    }
+    let col = ch.batch.column(c).clone();
+    let keep = arrow::array::BooleanArray::from_iter((0..ch.len()).map(|i| Some(!super::expired(&value_at(col.as_ref(), i), 0, wm))));
+    ch.filter(&keep)
 }
 
 /// (key, row, diff) of each change; the key is None when it has a NULL.
@@ -164,11 +220,99 @@ fn total(rows: &[(Row, i64)]) -> i64 {
     rows.iter().map(|(_, n)| n).sum()
 }
 
-impl Operator for Join {
-    fn step(&mut self, inputs: &Inputs, ctx: &ExecCtx) -> Result<Changes> {
-        let dl = self.left.step(inputs, ctx)?;
-        let dr = self.right.step(inputs, ctx)?;
-        self.stats.rows_in += (dl.len() + dr.len()) as u64;
+impl Join {
+    /// The output of one key's rows on both sides under a residual
+    /// condition: pairs where it holds; a left (right) row no pair of
+    /// which holds, NULL-padded for a left (right) join; for semi / anti,
+    /// the left rows with some / no such pair.
+    fn key_output(&self, lefts: &[(Row, i64)], rights: &[(Row, i64)], ctx: &ExecCtx) -> Result<Vec<(Row, i64)>> {
+        let filter = self.filter.as_ref().expect("a residual condition");
+        let pairs: Vec<(Row, i64)> =
+            lefts.iter().flat_map(|(l, nl)| rights.iter().map(move |(r, nr)| (joined(l, r), nl * nr))).collect();
+        let holds: Vec<bool> = if pairs.is_empty() {
+            vec![]
+        } else {
+            let ch = Changes::from_rows(&self.joined_cols, pairs.clone())?;
+            let m = filter.eval(&ch.batch, ctx)?;
+            let m = m.as_boolean();
+            (0..m.len()).map(|i| arrow::array::Array::is_valid(m, i) && m.value(i)).collect()
+        };
+        let nr = rights.len();
+        let lmatch: Vec<bool> = (0..lefts.len()).map(|i| (0..nr).any(|j| holds[i * nr + j])).collect();
+        let rmatch: Vec<bool> = (0..nr).map(|j| (0..lefts.len()).any(|i| holds[i * nr + j])).collect();
+        let (lpad, rpad) = (vec![Value::Null; self.lwidth], vec![Value::Null; self.rwidth]);
+        let mut out = Vec::new();
+        match self.kind {
+            JoinKind::Semi | JoinKind::Anti => {
+                let want = self.kind == JoinKind::Semi;
+                out.extend(lefts.iter().zip(&lmatch).filter(|(_, m)| **m == want).map(|((l, n), _)| (l.clone(), *n)));
+            }
+            kind => {
+                out.extend(pairs.into_iter().zip(&holds).filter(|(_, h)| **h).map(|(p, _)| p));
+                if matches!(kind, JoinKind::Left | JoinKind::Full) {
+                    out.extend(lefts.iter().zip(&lmatch).filter(|(_, m)| !**m).map(|((l, n), _)| (joined(l, &rpad), *n)));
+                }
+                if matches!(kind, JoinKind::Right | JoinKind::Full) {
+                    out.extend(rights.iter().zip(&rmatch).filter(|(_, m)| !**m).map(|((r, n), _)| (joined(&lpad, r), *n)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// An outer, semi or anti join with a residual condition: each key
+    /// the epoch touches is joined whole before and after its changes,
+    /// and the difference is the output (the condition decides per pair
+    /// whether a row is matched, so padding cannot follow counts alone).
+    fn step_residual(&mut self, dl: Changes, dr: Changes, ctx: &ExecCtx) -> Result<Changes> {
+        let (lpad, rpad) = (vec![Value::Null; self.lwidth], vec![Value::Null; self.rwidth]);
+        let mut out: Vec<(Row, i64)> = Vec::new();
+        let (lgroups, lnulls) = by_key(keyed(&dl, &self.lkeys, ctx)?);
+        let (rgroups, rnulls) = by_key(keyed(&dr, &self.rkeys, ctx)?);
+        for (l, d) in lnulls {
+            match self.kind {
+                JoinKind::Left | JoinKind::Full => out.push((joined(&l, &rpad), d)),
+                JoinKind::Anti => out.push((l, d)),
+                _ => {}
+            }
+        }
+        if matches!(self.kind, JoinKind::Right | JoinKind::Full) {
+            out.extend(rnulls.into_iter().map(|(r, d)| (joined(&lpad, &r), d)));
+        }
+        let mut keys: Vec<(Row, Vec<(Row, i64)>, Vec<(Row, i64)>)> = Vec::new();
+        let mut at: HashMap<Row, usize> = HashMap::new();
+        for (key, ch) in lgroups {
+            at.insert(key.clone(), keys.len());
+            keys.push((key, ch, vec![]));
+        }
+        for (key, ch) in rgroups {
+            match at.get(&key) {
+                Some(&i) => keys[i].2 = ch,
+                None => keys.push((key, vec![], ch)),
+            }
+        }
+        for (key, lch, rch) in keys {
+            let before = self.key_output(&lookup(&self.larr, &key, self.lwidth)?, &lookup(&self.rarr, &key, self.rwidth)?, ctx)?;
+            for (l, d) in lch {
+                update(&mut self.larr, &key, &l, d)?;
+            }
+            for (r, d) in rch {
+                update(&mut self.rarr, &key, &r, d)?;
+            }
+            let after = self.key_output(&lookup(&self.larr, &key, self.lwidth)?, &lookup(&self.rarr, &key, self.rwidth)?, ctx)?;
+            out.extend(before.into_iter().map(|(r, d)| (r, -d)));
+            out.extend(after);
+        }
+        let ch = Changes::from_rows(&self.columns, super::consolidate(out))?;
+        self.stats.rows_out += ch.len() as u64;
+        Ok(ch)
+    }
+}
+
+impl Join {
+    /// Δleft against the right arrangement as it is; `store`: keep the
+    /// left rows in the left arrangement.
+    fn left_block(&mut self, dl: &Changes, out: &mut Vec<(Row, i64)>, ctx: &ExecCtx, store: bool) -> Result<()> {
         let (lpad, rpad) = (vec![Value::Null; self.lwidth], vec![Value::Null; self.rwidth]);
         // (l, NULL) while a key has no right rows; (NULL, r) while it has
         // no left rows; semi / anti: the left row alone while the key has
@@ -177,9 +321,8 @@ impl Operator for Join {
         let pad_r = matches!(self.kind, JoinKind::Right | JoinKind::Full);
         let (semi, anti) = (self.kind == JoinKind::Semi, self.kind == JoinKind::Anti);
         let pairs = !(semi || anti);
-        let mut out: Vec<(Row, i64)> = Vec::new();
         // Δleft against the right side as it was.
-        let (groups, nulls) = by_key(keyed(&dl, &self.lkeys, ctx)?);
+        let (groups, nulls) = by_key(keyed(dl, &self.lkeys, ctx)?);
         for (l, d) in nulls {
             if pad_l {
                 out.push((joined(&l, &rpad), d));
@@ -204,7 +347,9 @@ impl Operator for Join {
                 if (!has_right && anti) || (has_right && semi) {
                     out.push((l.clone(), d));
                 }
-                update(&mut self.larr, &key, &l, d)?;
+                if store {
+                    update(&mut self.larr, &key, &l, d)?;
+                }
                 lafter += d;
             }
             if pad_r && has_right && (lbefore == 0) != (lafter == 0) {
@@ -216,8 +361,22 @@ impl Operator for Join {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Δright against the left arrangement as it is; `store`: keep the
+    /// right rows in the right arrangement.
+    fn right_block(&mut self, dr: &Changes, out: &mut Vec<(Row, i64)>, ctx: &ExecCtx, store: bool) -> Result<()> {
+        let (lpad, rpad) = (vec![Value::Null; self.lwidth], vec![Value::Null; self.rwidth]);
+        // (l, NULL) while a key has no right rows; (NULL, r) while it has
+        // no left rows; semi / anti: the left row alone while the key has
+        // some / no right rows.
+        let pad_l = matches!(self.kind, JoinKind::Left | JoinKind::Full);
+        let pad_r = matches!(self.kind, JoinKind::Right | JoinKind::Full);
+        let (semi, anti) = (self.kind == JoinKind::Semi, self.kind == JoinKind::Anti);
+        let pairs = !(semi || anti);
         // Δright against the left side as it is now.
-        let (groups, nulls) = by_key(keyed(&dr, &self.rkeys, ctx)?);
+        let (groups, nulls) = by_key(keyed(dr, &self.rkeys, ctx)?);
         if pad_r {
             out.extend(nulls.into_iter().map(|(r, d)| (joined(&lpad, &r), d)));
         }
@@ -235,7 +394,9 @@ impl Operator for Join {
                 if !has_left && pad_r {
                     out.push((joined(&lpad, &r), d));
                 }
-                update(&mut self.rarr, &key, &r, d)?;
+                if store {
+                    update(&mut self.rarr, &key, &r, d)?;
+                }
                 after += d;
             }
             if (before == 0) != (after == 0) {
@@ -251,6 +412,37 @@ impl Operator for Join {
                         out.push((l.clone(), -sign * n));
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Operator for Join {
+    fn step(&mut self, inputs: &Inputs, ctx: &ExecCtx) -> Result<Changes> {
+        let wm = self.watermark.load(std::sync::atomic::Ordering::Relaxed);
+        let dl = drop_late(self.left.step(inputs, ctx)?, self.times.0, wm)?;
+        let dr = drop_late(self.right.step(inputs, ctx)?, self.times.1, wm)?;
+        self.stats.rows_in += (dl.len() + dr.len()) as u64;
+        if self.filter.is_some() && self.kind != JoinKind::Inner {
+            return self.step_residual(dl, dr, ctx);
+        }
+        let mut out: Vec<(Row, i64)> = Vec::new();
+        match self.static_side {
+            // A side fed only in the first epoch (VALUES, generate_series:
+            // hop()'s window numbers): its changes go first, and the other
+            // side's rows are joined with it without being kept.
+            Some(Side::Right) => {
+                self.right_block(&dr, &mut out, ctx, true)?;
+                self.left_block(&dl, &mut out, ctx, false)?;
+            }
+            Some(Side::Left) => {
+                self.left_block(&dl, &mut out, ctx, true)?;
+                self.right_block(&dr, &mut out, ctx, false)?;
+            }
+            None => {
+                self.left_block(&dl, &mut out, ctx, true)?;
+                self.right_block(&dr, &mut out, ctx, true)?;
             }
         }
         let mut ch = Changes::from_rows(&self.columns, out)?;

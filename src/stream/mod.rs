@@ -6,7 +6,8 @@
 //! into a tree of [`Operator`]s: `map` (sources, filter, project, union,
 //! constants), `hash_agg` (aggregation with retractions), `join` (inner,
 //! outer, semi and anti equi-joins over arrangements on both sides),
-//! `distinct`. One
+//! `distinct`, `top_n` (ORDER BY … LIMIT, row_number() per partition
+//! bounded by a constant). One
 //! [`Dataflow::step`] consumes an epoch's source changes and returns the
 //! output changes; [`Dataflow::commit`] is the barrier: every operator's
 //! state, the source positions and the epoch's output (the sink outbox)
@@ -19,9 +20,12 @@ pub mod distinct;
 pub mod hash_agg;
 pub mod join;
 pub mod map;
+pub mod not_in;
 pub mod state_table;
+pub mod top_n;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
@@ -161,21 +165,31 @@ pub struct Dataflow {
     /// State rows written, epochs committed and the last barrier's time.
     pub commits: u64,
     pub last_commit_us: u64,
+    watermark: Arc<AtomicI64>,
+    /// State rows dropped by [`Dataflow::expire`] so far.
+    pub expired_rows: u64,
 }
 
 /// Why a plan cannot run in streaming mode, if it cannot.
 pub fn unsupported(plan: &LogicalPlan) -> Option<String> {
+    let conj = not_in_conjuncts(plan);
+    if let Some((x, sub, rest)) = not_in::split(&conj) {
+        if x.has_subquery() || rest.iter().any(|e| e.has_subquery()) {
+            return Some("subqueries".into());
+        }
+        return unsupported(sub).or_else(|| plan.inputs().into_iter().find_map(unsupported));
+    }
     if plan.own_exprs().iter().any(|e| e.has_subquery()) {
         return Some("subqueries".into());
     }
+    if let Some(s) = top_n::spec(plan) {
+        return unsupported(s.input);
+    }
     let what = match plan {
-        LogicalPlan::Join { kind: JoinKind::Inner, .. } => None,
-        LogicalPlan::Join { filter: None, .. } => None,
-        LogicalPlan::Join { .. } => Some("outer, semi and anti joins with conditions other than equalities"),
+        LogicalPlan::Join { .. } => None,
         LogicalPlan::SetOp { kind: SetOpKind::Union, .. } => None,
         LogicalPlan::SetOp { .. } => Some("INTERSECT and EXCEPT"),
-        LogicalPlan::Sort { fetch: Some(_), .. } | LogicalPlan::Limit { .. } => Some("LIMIT (top-n)"),
-        LogicalPlan::Window { .. } => Some("window functions"),
+        LogicalPlan::Window { .. } => Some("window functions other than row_number() bounded by a constant (top-n)"),
         LogicalPlan::ProjectSet { .. } => Some("set-returning functions"),
         LogicalPlan::DistinctOn { .. } => Some("DISTINCT ON"),
         LogicalPlan::RecursiveUnion { .. } => Some("WITH RECURSIVE"),
@@ -188,6 +202,59 @@ pub fn unsupported(plan: &LogicalPlan) -> Option<String> {
     plan.inputs().into_iter().find_map(unsupported)
 }
 
+/// The group key that is a time window over a source's time index, if
+/// one is: (its position, the window's width in microseconds).
+fn group_window(input: &LogicalPlan, group_by: &[crate::exec::expr::Expr]) -> Option<(usize, i64)> {
+    use crate::planner::analysis::{hop_window, source_columns, time_window, WindowWidth};
+    let inputs = source_columns(input);
+    group_by.iter().enumerate().find_map(|(i, e)| {
+        if let Some(w) = time_window(e, &inputs) {
+            return match w.width {
+                WindowWidth::Micros(us) => Some((i, us)),
+                WindowWidth::Months(_) => None,
+            };
+        }
+        hop_window(e, &inputs).map(|h| (i, h.size))
+    })
+}
+
+/// A column of `plan` holding a source's time index (a timestamp).
+fn time_column(plan: &LogicalPlan) -> Option<usize> {
+    use crate::planner::analysis::{source_columns, ColumnRole};
+    let cols = plan.columns();
+    source_columns(plan).iter().enumerate().find_map(|(i, c)| {
+        (matches!(c, Some(c) if c.role == ColumnRole::TimeIndex) && cols.get(i).is_some_and(|c| c.ty.is_timestamp())).then_some(i)
+    })
+}
+
+/// Whether a timestamp (a window's start plus its width) is at or below
+/// the watermark: its window has ended.
+pub(crate) fn expired(v: &Value, width: i64, watermark: i64) -> bool {
+    watermark != i64::MIN && matches!(v, Value::Timestamp(t) if t.saturating_add(width) <= watermark)
+}
+
+/// Whether `plan` reads a table (else its rows are constant: the
+/// dataflow's first epoch feeds them all).
+fn reads_tables(plan: &LogicalPlan) -> bool {
+    matches!(plan, LogicalPlan::Scan(_)) || plan.own_exprs().iter().any(|e| e.has_subquery()) || plan.inputs().into_iter().any(reads_tables)
+}
+
+/// The conjuncts of a Filter's predicate or a Scan's filters (where an
+/// `x NOT IN (q)` may sit).
+fn not_in_conjuncts(plan: &LogicalPlan) -> Vec<crate::exec::expr::Expr> {
+    let mut conj = Vec::new();
+    match plan {
+        LogicalPlan::Filter { predicate, .. } => crate::planner::rewrite::conjuncts(predicate.clone(), &mut conj),
+        LogicalPlan::Scan(s) => {
+            for f in &s.filters {
+                crate::planner::rewrite::conjuncts(f.clone(), &mut conj);
+            }
+        }
+        _ => {}
+    }
+    conj
+}
+
 /// Renders plan nodes, numbering state tables in a fixed order (so a
 /// restart finds its tables again).
 pub struct Renderer<'a> {
@@ -197,6 +264,9 @@ pub struct Renderer<'a> {
     instant: &'a dyn Fn(u32) -> bool,
     ctx: &'a ExecCtx,
     first_epoch: bool,
+    /// The dataflow's watermark (microseconds; i64::MIN: none): state and
+    /// input rows of windows that ended at or before it are dropped.
+    pub watermark: Arc<AtomicI64>,
 }
 
 impl Renderer<'_> {
@@ -209,6 +279,57 @@ impl Renderer<'_> {
     pub fn render(&mut self, plan: &LogicalPlan) -> Result<(Box<dyn Operator>, bool)> {
         if let Some(what) = unsupported(plan) {
             bail!(FeatureNotSupported, "streaming flows do not support {what} yet");
+        }
+        let conj = not_in_conjuncts(plan);
+        if let Some((x, sub, rest)) = not_in::split(&conj) {
+            // The rows before the NOT IN: the Filter's input, or the Scan
+            // with its other filters and all the table's columns.
+            let (left, cols, projection) = match plan {
+                LogicalPlan::Filter { input, .. } => (self.render(input)?.0, input.columns().to_vec(), None),
+                LogicalPlan::Scan(s) => {
+                    let mut whole = s.clone();
+                    whole.filters = vec![];
+                    whole.projection = None;
+                    whole.columns = s.table_columns();
+                    let exprs: Option<Vec<crate::exec::expr::Expr>> = s
+                        .projection
+                        .as_ref()
+                        .map(|p| p.iter().map(|&i| crate::exec::expr::Expr::Column { index: i, ty: whole.columns[i].ty }).collect());
+                    let cols = whole.columns.clone();
+                    (Box::new(map::Source::new(&whole)) as Box<dyn Operator>, cols, exprs)
+                }
+                _ => unreachable!("not_in_conjuncts reads filters and scans only"),
+            };
+            let (right, _) = self.render(sub)?;
+            let mut op: Box<dyn Operator> = Box::new(not_in::NotIn::new(left, right, x, cols, self));
+            if let Some(predicate) = crate::planner::rewrite::and_all(rest) {
+                op = Box::new(map::Filter { input: op, predicate, stats: OpStats { name: "filter", ..Default::default() } });
+            }
+            if let Some(exprs) = projection {
+                op = Box::new(map::Project { input: op, exprs, columns: plan.columns().to_vec(), stats: OpStats { name: "project", ..Default::default() } });
+            }
+            return Ok((op, false));
+        }
+        if let Some(s) = top_n::spec(plan) {
+            let (i, append_only) = self.render(s.input)?;
+            let mut op: Box<dyn Operator> = Box::new(top_n::TopN::new(
+                i,
+                s.input.columns(),
+                s.partition.clone(),
+                s.order.clone(),
+                s.offset,
+                s.limit,
+                s.numbered,
+                append_only,
+                self,
+            ));
+            if let Some((exprs, columns)) = s.project {
+                op = Box::new(map::Project { input: op, exprs, columns, stats: OpStats { name: "project", ..Default::default() } });
+            }
+            if let Some(predicate) = s.rest {
+                op = Box::new(map::Filter { input: op, predicate, stats: OpStats { name: "filter", ..Default::default() } });
+            }
+            return Ok((op, false));
         }
         Ok(match plan {
             LogicalPlan::Scan(s) => (Box::new(map::Source::new(s)), (self.instant)(s.table.id)),
@@ -255,11 +376,19 @@ impl Renderer<'_> {
             }
             LogicalPlan::Aggregate { input, group_by, aggs, columns } => {
                 let (i, append_only) = self.render(input)?;
-                (Box::new(hash_agg::HashAgg::new(i, group_by.clone(), aggs.clone(), columns.clone(), append_only, self)), false)
+                let window = group_window(input, group_by);
+                (Box::new(hash_agg::HashAgg::new(i, group_by.clone(), aggs.clone(), columns.clone(), append_only, window, self)), false)
             }
             LogicalPlan::Join { left, right, kind, on, filter, columns } => {
                 let (l, a) = self.render(left)?;
                 let (r, b) = self.render(right)?;
+                let static_side = if !reads_tables(right) {
+                    Some(join::Side::Right)
+                } else if !reads_tables(left) {
+                    Some(join::Side::Left)
+                } else {
+                    None
+                };
                 let j = join::Join::new(
                     l,
                     r,
@@ -269,6 +398,8 @@ impl Renderer<'_> {
                     left.columns().to_vec(),
                     right.columns().to_vec(),
                     columns.clone(),
+                    static_side,
+                    (time_column(left), time_column(right)),
                     self,
                 );
                 (Box::new(j), a && b && *kind == JoinKind::Inner)
@@ -290,11 +421,36 @@ impl Dataflow {
     ) -> Result<Dataflow> {
         let store = StateStore::open_cached(kv, cache, name)?;
         let first_epoch = store.epoch() == 0;
+        let watermark = Arc::new(AtomicI64::new(i64::MIN));
         let root = {
-            let mut r = Renderer { store: &store, next_table: 0, instant, ctx, first_epoch };
+            let mut r = Renderer { store: &store, next_table: 0, instant, ctx, first_epoch, watermark: watermark.clone() };
             r.render(plan)?.0
         };
-        Ok(Dataflow { store, root, columns: plan.columns().to_vec(), commits: 0, last_commit_us: 0 })
+        Ok(Dataflow { store, root, columns: plan.columns().to_vec(), commits: 0, last_commit_us: 0, watermark, expired_rows: 0 })
+    }
+
+    /// Set the watermark (microseconds): from the next step, input rows
+    /// of windows that ended at or before it are late and dropped.
+    pub fn set_watermark(&self, us: i64) {
+        self.watermark.store(us, Ordering::Relaxed);
+    }
+
+    /// Drop the state rows of windows that ended at or before the
+    /// watermark (with the next barrier): a scan of every state table
+    /// that expires. Returns the rows dropped.
+    pub fn expire(&mut self) -> Result<u64> {
+        let wm = self.watermark.load(Ordering::Relaxed);
+        if wm == i64::MIN {
+            return Ok(0);
+        }
+        let mut tables = Vec::new();
+        self.root.tables(&mut tables);
+        let mut n = 0;
+        for t in tables {
+            n += t.expire(wm)?;
+        }
+        self.expired_rows += n;
+        Ok(n)
     }
 
     /// The last committed epoch (0: none).

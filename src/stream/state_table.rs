@@ -42,6 +42,12 @@ pub trait StateKv: Send + Sync {
     /// Pairs with `lo <= key < hi` (no upper bound when `hi` is None), in
     /// key order.
     fn scan(&self, lo: &[u8], hi: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
+    /// The first `limit` pairs of [`StateKv::scan`] (the head of a range).
+    fn scan_head(&self, lo: &[u8], hi: Option<&[u8]>, limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut v = self.scan(lo, hi)?;
+        v.truncate(limit);
+        Ok(v)
+    }
     /// Apply all puts (`Some`) and deletes (`None`) atomically and durably.
     fn apply(&self, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<()>;
 }
@@ -64,12 +70,15 @@ impl StateKv for SledStateKv {
         Ok(self.db.get(key)?.map(|v| v.to_vec()))
     }
     fn scan(&self, lo: &[u8], hi: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.scan_head(lo, hi, usize::MAX)
+    }
+    fn scan_head(&self, lo: &[u8], hi: Option<&[u8]>, limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let iter = match hi {
             Some(hi) => self.db.range(lo.to_vec()..hi.to_vec()),
             None => self.db.range(lo.to_vec()..),
         };
         let mut out = Vec::new();
-        for kv in iter {
+        for kv in iter.take(limit) {
             let (k, v) = kv?;
             out.push((k.to_vec(), v.to_vec()));
         }
@@ -523,6 +532,7 @@ impl StateStore {
             hits: Default::default(),
             misses: Default::default(),
             sampled: (0, 0),
+            expiry: None,
         }
     }
 
@@ -604,6 +614,13 @@ impl StateStore {
     }
 }
 
+fn mem_bound(hi: &Option<Vec<u8>>) -> Bound<&Vec<u8>> {
+    match hi {
+        Some(h) => Bound::Excluded(h),
+        None => Bound::Unbounded,
+    }
+}
+
 /// A relational table of operator state: rows keyed by their pk columns.
 pub struct StateTable {
     kv: Arc<dyn StateKv>,
@@ -623,6 +640,9 @@ pub struct StateTable {
     misses: std::cell::Cell<u64>,
     /// Committed rows and bytes as of the last [`StateTable::sample_size`].
     sampled: (u64, u64),
+    /// (key column holding a timestamp, width): a row expires once that
+    /// timestamp plus the width is at or below the watermark.
+    expiry: Option<(usize, i64)>,
 }
 
 impl StateTable {
@@ -632,6 +652,27 @@ impl StateTable {
         assert!(cols <= self.pk.len(), "a cache group is a prefix of the key");
         self.group = Some(cols);
         self
+    }
+
+    /// Let rows expire by key column `col` (a timestamp: a window's start
+    /// with the window's `width`, or a row's time with 0).
+    pub fn expire_by(mut self, col: usize, width: i64) -> StateTable {
+        self.expiry = Some((col, width));
+        self
+    }
+
+    /// Delete the rows that expired at `watermark` (microseconds): a scan
+    /// of the table. Returns how many went.
+    pub fn expire(&mut self, watermark: i64) -> Result<u64> {
+        let Some((col, width)) = self.expiry else { return Ok(0) };
+        let mut n = 0;
+        for r in self.scan(&[], (Bound::Unbounded, Bound::Unbounded), None)? {
+            if matches!(r.get(self.pk[col]), Some(Value::Timestamp(t)) if t.saturating_add(width) <= watermark) {
+                self.delete_row(&r);
+                n += 1;
+            }
+        }
+        Ok(n)
     }
 
     /// Read this table from the store only (a table read by the head of a
@@ -770,13 +811,17 @@ impl StateTable {
             }
         } else {
             self.counted::<()>(None);
-            self.kv.scan(&lo, hi.as_deref())?
+            if limit == usize::MAX {
+                self.kv.scan(&lo, hi.as_deref())?
+            } else {
+                // Only the head: each write of this epoch in the range may
+                // hide one stored row.
+                let shadowed = self.mem.range::<Vec<u8>, _>((Bound::Included(&lo), mem_bound(&hi))).count();
+                self.kv.scan_head(&lo, hi.as_deref(), limit.saturating_add(shadowed))?
+            }
         };
         let mut out = Vec::new();
-        let mem_hi = match &hi {
-            Some(h) => Bound::Excluded(h.clone()),
-            None => Bound::Unbounded,
-        };
+        let mem_hi = mem_bound(&hi).map(|h| h.clone());
         let mut mem = self.mem.range((Bound::Included(lo.clone()), mem_hi)).peekable();
         let mut stored = stored.into_iter().peekable();
         while out.len() < limit {
