@@ -78,6 +78,12 @@ pub enum ErrorKind {
     /// Nesting too deep to evaluate (54001, `stack depth limit exceeded`).
     StackDepthExceeded,
     BadCopyFileFormat,
+    /// 22P03: a binary (`*_recv`) value with bytes left over.
+    InvalidBinaryRepresentation,
+    /// 08P01: a binary value cut short ("insufficient data left in message").
+    ProtocolViolation,
+    /// 22021: bytes that are not UTF-8.
+    CharacterNotInRepertoire,
     Storage,
     Corrupt,
     /// Incremental read below the region's readable sequence (seed 001).
@@ -161,6 +167,9 @@ impl ErrorKind {
             OutOfMemory => "53200",
             StackDepthExceeded => "54001",
             BadCopyFileFormat => "22P04",
+            InvalidBinaryRepresentation => "22P03",
+            ProtocolViolation => "08P01",
+            CharacterNotInRepertoire => "22021",
             Storage => "58030",
             Corrupt => "XX001",
             IncrementalQueryStale => "WR001",

@@ -248,3 +248,115 @@ fn tls_required_and_offered() {
     let (ok, out) = psql(&plain.addr, "weir_test", "", "sslmode=prefer", q).unwrap();
     assert!(ok && out.trim() == "falsenonefalse", "{out}");
 }
+
+/// No password or verifier (or a piece of one: salt, StoredKey, ServerKey)
+/// appears in the server's whole log at its most verbose level (WEIR_LOG=
+/// trace), in any system table a non-superuser can read, in any error
+/// message, or in pg_stat_activity; pg_authid is for superusers only.
+/// Covers CREATE / ALTER ROLE … PASSWORD (accepted and refused), a
+/// statement with a password that does not parse, and failed logins with
+/// the scram-sha-256 and password (cleartext) methods.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_password_or_verifier_leaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let hba_path = dir.path().join("pg_hba.conf");
+    std::fs::write(&hba_path, "host all plain_user 127.0.0.1/32 password\nhost all all 127.0.0.1/32 scram-sha-256\n").unwrap();
+    let s = TestServer::spawn_with(
+        &dir.path().join("data"),
+        &[("WEIR_SUPERUSER_PASSWORD", SUPER_PW), ("WEIR_LOG", "trace")],
+        &["--hba-file", hba_path.to_str().unwrap()],
+    )
+    .unwrap();
+    let su = try_connect(&cfg(&s, "weir_test", Some(SUPER_PW))).await.unwrap();
+    let secrets = ["leak-pw-one", "leak-pw-two", "leak-pw-dup", "leak-pw-parse", "leak-pw-ghost", "leak-pw-wrong", "leak-pw-plain"];
+    su.batch_execute("CREATE USER leaky PASSWORD 'leak-pw-one'; CREATE USER plain_user PASSWORD 'leak-pw-plain'").await.unwrap();
+    su.batch_execute("ALTER USER leaky WITH PASSWORD 'leak-pw-two'").await.unwrap();
+    let mut errors = Vec::new();
+    for sql in [
+        "CREATE USER leaky PASSWORD 'leak-pw-dup'",
+        "CREATE USER broken PASSWORD 'leak-pw-parse' NOT_AN_OPTION",
+        "ALTER ROLE ghost PASSWORD 'leak-pw-ghost'",
+    ] {
+        let e = su.batch_execute(sql).await.expect_err(sql);
+        let db = e.as_db_error().expect("a server error");
+        errors.push(format!("{} {:?} {:?} {:?}", db.message(), db.detail(), db.hint(), db.position()));
+    }
+    // Failed logins: a wrong SCRAM password, a wrong cleartext one.
+    errors.push(try_connect(&cfg(&s, "leaky", Some("leak-pw-wrong"))).await.err().unwrap().1);
+    errors.push(try_connect(&cfg(&s, "plain_user", Some("leak-pw-wrong"))).await.err().unwrap().1);
+    let leaky = try_connect(&cfg(&s, "leaky", Some("leak-pw-two"))).await.unwrap();
+    try_connect(&cfg(&s, "plain_user", Some("leak-pw-plain"))).await.unwrap();
+
+    // The verifiers, as a superuser sees them in pg_authid.
+    let verifiers: Vec<String> = su
+        .query("SELECT rolpassword FROM pg_authid WHERE rolname IN ('leaky', 'plain_user', 'weir_test')", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(verifiers.len(), 3);
+    let mut needles: Vec<String> = secrets.iter().map(|s| s.to_string()).collect();
+    needles.push(SUPER_PW.into());
+    for v in &verifiers {
+        assert!(v.starts_with("SCRAM-SHA-256$4096:"), "{v}");
+        // The verifier and each base64 piece of it (salt, keys).
+        needles.push(v.clone());
+        needles.extend(v.split(['$', ':']).filter(|p| p.len() >= 16).map(str::to_string));
+    }
+    let leaked = |what: &str, text: &str| {
+        for n in &needles {
+            assert!(!text.contains(n.as_str()), "{what} shows {n}:\n{text}");
+        }
+    };
+    for e in &errors {
+        leaked("an error", e);
+    }
+    // A non-superuser: pg_authid is refused; every other role and user view
+    // and the activity view hide passwords.
+    let e = leaky.query("SELECT rolpassword FROM pg_authid", &[]).await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "42501");
+    for c in [&leaky, &su] {
+        for sql in [
+            "SELECT coalesce(rolpassword, '') FROM pg_roles",
+            "SELECT coalesce(passwd, '') FROM pg_user",
+            "SELECT coalesce(query, '') FROM pg_stat_activity",
+            "SELECT coalesce(rolname, '') FROM pg_roles",
+        ] {
+            let rows: Vec<String> = c.query(sql, &[]).await.unwrap().iter().map(|r| r.get::<_, String>(0)).collect();
+            leaked(sql, &rows.join("\n"));
+        }
+    }
+    drop((leaky, su));
+    // The whole log, not its tail.
+    let mut log = String::new();
+    for name in ["stdout.log", "stderr.log"] {
+        log.push_str(&s.log_file(name));
+    }
+    assert!(log.lines().count() > 5, "a trace-level log: {log}");
+    leaked("the log", &log);
+}
+
+/// The first start takes the superuser's password from the file named by
+/// `superuser_password_file` (its trailing newline dropped), ahead of the
+/// environment variable; only the verifier is stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn superuser_password_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let pw_file = dir.path().join("su.pw");
+    std::fs::write(&pw_file, "From-a-file-pw\n").unwrap();
+    let conf = dir.path().join("weir.toml");
+    std::fs::write(&conf, format!("superuser_password_file = {:?}\n", pw_file.display().to_string())).unwrap();
+    let hba = dir.path().join("pg_hba.conf");
+    std::fs::write(&hba, "host all all 127.0.0.1/32 scram-sha-256\n").unwrap();
+    let s = TestServer::spawn_with(
+        &dir.path().join("data"),
+        &[("WEIR_SUPERUSER_PASSWORD", "env-pw-ignored")],
+        &["--config", conf.to_str().unwrap(), "--hba-file", hba.to_str().unwrap()],
+    )
+    .unwrap();
+    assert_eq!(try_connect(&cfg(&s, "weir_test", Some("env-pw-ignored"))).await.err().unwrap().0, "28P01");
+    let c = try_connect(&cfg(&s, "weir_test", Some("From-a-file-pw"))).await.unwrap();
+    let v: String = c.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = 'weir_test'", &[]).await.unwrap().get(0);
+    assert!(v.starts_with("SCRAM-SHA-256$4096:") && !v.contains("From-a-file"), "{v}");
+}

@@ -326,3 +326,150 @@ async fn copy_binary_format() {
     assert_eq!(common::format_error(&e).1.as_deref(), Some("22P04"), "{e}");
     assert_eq!(count(&c, "SELECT count(*) FROM cpb").await, 1000);
 }
+
+/// A binary COPY payload: header, the records (each a list of fields,
+/// None for NULL) and the trailer, as PostgreSQL's format has it.
+fn binary_payload(records: &[Vec<Option<&[u8]>>]) -> bytes::Bytes {
+    let mut data = b"PGCOPY\n\xff\r\n\0".to_vec();
+    data.extend(0i32.to_be_bytes());
+    data.extend(0i32.to_be_bytes());
+    for r in records {
+        data.extend((r.len() as i16).to_be_bytes());
+        for f in r {
+            match f {
+                Some(b) => {
+                    data.extend((b.len() as i32).to_be_bytes());
+                    data.extend(*b);
+                }
+                None => data.extend((-1i32).to_be_bytes()),
+            }
+        }
+    }
+    data.extend((-1i16).to_be_bytes());
+    bytes::Bytes::from(data)
+}
+
+/// COPY TO STDOUT (FORMAT binary) as tokio-postgres's BinaryCopyOutStream
+/// (psycopg's `read_row`, pgx) reads it: every scalar type, NULLs, an array,
+/// a query source; the bytes are PostgreSQL 15's for the same rows. A
+/// malformed binary field is PostgreSQL's error: bytes left over 22P03,
+/// too few 08P01, text that is not UTF-8 22021; in a Bind 22P03 names the
+/// parameter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_binary_out_and_malformed_fields() {
+    use tokio_postgres::binary_copy::BinaryCopyOutStream;
+    use tokio_postgres::types::Type;
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::spawn(dir.path()).unwrap();
+    let c = server.connect(None).await.unwrap();
+    c.batch_execute(
+        "CREATE TABLE cpo (host TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, n BIGINT, i INT, s SMALLINT, f REAL, ok BOOLEAN, \
+         d DATE, a INT[], PRIMARY KEY (host));
+         INSERT INTO cpo VALUES ('a', '2024-01-01 00:00:01', 1.5, NULL, -7, 3, 0.25, true, '2024-01-04', '{1,NULL,3}'),
+                                ('b', '2024-01-01 00:00:02', NULL, 9000000000, 7, -3, NULL, false, NULL, NULL)",
+    )
+    .await
+    .unwrap();
+    let types = [
+        Type::TEXT,
+        Type::TIMESTAMP,
+        Type::FLOAT8,
+        Type::INT8,
+        Type::INT4,
+        Type::INT2,
+        Type::FLOAT4,
+        Type::BOOL,
+        Type::DATE,
+        Type::INT4_ARRAY,
+    ];
+    let out = c.copy_out("COPY (SELECT * FROM cpo ORDER BY host) TO STDOUT (FORMAT binary)").await.unwrap();
+    let rows = BinaryCopyOutStream::new(out, &types);
+    futures::pin_mut!(rows);
+    let mut got = Vec::new();
+    while let Some(r) = futures::StreamExt::next(&mut rows).await {
+        let r = r.unwrap();
+        got.push((
+            r.get::<String>(0),
+            r.get::<std::time::SystemTime>(1),
+            r.get::<Option<f64>>(2),
+            r.get::<Option<i64>>(3),
+            r.get::<i32>(4),
+            r.get::<i16>(5),
+            r.get::<Option<f32>>(6),
+            r.get::<bool>(7),
+            r.get::<Option<Vec<Option<i32>>>>(9),
+        ));
+    }
+    let ts = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_704_067_200 + s);
+    assert_eq!(
+        got,
+        [
+            ("a".into(), ts(1), Some(1.5), None, -7, 3, Some(0.25), true, Some(vec![Some(1), None, Some(3)])),
+            ("b".into(), ts(2), None, Some(9_000_000_000), 7, -3, None, false, None),
+        ]
+    );
+    // The exact bytes, as PostgreSQL 15 sends them for (1, 'a'), (NULL, 'b').
+    let out = c.copy_out("COPY (SELECT * FROM (VALUES (1::int4, 'a'::text), (NULL::int4, 'b'::text)) v (i, t)) TO STDOUT BINARY").await;
+    let mut bytes = Vec::new();
+    let out = out.unwrap();
+    futures::pin_mut!(out);
+    while let Some(chunk) = futures::StreamExt::next(&mut out).await {
+        bytes.extend_from_slice(&chunk.unwrap());
+    }
+    let pg = "5047434f50590aff0d0a0000000000000000000002000000040000000100000001610002ffffffff0000000162ffff";
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, pg);
+    // No rows: the header and the trailer, in one message as PostgreSQL sends them.
+    let out = c.copy_out("COPY (SELECT * FROM cpo WHERE host = 'none') TO STDOUT (FORMAT binary)").await.unwrap();
+    let rows = BinaryCopyOutStream::new(out, &types);
+    futures::pin_mut!(rows);
+    assert!(futures::StreamExt::next(&mut rows).await.is_none());
+    // Binary with text options is refused, as PostgreSQL does.
+    let e = c.batch_execute("COPY cpo TO STDOUT (FORMAT binary, HEADER true)").await.unwrap_err();
+    assert_eq!(common::format_error(&e).1.as_deref(), Some("42601"), "{e}");
+
+    // Malformed fields in COPY FROM: nothing written, PostgreSQL's codes.
+    c.batch_execute("CREATE TABLE cpm (i INT, t TEXT)").await.unwrap();
+    let cases: [(&[u8], &[u8], &str, &str); 3] = [
+        (b"\0\0\0\x01\0\0", b"x", "22P03", "incorrect binary data format"),
+        (b"\0\x01", b"x", "08P01", "insufficient data left in message"),
+        (b"\0\0\0\x01", b"\xff\xfe", "22021", "invalid byte sequence for encoding \"UTF8\": 0xff"),
+    ];
+    for (i, t, state, msg) in cases {
+        let st = c.prepare("COPY cpm FROM STDIN (FORMAT binary)").await.unwrap();
+        let sink = c.copy_in::<_, bytes::Bytes>(&st).await.unwrap();
+        futures::pin_mut!(sink);
+        sink.send(binary_payload(&[vec![Some(b"\0\0\0\x02"), Some(b"ok")], vec![Some(i), Some(t)]])).await.unwrap();
+        let e = sink.finish().await.unwrap_err();
+        drop(st);
+        let db = e.as_db_error().expect("a server error");
+        assert_eq!((db.code().code(), db.message()), (state, msg));
+        assert_eq!(count(&c, "SELECT count(*) FROM cpm").await, 0);
+    }
+    // A Bind parameter with bytes left over.
+    let st = c.prepare_typed("SELECT $1::int4", &[Type::INT4]).await.unwrap();
+    struct Raw(&'static [u8]);
+    impl std::fmt::Debug for Raw {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Raw")
+        }
+    }
+    impl tokio_postgres::types::ToSql for Raw {
+        fn to_sql(
+            &self,
+            _: &Type,
+            out: &mut bytes::BytesMut,
+        ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+            out.extend_from_slice(self.0);
+            Ok(tokio_postgres::types::IsNull::No)
+        }
+        fn accepts(_: &Type) -> bool {
+            true
+        }
+        tokio_postgres::types::to_sql_checked!();
+    }
+    let e = c.query(&st, &[&Raw(b"\0\0\0\x01\0\0")]).await.unwrap_err();
+    let db = e.as_db_error().expect("a server error");
+    assert_eq!((db.code().code(), db.message()), ("22P03", "incorrect binary data format in bind parameter 1"));
+    assert_eq!(count(&c, "SELECT count(*) FROM cpm").await, 0);
+}

@@ -227,7 +227,7 @@ fn node_postgres_smoke() {
 
 /// psql's `\d t` lists the table's primary key (tags + time index) from
 /// pg_index / pg_constraint / pg_get_indexdef; `\d+`, `\di`, `\dv` work;
-/// CREATE INDEX indexes show in `\d` and `\di`; `\dT` runs.
+/// CREATE INDEX indexes show in `\d` and `\di`; `\dT` runs; `\du` and `\dp`.
 #[test]
 fn psql_describe_shows_primary_key() {
     if !Command::new("psql").arg("--version").output().is_ok_and(|o| o.status.success()) {
@@ -246,6 +246,7 @@ fn psql_describe_shows_primary_key() {
         .args(["-c", "CREATE VIEW psql_v AS SELECT host FROM psql_t", "-c", "\\d+ psql_t", "-c", "\\di", "-c", "\\dv", "-c", "\\d+ psql_v"])
         .args(["-c", "CREATE INDEX psql_t_v_idx ON psql_t (v)", "-c", "CREATE UNIQUE INDEX psql_t_hv ON psql_t (host, v)"])
         .args(["-c", "\\d psql_t", "-c", "\\di", "-c", "\\dT"])
+        .args(["-c", "CREATE ROLE psql_r LOGIN CREATEDB", "-c", "GRANT SELECT, INSERT ON psql_t TO psql_r", "-c", "\\du", "-c", "\\dp psql_t"])
         .output()
         .expect("run psql");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -262,6 +263,9 @@ fn psql_describe_shows_primary_key() {
     assert!(text.contains(" public | psql_t_v_idx | index | weir_test | psql_t"), "{text}");
     // \dT: no user types, but the query (pg_type_is_visible, format_type) runs.
     assert!(text.contains("List of data types"), "{text}");
+    // \du lists roles with their attributes; \dp a table's ACL.
+    assert!(text.contains("List of roles") && text.lines().any(|l| l.starts_with(" psql_r ") && l.contains("| Create DB")), "{text}");
+    assert!(text.contains("Access privileges") && text.contains("psql_r=ar/weir_test"), "{text}");
 }
 
 /// pgx (Go, Debian's golang-github-jackc-pgx-v4-dev in GOPATH mode): connect

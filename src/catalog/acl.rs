@@ -383,12 +383,28 @@ impl Catalog {
     }
 
     /// What depends on a role, in PostgreSQL's words (`owner of table t`,
-    /// `privileges for database d`): DROP ROLE refuses while any is left.
-    pub fn role_dependents(&self, role: &str) -> Vec<String> {
+    /// `privileges for database d`, `owner of default privileges on new
+    /// relations belonging to role r in schema s`): DROP ROLE refuses while
+    /// any is left. `current_db` is the database shown as schema `public`.
+    pub fn role_dependents(&self, role: &str, current_db: &str) -> Vec<String> {
         let st = self.state.read();
         let mut out = Vec::new();
         for (key, o) in &st.acls {
             let Some(rest) = key.strip_prefix(super::ACL_PREFIX) else { continue };
+            if let Some((owner, db)) = rest.strip_prefix("default/").and_then(|r| r.rsplit_once('/')) {
+                let schema = match db {
+                    "" => String::new(),
+                    d if d == current_db => " in schema public".to_string(),
+                    d => format!(" in schema {d}"),
+                };
+                let what = format!("default privileges on new relations belonging to role {owner}{schema}");
+                if owner == role {
+                    out.push(format!("owner of {what}"));
+                } else if o.acl.as_ref().is_some_and(|a| a.iter().any(|i| i.grantee == role || i.grantor == role)) {
+                    out.push(format!("privileges for {what}"));
+                }
+                continue;
+            }
             let what = match rest.split_once('/') {
                 Some(("db", n)) => format!("database {n}"),
                 Some(("rel", dn)) => {
@@ -412,12 +428,33 @@ impl Catalog {
         out
     }
 
-    /// ALTER ROLE … RENAME TO: owners and ACL items follow the role.
+    /// ALTER ROLE … RENAME TO: owners and ACL items follow the role, and
+    /// its default-privileges entries move to the new name's keys.
     pub fn rename_role_in_acls(&self, old: &str, new: &str) -> Result<()> {
         let keys: Vec<String> = self.state.read().acls.keys().cloned().collect();
+        let old_default = format!("{}default/{old}/", super::ACL_PREFIX);
         for key in keys {
             let mut st = self.state.write();
             let Some(mut o) = st.acls.get(&key).cloned() else { continue };
+            if let Some(db) = key.strip_prefix(&old_default).filter(|db| !db.contains('/')) {
+                // The entry's key names its role: it moves.
+                let moved = default_key(new, (!db.is_empty()).then_some(db));
+                super::roles::journal_acl(&key, Some(&o));
+                self.del(key.clone())?;
+                st.acls.remove(&key);
+                o.owner = Some(new.to_string());
+                for i in o.acl.iter_mut().flatten() {
+                    for n in [&mut i.grantee, &mut i.grantor] {
+                        if n == old {
+                            *n = new.to_string();
+                        }
+                    }
+                }
+                self.put(moved.clone(), serde_json::to_vec(&o).map_err(|e| err!(Internal, "{e}"))?)?;
+                super::roles::journal_acl(&moved, st.acls.get(&moved));
+                st.acls.insert(moved, o);
+                continue;
+            }
             let mut changed = false;
             if o.owner.as_deref() == Some(old) {
                 o.owner = Some(new.to_string());
@@ -542,5 +579,33 @@ mod tests {
         })
         .unwrap();
         assert!(!cat.has_privilege("alice", &t, SELECT), "NOINHERIT: no privileges through membership");
+    }
+    /// Default-privilege entries hold their role (owner) and grantees:
+    /// PostgreSQL's DETAIL lines; a rename moves the entry to the new name.
+    #[test]
+    fn default_acl_dependents_and_rename() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(dir.path()).unwrap();
+        for n in ["weir", "owner", "reader"] {
+            cat.create_role(super::super::RoleDef::new(n)).unwrap();
+        }
+        cat.edit_default_acl("owner", Some("d"), |acl| {
+            acl_grant(acl, "reader", "owner", SELECT, false);
+            Ok(())
+        })
+        .unwrap();
+        let what = "default privileges on new relations belonging to role owner in schema public";
+        assert_eq!(cat.role_dependents("owner", "d"), [format!("owner of {what}")]);
+        assert_eq!(cat.role_dependents("reader", "d"), [format!("privileges for {what}")]);
+        assert_eq!(
+            cat.role_dependents("reader", "other"),
+            ["privileges for default privileges on new relations belonging to role owner in schema d"]
+        );
+        cat.rename_role_in_acls("owner", "boss").unwrap();
+        let all = cat.default_acls();
+        assert_eq!(all.len(), 1);
+        assert_eq!((all[0].0.as_str(), all[0].1.as_deref(), acl_text(&all[0].2)), ("boss", Some("d"), "{reader=r/boss}".into()));
+        assert!(cat.role_dependents("owner", "d").is_empty());
+        assert_eq!(cat.initial_relation_acl("boss", "d").map(|a| acl_text(&a)), Some("{boss=arwdDxt/boss,reader=r/boss}".into()));
     }
 }

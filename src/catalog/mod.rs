@@ -104,6 +104,10 @@ pub struct ViewDef {
     pub name: String,
     pub sql: String,
     pub columns: Vec<String>,
+    /// Drawn from the id generator tables use (so its OID, like a table's,
+    /// is unique and stable); 0 until the catalog assigns it.
+    #[serde(default)]
+    pub id: u32,
 }
 
 /// An index: recorded; unique ones are enforced on plain tables.
@@ -114,6 +118,9 @@ pub struct IndexDef {
     pub table: String,
     pub columns: Vec<String>,
     pub unique: bool,
+    /// As [`ViewDef::id`]: the index's OID is stable across drops of others.
+    #[serde(default)]
+    pub id: u32,
 }
 
 #[derive(Default)]
@@ -195,7 +202,23 @@ impl Catalog {
         if !cat.database_exists("public") {
             cat.create_database("public")?;
         }
+        cat.assign_missing_ids()?;
         Ok(cat)
+    }
+
+    /// Views and indexes written before they had ids get one now (their
+    /// OIDs were positional then).
+    fn assign_missing_ids(&self) -> Result<()> {
+        let mut st = self.state.write();
+        for v in st.views.values_mut().filter(|v| v.id == 0) {
+            v.id = self.next_table_id()?;
+            self.put(format!("{VIEW_PREFIX}{}/{}", v.database, v.name), serde_json::to_vec(&*v).unwrap())?;
+        }
+        for i in st.indexes.values_mut().filter(|i| i.id == 0) {
+            i.id = self.next_table_id()?;
+            self.put(format!("{INDEX_PREFIX}{}/{}", i.database, i.name), serde_json::to_vec(&*i).unwrap())?;
+        }
+        Ok(())
     }
 
     fn put(&self, key: String, value: Vec<u8>) -> Result<()> {
@@ -334,12 +357,17 @@ impl Catalog {
         self.state.read().tables.values().cloned().collect()
     }
 
-    pub fn create_view(&self, def: ViewDef, or_replace: bool) -> Result<()> {
+    /// Create (or replace: the view keeps its id) a view.
+    pub fn create_view(&self, mut def: ViewDef, or_replace: bool) -> Result<()> {
         let mut st = self.state.write();
         let key = (def.database.clone(), def.name.clone());
         if st.tables.contains_key(&key) || (st.views.contains_key(&key) && !or_replace) {
             bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
         }
+        def.id = match st.views.get(&key) {
+            Some(old) => old.id,
+            None => self.next_table_id()?,
+        };
         self.put(format!("{VIEW_PREFIX}{}/{}", def.database, def.name), serde_json::to_vec(&def).unwrap())?;
         st.views.insert(key, def);
         Ok(())
@@ -362,12 +390,13 @@ impl Catalog {
         self.state.read().views.values().filter(|t| t.database == database).cloned().collect()
     }
 
-    pub fn create_index(&self, def: IndexDef) -> Result<()> {
+    pub fn create_index(&self, mut def: IndexDef) -> Result<()> {
         let mut st = self.state.write();
         let key = (def.database.clone(), def.name.clone());
         if st.indexes.contains_key(&key) {
             bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
         }
+        def.id = self.next_table_id()?;
         self.put(format!("{INDEX_PREFIX}{}/{}", def.database, def.name), serde_json::to_vec(&def).unwrap())?;
         st.indexes.insert(key, def);
         Ok(())

@@ -79,8 +79,8 @@ impl Planner<'_> {
         for t in self.catalog.tables(&db) {
             v.push((table_oid(t.id), t.name.clone(), Obj::Acl(AclObject::Relation(db.clone(), t.name.clone()))));
         }
-        for (i, view) in self.catalog.views(&db).iter().enumerate() {
-            v.push((view_oid(i), view.name.clone(), Obj::Acl(AclObject::Relation(db.clone(), view.name.clone()))));
+        for view in &self.catalog.views(&db) {
+            v.push((view_oid(view), view.name.clone(), Obj::Acl(AclObject::Relation(db.clone(), view.name.clone()))));
         }
         v
     }

@@ -169,11 +169,11 @@ impl Planner<'_> {
                         v.push(entry(index_oid(t.id), &format!("{}_pkey", t.name)));
                     }
                 }
-                for (i, idx) in self.catalog.database_indexes(db).iter().enumerate() {
-                    v.push(entry(user_index_oid(i), &idx.name));
+                for idx in &self.catalog.database_indexes(db) {
+                    v.push(entry(user_index_oid(idx), &idx.name));
                 }
-                for (i, view) in self.catalog.views(db).iter().enumerate() {
-                    v.push(entry(view_oid(i), &view.name));
+                for view in &self.catalog.views(db) {
+                    v.push(entry(view_oid(view), &view.name));
                 }
                 v
             }
@@ -345,7 +345,7 @@ impl Planner<'_> {
                         let inner = Expr::Case { operand: Some(Box::new(k.clone())), whens: arms, else_expr: None, ty: SqlType::Text };
                         Some((Expr::lit(Value::Int(index_oid(t.id)), SqlType::Int8), inner))
                     })
-                    .chain(self.catalog.database_indexes(&db).iter().enumerate().map(|(i, idx)| {
+                    .chain(self.catalog.database_indexes(&db).iter().map(|idx| {
                         let mut arms =
                             vec![(Expr::lit(Value::Int(0), SqlType::Int8), Expr::lit(Value::Text(user_indexdef(idx)), SqlType::Text))];
                         for (j, c) in idx.columns.iter().enumerate() {
@@ -355,7 +355,7 @@ impl Planner<'_> {
                             ));
                         }
                         let inner = Expr::Case { operand: Some(Box::new(k.clone())), whens: arms, else_expr: None, ty: SqlType::Text };
-                        (Expr::lit(Value::Int(user_index_oid(i)), SqlType::Int8), inner)
+                        (Expr::lit(Value::Int(user_index_oid(idx)), SqlType::Int8), inner)
                     }))
                     .collect();
                 Expr::Case { operand: Some(Box::new(key)), whens, else_expr: None, ty: SqlType::Text }
@@ -373,8 +373,8 @@ impl Planner<'_> {
                     })
                     .collect();
                 if name == "pg_get_indexdef" {
-                    for (i, idx) in self.catalog.database_indexes(&db).iter().enumerate() {
-                        arms.push((user_index_oid(i), Value::Text(user_indexdef(idx))));
+                    for idx in &self.catalog.database_indexes(&db) {
+                        arms.push((user_index_oid(idx), Value::Text(user_indexdef(idx))));
                     }
                 }
                 case(key, arms, SqlType::Text)
@@ -385,8 +385,7 @@ impl Planner<'_> {
                     .catalog
                     .views(&db)
                     .iter()
-                    .enumerate()
-                    .map(|(i, v)| (view_oid(i), Value::Text(format!(" {};", v.sql.trim().trim_end_matches(';')))))
+                    .map(|v| (view_oid(v), Value::Text(format!(" {};", v.sql.trim().trim_end_matches(';')))))
                     .collect();
                 case(key, arms, SqlType::Text)
             }
@@ -405,11 +404,11 @@ impl Planner<'_> {
                         arms.push((index_oid(t.id), Value::Int(0)));
                     }
                 }
-                for i in 0..self.catalog.views(&db).len() {
-                    arms.push((view_oid(i), Value::Int(0)));
+                for v in &self.catalog.views(&db) {
+                    arms.push((view_oid(v), Value::Int(0)));
                 }
-                for i in 0..self.catalog.database_indexes(&db).len() {
-                    arms.push((user_index_oid(i), Value::Int(0)));
+                for idx in &self.catalog.database_indexes(&db) {
+                    arms.push((user_index_oid(idx), Value::Int(0)));
                 }
                 case(key, arms, SqlType::Int8)
             }

@@ -115,9 +115,10 @@ pub fn index_oid(id: u32) -> i64 {
     40000 + id as i64
 }
 
-/// OID of the i-th CREATE INDEX index of the connection's database (by name).
-pub fn user_index_oid(i: usize) -> i64 {
-    80000 + i as i64
+/// OID of a CREATE INDEX index: its id (drawn with the tables') past
+/// PostgreSQL's built-in range, as a table's.
+pub fn user_index_oid(idx: &crate::catalog::IndexDef) -> i64 {
+    table_oid(idx.id)
 }
 
 /// `pg_get_indexdef` of a CREATE INDEX index.
@@ -131,9 +132,9 @@ pub fn user_indexdef(idx: &crate::catalog::IndexDef) -> String {
     )
 }
 
-/// OID of the i-th view of the connection's database.
-pub fn view_oid(i: usize) -> i64 {
-    60000 + i as i64
+/// OID of a view: its id past PostgreSQL's built-in range, as a table's.
+pub fn view_oid(v: &crate::catalog::ViewDef) -> i64 {
+    table_oid(v.id)
 }
 
 /// pg_catalog relations with their PostgreSQL OIDs, for `'pg_class'::regclass`.
@@ -726,13 +727,13 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     rows.push(r);
                 }
             }
-            for (i, idx) in indexes.iter().enumerate() {
-                let mut r = row(user_index_oid(i), &idx.name, "i", false, &idx.table);
+            for idx in &indexes {
+                let mut r = row(user_index_oid(idx), &idx.name, "i", false, &idx.table);
                 r[5] = Value::Int(403);
                 rows.push(r);
             }
-            for (i, v) in p.catalog.views(db).iter().enumerate() {
-                rows.push(row(view_oid(i), &v.name, "v", false, &v.name));
+            for v in &p.catalog.views(db) {
+                rows.push(row(view_oid(v), &v.name, "v", false, &v.name));
             }
             table(
                 &[
@@ -842,11 +843,11 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     ]);
                 }
             }
-            for (vi, v) in p.catalog.views(db).iter().enumerate() {
+            for v in &p.catalog.views(db) {
                 if let Ok((_, cols)) = p.plan_table(None, &v.name) {
                     for (i, c) in cols.iter().enumerate() {
                         rows.push(vec![
-                            Value::Int(view_oid(vi)),
+                            Value::Int(view_oid(v)),
                             t(&c.name),
                             Value::Int(c.ty.pg_oid() as i64),
                             Value::Int(-1),
@@ -997,10 +998,10 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 let Some(cols) = pk_columns(tdef) else { continue };
                 entries.push((index_oid(tdef.id), table_oid(tdef.id), cols, true, true));
             }
-            for (i, idx) in p.catalog.database_indexes(db).iter().enumerate() {
+            for idx in &p.catalog.database_indexes(db) {
                 let Some(tdef) = tables.iter().find(|t| t.name == idx.table) else { continue };
                 let cols: Vec<usize> = idx.columns.iter().filter_map(|c| tdef.column_index(c)).collect();
-                entries.push((user_index_oid(i), table_oid(tdef.id), cols, idx.unique, false));
+                entries.push((user_index_oid(idx), table_oid(tdef.id), cols, idx.unique, false));
             }
             let mut rows = Vec::new();
             for (oid, rel, cols, unique, primary) in entries {

@@ -370,6 +370,31 @@ pub fn encode_batch(
     Ok(rows)
 }
 
+/// PostgreSQL's binary COPY header: signature, flags (0), no extension.
+pub fn copy_binary_header() -> BytesMut {
+    let mut b = BytesMut::with_capacity(19);
+    b.put_slice(b"PGCOPY\n\xff\r\n\0");
+    b.put_i32(0);
+    b.put_i32(0);
+    b
+}
+
+/// One binary COPY record after `prefix` (the header, before the first):
+/// a DataRow's field count and fields (length words and `*_send` forms,
+/// as `encode_batch` wrote them in binary); None: the trailer (count -1).
+pub fn copy_binary_record(prefix: Option<BytesMut>, row: Option<pgwire::messages::data::DataRow>) -> bytes::Bytes {
+    let mut b = prefix.unwrap_or_default();
+    match row {
+        Some(row) => {
+            b.reserve(2 + row.data.len());
+            b.put_i16(row.field_count);
+            b.put_slice(&row.data);
+        }
+        None => b.put_i16(-1),
+    }
+    b.freeze()
+}
+
 fn is_null_at(w: &ColWriter, i: usize) -> bool {
     use arrow::array::Array;
     match w {

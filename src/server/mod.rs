@@ -461,6 +461,38 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
             });
             Response::CopyOut(pgwire::api::results::CopyResponse::new(0, columns, data))
         }
+        QueryResult::CopyOutBinary { mut batches } => {
+            let types: Vec<SqlType> = batches.columns.iter().map(|c| c.ty).collect();
+            let fields: Vec<FieldInfo> =
+                batches.columns.iter().map(|c| FieldInfo::new(c.name.clone(), None, None, pg_type(c.ty), FieldFormat::Binary)).collect();
+            let columns = fields.len();
+            // The header travels with the first record (or the trailer), as
+            // PostgreSQL sends it: tokio-postgres reads them from one message.
+            let mut header = Some(encode::copy_binary_header());
+            let mut ended = false;
+            let data = streamed(move || {
+                if ended {
+                    return Ok(None);
+                }
+                let Some(b) = batches.next_batch().map_err(|e| user_error(&e))? else {
+                    ended = true;
+                    let end = encode::copy_binary_record(header.take(), None);
+                    return Ok(Some(vec![pgwire::messages::copy::CopyData::new(end)]));
+                };
+                let rows = encode::encode_batch(&types, &b, &fields).map_err(PgWireError::ApiError)?;
+                Ok(Some(
+                    rows.into_iter()
+                        .map(|r| pgwire::messages::copy::CopyData::new(encode::copy_binary_record(header.take(), Some(r))))
+                        .collect(),
+                ))
+            });
+            // Made as text, then marked binary: `CopyResponse::new(1, …)`
+            // appends a trailer of its own in a message apart, so no rows
+            // would send the header alone.
+            let mut resp = pgwire::api::results::CopyResponse::new(0, columns, data);
+            resp.format = 1;
+            Response::CopyOut(resp)
+        }
         QueryResult::Stream { columns, mut rows } => {
             if crate::failpoint::armed_now("encode_panic") && columns.iter().any(|c| c.name == "encode_panic") {
                 panic!("failpoint encode_panic");
@@ -662,7 +694,14 @@ impl ExtendedQueryHandler for Connection {
                 .or_else(|| prepared.param_types.get(i).copied())
                 .unwrap_or(SqlType::Text);
             let binary = matches!(portal.parameter_format.format_for(i), FieldFormat::Binary);
-            values.push(encode::decode_param(raw.as_deref(), ty, binary).map_err(|e| user_error(&e))?);
+            let v = encode::decode_param(raw.as_deref(), ty, binary).map_err(|mut e| {
+                // PostgreSQL names the parameter in the message of 22P03.
+                if e.kind == crate::error::ErrorKind::InvalidBinaryRepresentation {
+                    e.message = format!("{} in bind parameter {}", e.message, i + 1);
+                }
+                user_error(&e)
+            })?;
+            values.push(v);
         }
         let formats = portal.result_column_format.clone();
         self.with_session_guarded(|s| {

@@ -984,7 +984,8 @@ fn copy_table_rows(s: &mut Session, table_name: &ast::ObjectName, columns: &[ast
     Ok(QueryResult::Rows { columns, batches: rows.collect()? })
 }
 
-/// COPY table|query TO STDOUT, text or CSV: the rows as lines.
+/// COPY table|query TO STDOUT, text or CSV: the rows as lines; binary: the
+/// batches (the server encodes them).
 fn copy_out(
     s: &mut Session,
     source: &CopySource,
@@ -996,14 +997,16 @@ fn copy_out(
         bail!(FeatureNotSupported, "COPY TO a file is not supported; use COPY TO STDOUT");
     }
     let mut csv = false;
+    let mut binary = false;
     let mut header = false;
     let mut delim: Option<char> = None;
     let mut null: Option<String> = None;
     for o in options {
         match o {
             CopyOption::Format(f) => match f.value.to_lowercase().as_str() {
-                "csv" => csv = true,
-                "text" => csv = false,
+                "csv" => (csv, binary) = (true, false),
+                "text" => (csv, binary) = (false, false),
+                "binary" => (csv, binary) = (false, true),
                 other => bail!(FeatureNotSupported, "COPY format \"{other}\" is not supported"),
             },
             CopyOption::Delimiter(d) => delim = Some(*d),
@@ -1015,10 +1018,14 @@ fn copy_out(
     for o in legacy {
         match o {
             ast::CopyLegacyOption::Csv(_) => csv = true,
+            ast::CopyLegacyOption::Binary => binary = true,
             ast::CopyLegacyOption::Delimiter(d) => delim = Some(*d),
             ast::CopyLegacyOption::Null(n) => null = Some(n.clone()),
             other => bail!(FeatureNotSupported, "COPY option {other} is not supported"),
         }
+    }
+    if binary && (csv || delim.is_some() || null.is_some() || header) {
+        bail!(Syntax, "cannot specify DELIMITER, NULL, HEADER or CSV in BINARY mode");
     }
     let delim = delim.unwrap_or(if csv { ',' } else { '\t' });
     let null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() });
@@ -1031,6 +1038,9 @@ fn copy_out(
         QueryResult::Stream { columns, rows } => (columns, Ok(rows)),
         _ => bail!(Internal, "COPY query returned no rows"),
     };
+    if binary {
+        return Ok(QueryResult::CopyOutBinary { batches: CopyBatches { columns, rows } });
+    }
     let header = (header && csv).then(|| columns.iter().map(|c| csv_field(&c.name, delim)).collect::<Vec<_>>().join(&delim.to_string()));
     let format = LineFormat { columns, csv, delim, null };
     match rows {
@@ -1075,6 +1085,34 @@ impl LineFormat {
             }
             out.push(fields.join(&delim.to_string()));
         }
+    }
+}
+
+/// COPY TO … (FORMAT binary)'s rows as batches, for the server to write
+/// in PostgreSQL's binary COPY format with its binary (`*_send`) encoders.
+pub struct CopyBatches {
+    pub columns: Vec<crate::exec::plan::PlanColumn>,
+    rows: std::result::Result<super::stream::RowStream, Vec<RecordBatch>>,
+}
+
+impl CopyBatches {
+    /// Computed while the client reads it (a RowStream)?
+    pub(super) fn is_streamed(&self) -> bool {
+        self.rows.is_ok()
+    }
+
+    /// The next batch, or None at the end.
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        match &mut self.rows {
+            Ok(stream) => stream.next_batch(),
+            Err(batches) => Ok((!batches.is_empty()).then(|| batches.remove(0))),
+        }
+    }
+}
+
+impl std::fmt::Debug for CopyBatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CopyBatches")
     }
 }
 

@@ -212,7 +212,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             for (c, vc) in columns.iter_mut().zip(&cv.columns) {
                 *c = ident(&vc.name);
             }
-            cat.create_view(ViewDef { database, name, sql: cv.query.to_string(), columns }, cv.or_replace)?;
+            cat.create_view(ViewDef { database, name, sql: cv.query.to_string(), columns, id: 0 }, cv.or_replace)?;
             Ok(QueryResult::Command("CREATE VIEW".into()))
         }
         Statement::CreateIndex(ci) => {
@@ -239,7 +239,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             if ci.if_not_exists && cat.indexes(&s.database, &table).iter().any(|i| i.name == name) {
                 return Ok(QueryResult::Command("CREATE INDEX".into()));
             }
-            cat.create_index(IndexDef { database: s.database.clone(), name, table, columns, unique: ci.unique })?;
+            cat.create_index(IndexDef { database: s.database.clone(), name, table, columns, unique: ci.unique, id: 0 })?;
             Ok(QueryResult::Command("CREATE INDEX".into()))
         }
         Statement::Explain { statement, verbose, options, .. } => {
@@ -649,6 +649,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
             table: name.clone(),
             columns: u,
             unique: true,
+            id: 0,
         })?;
     }
     if time_index.is_none() && !primary_key.is_empty() {
@@ -658,6 +659,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
             table: name.clone(),
             columns: primary_key,
             unique: true,
+            id: 0,
         })?;
     }
     Ok(QueryResult::Command("CREATE TABLE".into()))

@@ -133,6 +133,11 @@ pub enum QueryResult {
         columns: usize,
         lines: copy::CopyLines,
     },
+    /// COPY TO STDOUT (FORMAT binary): the batches, which the server writes
+    /// in PostgreSQL's binary COPY format.
+    CopyOutBinary {
+        batches: copy::CopyBatches,
+    },
     Empty,
 }
 

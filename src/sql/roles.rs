@@ -162,8 +162,13 @@ fn alter_role(s: &mut Session, name: &ast::Ident, op: &ast::AlterRoleOperation) 
             }
             let mut r = target.clone();
             r.name = new.clone();
-            // A renamed role keeps its memberships; members follow it.
+            // A renamed role keeps its oid and memberships; members follow it.
             cat.create_role(r)?;
+            let oid = target.oid;
+            cat.alter_role(&new, |r| {
+                r.oid = oid;
+                Ok(())
+            })?;
             for m in cat.roles() {
                 if m.member_of.contains(&name) {
                     let (old, new) = (name.clone(), new.clone());
@@ -202,7 +207,7 @@ fn drop_roles(s: &mut Session, if_exists: bool, names: &[ast::ObjectName]) -> Re
         if target.oid == 10 {
             bail!(ObjectInUse, "cannot drop role {name} because it is required by the database system");
         }
-        let deps = cat.role_dependents(&name);
+        let deps = cat.role_dependents(&name, &s.database);
         if !deps.is_empty() {
             return Err(err!(DependentObjectsStillExist, "role \"{name}\" cannot be dropped because some objects depend on it")
                 .with_detail(deps.join("\n")));

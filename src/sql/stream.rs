@@ -31,7 +31,11 @@ impl RowStream {
     /// Is this a streamed result (the statement stays active while it is
     /// read)?
     pub(super) fn ends_activity(r: &super::QueryResult) -> bool {
-        matches!(r, super::QueryResult::Stream { .. } | super::QueryResult::CopyOutStream { .. })
+        match r {
+            super::QueryResult::Stream { .. } | super::QueryResult::CopyOutStream { .. } => true,
+            super::QueryResult::CopyOutBinary { batches } => batches.is_streamed(),
+            _ => false,
+        }
     }
 
     /// The next non-empty batch, or None when the result is complete. After

@@ -18,12 +18,15 @@ pub const PG_EPOCH_DAYS: i32 = 10_957;
 pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Value> {
     let Some(b) = raw else { return Ok(Value::Null) };
     if !binary {
-        let s = std::str::from_utf8(b).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?;
-        return parse_text_as(s, ty);
+        return parse_text_as(utf8(b)?, ty);
     }
+    // PostgreSQL's `*_recv`: too few bytes is 08P01, bytes left over 22P03.
     let need = |n: usize| -> Result<()> {
-        if b.len() != n {
-            bail!(InvalidParameterValue, "insufficient data left in message");
+        if b.len() < n {
+            bail!(ProtocolViolation, "insufficient data left in message");
+        }
+        if b.len() > n {
+            bail!(InvalidBinaryRepresentation, "incorrect binary data format");
         }
         Ok(())
     };
@@ -71,10 +74,16 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
             let months = i32::from_be_bytes(b[12..].try_into().unwrap());
             Value::Interval(crate::types::Interval::try_new(months, days, micros)?)
         }
-        SqlType::Text | SqlType::Varchar | SqlType::Unknown => {
-            Value::Text(String::from_utf8(b.to_vec()).map_err(|_| err!(InvalidText, "invalid UTF-8 in parameter"))?)
-        }
+        SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(utf8(b)?.to_string()),
         SqlType::Array(e) => decode_array(b, e.ty())?,
+    })
+}
+
+/// Text bytes as PostgreSQL checks them (22021 with the first bad byte).
+fn utf8(b: &[u8]) -> Result<&str> {
+    std::str::from_utf8(b).map_err(|e| {
+        let bad = b[e.valid_up_to()..].iter().take(e.error_len().unwrap_or(1)).map(|x| format!("0x{x:02x}")).collect::<Vec<_>>();
+        err!(CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\": {}", bad.join(" "))
     })
 }
 
@@ -101,7 +110,7 @@ pub fn scalar_of_oid(oid: u32) -> Option<SqlType> {
 /// PostgreSQL's array_recv for one dimension, into the array's text form
 /// with `elem`'s output (elements sent as another scalar type convert).
 fn decode_array(b: &[u8], elem: SqlType) -> Result<Value> {
-    let short = || err!(InvalidParameterValue, "insufficient data left in message");
+    let short = || err!(ProtocolViolation, "insufficient data left in message");
     let mut pos = 0usize;
     let i32_at = |pos: &mut usize| -> Result<i32> {
         let v = b.get(*pos..*pos + 4).ok_or_else(short)?;
@@ -136,7 +145,7 @@ fn decode_array(b: &[u8], elem: SqlType) -> Result<Value> {
         items.push(crate::types::array::elem_text(&v, elem));
     }
     if pos != b.len() {
-        bail!(InvalidParameterValue, "incorrect binary data format in bind parameter");
+        bail!(InvalidBinaryRepresentation, "incorrect binary data format");
     }
     Ok(Value::Text(crate::types::array::format_array(&items)))
 }

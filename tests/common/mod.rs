@@ -184,6 +184,12 @@ impl TestServer {
         self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
     }
 
+    /// The whole of one of the server's logs (`stdout.log`, `stderr.log`).
+    #[allow(dead_code)]
+    pub fn log_file(&self, name: &str) -> String {
+        self.logs.as_ref().map(|l| std::fs::read_to_string(l.path().join(name)).unwrap_or_default()).unwrap_or_default()
+    }
+
     /// The last lines the server printed, for failure messages.
     pub fn log_tail(&self) -> String {
         let Some(logs) = &self.logs else {

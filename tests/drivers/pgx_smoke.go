@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -131,6 +132,18 @@ func main() {
 	check(nullUsage == nil, "copied NULL %v", nullUsage)
 	_, err = conn.Exec(ctx, "DELETE FROM pgx_cpu WHERE host IN ('d', 'e')")
 	must(err, "delete copied")
+
+	// COPY TO STDOUT through pgconn: text, and binary (PostgreSQL's
+	// PGCOPY header, one record, the trailer).
+	var out bytes.Buffer
+	_, err = conn.PgConn().CopyTo(ctx, &out, "COPY (SELECT host, usage FROM pgx_cpu WHERE host = 'b') TO STDOUT")
+	must(err, "copy to")
+	check(out.String() == "b\t2.5\n", "copy to text %q", out.String())
+	out.Reset()
+	_, err = conn.PgConn().CopyTo(ctx, &out, "COPY (SELECT 7::int4 AS n) TO STDOUT (FORMAT binary)")
+	must(err, "copy to binary")
+	want := "PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x04\x00\x00\x00\x07\xff\xff"
+	check(out.String() == want, "copy to binary %q", out.String())
 
 	// Many rows through the extended protocol, with the statement cache.
 	rows, err := conn.Query(ctx, "SELECT host, usage FROM pgx_cpu WHERE usage > $1 ORDER BY host", 1.0)

@@ -64,6 +64,19 @@ def main(url: str) -> None:
         assert bcur.fetchone() == (["b"] + ["a"] * 10, [1.5], ["x", "y z"])
         cur.execute("SELECT n FROM py_psycopg WHERE n = ANY(%s) ORDER BY n", ([1, 2, 42],))
         assert cur.fetchall() == [(1,), (2,)]
+        # COPY: text out, binary out read row by row with the column types,
+        # binary in (psycopg's write_row).
+        with cur.copy("COPY (SELECT host, n FROM py_psycopg WHERE n < 2 ORDER BY n) TO STDOUT") as cp:
+            assert b"".join(bytes(b) for b in cp) == b"a\t0\na\t1\n"
+        with cur.copy("COPY (SELECT host, ts, n, big, x, ok FROM py_psycopg ORDER BY host, n) TO STDOUT (FORMAT binary)") as cp:
+            cp.set_types(["text", "timestamp", "int4", "int8", "float8", "bool"])
+            got = list(iter(cp.read_row, None))
+        assert got == rows + [("b", ts0, None, None, None, None)], got
+        with cur.copy("COPY py_psycopg (host, ts, n, big, x, ok) FROM STDIN (FORMAT binary)") as cp:
+            cp.set_types(["text", "timestamp", "int4", "int8", "float8", "bool"])
+            cp.write_row(("c", ts0, 7, 2**40, 0.5, True))
+        cur.execute("SELECT host, n, big, x, ok FROM py_psycopg WHERE host = 'c'")
+        assert cur.fetchall() == [("c", 7, 2**40, 0.5, True)]
         info = psycopg.types.TypeInfo.fetch(conn, "int4")
         assert (info.oid, info.array_oid) == (23, 1007), info
         cur.execute("DROP TABLE py_psycopg")
