@@ -107,6 +107,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="changes and evaluations per kind; times, CPU and rows read are summed over the rounds "
                          "(the server's CPU is read in 10 ms ticks: more rounds, finer numbers)")
+    ap.add_argument("--log", help="copy the server's log here at the end (run with WEIR_LOG=weir::flow::timing=debug "
+                                  "for where each evaluation's time went)")
     ap.add_argument("--perf", help="record `perf` profiles of the incremental flows' evaluations into this directory")
     a = ap.parse_args()
     n = a.rows
@@ -160,7 +162,7 @@ def main():
                     prof = None
                     if a.perf and f != "f_full":
                         os.makedirs(a.perf, exist_ok=True)
-                        prof = subprocess.Popen(["perf", "record", "-q", "-F", "4000", "--call-graph", "dwarf,16384", "-p", str(srv.pid),
+                        prof = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "--call-graph", "dwarf,16384", "-p", str(srv.pid),
                                                  "-o", os.path.join(a.perf, f"{f}-{kind}-{rnd}.data")],
                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                         time.sleep(0.5)
@@ -220,6 +222,9 @@ def main():
             srv.wait(30)
         except subprocess.TimeoutExpired:
             srv.kill()
+        log.close()
+        if a.log:
+            shutil.copy(os.path.join(data, "weir.log"), a.log)
         shutil.rmtree(data, ignore_errors=True)
 
 

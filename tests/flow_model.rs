@@ -1,5 +1,6 @@
 //! Property test of flows: random inserts, late rows, overwrites, deletes,
 //! TRUNCATE, table flushes and compactions, clean restarts and `kill -9`,
+//! rows written into sinks by others,
 //! with several flows at once (windowed aggregates with and without
 //! HAVING, hop windows, a map/filter flow, a whole-query flow and a flow
 //! over another flow's sink). After `ADMIN FLUSH_FLOW` every sink must equal its query run
@@ -110,7 +111,7 @@ async fn sinks_equal_their_queries() {
     for round in 0..rounds {
         let ops = 3 + rng.below(5);
         for _ in 0..ops {
-            match rng.below(10) {
+            match rng.below(11) {
                 0..=4 => {
                     // Inserts; some late (old timestamps), some overwrite.
                     let n = 1 + rng.below(20);
@@ -151,6 +152,18 @@ async fn sinks_equal_their_queries() {
                 9 if rng.below(4) == 0 => {
                     // Rows leave without retractions.
                     c.batch_execute("TRUNCATE TABLE src").await.unwrap();
+                }
+                10 => {
+                    // Others write into incremental flows' sinks: a row of no
+                    // group, an overwrite, a delete. The flows repair them.
+                    let h = hosts[rng.below(4) as usize];
+                    c.batch_execute(&format!(
+                        "INSERT INTO m_sum_out (host, w, s, c) VALUES ('zz', {}, 1, 1); \
+                         UPDATE m_sum_out SET s = s + 1000 WHERE host = '{h}'; DELETE FROM m_favg_out WHERE host = '{h}'",
+                        ts(rng.below(30) * 10)
+                    ))
+                    .await
+                    .unwrap();
                 }
                 _ => {
                     let (name, ..) = FLOWS[rng.below(FLOWS.len() as u64) as usize];

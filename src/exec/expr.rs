@@ -936,8 +936,8 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
                 let v = value_at(a.as_ref(), i);
                 if v.is_null() {
                     None
-                } else if tz {
-                    Some(format!("{}+00", format_value(&v)))
+                } else if let (true, Value::Timestamp(t)) = (tz, &v) {
+                    Some(crate::types::format_timestamptz(*t))
                 } else {
                     Some(format_value(&v))
                 }
@@ -959,6 +959,34 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
         let i = cast_with_options(a, &DataType::Int64, &CastOptions::default())?;
         let out: BooleanArray = i.as_primitive::<Int64Type>().iter().map(|v| v.map(|x| x != 0)).collect();
         return Ok(Arc::new(out));
+    }
+    let zone = crate::types::zone::current().zone;
+    if zone != crate::types::zone::Zone::UTC {
+        // timestamptz <-> timestamp / date go through the session's zone.
+        const DAY: i64 = 86_400_000_000;
+        let finite = |t: i64, f: &dyn Fn(i64) -> i64| if t == i64::MAX || t == i64::MIN { t } else { f(t) };
+        match (from, to) {
+            (SqlType::TimestampTz, SqlType::Timestamp) => {
+                let ts = a.as_primitive::<TimestampMicrosecondType>();
+                return Ok(Arc::new(ts.unary::<_, TimestampMicrosecondType>(|t| finite(t, &|t| zone.to_local(t)))));
+            }
+            (SqlType::Timestamp, SqlType::TimestampTz) => {
+                let ts = a.as_primitive::<TimestampMicrosecondType>();
+                let out: TimestampMicrosecondArray = ts.unary(|t| finite(t, &|t| zone.to_utc(t)));
+                return Ok(Arc::new(out.with_timezone(crate::types::UTC)));
+            }
+            (SqlType::TimestampTz, SqlType::Date) => {
+                let ts = a.as_primitive::<TimestampMicrosecondType>();
+                let out: Date32Array = ts.unary(|t| zone.to_local(t).div_euclid(DAY) as i32);
+                return Ok(Arc::new(out));
+            }
+            (SqlType::Date, SqlType::TimestampTz) => {
+                let d = a.as_primitive::<Date32Type>();
+                let out: TimestampMicrosecondArray = d.unary(|d| zone.to_utc(d as i64 * DAY));
+                return Ok(Arc::new(out.with_timezone(crate::types::UTC)));
+            }
+            _ => {}
+        }
     }
     if (from.is_timestamp() && to == SqlType::Date)
         || (from == SqlType::Date && to.is_timestamp())
@@ -992,6 +1020,47 @@ fn int_cast(a: &ArrayRef, to: SqlType) -> Result<ArrayRef> {
         };
         err!(NumericOutOfRange, "{what} out of range")
     })
+}
+
+/// timestamp_in / timestamptz_in: PostgreSQL's free-form input, read in
+/// the session's DateStyle order; a timestamptz without a zone in the input
+/// is wall-clock time in the session's zone, a timestamp ignores any zone.
+fn parse_timestamp_text(t: &str, tz: bool) -> Result<i64> {
+    use crate::types::datetime_input::DateInputError as E;
+    let ty = if tz { "timestamp with time zone" } else { "timestamp without time zone" };
+    let ctx = crate::types::zone::current();
+    let s = t.trim();
+    let now = crate::exec::functions::now_micros();
+    match s.to_ascii_lowercase().as_str() {
+        "now" => return Ok(if tz { now } else { ctx.zone.to_local(now) }),
+        "epoch" => return Ok(0),
+        "infinity" | "+infinity" => return Ok(i64::MAX),
+        "-infinity" => return Ok(i64::MIN),
+        _ => {}
+    }
+    let today = ctx.zone.to_local(now).div_euclid(86_400_000_000) as i32;
+    // PostgreSQL's first timestamp is Julian day 0 (4714-11-24 BC).
+    const MIN_US: i64 = -2_440_588 * 86_400_000_000;
+    let out_of_range = || err!(DatetimeFieldOverflow, "timestamp out of range: \"{t}\"");
+    match crate::types::datetime_input::parse_timestamp_pg(s, ctx.order, today) {
+        Ok((local, zone)) if tz => match zone.unwrap_or(ctx.zone).to_utc(local) {
+            us if us < MIN_US => Err(out_of_range()),
+            us => Ok(us),
+        },
+        Ok((local, _)) if local < MIN_US => Err(out_of_range()),
+        Ok((local, _)) => Ok(local),
+        Err(e) => match crate::types::parse_timestamp(s) {
+            // weir's older forms (RFC 3339 and friends) stay accepted.
+            Some(us) => Ok(us),
+            None => Err(match e {
+                E::BadFormat => err!(InvalidDatetime, "invalid input syntax for type {ty}: \"{t}\""),
+                E::FieldOverflow => err!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\""),
+                E::MdFieldOverflow => err!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\"")
+                    .with_hint("Perhaps you need a different \"datestyle\" setting."),
+                E::OutOfRange => err!(DatetimeFieldOverflow, "timestamp out of range: \"{t}\""),
+            }),
+        },
+    }
 }
 
 /// Parse one text value as a type, with PostgreSQL's errors.
@@ -1032,19 +1101,7 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
             "f" | "false" | "no" | "n" | "off" | "0" => Value::Bool(false),
             _ => return Err(bad()),
         },
-        SqlType::Timestamp | SqlType::TimestampTz => {
-            let l = s.to_ascii_lowercase();
-            if l == "now" {
-                Value::Timestamp(crate::exec::functions::now_micros())
-            } else if l == "epoch" {
-                Value::Timestamp(0)
-            } else {
-                Value::Timestamp(
-                    crate::types::parse_timestamp(s)
-                        .ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type {}: \"{}\"", to.pg_name(), t))?,
-                )
-            }
-        }
+        SqlType::Timestamp | SqlType::TimestampTz => Value::Timestamp(parse_timestamp_text(t, to == SqlType::TimestampTz)?),
         SqlType::Date => {
             use crate::types::datetime_input::DateInputError as E;
             Value::Date(crate::types::parse_date_checked(s).map_err(|e| {

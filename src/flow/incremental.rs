@@ -85,6 +85,11 @@ pub enum Fallback {
     StateMissing,
     /// An integer sum left the range where merging stays exact.
     Overflow,
+    /// Rows were written into the sink by others since the flow's own
+    /// last write: the windows they touched are replaced from the states
+    /// (the whole sink recomputed when the sink's change log since then
+    /// cannot be read, or a sink region was recreated).
+    SinkWritten,
 }
 
 impl Fallback {
@@ -98,6 +103,7 @@ impl Fallback {
             Fallback::Backlog => "backlog",
             Fallback::StateMissing => "state_missing",
             Fallback::Overflow => "overflow",
+            Fallback::SinkWritten => "sink_written",
         }
     }
 }
@@ -176,6 +182,11 @@ struct Meta {
     /// another layout are dropped.
     #[serde(default)]
     format: u32,
+    /// Per sink region, the sequence up to which every change of the sink
+    /// is the flow's own write (or was repaired): later ones were made by
+    /// others. Held against compaction.
+    #[serde(default)]
+    sink_seqs: BTreeMap<u64, SeqNo>,
 }
 
 /// Version of the partial-state layout: 2 keeps min / max with the count
@@ -775,11 +786,14 @@ struct SinkWrite<'g> {
 
 /// Sink rows an evaluation wrote, deleted, and left alone because the
 /// group's output did not change.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct SinkCounts {
     written: u64,
     deleted: u64,
     unchanged: u64,
+    /// Per sink region: its sequence before and after the commit, and
+    /// whether the commit wrote to it.
+    seqs: Vec<(u64, SeqNo, SeqNo, bool)>,
 }
 
 /// The sink rows of `groups`: finals → the query's nodes above its
@@ -933,7 +947,10 @@ fn write_sink(env: &Env, c: &Compiled, plans: &FlowPlans, w: SinkWrite, now_us: 
         }
     }
     if parts.iter().any(|p| !p.is_empty()) {
+        let pre: Vec<SeqNo> = regions.iter().map(|r| r.last_seq()).collect();
+        let wrote: Vec<bool> = parts.iter().map(|p| !p.is_empty()).collect();
         env.storage.commit(regions.iter().cloned().zip(parts).collect())?;
+        counts.seqs = regions.iter().enumerate().map(|(i, r)| (r.id, pre[i], r.last_seq(), wrote[i])).collect();
     }
     Ok(counts)
 }
@@ -1046,6 +1063,11 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, trigger: 
     }
 }
 
+/// Sink regions whose versions the flow holds (released with the flow).
+pub fn held_sink_regions(st: &IncrState) -> Vec<u64> {
+    st.meta.as_ref().map(|m| m.sink_seqs.keys().copied().collect()).unwrap_or_default()
+}
+
 /// Record a full recomputation done by the batching path (disabled flows).
 pub fn note_batching(env: &Env, def: &FlowDef, st: &mut TaskState, rows: u64, windows: u64) {
     if windows > 0 || rows > 0 {
@@ -1078,7 +1100,14 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
     // The stored state's definition.
     let mut clear = false;
     if st.incr.meta.is_none() {
-        let want = Meta { flow_id: def.id, created_ms: def.created_ms, query: def.query.clone(), complete: false, format: STATE_FORMAT };
+        let want = Meta {
+            flow_id: def.id,
+            created_ms: def.created_ms,
+            query: def.query.clone(),
+            complete: false,
+            format: STATE_FORMAT,
+            sink_seqs: BTreeMap::new(),
+        };
         let stored: Option<Meta> = env.catalog.flow_state(&def.name, "meta")?.and_then(|b| serde_json::from_slice(&b).ok());
         st.incr.meta = Some(match stored {
             Some(m) if m.flow_id == want.flow_id && m.created_ms == want.created_ms && m.query == want.query && m.format == want.format => {
@@ -1122,9 +1151,47 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
             full = Some(Fallback::StaleWatermark);
         }
     }
+    // Rows others wrote into the sink since the flow's own last write (the
+    // sink's change log past the recorded sequences): the windows they
+    // touched are replaced from the states. A change log that cannot be
+    // read any more, or a sink region not recorded, recomputes the sink.
+    let sink_regions = table_regions(env, &c.sink)?;
+    let sink_base: BTreeMap<u64, SeqNo> = sink_regions.iter().map(|r| (r.id, r.last_seq())).collect();
+    let mut repair: BTreeSet<i64> = BTreeSet::new();
+    let recorded = st.incr.meta.as_ref().map(|m| m.sink_seqs.clone()).unwrap_or_default();
+    if full.is_none() && !recorded.is_empty() {
+        let sti = c.sink.time_index.ok_or_else(|| err!(Internal, "windowed sink has no time index"))?;
+        for r in &sink_regions {
+            let cur = sink_base[&r.id];
+            match recorded.get(&r.id) {
+                Some(&seen) if seen == cur => {}
+                Some(&seen) if seen < cur => match r.changes(seen, cur) {
+                    Ok(b) => repair.extend(times(&b, sti)?.into_iter().map(|t| dp.window.start(t))),
+                    Err(e)
+                        if matches!(
+                            e.kind,
+                            ErrorKind::IncrementalQueryStale | ErrorKind::SnapshotFenceStale | ErrorKind::SequenceRangeUnsupported
+                        ) =>
+                    {
+                        full = Some(Fallback::SinkWritten);
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                },
+                _ => {
+                    full = Some(Fallback::SinkWritten);
+                    break;
+                }
+            }
+        }
+        if full.is_some() {
+            repair.clear();
+        }
+    }
     // The delta.
     let mut deltas: Vec<RecordBatch> = Vec::new();
     let mut delta_rows = 0u64;
+    let t_delta = std::time::Instant::now();
     if full.is_none() {
         for r in &regions {
             let (after, u) = (st.progress.regions[&r.id], upto[&r.id]);
@@ -1152,7 +1219,8 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
             }
         }
     }
-    let changed = regions.iter().any(|r| st.progress.regions.get(&r.id) != Some(&upto[&r.id]));
+    tracing::debug!(target: "weir::flow::timing", flow = %def.name, ms = t_delta.elapsed().as_secs_f64() * 1e3, rows = delta_rows, "flow change log read");
+    let changed = regions.iter().any(|r| st.progress.regions.get(&r.id) != Some(&upto[&r.id])) || !repair.is_empty();
     let lower = def.expire_after_s.map(|e| (now - e * 1000) * 1000);
     let now_us = now * 1000;
     if changed || full.is_some() {
@@ -1180,7 +1248,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
         let all: Vec<&Group> = windows.values().flat_map(|w| w.values()).collect();
         let ranges = range.map(|r| vec![r]);
         let n = write_sink(env, c, plans, SinkWrite { whole: Some((all, ranges)), changed: Vec::new() }, now_us)?;
-        sink_counts = n;
+        sink_counts = n.clone();
         rows += n.written;
         clear = true;
         for (w, ws) in &windows {
@@ -1313,6 +1381,26 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
                 }
             }
         }
+        // Windows whose sink rows others wrote: replaced from their states.
+        let mut repaired = 0u64;
+        for &w in &repair {
+            if !live(w) || recompute.contains_key(&w) {
+                continue;
+            }
+            if !load_window(env, def, st, w)? {
+                if !complete {
+                    recompute.insert(w, Some(Fallback::StateMissing));
+                    continue;
+                }
+                st.incr.cache.insert(w, WindowState::new());
+            }
+            touched.insert(w);
+            repaired += 1;
+        }
+        if repaired > 0 {
+            fell_back.insert(Fallback::SinkWritten);
+            st.incr.stats.fallback_windows += repaired;
+        }
         // Merged groups make the evaluation incremental; windows only
         // recomputed by fallbacks make it a (partial) full one.
         let merged = !touched.is_empty() || (wholesale.is_none() && recompute.is_empty());
@@ -1371,7 +1459,8 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
             // are all touched windows until this process has written the
             // sink from the states); elsewhere, the groups whose output
             // changed.
-            let whole_set: BTreeSet<i64> = if st.incr.sink_synced { recompute.keys().copied().collect() } else { touched.clone() };
+            let mut whole_set: BTreeSet<i64> = if st.incr.sink_synced { recompute.keys().copied().collect() } else { touched.clone() };
+            whole_set.extend(repair.iter().filter(|w| touched.contains(w)));
             let mut changed_groups = Vec::new();
             for ((w, kb), old) in before {
                 if whole_set.contains(&w) {
@@ -1394,6 +1483,7 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
             sink_counts.written += n.written;
             sink_counts.deleted += n.deleted;
             sink_counts.unchanged += n.unchanged;
+            sink_counts.seqs = n.seqs;
             rows += n.written;
             tracing::debug!(target: "weir::flow::timing", flow = %def.name, ms = t0.elapsed().as_secs_f64() * 1e3, "flow sink written");
             for w in &touched {
@@ -1419,7 +1509,17 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
         if let Trigger::Tick(t) = trigger {
             st.progress.last_tick_ms = Some(t);
         }
-        if let Some(m) = &st.incr.meta {
+        if let Some(m) = st.incr.meta.as_mut() {
+            // Every sink change up to where this evaluation looked was seen
+            // (the whole sink compared, or repaired); so is its own write
+            // when nobody else wrote to that region since.
+            let mut seen = sink_base.clone();
+            for &(id, pre, post, wrote) in &sink_counts.seqs {
+                if sink_base.get(&id) == Some(&pre) && post == pre + if wrote { 2 } else { 0 } {
+                    seen.insert(id, post);
+                }
+            }
+            m.sink_seqs = seen;
             state_changes.push(("meta".into(), Some(serde_json::to_vec(m).map_err(|e| err!(Internal, "cannot encode flow state: {e}"))?)));
         }
         let t0 = std::time::Instant::now();
@@ -1436,6 +1536,16 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
             }
             if let Err(e) = r.hold_versions(&holder(&def.name), upto[&r.id]) {
                 tracing::warn!(flow = %def.name, region = r.id, error = %e, "cannot hold versions for a flow");
+            }
+        }
+        // The sink's changes since the recorded sequences are read next time.
+        for r in &sink_regions {
+            let Some(&seen) = st.incr.meta.as_ref().and_then(|m| m.sink_seqs.get(&r.id)) else { continue };
+            if upto.contains_key(&r.id) {
+                continue; // a flow writing into its own source
+            }
+            if let Err(e) = r.hold_versions(&holder(&def.name), seen) {
+                tracing::warn!(flow = %def.name, region = r.id, error = %e, "cannot hold sink versions for a flow");
             }
         }
     }
@@ -1460,7 +1570,7 @@ mod tests {
     use crate::planner::incremental::KeptAgg;
     use crate::types::SqlType;
 
-    const ALL: [Fallback; 8] = [
+    const ALL: [Fallback; 9] = [
         Fallback::MissingWatermark,
         Fallback::IncompleteWatermark,
         Fallback::StaleWatermark,
@@ -1469,6 +1579,7 @@ mod tests {
         Fallback::Backlog,
         Fallback::StateMissing,
         Fallback::Overflow,
+        Fallback::SinkWritten,
     ];
 
     #[test]

@@ -280,7 +280,8 @@ impl FlowManager {
             let st = task.state.lock();
             task.removed.store(true, std::sync::atomic::Ordering::SeqCst);
             streaming::drop_state(env, &task.def.read(), &st.stream);
-            for r in st.progress.regions.keys().chain(st.read_upto.keys()) {
+            let sinks = incremental::held_sink_regions(&st.incr);
+            for r in st.progress.regions.keys().chain(st.read_upto.keys()).chain(sinks.iter()) {
                 if let Some(region) = env.storage.region(*r) {
                     region.release_versions(&batching::holder(name));
                 }

@@ -681,7 +681,16 @@ impl<'a> Planner<'a> {
                 let s = coerce(self.bind_expr(r#in, scope, agg)?, SqlType::Text)?;
                 Expr::Func { name: "strpos".into(), args: vec![s, sub], ty: SqlType::Int4 }
             }
-            E::AtTimeZone { timestamp, .. } => self.bind_expr(timestamp, scope, agg)?,
+            E::AtTimeZone { timestamp, time_zone } => {
+                let ts = self.bind_expr(timestamp, scope, agg)?;
+                // A bare literal is a timestamptz, as in PostgreSQL.
+                let ts = match ts.ty() {
+                    SqlType::Text | SqlType::Unknown | SqlType::Date => coerce(ts, SqlType::TimestampTz)?,
+                    _ => ts,
+                };
+                let zone = coerce(self.bind_expr(time_zone, scope, agg)?, SqlType::Text)?;
+                self.call("timezone", vec![zone, ts])?
+            }
             E::Interval(iv) => {
                 let s = match iv.value.as_ref() {
                     E::Value(v) => match &v.value {

@@ -9,7 +9,7 @@ use pgwire::types::ToSqlText;
 use postgres_types::{to_sql_checked, IsNull, ToSql};
 
 use crate::exec::expr::parse_text_as;
-use crate::types::{format_f32, format_value, SqlType, Value};
+use crate::types::{format_f32, format_value, zone, SqlType, Value};
 
 pub use crate::sql::wire::decode_param;
 use crate::sql::wire::{PG_EPOCH_DAYS, PG_EPOCH_US};
@@ -60,11 +60,8 @@ impl ToSqlText for Cell {
         match (&self.0, self.1) {
             (Value::Null, _) => return Ok(IsNull::Yes),
             (Value::Float(f), SqlType::Float4) => out.put_slice(format_f32(*f as f32).as_bytes()),
-            // Sessions are UTC: PostgreSQL prints the zone as +00.
-            (Value::Timestamp(t), SqlType::TimestampTz) => {
-                out.put_slice(crate::types::format_timestamp(*t).as_bytes());
-                out.put_slice(b"+00");
-            }
+            // In the session's time zone and DateStyle.
+            (Value::Timestamp(t), SqlType::TimestampTz) => out.put_slice(crate::types::format_timestamptz(*t).as_bytes()),
             (v, _) => out.put_slice(format_value(v).as_bytes()),
         }
         Ok(IsNull::No)
@@ -202,9 +199,22 @@ impl<'a> ColWriter<'a> {
             ColWriter::Int32(a) => put_int_text(a.value(i) as i64, out),
             ColWriter::Int64(a) => put_int_text(a.value(i), out),
             ColWriter::Ts(a, tz) => {
-                put_timestamp_text(a.value(i), out);
-                if *tz {
-                    out.put_slice(b"+00");
+                // ISO in UTC (the common case) is written in place; other
+                // zones and DateStyles go through the types' formatting.
+                let dt = zone::current();
+                let v = a.value(i);
+                // Years 1..9999 in place; earlier ones print as `... BC`, later ones without a sign.
+                const FIRST_AD_US: i64 = -62_135_596_800_000_000;
+                const YEAR_10000_US: i64 = 253_402_300_800_000_000;
+                if dt.style == zone::DateStyle::Iso && (!*tz || dt.zone == zone::Zone::UTC) && (FIRST_AD_US..YEAR_10000_US).contains(&v) {
+                    put_timestamp_text(a.value(i), out);
+                    if *tz {
+                        out.put_slice(b"+00");
+                    }
+                } else if *tz {
+                    out.put_slice(zone::format_timestamptz_ctx(a.value(i), &dt).as_bytes());
+                } else {
+                    out.put_slice(zone::format_timestamp_ctx(a.value(i), &dt).as_bytes());
                 }
             }
             ColWriter::Str(a) => out.put_slice(a.value(i).as_bytes()),

@@ -29,6 +29,7 @@ use tokio::net::TcpListener;
 
 use crate::error::WeirError;
 use crate::sql::{Engine, Prepared, QueryResult, Session, TxState};
+use crate::types::zone::DtCtx;
 use crate::types::SqlType;
 
 fn pg_error(e: &WeirError) -> ErrorInfo {
@@ -336,6 +337,21 @@ impl Connection {
         if let Some(app) = client.metadata().get("application_name") {
             sess.settings.insert("application_name".into(), app.clone());
         }
+        // Settings a client may send in the start-up packet (as pg_regress
+        // and drivers do); a value PostgreSQL would refuse is ignored here.
+        let mut startup: Vec<(String, String)> = Vec::new();
+        for name in ["timezone", "datestyle", "intervalstyle", "extra_float_digits", "search_path", "bytea_output", "client_min_messages"] {
+            let v = client.metadata().iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+            if let Some(v) = v {
+                startup.push((name.to_string(), v));
+            }
+        }
+        if let Some(opts) = client.metadata().get("options") {
+            startup.extend(startup_options(opts));
+        }
+        for (name, v) in startup {
+            let _ = sess.set_startup_setting(&name.to_ascii_lowercase(), &v);
+        }
         sess.register(self.pid);
         let local = self.local;
         self.engine.activity.update(self.pid, |r| r.server_addr = local);
@@ -345,6 +361,43 @@ impl Connection {
         finish_authentication(client, &Params { superuser: self.engine.catalog.is_superuser(user) }).await?;
         Ok(())
     }
+}
+
+/// The `-c name=value` (and `--name=value`) settings of the start-up
+/// packet's `options`, split on whitespace that no backslash escapes.
+fn startup_options(opts: &str) -> Vec<(String, String)> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut chars = opts.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => cur.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    let mut out = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        let kv = if w == "-c" {
+            it.next()
+        } else if let Some(rest) = w.strip_prefix("--").or_else(|| w.strip_prefix("-c")) {
+            Some(rest.to_string())
+        } else {
+            None
+        };
+        if let Some((k, v)) = kv.as_deref().and_then(|kv| kv.split_once('=')) {
+            out.push((k.replace('-', "_"), v.to_string()));
+        }
+    }
+    out
 }
 
 impl Connection {
@@ -433,7 +486,13 @@ fn streamed<T: Send + 'static>(
 }
 
 /// Turn a statement result into a pgwire response.
-fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxState) -> PgWireResult<Response> {
+fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxState, dt: DtCtx) -> PgWireResult<Response> {
+    crate::types::zone::with_dt_ctx(dt, || response_in(r, formats, tx_before, tx_after, dt))
+}
+
+/// `response` with the session's date/time context in force (rows encoded
+/// now use it; a stream's closure sets it again for each batch).
+fn response_in(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxState, dt: DtCtx) -> PgWireResult<Response> {
     Ok(match r {
         QueryResult::Empty => Response::EmptyQuery,
         QueryResult::CopyIn { columns, binary } => {
@@ -502,7 +561,8 @@ fn response(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: TxSt
             let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
             let data = streamed(move || {
                 let Some(b) = rows.next_batch().map_err(|e| user_error(&e))? else { return Ok(None) };
-                Ok(Some(encode::encode_batch(&types, &b, &row_fields).map_err(PgWireError::ApiError)?))
+                let rows = crate::types::zone::with_dt_ctx(dt, || encode::encode_batch(&types, &b, &row_fields));
+                Ok(Some(rows.map_err(PgWireError::ApiError)?))
             });
             Response::Query(QueryResponse::new(fields, data))
         }
@@ -603,7 +663,7 @@ impl SimpleQueryHandler for Connection {
                     _ if tx == TxState::Idle && s.tx != TxState::Idle => s.tx,
                     _ => tx,
                 };
-                out.push(response(r, &Format::UnifiedText, tx, after)?);
+                out.push(response(r, &Format::UnifiedText, tx, after, DtCtx::from_settings(&s.settings))?);
                 tx = after;
             }
             if let Some(e) = err {
@@ -709,7 +769,7 @@ impl ExtendedQueryHandler for Connection {
             match s.execute_prepared(prepared, values) {
                 Ok(r) => {
                     let after = s.tx;
-                    response(r, &formats, before, after)
+                    response(r, &formats, before, after, DtCtx::from_settings(&s.settings))
                 }
                 Err(e) => Err(user_error(&e)),
             }

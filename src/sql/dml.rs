@@ -107,6 +107,13 @@ fn target_columns(def: &TableDef, cols: &[ast::ObjectName]) -> Result<Vec<usize>
 }
 
 pub fn execute(s: &mut Session, stmt: &Statement, params: Params) -> Result<QueryResult> {
+    if matches!(stmt, Statement::Update(_)) {
+        return super::txn::as_one_commit(s, |s| execute_one(s, stmt, params));
+    }
+    execute_one(s, stmt, params)
+}
+
+fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<QueryResult> {
     let name = table_name_of(stmt)?;
     let planner = s.planner(params);
     let def = planner.table_named(name)?;

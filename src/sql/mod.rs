@@ -200,6 +200,8 @@ pub struct Session {
     /// Settings `set_config(…, true)` changed in this transaction block,
     /// with their values before it: restored when the block ends.
     pub local_settings: Vec<(String, Option<String>)>,
+    /// Settings the start-up packet gave: RESET goes back to them.
+    pub startup_settings: HashMap<String, String>,
     /// Temporary tables and views (`temp.rs`).
     pub temp: temp::TempRelations,
     /// WITH queries in scope of the statement running now, when it is a
@@ -236,6 +238,7 @@ impl Session {
             database: database.to_string(),
             user: user.to_string(),
             settings: session_vars::defaults(),
+            startup_settings: HashMap::new(),
             tx: TxState::Idle,
             cancel: Arc::new(AtomicBool::new(false)),
             copy: None,
@@ -322,6 +325,11 @@ impl Session {
         session.map_or(server, |s| s.min(server))
     }
 
+    /// A setting sent in the start-up packet, checked as SET checks it.
+    pub fn set_startup_setting(&mut self, name: &str, value: &str) -> Result<()> {
+        session_vars::set_startup(self, name, value)
+    }
+
     /// Run a simple-protocol query string: each statement in order, up to
     /// the first error.
     pub fn execute_sql(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
@@ -395,7 +403,10 @@ impl Session {
     /// Parse and describe one statement for the extended protocol; a panic
     /// becomes an internal error, as in `guard`.
     pub fn prepare(&mut self, sql: &str, client_types: &[Option<SqlType>]) -> Result<Prepared> {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.prepare_inner(sql, client_types)));
+        let dt = crate::types::zone::DtCtx::from_settings(&self.settings);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::types::zone::with_dt_ctx(dt, || self.prepare_inner(sql, client_types))
+        }));
         let r = r.unwrap_or_else(|p| {
             let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
             Err(err!(Internal, "internal error: {msg}"))
@@ -544,7 +555,9 @@ impl Session {
         };
         privilege::check_statement(self, stmt)?;
         let created = privilege::new_objects(self, stmt);
-        let r = self.dispatch_statement(stmt, params);
+        // Date/time input and output follow the session's TimeZone, DateStyle and IntervalStyle.
+        let dt = crate::types::zone::DtCtx::from_settings(&self.settings);
+        let r = crate::types::zone::with_dt_ctx(dt, || self.dispatch_statement(stmt, params));
         if r.is_ok() {
             privilege::record_owners(self, &created, stmt)?;
             if let Some(c) = temp_created {

@@ -174,13 +174,16 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
         Statement::ShowVariables { .. } => show(s, "all"),
         Statement::Reset(r) => {
             match &r.reset {
-                ast::Reset::ALL => s.settings = defaults(),
+                ast::Reset::ALL => {
+                    s.settings = defaults();
+                    s.settings.extend(s.startup_settings.clone());
+                }
                 ast::Reset::SessionAuthorization => {
                     s.settings.remove("session_authorization");
                 }
                 ast::Reset::ConfigurationParameter(name) => {
                     let name = setting_name(name);
-                    match defaults().get(&name) {
+                    match s.startup_settings.get(&name).or(defaults().get(&name)) {
                         Some(v) => {
                             s.settings.insert(name, v.clone());
                         }
@@ -327,33 +330,22 @@ fn assign(s: &mut Session, name: String, value: Option<String>) -> Result<()> {
         None => defaults().get(&name).cloned().unwrap_or_default(),
     };
     if name == "timezone" {
-        let v = value.to_lowercase();
-        if !(v == "utc"
-            || v == "gmt"
-            || v == "etc/utc"
-            || v == "z"
-            || v == "0"
-            || v == "+00"
-            || v == "+00:00"
-            || v == "local"
-            || v == "zulu"
-            || v == "universal")
-        {
-            bail!(FeatureNotSupported, "time zone \"{value}\" is not supported; weir prints timestamps in UTC");
-        }
-        s.settings.insert(name, "UTC".into());
+        let v = timezone_value(&value)?;
+        s.settings.insert(name, v);
         return Ok(());
     }
     if name == "datestyle" {
-        let v = value.to_uppercase();
-        let v = if v.contains(',') {
-            v
-        } else if v == "ISO" || v == "POSTGRES" || v == "SQL" || v == "GERMAN" {
-            format!("{v}, MDY")
-        } else {
-            format!("ISO, {v}")
-        };
+        let current = s.settings.get("datestyle").cloned().unwrap_or_else(|| "ISO, MDY".into());
+        let v = datestyle_value(&current, &value)?;
         s.settings.insert(name, v);
+        return Ok(());
+    }
+    if name == "intervalstyle" {
+        if crate::types::zone::interval_style(&value).is_none() {
+            return Err(crate::err!(InvalidParameterValue, "invalid value for parameter \"intervalstyle\": \"{value}\"")
+                .with_hint("Available values: postgres, postgres_verbose, sql_standard, iso_8601."));
+        }
+        s.settings.insert(name, value.trim().to_ascii_lowercase());
         return Ok(());
     }
     if name == QUERY_MEMORY_SETTING && value.parse::<u64>().map_or(true, |n| n == 0) {
@@ -379,4 +371,70 @@ fn assign(s: &mut Session, name: String, value: Option<String>) -> Result<()> {
     }
     s.settings.insert(name, value);
     Ok(())
+}
+
+/// A setting sent in the start-up packet, checked as SET checks it.
+pub fn set_startup(s: &mut Session, name: &str, value: &str) -> Result<()> {
+    let name = canonical(name);
+    assign(s, name.clone(), Some(value.to_string()))?;
+    if let Some(v) = s.settings.get(&name).cloned() {
+        s.startup_settings.insert(name, v);
+    }
+    Ok(())
+}
+
+/// The `timezone` setting as PostgreSQL shows it: an IANA name in its
+/// canonical spelling, a number of hours as a POSIX zone (`<-08>+08`).
+fn timezone_value(value: &str) -> Result<String> {
+    use crate::types::zone::{format_offset, Zone};
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("local") {
+        return Ok("UTC".into());
+    }
+    match Zone::parse(v) {
+        Some(Zone::Named(tz)) => Ok(tz.name().to_string()),
+        Some(Zone::Fixed(east)) if v.parse::<f64>().is_ok() => Ok(format!("<{}>{}", format_offset(east), format_offset(-east))),
+        Some(Zone::Fixed(_)) => Ok(v.to_string()),
+        None => bail!(InvalidParameterValue, "invalid value for parameter \"TimeZone\": \"{value}\""),
+    }
+}
+
+/// DateStyle after a SET: its output style and field order, each kept
+/// from `current` unless the value names one (German implies DMY).
+fn datestyle_value(current: &str, value: &str) -> Result<String> {
+    let cur = current.to_ascii_uppercase();
+    let mut style = ["ISO", "POSTGRES", "SQL", "GERMAN"].into_iter().find(|k| cur.contains(k)).unwrap_or("ISO");
+    let mut order = ["MDY", "DMY", "YMD"].into_iter().find(|k| cur.contains(k)).unwrap_or("MDY");
+    let mut style_set = false;
+    let mut order_set = false;
+    for tok in value.split([',', ' ']).map(str::trim).filter(|t| !t.is_empty()) {
+        match tok.to_ascii_uppercase().as_str() {
+            t @ ("ISO" | "POSTGRES" | "SQL" | "GERMAN") => {
+                style = match t {
+                    "ISO" => "ISO",
+                    "POSTGRES" => "POSTGRES",
+                    "SQL" => "SQL",
+                    _ => "GERMAN",
+                };
+                style_set = true;
+            }
+            "YMD" => (order, order_set) = ("YMD", true),
+            "DMY" | "EURO" | "EUROPEAN" => (order, order_set) = ("DMY", true),
+            "MDY" | "US" | "NONEURO" | "NONEUROPEAN" => (order, order_set) = ("MDY", true),
+            "DEFAULT" => (style, order, style_set, order_set) = ("ISO", "MDY", true, true),
+            _ => {
+                return Err(crate::err!(InvalidParameterValue, "invalid value for parameter \"DateStyle\": \"{value}\"")
+                    .with_detail(format!("Unrecognized key word: \"{}\".", tok.to_ascii_lowercase())))
+            }
+        }
+    }
+    if style_set && style == "GERMAN" && !order_set {
+        order = "DMY";
+    }
+    let style = match style {
+        "POSTGRES" => "Postgres",
+        "GERMAN" => "German",
+        s => s,
+    };
+    Ok(format!("{style}, {order}"))
 }

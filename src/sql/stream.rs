@@ -19,13 +19,17 @@ pub struct RowStream {
     /// The statement's `query_start` in pg_stat_activity: it shows as
     /// active until its rows are out (see `Drop`).
     started: Option<i64>,
+    /// The session's date/time settings when the statement ran (casts to
+    /// text and date/time functions read them while rows are computed).
+    dt: crate::types::zone::DtCtx,
 }
 
 impl RowStream {
     pub fn new(exec: Box<dyn BatchExecutor>, ctx: ExecCtx) -> RowStream {
         let mut started = None;
         ctx.activity.update(ctx.pid, |r| started = r.query_start);
-        RowStream { exec, ctx, done: false, started }
+        let dt = crate::types::zone::DtCtx::from_settings(&ctx.settings);
+        RowStream { exec, ctx, done: false, started, dt }
     }
 
     /// Is this a streamed result (the statement stays active while it is
@@ -41,6 +45,11 @@ impl RowStream {
     /// The next non-empty batch, or None when the result is complete. After
     /// an error the stream is over.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let dt = self.dt;
+        crate::types::zone::with_dt_ctx(dt, || self.next_batch_inner())
+    }
+
+    fn next_batch_inner(&mut self) -> Result<Option<RecordBatch>> {
         while !self.done {
             let r = self.ctx.check().and_then(|_| self.exec.next_batch(BATCH_ROWS)).and_then(|r| {
                 let drained = r.is_drained;

@@ -266,6 +266,29 @@ fn apply(s: &Session, block: Block) -> Result<()> {
     Ok(())
 }
 
+/// Run a statement outside a transaction block as one commit: its writes
+/// are buffered like a block's and committed together (an UPDATE's
+/// deletes and inserts: no reader, such as a flow's change log, sees the
+/// old row gone before the new one is there); inside a block, as usual.
+pub fn as_one_commit(s: &mut Session, run: impl FnOnce(&mut Session) -> Result<QueryResult>) -> Result<QueryResult> {
+    if s.block.is_some() {
+        return run(s);
+    }
+    s.block = Some(Block::new(s.pid, false));
+    let r = run(s);
+    let block = s.block.take().expect("the statement's own block");
+    match r {
+        Ok(q) => {
+            apply(s, block)?;
+            Ok(q)
+        }
+        Err(e) => {
+            discard(s, block)?;
+            Err(e)
+        }
+    }
+}
+
 /// ROLLBACK, an aborted block, or a dropped connection.
 fn discard(s: &Session, block: Block) -> Result<()> {
     s.engine.storage.snapshot_source().release(&block.holder);

@@ -69,6 +69,7 @@ const ADBC: u32 = 16;
 const DOW: u32 = 32;
 const TIME: u32 = 64;
 const AMPM: u32 = 128;
+const TZ: u32 = 256;
 const DATE_M: u32 = YEAR | MONTH | DAY;
 
 /// ParseDateTime: split into typed, lower-cased fields.
@@ -131,6 +132,10 @@ fn split_fields(s: &str) -> Result<Vec<(String, FType)>, DateInputError> {
                 i += 1;
             }
             ty = FType::Number;
+        } else if (c == b'T' || c == b't') && i + 1 < b.len() && b[i + 1].is_ascii_digit() && !out.is_empty() {
+            // ISO 8601's `T` between the date and the time.
+            i += 1;
+            continue;
         } else if c.is_ascii_alphabetic() {
             while i < b.len() && b[i].is_ascii_alphabetic() {
                 f.push(b[i].to_ascii_lowercase() as char);
@@ -242,6 +247,8 @@ struct Tm {
     mon: i64,
     mday: i64,
     yday: i64,
+    /// Time of day in microseconds (before AM/PM).
+    time_us: i64,
 }
 
 fn leading_int(s: &str) -> Result<i64, DateInputError> {
@@ -273,6 +280,10 @@ fn decode_number_field(s: &str, fmask: u32, tmask: &mut u32, tm: &mut Tm, is2dig
     }
     if fmask & TIME == 0 && (len == 6 || len == 4) {
         *tmask = TIME;
+        let h = leading_int(&s[..2])?;
+        let m = leading_int(&s[2..4])?;
+        let sec = if len == 6 { leading_int(&s[4..6])? } else { 0 };
+        tm.time_us = ((h * 60 + m) * 60 + sec) * 1_000_000;
         return Ok(());
     }
     Err(DateInputError::BadFormat)
@@ -456,6 +467,41 @@ const MAX_DAYS: i64 = 2_145_031_948; // 5874897-12-31 (outside chrono's range: c
 /// Parse a date the way PostgreSQL's `date_in` does, as days since
 /// 1970-01-01. `today_days` answers `today` / `tomorrow` / `yesterday`.
 pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i32, DateInputError> {
+    decode_datetime(input, order, today_days).map(|d| d.days)
+}
+
+/// A decoded date and time: the date, the time of day (microseconds) and
+/// the zone the input named, if any.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DateTimeFields {
+    pub days: i32,
+    pub time_us: i64,
+    pub zone: Option<super::zone::Zone>,
+}
+
+/// A timestamp the way PostgreSQL's `timestamp_in` / `timestamptz_in`
+/// decode it: the wall-clock microseconds and the zone the input named.
+/// `today_days` answers `today` / `tomorrow` / `yesterday`.
+pub fn parse_timestamp_pg(input: &str, order: DateOrder, today_days: i32) -> Result<(i64, Option<super::zone::Zone>), DateInputError> {
+    let d = decode_datetime(input, order, today_days)?;
+    let us = (d.days as i64).checked_mul(86_400_000_000).and_then(|v| v.checked_add(d.time_us)).ok_or(DateInputError::OutOfRange)?;
+    Ok((us, d.zone))
+}
+
+/// `hh:mm[:ss[.ffffff]]` as microseconds.
+fn time_micros(s: &str) -> Option<i64> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let h: i64 = parts.first()?.parse().ok()?;
+    let m: i64 = parts.get(1)?.parse().ok()?;
+    let sec: f64 = parts.get(2).map_or(Some(0.0), |p| p.parse().ok())?;
+    if !(0..=1_000_000).contains(&h) || !(0..=1_000_000).contains(&m) || !(0.0..1e6).contains(&sec) {
+        return Some(i64::MAX); // refused by valid_time as out of range
+    }
+    Some((h * 3600 + m * 60) * 1_000_000 + (sec * 1e6).round() as i64)
+}
+
+fn decode_datetime(input: &str, order: DateOrder, today_days: i32) -> Result<DateTimeFields, DateInputError> {
+    use super::zone::{abbreviation, numeric_offset, Zone};
     let fields = split_fields(input)?;
     if fields.is_empty() {
         return Err(DateInputError::BadFormat);
@@ -468,28 +514,54 @@ pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i
     let mut julian_next = false;
     let mut julian: Option<i64> = None;
     let mut special: Option<i32> = None;
-    for (f, ty) in &fields {
+    let mut zone: Option<Zone> = None;
+    let mut pm: Option<bool> = None;
+    // A zone abbreviation directly followed by a number is POSIX-style,
+    // hours west of UTC (`GMT+8`, `PST-03:00`): its offset is the number's.
+    let posix_after = |idx: usize| match fields.get(idx + 1) {
+        Some((n, FType::Tz)) => numeric_offset(n).map(|west| Zone::Fixed(-west)),
+        _ => None,
+    };
+    let mut skip_next = false;
+    for (idx, (f, ty)) in fields.iter().enumerate() {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
         let mut tmask = 0u32;
         match ty {
             FType::Date => {
                 if julian_next {
                     return Err(DateInputError::BadFormat);
                 }
-                if fmask & DATE_M == DATE_M {
-                    // A zone name with punctuation ("America/New_York"): weir has none.
+                let named = if f.as_bytes()[0].is_ascii_alphabetic() {
+                    // An abbreviation with a POSIX offset run together (`PST-03:00`).
+                    let rest = f.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+                    let posix = abbreviation(&f[..f.len() - rest.len()]).and(numeric_offset(rest)).map(|west| Zone::Fixed(-west));
+                    posix.or_else(|| Zone::parse(f).filter(|z| matches!(z, Zone::Named(_))))
+                } else {
+                    None
+                };
+                if let Some(z) = named {
+                    // A zone name with punctuation ("America/New_York").
+                    zone = Some(z);
+                    tmask = TZ;
+                } else if fmask & DATE_M == DATE_M {
                     return Err(DateInputError::BadFormat);
+                } else {
+                    decode_date(f, fmask, &mut tmask, &mut is2digits, &mut tm, &mut text_month, order)?;
                 }
-                decode_date(f, fmask, &mut tmask, &mut is2digits, &mut tm, &mut text_month, order)?;
             }
             FType::Time => {
+                tm.time_us = time_micros(f).ok_or(DateInputError::BadFormat)?;
                 if !valid_time(f) {
-                    return Err(DateInputError::BadFormat);
+                    return Err(DateInputError::FieldOverflow);
                 }
                 tmask = TIME;
             }
             FType::Tz => {
-                // A numeric zone after a date (`1999-01-08 +02`): the date is unchanged.
-                tmask = 0;
+                // A numeric zone (`1999-01-08 04:05 +02`, `-08:00`).
+                zone = Some(Zone::Fixed(numeric_offset(f).ok_or(DateInputError::BadFormat)?));
+                tmask = TZ;
             }
             FType::Number => {
                 if julian_next {
@@ -514,7 +586,21 @@ pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i
             }
             FType::Str => {
                 let Some(kw) = keyword(f) else {
-                    return Err(DateInputError::BadFormat);
+                    // A zone abbreviation (`PST`) or a zone name without a slash.
+                    match abbreviation(f).map(Zone::Fixed).or_else(|| Zone::parse(f).filter(|z| matches!(z, Zone::Named(_)))) {
+                        Some(z) if fmask & TZ == 0 => {
+                            zone = Some(match posix_after(idx) {
+                                Some(p) => {
+                                    skip_next = true;
+                                    p
+                                }
+                                None => z,
+                            });
+                            fmask |= TZ;
+                            continue;
+                        }
+                        _ => return Err(DateInputError::BadFormat),
+                    }
                 };
                 match kw {
                     Kw::Ignore => continue,
@@ -533,12 +619,24 @@ pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i
                         tmask = ADBC;
                         bc = true;
                     }
-                    Kw::Am | Kw::Pm => tmask = AMPM,
+                    Kw::Am | Kw::Pm => {
+                        tmask = AMPM;
+                        pm = Some(kw == Kw::Pm);
+                    }
                     Kw::Julian => {
                         julian_next = true;
                         tmask = 0;
                     }
-                    Kw::Utc => tmask = 0,
+                    Kw::Utc => {
+                        zone = Some(match posix_after(idx) {
+                            Some(p) => {
+                                skip_next = true;
+                                p
+                            }
+                            None => Zone::Fixed(0),
+                        });
+                        tmask = TZ;
+                    }
                     Kw::Epoch | Kw::Today | Kw::Tomorrow | Kw::Yesterday => {
                         tmask = DATE_M;
                         special = Some(match kw {
@@ -559,11 +657,24 @@ pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i
     if julian_next {
         return Err(DateInputError::BadFormat);
     }
+    if let Some(is_pm) = pm {
+        // 12 AM is midnight, 12 PM noon; hours above 12 refuse AM/PM.
+        let h = tm.time_us / 3_600_000_000;
+        if fmask & TIME == 0 || !(0..=12).contains(&h) {
+            return Err(DateInputError::FieldOverflow);
+        }
+        if is_pm && h < 12 {
+            tm.time_us += 12 * 3_600_000_000;
+        } else if !is_pm && h == 12 {
+            tm.time_us -= 12 * 3_600_000_000;
+        }
+    }
+    let done = |days: i32| Ok(DateTimeFields { days, time_us: tm.time_us, zone });
     if let Some(d) = special {
-        if fields.len() != 1 {
+        if fmask & !(DATE_M | TZ) != 0 {
             return Err(DateInputError::BadFormat);
         }
-        return Ok(d);
+        return done(d);
     }
     if let Some(j) = julian {
         // Julian day 2440588 is 1970-01-01.
@@ -571,7 +682,7 @@ pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i
         if !(MIN_DAYS..=MAX_DAYS).contains(&d) {
             return Err(DateInputError::OutOfRange);
         }
-        return i32::try_from(d).map_err(|_| DateInputError::OutOfRange);
+        return done(i32::try_from(d).map_err(|_| DateInputError::OutOfRange)?);
     }
     if fmask & DATE_M != DATE_M {
         return Err(DateInputError::BadFormat);
@@ -609,7 +720,7 @@ pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i
     if tm.year < -4713 || (tm.year == -4713 && tm.mon < 11) || (tm.year == -4713 && tm.mon == 11 && tm.mday < 24) {
         return Err(DateInputError::OutOfRange);
     }
-    days_from_ymd(tm.year, tm.mon, tm.mday).ok_or(DateInputError::OutOfRange)
+    done(days_from_ymd(tm.year, tm.mon, tm.mday).ok_or(DateInputError::OutOfRange)?)
 }
 
 /// `hh:mm[:ss[.ffffff]]` with hours < 24 (or exactly 24:00:00).
@@ -674,6 +785,22 @@ mod tests {
         assert_eq!(p("bogus", Mdy), Err(BadFormat));
         assert_eq!(p("", Mdy), Err(BadFormat));
         assert_eq!(p("1999-01-08x", Mdy), Err(BadFormat));
+    }
+
+    #[test]
+    fn postgres_timestamp_forms() {
+        use crate::types::zone::Zone;
+        let ts = |s: &str| parse_timestamp_pg(s, Mdy, 0);
+        let base = 855_595_921_000_000; // 1997-02-10 17:32:01
+        assert_eq!(ts("1997-02-10 17:32:01"), Ok((base, None)));
+        assert_eq!(ts("1997-02-10T17:32:01"), Ok((base, None)));
+        assert_eq!(ts("Mon Feb 10 17:32:01 1997 PST"), Ok((base, Some(Zone::Fixed(-8 * 3600)))));
+        assert_eq!(ts("19970210 173201 -0800"), Ok((base, Some(Zone::Fixed(-8 * 3600)))));
+        assert_eq!(ts("1997-02-10 05:32:01 PM"), Ok((base, None)));
+        assert_eq!(ts("1997-02-10 17:32:01 GMT+8"), Ok((base, Some(Zone::Fixed(-8 * 3600)))));
+        assert_eq!(ts("1997-02-10 17:32:01 America/New_York"), Ok((base, Some(Zone::Named(chrono_tz::Tz::America__New_York)))));
+        assert_eq!(ts("1997-02-10 25:32:01"), Err(FieldOverflow));
+        assert_eq!(ts("1997-02-10 17:32:01 bogus"), Err(BadFormat));
     }
 }
 

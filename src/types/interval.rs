@@ -249,6 +249,64 @@ impl Interval {
         out
     }
 
+    /// PostgreSQL's text output in IntervalStyle `postgres_verbose`
+    /// (`@ 1 year 2 mons -3 days 4 hours 5 mins 6.7 secs ago`).
+    pub fn to_verbose_string(&self) -> String {
+        let mut out = String::from("@");
+        let mut is_zero = true;
+        let mut is_before = false;
+        let t = self.micros;
+        let hour = t / USECS_PER_HOUR;
+        let min = (t / USECS_PER_MINUTE) % 60;
+        let sec = (t / USECS_PER_SEC) % 60;
+        let fsec = t % USECS_PER_SEC;
+        for (value, unit) in [
+            ((self.months / 12) as i64, "year"),
+            ((self.months % 12) as i64, "mon"),
+            (self.days as i64, "day"),
+            (hour, "hour"),
+            (min, "min"),
+        ] {
+            if value == 0 {
+                continue;
+            }
+            let mut v = value;
+            if is_zero {
+                is_before = v < 0;
+                v = v.abs();
+            } else if is_before {
+                v = -v;
+            }
+            out.push_str(&format!(" {v} {unit}{}", if v == 1 { "" } else { "s" }));
+            is_zero = false;
+        }
+        if sec != 0 || fsec != 0 {
+            out.push(' ');
+            if sec < 0 || (sec == 0 && fsec < 0) {
+                if is_zero {
+                    is_before = true;
+                } else if !is_before {
+                    out.push('-');
+                }
+            } else if is_before {
+                out.push('-');
+            }
+            out.push_str(&sec.abs().to_string());
+            if fsec != 0 {
+                out.push_str(format!(".{:06}", fsec.abs()).trim_end_matches('0'));
+            }
+            out.push_str(if sec.abs() != 1 || fsec != 0 { " secs" } else { " sec" });
+            is_zero = false;
+        }
+        if is_zero {
+            out.push_str(" 0");
+        }
+        if is_before {
+            out.push_str(" ago");
+        }
+        out
+    }
+
     /// Parse PostgreSQL's interval input: `1 year 2 months`, `1 mon 2 days
     /// 03:00:00`, `-1 day +02:00`, `1.5 hours`, `@ 1 day ago`, ISO 8601
     /// `P1Y2M3DT4H5M6S`, and weir's compact `7d`, `1h30m`, `300.000s`.

@@ -14,6 +14,7 @@ use crate::error::Result;
 pub mod array;
 pub mod datetime_input;
 pub mod interval;
+pub mod zone;
 pub use array::Elem;
 pub use interval::Interval;
 
@@ -525,9 +526,18 @@ pub fn interval_from_arrow(v: IntervalMonthDayNano) -> Interval {
     Interval::new(v.months, v.days, v.nanoseconds / 1000)
 }
 
-/// PostgreSQL's interval output.
+/// PostgreSQL's interval output in the IntervalStyle in force.
 pub fn format_interval(iv: Interval) -> String {
-    iv.to_pg_string()
+    match zone::current().interval {
+        zone::IntervalStyle::PostgresVerbose => iv.to_verbose_string(),
+        _ => iv.to_pg_string(),
+    }
+}
+
+/// A timestamptz (UTC microseconds) as text in the session's zone and
+/// DateStyle in force on this thread.
+pub fn format_timestamptz(us: i64) -> String {
+    zone::format_timestamptz_ctx(us, &zone::current())
 }
 
 /// PostgreSQL's text form of a value.
@@ -544,8 +554,8 @@ pub fn format_value(v: &Value) -> String {
         Value::Int(i) => i.to_string(),
         Value::Float(f) => format_f64(*f),
         Value::Text(s) => s.clone(),
-        Value::Timestamp(t) => format_timestamp(*t),
-        Value::Date(d) => format_date(*d),
+        Value::Timestamp(t) => zone::format_timestamp_ctx(*t, &zone::current()),
+        Value::Date(d) => zone::format_date_in(*d, &zone::current()),
         Value::Interval(i) => format_interval(*i),
     }
 }

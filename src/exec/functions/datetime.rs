@@ -134,6 +134,30 @@ fn trunc_interval(unit: &str, iv: Interval) -> Result<Interval> {
 
 /// date_trunc(unit, timestamp | timestamptz | interval).
 pub fn date_trunc(a: &Args<'_>) -> Result<ArrayRef> {
+    let ty = a.types[1];
+    let zone = crate::types::zone::current().zone;
+    if ty == SqlType::TimestampTz && zone != crate::types::zone::Zone::UTC {
+        // A timestamptz truncates in the session's zone (PostgreSQL's
+        // timestamptz_trunc): to wall-clock time, truncate, back to UTC.
+        let mut cols = a.cols.clone();
+        cols[1] = map_ts(&a.cols[1], |t| zone.to_local(t));
+        let mut types = a.types.clone();
+        types[1] = SqlType::Timestamp;
+        let local = Args { cols, scalar: a.scalar.clone(), types, n: a.n, ret: a.ret, ctx: a.ctx, name: a.name };
+        let out = date_trunc_in(&local)?;
+        return Ok(map_ts(&out, |t| zone.to_utc(t)));
+    }
+    date_trunc_in(a)
+}
+
+/// Map a timestamp column's finite values, keeping its arrow type.
+fn map_ts(col: &ArrayRef, f: impl Fn(i64) -> i64) -> ArrayRef {
+    let Some(ts) = col.as_any().downcast_ref::<TimestampMicrosecondArray>() else { return col.clone() };
+    let out: TimestampMicrosecondArray = ts.unary(|t| if t == i64::MAX || t == i64::MIN { t } else { f(t) });
+    arc(out.with_timezone_opt(tz(col)))
+}
+
+fn date_trunc_in(a: &Args<'_>) -> Result<ArrayRef> {
     let units = a.str(0)?;
     let ty = a.types[1];
     if let Some(Some(u)) = units.constant() {
@@ -315,6 +339,19 @@ pub fn tumble_end(a: &Args<'_>) -> Result<ArrayRef> {
 }
 
 /// One field of a timestamp, as date_part returns it.
+/// A field of a timestamptz in a zone: the zone's offset for the
+/// timezone fields, the epoch from the instant, the rest from wall-clock time.
+pub fn timestamptz_part(field: &str, us: i64, zone: crate::types::zone::Zone) -> Result<f64> {
+    let off = zone.offset_at(us) as f64;
+    match field {
+        "epoch" => timestamp_part(field, us),
+        "timezone" => Ok(off),
+        "timezone_h" => Ok((off / 3600.0).trunc()),
+        "timezone_m" => Ok(((off / 60.0) % 60.0).trunc()),
+        _ => timestamp_part(field, zone.to_local(us)),
+    }
+}
+
 pub fn timestamp_part(field: &str, us: i64) -> Result<f64> {
     if field == "epoch" {
         return Ok(us as f64 / 1e6);
@@ -385,12 +422,21 @@ pub fn date_part(a: &Args<'_>) -> Result<ArrayRef> {
         }
         let p = a.prim::<TimestampMicrosecondType>(1)?;
         let p = p.array_any();
+        let zone = crate::types::zone::current().zone;
+        if ty == SqlType::TimestampTz && field != "epoch" {
+            // Fields of a timestamptz are read in the session's zone.
+            let out: Float64Array = p.try_unary(|t| timestamptz_part(field, t, zone))?;
+            return Ok(arc(out));
+        }
         let out: Float64Array = p.try_unary(|t| timestamp_part(field, t))?;
         return Ok(arc(out));
     }
     let mut b = Float64Builder::with_capacity(a.n);
     for i in 0..a.n {
         let v = match (fields.get(i), a.value(1, i)) {
+            (Some(f), crate::types::Value::Timestamp(t)) if ty == SqlType::TimestampTz => {
+                Some(timestamptz_part(field_of(f)?, t, crate::types::zone::current().zone)?)
+            }
             (Some(f), crate::types::Value::Timestamp(t)) => Some(timestamp_part(field_of(f)?, t)?),
             (Some(f), crate::types::Value::Interval(iv)) => Some(interval_part(field_of(f)?, iv)?),
             _ => None,
@@ -412,7 +458,12 @@ pub fn justify_interval(a: &Args<'_>) -> Result<ArrayRef> {
 
 /// now(), current_timestamp, …: the statement's timestamp (stable).
 pub fn statement_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
-    let v = TimestampMicrosecondArray::from(vec![a.ctx.statement_ts; a.n]);
+    let ts = match a.ret {
+        // localtimestamp: wall-clock time in the session's zone.
+        SqlType::Timestamp => crate::types::zone::current().zone.to_local(a.ctx.statement_ts),
+        _ => a.ctx.statement_ts,
+    };
+    let v = TimestampMicrosecondArray::from(vec![ts; a.n]);
     Ok(arc(v.with_timezone_opt(match a.ret {
         SqlType::TimestampTz => Some(crate::types::UTC),
         _ => None,
@@ -425,7 +476,8 @@ pub fn clock_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
 }
 
 pub fn current_date(a: &Args<'_>) -> Result<ArrayRef> {
-    Ok(arc(Date32Array::from(vec![a.ctx.statement_ts.div_euclid(USECS_PER_DAY) as i32; a.n])))
+    let local = crate::types::zone::current().zone.to_local(a.ctx.statement_ts);
+    Ok(arc(Date32Array::from(vec![local.div_euclid(USECS_PER_DAY) as i32; a.n])))
 }
 
 /// to_timestamp(seconds since the epoch).
@@ -445,4 +497,37 @@ pub fn to_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
         });
     }
     Ok(arc(b.finish().with_timezone(crate::types::UTC)))
+}
+
+/// timezone(zone, ts): `ts AT TIME ZONE zone`.
+pub fn timezone(a: &Args<'_>) -> Result<ArrayRef> {
+    let zones = a.str(0)?;
+    let to_utc = a.types[1] == SqlType::Timestamp;
+    let ts = a.prim::<TimestampMicrosecondType>(1)?;
+    let zone_of =
+        |z: &str| crate::types::zone::Zone::parse(z).ok_or_else(|| err!(InvalidParameterValue, "time zone \"{z}\" not recognized"));
+    let mut b = TimestampMicrosecondBuilder::with_capacity(a.n);
+    let constant = match zones.constant() {
+        Some(Some(z)) => Some(zone_of(z)?),
+        _ => None,
+    };
+    for i in 0..a.n {
+        let (Some(t), Some(z)) = (ts.get(i), zones.get(i)) else {
+            b.append_null();
+            continue;
+        };
+        let zone = match constant {
+            Some(z) => z,
+            None => zone_of(z)?,
+        };
+        b.append_value(if t == i64::MAX || t == i64::MIN {
+            t
+        } else if to_utc {
+            zone.to_utc(t)
+        } else {
+            zone.to_local(t)
+        });
+    }
+    let out = b.finish();
+    Ok(arc(if to_utc { out.with_timezone(crate::types::UTC) } else { out }))
 }

@@ -249,6 +249,9 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             datetime::date_part,
         )
         .alias(&["extract"]),
+        // AT TIME ZONE: timezone(zone, timestamptz) is wall-clock time there,
+        // timezone(zone, timestamp) the instant of that wall-clock time there.
+        Def::new("timezone", vec![s(&[Text, TimestampTz], Timestamp), s(&[Text, Timestamp], TimestampTz)], datetime::timezone),
         Def::new("justify_days", vec![s(&[Interval], Interval)], datetime::justify_days),
         Def::new("justify_hours", vec![s(&[Interval], Interval)], datetime::justify_hours),
         Def::new("justify_interval", vec![s(&[Interval], Interval)], datetime::justify_interval),

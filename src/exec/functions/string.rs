@@ -574,9 +574,7 @@ fn text_at(a: &Args<'_>, j: usize, i: usize) -> Option<String> {
         crate::types::Value::Null => None,
         crate::types::Value::Text(s) => Some(s),
         crate::types::Value::Bool(b) => Some(if b { "t".into() } else { "f".into() }),
-        crate::types::Value::Timestamp(t) if a.types[j] == crate::types::SqlType::TimestampTz => {
-            Some(format!("{}+00", crate::types::format_timestamp(t)))
-        }
+        crate::types::Value::Timestamp(t) if a.types[j] == crate::types::SqlType::TimestampTz => Some(crate::types::format_timestamptz(t)),
         other => Some(crate::types::format_value(&other)),
     }
 }

@@ -40,10 +40,18 @@ struct Fields {
     iso_week: i64,
     iso_dow: i64,
     julian: i64,
-    tz: Option<&'static str>,
+    /// A timestamptz's zone in the session: abbreviation and offset east (seconds).
+    tz: Option<(String, i32)>,
 }
 
 fn timestamp_fields(us: i64, with_tz: bool) -> Result<Fields> {
+    // A timestamptz's fields are wall-clock time in the session's zone.
+    let tz = with_tz.then(|| {
+        let zone = crate::types::zone::current().zone;
+        let off = zone.offset_at(us);
+        (zone.abbrev_at(us).unwrap_or_else(|| crate::types::zone::format_offset(off)), off)
+    });
+    let us = us.saturating_add(tz.as_ref().map_or(0, |t| t.1 as i64 * 1_000_000));
     let dt = chrono::DateTime::from_timestamp_micros(us).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?.naive_utc();
     let iso = dt.iso_week();
     Ok(Fields {
@@ -61,7 +69,7 @@ fn timestamp_fields(us: i64, with_tz: bool) -> Result<Fields> {
         iso_week: iso.week() as i64,
         iso_dow: dt.weekday().number_from_monday() as i64,
         julian: dt.date().num_days_from_ce() as i64 + 1_721_425,
-        tz: with_tz.then_some("UTC"),
+        tz,
     })
 }
 
@@ -299,23 +307,23 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
             }
             "J" => num(&mut out, f.julian, 0, true),
             "TZ" => {
-                if let Some(z) = f.tz {
+                if let Some((z, _)) = &f.tz {
                     out.push_str(&cased(p, z))
                 }
             }
             "OF" => {
-                if f.tz.is_some() {
-                    out.push_str("+00")
+                if let Some((_, off)) = f.tz {
+                    out.push_str(&crate::types::zone::format_offset(off))
                 }
             }
             "TZH" => {
-                if f.tz.is_some() {
-                    out.push_str("+00")
+                if let Some((_, off)) = f.tz {
+                    out.push_str(&format!("{}{:02}", if off < 0 { '-' } else { '+' }, off.unsigned_abs() / 3600))
                 }
             }
             "TZM" => {
-                if f.tz.is_some() {
-                    out.push_str("00")
+                if let Some((_, off)) = f.tz {
+                    out.push_str(&format!("{:02}", off.unsigned_abs() / 60 % 60))
                 }
             }
             _ => return Err(unsupported(p)),

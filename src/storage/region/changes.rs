@@ -1,7 +1,7 @@
 //! A region's change log between two sequences (`Region::changes`), read by
 //! flows and incremental evaluation.
 
-use super::read::{RowFilter, TimeSet};
+use super::read::{RowFilter, Snapshot, TimeSet};
 use super::*;
 
 impl Region {
@@ -48,30 +48,43 @@ impl Region {
         };
         let old_snap = self.snapshot(None, Some(after), time, true);
         let mut f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![], times };
-        // Probe with the time index and sequence only: new identities (plain
-        // inserts) find nothing and no other column is decoded; otherwise
-        // the full read keeps only the times found.
-        let mut none_before = false;
-        if let (Some(ti), Some(_)) = (self.layout.time_index, f_old.times.as_ref()) {
-            let mut pc = vec![ti, self.layout.seq()];
-            pc.sort_unstable();
-            pc.dedup();
-            let tpos = pc.iter().position(|&c| c == ti).expect("time index probed");
-            let mut found: HashSet<i64, crate::storage::version::FxBuild> = HashSet::default();
-            for src in self.read(&old_snap, &pc, &f_old, true)? {
-                for b in src.batches {
-                    let t = time_values(b.column(tpos))?;
-                    found.extend(t.as_primitive::<arrow::datatypes::Int64Type>().iter().flatten());
+        // Last-write-wins regions: SSTs are sorted by identity, so earlier
+        // versions there are found by seeking each changed identity (the
+        // memtable, unsorted, keeps the time set's filter).
+        let seek = self.layout.time_index.is_some() && self.layout.identity == self.layout.sort;
+        let old_batches: Vec<RecordBatch> = if seek {
+            let mut v: Vec<RecordBatch> = self.read(&old_snap, &cols, &f_old, false)?.into_iter().flat_map(|s| s.batches).collect();
+            v.extend(self.seek_versions(&old_snap, &new, after, time)?);
+            v
+        } else {
+            // Probe with the time index and sequence only: new identities (plain
+            // inserts) find nothing and no other column is decoded; otherwise
+            // the full read keeps only the times found.
+            let mut none_before = false;
+            if let (Some(ti), Some(_)) = (self.layout.time_index, f_old.times.as_ref()) {
+                let mut pc = vec![ti, self.layout.seq()];
+                pc.sort_unstable();
+                pc.dedup();
+                let tpos = pc.iter().position(|&c| c == ti).expect("time index probed");
+                let mut found: HashSet<i64, crate::storage::version::FxBuild> = HashSet::default();
+                for src in self.read(&old_snap, &pc, &f_old, true)? {
+                    for b in src.batches {
+                        let t = time_values(b.column(tpos))?;
+                        found.extend(t.as_primitive::<arrow::datatypes::Int64Type>().iter().flatten());
+                    }
+                }
+                if found.is_empty() {
+                    none_before = true;
+                } else {
+                    f_old.times = Some(Arc::new(TimeSet::new(found)));
                 }
             }
-            if found.is_empty() {
-                none_before = true;
+            if none_before {
+                Vec::new()
             } else {
-                f_old.times = Some(Arc::new(TimeSet::new(found)));
+                self.read(&old_snap, &cols, &f_old, true)?.into_iter().flat_map(|s| s.batches).collect()
             }
-        }
-        let old_batches: Vec<RecordBatch> =
-            if none_before { Vec::new() } else { self.read(&old_snap, &cols, &f_old, true)?.into_iter().flat_map(|s| s.batches).collect() };
+        };
         let new_keys = self.keys.encode(&self.key_cols(&new, &cols))?;
         let old = if old_batches.is_empty() {
             RecordBatch::new_empty(schema.clone())
@@ -108,4 +121,87 @@ impl Region {
         }
         concat_all(&out_schema, &parts)
     }
+
+    /// Versions at or before `after` of the identities of `probe` (full
+    /// schema) in the SSTs of `snap`. An SST is sorted by identity (primary
+    /// key, time; last write wins), so each identity is found by binary
+    /// search in the row groups whose key range holds it: the work follows
+    /// the changed identities, not the SSTs' rows (row groups come from the
+    /// decoded-column cache).
+    fn seek_versions(&self, snap: &Snapshot, probe: &RecordBatch, after: SeqNo, time: Option<(i64, i64)>) -> Result<Vec<RecordBatch>> {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let ids = &self.layout.identity;
+        let opts = arrow::compute::SortOptions::default();
+        let sort: Vec<arrow::compute::SortColumn> =
+            ids.iter().map(|&c| arrow::compute::SortColumn { values: probe.column(c).clone(), options: Some(opts) }).collect();
+        let order = arrow::compute::lexsort_to_indices(&sort, None)?;
+        let keys: Vec<ArrayRef> = ids.iter().map(|&c| arrow::compute::take(probe.column(c).as_ref(), &order, None)).collect::<std::result::Result<_, _>>()?;
+        let nprobe = order.len();
+        let cols: Vec<usize> = (0..self.layout.full.fields().len()).collect();
+        let f = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![], times: None };
+        let p = self.sst_predicate(&f, &[]);
+        // Row groups are read whole (from the decoded-column cache), not
+        // sliced to the time range: SSTs sorted by identity have every
+        // row group span the file's times, so slicing would only filter
+        // each row (or decode pages, uncached) for what the search skips.
+        let whole = RowFilter { time: None, ..f.clone() };
+        let p_rg = self.sst_predicate(&whole, &[]);
+        let mut out = Vec::new();
+        for file in snap.files.iter() {
+            if file.meta.seq_range.0 > after || !file_may_match(&file.meta, &p) {
+                self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            // Rows newer than `after` only in a file flushed since.
+            let check_seq = file.meta.seq_range.1 > after;
+            let Some(mut scan) = self.open_sst(file, &cols, &p_rg) else { continue };
+            while let Some(b) = scan.next_batch()? {
+                let n = b.num_rows();
+                if n == 0 {
+                    continue;
+                }
+                let cmps = ids
+                    .iter()
+                    .zip(&keys)
+                    .map(|(&c, k)| arrow::array::make_comparator(b.column(c).as_ref(), k.as_ref(), opts))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                // Row i of the batch against probe j.
+                let cmp = |i: usize, j: usize| cmps.iter().map(|c| c(i, j)).find(|o| *o != Equal).unwrap_or(Equal);
+                // The probes within the batch's key range.
+                let lo = first_false(0, nprobe, |j| cmp(0, j) == Greater);
+                let hi = first_false(lo, nprobe, |j| cmp(n - 1, j) != Less);
+                let seq = b.column(self.layout.seq()).as_primitive::<UInt64Type>();
+                let mut rows: Vec<u32> = Vec::new();
+                let mut start = 0;
+                for j in lo..hi {
+                    let mut i = first_false(start, n, |i| cmp(i, j) == Less);
+                    start = i;
+                    while i < n && cmp(i, j) == Equal {
+                        if !check_seq || seq.value(i) <= after {
+                            rows.push(i as u32);
+                        }
+                        i += 1;
+                    }
+                }
+                if !rows.is_empty() {
+                    out.push(arrow::compute::take_record_batch(&b, &arrow::array::UInt32Array::from(rows))?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The first index in [lo, hi) where `pred` is false (`pred` holds on a
+/// prefix of the range), or `hi`.
+fn first_false(mut lo: usize, mut hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
