@@ -14,7 +14,7 @@ use crate::error::Result;
 
 pub struct HashAggExecutor {
     child: Box<dyn BatchExecutor>,
-    /// The later time half of the input (see `partition.rs`), folded on a
+    /// The second part of the input (see `partition.rs`), folded on a
     /// thread of its own; None: `child` is all of it.
     second: Option<Box<dyn BatchExecutor>>,
     group_by: Vec<Expr>,
@@ -41,7 +41,7 @@ impl HashAggExecutor {
         }
     }
 
-    /// Read `second` too: the input's later time half.
+    /// Read `second` too: the input's second part.
     pub fn with_second_half(mut self, second: Box<dyn BatchExecutor>) -> Self {
         self.second = Some(second);
         self

@@ -157,8 +157,8 @@ pub fn build(plan: &Plan, ctx: &ExecCtx) -> Result<Box<dyn BatchExecutor>> {
         Plan::ProjectSet { input, srfs, columns } => {
             Box::new(project_set::ProjectSetExecutor::new(build(input, ctx)?, srfs.clone(), columns, ctx.clone()))
         }
-        Plan::Aggregate { input, group_by, aggs, columns } => match partition::time_halves(input, ctx) {
-            // A large scan read in two time halves, one per core.
+        Plan::Aggregate { input, group_by, aggs, columns } => match partition::halves(input, ctx) {
+            // A large scan read in two parts, one per core.
             Some((first, second)) => Box::new(
                 hash_agg::HashAggExecutor::new(build(&first, ctx)?, group_by.clone(), aggs.clone(), columns, ctx.clone())
                     .with_second_half(build(&second, ctx)?),

@@ -1,18 +1,18 @@
-//! Time-partitioned input for hash aggregation, so both cores work on a
-//! large scan: the aggregation's input (filters and projections over one
-//! scan of one region) is split at the middle of the scan's time range into
-//! two plans that read `[lo, mid)` and `[mid, hi)`. Each half is scanned and
-//! folded into its own partial state on its own thread; the states merge at
-//! the end (`hash_agg.rs`). A row's identity (key, time) lies in one half,
-//! so each half's newest-version and tombstone rules are whole; both halves
-//! read at one snapshot (the statement's view, or the region's last
-//! sequence when the split is made). The page index keeps each half to its
-//! pages.
+//! Partitioned input for hash aggregation, so both cores work on a large
+//! scan: the aggregation's input (filters and projections over one scan of
+//! one region) is split into two plans whose scans read part 0 and part 1
+//! of the rows (`ScanRequest::part`): compacted SSTs by row groups, so no
+//! page is decoded twice; sources merged by identity by time halves, so
+//! each half's newest-version and tombstone rules are whole. Each part is
+//! scanned and folded into its own partial state on its own thread; the
+//! states merge at the end (`hash_agg.rs`). Both parts read at one
+//! snapshot (the statement's view, or the region's last sequence when the
+//! split is made).
 //!
 //! Only where it pays: both time bounds given, no tag filter, at least
 //! `MIN_ROWS` rows in the range by the SSTs' row counts and time spread
 //! (`Region::sst_time_spread`), `weir.agg_parallel` not off. Groups then come out in
-//! first-seen order within each half, the first half's first.
+//! first-seen order within each part, the first part's first.
 //!
 //! Imports `exec`, `storage` and `error` only.
 
@@ -22,18 +22,24 @@ use super::ExecCtx;
 /// Rows (estimated) in the scan's time range before it is split.
 const MIN_ROWS: usize = 200_000;
 
-/// The two time halves of an aggregation's input, if it is worth splitting.
-pub fn time_halves(input: &Plan, ctx: &ExecCtx) -> Option<(Plan, Plan)> {
+/// The two parts of an aggregation's input, if it is worth splitting.
+pub fn halves(input: &Plan, ctx: &ExecCtx) -> Option<(Plan, Plan)> {
     if ctx.settings.get("weir.agg_parallel").is_some_and(|v| v == "off") {
         return None;
     }
     let Plan::Scan { regions, request, .. } = scan_of(input)? else { return None };
     let (lo, hi) = request.time_range?;
-    if regions.0.len() != 1 || !regions.1.is_empty() || request.with_rowid || lo == i64::MIN || hi == i64::MAX || hi - lo < 2 {
+    if regions.0.len() != 1
+        || !regions.1.is_empty()
+        || request.with_rowid
+        || request.last_row
+        || lo == i64::MIN
+        || hi == i64::MAX
+        || hi - lo < 2
+    {
         return None;
     }
-    // A selective scan (tag equalities or IN-lists) reads few pages; the
-    // halves would decode the same ones twice.
+    // A selective scan (tag equalities or IN-lists) reads few pages.
     if !request.filters.is_empty() {
         return None;
     }
@@ -51,8 +57,7 @@ pub fn time_halves(input: &Plan, ctx: &ExecCtx) -> Option<(Plan, Plan)> {
         (None, None) => Some(region.last_seq()),
         (_, s) => s,
     };
-    let mid = lo + (hi - lo) / 2;
-    Some((with_range(input, (lo, mid), snapshot), with_range(input, (mid, hi), snapshot)))
+    Some((with_part(input, (0, 2), snapshot), with_part(input, (1, 2), snapshot)))
 }
 
 fn scan_of(p: &Plan) -> Option<&Plan> {
@@ -65,18 +70,18 @@ fn scan_of(p: &Plan) -> Option<&Plan> {
     }
 }
 
-fn with_range(p: &Plan, range: (i64, i64), snapshot: Option<crate::storage::SeqNo>) -> Plan {
+fn with_part(p: &Plan, part: (usize, usize), snapshot: Option<crate::storage::SeqNo>) -> Plan {
     let mut p = p.clone();
-    fn walk(p: &mut Plan, range: (i64, i64), snapshot: Option<crate::storage::SeqNo>) {
+    fn walk(p: &mut Plan, part: (usize, usize), snapshot: Option<crate::storage::SeqNo>) {
         match p {
             Plan::Scan { request, .. } => {
-                request.time_range = Some(range);
+                request.part = Some(part);
                 request.snapshot = snapshot;
             }
-            Plan::Filter { input, .. } | Plan::Project { input, .. } => walk(input, range, snapshot),
+            Plan::Filter { input, .. } | Plan::Project { input, .. } => walk(input, part, snapshot),
             _ => {}
         }
     }
-    walk(&mut p, range, snapshot);
+    walk(&mut p, part, snapshot);
     p
 }

@@ -138,6 +138,14 @@ pub struct ScanRequest {
     /// key), or a superset of those rows; ignored without a time index.
     /// For `DISTINCT ON (tags) … ORDER BY tags, time DESC`.
     pub last_row: bool,
+    /// `(k, n)`: read only part `k` of `n` of the visible rows, so `n`
+    /// threads each scan a part (not with `last_row`). The parts are
+    /// disjoint and together are the whole scan: SSTs that share no
+    /// identity with other sources are split by row groups (chunk
+    /// `(k + i) % n` of the i-th such file); sources merged by identity are
+    /// split by time (the k-th of `n` equal slices of `time_range`, as an
+    /// identity holds its time), or all read by part 0 without a range.
+    pub part: Option<(usize, usize)>,
 }
 
 /// What one acknowledged write did.

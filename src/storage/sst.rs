@@ -387,6 +387,18 @@ impl SstScan {
         self
     }
 
+    /// Keep only chunk `k` of `n` of the row groups still to read (the
+    /// chunks are contiguous and differ in length by at most one row group),
+    /// for a scan split between threads.
+    pub fn keep_chunk(mut self, k: usize, n: usize) -> SstScan {
+        let len = self.groups.len();
+        let (lo, hi) = (len * k / n, len * (k + 1) / n);
+        // The other chunks are read by the other parts: not pruned.
+        self.groups = self.groups.drain(lo..hi).collect();
+        self.read = self.groups.len();
+        self
+    }
+
     fn count(&self, which: usize) {
         if let Some(c) = &self.cache_counts {
             c[which].fetch_add(1, Ordering::Relaxed);

@@ -305,6 +305,7 @@ impl Region {
         proj: &[usize],
         f: &RowFilter,
         with_rowid: bool,
+        chunk: Option<(usize, usize)>,
     ) -> Result<Option<IsolatedRead>> {
         let m = &file.meta;
         let seq_after = f.seq_after.filter(|&a| m.seq_range.0 <= a);
@@ -330,14 +331,20 @@ impl Region {
         let md = file.reader_meta.metadata();
         if cols.is_empty() {
             // Every row is visible and nothing needs decoding: row counts
-            // from the metadata.
+            // from the metadata (of this part's chunk of row groups).
+            let len = md.num_row_groups();
+            let (lo, hi) = chunk.map_or((0, len), |(k, n)| (len * k / n, len * (k + 1) / n));
+            let rows: i64 = (lo..hi).map(|i| md.row_group(i).num_rows()).sum();
             self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
-            self.counters.row_groups_read.fetch_add(md.num_row_groups() as u64, Ordering::Relaxed);
-            return Ok(Some(IsolatedRead { scan: None, count_only: Some(m.rows as usize), cols, rf: None, opos: None, out_cols: vec![] }));
+            self.counters.row_groups_read.fetch_add((hi - lo) as u64, Ordering::Relaxed);
+            return Ok(Some(IsolatedRead { scan: None, count_only: Some(rows as usize), cols, rf: None, opos: None, out_cols: vec![] }));
         }
         let eq = prune_eq(f);
         let p = SstPredicate { seq_after, seq_upto, time, ts_col: self.layout.time_index, eq: &eq, seq_col };
-        let scan = scan_sst(file, &cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts);
+        let mut scan = scan_sst(file, &cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts);
+        if let Some((k, n)) = chunk {
+            scan = scan.keep_chunk(k, n);
+        }
         self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
         self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
         if scan.read == 0 {
@@ -401,6 +408,7 @@ impl Region {
     /// snapshot taken now; rows are read as [`RegionScan::next_batch`] asks.
     pub fn scan_stream(&self, req: &ScanRequest) -> Result<RegionScan> {
         if req.last_row && self.layout.time_index.is_some() {
+            debug_assert!(req.part.is_none(), "a last-row scan is not split");
             return self.last_row_scan(req);
         }
         let mut b = req.seq;
@@ -507,21 +515,35 @@ impl Region {
             opos,
             out_cols,
             filter,
+            merge_time: None,
             with_rowid: req.with_rowid,
             with_ssts: !memtable_only,
         };
         if self.desc.ttl_ms == Some(0) {
             return Ok(scan);
         }
+        // A part of a scan split between threads (see `ScanRequest::part`).
+        let part = req.part.filter(|&(k, n)| k < n && n > 1);
         if !memtable_only {
             let (isolated, rest) = self.split_isolated(&snap, &scan.filter);
-            scan.work.extend(isolated.into_iter().map(Work::Isolated));
+            scan.work.extend(isolated.into_iter().enumerate().map(|(i, f)| Work::Isolated(f, part.map(|(k, n)| ((k + i) % n, n)))));
             snap.files = Arc::new(rest);
         }
+        // The merged sources of a part: its slice of the time range; without
+        // one, the first part reads them all.
+        match (part, scan.filter.time) {
+            (Some((k, n)), Some((lo, hi))) if lo < hi => {
+                let at = |j: usize| (lo as i128 + (hi as i128 - lo as i128) * j as i128 / n as i128) as i64;
+                scan.merge_time = Some((at(k), at(k + 1)));
+            }
+            (Some((k, _)), _) if k > 0 => return Ok(scan),
+            _ => {}
+        }
+        let merge_filter = scan.merge_filter();
         // The other sources, grouped by what may share identities (by their
         // time ranges), each group read and merged when the scan reaches it.
-        let eq = prune_eq(&scan.filter);
-        let p = self.sst_predicate(&scan.filter, &eq);
+        let eq = prune_eq(&merge_filter);
+        let p = self.sst_predicate(&merge_filter, &eq);
         let mut specs: Vec<(Option<(i64, i64)>, Spec)> = Vec::new();
         if !snap.mem.is_empty() {
             let untimed = snap.mem.iter().any(|(_, t)| t.is_none());
@@ -610,7 +632,8 @@ enum Spec {
 enum Work {
     /// An SST that shares no identity with the other sources: read a row
     /// group at a time.
-    Isolated(Arc<SstFile>),
+    /// With the chunk `(k, n)` of its row groups a part reads.
+    Isolated(Arc<SstFile>, Option<(usize, usize)>),
     /// Sources that may share identities: read together and merged.
     Group(Vec<Spec>),
 }
@@ -643,6 +666,8 @@ pub struct RegionScan {
     opos: usize,
     out_cols: Vec<usize>,
     filter: RowFilter,
+    /// A part's time slice for the merged sources (see `ScanRequest::part`).
+    merge_time: Option<(i64, i64)>,
     with_rowid: bool,
     with_ssts: bool,
 }
@@ -663,9 +688,15 @@ impl RegionScan {
             opos: 0,
             out_cols: vec![],
             filter: RowFilter { seq_after: None, seq_upto: None, time: None, ttl_cutoff: None, eq: vec![], times: None },
+            merge_time: None,
             with_rowid: false,
             with_ssts: false,
         }
+    }
+
+    /// The row filter of merged sources: a part's time slice, if any.
+    fn merge_filter(&self) -> RowFilter {
+        RowFilter { time: self.merge_time.or(self.filter.time), ..self.filter.clone() }
     }
 
     /// The next batch of visible rows (projected, `__rowid` last when
@@ -691,7 +722,9 @@ impl RegionScan {
             }
             match self.work.pop_front() {
                 None => return Ok(None),
-                Some(Work::Isolated(file)) => self.isolated = region.open_isolated(&file, &self.proj, &self.filter, self.with_rowid)?,
+                Some(Work::Isolated(file, chunk)) => {
+                    self.isolated = region.open_isolated(&file, &self.proj, &self.filter, self.with_rowid, chunk)?
+                }
                 Some(Work::Group(group)) => {
                     let with_mem = group.iter().any(|s| matches!(s, Spec::Mem));
                     let files: Vec<Arc<SstFile>> = group
@@ -708,7 +741,7 @@ impl RegionScan {
                         files,
                         &self.cols,
                         &self.schema,
-                        &self.filter,
+                        &self.merge_filter(),
                         self.opos,
                         &self.out_cols,
                     )?;
