@@ -246,7 +246,16 @@ fn psql_describe_shows_primary_key() {
         .args(["-c", "CREATE VIEW psql_v AS SELECT host FROM psql_t", "-c", "\\d+ psql_t", "-c", "\\di", "-c", "\\dv", "-c", "\\d+ psql_v"])
         .args(["-c", "CREATE INDEX psql_t_v_idx ON psql_t (v)", "-c", "CREATE UNIQUE INDEX psql_t_hv ON psql_t (host, v)"])
         .args(["-c", "\\d psql_t", "-c", "\\di", "-c", "\\dT"])
-        .args(["-c", "CREATE ROLE psql_r LOGIN CREATEDB", "-c", "GRANT SELECT, INSERT ON psql_t TO psql_r", "-c", "\\du", "-c", "\\dp psql_t"])
+        .args([
+            "-c",
+            "CREATE ROLE psql_r LOGIN CREATEDB",
+            "-c",
+            "GRANT SELECT, INSERT ON psql_t TO psql_r",
+            "-c",
+            "\\du",
+            "-c",
+            "\\dp psql_t",
+        ])
         .output()
         .expect("run psql");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

@@ -577,7 +577,12 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
                 if k == "interval" {
                     for &s in &closed[gi] {
                         let r: Vec<i64> = m.range(s..s + 10).map(|(_, v)| *v).collect();
-                        want.push(vec![Some(format!("p{gi}")), Some(ts(s)), Some(r.len().to_string()), Some(r.iter().sum::<i64>().to_string())]);
+                        want.push(vec![
+                            Some(format!("p{gi}")),
+                            Some(ts(s)),
+                            Some(r.len().to_string()),
+                            Some(r.iter().sum::<i64>().to_string()),
+                        ]);
                     }
                     continue;
                 }
@@ -592,7 +597,12 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
         let mut want = Vec::new();
         for (qi, r) in counted.iter().enumerate() {
             for w in r.chunks_exact(3) {
-                want.push(vec![Some(format!("q{qi}")), Some(ts(w[0].0)), Some("3".into()), Some(w.iter().map(|x| x.1).sum::<i64>().to_string())]);
+                want.push(vec![
+                    Some(format!("q{qi}")),
+                    Some(ts(w[0].0)),
+                    Some("3".into()),
+                    Some(w.iter().map(|x| x.1).sum::<i64>().to_string()),
+                ]);
             }
         }
         let got = rows(&c, "SELECT tag_tbname, ts, c, s FROM r_count ORDER BY tag_tbname, ts").await;

@@ -367,13 +367,8 @@ fn normalize(all: &RecordBatch, tags: usize, offset_ms: i64, schema: &SchemaRef)
         .collect();
     keys.push(SortColumn { values: cols[0].clone(), options: None });
     let order = arrow::compute::lexsort_to_indices(&keys, None)?;
-    let cols: Vec<ArrayRef> =
-        cols.iter().map(|c| arrow::compute::take(c.as_ref(), &order, None)).collect::<std::result::Result<_, _>>()?;
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        cols,
-        &arrow::array::RecordBatchOptions::new().with_row_count(Some(order.len())),
-    )?)
+    let cols: Vec<ArrayRef> = cols.iter().map(|c| arrow::compute::take(c.as_ref(), &order, None)).collect::<std::result::Result<_, _>>()?;
+    Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &arrow::array::RecordBatchOptions::new().with_row_count(Some(order.len())))?)
 }
 
 enum Window {
@@ -394,10 +389,8 @@ fn series_ranges(all: &RecordBatch, tags: usize) -> Result<Vec<std::ops::Range<u
 
 fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, schema: &SchemaRef, ctx: &ExecCtx, w: Window) -> Result<RecordBatch> {
     let ts: Vec<i64> = millis(all.column(0))?.into_iter().map(|t| t.unwrap_or(i64::MIN)).collect();
-    let fields: Vec<ArrayRef> = all.columns()[1 + tags..]
-        .iter()
-        .map(|c| arrow::compute::cast(c, &DataType::Float64))
-        .collect::<std::result::Result<_, _>>()?;
+    let fields: Vec<ArrayRef> =
+        all.columns()[1 + tags..].iter().map(|c| arrow::compute::cast(c, &DataType::Float64)).collect::<std::result::Result<_, _>>()?;
     let fields: Vec<&Float64Array> = fields.iter().map(|a| a.as_primitive::<Float64Type>()).collect();
     let nf = fields.len();
     let mut out_ts: Vec<i64> = Vec::new();
@@ -490,11 +483,7 @@ fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, schema: &SchemaRef, c
     for v in out_vals {
         cols.push(Arc::new(Float64Array::from(v)));
     }
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        cols,
-        &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
-    )?)
+    Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())))?)
 }
 
 /// PromQL's arithmetic and comparison operators over two sample values.
@@ -606,12 +595,23 @@ pub enum ValueMap {
     Func(InstantFn),
     Neg,
     /// `round(x, to)`: to the nearest multiple of `to`, ties up.
-    Round { to: u64 },
+    Round {
+        to: u64,
+    },
     /// `clamp(x, lo, hi)` (`both`), `clamp_min` (hi NaN), `clamp_max` (lo NaN).
-    Clamp { lo: u64, hi: u64, both: bool },
+    Clamp {
+        lo: u64,
+        hi: u64,
+        both: bool,
+    },
     /// `x op s`, or `s op x` with `scalar_left`; a comparison keeps x where
     /// it holds, or with `bool` answers 1 or 0.
-    Scalar { op: ValueOp, scalar: u64, scalar_left: bool, bool_result: bool },
+    Scalar {
+        op: ValueOp,
+        scalar: u64,
+        scalar_left: bool,
+        bool_result: bool,
+    },
 }
 
 impl ValueMap {
@@ -679,10 +679,8 @@ impl ValueMap {
 /// Each field value of each row mapped; rows left without a value dropped.
 fn map_values(all: &RecordBatch, tags: usize, m: ValueMap, schema: &SchemaRef) -> Result<RecordBatch> {
     let n = all.num_rows();
-    let fields: Vec<ArrayRef> = all.columns()[1 + tags..]
-        .iter()
-        .map(|c| arrow::compute::cast(c, &DataType::Float64))
-        .collect::<std::result::Result<_, _>>()?;
+    let fields: Vec<ArrayRef> =
+        all.columns()[1 + tags..].iter().map(|c| arrow::compute::cast(c, &DataType::Float64)).collect::<std::result::Result<_, _>>()?;
     let mut out: Vec<Vec<Option<f64>>> = vec![Vec::with_capacity(n); fields.len()];
     let mut keep: Vec<u32> = Vec::with_capacity(n);
     let fields: Vec<&Float64Array> = fields.iter().map(|a| a.as_primitive::<Float64Type>()).collect();
@@ -708,11 +706,7 @@ fn map_values(all: &RecordBatch, tags: usize, m: ValueMap, schema: &SchemaRef) -
     for v in out {
         cols.push(Arc::new(Float64Array::from(v)));
     }
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        cols,
-        &arrow::array::RecordBatchOptions::new().with_row_count(Some(keep.len())),
-    )?)
+    Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &arrow::array::RecordBatchOptions::new().with_row_count(Some(keep.len())))?)
 }
 
 #[cfg(test)]

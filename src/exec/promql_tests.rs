@@ -42,15 +42,7 @@ fn normalize_sorts_by_series_then_time_and_applies_the_offset() {
         Step::dense(vec![vec![ts(5), txt("b"), f(3.0)], vec![Value::Null, txt("a"), f(9.0)], vec![ts(1), null(), f(4.0)]]),
     ];
     let got = exec(PromNode::SeriesNormalize { tags: 1, offset_ms: 60_000 }, input, 1);
-    assert_eq!(
-        got,
-        vec![
-            row(&[&t(61), "NULL", "4"]),
-            row(&[&t(70), "a", "1"]),
-            row(&[&t(65), "b", "3"]),
-            row(&[&t(80), "b", "2"]),
-        ]
-    );
+    assert_eq!(got, vec![row(&[&t(61), "NULL", "4"]), row(&[&t(70), "a", "1"]), row(&[&t(65), "b", "3"]), row(&[&t(80), "b", "2"]),]);
 }
 
 #[test]
@@ -84,7 +76,8 @@ fn range_rate_extrapolates_over_each_window_and_counts_resets() {
         vec![ts(30), txt("a"), f(5.0)],
     ];
     let grid = Grid { start_ms: 30_000, step_ms: 10_000, steps: 1 };
-    let got = exec(PromNode::RangeManipulate { tags: 1, grid, range_ms: 30_000, func: RangeFn::Increase }, vec![Step::dense(rows.clone())], 1);
+    let got =
+        exec(PromNode::RangeManipulate { tags: 1, grid, range_ms: 30_000, func: RangeFn::Increase }, vec![Step::dense(rows.clone())], 1);
     // Window (0, 30]: 10, 20, 5 → increase 15 over 20 s sampled, extrapolated
     // by 10 s at the start (to_start 10 < 1.1 * 10 avg) and 0 at the end: 15 * 30 / 20.
     assert_eq!(got, vec![row(&[&t(30), "a", "22.5"])]);

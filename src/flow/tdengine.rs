@@ -1239,9 +1239,7 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
         // INTERVAL with IGNORE_NODATA_TRIGGER: a closed window that lost all
         // its rows is no window any more (cutting skips it), so its output
         // goes — on a delete with DELETE_RECALC, or when RECALCULATE covers it.
-        if let (StreamTrigger::Interval { .. }, true, Some((iv, _, _))) =
-            (&c.cs.trigger, c.ignore_nodata, time_windows(&c.cs.trigger)?)
-        {
+        if let (StreamTrigger::Interval { .. }, true, Some((iv, _, _))) = (&c.cs.trigger, c.ignore_nodata, time_windows(&c.cs.trigger)?) {
             let range = match mode {
                 Mode::Recalc { from: f, to } => Some((f, to)),
                 Mode::CatchUp if c.delete_recalc => Some((i64::MIN, None)),
@@ -1640,7 +1638,11 @@ pub fn check_placeholders(c: &Compiled) -> Result<()> {
                     bail!(InvalidParameterValue, "Invalid stream query: %%trows needs a trigger table");
                 }
                 if matches!(t, StreamTrigger::Period { .. }) {
-                    bail!(FeatureNotSupported, "%%trows with {} is not supported by weir's streams (use the trigger table with a time range)", t.kind());
+                    bail!(
+                        FeatureNotSupported,
+                        "%%trows with {} is not supported by weir's streams (use the trigger table with a time range)",
+                        t.kind()
+                    );
                 }
                 true
             }
@@ -1652,7 +1654,12 @@ pub fn check_placeholders(c: &Compiled) -> Result<()> {
             _ => true,
         };
         if !ok {
-            bail!(InvalidParameterValue, "Invalid stream query: {name} is not valid for {} streams{}", t.kind(), if windowed { " with EVENT_TYPE(WINDOW_OPEN) only" } else { "" });
+            bail!(
+                InvalidParameterValue,
+                "Invalid stream query: {name} is not valid for {} streams{}",
+                t.kind(),
+                if windowed { " with EVENT_TYPE(WINDOW_OPEN) only" } else { "" }
+            );
         }
         Ok(())
     };
@@ -1701,12 +1708,17 @@ pub fn check_notify_where(env: &Env, c: &Compiled) -> Result<()> {
 
 /// NOTIFY's `WHERE cond` over result rows (TDengine: result columns and
 /// constants only): which rows of `b` it holds for.
-fn notify_where(env: &Env, c: &Compiled, cond: &ast::Expr, names: &[String], cols: &[PlanColumn], b: &RecordBatch, now: i64) -> Result<Vec<bool>> {
-    let scope_cols: Vec<PlanColumn> = cols
-        .iter()
-        .zip(names)
-        .map(|(col, n)| PlanColumn { name: n.clone(), qualifier: None, ty: col.ty })
-        .collect();
+fn notify_where(
+    env: &Env,
+    c: &Compiled,
+    cond: &ast::Expr,
+    names: &[String],
+    cols: &[PlanColumn],
+    b: &RecordBatch,
+    now: i64,
+) -> Result<Vec<bool>> {
+    let scope_cols: Vec<PlanColumn> =
+        cols.iter().zip(names).map(|(col, n)| PlanColumn { name: n.clone(), qualifier: None, ty: col.ty }).collect();
     let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now), Params::default());
     let scope = crate::planner::Scope::new(scope_cols, None);
     let e = planner.bind_expr(cond, &scope, None)?;

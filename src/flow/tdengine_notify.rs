@@ -93,7 +93,10 @@ pub fn message(message_id: &str, now_ms: i64, stream: &str, events: &[Event]) ->
 /// `ws://host[:port][/path]` → (host:port, host header, path).
 fn parse_url(url: &str) -> Result<(String, String, String)> {
     if url.starts_with("wss://") {
-        bail!(FeatureNotSupported, "NOTIFY over wss:// is not supported by weir yet (its notifier has no trust store for server certificates): {url}");
+        bail!(
+            FeatureNotSupported,
+            "NOTIFY over wss:// is not supported by weir yet (its notifier has no trust store for server certificates): {url}"
+        );
     }
     let Some(rest) = url.strip_prefix("ws://") else {
         bail!(FeatureNotSupported, "NOTIFY supports ws:// URLs only (TDengine's WebSocket transport): {url}");

@@ -192,8 +192,19 @@ fn full_semi_anti_joins() {
     let mut r = renderer(&store, &ctx, &no);
     let mut all = lcols.clone();
     all.extend(rcols.clone());
-    let mut full =
-        join::Join::new(Box::new(left(())), Box::new(right(())), JoinKind::Full, on(), None, lcols.clone(), rcols.clone(), all, None, (None, None), &mut r);
+    let mut full = join::Join::new(
+        Box::new(left(())),
+        Box::new(right(())),
+        JoinKind::Full,
+        on(),
+        None,
+        lcols.clone(),
+        rcols.clone(),
+        all,
+        None,
+        (None, None),
+        &mut r,
+    );
     let mut semi = join::Join::new(
         Box::new(left(())),
         Box::new(right(())),
@@ -292,10 +303,7 @@ fn top_n_per_partition_under_retractions() {
         ];
         let mut r = renderer(&store, &ctx, &no);
         let mut tn = top_n::TopN::new(Box::new(Replay { steps }), &cols, part.clone(), vec![key.clone()], 0, 2, true, false, &mut r);
-        assert_eq!(
-            out(tn.step(&e, &ctx).unwrap()),
-            consolidate(vec![(n3("a", 5, 1), 1), (n3("a", 3, 2), 1), (n3("b", 2, 1), 1)])
-        );
+        assert_eq!(out(tn.step(&e, &ctx).unwrap()), consolidate(vec![(n3("a", 5, 1), 1), (n3("a", 3, 2), 1), (n3("b", 2, 1), 1)]));
         let mut tables = Vec::new();
         tn.tables(&mut tables);
         store.commit(1, &mut tables, vec![]).unwrap();
@@ -470,10 +478,13 @@ fn window_state_expires_with_the_watermark() {
     let ts = |s: i64| Value::Timestamp(s * 1_000_000);
     let min = 60;
     // One row per minute window for 100 windows, each epoch one window.
-    let steps: Vec<Changes> = (0..100).map(|k| changes(&input, vec![(vec![ts(k * min), Value::Int(k)], 1)])).chain([
-        // A late row of window 0 (ended long ago): dropped.
-        changes(&input, vec![(vec![ts(0), Value::Int(0)], 1)]),
-    ]).collect();
+    let steps: Vec<Changes> = (0..100)
+        .map(|k| changes(&input, vec![(vec![ts(k * min), Value::Int(k)], 1)]))
+        .chain([
+            // A late row of window 0 (ended long ago): dropped.
+            changes(&input, vec![(vec![ts(0), Value::Int(0)], 1)]),
+        ])
+        .collect();
     let mut r = renderer(&store, &ctx, &no);
     let wm = r.watermark.clone();
     let mut agg = hash_agg::HashAgg::new(

@@ -227,8 +227,7 @@ impl Join {
     /// the left rows with some / no such pair.
     fn key_output(&self, lefts: &[(Row, i64)], rights: &[(Row, i64)], ctx: &ExecCtx) -> Result<Vec<(Row, i64)>> {
         let filter = self.filter.as_ref().expect("a residual condition");
-        let pairs: Vec<(Row, i64)> =
-            lefts.iter().flat_map(|(l, nl)| rights.iter().map(move |(r, nr)| (joined(l, r), nl * nr))).collect();
+        let pairs: Vec<(Row, i64)> = lefts.iter().flat_map(|(l, nl)| rights.iter().map(move |(r, nr)| (joined(l, r), nl * nr))).collect();
         let holds: Vec<bool> = if pairs.is_empty() {
             vec![]
         } else {

@@ -306,7 +306,12 @@ impl Renderer<'_> {
                 op = Box::new(map::Filter { input: op, predicate, stats: OpStats { name: "filter", ..Default::default() } });
             }
             if let Some(exprs) = projection {
-                op = Box::new(map::Project { input: op, exprs, columns: plan.columns().to_vec(), stats: OpStats { name: "project", ..Default::default() } });
+                op = Box::new(map::Project {
+                    input: op,
+                    exprs,
+                    columns: plan.columns().to_vec(),
+                    stats: OpStats { name: "project", ..Default::default() },
+                });
             }
             return Ok((op, false));
         }

@@ -92,23 +92,21 @@ fn rn_bound(e: &Expr, rn: usize) -> Option<(Option<i64>, Option<i64>)> {
 /// The top-n `plan` computes, if it is one.
 pub fn spec(plan: &LogicalPlan) -> Option<Spec<'_>> {
     match plan {
-        LogicalPlan::Sort { input, keys, fetch: Some(n) } => Some(Spec {
-            input,
-            partition: vec![],
-            order: keys.clone(),
-            offset: 0,
-            limit: *n,
-            numbered: false,
-            project: None,
-            rest: None,
-        }),
+        LogicalPlan::Sort { input, keys, fetch: Some(n) } => {
+            Some(Spec { input, partition: vec![], order: keys.clone(), offset: 0, limit: *n, numbered: false, project: None, rest: None })
+        }
         LogicalPlan::Limit { input, limit, offset } => {
             let (inner, order, fetch) = match input.as_ref() {
                 LogicalPlan::Sort { input, keys, fetch } => (input.as_ref(), keys.clone(), *fetch),
                 // No ORDER BY: any rows will do; take them in row order.
                 other => (
                     other,
-                    other.columns().iter().enumerate().map(|(i, c)| SortKey { expr: Expr::Column { index: i, ty: c.ty }, desc: false, nulls_first: false }).collect(),
+                    other
+                        .columns()
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| SortKey { expr: Expr::Column { index: i, ty: c.ty }, desc: false, nulls_first: false })
+                        .collect(),
                     None,
                 ),
             };

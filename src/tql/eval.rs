@@ -18,8 +18,8 @@ use promql_parser::parser::{
 use super::args::Range;
 use super::load::{self, is_stale, Labels, Raw, FIELD_LABEL};
 use crate::bail;
-use crate::exec::promql::ValueOp;
 use crate::error::Result;
+use crate::exec::promql::ValueOp;
 use crate::planner::Planner;
 
 /// Steps a subquery may evaluate (its inner range over its step).

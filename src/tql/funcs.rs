@@ -9,8 +9,8 @@ use promql_parser::parser::{Call, Expr};
 use super::eval::{quantile, set_label, Evaluator, Matrix, Series, Val};
 use super::load::Labels;
 use crate::bail;
-use crate::exec::promql::{linear_regression, InstantFn, RangeFn, ValueMap};
 use crate::error::Result;
+use crate::exec::promql::{linear_regression, InstantFn, RangeFn, ValueMap};
 
 pub fn call(ev: &Evaluator, c: &Call) -> Result<Val> {
     let name = c.func.name;

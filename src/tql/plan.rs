@@ -269,9 +269,8 @@ fn aggregate(inner: Sub, func: AggFunc, m: Option<&LabelModifier>) -> Option<Sub
     }
     let ty = if func == AggFunc::Count { SqlType::Int8 } else { SqlType::Float8 };
     let first = 1 + inner.labels.len();
-    let aggs: Vec<AggCall> = (0..inner.fields)
-        .map(|f| AggCall { func, args: vec![col(&inner.plan, first + f)], distinct: false, filter: None, ty })
-        .collect();
+    let aggs: Vec<AggCall> =
+        (0..inner.fields).map(|f| AggCall { func, args: vec![col(&inner.plan, first + f)], distinct: false, filter: None, ty }).collect();
     columns.extend((0..inner.fields).map(|f| PlanColumn::new(cols[first + f].name.clone(), ty)));
     let fields = inner.fields;
     let mut plan = Plan::Aggregate { input: Box::new(inner.plan), group_by, aggs, columns: columns.clone() };
@@ -340,15 +339,7 @@ fn set_op(op: u16, l: Sub, r: Sub, m: Option<&LabelModifier>) -> Sub {
         let columns = a.columns().to_vec();
         let (left_keys, right_keys) = (match_keys(&a, &sig), match_keys(&b, &sig));
         Sub {
-            plan: Plan::Join {
-                left: Box::new(a.plan),
-                right: Box::new(b.plan),
-                kind,
-                left_keys,
-                right_keys,
-                condition: None,
-                columns,
-            },
+            plan: Plan::Join { left: Box::new(a.plan), right: Box::new(b.plan), kind, left_keys, right_keys, condition: None, columns },
             labels: a.labels,
             fields: 1,
         }

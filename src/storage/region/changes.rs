@@ -135,7 +135,8 @@ impl Region {
         let sort: Vec<arrow::compute::SortColumn> =
             ids.iter().map(|&c| arrow::compute::SortColumn { values: probe.column(c).clone(), options: Some(opts) }).collect();
         let order = arrow::compute::lexsort_to_indices(&sort, None)?;
-        let keys: Vec<ArrayRef> = ids.iter().map(|&c| arrow::compute::take(probe.column(c).as_ref(), &order, None)).collect::<std::result::Result<_, _>>()?;
+        let keys: Vec<ArrayRef> =
+            ids.iter().map(|&c| arrow::compute::take(probe.column(c).as_ref(), &order, None)).collect::<std::result::Result<_, _>>()?;
         let nprobe = order.len();
         let cols: Vec<usize> = (0..self.layout.full.fields().len()).collect();
         let f = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![], times: None };
