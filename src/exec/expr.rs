@@ -54,6 +54,18 @@ impl BinOp {
         })
     }
 
+    /// The operator with its operands swapped: `a < b` is `b > a`
+    /// (comparisons flip, every other operator stays).
+    pub fn commuted(self) -> BinOp {
+        match self {
+            BinOp::Lt => BinOp::Gt,
+            BinOp::LtEq => BinOp::GtEq,
+            BinOp::Gt => BinOp::Lt,
+            BinOp::GtEq => BinOp::LtEq,
+            o => o,
+        }
+    }
+
     /// The operator as SQL spells it.
     pub fn symbol(self) -> &'static str {
         match self {

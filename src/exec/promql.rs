@@ -89,11 +89,11 @@ const RANGE_FNS: [(&str, RangeFn); 17] = [
 
 impl RangeFn {
     pub fn from_name(name: &str) -> Option<RangeFn> {
-        RANGE_FNS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+        by_name(&RANGE_FNS, name)
     }
 
     pub fn name(self) -> &'static str {
-        RANGE_FNS.iter().find(|(_, f)| *f == self).map(|(n, _)| *n).expect("every function is listed")
+        name_of(&RANGE_FNS, self)
     }
 
     /// The function over a non-empty window ending at `end` of `range_ms`:
@@ -544,6 +544,16 @@ pub enum InstantFn {
     Sgn,
 }
 
+/// The function named `name` in a table of PromQL function names.
+fn by_name<F: Copy>(table: &[(&'static str, F)], name: &str) -> Option<F> {
+    table.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// The PromQL name of `f` in its table (every variant is listed).
+fn name_of<F: Copy + PartialEq>(table: &[(&'static str, F)], f: F) -> &'static str {
+    table.iter().find(|(_, g)| *g == f).map(|(n, _)| *n).expect("every function is listed")
+}
+
 const INSTANT_FNS: [(&str, InstantFn); 9] = [
     ("abs", InstantFn::Abs),
     ("ceil", InstantFn::Ceil),
@@ -558,11 +568,11 @@ const INSTANT_FNS: [(&str, InstantFn); 9] = [
 
 impl InstantFn {
     pub fn from_name(name: &str) -> Option<InstantFn> {
-        INSTANT_FNS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+        by_name(&INSTANT_FNS, name)
     }
 
     pub fn name(self) -> &'static str {
-        INSTANT_FNS.iter().find(|(_, f)| *f == self).map(|(n, _)| *n).expect("every function is listed")
+        name_of(&INSTANT_FNS, self)
     }
 
     pub fn apply(self, x: f64) -> f64 {

@@ -171,20 +171,7 @@ fn lookup(arr: &StateTable, key: &[Value], width: usize) -> Result<Vec<(Row, i64
 fn update(arr: &mut StateTable, key: &[Value], row: &[Value], d: i64) -> Result<()> {
     let mut pk = key.to_vec();
     pk.extend_from_slice(row);
-    let n = match arr.get_row(&pk)? {
-        Some(r) => match r[pk.len()] {
-            Value::Int(n) => n,
-            _ => 0,
-        },
-        None => 0,
-    } + d;
-    if n == 0 {
-        arr.delete_row(&pk);
-    } else {
-        pk.push(Value::Int(n));
-        arr.insert_row(pk);
-    }
-    Ok(())
+    arr.add_count(pk, d)
 }
 
 fn joined(l: &[Value], r: &[Value]) -> Row {

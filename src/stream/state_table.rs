@@ -646,6 +646,25 @@ pub struct StateTable {
 }
 
 impl StateTable {
+    /// Add `d` to the multiplicity stored after the key `pk` (a row of
+    /// `pk` plus one Int count); a count reaching zero deletes the row.
+    pub fn add_count(&mut self, mut pk: Row, d: i64) -> Result<()> {
+        let n = match self.get_row(&pk)? {
+            Some(r) => match r.get(pk.len()) {
+                Some(Value::Int(n)) => *n,
+                _ => 0,
+            },
+            None => 0,
+        } + d;
+        if n == 0 {
+            self.delete_row(&pk);
+        } else {
+            pk.push(Value::Int(n));
+            self.insert_row(pk);
+        }
+        Ok(())
+    }
+
     /// Cache this table's rows by groups of the first `cols` key columns
     /// (a join arrangement: by the join key).
     pub fn cached_by(mut self, cols: usize) -> StateTable {

@@ -68,13 +68,7 @@ fn rn_bound(e: &Expr, rn: usize) -> Option<(Option<i64>, Option<i64>)> {
     let (op, n) = if is_rn(left) {
         (*op, lit(right)?)
     } else if is_rn(right) {
-        let flipped = match op {
-            BinOp::Lt => BinOp::Gt,
-            BinOp::LtEq => BinOp::GtEq,
-            BinOp::Gt => BinOp::Lt,
-            BinOp::GtEq => BinOp::LtEq,
-            o => *o,
-        };
+        let flipped = op.commuted();
         (flipped, lit(left)?)
     } else {
         return None;
@@ -306,20 +300,7 @@ impl Operator for TopN {
         for (part, changes) in groups {
             let before = self.head(&part)?;
             for (pk, d) in consolidate(changes) {
-                let n = match self.state.get_row(&pk)? {
-                    Some(r) => match r[pk.len()] {
-                        Value::Int(n) => n,
-                        _ => 0,
-                    },
-                    None => 0,
-                } + d;
-                if n == 0 {
-                    self.state.delete_row(&pk);
-                } else {
-                    let mut r = pk;
-                    r.push(Value::Int(n));
-                    self.state.insert_row(r);
-                }
+                self.state.add_count(pk, d)?;
             }
             let after = self.head(&part)?;
             if self.append_only {

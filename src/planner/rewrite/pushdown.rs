@@ -238,13 +238,7 @@ pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
         let (col, lit, op) = match (left, right) {
             (Expr::Column { index, .. }, Expr::Literal { value, .. }) => (*index, value.clone(), *op),
             (Expr::Literal { value, .. }, Expr::Column { index, .. }) => {
-                let flipped = match op {
-                    BinOp::Lt => BinOp::Gt,
-                    BinOp::LtEq => BinOp::GtEq,
-                    BinOp::Gt => BinOp::Lt,
-                    BinOp::GtEq => BinOp::LtEq,
-                    o => *o,
-                };
+                let flipped = op.commuted();
                 (*index, value.clone(), flipped)
             }
             _ => continue,
