@@ -264,6 +264,18 @@ pub(crate) fn empty_batch(schema: &SchemaRef) -> RecordBatch {
     RecordBatch::new_empty(schema.clone())
 }
 
+/// The value bytes a string or binary column's rows use: the span of its
+/// offsets, not the length of its buffer (a slice of a large array shares
+/// the whole buffer).
+fn value_bytes(a: &ArrayRef) -> usize {
+    let data = a.to_data();
+    let Some(offsets) = data.buffers().first() else { return 0 };
+    let offsets: &[i32] = offsets.typed_data();
+    let first = offsets.get(data.offset()).copied().unwrap_or(0);
+    let last = offsets.get(data.offset() + data.len()).copied().unwrap_or(first);
+    (last - first).max(0) as usize
+}
+
 /// Concatenate batches (zero-column batches keep their row count); the copy
 /// is charged to the query's memory budget first.
 pub(crate) fn concat(ctx: &ExecCtx, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
@@ -279,11 +291,32 @@ pub(crate) fn concat(ctx: &ExecCtx, schema: &SchemaRef, batches: &[RecordBatch])
     // 2 GiB would panic in the kernel, so refuse it as PostgreSQL would.
     for (i, f) in schema.fields().iter().enumerate() {
         if matches!(f.data_type(), arrow::datatypes::DataType::Utf8 | arrow::datatypes::DataType::Binary) {
-            let len: usize = batches.iter().map(|b| b.column(i).to_data().buffers().get(1).map(|v| v.len()).unwrap_or(0)).sum();
+            let len: usize = batches.iter().map(|b| value_bytes(b.column(i))).sum();
             if len > i32::MAX as usize {
                 bail!(ProgramLimitExceeded, "requested length too large");
             }
         }
     }
     Ok(arrow::compute::concat_batches(schema, batches)?)
+}
+
+#[cfg(test)]
+mod concat_tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Array, ArrayRef, StringArray};
+
+    use super::value_bytes;
+
+    #[test]
+    fn a_slice_counts_only_its_own_string_bytes() {
+        let a: ArrayRef = Arc::new(StringArray::from_iter_values((0..10_000).map(|i| format!("host_{i:04}"))));
+        assert_eq!(value_bytes(&a), 90_000);
+        // 10,000 one-row slices share the 90,000-byte buffer: together they
+        // hold 90,000 bytes, not 10,000 × 90,000 (which passed 2 GiB and
+        // refused a 1.1 M-row TQL result with 54000).
+        let total: usize = (0..a.len()).map(|i| value_bytes(&a.slice(i, 1))).sum();
+        assert_eq!(total, 90_000);
+        assert_eq!(value_bytes(&a.slice(5, 0)), 0);
+    }
 }
