@@ -616,6 +616,10 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 .default_acls()
                 .into_iter()
                 .enumerate()
+                // An entry whose role is gone this instant (another session
+                // renaming or dropping it) is not shown: role_oid would
+                // answer the superuser's OID for it.
+                .filter(|(_, (role, _, _))| p.catalog.role(role).is_some())
                 .map(|(i, (role, schema, items))| {
                     let ns = match schema {
                         None => 0,

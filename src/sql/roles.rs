@@ -182,8 +182,10 @@ fn alter_role(s: &mut Session, name: &ast::Ident, op: &ast::AlterRoleOperation) 
                     })?;
                 }
             }
-            cat.drop_role(&name)?;
+            // Entries move to the new name before the old role goes, so no
+            // reader sees an entry naming a role that does not exist.
             cat.rename_role_in_acls(&name, &new)?;
+            cat.drop_role(&name)?;
         }
         _ => bail!(FeatureNotSupported, "this form of ALTER ROLE is not supported"),
     }
