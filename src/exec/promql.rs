@@ -310,7 +310,7 @@ impl PromExecutor {
             }
             self.ctx.check()?;
         }
-        let all = arrow::compute::concat_batches(&in_schema, &batches)?;
+        let all = super::concat(&self.ctx, &in_schema, &batches)?;
         drop(batches);
         match &self.node {
             PromNode::SeriesNormalize { tags, offset_ms } => normalize(&all, *tags, *offset_ms, &self.schema),
