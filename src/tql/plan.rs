@@ -125,7 +125,7 @@ fn node(planner: &Planner, e: &Expr, range: &Range) -> Result<Option<Sub>> {
             }
             let nums: Vec<f64> = nums.into_iter().flatten().collect();
             let m = match (c.func.name, nums.as_slice()) {
-                (name, []) if InstantFn::from_name(name).is_some() => ValueMap::Func(InstantFn::from_name(name).expect("checked")),
+                (name, []) if let Some(f) = InstantFn::from_name(name) => ValueMap::Func(f),
                 ("round", []) => ValueMap::Round { to: 1f64.to_bits() },
                 ("round", [to]) => ValueMap::Round { to: to.to_bits() },
                 ("clamp", [lo, hi]) => ValueMap::Clamp { lo: lo.to_bits(), hi: hi.to_bits(), both: true },
