@@ -1079,6 +1079,27 @@ pub fn note_batching(env: &Env, def: &FlowDef, st: &mut TaskState, rows: u64, wi
     publish(env, def, st);
 }
 
+/// Window `w`'s partial states in the cache, for a merge: loaded, or empty
+/// when the states are complete (a window never seen). Without complete
+/// states the window is recomputed (`StateMissing`) and false is returned.
+fn open_window(
+    env: &Env,
+    def: &FlowDef,
+    st: &mut TaskState,
+    w: i64,
+    complete: bool,
+    recompute: &mut BTreeMap<i64, Option<Fallback>>,
+) -> Result<bool> {
+    if !load_window(env, def, st, w)? {
+        if !complete {
+            recompute.insert(w, Some(Fallback::StateMissing));
+            return Ok(false);
+        }
+        st.incr.cache.insert(w, WindowState::new());
+    }
+    Ok(true)
+}
+
 fn load_window(env: &Env, def: &FlowDef, st: &mut TaskState, w: i64) -> Result<bool> {
     if st.incr.cache.contains_key(&w) {
         return Ok(true);
@@ -1340,12 +1361,8 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
                 if !live(w) || recompute.contains_key(&w) {
                     continue;
                 }
-                if !load_window(env, def, st, w)? {
-                    if !complete {
-                        recompute.insert(w, Some(Fallback::StateMissing));
-                        continue;
-                    }
-                    st.incr.cache.insert(w, WindowState::new());
+                if !open_window(env, def, st, w, complete, &mut recompute)? {
+                    continue;
                 }
                 let ws = st.incr.cache.get_mut(&w).expect("loaded");
                 let old = ws.get(&kb).cloned();
@@ -1387,12 +1404,8 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
             if !live(w) || recompute.contains_key(&w) {
                 continue;
             }
-            if !load_window(env, def, st, w)? {
-                if !complete {
-                    recompute.insert(w, Some(Fallback::StateMissing));
-                    continue;
-                }
-                st.incr.cache.insert(w, WindowState::new());
+            if !open_window(env, def, st, w, complete, &mut recompute)? {
+                continue;
             }
             touched.insert(w);
             repaired += 1;
