@@ -512,10 +512,6 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
             bail!(DuplicateColumn, "column \"{cname}\" specified more than once");
         }
         let ty = crate::planner::sql_type(&c.data_type)?;
-        if ty == SqlType::Interval {
-            // Storage (WAL codec, Parquet) has no interval encoding yet.
-            bail!(FeatureNotSupported, "column \"{cname}\" cannot be of type interval: tables cannot store intervals yet");
-        }
         let mut nullable = true;
         let mut default = None;
         for o in &c.options {
