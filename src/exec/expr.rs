@@ -671,6 +671,17 @@ fn scalar_binary(op: BinOp, a: &ArrayRef, s: &Scalar<ArrayRef>, flipped: bool, r
             }
         };
     }
+    if result_ty.is_float() && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul) {
+        let out = match op {
+            BinOp::Add => both!(numeric::add)?,
+            BinOp::Sub => both!(numeric::sub)?,
+            _ => both!(numeric::mul)?,
+        };
+        let (af, sf) = (as_f64(a)?, as_f64(s.get().0)?);
+        let (lf, rf) = if flipped { (&sf, &af) } else { (&af, &sf) };
+        float_check(op, lf, rf, out.as_ref())?;
+        return Ok(out);
+    }
     Ok(match op {
         BinOp::Add => both!(numeric::add).map_err(overflow(result_ty))?,
         BinOp::Sub => both!(numeric::sub).map_err(overflow(result_ty))?,
@@ -764,16 +775,12 @@ fn make_ref(a: &dyn Array) -> ArrayRef {
 /// `underflow`, a zero divisor is `division by zero` unless the dividend is
 /// NaN (NaN / 0 is NaN).
 fn float_arith(op: BinOp, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
-    let f64s = |a: &dyn Array| -> Result<Float64Array> {
-        Ok(cast_with_options(a, &DataType::Float64, &CastOptions::default())?.as_primitive::<Float64Type>().clone())
-    };
-    let (lf, rf) = (f64s(l)?, f64s(r)?);
-    let at = |a: &Float64Array, i: usize| if a.len() == 1 { a.value(0) } else { a.value(i) };
-    let n = lf.len().max(rf.len());
-    let live = |i: usize| !(lf.is_null(if lf.len() == 1 { 0 } else { i }) || rf.is_null(if rf.len() == 1 { 0 } else { i }));
+    let (lf, rf) = (as_f64(l)?, as_f64(r)?);
+    let at = |a: &Float64Array, i: usize| if a.len() == 1 { 0 } else { i };
     if op == BinOp::Div || op == BinOp::Mod {
-        for i in (0..n).filter(|&i| live(i)) {
-            if at(&rf, i) == 0.0 && !at(&lf, i).is_nan() {
+        for i in 0..lf.len().max(rf.len()) {
+            let (li, ri) = (at(&lf, i), at(&rf, i));
+            if lf.is_valid(li) && rf.is_valid(ri) && rf.value(ri) == 0.0 && !lf.value(li).is_nan() {
                 bail!(DivisionByZero, "division by zero");
             }
         }
@@ -785,9 +792,21 @@ fn float_arith(op: BinOp, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
         BinOp::Div => numeric::div(&l, &r)?,
         _ => numeric::rem(&l, &r)?,
     };
-    let of = f64s(out.as_ref())?;
-    for i in (0..n).filter(|&i| live(i)) {
-        let (a, b, v) = (at(&lf, i), at(&rf, i), at(&of, i));
+    float_check(op, &lf, &rf, out.as_ref())?;
+    Ok(out)
+}
+
+fn as_f64(a: &dyn Array) -> Result<Float64Array> {
+    Ok(cast_with_options(a, &DataType::Float64, &CastOptions::default())?.as_primitive::<Float64Type>().clone())
+}
+
+/// The overflow and underflow checks of float.h on `out = l op r` (either
+/// operand may be a single value).
+fn float_check(op: BinOp, lf: &Float64Array, rf: &Float64Array, out: &dyn Array) -> Result<()> {
+    let of = as_f64(out)?;
+    let at = |a: &Float64Array, i: usize| if a.len() == 1 { a.value(0) } else { a.value(i) };
+    for i in (0..of.len()).filter(|&i| of.is_valid(i)) {
+        let (a, b, v) = (at(lf, i), at(rf, i), of.value(i));
         if v.is_infinite() && a.is_finite() && b.is_finite() {
             bail!(NumericOutOfRange, "value out of range: overflow");
         }
@@ -800,7 +819,7 @@ fn float_arith(op: BinOp, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
             bail!(NumericOutOfRange, "value out of range: underflow");
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn overflow(ty: SqlType) -> impl Fn(arrow::error::ArrowError) -> crate::error::WeirError {

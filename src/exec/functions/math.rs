@@ -162,7 +162,7 @@ pub fn acosh(a: &Args<'_>) -> Result<ArrayRef> {
 
 pub fn atanh(a: &Args<'_>) -> Result<ArrayRef> {
     float1(a, |x| {
-        if !(-1.0..=1.0).contains(&x) {
+        if x.abs() > 1.0 {
             return Err(input_out_of_range());
         }
         Ok(if x.abs() == 1.0 { x * f64::INFINITY } else { x.atanh() })
