@@ -1218,9 +1218,17 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
                 }
             })?)
         }
-        SqlType::Interval => Value::Interval(
-            crate::types::Interval::parse(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\""))?,
-        ),
+        SqlType::Interval => {
+            use crate::types::interval_input::{interval_in, IntervalRange};
+            Value::Interval(interval_in(s, IntervalRange::FULL, None).map_err(|e| {
+                // The message quotes the input as written, spaces included.
+                if e.kind == crate::error::ErrorKind::InvalidDatetime {
+                    err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\"")
+                } else {
+                    e
+                }
+            })?)
+        }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
         // array_in: each element through its type's input, then the
         // canonical text form.
