@@ -258,7 +258,7 @@ fn tan_or_cot(a: &Args<'_>, cot: bool) -> Result<ArrayRef> {
             sign = -sign;
         }
         if x > 180.0 {
-            x -= 180.0;
+            x = 360.0 - x;
             sign = -sign;
         }
         if x > 90.0 {
