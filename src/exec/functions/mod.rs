@@ -233,6 +233,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             {
                 let mut v = ts_sigs(&[Text], true, Timestamp);
                 v.push(s(&[Text, Interval], Interval));
+                v.push(s(&[Text, TimestampTz, Text], TimestampTz));
                 v
             },
             datetime::date_trunc,
@@ -266,6 +267,14 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         // AT TIME ZONE: timezone(zone, timestamptz) is wall-clock time there,
         // timezone(zone, timestamp) the instant of that wall-clock time there.
         Def::new("timezone", vec![s(&[Text, TimestampTz], Timestamp), s(&[Text, Timestamp], TimestampTz)], datetime::timezone),
+        Def::new("make_date", vec![s(&[Int4, Int4, Int4], Date)], datetime::make_date),
+        Def::new("make_timestamp", vec![s(&[Int4, Int4, Int4, Int4, Int4, Float8], Timestamp)], datetime::make_timestamp),
+        Def::new(
+            "make_timestamptz",
+            vec![s(&[Int4, Int4, Int4, Int4, Int4, Float8], TimestampTz), s(&[Int4, Int4, Int4, Int4, Int4, Float8, Text], TimestampTz)],
+            datetime::make_timestamptz,
+        )
+        .stable(),
         Def::new("justify_days", vec![s(&[Interval], Interval)], datetime::justify_days),
         Def::new("justify_hours", vec![s(&[Interval], Interval)], datetime::justify_hours),
         Def::new("justify_interval", vec![s(&[Interval], Interval)], datetime::justify_interval),
