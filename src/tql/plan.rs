@@ -8,7 +8,8 @@
 //! other aggregations `PromNode::Aggregate`; binary operators between two
 //! vectors (or a vector and a computed scalar) are hash joins on the step
 //! time and the matching labels under `PromNode::Binary`, `and` / `unless`
-//! semi / anti joins and `or` their union; numbers and `time()` are
+//! semi / anti joins and `or` their union (several fields: a left join
+//! with the other side's counts per field); numbers and `time()` are
 //! `PromNode::EmptyMetric`. The result is sorted by the labels, then time,
 //! and projected into GreptimeDB's layout (`naming`).
 //!
