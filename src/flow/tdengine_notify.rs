@@ -4,9 +4,11 @@
 //! WebSocket, TDengine's only transport, by a minimal RFC 6455 client:
 //! the opening handshake (checked `Sec-WebSocket-Accept`), the message as
 //! masked text frames of at most `FRAME_BYTES`, then a close frame. One
-//! connection per delivery; `ws://` only (no TLS).
+//! connection per delivery; `ws://` only (no TLS). A `pg://channel` target
+//! publishes the same messages as PostgreSQL NOTIFY payloads on that
+//! channel instead (each under PostgreSQL's 8000-byte limit).
 //!
-//! May import `error`, `types` (and `ring` / `base64` / `serde_json`);
+//! May import `error`, `types`, `notify` (and `ring` / `base64` / `serde_json`);
 //! never `sql`, `server`, `planner` or `exec`.
 
 use std::io::{Read, Write};
@@ -117,9 +119,61 @@ fn parse_url(url: &str) -> Result<(String, String, String)> {
     Ok((addr, authority.to_string(), path))
 }
 
+/// Where a NOTIFY target sends: a WebSocket URL, or (`pg://channel`,
+/// weir's own) a PostgreSQL channel that any client can LISTEN on.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Target<'a> {
+    Ws(&'a str),
+    Channel(&'a str),
+}
+
+/// A NOTIFY target of CREATE STREAM, checked.
+pub fn target(url: &str) -> Result<Target<'_>> {
+    if let Some(channel) = url.strip_prefix("pg://") {
+        crate::notify::check(channel, "")?;
+        return Ok(Target::Channel(channel));
+    }
+    parse_url(url).map(|_| Target::Ws(url))
+}
+
 /// Check a NOTIFY URL at CREATE STREAM.
 pub fn check_url(url: &str) -> Result<()> {
-    parse_url(url).map(|_| ())
+    target(url).map(|_| ())
+}
+
+/// A delivery's events as PostgreSQL NOTIFY payloads, each shorter than
+/// PostgreSQL's limit (8000 bytes): as many events per message as fit,
+/// each message with its own id (`{message_id}.{n}` after the first).
+/// Events too big for any payload come back apart (undeliverable).
+pub fn channel_messages(message_id: &str, now_ms: i64, stream: &str, events: &[Event]) -> (Vec<String>, usize) {
+    let mut out = Vec::new();
+    let mut dropped = 0;
+    let mut start = 0;
+    while start < events.len() {
+        let id = if out.is_empty() { message_id.to_string() } else { format!("{message_id}.{}", out.len()) };
+        // The longest run of events from `start` whose message fits.
+        let mut best = None;
+        let mut end = start + 1;
+        while end <= events.len() {
+            let m = message(&id, now_ms, stream, &events[start..end]);
+            if m.len() >= crate::notify::PAYLOAD_MAX {
+                break;
+            }
+            best = Some((end, m));
+            end += 1;
+        }
+        match best {
+            Some((end, m)) => {
+                out.push(m);
+                start = end;
+            }
+            None => {
+                dropped += 1;
+                start += 1;
+            }
+        }
+    }
+    (out, dropped)
 }
 
 fn random<const N: usize>() -> Result<[u8; N]> {
@@ -206,6 +260,33 @@ pub fn send(url: &str, text: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channel_messages_fit_postgres_payloads() {
+        let ev = |i: i64| Event {
+            table_name: "t".into(),
+            event_type: "WINDOW_CLOSE",
+            event_time_ms: i,
+            trigger_id: format!("1-2-{i}"),
+            trigger_type: "Interval",
+            group_id: "2".into(),
+            window_start_ms: Some(i),
+            window_end_ms: Some(i + 1),
+            result: None,
+        };
+        let events: Vec<Event> = (0..200).map(ev).collect();
+        let (msgs, dropped) = channel_messages("7-1", 0, "db.s", &events);
+        assert_eq!(dropped, 0);
+        assert!(msgs.len() > 1 && msgs.iter().all(|m| m.len() < crate::notify::PAYLOAD_MAX));
+        let n: usize =
+            msgs.iter().map(|m| serde_json::from_str::<Json>(m).unwrap()["streams"][0]["events"].as_array().unwrap().len()).sum();
+        assert_eq!(n, 200);
+        let mut big = ev(0);
+        big.result = Some([("x".to_string(), json!("y".repeat(9000)))].into_iter().collect());
+        assert_eq!(channel_messages("7-2", 0, "db.s", &[big, ev(1)]).1, 1);
+        assert_eq!(target("pg://ch").unwrap(), Target::Channel("ch"));
+        assert!(target("pg://").is_err());
+    }
 
     #[test]
     fn urls_and_accept_key() {
