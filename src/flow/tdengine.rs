@@ -1142,12 +1142,19 @@ pub enum Mode {
 /// retries after `retry_delay_ms`. What it wrote is rewritten by the retry.
 pub fn run(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode) -> Result<u64> {
     let mut st = env.catalog.stream_state(&def.database, &def.name);
+    let began = super::batching::now_ms();
     let r = compile(env, def).and_then(|c| run_compiled(env, hub, &c, &mut st, mode));
     match &r {
         Ok(_) => {
             st.last_error = None;
             st.failures = 0;
             st.retry_at_ms = None;
+            let ended = super::batching::now_ms();
+            if mode == Mode::CatchUp {
+                st.caught_up_ms = Some(began);
+            }
+            st.last_run_ms = Some(ended);
+            st.sample(ended, ended - began);
         }
         Err(e) => {
             st = env.catalog.stream_state(&def.database, &def.name);
@@ -2066,6 +2073,7 @@ fn selection(
                 return Ok(None);
             }
         };
+        st.input_rows += batch.num_rows() as u64;
         if !collect_changes(c, t, &batch, &mut changed)? {
             return Ok(None);
         }
