@@ -549,16 +549,12 @@ fn aggregation(cx: &Cx, a: &AggregateExpr) -> Result<Sub> {
         let columns = inner.columns().to_vec();
         return Ok(Sub { plan: prom(inner.plan, node, columns), labels: inner.labels, fields: inner.fields, scalar: false });
     }
-    let mut fields = inner.fields;
+    let fields = inner.fields;
     let mut extra = None;
     if agg == PromAgg::CountValues {
-        if inner.fields != 1 {
-            bail!(FeatureNotSupported, "count_values over a metric with several fields is not supported; select one with __field__");
-        }
         let label = string(a.param.as_deref().ok_or_else(|| err!(Syntax, "count_values needs a label name"))?)?;
         kept.retain(|k| k.0 != label);
         extra = Some(label);
-        fields = 1;
     }
     let mut labels: Vec<String> = kept.iter().map(|k| k.0.clone()).collect();
     labels.extend(extra);
