@@ -99,6 +99,21 @@ pub struct Manifest {
     /// exact reads need snapshots at or above it.
     pub history_seq: SeqNo,
     pub files: Vec<FileMeta>,
+    /// SSTs of bulk loads prepared for commit but not yet in `files`: a
+    /// load whose transaction has a commit record is installed at open,
+    /// any other one deleted (see `BulkWrite`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub staged: Vec<StagedLoad>,
+}
+
+/// The SSTs one bulk load wrote to a region, named before its commit point.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct StagedLoad {
+    /// The load's transaction id (its commit record makes it count).
+    pub txn: u64,
+    /// Row ids below this were handed out to the files' rows.
+    pub next_rowid: u64,
+    pub files: Vec<FileMeta>,
 }
 
 /// The metadata key of a region's manifest.

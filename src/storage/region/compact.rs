@@ -34,7 +34,12 @@ impl Region {
             return Ok(0);
         }
         let cfg = &self.shared.tuning;
-        let files = self.inner.lock().files.clone();
+        // Files of bulk loads the manifest does not list yet wait for the
+        // flush that lists them.
+        let files: Vec<Arc<SstFile>> = {
+            let inner = self.inner.lock();
+            inner.files.iter().filter(|f| !inner.unmanifested.iter().any(|(_, u)| Arc::ptr_eq(f, u))).cloned().collect()
+        };
         let cutoff = self.ttl_cutoff();
         let window_us = cfg.compaction_window_ms.max(1).saturating_mul(1000);
         let mut windows: BTreeMap<i64, Vec<Arc<SstFile>>> = BTreeMap::new();
