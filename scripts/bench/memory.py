@@ -10,6 +10,7 @@ Starts `--weir-bin` on a fresh data directory and, one phase at a time
   copy_to     COPY (SELECT ... FROM generate_series(1, --series)) TO STDOUT
   select_big  SELECT * FROM cpu, read by the client a row at a time
   select_gen  SELECT ... FROM generate_series(1, --series), likewise
+  idle<S>     nothing for S seconds (background flush and compaction)
 
 and prints (and writes as JSON with --json) rows, seconds, rows/s and the
 peak RSS of each phase. rows/s is only meaningful for a release binary on
@@ -127,14 +128,15 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     args = ap.parse_args()
 
-    tmp = tempfile.mkdtemp(prefix="weir-mem-")
-    srv = Server(args.weir_bin, os.path.join(tmp, "data"), os.path.join(tmp, "weir.log"))
-    pid = srv.proc.pid
-    conn = srv.connect()
     results = {"rows": args.rows, "series": args.series, "phases": {}}
     gen_sql = ("SELECT g, g * 0.5 AS half, 'row ' || g AS label, g % 1000 AS k "
                f"FROM generate_series(1, {args.series}) g")
+    tmp = tempfile.mkdtemp(prefix="weir-mem-")
+    srv = Server(args.weir_bin, os.path.join(tmp, "data"), os.path.join(tmp, "weir.log"))
+    pid = srv.proc.pid
+    conn = None
     try:
+        conn = srv.connect()
         cols = ["time TIMESTAMP TIME INDEX"] + [f"{t} TEXT" for t in TAGS] + [f"{f} DOUBLE PRECISION" for f in FIELDS]
         conn.execute(f"CREATE TABLE cpu ({', '.join(cols)}, PRIMARY KEY (hostname))")
         for phase in args.phases.split(","):
@@ -159,16 +161,26 @@ def main():
                 with conn.cursor() as cur:
                     for _ in cur.stream(sql):
                         n += 1
+            elif phase.startswith("idle"):
+                # Background flush and compaction only: idle<seconds>.
+                time.sleep(float(phase[4:] or 10))
+                n = 0
             else:
                 raise SystemExit(f"unknown phase {phase}")
             secs = time.perf_counter() - t0
             r = {"rows": n, "seconds": round(secs, 2), "rows_per_s": round(n / secs),
                  "rss_before_kib": base, "peak_kib": proc_kb(pid, "VmHWM")}
+            st = conn.execute("SELECT count(*), sum(sst_count), sum(compactions), sum(flushes), sum(memtable_bytes) "
+                              "FROM information_schema.region_statistics WHERE table_name = 'cpu'").fetchone()
+            r["regions"], r["ssts"], r["compactions"], r["flushes"], r["memtable_bytes"] = [int(x or 0) for x in st]
             results["phases"][phase] = r
             print(f"{phase}: {n} rows in {secs:.1f} s ({n / secs:,.0f} rows/s), peak RSS "
-                  f"{r['peak_kib'] / 1024:.0f} MiB (before {base / 1024:.0f} MiB)", flush=True)
+                  f"{r['peak_kib'] / 1024:.0f} MiB (before {base / 1024:.0f} MiB); ssts {r['ssts']}, "
+                  f"compactions {r['compactions']}, flushes {r['flushes']}, memtable {r['memtable_bytes'] >> 20} MiB",
+                  flush=True)
     finally:
-        conn.close()
+        if conn is not None:
+            conn.close()
         srv.stop()
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

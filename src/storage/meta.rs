@@ -80,6 +80,23 @@ pub struct FileMeta {
     /// no `__op`. False for files written before this was recorded.
     #[serde(default)]
     pub puts_only: bool,
+    /// Bytes of the rows as Arrow arrays when written: what reading the
+    /// whole file takes (compaction's budget). 0 for files written before
+    /// this was recorded.
+    #[serde(default)]
+    pub mem_bytes: u64,
+}
+
+impl FileMeta {
+    /// [`FileMeta::mem_bytes`], or a guess from the file size for files
+    /// that do not record it.
+    pub fn decoded_bytes(&self) -> u64 {
+        if self.mem_bytes > 0 {
+            self.mem_bytes
+        } else {
+            self.bytes.saturating_mul(8)
+        }
+    }
 }
 
 /// The durable state of one region besides its WAL.
@@ -170,6 +187,7 @@ mod tests {
             crc: 42,
             distinct: true,
             puts_only: true,
+            mem_bytes: 0,
         });
         let key = manifest_key(7);
         assert!(kv.compare_and_set(&key, None, Some(&m.encode())).unwrap());

@@ -141,6 +141,7 @@ pub fn write_sst(
         bytes: buf.len() as u64,
         crc: crc32fast::hash(&buf),
         distinct,
+        mem_bytes: batch.get_array_memory_size() as u64,
     };
     let reader_meta = ArrowReaderMetadata::load(&buf, reader_options())?;
     store.put(&path, buf)?;
