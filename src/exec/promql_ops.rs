@@ -308,8 +308,13 @@ pub(super) fn histogram_quantile(all: &RecordBatch, tags: usize, le: usize, q: f
 
 /// `label_replace`'s regular expression, anchored as Prometheus anchors it.
 pub fn relabel_regex(re: &str) -> Result<regex::Regex> {
-    regex::Regex::new(&format!("^(?s:{re})$"))
-        .map_err(|e| crate::err!(InvalidRegularExpression, "invalid regular expression in label_replace(): {e}"))
+    regex::Regex::new(&format!("^(?s:{re})$")).map_err(|e| {
+        // The regex crate's message spans lines (the pattern, a caret, the
+        // reason): the reason alone, on one line.
+        let e = e.to_string();
+        let why = e.lines().last().unwrap_or_default().trim_start_matches("error: ");
+        crate::err!(InvalidRegularExpression, "invalid regular expression in label_replace(): {why}: {re:?}")
+    })
 }
 
 pub(super) fn relabel(all: &RecordBatch, tags: usize, dst: usize, how: &Relabel, schema: &SchemaRef) -> Result<RecordBatch> {
