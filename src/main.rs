@@ -4,13 +4,6 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-/// mimalloc rather than glibc's malloc: glibc keeps freed memory in its
-/// per-thread arenas, so after a COPY, a flush or a compaction freed its
-/// buffers the server's RSS stayed at the peak; mimalloc returns freed
-/// pages to the system (and is quick with many threads).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// weir: a time-series database that speaks the PostgreSQL protocol.
 #[derive(Parser, Debug)]
 #[command(version, about)]
