@@ -228,6 +228,118 @@ async fn copy_killed_midway_leaves_nothing() {
     assert_eq!(count(&c, "SELECT count(*) FROM k").await, 100_011);
 }
 
+fn parquet_files(dir: &std::path::Path) -> i64 {
+    fn walk(p: &std::path::Path, out: &mut i64) {
+        if let Ok(rd) = std::fs::read_dir(p) {
+            for e in rd.flatten() {
+                let path = e.path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if path.extension().is_some_and(|x| x == "parquet") {
+                    *out += 1;
+                }
+            }
+        }
+    }
+    let mut n = 0;
+    walk(&dir.join("regions"), &mut n);
+    n
+}
+
+/// A server whose COPY loads stage SST files after about half a MiB of
+/// rows (`memtable_bytes_max` = 1 MiB), so big loads take the staged path.
+fn spawn_small(dir: &std::path::Path, conf: &std::path::Path, env: &[(&str, &str)]) -> TestServer {
+    std::fs::write(conf, "[storage]\nmemtable_bytes_max = 1048576\n").unwrap();
+    TestServer::spawn_with(dir, env, &["--config", conf.to_str().unwrap()]).expect("server starts")
+}
+
+/// SSTs on disk equal the SSTs the regions list: no staged file leaks.
+async fn assert_no_stray_files(c: &Client, dir: &std::path::Path) {
+    let listed = c
+        .query_one("SELECT sum(sst_count)::bigint FROM information_schema.region_statistics WHERE table_name = 'big'", &[])
+        .await
+        .unwrap()
+        .get::<_, Option<i64>>(0)
+        .unwrap_or(0);
+    assert_eq!(parquet_files(dir), listed, "files on disk vs files the regions list");
+}
+
+/// COPY loads bigger than their memory bound are written as staged SSTs
+/// during the load and stay all or nothing: a bad row late in the data
+/// leaves nothing (after a restart too, no file left behind); a good load
+/// is there whole and survives a restart; `kill -9` mid-load loses the
+/// load and nothing else; `kill -9` after the commit record keeps all of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_staged_in_files_is_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf_dir = tempfile::tempdir().unwrap();
+    let conf = conf_dir.path().join("weir.toml");
+    let mut server = spawn_small(dir.path(), &conf, &[]);
+    let c = server.connect(None).await.unwrap();
+    c.batch_execute("CREATE TABLE big (host TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, PRIMARY KEY (host)) WITH (regions = 2)")
+        .await
+        .unwrap();
+    let n = 200_000;
+    let e = copy(&c, "COPY big FROM STDIN", &rows(n, Some(n - 10))).await.unwrap_err();
+    assert_eq!(common::format_error(&e).1.as_deref(), Some("22007"));
+    assert_eq!(count(&c, "SELECT count(*) FROM big").await, 0);
+    c.batch_execute("INSERT INTO big VALUES ('x', '2024-01-02 00:00:00', 1)").await.unwrap();
+    assert_eq!(copy(&c, "COPY big FROM STDIN", &rows(n, None)).await.unwrap(), n as u64);
+    assert_eq!(count(&c, "SELECT count(*) FROM big").await, n as i64 + 1);
+    assert_eq!(count(&c, "SELECT count(*) FROM big WHERE v = 199999").await, 1);
+    assert!(parquet_files(dir.path()) >= 2, "the load was not staged in files");
+    drop(c);
+    server.stop(std::time::Duration::from_secs(10));
+    let mut server = spawn_small(dir.path(), &conf, &[]);
+    let c = server.connect(None).await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM big").await, n as i64 + 1);
+    assert_eq!(count(&c, "SELECT count(*) FROM big WHERE host = 'bad'").await, 0);
+    assert_no_stray_files(&c, dir.path()).await;
+
+    // kill -9 while staged files of an open COPY are on disk.
+    let files_before = parquet_files(dir.path());
+    let st = c.prepare("COPY big FROM STDIN").await.unwrap();
+    let sink = c.copy_in::<_, bytes::Bytes>(&st).await.unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from(rows(300_000, None).replace('h', "k"))).await.unwrap();
+    let t0 = std::time::Instant::now();
+    while parquet_files(dir.path()) < files_before + 2 {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(120), "the COPY never staged a file");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    server.kill9();
+    drop(sink);
+    drop(st);
+    drop(c);
+    let mut server = spawn_small(dir.path(), &conf, &[]);
+    let c = server.connect(None).await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM big").await, n as i64 + 1, "a killed COPY left rows");
+    assert_no_stray_files(&c, dir.path()).await;
+    drop(c);
+    server.stop(std::time::Duration::from_secs(10));
+
+    // kill -9 after the commit record, before the files are published.
+    let mut server = spawn_small(dir.path(), &conf, &[("WEIR_TEST_COMMIT_PAUSE", "logged:60000")]);
+    let c = server.connect(None).await.unwrap();
+    let log_before = commit_log_bytes(dir.path());
+    let copying = tokio::spawn(async move { copy(&c, "COPY big FROM STDIN", &rows(150_000, None).replace('h', "z")).await.is_ok() });
+    let t0 = std::time::Instant::now();
+    while commit_log_bytes(dir.path()) <= log_before {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(120), "the COPY never wrote its commit record");
+        assert!(!copying.is_finished(), "COPY ended without a commit record");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    server.kill9();
+    assert!(!copying.await.unwrap(), "a killed server cannot acknowledge the COPY");
+    let mut server = spawn_small(dir.path(), &conf, &[]);
+    let c = server.connect(None).await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM big WHERE host LIKE 'z%'").await, 150_000);
+    assert_eq!(count(&c, "SELECT count(*) FROM big").await, n as i64 + 150_001);
+    assert_no_stray_files(&c, dir.path()).await;
+    drop(c);
+    server.stop(std::time::Duration::from_secs(10));
+}
+
 /// A DATE in PostgreSQL's binary form: days since 2000-01-01.
 #[derive(Debug)]
 struct PgDate(i32);

@@ -3,11 +3,13 @@
 //! into arrow column builders (no per-cell `Value` for the common types);
 //! every `COPY_CHUNK_ROWS` rows (or `COPY_CHUNK_BYTES` of field text) the
 //! chunk is written, so memory held for parsing is one record plus one
-//! chunk, not the payload. Outside a transaction block the chunks are held
-//! records of one storage bulk write ([`crate::storage::BulkWrite`]):
+//! chunk, not the payload. Outside a transaction block the chunks go to one
+//! storage bulk write ([`crate::storage::BulkWrite`]: held records, then
+//! SSTs staged during the load, so storage too holds a bounded amount):
 //! committed at the end (all rows visible at once, durable with one commit
-//! record), published empty on any error, and not replayed after a crash
-//! without the commit record. Inside a block the chunks join the block.
+//! record), published empty on any error, and not replayed or installed
+//! after a crash without the commit record. Inside a block the chunks join
+//! the block.
 
 use std::sync::Arc;
 

@@ -80,6 +80,23 @@ pub struct FileMeta {
     /// no `__op`. False for files written before this was recorded.
     #[serde(default)]
     pub puts_only: bool,
+    /// Bytes of the rows as Arrow arrays when written: what reading the
+    /// whole file takes (compaction's budget). 0 for files written before
+    /// this was recorded.
+    #[serde(default)]
+    pub mem_bytes: u64,
+}
+
+impl FileMeta {
+    /// [`FileMeta::mem_bytes`], or a guess from the file size for files
+    /// that do not record it.
+    pub fn decoded_bytes(&self) -> u64 {
+        if self.mem_bytes > 0 {
+            self.mem_bytes
+        } else {
+            self.bytes.saturating_mul(8)
+        }
+    }
 }
 
 /// The durable state of one region besides its WAL.
@@ -98,6 +115,21 @@ pub struct Manifest {
     /// Versions replaced at or before this sequence may have been discarded:
     /// exact reads need snapshots at or above it.
     pub history_seq: SeqNo,
+    pub files: Vec<FileMeta>,
+    /// SSTs of bulk loads prepared for commit but not yet in `files`: a
+    /// load whose transaction has a commit record is installed at open,
+    /// any other one deleted (see `BulkWrite`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub staged: Vec<StagedLoad>,
+}
+
+/// The SSTs one bulk load wrote to a region, named before its commit point.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct StagedLoad {
+    /// The load's transaction id (its commit record makes it count).
+    pub txn: u64,
+    /// Row ids below this were handed out to the files' rows.
+    pub next_rowid: u64,
     pub files: Vec<FileMeta>,
 }
 
@@ -155,6 +187,7 @@ mod tests {
             crc: 42,
             distinct: true,
             puts_only: true,
+            mem_bytes: 0,
         });
         let key = manifest_key(7);
         assert!(kv.compare_and_set(&key, None, Some(&m.encode())).unwrap());

@@ -197,10 +197,40 @@ pub fn write_sst(
         bytes: buf.len() as u64,
         crc: crc32fast::hash(&buf),
         distinct,
+        mem_bytes: batch.get_array_memory_size() as u64,
     };
-    let reader_meta = ArrowReaderMetadata::load(&buf, reader_options())?;
+    let reader_meta = ArrowReaderMetadata::load(&FooterCopy(&buf), reader_options())?;
     store.put(&path, buf)?;
     Ok(SstFile { meta, reader_meta, store: store.clone(), obsolete: AtomicBool::new(false) })
+}
+
+/// A whole file in memory, read for its metadata only. Parsed metadata
+/// may keep slices of the bytes it was given (page-index statistics), and
+/// a slice keeps its whole buffer alive: an SST's metadata held the entire
+/// file in memory for as long as the file was open. This hands out copies
+/// of just the ranges asked for (the footer and the page index).
+struct FooterCopy<'a>(&'a Bytes);
+
+impl parquet::file::reader::Length for FooterCopy<'_> {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+}
+
+impl parquet::file::reader::ChunkReader for FooterCopy<'_> {
+    type T = std::io::Cursor<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(std::io::Cursor::new(self.get_bytes(start, self.0.len().saturating_sub(start as usize))?))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let start = start as usize;
+        match self.0.get(start..start.saturating_add(length)) {
+            Some(b) => Ok(Bytes::copy_from_slice(b)),
+            None => Err(parquet::errors::ParquetError::EOF(format!("range {start}+{length} past the end of {} bytes", self.0.len()))),
+        }
+    }
 }
 
 /// Open an SST named by the manifest; every problem is a `Corrupt` error
@@ -217,7 +247,7 @@ pub fn open_sst(store: &Arc<dyn ObjectStore>, meta: &FileMeta, verify_crc: bool)
         if crc != meta.crc {
             return Err(corrupt(path, format!("checksum {crc:08x}, the manifest says {:08x}", meta.crc)));
         }
-        ArrowReaderMetadata::load(&buf, reader_options())
+        ArrowReaderMetadata::load(&FooterCopy(&buf), reader_options())
     } else {
         let r = ObjectReader { store: store.clone(), path: path.clone(), len };
         ArrowReaderMetadata::load(&r, reader_options())
@@ -922,5 +952,52 @@ mod tests {
             batch.column(3).as_primitive::<arrow::datatypes::Float64Type>().value(0)
         );
         assert!(per_row < 200.0, "{per_row} bytes/row");
+    }
+
+    /// An SST's parsed metadata must not keep the file's bytes alive:
+    /// loaded straight from a whole-file buffer it does (page-index
+    /// statistics are slices of it), through `FooterCopy` it does not.
+    #[test]
+    fn metadata_does_not_keep_the_file_buffer() {
+        let fields = vec![
+            Field::new("hostname", DataType::Utf8, true),
+            Field::new("time", DataType::Timestamp(TimeUnit::Microsecond, None), false),
+            Field::new("v", DataType::Float64, true),
+        ];
+        let desc = RegionDescriptor {
+            table_name: "t".into(),
+            schema: Arc::new(Schema::new(fields)),
+            primary_key: vec![0],
+            time_index: Some(1),
+            append_mode: false,
+            ttl_ms: None,
+        };
+        let layout = Layout::new(&desc);
+        let n = 5000usize;
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("host_{}", i / 100)))),
+            Arc::new(TimestampMicrosecondArray::from_iter_values((0..n).map(|i| (i % 100) as i64))),
+            Arc::new(Float64Array::from_iter_values((0..n).map(|i| i as f64))),
+            Arc::new(UInt64Array::from_iter_values(1..=n as u64)),
+        ];
+        let batch = with_version(&layout, cols, 1, OP_PUT).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(dir.path()));
+        let f = write_sst(&store, &layout, "a.parquet".into(), &batch, 1024, true).unwrap();
+        let buf = Bytes::from(store.get_range("a.parquet", 0..f.meta.bytes).unwrap().to_vec());
+        let pinned = ArrowReaderMetadata::load(&buf, reader_options()).unwrap();
+        let shared_before = !buf.is_unique();
+        drop(pinned);
+        let copied = ArrowReaderMetadata::load(&FooterCopy(&buf), reader_options()).unwrap();
+        assert!(buf.is_unique(), "metadata read through FooterCopy holds the file buffer");
+        assert_eq!(copied.metadata().num_row_groups(), f.reader_meta.metadata().num_row_groups());
+        assert!(page_selection(copied.metadata(), 0, 1, 0, 100).is_some(), "the page index is read");
+        eprintln!("metadata loaded from the whole buffer shares it: {shared_before}");
+        // Reopened with the CRC check (the whole file is read), the file
+        // reads back.
+        let g = Arc::new(open_sst(&store, &f.meta, true).unwrap());
+        let p = SstPredicate { seq_after: None, seq_upto: None, time: None, ts_col: Some(1), eq: &[], seq_col: layout.seq() };
+        let (got, _, _) = read_sst(&g, &(0..layout.full.fields().len()).collect::<Vec<_>>(), &p).unwrap();
+        assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), n);
     }
 }

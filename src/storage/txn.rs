@@ -30,6 +30,7 @@ use parking_lot::{Mutex, RwLock};
 
 use arrow::array::RecordBatch;
 
+use super::meta::FileMeta;
 use super::wal::{LocalLog, LogStore};
 use super::{Region, RegionId, SeqNo, Shared, StorageEngine, WriteNotice};
 use crate::error::Result;
@@ -328,27 +329,48 @@ impl StorageEngine {
     }
 }
 
-/// A bulk load (COPY outside a transaction block) written as it is parsed:
-/// each chunk is one held `OP_TXN` record of one transaction id, appended
-/// without waiting for its fsync, so memory is not the whole payload's
-/// text. [`BulkWrite::commit`] syncs every region's WAL, writes the commit
-/// record (the commit point) and publishes every record under the commit
-/// gate: readers see all of the load or none of it, and recovery replays
-/// the records only with the commit record. Dropped or aborted, the records
-/// are published empty. While a load holds records in a region, other
-/// writers of that region wait behind them (as behind any held record).
+/// A bulk load (COPY outside a transaction block) written as it is parsed,
+/// one transaction whatever its size. The first rows (up to half of
+/// `memtable_bytes_max`) are held `OP_TXN` records, appended without
+/// waiting for their fsync, their rows in memory until the commit. Past
+/// that the rows are buffered per region and, whenever the buffers pass
+/// half of `memtable_bytes_max`, the largest is written as a sorted SST
+/// at a held sequence of its own ([`Region::stage_bulk`]: no WAL record,
+/// not in the manifest), so memory stays bounded by the buffers, not the
+/// load. [`BulkWrite::commit`]: (1) stage what is buffered, sync every
+/// region's WAL; (2) name each region's staged files in its manifest with
+/// the transaction id (sled, **fsync**); (3) the commit record (the commit
+/// point, **fsync**); (4) publish every record and file under the commit
+/// gate: readers see all of the load or none of it; (5) flush the regions
+/// that got files, which lists them in the manifest proper. Recovery
+/// replays the records and installs the named files only with the commit
+/// record; otherwise the files are deleted. Dropped or aborted, records and
+/// files are published empty. While a load holds sequences in a region,
+/// other writers of that region wait behind them (as behind any held
+/// record).
 pub struct BulkWrite {
     shared: Arc<Shared>,
     txn: u64,
-    /// Held records, in append order.
+    /// Held records and staged files, in append order.
     held: Vec<(Arc<Region>, SeqNo)>,
     notices: Vec<WriteNotice>,
+    /// Bytes of rows held in memory as records.
+    held_bytes: usize,
+    /// Rows waiting to be staged, per region, with their bytes.
+    buffers: Vec<(Arc<Region>, Vec<RecordBatch>, usize)>,
+    buffered_bytes: usize,
+    /// Staged files per region (named in the manifests before the commit).
+    staged: Vec<(Arc<Region>, Vec<FileMeta>)>,
     done: bool,
 }
 
 impl std::fmt::Debug for BulkWrite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BulkWrite").field("txn", &self.txn).field("records", &self.held.len()).finish()
+        f.debug_struct("BulkWrite")
+            .field("txn", &self.txn)
+            .field("records", &self.held.len())
+            .field("staged_files", &self.staged_files())
+            .finish()
     }
 }
 
@@ -356,31 +378,86 @@ impl StorageEngine {
     /// Start a bulk load (see [`BulkWrite`]).
     pub fn begin_bulk(&self) -> Result<BulkWrite> {
         let txn = self.shared.txns.next_id()?;
-        Ok(BulkWrite { shared: self.shared.clone(), txn, held: Vec::new(), notices: Vec::new(), done: false })
+        Ok(BulkWrite {
+            shared: self.shared.clone(),
+            txn,
+            held: Vec::new(),
+            notices: Vec::new(),
+            held_bytes: 0,
+            buffers: Vec::new(),
+            buffered_bytes: 0,
+            staged: Vec::new(),
+            done: false,
+        })
     }
 }
 
 impl BulkWrite {
     /// Append rows (all user columns plus a temporary `__rowid`, as
-    /// [`RegionWrites::puts`]) to `region` as one held record.
+    /// [`RegionWrites::puts`]) to `region`: a held record while the load's
+    /// rows in memory are few, else buffered to be staged as an SST.
     pub fn append(&mut self, region: &Arc<Region>, rows: RecordBatch) -> Result<()> {
         if rows.num_rows() == 0 {
             return Ok(());
         }
-        let w = RegionWrites { deletes: vec![], puts: vec![rows] };
-        let seq = region.append_held_unsynced(self.txn, &w)?;
-        self.held.push((region.clone(), seq));
-        self.notices.push(region.txn_notice(&w, seq));
+        let bytes = rows.get_array_memory_size();
+        let limit = self.shared.config.memtable_bytes_max / 2;
+        let instant = region.desc.ttl_ms == Some(0);
+        if instant || (self.buffers.is_empty() && self.held_bytes + bytes <= limit) {
+            self.held_bytes += bytes;
+            let w = RegionWrites { deletes: vec![], puts: vec![rows] };
+            let seq = region.append_held_unsynced(self.txn, &w)?;
+            self.held.push((region.clone(), seq));
+            self.notices.push(region.txn_notice(&w, seq));
+            return Ok(());
+        }
+        match self.buffers.iter_mut().find(|(r, _, _)| r.id == region.id) {
+            Some((_, b, n)) => {
+                b.push(rows);
+                *n += bytes;
+            }
+            None => self.buffers.push((region.clone(), vec![rows], bytes)),
+        }
+        self.buffered_bytes += bytes;
+        while self.buffered_bytes > limit {
+            let largest = (0..self.buffers.len()).max_by_key(|&i| self.buffers[i].2).expect("buffers hold the bytes");
+            self.stage(largest)?;
+        }
         Ok(())
     }
 
-    /// Records appended so far.
+    /// Write region buffer `i` as one staged SST.
+    fn stage(&mut self, i: usize) -> Result<()> {
+        let (region, rows, bytes) = self.buffers.swap_remove(i);
+        self.buffered_bytes -= bytes;
+        let Some((seq, meta)) = region.stage_bulk(self.txn, &rows)? else { return Ok(()) };
+        let w = RegionWrites { deletes: vec![], puts: rows };
+        let mut notice = region.txn_notice(&w, seq);
+        notice.seq_range = (seq, seq);
+        self.notices.push(notice);
+        self.held.push((region.clone(), seq));
+        match self.staged.iter_mut().find(|(r, _)| r.id == region.id) {
+            Some((_, files)) => files.push(meta),
+            None => self.staged.push((region, vec![meta])),
+        }
+        Ok(())
+    }
+
+    /// Held records and staged files so far.
     pub fn records(&self) -> usize {
         self.held.len()
     }
 
+    /// Files staged so far.
+    pub fn staged_files(&self) -> usize {
+        self.staged.iter().map(|(_, f)| f.len()).sum()
+    }
+
     /// Make the whole load durable and visible at once.
     pub fn commit(mut self) -> Result<()> {
+        while !self.buffers.is_empty() {
+            self.stage(self.buffers.len() - 1)?;
+        }
         self.done = true;
         if self.held.is_empty() {
             return Ok(());
@@ -393,6 +470,16 @@ impl BulkWrite {
             }
         }
         let mut failed = last.iter().map(|(r, seq)| r.sync_through(*seq)).find_map(|r| r.err());
+        let mut prepared: Vec<&Arc<Region>> = Vec::new();
+        if failed.is_none() {
+            for (r, files) in &self.staged {
+                if let Err(e) = r.prepare_staged(self.txn, files) {
+                    failed = Some(e);
+                    break;
+                }
+                prepared.push(r);
+            }
+        }
         if failed.is_none() {
             pause_at("prepared");
             if let Err(e) = self.shared.txns.log_commit(self.txn) {
@@ -404,7 +491,19 @@ impl BulkWrite {
         }
         self.decide(failed.is_none());
         if let Some(e) = failed {
+            for r in prepared {
+                if let Err(u) = r.unprepare_staged(self.txn) {
+                    tracing::warn!(region = r.id, error = %u, "cannot unname the files of a failed bulk load; the next open deletes them");
+                }
+            }
             return Err(e);
+        }
+        // List the published files in the manifests now (a crash before
+        // that installs them again at open).
+        for (r, _) in &self.staged {
+            if let Err(e) = r.flush() {
+                tracing::warn!(region = r.id, error = %e, "flush after a bulk load failed; retried later");
+            }
         }
         for (r, _) in &last {
             r.after_commit();
@@ -416,7 +515,7 @@ impl BulkWrite {
         Ok(())
     }
 
-    /// Drop the load: its records are published empty.
+    /// Drop the load: its records and files are published empty.
     pub fn abort(mut self) {
         self.done = true;
         self.decide(false);

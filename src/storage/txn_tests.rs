@@ -182,3 +182,160 @@ fn overlay_reads_a_transactions_own_writes_over_a_snapshot() {
     assert_eq!(values(&a).len(), 3, "nothing of the overlay reached the region");
     assert!(values(&a).iter().all(|(h, _)| h != "w"));
 }
+
+/// An engine whose bulk loads stage files after a few rows.
+fn small_engine(dir: &std::path::Path) -> StorageEngine {
+    let tuning = StorageTuning { background_interval_ms: 0, ..Default::default() };
+    StorageEngine::open_tuned(dir, StorageConfig { wal_fsync: true, memtable_bytes_max: 16 << 10 }, tuning).unwrap()
+}
+
+/// Rows `i in lo..hi` as (host, ts, value): 37 hosts, so later batches
+/// overwrite identities of earlier ones (value = i + add).
+fn load_rows(r: &Region, lo: usize, hi: usize, add: i64) -> RecordBatch {
+    let rows: Vec<(String, i64, i64)> = (lo..hi).map(|i| (format!("h{}", i % 37), (i % 200) as i64, i as i64 + add)).collect();
+    let refs: Vec<(&str, i64, i64)> = rows.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
+    puts(r, &refs)
+}
+
+/// The expected newest value per identity of `load_rows` over `lo..hi`.
+fn expected(lo: usize, hi: usize, add: i64) -> Vec<(String, i64)> {
+    let mut m = std::collections::BTreeMap::new();
+    for i in lo..hi {
+        m.insert((format!("h{}", i % 37), (i % 200) as i64), i as i64 + add);
+    }
+    let mut out: Vec<(String, i64)> = m.into_iter().map(|((h, _), v)| (h, v)).collect();
+    out.sort();
+    out
+}
+
+fn sst_files(dir: &std::path::Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            n += sst_files(&p);
+        } else if p.extension().is_some_and(|x| x == "parquet") {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// A load bigger than its memory bound stages SSTs: nothing is visible
+/// until the commit, then all of it (later rows winning over earlier ones
+/// with the same identity, across files and records), listed in the
+/// manifest, and the same after a reopen; later writers waited behind it.
+#[test]
+fn bulk_load_stages_files_and_commits_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = small_engine(dir.path());
+        let l = Arc::new(Listener::default());
+        e.subscribe(l.clone());
+        let a = e.open_region(region_id(1, 0), desc()).unwrap();
+        let b = e.open_region(region_id(2, 0), desc()).unwrap();
+        a.write(&RecordBatch::try_new(desc().schema, puts(&a, &[("base", 0, 0)]).columns()[..3].to_vec()).unwrap()).unwrap();
+        let mut bulk = e.begin_bulk().unwrap();
+        for k in 0..30 {
+            bulk.append(&a, load_rows(&a, k * 100, k * 100 + 100, 0)).unwrap();
+            bulk.append(&b, load_rows(&b, k * 50, k * 50 + 50, 1_000_000)).unwrap();
+        }
+        assert!(bulk.staged_files() >= 2, "the load stayed in memory: {bulk:?}");
+        assert!(bulk.held_bytes <= 8 << 10, "{} bytes held", bulk.held_bytes);
+        assert_eq!(values(&a), vec![("base".into(), 0)], "a load is invisible before its commit");
+        assert!(values(&b).is_empty());
+        let a2 = a.clone();
+        let writer = std::thread::spawn(move || {
+            a2.write(&RecordBatch::try_new(desc().schema, puts(&a2, &[("late", 7, 7)]).columns()[..3].to_vec()).unwrap()).unwrap()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!writer.is_finished(), "a write was published ahead of the load's held sequences");
+        bulk.commit().unwrap();
+        writer.join().unwrap();
+        let mut want_a = expected(0, 3000, 0);
+        want_a.push(("base".into(), 0));
+        want_a.push(("late".into(), 7));
+        want_a.sort();
+        assert_eq!(values(&a), want_a);
+        assert_eq!(values(&b), expected(0, 1500, 1_000_000));
+        // Committed files are in the manifest proper, nothing staged.
+        let (staged, unlisted, files) = a.bulk_state();
+        assert!(staged == 0 && unlisted == 0 && files >= 2, "{:?}", a.bulk_state());
+        let commits = l.commits.lock().clone();
+        assert_eq!(commits.iter().filter(|&&n| n > 1).count(), 1, "one change for the load: {commits:?}");
+    }
+    let e = small_engine(dir.path());
+    let a = e.open_region(region_id(1, 0), desc()).unwrap();
+    let b = e.open_region(region_id(2, 0), desc()).unwrap();
+    assert_eq!(values(&a).len(), expected(0, 3000, 0).len() + 2);
+    assert_eq!(values(&b), expected(0, 1500, 1_000_000));
+    let before = values(&a);
+    assert!(a.compact().unwrap() > 0);
+    assert_eq!(values(&a), before);
+}
+
+/// The process dies between the load's steps. Files named in the
+/// manifest without a commit record are deleted at open and nothing is
+/// visible; with the commit record every row is there (installed and
+/// listed by a flush at open); an aborted load leaves no file.
+#[test]
+fn bulk_load_survives_a_crash_only_with_its_commit_record() {
+    for commit_record in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let e = small_engine(dir.path());
+            let a = e.open_region(region_id(1, 0), desc()).unwrap();
+            let b = e.open_region(region_id(2, 0), desc()).unwrap();
+            a.write(&RecordBatch::try_new(desc().schema, puts(&a, &[("base", 0, 0)]).columns()[..3].to_vec()).unwrap()).unwrap();
+            let mut bulk = e.begin_bulk().unwrap();
+            for k in 0..20 {
+                bulk.append(&a, load_rows(&a, k * 100, k * 100 + 100, 0)).unwrap();
+                bulk.append(&b, load_rows(&b, k * 100, k * 100 + 100, 5)).unwrap();
+            }
+            // Steps 1 and 2 (and 3) of the commit, then the process stops.
+            while !bulk.buffers.is_empty() {
+                bulk.stage(0).unwrap();
+            }
+            for (r, seq) in &bulk.held {
+                r.sync_through(*seq).unwrap();
+            }
+            for (r, files) in &bulk.staged {
+                r.prepare_staged(bulk.txn, files).unwrap();
+            }
+            assert!(bulk.staged_files() >= 2);
+            if commit_record {
+                e.shared.txns.log_commit(bulk.txn).unwrap();
+            }
+            bulk.done = true;
+        }
+        let e = small_engine(dir.path());
+        let a = e.open_region(region_id(1, 0), desc()).unwrap();
+        let b = e.open_region(region_id(2, 0), desc()).unwrap();
+        assert_eq!((a.bulk_state().0, b.bulk_state().0), (0, 0));
+        if commit_record {
+            assert_eq!(values(&a).len(), expected(0, 2000, 0).len() + 1);
+            assert_eq!(values(&b), expected(0, 2000, 5));
+            assert_eq!(a.bulk_state().1, 0, "open lists the installed files");
+            // Writes after the installed load get later sequences.
+            b.write(&RecordBatch::try_new(desc().schema, puts(&b, &[("h1", 1, -1)]).columns()[..3].to_vec()).unwrap()).unwrap();
+            assert!(values(&b).contains(&("h1".into(), -1)));
+        } else {
+            assert_eq!(values(&a), vec![("base".into(), 0)]);
+            assert!(values(&b).is_empty());
+            assert_eq!(sst_files(dir.path()), 0, "the uncommitted load's files are deleted");
+        }
+    }
+    // Aborted (dropped) mid-load: no file stays, the regions take writes.
+    let dir = tempfile::tempdir().unwrap();
+    let e = small_engine(dir.path());
+    let a = e.open_region(region_id(1, 0), desc()).unwrap();
+    let mut bulk = e.begin_bulk().unwrap();
+    for k in 0..20 {
+        bulk.append(&a, load_rows(&a, k * 100, k * 100 + 100, 0)).unwrap();
+    }
+    assert!(bulk.staged_files() >= 1);
+    drop(bulk);
+    a.write(&RecordBatch::try_new(desc().schema, puts(&a, &[("x", 1, 1)]).columns()[..3].to_vec()).unwrap()).unwrap();
+    assert_eq!(values(&a), vec![("x".into(), 1)]);
+    assert_eq!(sst_files(dir.path()), 0);
+}

@@ -34,7 +34,12 @@ impl Region {
             return Ok(0);
         }
         let cfg = &self.shared.tuning;
-        let files = self.inner.lock().files.clone();
+        // Files of bulk loads the manifest does not list yet wait for the
+        // flush that lists them.
+        let files: Vec<Arc<SstFile>> = {
+            let inner = self.inner.lock();
+            inner.files.iter().filter(|f| !inner.unmanifested.iter().any(|(_, u)| Arc::ptr_eq(f, u))).cloned().collect()
+        };
         let cutoff = self.ttl_cutoff();
         let window_us = cfg.compaction_window_ms.max(1).saturating_mul(1000);
         let mut windows: BTreeMap<i64, Vec<Arc<SstFile>>> = BTreeMap::new();
@@ -43,18 +48,39 @@ impl Region {
             windows.entry(w).or_default().push(f.clone());
         }
         let mut merged = 0;
+        // A merge reads its inputs whole: background merges take at most
+        // `memtable_bytes_max` of decoded rows each (in time order), so
+        // their memory is about a flush's, whatever the window holds.
+        let budget = self.shared.config.memtable_bytes_max as u64;
         for (_, group) in windows {
             let expired = |f: &SstFile| cutoff.is_some_and(|c| f.meta.time_range.is_some_and(|(min, _)| min < c));
-            let pick: Vec<Arc<SstFile>> =
-                if force { group } else { group.into_iter().filter(|f| f.meta.bytes < cfg.compaction_file_bytes_max).collect() };
-            let worth = if force {
-                pick.len() >= 2 || pick.iter().any(|f| !f.meta.distinct || expired(f))
-            } else {
-                pick.len() >= cfg.compaction_files_min.max(2)
-            };
-            if worth {
-                self.merge(&pick, cutoff)?;
-                merged += pick.len();
+            if force {
+                if group.len() >= 2 || group.iter().any(|f| !f.meta.distinct || expired(f)) {
+                    self.merge(&group, cutoff)?;
+                    merged += group.len();
+                }
+                continue;
+            }
+            let mut small: Vec<Arc<SstFile>> = group.into_iter().filter(|f| f.meta.bytes < cfg.compaction_file_bytes_max).collect();
+            small.sort_by_key(|f| (f.meta.time_range.map(|r| r.0), f.meta.seq_range.0));
+            let mut runs: Vec<Vec<Arc<SstFile>>> = vec![vec![]];
+            let mut run_bytes = 0u64;
+            for f in small {
+                let b = f.meta.decoded_bytes();
+                let run = runs.last_mut().expect("one run");
+                if !run.is_empty() && run_bytes + b > budget {
+                    runs.push(vec![f]);
+                    run_bytes = b;
+                } else {
+                    run.push(f);
+                    run_bytes += b;
+                }
+            }
+            for pick in runs {
+                if pick.len() >= cfg.compaction_files_min.max(2) {
+                    self.merge(&pick, cutoff)?;
+                    merged += pick.len();
+                }
             }
         }
         Ok(merged)

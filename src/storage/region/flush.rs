@@ -62,20 +62,22 @@ impl Region {
         if self.closed.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let (frozen, upto) = {
+        let (frozen, upto, loads) = {
             let mut inner = self.inner.lock();
             if !inner.mem.is_empty() {
                 let mem = std::mem::take(&mut inner.mem);
                 inner.frozen.push(Arc::new(mem));
             }
-            if inner.frozen.is_empty() && inner.last_seq == inner.manifest.flushed_seq {
+            if inner.frozen.is_empty() && inner.last_seq == inner.manifest.flushed_seq && inner.unmanifested.is_empty() {
                 return Ok(());
             }
             // Unpublished writes stay in the WAL past the rotation: the new
             // segment starts after every appended record.
             let next = inner.appended_seq + 1;
             inner.log.rotate(next)?;
-            (inner.frozen.clone(), inner.last_seq)
+            // Published bulk-load files are at or below `last_seq`: this
+            // commit lists them, so `flushed_seq` may pass them.
+            (inner.frozen.clone(), inner.last_seq, inner.unmanifested.clone())
         };
         let batches: Vec<RecordBatch> = frozen.iter().flat_map(|m| m.chunks().map(|c| c.batch.clone())).collect();
         // Peak memory: the frozen memtable plus the sorted copy (and the
@@ -90,10 +92,22 @@ impl Region {
             if let Some(f) = &new_file {
                 m.files.push(f.meta.clone());
             }
+            for (_, f) in &loads {
+                if !m.files.iter().any(|x| x.path == f.meta.path) {
+                    m.files.push(f.meta.clone());
+                }
+            }
+            // A load's files may be published over several decisions: only
+            // the ones listed now leave its staged entry.
+            for l in m.staged.iter_mut() {
+                l.files.retain(|x| !loads.iter().any(|(_, f)| f.meta.path == x.path));
+            }
+            m.staged.retain(|l| !l.files.is_empty());
         })?;
         let mut inner = self.inner.lock();
         inner.manifest = m;
         inner.manifest_bytes = bytes;
+        inner.unmanifested.retain(|(_, f)| !loads.iter().any(|(_, x)| Arc::ptr_eq(f, x)));
         if let Some(f) = new_file {
             let mut files = (*inner.files).clone();
             files.push(f);

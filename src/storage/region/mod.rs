@@ -35,7 +35,10 @@
 //! fsync until the commit log decides: publishing stops at a held record
 //! (later writers wait behind it), and the decision either publishes it or
 //! publishes it empty. Replay skips `OP_TXN` records whose transaction has
-//! no commit record.
+//! no commit record. A bulk load's staged SST is held the same way at a
+//! sequence of its own (no WAL record; the manifest's `staged` entry makes
+//! it durable): published, it joins the file list and is `unmanifested`
+//! until the next flush lists it, and `flushed_through` covers it.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -50,7 +53,7 @@ use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 
 use super::codec::{decode_batch, encode_batch};
 use super::memtable::{Chunk, Memtable};
-use super::meta::{manifest_key, Manifest};
+use super::meta::{manifest_key, FileMeta, Manifest, StagedLoad};
 use super::sst::{file_may_match, open_sst, read_sst, write_sst, PruneValue, SstFile, SstPredicate};
 use super::version::{
     concat_all, newest_mask, prune_versions, put_mask, sort_batches, time_bounds, time_values, with_version, KeyEncoder, Keys, Layout,
@@ -75,6 +78,9 @@ struct Pending {
     chunks: Vec<Chunk>,
     /// Waiting for a commit decision: nothing at or after it is published.
     held: bool,
+    /// A staged bulk-load SST (no WAL record, no memtable chunk): its rows
+    /// are in the file, installed at publish (see `write.rs`).
+    staged: Option<(u64, Arc<SstFile>)>,
 }
 
 /// The parts of an `OP_TXN` payload: transaction id, encoded tombstones,
@@ -189,8 +195,21 @@ struct Inner {
     /// The exact bytes in the metadata store, for compare-and-set.
     manifest_bytes: Vec<u8>,
     files: Arc<Vec<Arc<SstFile>>>,
+    /// Published files of committed bulk loads that the manifest does not
+    /// list in `files` yet (with their transaction id); the next flush
+    /// commits them and moves `flushed_seq` past them.
+    unmanifested: Vec<(u64, Arc<SstFile>)>,
     /// Highest published sequence that deleted rows (0: none since open).
     last_delete_seq: SeqNo,
+}
+
+impl Inner {
+    /// Every write up to this sequence is in SSTs: `flushed_seq`, or past
+    /// it the newest published bulk-load file the manifest does not list
+    /// yet (memtable-only reads must start at or after it).
+    fn flushed_through(&self) -> SeqNo {
+        self.unmanifested.iter().map(|(_, f)| f.meta.seq_range.1).fold(self.manifest.flushed_seq, SeqNo::max)
+    }
 }
 
 /// A region: the unit of storage, sequencing and distribution.
@@ -243,6 +262,19 @@ impl Region {
                 (Manifest { region_id: id, next_rowid: 1, next_file_id: 1, ..Default::default() }, None)
             }
         };
+        // Bulk loads prepared before a crash: kept when their transaction
+        // committed (installed below, then flushed into `files`), else gone.
+        let mut installed: Vec<(u64, FileMeta)> = Vec::new();
+        let mut staged_rowid = 0u64;
+        for load in std::mem::take(&mut manifest.staged) {
+            if shared.txns.committed_at_open(load.txn) {
+                staged_rowid = staged_rowid.max(load.next_rowid);
+                installed.extend(load.files.iter().map(|f| (load.txn, f.clone())));
+                manifest.staged.push(load);
+            } else {
+                tracing::info!(region = id, txn = load.txn, files = load.files.len(), "removing the files of an uncommitted bulk load");
+            }
+        }
         manifest.generation += 1;
         manifest.version += 1;
         let bytes = manifest.encode();
@@ -255,7 +287,8 @@ impl Region {
         }
         // Files the manifest does not name: a flush or compaction that crashed
         // before its commit.
-        let named: HashSet<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();
+        let named: HashSet<&str> =
+            manifest.files.iter().chain(installed.iter().map(|(_, f)| f)).map(|f| f.path.as_str()).collect();
         for path in shared.store.list(&sst_prefix)? {
             if !named.contains(path.as_str()) {
                 tracing::info!(path = %path, "removing unreferenced sst");
@@ -265,7 +298,7 @@ impl Region {
         let mut log = LocalLog::open(&dir.join("wal"), shared.config.wal_fsync)?;
         let mut mem = Memtable::default();
         let mut last_seq = manifest.flushed_seq;
-        let mut next_rowid = manifest.next_rowid.max(1);
+        let mut next_rowid = manifest.next_rowid.max(1).max(staged_rowid);
         let instant = desc.ttl_ms == Some(0);
         log.read_from(manifest.flushed_seq + 1, &mut |seq, payload| {
             if payload.len() < 9 {
@@ -316,8 +349,15 @@ impl Region {
                 .with_hint(format!("the wal lives in {}", dir.join("wal").display()))
         })?;
         shared.mem_used.fetch_add(mem.bytes, Ordering::Relaxed);
+        let mut unmanifested = Vec::with_capacity(installed.len());
+        for (txn, fm) in &installed {
+            let f = Arc::new(open_sst(&shared.store, fm, shared.tuning.sst_verify_crc)?);
+            last_seq = last_seq.max(fm.seq_range.1);
+            files.push(f.clone());
+            unmanifested.push((*txn, f));
+        }
         let next_file_id = manifest.next_file_id.max(1);
-        Ok(Region {
+        let region = Region {
             id,
             desc,
             layout,
@@ -336,6 +376,7 @@ impl Region {
                 manifest: Arc::new(manifest),
                 manifest_bytes: bytes,
                 files: Arc::new(files),
+                unmanifested,
                 last_delete_seq: 0,
             }),
             shared,
@@ -349,7 +390,12 @@ impl Region {
             counters: Counters::default(),
             last_rows: Mutex::new(None),
             cache_counts: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
-        })
+        };
+        if !installed.is_empty() {
+            tracing::info!(region = id, files = installed.len(), "installing the files of committed bulk loads");
+            region.flush()?;
+        }
+        Ok(region)
     }
 
     /// Stop background work on this region (dropped or engine closing).
@@ -388,9 +434,17 @@ impl Region {
         bounds.map(|b| (rows, b))
     }
 
+    /// Bulk loads named in the manifest, published files it does not list
+    /// yet, and the files it lists (for tests).
+    #[cfg(test)]
+    pub(in crate::storage) fn bulk_state(&self) -> (usize, usize, usize) {
+        let inner = self.inner.lock();
+        (inner.manifest.staged.len(), inner.unmanifested.len(), inner.manifest.files.len())
+    }
+
     /// Every write up to this sequence is in SSTs.
     pub fn flushed_seq(&self) -> SeqNo {
-        self.inner.lock().manifest.flushed_seq
+        self.inner.lock().flushed_through()
     }
 
     pub(super) fn memtable_bytes(&self) -> usize {

@@ -119,7 +119,7 @@ impl Region {
             overlay_from: mem.len(),
             mem,
             files: inner.files.clone(),
-            flushed_seq: inner.manifest.flushed_seq,
+            flushed_seq: inner.flushed_through(),
             history_seq: inner.manifest.history_seq,
             last_seq: inner.last_seq,
         }

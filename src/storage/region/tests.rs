@@ -631,6 +631,40 @@ fn memtable_thresholds_force_flushes() {
     assert_eq!(scan_all(&r2).len(), 50 * 50);
 }
 
+/// Background compaction reads its inputs whole, so it merges runs of
+/// small files of at most `memtable_bytes_max` decoded bytes each (in time
+/// order), not a whole window; a forced one still makes one file; rows
+/// are unchanged either way.
+#[test]
+fn background_compaction_merges_bounded_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = desc(false, None);
+    let budget = 32usize << 10;
+    let e = StorageEngine::open_tuned(dir.path(), StorageConfig { wal_fsync: false, memtable_bytes_max: budget }, tuning()).unwrap();
+    let r = e.open_region(1, d.clone()).unwrap();
+    for i in 0..24i64 {
+        let rows: Vec<(String, i64, Option<i64>)> = (0..100).map(|j| (format!("h{j}"), i, Some(j + i))).collect();
+        let refs: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
+        r.write(&batch(&d, &refs)).unwrap();
+        r.flush().unwrap();
+    }
+    let files = r.inner.lock().files.clone();
+    assert_eq!(files.len(), 24);
+    let one = files[0].meta.decoded_bytes();
+    assert!(one > 0 && one * 24 > budget as u64 * 2, "{one} bytes a file: the test needs several runs");
+    let before = scan_all(&r);
+    assert!(r.compact_with(false).unwrap() > 0);
+    let after = r.inner.lock().files.clone();
+    assert!(after.len() >= 2, "one merge took the whole window");
+    for f in after.iter() {
+        assert!(f.meta.decoded_bytes() <= budget as u64 + one, "a merge output of {} bytes", f.meta.decoded_bytes());
+    }
+    assert_eq!(scan_all(&r), before);
+    r.compact().unwrap();
+    assert_eq!(r.inner.lock().files.len(), 1);
+    assert_eq!(scan_all(&r), before);
+}
+
 #[test]
 fn concurrent_writes_scans_flushes_and_compactions() {
     let dir = tempfile::tempdir().unwrap();

@@ -70,7 +70,7 @@ impl Region {
             if op == OP_PUT {
                 inner.next_rowid += n as u64;
             }
-            inner.pending.push_back(Pending { first: seq, seq, chunks: chunk.into_iter().collect(), held: false });
+            inner.pending.push_back(Pending { first: seq, seq, chunks: chunk.into_iter().collect(), held: false, staged: None });
             if !self.shared.config.wal_fsync {
                 inner.synced_seq = seq;
                 self.publish(&mut inner, seq)?;
@@ -207,7 +207,7 @@ impl Region {
         inner.log.append_unsynced(seq, &payload)?;
         inner.appended_seq = seq;
         inner.next_rowid += put.num_rows() as u64;
-        inner.pending.push_back(Pending { first, seq, chunks, held: txn != 0 });
+        inner.pending.push_back(Pending { first, seq, chunks, held: txn != 0, staged: None });
         if txn == 0 {
             if !self.shared.config.wal_fsync {
                 inner.synced_seq = seq;
@@ -228,6 +228,86 @@ impl Region {
         Ok(seq)
     }
 
+    /// Write `rows` (user columns plus a temporary `__rowid`, as
+    /// [`crate::storage::txn::RegionWrites::puts`]) of bulk load `txn` as
+    /// one SST, at a sequence of their own: held like a transaction record
+    /// (later writers wait behind it) but with no WAL record and no
+    /// memtable chunk. The file is not in the manifest: the load names it
+    /// there before its commit point ([`Region::prepare_staged`]), and a
+    /// commit publishes it into the file list. Returns the sequence and
+    /// the file (None: no rows).
+    pub(in crate::storage) fn stage_bulk(&self, txn: u64, rows: &[RecordBatch]) -> Result<Option<(SeqNo, FileMeta)>> {
+        debug_assert!(txn != 0);
+        let n = rows.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        if n == 0 {
+            return Ok(None);
+        }
+        let (seq, rowid_start) = {
+            let mut inner = self.inner.lock();
+            if let Some(e) = &inner.wal_failed {
+                return Err(self.wal_failed_error(e));
+            }
+            let seq = inner.appended_seq + 1;
+            let rowid_start = inner.next_rowid;
+            inner.appended_seq = seq;
+            inner.next_rowid += n;
+            if !self.shared.config.wal_fsync {
+                inner.synced_seq = seq;
+            }
+            inner.pending.push_back(Pending { first: seq, seq, chunks: vec![], held: true, staged: None });
+            (seq, rowid_start)
+        };
+        let mut full = Vec::with_capacity(rows.len());
+        let mut next = rowid_start;
+        for b in rows {
+            let k = b.num_rows() as u64;
+            let mut cols = b.columns()[..self.layout.ncols].to_vec();
+            cols.push(Arc::new(UInt64Array::from_iter_values(next..next + k)));
+            full.push(with_version(&self.layout, cols, seq, OP_PUT)?);
+            next += k;
+        }
+        // Sorted, and versions within the load pruned as a flush would.
+        let (file, _) = self.write_sorted(full, false, None)?;
+        let Some(file) = file else { return Ok(None) };
+        let meta = file.meta.clone();
+        let mut inner = self.inner.lock();
+        match inner.pending.iter_mut().find(|p| p.seq == seq) {
+            Some(p) => p.staged = Some((txn, file)),
+            None => file.mark_obsolete(),
+        }
+        Ok(Some((seq, meta)))
+    }
+
+    /// Name a bulk load's staged files in the manifest (durably, before
+    /// the load's commit record): after a crash, open installs them when
+    /// the transaction committed and deletes them otherwise.
+    pub(in crate::storage) fn prepare_staged(&self, txn: u64, files: &[FileMeta]) -> Result<()> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        let _m = self.manifest_lock.lock();
+        let next_rowid = self.inner.lock().next_rowid;
+        let (m, bytes) = self.commit(|m| m.staged.push(StagedLoad { txn, next_rowid, files: files.to_vec() }))?;
+        let mut inner = self.inner.lock();
+        inner.manifest = m;
+        inner.manifest_bytes = bytes;
+        Ok(())
+    }
+
+    /// Forget a prepared load that did not commit (its files are deleted
+    /// when the decision publishes it empty). Failing, open does it.
+    pub(in crate::storage) fn unprepare_staged(&self, txn: u64) -> Result<()> {
+        let _m = self.manifest_lock.lock();
+        if !self.inner.lock().manifest.staged.iter().any(|l| l.txn == txn) {
+            return Ok(());
+        }
+        let (m, bytes) = self.commit(|m| m.staged.retain(|l| l.txn != txn))?;
+        let mut inner = self.inner.lock();
+        inner.manifest = m;
+        inner.manifest_bytes = bytes;
+        Ok(())
+    }
+
     /// The commit decision for a held transaction record: publish its rows
     /// (`commit`) or publish it empty. Callers hold the engine's commit gate.
     pub(in crate::storage) fn decide_txn(&self, seq: SeqNo, commit: bool) {
@@ -236,6 +316,9 @@ impl Region {
             p.held = false;
             if !commit {
                 p.chunks.clear();
+                if let Some((_, f)) = p.staged.take() {
+                    f.mark_obsolete();
+                }
             }
         }
         let upto = inner.synced_seq;
@@ -306,6 +389,12 @@ impl Region {
             let p = inner.pending.pop_front().unwrap();
             let seq = p.seq;
             debug_assert_eq!(p.first, inner.last_seq + 1, "published sequences are dense");
+            if let Some((txn, f)) = p.staged {
+                let mut files = (*inner.files).clone();
+                files.push(f.clone());
+                inner.files = Arc::new(files);
+                inner.unmanifested.push((txn, f));
+            }
             for chunk in p.chunks {
                 let op = chunk.batch.column(self.layout.op()).as_primitive::<arrow::datatypes::UInt8Type>();
                 if op.values().iter().any(|&o| o == OP_DELETE) {
