@@ -271,6 +271,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             }
             bail!(FeatureNotSupported, "EXPLAIN supports queries only")
         }
+        Statement::AlterTable(at) => super::alter_table::execute(s, at),
         Statement::Analyze { .. } | Statement::Discard { .. } | Statement::Deallocate { .. } => {
             Ok(QueryResult::Command(statement_tag(stmt)))
         }
@@ -507,38 +508,14 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
     let mut columns: Vec<ColumnDef> = Vec::new();
     let mut primary_key: Vec<String> = Vec::new();
     for c in &ct.columns {
-        let cname = ident(&c.name);
-        if columns.iter().any(|x| x.name == cname) {
-            bail!(DuplicateColumn, "column \"{cname}\" specified more than once");
+        let (col, pk) = sql_column(c)?;
+        if columns.iter().any(|x| x.name == col.name) {
+            bail!(DuplicateColumn, "column \"{}\" specified more than once", col.name);
         }
-        let ty = crate::planner::sql_type(&c.data_type)?;
-        if ty == SqlType::Interval {
-            // Storage (WAL codec, Parquet) has no interval encoding yet.
-            bail!(FeatureNotSupported, "column \"{cname}\" cannot be of type interval: tables cannot store intervals yet");
+        if pk {
+            primary_key.push(col.name.clone());
         }
-        let mut nullable = true;
-        let mut default = None;
-        for o in &c.options {
-            match &o.option {
-                ast::ColumnOption::NotNull => nullable = false,
-                ast::ColumnOption::Null => nullable = true,
-                ast::ColumnOption::Default(e) => default = Some(e.to_string()),
-                ast::ColumnOption::PrimaryKey(_) => {
-                    primary_key.push(cname.clone());
-                    nullable = false;
-                }
-                ast::ColumnOption::Unique(_) => {}
-                ast::ColumnOption::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
-                _ => {}
-            }
-        }
-        // PostgreSQL keeps p fractional digits of a TIMESTAMP(p); 6 and
-        // above (GreptimeDB's 9) are microseconds, PostgreSQL's maximum.
-        let precision = match &c.data_type {
-            ast::DataType::Timestamp(Some(p), _) | ast::DataType::Datetime(Some(p)) if *p < 6 => Some(*p as u8),
-            _ => None,
-        };
-        columns.push(ColumnDef { name: cname, ty, nullable, default, precision });
+        columns.push(col);
     }
     if columns.is_empty() {
         bail!(Syntax, "a table needs at least one column");
@@ -663,6 +640,41 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         })?;
     }
     Ok(QueryResult::Command("CREATE TABLE".into()))
+}
+
+/// One column of a CREATE TABLE (or ALTER TABLE … ADD COLUMN): its definition and
+/// whether it says PRIMARY KEY.
+pub(super) fn sql_column(c: &ast::ColumnDef) -> Result<(ColumnDef, bool)> {
+    let cname = ident(&c.name);
+    let ty = crate::planner::sql_type(&c.data_type)?;
+    if ty == SqlType::Interval {
+        // Storage (WAL codec, Parquet) has no interval encoding yet.
+        bail!(FeatureNotSupported, "column \"{cname}\" cannot be of type interval: tables cannot store intervals yet");
+    }
+    let mut nullable = true;
+    let mut default = None;
+    let mut pk = false;
+    for o in &c.options {
+        match &o.option {
+            ast::ColumnOption::NotNull => nullable = false,
+            ast::ColumnOption::Null => nullable = true,
+            ast::ColumnOption::Default(e) => default = Some(e.to_string()),
+            ast::ColumnOption::PrimaryKey(_) => {
+                pk = true;
+                nullable = false;
+            }
+            ast::ColumnOption::Unique(_) => {}
+            ast::ColumnOption::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
+            _ => {}
+        }
+    }
+    // PostgreSQL keeps p fractional digits of a TIMESTAMP(p); 6 and
+    // above (GreptimeDB's 9) are microseconds, PostgreSQL's maximum.
+    let precision = match &c.data_type {
+        ast::DataType::Timestamp(Some(p), _) | ast::DataType::Datetime(Some(p)) if *p < 6 => Some(*p as u8),
+        _ => None,
+    };
+    Ok((ColumnDef { name: cname, ty, nullable, default, precision }, pk))
 }
 
 pub fn show_create(t: &TableDef) -> String {

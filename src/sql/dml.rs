@@ -419,7 +419,7 @@ fn assign_coerce(e: Expr, ty: SqlType, col: &str) -> Result<Expr> {
     coerce(e, ty)
 }
 
-fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Result<Expr> {
+pub(super) fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Result<Expr> {
     let c = &def.columns[col];
     match &c.default {
         None => Ok(Expr::lit(Value::Null, c.ty)),
@@ -432,7 +432,7 @@ fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Result<Expr> {
 }
 
 /// Evaluate a list of constant expressions into one column.
-fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Result<ArrayRef> {
+pub(super) fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Result<ArrayRef> {
     // Fast path: all literals.
     if exprs.iter().all(|e| matches!(e, Expr::Literal { .. })) {
         let vals: Vec<Value> =
@@ -502,7 +502,7 @@ fn region_schema(def: &TableDef) -> arrow::datatypes::SchemaRef {
 
 /// Scan a region as the statement sees it: its snapshot and its
 /// transaction's own writes.
-fn scan_region(planner: &Planner, region: &Region, req: ScanRequest) -> Result<Vec<RecordBatch>> {
+pub(super) fn scan_region(planner: &Planner, region: &Region, req: ScanRequest) -> Result<Vec<RecordBatch>> {
     let mut req = req;
     if let Some(v) = &planner.ctx.view {
         v.apply(region.id, &mut req);
