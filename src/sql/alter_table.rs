@@ -69,8 +69,10 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
             done()
         }
         ops => {
+            // The operation's leading words (`SET`, `ATTACH PARTITION`, `ADD CONSTRAINT`).
             let op = ops.iter().find(|o| !supported(o)).map(|o| o.to_string()).unwrap_or_default();
-            let words: Vec<&str> = op.split_whitespace().take(2).collect();
+            let head = op.split('(').next().unwrap_or_default();
+            let words: Vec<&str> = head.split_whitespace().take(2).collect();
             bail!(FeatureNotSupported, "ALTER TABLE … {} is not supported", words.join(" "))
         }
     }
