@@ -108,6 +108,10 @@ pub struct ViewDef {
     /// is unique and stable); 0 until the catalog assigns it.
     #[serde(default)]
     pub id: u32,
+    /// `WITH (security_invoker)`: the view's relations are checked as the
+    /// user who reads it instead of its owner.
+    #[serde(default)]
+    pub security_invoker: bool,
 }
 
 /// An index: recorded; unique ones are enforced on plain tables.
