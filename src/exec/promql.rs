@@ -21,6 +21,10 @@ use arrow::compute::SortColumn;
 use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
 
 use super::plan::{arrow_schema, PlanColumn};
+#[path = "promql_ops.rs"]
+mod ops;
+use ops::{absent, aggregate, binary, empty_metric, histogram_quantile, relabel, scalar};
+pub use ops::{format_value, relabel_regex};
 use super::{BatchExecutor, BatchResult, ExecCtx, BATCH_ROWS};
 use crate::error::Result;
 
@@ -65,6 +69,13 @@ pub enum RangeFn {
     PresentOverTime,
     Resets,
     Changes,
+    /// `quantile_over_time(q, …)` (q as its bits).
+    QuantileOverTime(u64),
+    /// `predict_linear(…, seconds)` (as its bits).
+    PredictLinear(u64),
+    /// `double_exponential_smoothing(…, sf, tf)` (holt_winters before v3).
+    DoubleExponentialSmoothing(u64, u64),
+    MadOverTime,
 }
 
 const RANGE_FNS: [(&str, RangeFn); 17] = [
@@ -93,7 +104,13 @@ impl RangeFn {
     }
 
     pub fn name(self) -> &'static str {
-        name_of(&RANGE_FNS, self)
+        match self {
+            RangeFn::QuantileOverTime(_) => "quantile_over_time",
+            RangeFn::PredictLinear(_) => "predict_linear",
+            RangeFn::DoubleExponentialSmoothing(..) => "double_exponential_smoothing",
+            RangeFn::MadOverTime => "mad_over_time",
+            f => name_of(&RANGE_FNS, f),
+        }
     }
 
     /// The function over a non-empty window ending at `end` of `range_ms`:
@@ -137,8 +154,116 @@ impl RangeFn {
             RangeFn::StdvarOverTime => Some(variance(vs)),
             RangeFn::Resets => Some(vs.windows(2).filter(|w| w[1] < w[0]).count() as f64),
             RangeFn::Changes => Some(vs.windows(2).filter(|w| w[1] != w[0] && !(w[0].is_nan() && w[1].is_nan())).count() as f64),
+            RangeFn::QuantileOverTime(q) => Some(quantile(f64::from_bits(q), &mut vs.to_vec())),
+            RangeFn::PredictLinear(d) => {
+                if k < 2 {
+                    return None;
+                }
+                let (slope, intercept) = linear_regression(ts, vs, end);
+                Some(intercept + slope * f64::from_bits(d))
+            }
+            RangeFn::DoubleExponentialSmoothing(sf, tf) => double_exponential_smoothing(vs, f64::from_bits(sf), f64::from_bits(tf)),
+            RangeFn::MadOverTime => {
+                let mut buf = vs.to_vec();
+                let median = quantile(0.5, &mut buf);
+                let mut dev: Vec<f64> = vs.iter().map(|v| (v - median).abs()).collect();
+                Some(quantile(0.5, &mut dev))
+            }
         }
     }
+}
+
+/// Prometheus's quantile: linear interpolation between the closest ranks.
+pub fn quantile(q: f64, v: &mut [f64]) -> f64 {
+    if v.is_empty() || q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = v.len() as f64;
+    let rank = q * (n - 1.0);
+    let lower = rank.floor().max(0.0);
+    let upper = (lower + 1.0).min(n - 1.0);
+    let w = rank - rank.floor();
+    v[lower as usize] * (1.0 - w) + v[upper as usize] * w
+}
+
+/// Prometheus's double exponential smoothing (holt_winters before v3).
+fn double_exponential_smoothing(vs: &[f64], sf: f64, tf: f64) -> Option<f64> {
+    if vs.len() < 2 {
+        return None;
+    }
+    let (mut s0, mut s1) = (0.0, vs[0]);
+    let mut b = vs[1] - vs[0];
+    for (i, &v) in vs.iter().enumerate().skip(1) {
+        let x = sf * v;
+        if i > 1 {
+            b = tf * (s1 - s0) + (1.0 - tf) * b;
+        }
+        let y = (1.0 - sf) * (s1 + b);
+        s0 = s1;
+        s1 = x + y;
+    }
+    Some(s1)
+}
+
+/// Prometheus's bucketQuantile over classic buckets `(upper bound, count)`.
+pub fn bucket_quantile(q: f64, b: &mut [(f64, f64)]) -> f64 {
+    if q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    b.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+    if !(b[b.len() - 1].0.is_infinite() && b[b.len() - 1].0 > 0.0) {
+        return f64::NAN;
+    }
+    // Coalesce equal upper bounds, then force the counts monotonic.
+    let mut c: Vec<(f64, f64)> = Vec::with_capacity(b.len());
+    for &(u, n) in b.iter() {
+        match c.last_mut() {
+            Some(last) if last.0 == u => last.1 += n,
+            _ => c.push((u, n)),
+        }
+    }
+    let mut max = f64::NEG_INFINITY;
+    for x in c.iter_mut() {
+        if x.1 < max {
+            x.1 = max;
+        }
+        max = x.1;
+    }
+    if c.len() < 2 {
+        return f64::NAN;
+    }
+    let observations = c[c.len() - 1].1;
+    if observations == 0.0 {
+        return f64::NAN;
+    }
+    let mut rank = q * observations;
+    let b_i = c[..c.len() - 1].partition_point(|x| x.1 < rank);
+    if b_i == c.len() - 1 {
+        return c[c.len() - 2].0;
+    }
+    if b_i == 0 && c[0].0 <= 0.0 {
+        return c[0].0;
+    }
+    let (mut start, end, mut count) = (0.0, c[b_i].0, c[b_i].1);
+    if b_i > 0 {
+        start = c[b_i - 1].0;
+        count -= c[b_i - 1].1;
+        rank -= c[b_i - 1].1;
+    }
+    start + (end - start) * (rank / count)
 }
 
 /// Population variance.
@@ -231,32 +356,118 @@ pub enum PromNode {
     /// by `offset_ms` (a selector's `offset`); rows without a time dropped.
     SeriesNormalize { tags: usize, offset_ms: i64 },
     /// At each step, each series' latest sample within `lookback_ms`
-    /// (none if it is a staleness marker).
-    InstantManipulate { tags: usize, grid: Grid, lookback_ms: i64 },
+    /// (none if it is a staleness marker), read at `at_ms` instead of the
+    /// step's time for an `@` modifier; with `timestamps` (`timestamp()`),
+    /// the sample's time in seconds less the given offset instead of its value.
+    InstantManipulate { tags: usize, grid: Grid, lookback_ms: i64, at_ms: Option<i64>, timestamps: Option<i64> },
     /// At each step, `func` over each series' samples in `(t - range, t]`
-    /// (staleness markers dropped).
-    RangeManipulate { tags: usize, grid: Grid, range_ms: i64, func: RangeFn },
+    /// (staleness markers dropped), `t` the step's time or `at_ms`.
+    RangeManipulate { tags: usize, grid: Grid, range_ms: i64, func: RangeFn, at_ms: Option<i64> },
     /// Each value mapped (an instant function, arithmetic or a comparison
     /// with a number); a row none of whose values is kept is dropped.
     Map { tags: usize, map: ValueMap },
+    /// No input series: one row `(step time, value)` per step (numbers,
+    /// `time()`).
+    EmptyMetric { grid: Grid, value: Generated },
+    /// Two sides' values joined on their matching labels: input `(time,
+    /// result tags…, left values…, right values…, check columns…)`, output
+    /// `(time, tags…, op(left, right) per field)`; a comparison keeps the
+    /// left value where it holds (the right one with `keep_right`: a
+    /// scalar on the left), with `bool` answers 1 or 0. Each check's
+    /// columns must be unique per time (Prometheus's matching errors).
+    Binary { tags: usize, fields: usize, op: ValueOp, bool_result: bool, keep_right: bool, checks: Vec<Check> },
+    /// An aggregation by the step time and the `group` labels (None: a
+    /// `by` label the input lacks, absent) that plain SQL aggregates do not
+    /// give; topk / bottomk keep the input's columns.
+    Aggregate { tags: usize, group: Vec<Option<usize>>, func: PromAgg },
+    /// `histogram_quantile(q, buckets)`: the rows grouped by time and every
+    /// label but `le` (tag index), Prometheus's bucketQuantile per group.
+    HistogramQuantile { tags: usize, le: usize, q: u64 },
+    /// `label_replace` / `label_join` into tag `dst` (`tags` for a new
+    /// last one); an empty result is an absent label.
+    Relabel { tags: usize, dst: usize, how: Relabel },
+    /// `absent()`: `(time, labels…, 1)` at each step without an input row.
+    Absent { grid: Grid, labels: Vec<(String, String)> },
+    /// `scalar()`: at each step the one sample's value, NaN for none or
+    /// several.
+    Scalar { tags: usize, grid: Grid },
+}
+
+/// The value of an `EmptyMetric` at a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Generated {
+    /// A number (its bits).
+    Const(u64),
+    /// The step's time in seconds.
+    Time,
+}
+
+/// Columns whose values must not repeat at one time, and the error if they do.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Check {
+    pub cols: Vec<usize>,
+    /// Checked over the rows a comparison keeps (else over all).
+    pub kept_only: bool,
+    pub message: String,
+}
+
+/// The aggregations `PromNode::Aggregate` runs (parameters as bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PromAgg {
+    TopK(u64),
+    BottomK(u64),
+    Quantile(u64),
+    Stddev,
+    Stdvar,
+    Group,
+    /// `count_values`: one row per distinct value (a new last label).
+    CountValues,
+}
+
+/// How `PromNode::Relabel` makes the new label value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Relabel {
+    /// `label_replace`: where `regex` (anchored) matches the source tag's
+    /// value, its expansion of `replacement`.
+    Replace { src: Option<usize>, regex: String, replacement: String },
+    /// `label_join`: the source tags' values joined by `sep`.
+    Join { srcs: Vec<Option<usize>>, sep: String },
 }
 
 impl PromNode {
     /// EXPLAIN's line.
     pub fn describe(&self) -> String {
+        let at = |a: &Option<i64>| a.map(|a| format!(" at: {a} ms")).unwrap_or_default();
         match self {
             PromNode::SeriesNormalize { offset_ms, .. } => format!("PromSeriesNormalize offset: {offset_ms} ms"),
-            PromNode::InstantManipulate { grid, lookback_ms, .. } => {
-                format!("PromInstantManipulate steps: {} step: {} ms lookback: {lookback_ms} ms", grid.steps, grid.step_ms)
+            PromNode::InstantManipulate { grid, lookback_ms, at_ms, timestamps, .. } => {
+                format!(
+                    "PromInstantManipulate steps: {} step: {} ms lookback: {lookback_ms} ms{}{}",
+                    grid.steps,
+                    grid.step_ms,
+                    at(at_ms),
+                    if timestamps.is_some() { " timestamps" } else { "" }
+                )
             }
-            PromNode::RangeManipulate { grid, range_ms, func, .. } => {
-                format!("PromRangeManipulate {} steps: {} step: {} ms range: {range_ms} ms", func.name(), grid.steps, grid.step_ms)
+            PromNode::RangeManipulate { grid, range_ms, func, at_ms, .. } => {
+                format!("PromRangeManipulate {} steps: {} step: {} ms range: {range_ms} ms{}", func.name(), grid.steps, grid.step_ms, at(at_ms))
             }
             PromNode::Map { map, .. } => format!("PromMap {}", map.describe()),
+            PromNode::EmptyMetric { grid, value } => format!("PromEmptyMetric {value:?} steps: {} step: {} ms", grid.steps, grid.step_ms),
+            PromNode::Binary { op, bool_result, .. } => format!("PromBinary {op:?}{}", if *bool_result { " bool" } else { "" }),
+            PromNode::Aggregate { func, .. } => format!("PromAggregate {}", func.describe()),
+            PromNode::HistogramQuantile { q, .. } => format!("PromHistogramQuantile {}", f64::from_bits(*q)),
+            PromNode::Relabel { how, .. } => match how {
+                Relabel::Replace { regex, replacement, .. } => format!("PromLabelReplace {regex:?} -> {replacement:?}"),
+                Relabel::Join { sep, .. } => format!("PromLabelJoin {sep:?}"),
+            },
+            PromNode::Absent { .. } => "PromAbsent".into(),
+            PromNode::Scalar { .. } => "PromScalar".into(),
         }
     }
 
-    /// The output columns over an input's.
+    /// The output columns over an input's (the nodes with one shape: the
+    /// others' columns are given by whoever plans them).
     pub fn columns(&self, input: &[PlanColumn]) -> Vec<PlanColumn> {
         match self {
             PromNode::SeriesNormalize { .. } => input.to_vec(),
@@ -274,6 +485,18 @@ impl PromNode {
                     PlanColumn { name: c.name.clone(), qualifier: c.qualifier.clone(), ty }
                 })
                 .collect(),
+            _ => input.to_vec(),
+        }
+    }
+}
+
+impl PromAgg {
+    fn describe(&self) -> String {
+        match self {
+            PromAgg::TopK(k) => format!("topk({})", f64::from_bits(*k)),
+            PromAgg::BottomK(k) => format!("bottomk({})", f64::from_bits(*k)),
+            PromAgg::Quantile(q) => format!("quantile({})", f64::from_bits(*q)),
+            other => format!("{other:?}").to_lowercase(),
         }
     }
 }
@@ -312,16 +535,27 @@ impl PromExecutor {
         }
         let all = super::concat(&self.ctx, &in_schema, &batches)?;
         drop(batches);
-        match &self.node {
+        let out = match &self.node {
             PromNode::SeriesNormalize { tags, offset_ms } => normalize(&all, *tags, *offset_ms, &self.schema),
-            PromNode::InstantManipulate { tags, grid, lookback_ms } => {
-                manipulate(&all, *tags, grid, &self.schema, &self.ctx, Window::Instant(*lookback_ms))
+            PromNode::InstantManipulate { tags, grid, lookback_ms, at_ms, timestamps } => {
+                manipulate(&all, *tags, grid, *at_ms, &self.schema, &self.ctx, Window::Instant(*lookback_ms, *timestamps))
             }
-            PromNode::RangeManipulate { tags, grid, range_ms, func } => {
-                manipulate(&all, *tags, grid, &self.schema, &self.ctx, Window::Range(*range_ms, *func))
+            PromNode::RangeManipulate { tags, grid, range_ms, func, at_ms } => {
+                manipulate(&all, *tags, grid, *at_ms, &self.schema, &self.ctx, Window::Range(*range_ms, *func))
             }
             PromNode::Map { tags, map } => map_values(&all, *tags, *map, &self.schema),
-        }
+            PromNode::EmptyMetric { grid, value } => empty_metric(grid, *value, &self.schema),
+            PromNode::Binary { tags, fields, op, bool_result, keep_right, checks } => {
+                binary(&all, *tags, *fields, *op, *bool_result, *keep_right, checks, &self.schema)
+            }
+            PromNode::Aggregate { tags, group, func } => aggregate(&all, *tags, group, *func, &self.schema),
+            PromNode::HistogramQuantile { tags, le, q } => histogram_quantile(&all, *tags, *le, f64::from_bits(*q), &self.schema),
+            PromNode::Relabel { tags, dst, how } => relabel(&all, *tags, *dst, how, &self.schema),
+            PromNode::Absent { grid, labels } => absent(&all, grid, labels, &self.schema),
+            PromNode::Scalar { tags, grid } => scalar(&all, *tags, grid, &self.schema),
+        }?;
+        self.ctx.check_alloc(out.get_array_memory_size(), "PromQL operator")?;
+        Ok(out)
     }
 }
 
@@ -372,7 +606,8 @@ fn normalize(all: &RecordBatch, tags: usize, offset_ms: i64, schema: &SchemaRef)
 }
 
 enum Window {
-    Instant(i64),
+    /// Lookback; with Some(offset) the sample's time (less the offset) in seconds.
+    Instant(i64, Option<i64>),
     Range(i64, RangeFn),
 }
 
@@ -387,7 +622,7 @@ fn series_ranges(all: &RecordBatch, tags: usize) -> Result<Vec<std::ops::Range<u
     Ok(arrow::compute::partition(&all.columns()[1..=tags])?.ranges())
 }
 
-fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, schema: &SchemaRef, ctx: &ExecCtx, w: Window) -> Result<RecordBatch> {
+fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, at_ms: Option<i64>, schema: &SchemaRef, ctx: &ExecCtx, w: Window) -> Result<RecordBatch> {
     let ts: Vec<i64> = millis(all.column(0))?.into_iter().map(|t| t.unwrap_or(i64::MIN)).collect();
     let fields: Vec<ArrayRef> =
         all.columns()[1 + tags..].iter().map(|c| arrow::compute::cast(c, &DataType::Float64)).collect::<std::result::Result<_, _>>()?;
@@ -408,10 +643,11 @@ fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, schema: &SchemaRef, c
         }
         let sts = &ts[r.clone()];
         match w {
-            Window::Instant(lookback) => {
+            Window::Instant(lookback, timestamps) => {
                 let mut j = 0usize; // samples at or before the step
                 for i in 0..grid.steps {
-                    let t = grid.ts(i);
+                    let out_t = grid.ts(i);
+                    let t = at_ms.unwrap_or(out_t);
                     while j < sts.len() && sts[j] <= t {
                         j += 1;
                     }
@@ -421,11 +657,14 @@ fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, schema: &SchemaRef, c
                     let at = r.start + j - 1;
                     let mut any = false;
                     for (f, a) in fields.iter().enumerate() {
-                        row[f] = (!a.is_null(at) && !is_stale(a.value(at))).then(|| a.value(at));
+                        row[f] = (!a.is_null(at) && !is_stale(a.value(at))).then(|| match timestamps {
+                            Some(offset) => (ts[at] - offset) as f64 / 1000.0,
+                            None => a.value(at),
+                        });
                         any |= row[f].is_some();
                     }
                     if any {
-                        out_ts.push(t);
+                        out_ts.push(out_t);
                         out_row.push(r.start as u32);
                         for f in 0..nf {
                             out_vals[f].push(row[f]);
@@ -448,7 +687,8 @@ fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, schema: &SchemaRef, c
                     hi[f] = 0;
                 }
                 for i in 0..grid.steps {
-                    let t = grid.ts(i);
+                    let out_t = grid.ts(i);
+                    let t = at_ms.unwrap_or(out_t);
                     let mut any = false;
                     for f in 0..nf {
                         let st = &fts[f];
@@ -462,7 +702,7 @@ fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, schema: &SchemaRef, c
                         any |= row[f].is_some();
                     }
                     if any {
-                        out_ts.push(t);
+                        out_ts.push(out_t);
                         out_row.push(r.start as u32);
                         for f in 0..nf {
                             out_vals[f].push(row[f]);
@@ -542,6 +782,29 @@ pub enum InstantFn {
     Log2,
     Log10,
     Sgn,
+    Acos,
+    Acosh,
+    Asin,
+    Asinh,
+    Atan,
+    Atanh,
+    Cos,
+    Cosh,
+    Sin,
+    Sinh,
+    Tan,
+    Tanh,
+    Deg,
+    Rad,
+    /// Calendar parts of a value read as seconds since the epoch (UTC).
+    Year,
+    Month,
+    DayOfMonth,
+    DayOfWeek,
+    DayOfYear,
+    DaysInMonth,
+    Hour,
+    Minute,
 }
 
 /// The function named `name` in a table of PromQL function names.
@@ -554,7 +817,29 @@ fn name_of<F: Copy + PartialEq>(table: &[(&'static str, F)], f: F) -> &'static s
     table.iter().find(|(_, g)| *g == f).map(|(n, _)| *n).expect("every function is listed")
 }
 
-const INSTANT_FNS: [(&str, InstantFn); 9] = [
+const INSTANT_FNS: [(&str, InstantFn); 31] = [
+    ("acos", InstantFn::Acos),
+    ("acosh", InstantFn::Acosh),
+    ("asin", InstantFn::Asin),
+    ("asinh", InstantFn::Asinh),
+    ("atan", InstantFn::Atan),
+    ("atanh", InstantFn::Atanh),
+    ("cos", InstantFn::Cos),
+    ("cosh", InstantFn::Cosh),
+    ("sin", InstantFn::Sin),
+    ("sinh", InstantFn::Sinh),
+    ("tan", InstantFn::Tan),
+    ("tanh", InstantFn::Tanh),
+    ("deg", InstantFn::Deg),
+    ("rad", InstantFn::Rad),
+    ("year", InstantFn::Year),
+    ("month", InstantFn::Month),
+    ("day_of_month", InstantFn::DayOfMonth),
+    ("day_of_week", InstantFn::DayOfWeek),
+    ("day_of_year", InstantFn::DayOfYear),
+    ("days_in_month", InstantFn::DaysInMonth),
+    ("hour", InstantFn::Hour),
+    ("minute", InstantFn::Minute),
     ("abs", InstantFn::Abs),
     ("ceil", InstantFn::Ceil),
     ("floor", InstantFn::Floor),
@@ -594,8 +879,62 @@ impl InstantFn {
                     x
                 }
             }
+            InstantFn::Acos => x.acos(),
+            InstantFn::Acosh => x.acosh(),
+            InstantFn::Asin => x.asin(),
+            InstantFn::Asinh => x.asinh(),
+            InstantFn::Atan => x.atan(),
+            InstantFn::Atanh => x.atanh(),
+            InstantFn::Cos => x.cos(),
+            InstantFn::Cosh => x.cosh(),
+            InstantFn::Sin => x.sin(),
+            InstantFn::Sinh => x.sinh(),
+            InstantFn::Tan => x.tan(),
+            InstantFn::Tanh => x.tanh(),
+            InstantFn::Deg => x.to_degrees(),
+            InstantFn::Rad => x.to_radians(),
+            _ => date_part(self, x).unwrap_or(f64::NAN),
         }
     }
+
+    /// Whether the function reads its value as a time (`year()` …: without
+    /// an argument, of each step's time).
+    pub fn is_date(self) -> bool {
+        matches!(
+            self,
+            InstantFn::Year
+                | InstantFn::Month
+                | InstantFn::DayOfMonth
+                | InstantFn::DayOfWeek
+                | InstantFn::DayOfYear
+                | InstantFn::DaysInMonth
+                | InstantFn::Hour
+                | InstantFn::Minute
+        )
+    }
+}
+
+/// A calendar part of a time in seconds since the epoch, UTC.
+fn date_part(f: InstantFn, secs: f64) -> Option<f64> {
+    use chrono::{Datelike, Timelike};
+    if !secs.is_finite() {
+        return Some(f64::NAN);
+    }
+    let t = chrono::DateTime::from_timestamp(secs.floor() as i64, 0)?;
+    Some(match f {
+        InstantFn::Year => t.year() as f64,
+        InstantFn::Month => t.month() as f64,
+        InstantFn::DayOfMonth => t.day() as f64,
+        InstantFn::DayOfWeek => t.weekday().num_days_from_sunday() as f64,
+        InstantFn::DayOfYear => t.ordinal() as f64,
+        InstantFn::Hour => t.hour() as f64,
+        InstantFn::Minute => t.minute() as f64,
+        _ => {
+            let (y, m) = (t.year(), t.month());
+            let next = if m == 12 { chrono::NaiveDate::from_ymd_opt(y + 1, 1, 1) } else { chrono::NaiveDate::from_ymd_opt(y, m + 1, 1) }?;
+            (next - chrono::NaiveDate::from_ymd_opt(y, m, 1)?).num_days() as f64
+        }
+    })
 }
 
 /// What a `Map` node does to each value (float operands as their bits, so
@@ -622,12 +961,21 @@ pub enum ValueMap {
         scalar_left: bool,
         bool_result: bool,
     },
+    /// The row's time in seconds (`timestamp()` of a computed vector).
+    Timestamp,
+    /// 0 is no sample (`count` of one field of several: no value, no count).
+    NullIfZero,
+    /// Every value 1 (`group`).
+    One,
 }
 
 impl ValueMap {
-    /// The new value of `x`, None to drop the sample.
-    pub fn apply(self, x: f64) -> Option<f64> {
+    /// The new value of `x` (of a row at `t_ms`), None to drop the sample.
+    pub fn apply(self, x: f64, t_ms: i64) -> Option<f64> {
         match self {
+            ValueMap::Timestamp => Some(t_ms as f64 / 1000.0),
+            ValueMap::NullIfZero => (x != 0.0).then_some(x),
+            ValueMap::One => Some(1.0),
             ValueMap::Func(f) => Some(f.apply(x)),
             ValueMap::Neg => Some(-x),
             ValueMap::Round { to } => {
@@ -671,6 +1019,9 @@ impl ValueMap {
         match self {
             ValueMap::Func(f) => f.name().to_string(),
             ValueMap::Neg => "-x".into(),
+            ValueMap::Timestamp => "timestamp".into(),
+            ValueMap::NullIfZero => "nullif(x, 0)".into(),
+            ValueMap::One => "1".into(),
             ValueMap::Round { to } => format!("round(x, {})", f64::from_bits(*to)),
             ValueMap::Clamp { lo, hi, .. } => format!("clamp(x, {}, {})", f64::from_bits(*lo), f64::from_bits(*hi)),
             ValueMap::Scalar { op, scalar, scalar_left, bool_result } => {
@@ -695,10 +1046,11 @@ fn map_values(all: &RecordBatch, tags: usize, m: ValueMap, schema: &SchemaRef) -
     let mut keep: Vec<u32> = Vec::with_capacity(n);
     let fields: Vec<&Float64Array> = fields.iter().map(|a| a.as_primitive::<Float64Type>()).collect();
     let mut row: Vec<Option<f64>> = vec![None; fields.len()];
+    let times = millis(all.column(0))?;
     for r in 0..n {
         let mut any = false;
         for (f, a) in fields.iter().enumerate() {
-            row[f] = if a.is_null(r) { None } else { m.apply(a.value(r)) };
+            row[f] = if a.is_null(r) { None } else { m.apply(a.value(r), times[r].unwrap_or(0)) };
             any |= row[f].is_some();
         }
         if any {

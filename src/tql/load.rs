@@ -1,14 +1,10 @@
-//! A selector's samples: the metric's table scanned through weir's planner
-//! and executor (Scan → Filter → Project, rewritten as any query is, so the
-//! label equalities become the scan's tag sets and the time bounds its time
-//! range), then cut into series by the tag values.
+//! A selector's table: which table and columns it reads (`target`), and
+//! the logical plan reading them (Scan → Filter → Project, rewritten as any
+//! query is, so label equalities become the scan's tag sets and the time
+//! bounds its time range; the other matchers are filters on the tags, and
+//! every tag is read as text, as labels are).
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use arrow::array::{Array, AsArray};
-use arrow::datatypes::{DataType, Float64Type, Int64Type};
-use promql_parser::label::{MatchOp, Matcher};
+use promql_parser::label::MatchOp;
 use promql_parser::parser::VectorSelector;
 
 use crate::bail;
@@ -19,25 +15,6 @@ use crate::exec::plan::PlanColumn;
 use crate::planner::logical::{LogicalPlan, Scan};
 use crate::planner::Planner;
 use crate::types::{SqlType, Value};
-
-/// Prometheus's staleness marker. A NULL value in a field column is read
-/// as one too: the series ends there.
-pub use crate::exec::promql::{is_stale, STALE_NAN_BITS};
-
-/// Label names and values, sorted by name; an empty value is no label.
-pub type Labels = Vec<(String, String)>;
-
-pub fn label<'a>(l: &'a Labels, name: &str) -> &'a str {
-    l.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or("")
-}
-
-/// One series' samples in time order (milliseconds).
-#[derive(Debug, Clone)]
-pub struct Raw {
-    pub labels: Labels,
-    pub ts: Vec<i64>,
-    pub vals: Vec<f64>,
-}
 
 /// What a selector reads from its table.
 pub struct Target {
@@ -140,144 +117,41 @@ pub fn plan(planner: &Planner, vs: &VectorSelector, t: &Target, lo_ms: i64, hi_m
     let tty = def.columns[ti].ty;
     let mut pred = bin(BinOp::Gt, col(ti), Expr::lit(Value::Timestamp(lo_ms.saturating_mul(1000)), tty));
     pred = bin(BinOp::And, pred, bin(BinOp::LtEq, col(ti), Expr::lit(Value::Timestamp(hi_ms.saturating_mul(1000)), tty)));
+    let text = |i: usize| {
+        if matches!(def.columns[i].ty, SqlType::Text | SqlType::Varchar) {
+            col(i)
+        } else {
+            Expr::Cast { expr: Box::new(col(i)), ty: SqlType::Text }
+        }
+    };
+    let lit = |s: &str| Expr::lit(Value::Text(s.to_string()), SqlType::Text);
     for m in &vs.matchers.matchers {
-        if !matches!(m.op, MatchOp::Equal) || m.value.is_empty() {
-            continue;
-        }
-        if let Some(&tag) = t.tags.iter().find(|&&i| def.columns[i].name == m.name) {
-            let ty = def.columns[tag].ty;
-            if matches!(ty, SqlType::Text | SqlType::Varchar) {
-                pred = bin(BinOp::And, pred, bin(BinOp::Eq, col(tag), Expr::lit(Value::Text(m.value.clone()), ty)));
+        let Some(&tag) = t.tags.iter().find(|&&i| def.columns[i].name == m.name) else { continue };
+        // An absent label (NULL) is the empty value.
+        let value = Expr::Func { name: "coalesce".into(), args: vec![text(tag), lit("")], ty: SqlType::Text };
+        let regex = |re: &str| Expr::Func { name: "regex_match".into(), args: vec![value.clone(), lit(&format!("^(?s:{re})$"))], ty: SqlType::Bool };
+        let p = match m.op {
+            // A text tag equal to a value: what the scan's tag sets prune by.
+            MatchOp::Equal if !m.value.is_empty() && matches!(def.columns[tag].ty, SqlType::Text | SqlType::Varchar) => {
+                bin(BinOp::Eq, col(tag), lit(&m.value))
             }
-        }
+            MatchOp::Equal => bin(BinOp::Eq, value.clone(), lit(&m.value)),
+            MatchOp::NotEqual => bin(BinOp::NotEq, value.clone(), lit(&m.value)),
+            MatchOp::Re(_) => regex(&m.value),
+            MatchOp::NotRe(_) => Expr::Not(Box::new(regex(&m.value))),
+        };
+        pred = bin(BinOp::And, pred, p);
     }
     let filter = LogicalPlan::Filter { input: Box::new(scan), predicate: pred };
-    let picked: Vec<usize> = std::iter::once(ti).chain(t.tags.iter().copied()).chain(t.fields.iter().copied()).collect();
-    Ok(LogicalPlan::Project {
-        input: Box::new(filter),
-        exprs: picked.iter().map(|&i| col(i)).collect(),
-        columns: picked.iter().map(|&i| cols[i].clone()).collect(),
-    })
-}
-
-fn tag_at(a: &arrow::array::StringArray, r: usize) -> &str {
-    if a.is_null(r) {
-        ""
-    } else {
-        a.value(r)
+    let mut exprs = vec![col(ti)];
+    let mut columns = vec![cols[ti].clone()];
+    for &i in &t.tags {
+        exprs.push(text(i));
+        columns.push(PlanColumn { ty: SqlType::Text, ..cols[i].clone() });
     }
-}
-
-fn matches_labels(matchers: &[Matcher], labels: &Labels) -> bool {
-    matchers.iter().filter(|m| m.name != "__name__" && m.name != FIELD_LABEL).all(|m| m.is_match(label(labels, &m.name)))
-}
-
-/// Scan `(lo_ms, hi_ms]` of a selector's metric into series. With
-/// `keep_stale` false, staleness markers are dropped (range selectors).
-pub fn load(planner: &Planner, vs: &VectorSelector, lo_ms: i64, hi_ms: i64, keep_stale: bool) -> Result<(Vec<Raw>, usize)> {
-    let Some(t) = target(planner, vs)? else { return Ok((vec![], 0)) };
-    if hi_ms <= lo_ms {
-        return Ok((vec![], 0));
+    for &i in &t.fields {
+        exprs.push(col(i));
+        columns.push(cols[i].clone());
     }
-    let logical = plan(planner, vs, &t, lo_ms, hi_ms)?;
-    let physical = planner.physical(logical)?;
-    let batches = crate::exec::collect(&physical, &planner.ctx)?;
-    let ntags = t.tags.len();
-    let nfields = t.fields.len();
-    // Per distinct tag tuple: timestamps and one value vector per field.
-    let mut index: HashMap<Vec<String>, usize> = HashMap::new();
-    let mut groups: Vec<(Vec<String>, Vec<i64>, Vec<Vec<f64>>)> = Vec::new();
-    let mut rows = 0usize;
-    for b in &batches {
-        rows += b.num_rows();
-        let ts = arrow::compute::cast(b.column(0), &DataType::Int64)?;
-        let ts = ts.as_primitive::<Int64Type>();
-        let tags: Vec<Arc<dyn Array>> =
-            (0..ntags).map(|i| arrow::compute::cast(b.column(1 + i), &DataType::Utf8)).collect::<std::result::Result<_, _>>()?;
-        let tags: Vec<&arrow::array::StringArray> = tags.iter().map(|a| a.as_string::<i32>()).collect();
-        let vals: Vec<Arc<dyn Array>> = (0..nfields)
-            .map(|i| arrow::compute::cast(b.column(1 + ntags + i), &DataType::Float64))
-            .collect::<std::result::Result<_, _>>()?;
-        let vals: Vec<&arrow::array::Float64Array> = vals.iter().map(|a| a.as_primitive::<Float64Type>()).collect();
-        let mut key: Vec<String> = Vec::with_capacity(ntags);
-        // Scans come sorted by primary key: most rows continue the previous
-        // row's series, found without building a key.
-        let mut last: Option<usize> = None;
-        for r in 0..b.num_rows() {
-            if ts.is_null(r) {
-                continue;
-            }
-            let same = last.is_some_and(|g| groups[g].0.iter().zip(&tags).all(|(k, a)| k == tag_at(a, r)));
-            let g = if same {
-                last.expect("checked")
-            } else {
-                key.clear();
-                key.extend(tags.iter().map(|a| tag_at(a, r).to_string()));
-                match index.get(&key) {
-                    Some(&g) => g,
-                    None => {
-                        index.insert(key.clone(), groups.len());
-                        groups.push((key.clone(), vec![], vec![vec![]; nfields]));
-                        groups.len() - 1
-                    }
-                }
-            };
-            last = Some(g);
-            let grp = &mut groups[g];
-            grp.1.push(ts.value(r).div_euclid(1000));
-            for (f, a) in vals.iter().enumerate() {
-                grp.2[f].push(if a.is_null(r) { f64::from_bits(STALE_NAN_BITS) } else { a.value(r) });
-            }
-        }
-    }
-    planner.ctx.check()?;
-    let mut out = Vec::with_capacity(groups.len() * nfields);
-    for (key, ts, vals) in groups {
-        let mut base: Labels = Vec::with_capacity(ntags + 1);
-        for (i, v) in key.into_iter().enumerate() {
-            if !v.is_empty() {
-                base.push((t.table.columns[t.tags[i]].name.clone(), v));
-            }
-        }
-        if !matches_labels(&vs.matchers.matchers, &base) {
-            continue;
-        }
-        let order: Option<Vec<usize>> = if ts.windows(2).all(|w| w[0] <= w[1]) {
-            None
-        } else {
-            let mut o: Vec<usize> = (0..ts.len()).collect();
-            o.sort_by_key(|&i| ts[i]);
-            Some(o)
-        };
-        for (f, fv) in vals.into_iter().enumerate() {
-            let mut labels = base.clone();
-            if nfields > 1 {
-                labels.push((FIELD_LABEL.to_string(), t.table.columns[t.fields[f]].name.clone()));
-            }
-            labels.sort();
-            let (mut ts_f, mut v_f) = match &order {
-                None => (ts.clone(), fv),
-                Some(o) => (o.iter().map(|&i| ts[i]).collect(), o.iter().map(|&i| fv[i]).collect()),
-            };
-            if !keep_stale {
-                let keep: Vec<bool> = v_f.iter().map(|v| !is_stale(*v)).collect();
-                if keep.iter().any(|k| !k) {
-                    let mut it = keep.iter();
-                    ts_f.retain(|_| *it.next().unwrap());
-                    let mut it = keep.iter();
-                    v_f.retain(|_| *it.next().unwrap());
-                }
-            }
-            out.push(Raw { labels, ts: ts_f, vals: v_f });
-        }
-    }
-    Ok((out, rows))
-}
-
-/// The names of the fields a selector picks (for value column names).
-pub fn field_names(planner: &Planner, vs: &VectorSelector) -> Vec<String> {
-    match target(planner, vs) {
-        Ok(Some(t)) => t.fields.iter().map(|&f| t.table.columns[f].name.clone()).collect(),
-        _ => vec![],
-    }
+    Ok(LogicalPlan::Project { input: Box::new(filter), exprs, columns })
 }

@@ -6,16 +6,15 @@
 //!
 //! Owns: the range arguments (`args`), loading a selector's samples through
 //! weir's planner and executor with the label equalities and the time range
-//! pushed into the scan (`load`), evaluating the PromQL AST over all steps
-//! at once, series by series (`eval`, `funcs`), and the result rows (time,
-//! labels, value) (`output`).
+//! pushed into the scan (`load`), planning the PromQL AST into weir's
+//! plans with the PromQL operators of `exec::promql` (`plan`), and the
+//! result's columns (time, labels, values) as GreptimeDB names them
+//! (`naming`, `output`).
 //!
 //! May import `planner`, `exec`, `catalog`, `parser`, `types`, `error`;
 //! never `sql`, `server` or `flow` (`sql` and `flow` call it).
 
 mod args;
-mod eval;
-mod funcs;
 mod load;
 mod naming;
 mod output;
@@ -65,12 +64,7 @@ fn explain(planner: &Planner, tql: &Tql, expr: &promql_parser::parser::Expr) -> 
         Some(a) => args::evaluate(planner, a)?,
         None => Range::at(planner.ctx.statement_ts / 1000),
     };
-    if let Some(p) = plan::plan(planner, expr, &range, &layout(planner, expr, tql.alias.as_ref())?)? {
-        return Ok(p.explain());
-    }
-    let mut lines = Vec::new();
-    eval::Evaluator::new(planner, range).explain(expr, 0, &mut lines)?;
-    Ok(lines)
+    Ok(plan::plan(planner, expr, &range, &layout(planner, expr, tql.alias.as_ref())?)?.explain())
 }
 
 /// TQL ANALYZE: evaluate with per-node statistics; the plan lines (each
@@ -79,18 +73,10 @@ fn analyze(planner: &Planner, tql: &Tql, expr: &promql_parser::parser::Expr) -> 
     let Some(a) = &tql.args else { bail!(Syntax, "TQL ANALYZE needs (start, end, step)") };
     let range = args::evaluate(planner, a)?;
     let started = Instant::now();
-    if let Some(p) = plan::plan(planner, expr, &range, &layout(planner, expr, tql.alias.as_ref())?)? {
-        let result = run(planner, &p)?;
-        let rows: usize = result.1.iter().map(|b| b.num_rows()).sum();
-        let mut lines = p.explain();
-        lines.push(format!("Total: rows={rows} time={:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
-        return Ok((lines, result));
-    }
-    let ev = eval::Evaluator::new(planner, range).analyzing();
-    let v = ev.eval(expr)?;
-    let result = output::rows(&ev, v, &layout(planner, expr, tql.alias.as_ref())?, &output::fields(planner, expr))?;
+    let p = plan::plan(planner, expr, &range, &layout(planner, expr, tql.alias.as_ref())?)?;
+    let result = run(planner, &p)?;
     let rows: usize = result.1.iter().map(|b| b.num_rows()).sum();
-    let mut lines = ev.take_stats();
+    let mut lines = p.explain();
     lines.push(format!("Total: rows={rows} time={:.3} ms", started.elapsed().as_secs_f64() * 1000.0));
     Ok((lines, result))
 }
@@ -104,12 +90,7 @@ pub fn evaluate(
     alias: Option<&sqlparser::ast::Ident>,
 ) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
     let layout = layout(planner, expr, alias)?;
-    if let Some(p) = plan::plan(planner, expr, range, &layout)? {
-        return run(planner, &p);
-    }
-    let ev = eval::Evaluator::new(planner, range.clone());
-    let v = ev.eval(expr)?;
-    output::rows(&ev, v, &layout, &output::fields(planner, expr))
+    run(planner, &plan::plan(planner, expr, range, &layout)?)
 }
 
 /// A planned expression's rows (one empty batch for none).

@@ -517,7 +517,7 @@ fn absent(planner: &Planner, arg: &Expr) -> Result<Layout> {
         Expr::MatrixSelector(m) => Some(&m.vs),
         _ => None,
     };
-    let labels: Vec<String> = vs.map(super::funcs::absent_labels).unwrap_or_default().into_iter().map(|(n, _)| n).collect();
+    let labels: Vec<String> = vs.map(super::plan::absent_labels).unwrap_or_default().into_iter().map(|(n, _)| n).collect();
     let inner = layout(planner, arg)?;
     let value = inner.values.first().cloned().unwrap_or_else(|| "value".into());
     let mut l = Layout::literal(value);

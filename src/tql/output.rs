@@ -3,151 +3,23 @@
 //! GreptimeDB gives them (`naming`). Rows come ordered by the labels, then
 //! time.
 
-use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
+use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use promql_parser::parser::{Expr, VectorSelector};
 
-use super::eval::{Evaluator, Series, Val};
-use super::load::{self, Labels, FIELD_LABEL};
+use super::load;
 use super::naming::{Col, Layout};
+use crate::bail;
 use crate::error::Result;
 use crate::exec::plan::{arrow_schema, PlanColumn};
 use crate::types::SqlType;
-use crate::{bail, err};
-
-/// Rows per result batch.
-const OUTPUT_BATCH_ROWS: usize = 8192;
 
 pub fn text_rows(name: &str, lines: Vec<String>) -> (Vec<PlanColumn>, Vec<RecordBatch>) {
     let cols = vec![PlanColumn::new(name, SqlType::Text)];
     let b = RecordBatch::try_new(arrow_schema(&cols), vec![Arc::new(StringArray::from(lines)) as ArrayRef])
         .expect("one text column matches its schema");
     (cols, vec![b])
-}
-
-fn first_selector(e: &Expr) -> Option<&VectorSelector> {
-    match e {
-        Expr::VectorSelector(vs) => Some(vs),
-        Expr::MatrixSelector(m) => Some(&m.vs),
-        Expr::Paren(p) => first_selector(&p.expr),
-        Expr::Unary(u) => first_selector(&u.expr),
-        Expr::Subquery(s) => first_selector(&s.expr),
-        Expr::Call(c) => c.args.args.iter().find_map(|a| first_selector(a)),
-        Expr::Aggregate(a) => first_selector(&a.expr),
-        Expr::Binary(b) => first_selector(&b.lhs).or_else(|| first_selector(&b.rhs)),
-        _ => None,
-    }
-}
-
-/// The field names of an expression's first selector: a series'
-/// `__field__` label is the index of its value column.
-pub fn fields(planner: &crate::planner::Planner, e: &Expr) -> Vec<String> {
-    first_selector(e).map(|s| load::field_names(planner, s)).unwrap_or_default()
-}
-
-/// The rows of a result laid out as GreptimeDB lays it out (`naming`):
-/// one row per label set and step with a value, ordered by the labels,
-/// then time.
-pub fn rows(ev: &Evaluator, v: Val, layout: &Layout, fields: &[String]) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
-    let series = match v {
-        Val::Scalar(s) => vec![Series { labels: vec![], vals: s.into_iter().map(Some).collect::<Vec<_>>() }],
-        Val::Vector(v) => v,
-        Val::Str(_) => bail!(FeatureNotSupported, "a PromQL string result cannot be returned as rows"),
-        Val::Matrix(_) => {
-            bail!(FeatureNotSupported, "a PromQL range vector result cannot be returned as rows; apply a function such as rate() to it")
-        }
-    };
-    // A label the data carries that the layout lacks comes last, by name.
-    let mut cols = layout.cols.clone();
-    let extra: BTreeSet<&String> = series
-        .iter()
-        .flat_map(|s| s.labels.iter().map(|(n, _)| n))
-        .filter(|n| *n != FIELD_LABEL && !cols.contains(&Col::Label((*n).clone())))
-        .collect();
-    cols.extend(extra.into_iter().map(|n| Col::Label(n.clone())));
-    let label_names: Vec<&String> = cols
-        .iter()
-        .filter_map(|c| match c {
-            Col::Label(l) => Some(l),
-            _ => None,
-        })
-        .collect();
-    let nvals = layout.values.len().max(1);
-    // Pivot: one row key per label set without the field label.
-    let mut keys: Vec<Labels> = Vec::new();
-    let mut index: HashMap<Labels, usize> = HashMap::new();
-    let mut cells: Vec<Vec<Option<&Vec<Option<f64>>>>> = Vec::new();
-    for s in &series {
-        let key: Labels = s.labels.iter().filter(|(n, _)| n != FIELD_LABEL).cloned().collect();
-        let f = load::label(&s.labels, FIELD_LABEL);
-        let col = fields.iter().position(|x| x == f).filter(|&i| i < nvals).unwrap_or(0);
-        let at = *index.entry(key.clone()).or_insert_with(|| {
-            keys.push(key);
-            cells.push(vec![None; nvals]);
-            keys.len() - 1
-        });
-        cells[at][col] = Some(&s.vals);
-    }
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    let sort_key = |k: &Labels| label_names.iter().map(|n| load::label(k, n).to_string()).collect::<Vec<_>>();
-    order.sort_by_cached_key(|&i| sort_key(&keys[i]));
-
-    let columns = plan_columns(layout, &cols);
-    let schema = arrow_schema(&columns);
-
-    let mut batches = Vec::new();
-    let mut ts: Vec<i64> = Vec::new();
-    let mut labels: Vec<Vec<Option<String>>> = vec![Vec::new(); label_names.len()];
-    let mut values: Vec<Vec<Option<f64>>> = vec![Vec::new(); nvals];
-    let flush = |ts: &mut Vec<i64>, labels: &mut Vec<Vec<Option<String>>>, values: &mut Vec<Vec<Option<f64>>>| -> Result<RecordBatch> {
-        let mut ls = labels.iter_mut();
-        let arrays: Vec<ArrayRef> = cols
-            .iter()
-            .map(|c| -> Result<ArrayRef> {
-                Ok(match c {
-                    Col::Time => Arc::new(TimestampMicrosecondArray::from(ts.clone())),
-                    Col::Label(_) => Arc::new(StringArray::from(std::mem::take(ls.next().expect("one list per label")))),
-                    Col::Value(i) => {
-                        let a: ArrayRef = Arc::new(Float64Array::from(values[*i].clone()));
-                        match layout.ty(*i) {
-                            SqlType::Float8 => a,
-                            t => arrow::compute::cast(&a, &t.to_arrow())?,
-                        }
-                    }
-                })
-            })
-            .collect::<Result<_>>()?;
-        ts.clear();
-        values.iter_mut().for_each(Vec::clear);
-        Ok(RecordBatch::try_new(schema.clone(), arrays)?)
-    };
-    for &k in &order {
-        for i in 0..ev.steps() {
-            let row: Vec<Option<f64>> = cells[k].iter().map(|c| c.and_then(|v| v[i])).collect();
-            if row.iter().all(|x| x.is_none()) {
-                continue;
-            }
-            let t = ev.range.ts(i).checked_mul(1000).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?;
-            ts.push(t);
-            for (j, name) in label_names.iter().enumerate() {
-                let v = load::label(&keys[k], name);
-                labels[j].push((!v.is_empty()).then(|| v.to_string()));
-            }
-            for (j, x) in row.into_iter().enumerate() {
-                values[j].push(x);
-            }
-            if ts.len() >= OUTPUT_BATCH_ROWS {
-                batches.push(flush(&mut ts, &mut labels, &mut values)?);
-            }
-        }
-        ev.planner.ctx.check()?;
-    }
-    if !ts.is_empty() || batches.is_empty() {
-        batches.push(flush(&mut ts, &mut labels, &mut values)?);
-    }
-    Ok((columns, batches))
 }
 
 /// The label names an expression's result can carry, known before it is
@@ -212,7 +84,7 @@ pub fn static_labels(planner: &crate::planner::Planner, e: &Expr) -> Result<std:
                         Some(Expr::MatrixSelector(m)) => Some(&m.vs),
                         _ => None,
                     };
-                    vs.map(super::funcs::absent_labels).unwrap_or_default().into_iter().map(|(n, _)| n).collect()
+                    vs.map(super::plan::absent_labels).unwrap_or_default().into_iter().map(|(n, _)| n).collect()
                 }
                 _ => first_vector()?,
             }
