@@ -60,6 +60,12 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
             rename_table(s, &old, n)?;
             done()
         }
+        [ast::AlterTableOperation::AddConstraint { constraint, .. }]
+            if matches!(constraint, ast::TableConstraint::Unique(_) | ast::TableConstraint::PrimaryKey(_)) =>
+        {
+            add_unique(s, &old, constraint)?;
+            done()
+        }
         ops if !ops.is_empty() && ops.iter().all(supported) => {
             if s.block.is_some() {
                 return Err(err!(ActiveSqlTransaction, "ALTER TABLE cannot change columns inside a transaction block")
@@ -310,4 +316,75 @@ fn copy_rows(s: &Session, old: &TableDef, def: &TableDef, cols: &[(ColumnDef, So
         }
     }
     Ok(())
+}
+
+/// ALTER TABLE … ADD [CONSTRAINT name] UNIQUE (…) | PRIMARY KEY (…): a unique index
+/// (enforced on tables without a time index, as CREATE TABLE's are), made once the
+/// stored rows are found to have no duplicate key (and, for a primary key, no NULL).
+fn add_unique(s: &mut Session, def: &TableDef, constraint: &ast::TableConstraint) -> Result<()> {
+    let (name, columns, pk) = match constraint {
+        ast::TableConstraint::Unique(u) => (u.name.as_ref(), &u.columns, false),
+        ast::TableConstraint::PrimaryKey(p) => (p.name.as_ref(), &p.columns, true),
+        _ => unreachable!("checked by the caller"),
+    };
+    if def.time_index.is_some() {
+        bail!(FeatureNotSupported, "a table with a TIME INDEX is keyed by its primary key and time index; it cannot take another unique constraint");
+    }
+    let mut cols: Vec<usize> = Vec::new();
+    for c in columns {
+        let n = match &c.column.expr {
+            ast::Expr::Identifier(i) => ident(i),
+            other => bail!(FeatureNotSupported, "a unique constraint on the expression {other} is not supported"),
+        };
+        let i = def.column_index(&n).ok_or_else(|| err!(UndefinedColumn, "column \"{n}\" named in key does not exist"))?;
+        cols.push(i);
+    }
+    let cat = &s.engine.catalog;
+    let names: Vec<String> = cols.iter().map(|&i| def.columns[i].name.clone()).collect();
+    let pkey = format!("{}_pkey", def.name);
+    if pk && cat.indexes(&def.database, &def.name).iter().any(|i| i.name == pkey) {
+        bail!(InvalidTableDefinition, "multiple primary keys for table \"{}\" are not allowed", def.name);
+    }
+    let index = match name {
+        Some(n) => ident(n),
+        None if pk => pkey,
+        None => format!("{}_{}_key", def.name, names.join("_")),
+    };
+    // The stored rows must already satisfy it.
+    let planner = s.planner(Default::default());
+    let mut seen = std::collections::HashSet::new();
+    for r in planner.regions(def)? {
+        for b in dml::scan_region(&planner, &r, ScanRequest { projection: Some(cols.clone()), ..Default::default() })? {
+            for i in 0..b.num_rows() {
+                let k: Vec<crate::types::Value> = (0..cols.len()).map(|c| crate::types::value_at(b.column(c).as_ref(), i)).collect();
+                if let Some(c) = k.iter().position(|v| v.is_null()) {
+                    if pk {
+                        bail!(NotNullViolation, "column \"{}\" of relation \"{}\" contains null values", names[c], def.name);
+                    }
+                    continue;
+                }
+                let shown: Vec<String> = k.iter().map(crate::types::format_value).collect();
+                if !seen.insert(k.iter().map(crate::exec::expr::Key::from).collect::<Vec<_>>()) {
+                    return Err(err!(UniqueViolation, "could not create unique index \"{index}\"")
+                        .with_detail(format!("Key ({})=({}) is duplicated.", names.join(", "), shown.join(", "))));
+                }
+            }
+        }
+    }
+    drop(planner);
+    if pk {
+        let mut new = def.clone();
+        for &i in &cols {
+            new.columns[i].nullable = false;
+        }
+        cat.replace_table(new)?;
+    }
+    cat.create_index(crate::catalog::IndexDef {
+        database: def.database.clone(),
+        name: index,
+        table: def.name.clone(),
+        columns: names,
+        unique: true,
+        id: 0,
+    })
 }

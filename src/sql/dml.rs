@@ -249,14 +249,22 @@ fn insert(
             targets.truncate(width.max(1));
         }
     }
+    // VALUES with a subquery in a cell is planned as the query it is (the
+    // row-at-a-time path below evaluates constant cells only).
+    let subquery = ast::visit_expressions(src.body.as_ref(), |e| match e {
+        ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => std::ops::ControlFlow::Break(()),
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break();
+    let plain_values = src.order_by.is_none() && src.limit_clause.is_none() && !subquery;
     // Source rows as arrays per target column.
     let fast = match src.body.as_ref() {
-        ast::SetExpr::Values(v) if src.order_by.is_none() && src.limit_clause.is_none() => literal_rows(def, &targets, &v.rows),
+        ast::SetExpr::Values(v) if plain_values => literal_rows(def, &targets, &v.rows),
         _ => None,
     };
     let (cols, nrows): (Vec<ArrayRef>, usize) = match src.body.as_ref() {
         _ if fast.is_some() => fast.expect("checked"),
-        ast::SetExpr::Values(v) if src.order_by.is_none() && src.limit_clause.is_none() => {
+        ast::SetExpr::Values(v) if plain_values => {
             let scope = Scope::new(vec![], None);
             let mut per_col: Vec<Vec<Expr>> = vec![Vec::with_capacity(v.rows.len()); targets.len()];
             for row in &v.rows {
