@@ -742,6 +742,11 @@ pub enum ValueOp {
     Lt,
     Ge,
     Le,
+    /// `and` of one field of several: the left value where the right one
+    /// (a count of the other side's samples) is not 0.
+    IfPresent,
+    /// `unless` / `or`'s right side: the left value where the count is 0.
+    IfAbsent,
 }
 
 impl ValueOp {
@@ -766,6 +771,8 @@ impl ValueOp {
             ValueOp::Lt => (l, l < r),
             ValueOp::Ge => (l, l >= r),
             ValueOp::Le => (l, l <= r),
+            ValueOp::IfPresent => (l, r != 0.0),
+            ValueOp::IfAbsent => (l, r == 0.0),
         }
     }
 }

@@ -214,22 +214,29 @@ pub(super) fn aggregate(all: &RecordBatch, tags: usize, group: &[Option<usize>],
     let mut buf: Vec<f64> = Vec::new();
     for g in &gs {
         if func == PromAgg::CountValues {
-            let mut counts: Vec<(String, f64)> = Vec::new();
+            // Per value text, a count per field (each field a series of its own).
+            let mut counts: Vec<(String, Vec<f64>)> = Vec::new();
             for &i in g {
-                for v in &vals {
+                for (f, v) in vals.iter().enumerate() {
                     if !v.is_null(i as usize) {
                         let t = format_value(v.value(i as usize));
-                        match counts.iter_mut().find(|(x, _)| *x == t) {
-                            Some(c) => c.1 += 1.0,
-                            None => counts.push((t, 1.0)),
-                        }
+                        let at = match counts.iter().position(|(x, _)| *x == t) {
+                            Some(at) => at,
+                            None => {
+                                counts.push((t, vec![0.0; nf]));
+                                counts.len() - 1
+                            }
+                        };
+                        counts[at].1[f] += 1.0;
                     }
                 }
             }
             for (t, c) in counts {
                 firsts.push(g[0]);
                 counted.push(t);
-                out[0].push(Some(c));
+                for (f, n) in c.into_iter().enumerate() {
+                    out[f].push((n > 0.0).then_some(n));
+                }
             }
             continue;
         }
@@ -262,7 +269,7 @@ pub(super) fn aggregate(all: &RecordBatch, tags: usize, group: &[Option<usize>],
     if func == PromAgg::CountValues {
         cols.push(Arc::new(StringArray::from(counted)));
     }
-    for f in out.into_iter().take(if func == PromAgg::CountValues { 1 } else { nf }) {
+    for f in out {
         cols.push(Arc::new(Float64Array::from(f)));
     }
     batch(schema, cols, idx.len())

@@ -8,7 +8,8 @@
 //! other aggregations `PromNode::Aggregate`; binary operators between two
 //! vectors (or a vector and a computed scalar) are hash joins on the step
 //! time and the matching labels under `PromNode::Binary`, `and` / `unless`
-//! semi / anti joins and `or` their union; numbers and `time()` are
+//! semi / anti joins and `or` their union (several fields: a left join
+//! with the other side's counts per field); numbers and `time()` are
 //! `PromNode::EmptyMetric`. The result is sorted by the labels, then time,
 //! and projected into GreptimeDB's layout (`naming`).
 //!
@@ -548,16 +549,12 @@ fn aggregation(cx: &Cx, a: &AggregateExpr) -> Result<Sub> {
         let columns = inner.columns().to_vec();
         return Ok(Sub { plan: prom(inner.plan, node, columns), labels: inner.labels, fields: inner.fields, scalar: false });
     }
-    let mut fields = inner.fields;
+    let fields = inner.fields;
     let mut extra = None;
     if agg == PromAgg::CountValues {
-        if inner.fields != 1 {
-            bail!(FeatureNotSupported, "count_values over a metric with several fields is not supported; select one with __field__");
-        }
         let label = string(a.param.as_deref().ok_or_else(|| err!(Syntax, "count_values needs a label name"))?)?;
         kept.retain(|k| k.0 != label);
         extra = Some(label);
-        fields = 1;
     }
     let mut labels: Vec<String> = kept.iter().map(|k| k.0.clone()).collect();
     labels.extend(extra);
@@ -573,9 +570,9 @@ fn binary(cx: &Cx, b: &BinaryExpr) -> Result<Sub> {
     }
     if matches!(op, T_LAND | T_LOR | T_LUNLESS) {
         let (l, r) = (node(cx, &b.lhs)?, node(cx, &b.rhs)?);
-        // Several fields are series of their own told apart by a label.
-        if l.fields != 1 || r.fields != 1 {
-            bail!(FeatureNotSupported, "and / or / unless over a metric with several fields is not supported; select one with __field__");
+        // Several fields are series of their own, matched field by field.
+        if l.fields != r.fields {
+            bail!(FeatureNotSupported, "and / or / unless between metrics with different numbers of fields are not supported");
         }
         return Ok(set_op(op, l, r, b.modifier.as_ref().and_then(|m| m.matching.as_ref())));
     }
@@ -803,13 +800,59 @@ fn match_keys(s: &Sub, sig: &[String]) -> Vec<X> {
     keys
 }
 
+/// Per step and signature, how many samples of each field `s` has
+/// (`(time, signature keys…, count per field)`).
+fn presence(s: Sub, sig: &[String]) -> Plan {
+    let group_by = match_keys(&s, sig);
+    let first = 1 + s.labels.len();
+    let mut columns = vec![PlanColumn::new("time", SqlType::Timestamp)];
+    columns.extend(sig.iter().map(|n| PlanColumn::new(n.clone(), SqlType::Text)));
+    columns.extend((0..s.fields).map(|f| PlanColumn::new(format!("count{f}"), SqlType::Int8)));
+    let aggs = (0..s.fields)
+        .map(|f| AggCall { func: AggFunc::Count, args: vec![col(&s.plan, first + f)], distinct: false, filter: None, ty: SqlType::Int8 })
+        .collect();
+    Plan::Aggregate { input: Box::new(s.plan), group_by, aggs, columns }
+}
+
+/// Several fields: each field of `keep` where `other` has (IfPresent) or
+/// lacks (IfAbsent) that field at the same step and signature, through a
+/// left join with `other`'s counts.
+fn masked(keep: Sub, other: Sub, sig: &[String], op: ValueOp) -> Sub {
+    let fields = keep.fields;
+    let counts = presence(other, sig);
+    let right_keys = (0..1 + sig.len()).map(|i| col(&counts, i)).collect();
+    let left_keys = match_keys(&keep, sig);
+    let nkeep = keep.columns().len();
+    let mut columns = keep.columns().to_vec();
+    columns.extend(counts.columns().iter().cloned());
+    let labels = keep.labels;
+    let joined = Plan::Join { left: Box::new(keep.plan), right: Box::new(counts), kind: JoinKind::Left, left_keys, right_keys, condition: None, columns };
+    let mut exprs: Vec<X> = (0..nkeep).map(|i| col(&joined, i)).collect();
+    for f in 0..fields {
+        let c = X::Func { name: "coalesce".into(), args: vec![col(&joined, nkeep + 1 + sig.len() + f), X::lit(Value::Int(0), SqlType::Int8)], ty: SqlType::Int8 };
+        exprs.push(X::Cast { expr: Box::new(c), ty: SqlType::Float8 });
+    }
+    let mut pcols = sub_columns(&labels, fields);
+    pcols.extend((0..fields).map(|f| PlanColumn::new(format!("count{f}"), SqlType::Float8)));
+    let exprs = exprs.into_iter().zip(&pcols).map(|(e, c)| if e.ty() == c.ty { e } else { X::Cast { expr: Box::new(e), ty: c.ty } }).collect();
+    let projected = Plan::Project { input: Box::new(joined), exprs, columns: pcols };
+    let node = PromNode::Binary { tags: labels.len(), fields, op, bool_result: false, keep_right: false, checks: vec![] };
+    Sub { plan: prom(projected, node, sub_columns(&labels, fields)), labels, fields, scalar: false }
+}
+
 /// `and` / `unless`: the left side's rows with (semi join) or without
 /// (anti join) a right-side sample of the same signature at that step;
 /// `or`: the left side's rows, then the right side's without a left-side
 /// sample of the same signature at that step (anti join), as one union.
+/// With several fields, each field is a series of its own: a left join
+/// with the other side's counts per field (`masked`).
 fn set_op(op: u16, l: Sub, r: Sub, m: Option<&LabelModifier>) -> Sub {
     let sig = signature(&l, &r, m);
+    let fields = l.fields;
     let semi = |a: Sub, b: Sub, kind: JoinKind| {
+        if fields > 1 {
+            return masked(a, b, &sig, if kind == JoinKind::Semi { ValueOp::IfPresent } else { ValueOp::IfAbsent });
+        }
         let columns = a.columns().to_vec();
         let (left_keys, right_keys) = (match_keys(&a, &sig), match_keys(&b, &sig));
         Sub {
@@ -829,8 +872,7 @@ fn set_op(op: u16, l: Sub, r: Sub, m: Option<&LabelModifier>) -> Sub {
                     labels.push(n.clone());
                 }
             }
-            let left_plan = l.plan.clone();
-            let left = Sub { plan: left_plan, labels: l.labels.clone(), fields: 1, scalar: false };
+            let left = Sub { plan: l.plan.clone(), labels: l.labels.clone(), fields, scalar: false };
             let right = semi(r, l, JoinKind::Anti);
             let widen = |s: Sub| {
                 let mut exprs = vec![col(&s.plan, 0)];
@@ -838,18 +880,21 @@ fn set_op(op: u16, l: Sub, r: Sub, m: Option<&LabelModifier>) -> Sub {
                 for n in &labels {
                     let e = match s.labels.iter().position(|x| x == n) {
                         Some(i) => col(&s.plan, 1 + i),
-                        None => X::lit(Value::Null, SqlType::Text),
+                        None => null_text(),
                     };
                     exprs.push(if e.ty() == SqlType::Text { e } else { X::Cast { expr: Box::new(e), ty: SqlType::Text } });
                     columns.push(PlanColumn::new(n.clone(), SqlType::Text));
                 }
-                let v = 1 + s.labels.len();
-                exprs.push(col(&s.plan, v));
-                columns.push(s.columns()[v].clone());
+                for f in 0..fields {
+                    let v = 1 + s.labels.len() + f;
+                    let e = col(&s.plan, v);
+                    exprs.push(if e.ty() == SqlType::Float8 { e } else { X::Cast { expr: Box::new(e), ty: SqlType::Float8 } });
+                    columns.push(PlanColumn::new(format!("value{f}"), SqlType::Float8));
+                }
                 Plan::Project { input: Box::new(s.plan), exprs, columns }
             };
             let plan = Plan::SetOp { left: Box::new(widen(left)), right: Box::new(widen(right)), kind: SetOpKind::Union, all: true };
-            Sub { plan, labels, fields: 1, scalar: false }
+            Sub { plan, labels, fields, scalar: false }
         }
     }
 }
