@@ -252,7 +252,7 @@ fn insert(
     // VALUES with a subquery in a cell is planned as the query it is (the
     // row-at-a-time path below evaluates constant cells only).
     let subquery = ast::visit_expressions(src.body.as_ref(), |e| match e {
-        ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => std::ops::ControlFlow::Break(()),
+        ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => std::ops::ControlFlow::Break(()),
         _ => std::ops::ControlFlow::Continue(()),
     })
     .is_break();
