@@ -22,7 +22,7 @@ Starts weir on a free loopback port with a temporary data directory and
 stops it at the end; creates (and drops) the PostgreSQL database
 `incr_bench`.
 """
-import argparse, json, os, shutil, socket, subprocess, sys, tempfile, time
+import argparse, ctypes, json, os, shutil, socket, subprocess, sys, tempfile, time
 import psycopg
 
 HOSTS = 100
@@ -35,7 +35,20 @@ Q_SUM = "SELECT host, date_bin(INTERVAL '1 day', ts) AS w, count(*) AS n, sum(v)
 FLOWS = [("f_inc", Q, ""), ("f_inc_sum", Q_SUM, ""), ("f_full", Q, "WITH (incremental = false) ")]
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
 def cpu_seconds(pid):
+    """CPU time of process `pid` (all its threads, ended ones included), in
+    seconds, to the nanosecond: its CPU-time clock (clock_getcpuclockid).
+    The user + system times of /proc/<pid>/stat, the fallback, come in 10 ms
+    ticks, coarser than an incremental evaluation."""
+    clock = ctypes.c_int()
+    if _libc.clock_getcpuclockid(pid, ctypes.byref(clock)) == 0:
+        try:
+            return time.clock_gettime(clock.value)
+        except OSError:
+            pass
     with open(f"/proc/{pid}/stat") as f:
         parts = f.read().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
@@ -105,11 +118,10 @@ def main():
     ap.add_argument("--no-pg", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--rounds", type=int, default=1,
-                    help="changes and evaluations per kind; times, CPU and rows read are summed over the rounds "
-                         "(the server's CPU is read in 10 ms ticks: more rounds, finer numbers)")
+                    help="changes and evaluations per kind; times, CPU and rows read are summed over the rounds")
     ap.add_argument("--log", help="copy the server's log here at the end (run with WEIR_LOG=weir::flow::timing=debug "
                                   "for where each evaluation's time went)")
-    ap.add_argument("--perf", help="record `perf` profiles of the incremental flows' evaluations into this directory")
+    ap.add_argument("--perf", help="record a `perf` profile (cpu-clock, DWARF stacks) of the measured phase into this file")
     a = ap.parse_args()
     n = a.rows
     port = free_port()
@@ -149,6 +161,14 @@ def main():
         cols = "host, w, n, s, a, lo, hi"
         stq = ("SELECT rows_read, mode, fallbacks, extreme_recomputes, rows_written "
                "FROM information_schema.flow_statistics WHERE flow_name = '{}'")
+        prof = None
+        if a.perf:
+            # One profile of the whole measured phase (changes and
+            # evaluations); `perf script` stacks through
+            # flow::incremental::run are the incremental evaluations.
+            prof = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "--call-graph", "dwarf,8192",
+                                     "-p", str(srv.pid), "-o", a.perf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(3)
         for kind in ("insert", "overwrite", "delete"):
             r = {"change": f"1% {kind}s", "rounds": a.rounds}
             for rnd in range(a.rounds):
@@ -159,20 +179,10 @@ def main():
                 r["window_rows"] = window_rows
                 for f, q, _ in FLOWS:
                     before = conn.execute(stq.format(f)).fetchone()
-                    prof = None
-                    if a.perf and f != "f_full":
-                        os.makedirs(a.perf, exist_ok=True)
-                        prof = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "--call-graph", "dwarf,16384", "-p", str(srv.pid),
-                                                 "-o", os.path.join(a.perf, f"{f}-{kind}-{rnd}.data")],
-                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                        time.sleep(0.5)
                     c0, t0 = cpu_seconds(srv.pid), time.perf_counter()
                     conn.execute(f"ADMIN FLUSH_FLOW('{f}')")
                     r[f"{f}_ms"] = r.get(f"{f}_ms", 0) + (time.perf_counter() - t0) * 1000
                     r[f"{f}_cpu_ms"] = r.get(f"{f}_cpu_ms", 0) + (cpu_seconds(srv.pid) - c0) * 1000
-                    if prof is not None:
-                        prof.send_signal(2)
-                        prof.wait()
                     st = conn.execute(stq.format(f)).fetchone()
                     r[f"{f}_rows_read"] = r.get(f"{f}_rows_read", 0) + st[0] - before[0]
                     if f != "f_full":
@@ -196,6 +206,9 @@ def main():
                     assert len(pg_rows) == len(want), "PostgreSQL's groups differ"
             results.append(r)
             print(json.dumps(r), flush=True)
+        if prof is not None:
+            prof.send_signal(2)
+            prof.wait()
         print()
         print(f"Per evaluation (mean of {a.rounds} round(s)):")
         print("| change | flow | rows read | ms | CPU ms | full/this CPU | full/this time | full/this rows | min/max recomputes |")

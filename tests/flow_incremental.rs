@@ -293,3 +293,102 @@ async fn compacted_versions_fall_back_as_snapshot_expired() {
     let st = rows(&c, "SELECT mode, fallbacks FROM information_schema.flow_statistics WHERE flow_name = 'f_se'").await.join(";");
     assert_eq!(st, "incremental|{\"missing_watermark\":1,\"snapshot_expired\":1}");
 }
+
+const SW: &str = "SELECT host, date_bin(INTERVAL '10 seconds', ts) AS w, count(*) AS n, sum(v) AS s FROM sw GROUP BY host, w";
+
+/// `full_evaluations, fallbacks` of flow `name`.
+async fn fallbacks(c: &Client, name: &str) -> String {
+    rows(c, &format!("SELECT full_evaluations, fallbacks FROM information_schema.flow_statistics WHERE flow_name = '{name}'"))
+        .await
+        .join(";")
+}
+
+/// Whether `sink` equals the query within `secs` seconds, without ADMIN
+/// FLUSH_FLOW (the scheduler runs the flow).
+async fn repaired_within(c: &Client, sink: &str, secs: u64) -> bool {
+    let want = rows(c, &format!("SELECT host, w, n, s FROM ({SW}) AS q")).await;
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_secs(secs) {
+        if rows(c, &format!("SELECT host, w, n, s FROM {sink}")).await == want {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// A write by someone else into an incremental flow's sink schedules the
+/// flow: the window it touched is replaced from the partial states soon
+/// after (no source change, no ADMIN FLUSH_FLOW, an EVAL INTERVAL tick an
+/// hour away), for EVAL INTERVAL and adaptive flows alike; the flow's own
+/// sink writes schedule nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sink_writes_schedule_a_repair() {
+    if common::external_url().is_some() {
+        eprintln!("skipped: flows are weir's");
+        return;
+    }
+    let data = tempfile::Builder::new().prefix("weir-flow-sinkw").tempdir().unwrap();
+    let server = TestServer::spawn(data.path()).unwrap();
+    let c = server.connect(None).await.unwrap();
+    c.batch_execute("CREATE TABLE sw (host STRING, ts TIMESTAMP TIME INDEX, v BIGINT, PRIMARY KEY (host))").await.unwrap();
+    c.batch_execute("INSERT INTO sw VALUES ('a', '2024-01-01 00:00:01', 1), ('b', '2024-01-01 00:00:02', 2), ('a', '2024-01-01 00:00:11', 4)")
+        .await
+        .unwrap();
+    c.batch_execute(&format!("CREATE FLOW f_tick SINK TO f_tick_out EVAL INTERVAL '1 hour' AS {SW}")).await.unwrap();
+    c.batch_execute(&format!("CREATE FLOW f_adapt SINK TO f_adapt_out AS {SW}")).await.unwrap();
+    c.batch_execute("ADMIN FLUSH_FLOW('f_tick')").await.unwrap();
+    assert!(repaired_within(&c, "f_adapt_out", 30).await, "the adaptive flow backfills");
+    c.batch_execute("ADMIN FLUSH_FLOW('f_adapt')").await.unwrap();
+    let evals = || async {
+        rows(&c, "SELECT flow_name, evaluations FROM information_schema.flow_statistics WHERE flow_name IN ('f_tick', 'f_adapt') ORDER BY 1").await.join(";")
+    };
+    // The flows' own writes do not schedule them again.
+    let before = evals().await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(evals().await, before, "no evaluation without a change");
+    for sink in ["f_tick_out", "f_adapt_out"] {
+        // A wrong value for a group, and a row of a group the query lacks.
+        c.batch_execute(&format!("INSERT INTO {sink} (host, w, n, s) VALUES ('a', '2024-01-01 00:00:00', 7, 70), ('z', '2024-01-01 00:00:10', 1, 1)"))
+            .await
+            .unwrap();
+        assert!(repaired_within(&c, sink, 30).await, "{sink} is repaired without FLUSH_FLOW");
+    }
+    // Each repaired its window from the states: no full recomputation.
+    for f in ["f_tick", "f_adapt"] {
+        assert_eq!(fallbacks(&c, f).await, "1|{\"missing_watermark\":1,\"sink_written\":1}", "{f}");
+    }
+}
+
+/// The sink versions an incremental flow reads past are held again at
+/// start-up: a compaction of the sink after a restart, before the flow's
+/// first evaluation, does not force a whole-sink recompute (only the
+/// window others wrote is replaced).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sink_holds_are_placed_at_start_up() {
+    if common::external_url().is_some() {
+        eprintln!("skipped: flows are weir's");
+        return;
+    }
+    let data = tempfile::Builder::new().prefix("weir-flow-sinkhold").tempdir().unwrap();
+    let env = [("WEIR_FAILPOINTS", "flow_scheduler_paused")];
+    let mut server = TestServer::spawn_with(data.path(), &env, &[]).unwrap();
+    let mut c = server.connect(None).await.unwrap();
+    c.batch_execute("CREATE TABLE sw (host STRING, ts TIMESTAMP TIME INDEX, v BIGINT, PRIMARY KEY (host))").await.unwrap();
+    c.batch_execute("INSERT INTO sw VALUES ('a', '2024-01-01 00:00:01', 1), ('b', '2024-01-01 00:00:12', 2)").await.unwrap();
+    c.batch_execute(&format!("CREATE FLOW f_h SINK TO f_h_out EVAL INTERVAL '1 hour' AS {SW}")).await.unwrap();
+    c.batch_execute("ADMIN FLUSH_FLOW('f_h')").await.unwrap();
+    c.batch_execute("ADMIN flush_table('f_h_out')").await.unwrap();
+    c.batch_execute("INSERT INTO f_h_out (host, w, n, s) VALUES ('a', '2024-01-01 00:00:00', 9, 9)").await.unwrap();
+    c.batch_execute("ADMIN flush_table('f_h_out')").await.unwrap();
+    drop(c);
+    assert!(server.stop(Duration::from_secs(20)), "clean stop");
+    server = TestServer::spawn_with(data.path(), &env, &[]).unwrap();
+    c = server.connect(None).await.unwrap();
+    c.batch_execute("ADMIN compact_table('f_h_out')").await.unwrap();
+    c.batch_execute("ADMIN FLUSH_FLOW('f_h')").await.unwrap();
+    let got = rows(&c, "SELECT host, w, n, s FROM f_h_out").await;
+    let want = rows(&c, &format!("SELECT host, w, n, s FROM ({SW}) AS q")).await;
+    assert_eq!(got, want, "the sink equals its query");
+    assert_eq!(fallbacks(&c, "f_h").await, "0|{\"sink_written\":1}", "one window repaired, no full recomputation");
+}

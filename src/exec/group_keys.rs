@@ -93,6 +93,24 @@ impl Interner {
     }
 }
 
+/// String equality without a `memcmp` call for short strings (tag values:
+/// a series' rows compare equal to the previous row's, once per row).
+#[inline]
+fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 16 {
+        return a == b;
+    }
+    let mut diff = 0u8;
+    for i in 0..a.len() {
+        diff |= a[i] ^ b[i];
+    }
+    diff == 0
+}
+
 /// How one key column becomes a 64-bit code.
 enum KeyCol {
     /// Integers, timestamps, dates: the value itself.
@@ -175,7 +193,7 @@ impl KeyCol {
                     }
                     let v = s.value(i);
                     let c = match prev {
-                        Some((p, c)) if p == v => c,
+                        Some((p, c)) if same_str(p, v) => c,
                         _ => {
                             let c = interner.code(v) as u64;
                             prev = Some((v, c));

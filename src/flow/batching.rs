@@ -35,6 +35,12 @@ pub enum Trigger {
     Adaptive,
     /// ADMIN FLUSH_FLOW: everything acknowledged before it.
     Flush,
+    /// Someone else wrote into the sink of an incremental EVAL INTERVAL
+    /// flow: replace the windows touched from the partial states now, as
+    /// of the last tick (`now()` stays the tick's; incremental queries
+    /// call no stable function, so reading the sources' newer changes too
+    /// computes the same rows). Other flows do nothing.
+    Repair,
 }
 
 /// The in-memory part of a flow's state; the durable part is
@@ -151,8 +157,12 @@ fn changed_times(region: &Region, ti: usize, after: SeqNo, upto: SeqNo) -> Resul
 pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, settings: &Arc<HashMap<String, String>>) -> Result<u64> {
     let now = match trigger {
         Trigger::Tick(t) => t,
+        Trigger::Repair => st.progress.last_tick_ms.unwrap_or_else(now_ms),
         _ => now_ms(),
     };
+    if trigger == Trigger::Repair && !super::incremental::repairs_sink(&st.incr) {
+        return Ok(0);
+    }
     if let Some(t) = super::tql::body(def)? {
         return super::tql::run(env, def, &t, st, trigger, settings);
     }
@@ -168,6 +178,9 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
     // Incremental evaluation where it is provably exact (issue 9).
     if let Some(rows) = super::incremental::run(env, def, st, &c, trigger, now)? {
         return Ok(rows);
+    }
+    if trigger == Trigger::Repair {
+        return Ok(0);
     }
     let windows_before = st.progress.windows_done;
     // 1. What changed since the progress read so far.

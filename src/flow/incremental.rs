@@ -1113,6 +1113,65 @@ fn load_window(env: &Env, def: &FlowDef, st: &mut TaskState, w: i64) -> Result<b
     }
 }
 
+fn new_meta(def: &FlowDef) -> Meta {
+    Meta {
+        flow_id: def.id,
+        created_ms: def.created_ms,
+        query: def.query.clone(),
+        complete: false,
+        format: STATE_FORMAT,
+        sink_seqs: BTreeMap::new(),
+    }
+}
+
+/// The stored state's meta: Ok when it belongs to this definition of the
+/// flow (and layout of the states), Err when to another (its states are
+/// dropped at the next evaluation).
+fn stored_meta(env: &Env, def: &FlowDef) -> Result<Option<std::result::Result<Meta, ()>>> {
+    let want = new_meta(def);
+    let stored: Option<Meta> = env.catalog.flow_state(&def.name, "meta")?.and_then(|b| serde_json::from_slice(&b).ok());
+    Ok(stored.map(|m| {
+        if m.flow_id == want.flow_id && m.created_ms == want.created_ms && m.query == want.query && m.format == want.format {
+            Ok(m)
+        } else {
+            Err(())
+        }
+    }))
+}
+
+/// At start-up: the flow's stored meta, and the sink versions past which
+/// it reads others' writes held again (a compaction before the first
+/// evaluation would otherwise lose them and force a whole-sink
+/// recompute). Source regions keep their checkpoint's hold.
+pub fn restore(env: &Env, def: &FlowDef, progress: &crate::catalog::FlowProgress, incr: &mut IncrState) {
+    let m = match stored_meta(env, def) {
+        Ok(Some(Ok(m))) => m,
+        Ok(_) => return,
+        Err(e) => {
+            tracing::warn!(flow = %def.name, error = %e, "cannot read the flow's incremental state; it is read at its first evaluation");
+            return;
+        }
+    };
+    for (&r, &seq) in &m.sink_seqs {
+        if progress.regions.contains_key(&r) {
+            continue; // a flow writing into its own source
+        }
+        if let Some(region) = env.storage.region(r) {
+            if let Err(e) = region.hold_versions(&holder(&def.name), seq) {
+                tracing::warn!(flow = %def.name, region = r, error = %e, "cannot hold sink versions for a flow");
+            }
+        }
+    }
+    incr.meta = Some(m);
+}
+
+/// Writes into the flow's sink by others are repaired from its partial
+/// states: it evaluates incrementally and records up to where the sink
+/// holds its own writes.
+pub fn repairs_sink(st: &IncrState) -> bool {
+    !matches!(st.mode, Some(Mode::Disabled(_))) && st.meta.as_ref().is_some_and(|m| !m.sink_seqs.is_empty())
+}
+
 fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &FlowPlans, trigger: Trigger, now: i64) -> Result<u64> {
     let dp = &plans.dp;
     let Refresh::Windowed { source, .. } = &c.shape.refresh else { unreachable!("decide checked the shape") };
@@ -1121,25 +1180,14 @@ fn evaluate(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, plans: &
     // The stored state's definition.
     let mut clear = false;
     if st.incr.meta.is_none() {
-        let want = Meta {
-            flow_id: def.id,
-            created_ms: def.created_ms,
-            query: def.query.clone(),
-            complete: false,
-            format: STATE_FORMAT,
-            sink_seqs: BTreeMap::new(),
-        };
-        let stored: Option<Meta> = env.catalog.flow_state(&def.name, "meta")?.and_then(|b| serde_json::from_slice(&b).ok());
-        st.incr.meta = Some(match stored {
-            Some(m) if m.flow_id == want.flow_id && m.created_ms == want.created_ms && m.query == want.query && m.format == want.format => {
-                m
-            }
-            Some(_) => {
+        st.incr.meta = Some(match stored_meta(env, def)? {
+            Some(Ok(m)) => m,
+            Some(Err(())) => {
                 clear = true;
                 st.incr.cache.clear();
-                want
+                new_meta(def)
             }
-            None => want,
+            None => new_meta(def),
         });
     }
     let mut mode = st.incr.mode.clone().unwrap_or_else(|| {

@@ -62,6 +62,13 @@ pub struct FlowTask {
     state: Mutex<TaskState>,
     /// Adaptive: evaluate at this instant.
     due: Mutex<Option<Instant>>,
+    /// Someone else wrote into the sink of an incremental EVAL INTERVAL
+    /// flow: repair it at this instant, not at its next tick.
+    repair_due: Mutex<Option<Instant>>,
+    /// The flow is incremental and knows up to where the sink holds only
+    /// its own writes: a write by others into the sink schedules a repair
+    /// (`incremental::repairs_sink`).
+    repairs_sink: std::sync::atomic::AtomicBool,
     /// When the oldest write not yet picked up by an evaluation was
     /// noticed (the start of the freshness lag the flow adds).
     noticed: Mutex<Option<Instant>>,
@@ -88,10 +95,17 @@ pub struct FlowTask {
     removed: std::sync::atomic::AtomicBool,
 }
 
-/// CPU time (user + system) of the calling thread, from
+/// CPU time of the calling thread: its run time from
+/// /proc/thread-self/schedstat (nanoseconds), else user + system from
 /// /proc/thread-self/stat (clock ticks of 10 ms: callers average it); None
-/// where that file does not exist.
+/// where neither file exists.
 fn thread_cpu() -> Option<Duration> {
+    if let Some(ns) = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
+    {
+        return Some(Duration::from_nanos(ns));
+    }
     let s = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
     let f: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
@@ -229,6 +243,11 @@ impl FlowManager {
         // A catch-up that was running resumes where it stopped: its dirty
         // windows not yet done, the sequences they were read up to.
         let mut st = TaskState { full_dirty: progress.pending_full, ..Default::default() };
+        // The sink versions an incremental flow reads past are held again
+        // now, not at its first evaluation (a compaction before it would
+        // force a whole-sink recompute).
+        incremental::restore(env, &def, &progress, &mut st.incr);
+        let repairs_sink = incremental::repairs_sink(&st.incr);
         if !progress.pending_upto.is_empty() {
             st.read_upto = progress.pending_upto.clone();
             st.dirty = env.catalog.flow_pending(&def.name).into_iter().filter(|(s, _)| *s >= progress.pending_from).collect();
@@ -238,6 +257,8 @@ impl FlowManager {
             state: Mutex::new(st),
             // Catch up (backfill, or changes while stopped) right away.
             due: Mutex::new(if def.eval_interval_s.is_none() { Some(Instant::now()) } else { None }),
+            repair_due: Mutex::new(None),
+            repairs_sink: std::sync::atomic::AtomicBool::new(repairs_sink),
             noticed: Mutex::new(None),
             next_tick_ms: Mutex::new(next_tick),
             instant_rows: Mutex::new((Vec::new(), Vec::new())),
@@ -365,6 +386,8 @@ impl FlowManager {
             // after it (counted from this start), not for the end of it.
             *task.last_start.lock() = Some(started.0);
         }
+        // Write notices of this thread's sink writes are the flow's own.
+        let _own = OwnWrites::enter(&def.name);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batching::run(env, &def, &mut st, trigger, &self.settings)))
             .unwrap_or_else(|p| {
                 let msg =
@@ -372,6 +395,7 @@ impl FlowManager {
                 Err(err!(Internal, "flow \"{name}\" panicked: {msg}", name = def.name))
             });
         task.epochs.store(st.stream.is_rendered(), std::sync::atomic::Ordering::Relaxed);
+        task.repairs_sink.store(incremental::repairs_sink(&st.incr), std::sync::atomic::Ordering::Relaxed);
         let wall = started.0.elapsed();
         let cpu = match (started.1, thread_cpu()) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -506,6 +530,17 @@ impl FlowManager {
             if pending {
                 continue;
             }
+            // A repair of the sink others wrote into (EVAL INTERVAL flows;
+            // the others run adaptively).
+            let repair = { *task.repair_due.lock() };
+            if let Some(d) = repair {
+                if d <= now {
+                    *task.repair_due.lock() = None;
+                    let _ = self.run_task(env, &task, Trigger::Repair);
+                } else {
+                    wait = wait.min(d - now);
+                }
+            }
             // EVAL INTERVAL ticks: the latest tick due runs (missed ones
             // are not replayed one by one).
             let iv = task.def.read().eval_interval_s;
@@ -526,6 +561,33 @@ impl FlowManager {
             }
         }
         wait
+    }
+}
+
+thread_local! {
+    /// The flow whose evaluation runs on this thread (write notices are
+    /// delivered on the writing thread).
+    static OWN_WRITES: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Marks this thread as evaluating a flow while alive: the notices of the
+/// sink writes it makes are not someone else's writes.
+struct OwnWrites;
+
+impl OwnWrites {
+    fn enter(flow: &str) -> OwnWrites {
+        OWN_WRITES.with(|o| *o.borrow_mut() = Some(flow.to_string()));
+        OwnWrites
+    }
+
+    fn is(flow: &str) -> bool {
+        OWN_WRITES.with(|o| o.borrow().as_deref() == Some(flow))
+    }
+}
+
+impl Drop for OwnWrites {
+    fn drop(&mut self) {
+        OWN_WRITES.with(|o| *o.borrow_mut() = None);
     }
 }
 
@@ -567,6 +629,22 @@ impl WriteListener for FlowManager {
         let mut logged: Vec<(Arc<FlowTask>, FlowDef)> = Vec::new();
         for task in flows.values() {
             let def = task.def.read();
+            if def.sink_table == notice.table_name
+                && task.repairs_sink.load(std::sync::atomic::Ordering::Relaxed)
+                && !OwnWrites::is(&def.name)
+            {
+                // Someone else wrote into an incremental flow's sink: the
+                // windows touched are replaced from the partial states soon.
+                let (slot, at) = match def.eval_interval_s {
+                    Some(_) => (&task.repair_due, Instant::now() + Duration::from_millis(ADAPTIVE_DELAY_MS)),
+                    None => (&task.due, task.next_due(Instant::now(), Duration::from_millis(self.stream.barrier_interval_ms))),
+                };
+                let mut due = slot.lock();
+                if due.is_none() {
+                    *due = Some(at);
+                    woke = true;
+                }
+            }
             if !def.sources.iter().any(|(_, t)| *t == notice.table_name) {
                 continue;
             }

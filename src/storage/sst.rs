@@ -342,6 +342,65 @@ pub struct SstScan {
     /// Whole row groups being decoded, to go into the cache at their end:
     /// the row group and the batches so far.
     filling: Option<(usize, Vec<RecordBatch>)>,
+    /// An equality (IN-list) on the SSTs' leading sort column: whole row
+    /// groups are cut to its runs by binary search (see [`SstScan::seek_leading`]).
+    seek: Option<(usize, Vec<PruneValue>)>,
+    /// Runs of a cut row group not yet returned.
+    pending: std::collections::VecDeque<RecordBatch>,
+}
+
+/// Binary search: the first `i` in `lo..hi` where `before(i)` is false
+/// (`before` holds on a prefix of the range).
+fn first_not(mut lo: usize, mut hi: usize, before: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The row ranges of `a` (sorted ascending, nulls first) equal to one of
+/// `values`, ascending and disjoint; None when the column's type or the
+/// values do not allow a search (the caller then filters every row).
+fn equal_runs(a: &dyn Array, values: &[PruneValue]) -> Option<Vec<(usize, usize)>> {
+    let n = a.len();
+    let nulls = a.null_count();
+    // Nulls sort first: they must be exactly the prefix.
+    if nulls > 0 && !(a.is_null(nulls - 1) && (nulls == n || a.is_valid(nulls))) {
+        return None;
+    }
+    let mut runs = Vec::with_capacity(values.len());
+    for v in values {
+        let run = match (a.data_type(), v) {
+            (DataType::Utf8, PruneValue::Bytes(x)) => {
+                let s = a.as_string::<i32>();
+                let x = x.as_slice();
+                let lo = first_not(nulls, n, |i| s.value(i).as_bytes() < x);
+                (lo, first_not(lo, n, |i| s.value(i).as_bytes() <= x))
+            }
+            (DataType::Int64, PruneValue::Int(x)) => {
+                let p = a.as_primitive::<Int64Type>().values();
+                let lo = first_not(nulls, n, |i| p[i] < *x);
+                (lo, first_not(lo, n, |i| p[i] <= *x))
+            }
+            (DataType::Int32, PruneValue::Int(x)) => {
+                let p = a.as_primitive::<arrow::datatypes::Int32Type>().values();
+                let lo = first_not(nulls, n, |i| (p[i] as i64) < *x);
+                (lo, first_not(lo, n, |i| (p[i] as i64) <= *x))
+            }
+            _ => return None,
+        };
+        if run.0 < run.1 {
+            runs.push(run);
+        }
+    }
+    runs.sort_unstable();
+    runs.dedup();
+    Some(runs)
 }
 
 /// Plan a read of `cols` of the row groups and pages of `f` that may match
@@ -374,6 +433,8 @@ pub fn scan_sst(f: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> SstSc
         cache: None,
         cache_counts: None,
         filling: None,
+        seek: None,
+        pending: Default::default(),
     }
 }
 
@@ -383,6 +444,19 @@ impl SstScan {
         if cache.enabled() {
             self.cache = Some(cache.clone());
             self.cache_counts = Some(counts.clone());
+        }
+        self
+    }
+
+    /// Cut whole row groups (from the cache, or decoded whole for it) to
+    /// the runs where column `col` equals one of `values`, found by binary
+    /// search, before the time filter. `col` must be the first column of
+    /// the SSTs' sort order (every SST is sorted by it, nulls first): a tag
+    /// equality then touches its series' rows, not the whole row group.
+    /// The caller still filters the rows it gets.
+    pub fn seek_leading(mut self, col: usize, values: Vec<PruneValue>) -> SstScan {
+        if self.cols.contains(&col) && !values.is_empty() {
+            self.seek = Some((col, values));
         }
         self
     }
@@ -423,12 +497,29 @@ impl SstScan {
     }
 
     /// A row group from cached arrays (`group_cols`).
-    fn from_cached(&self, arrays: Vec<ArrayRef>) -> Result<Option<RecordBatch>> {
+    fn from_cached(&mut self, arrays: Vec<ArrayRef>) -> Result<Option<RecordBatch>> {
         let gc = self.group_cols();
         let schema = Arc::new(self.file.reader_meta.schema().project(&gc)?);
         let n = arrays.first().map_or(0, |a| a.len());
         let b = RecordBatch::try_new_with_options(schema, arrays, &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)))?;
-        self.finish(b)
+        self.cut(b)
+    }
+
+    /// [`SstScan::finish`] of a batch of a sorted row group, cut first to
+    /// the runs of the leading-column equality when there is one: the
+    /// first non-empty run is returned, the others queued in `pending`.
+    fn cut(&mut self, b: RecordBatch) -> Result<Option<RecordBatch>> {
+        let runs = self.seek.as_ref().and_then(|(col, values)| {
+            let pos = self.group_cols().iter().position(|c| c == col)?;
+            equal_runs(b.column(pos).as_ref(), values)
+        });
+        let Some(runs) = runs else { return self.finish(b) };
+        for (lo, hi) in runs {
+            if let Some(x) = self.finish(b.slice(lo, hi - lo))? {
+                self.pending.push_back(x);
+            }
+        }
+        Ok(self.pending.pop_front())
     }
 
     /// A batch of `group_cols` of a whole row group: the time filter
@@ -474,6 +565,9 @@ impl SstScan {
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         let path = self.file.meta.path.clone();
         loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Ok(Some(b));
+            }
             if let Some(r) = self.current.as_mut() {
                 match r.next() {
                     Some(b) => {
@@ -481,7 +575,7 @@ impl SstScan {
                         let b = match self.filling.as_mut() {
                             Some((_, v)) => {
                                 v.push(b.clone());
-                                match self.finish(b)? {
+                                match self.cut(b)? {
                                     Some(b) => b,
                                     None => continue,
                                 }
@@ -596,6 +690,77 @@ mod tests {
     use crate::storage::RegionDescriptor;
     use arrow::array::{Float64Array, StringArray, TimestampMicrosecondArray, UInt64Array};
     use arrow::datatypes::{Field, Schema, TimeUnit};
+
+    /// A leading-column equality cuts whole row groups to its runs: the
+    /// rows read (first decoded into the cache, then from it) are exactly
+    /// the matching ones in the time range, runs crossing row groups and a
+    /// null prefix included; a missing value reads nothing.
+    #[test]
+    fn seek_leading_reads_only_the_runs() {
+        let desc = RegionDescriptor {
+            table_name: "t".into(),
+            schema: Arc::new(Schema::new(vec![
+                Field::new("k", DataType::Utf8, true),
+                Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), false),
+                Field::new("v", DataType::Float64, true),
+            ])),
+            primary_key: vec![0],
+            time_index: Some(1),
+            append_mode: false,
+            ttl_ms: None,
+        };
+        let layout = Layout::new(&desc);
+        assert_eq!(layout.sort.first(), Some(&0));
+        // 7 null keys, then k00..k25 with 37 ticks each, sorted (nulls first).
+        let mut keys: Vec<Option<String>> = vec![None; 7];
+        let mut ts = (0..7).collect::<Vec<i64>>();
+        for k in 0..26 {
+            for t in 0..37 {
+                keys.push(Some(format!("k{k:02}")));
+                ts.push(t);
+            }
+        }
+        let n = keys.len();
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(keys.clone())),
+            Arc::new(TimestampMicrosecondArray::from(ts.clone())),
+            Arc::new(Float64Array::from_iter_values((0..n).map(|i| i as f64))),
+            Arc::new(UInt64Array::from_iter_values(1..=n as u64)),
+        ];
+        let batch = with_version(&layout, cols, 1, OP_PUT).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::new(dir.path()));
+        let f = Arc::new(write_sst(&store, &layout, "s.parquet".into(), &batch, 100, true).unwrap());
+        let cache = Arc::new(ColumnCache::new(1 << 26));
+        let counts: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+        let (lo, hi) = (5, 30);
+        let want_keys = ["k03", "k11", "k25"];
+        let values: Vec<PruneValue> =
+            ["k11", "k03", "nope", "k25", "k03"].iter().map(|v| PruneValue::Bytes(v.as_bytes().to_vec())).collect();
+        let eq = vec![(0usize, values.clone())];
+        let p = SstPredicate { seq_after: None, seq_upto: None, time: Some((lo, hi)), ts_col: Some(1), eq: &eq, seq_col: layout.seq() };
+        let mut want = Vec::new();
+        for i in 0..n {
+            if keys[i].as_deref().is_some_and(|k| want_keys.contains(&k)) && ts[i] >= lo && ts[i] < hi {
+                want.push((keys[i].clone().unwrap(), i as f64));
+            }
+        }
+        for round in 0..2 {
+            let mut scan = scan_sst(&f, &[0, 2], &p).with_cache(&cache, &counts).seek_leading(0, values.clone());
+            let mut got = Vec::new();
+            while let Some(b) = scan.next_batch().unwrap() {
+                let (k, v) = (b.column(0).as_string::<i32>(), b.column(1).as_primitive::<arrow::datatypes::Float64Type>());
+                got.extend((0..b.num_rows()).map(|i| (k.value(i).to_string(), v.value(i))));
+            }
+            assert_eq!(got, want, "round {round}");
+        }
+        assert!(counts[0].load(Ordering::Relaxed) > 0, "the second round reads the cache");
+        // The search itself, over the null prefix and absent values.
+        let a = batch.column(0).as_ref();
+        assert_eq!(equal_runs(a, &[PruneValue::Bytes(b"k00".to_vec())]), Some(vec![(7, 44)]));
+        assert_eq!(equal_runs(a, &[PruneValue::Bytes(b"a".to_vec()), PruneValue::Bytes(b"z".to_vec())]), Some(vec![]));
+        assert_eq!(equal_runs(a, &[PruneValue::Int(1)]), None);
+    }
 
     /// Bytes per row of a TSBS-shaped SST (host and region tags, 10 s
     /// ticks, 10 clamped random walks, sorted by host then time).

@@ -127,14 +127,23 @@ impl Region {
     /// key, time; last write wins), so each identity is found by binary
     /// search in the row groups whose key range holds it: the work follows
     /// the changed identities, not the SSTs' rows (row groups come from the
-    /// decoded-column cache).
+    /// decoded-column cache). The search narrows one identity column at a
+    /// time and keeps the range of the columns a probe shares with the one
+    /// before (probes are sorted: consecutive ones share their tags), so a
+    /// probe mostly costs a search of the time index within its series'
+    /// rows; 64-bit and string columns without NULLs compare without
+    /// dynamic dispatch.
     fn seek_versions(&self, snap: &Snapshot, probe: &RecordBatch, after: SeqNo, time: Option<(i64, i64)>) -> Result<Vec<RecordBatch>> {
         use std::cmp::Ordering::{Equal, Greater, Less};
         let ids = &self.layout.identity;
         let opts = arrow::compute::SortOptions::default();
-        let sort: Vec<arrow::compute::SortColumn> =
-            ids.iter().map(|&c| arrow::compute::SortColumn { values: probe.column(c).clone(), options: Some(opts) }).collect();
-        let order = arrow::compute::lexsort_to_indices(&sort, None)?;
+        // The probes in identity order.
+        let order = {
+            let cols = ids.iter().map(|&c| KeyCol::new(probe.column(c).as_ref(), probe.column(c).as_ref(), opts)).collect::<Result<Vec<_>>>()?;
+            let mut order: Vec<u32> = (0..probe.num_rows() as u32).collect();
+            order.sort_unstable_by(|&a, &b| cols.iter().map(|c| c.cmp(a as usize, b as usize)).find(|o| *o != Equal).unwrap_or(Equal));
+            arrow::array::UInt32Array::from(order)
+        };
         let keys: Vec<ArrayRef> =
             ids.iter().map(|&c| arrow::compute::take(probe.column(c).as_ref(), &order, None)).collect::<std::result::Result<_, _>>()?;
         let nprobe = order.len();
@@ -161,27 +170,48 @@ impl Region {
                 if n == 0 {
                     continue;
                 }
-                let cmps = ids
-                    .iter()
-                    .zip(&keys)
-                    .map(|(&c, k)| arrow::array::make_comparator(b.column(c).as_ref(), k.as_ref(), opts))
-                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                let kc = ids.iter().zip(&keys).map(|(&c, k)| KeyCol::new(b.column(c).as_ref(), k.as_ref(), opts)).collect::<Result<Vec<_>>>()?;
+                let levels = kc.len();
                 // Row i of the batch against probe j.
-                let cmp = |i: usize, j: usize| cmps.iter().map(|c| c(i, j)).find(|o| *o != Equal).unwrap_or(Equal);
+                let cmp = |i: usize, j: usize| kc.iter().map(|c| c.cmp(i, j)).find(|o| *o != Equal).unwrap_or(Equal);
                 // The probes within the batch's key range.
                 let lo = first_false(0, nprobe, |j| cmp(0, j) == Greater);
                 let hi = first_false(lo, nprobe, |j| cmp(n - 1, j) != Less);
                 let seq = b.column(self.layout.seq()).as_primitive::<UInt64Type>();
                 let mut rows: Vec<u32> = Vec::new();
-                let mut start = 0;
+                // range[k]: the batch rows equal to the last probe on the
+                // identity columns before k (range[0]: all of them).
+                let mut range: Vec<(usize, usize)> = vec![(0, n); levels + 1];
+                let mut prev: Option<usize> = None;
                 for j in lo..hi {
-                    let mut i = first_false(start, n, |i| cmp(i, j) == Less);
-                    start = i;
-                    while i < n && cmp(i, j) == Equal {
+                    let from = match prev {
+                        Some(q) => match (0..levels).find(|&k| !kc[k].probe_eq(q, j)) {
+                            Some(k) => k,
+                            None => continue, // the same identity again
+                        },
+                        None => 0,
+                    };
+                    prev = Some(j);
+                    for k in from..levels {
+                        let (a, e) = range[k];
+                        let s = first_false(a, e, |i| kc[k].cmp(i, j) == Less);
+                        let t = if k + 1 == levels {
+                            // The last column: the versions of one identity, few.
+                            let mut t = s;
+                            while t < e && kc[k].cmp(t, j) == Equal {
+                                t += 1;
+                            }
+                            t
+                        } else {
+                            first_false(s, e, |i| kc[k].cmp(i, j) != Greater)
+                        };
+                        range[k + 1] = (s, t);
+                    }
+                    let (s, t) = range[levels];
+                    for i in s..t {
                         if !check_seq || seq.value(i) <= after {
                             rows.push(i as u32);
                         }
-                        i += 1;
                     }
                 }
                 if !rows.is_empty() {
@@ -191,6 +221,65 @@ impl Region {
         }
         Ok(out)
     }
+}
+
+/// One identity column of a batch (rows `i`) and of the probes (`j`),
+/// compared in the SSTs' order. Non-null 64-bit integers and timestamps
+/// and non-null strings compare directly; others through arrow's dynamic
+/// comparators (NULLs first, as the SSTs are sorted).
+enum KeyCol<'a> {
+    I64(&'a [i64], &'a [i64]),
+    Str(&'a arrow::array::StringArray, &'a arrow::array::StringArray),
+    Dyn(arrow::array::DynComparator, arrow::array::DynComparator),
+}
+
+impl<'a> KeyCol<'a> {
+    fn new(batch: &'a dyn Array, probe: &'a dyn Array, opts: arrow::compute::SortOptions) -> Result<KeyCol<'a>> {
+        if batch.data_type() == probe.data_type() && batch.null_count() == 0 && probe.null_count() == 0 {
+            if let (Some(b), Some(p)) = (i64_values(batch), i64_values(probe)) {
+                return Ok(KeyCol::I64(b, p));
+            }
+            if let (Some(b), Some(p)) = (batch.as_string_opt::<i32>(), probe.as_string_opt::<i32>()) {
+                return Ok(KeyCol::Str(b, p));
+            }
+        }
+        Ok(KeyCol::Dyn(arrow::array::make_comparator(batch, probe, opts)?, arrow::array::make_comparator(probe, probe, opts)?))
+    }
+
+    /// Batch row `i` against probe `j`.
+    #[inline]
+    fn cmp(&self, i: usize, j: usize) -> std::cmp::Ordering {
+        match self {
+            KeyCol::I64(b, p) => b[i].cmp(&p[j]),
+            KeyCol::Str(b, p) => b.value(i).as_bytes().cmp(p.value(j).as_bytes()),
+            KeyCol::Dyn(c, _) => c(i, j),
+        }
+    }
+
+    /// Probes `j` and `k` hold the same value.
+    #[inline]
+    fn probe_eq(&self, j: usize, k: usize) -> bool {
+        match self {
+            KeyCol::I64(_, p) => p[j] == p[k],
+            KeyCol::Str(_, p) => p.value(j) == p.value(k),
+            KeyCol::Dyn(_, c) => c(j, k) == std::cmp::Ordering::Equal,
+        }
+    }
+}
+
+/// The values of a signed 64-bit column whose order is its integers' (the
+/// time index's timestamps, BIGINT).
+fn i64_values(a: &dyn Array) -> Option<&[i64]> {
+    use arrow::datatypes::{Date64Type, Int64Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType};
+    Some(match a.data_type() {
+        DataType::Int64 => a.as_primitive::<Int64Type>().values(),
+        DataType::Date64 => a.as_primitive::<Date64Type>().values(),
+        DataType::Timestamp(TimeUnit::Second, _) => a.as_primitive::<TimestampSecondType>().values(),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => a.as_primitive::<TimestampMillisecondType>().values(),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => a.as_primitive::<TimestampMicrosecondType>().values(),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => a.as_primitive::<TimestampNanosecondType>().values(),
+        _ => return None,
+    })
 }
 
 /// The first index in [lo, hi) where `pred` is false (`pred` holds on a

@@ -245,7 +245,7 @@ impl Region {
     /// An SST's scan through the decoded-column cache, counted in the
     /// region's statistics; None when pruning leaves it no row group.
     pub(super) fn open_sst(&self, file: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> Option<SstScan> {
-        let scan = scan_sst(file, cols, p).with_cache(&self.shared.column_cache, &self.cache_counts);
+        let scan = self.seek_leading(scan_sst(file, cols, p).with_cache(&self.shared.column_cache, &self.cache_counts), p.eq);
         self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
         self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
         if scan.read == 0 {
@@ -254,6 +254,15 @@ impl Region {
         }
         self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
         Some(scan)
+    }
+
+    /// An equality on the first column of the SSTs' sort order (the first
+    /// primary-key column) cuts whole row groups to its runs.
+    fn seek_leading(&self, scan: SstScan, eq: &[(usize, Vec<PruneValue>)]) -> SstScan {
+        match self.layout.sort.first().and_then(|l| eq.iter().find(|(c, _)| c == l)) {
+            Some((c, v)) => scan.seek_leading(*c, v.clone()),
+            None => scan,
+        }
     }
 
     pub(super) fn sst_predicate<'a>(&self, f: &RowFilter, eq: &'a [(usize, Vec<PruneValue>)]) -> SstPredicate<'a> {
@@ -341,7 +350,7 @@ impl Region {
         }
         let eq = prune_eq(f);
         let p = SstPredicate { seq_after, seq_upto, time, ts_col: self.layout.time_index, eq: &eq, seq_col };
-        let mut scan = scan_sst(file, &cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts);
+        let mut scan = self.seek_leading(scan_sst(file, &cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts), &eq);
         if let Some((k, n)) = chunk {
             scan = scan.keep_chunk(k, n);
         }
