@@ -15,10 +15,14 @@
    `RECALCULATE STREAM … FROM start TO end`; prints the time until
    information_schema.ins_stream_recalculates says Finished.
 
-Usage: scripts/tdengine_bench.py --dsn postgres://weir@127.0.0.1:5439/public
+   With --weir-bin (a weir started here on a fresh data directory) it also
+   prints the server's resident memory: at the start of RECALCULATE, the
+   most seen while it ran (sampled every 0.2 s) and the process's peak.
+
+Usage: scripts/tdengine_bench.py --dsn postgres://weir@127.0.0.1:5439/public | --weir-bin PATH
        [--rate 10000] [--tables 1000] [--seconds 150] [--hours 1] [--only latency|recalc]
 """
-import argparse, datetime, functools, threading, time, statistics
+import argparse, datetime, functools, os, socket, subprocess, sys, tempfile, threading, time, statistics
 print = functools.partial(print, flush=True)
 import psycopg
 
@@ -84,6 +88,21 @@ def latency(dsn, rate, tables, seconds):
     conn.close()
     return sent, time.time() - start, lat
 
+SERVER_PID = None
+
+def rss_kb(key="VmRSS"):
+    """The weir process's resident memory in kB (VmRSS, or VmHWM: its peak)."""
+    if SERVER_PID is None:
+        return None
+    try:
+        with open(f"/proc/{SERVER_PID}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
 def recalc(dsn, tables, hours):
     conn = psycopg.connect(dsn, autocommit=True)
     setup(conn, "rc", tables)
@@ -104,27 +123,66 @@ def recalc(dsn, tables, hours):
         cp.write(data)
     conn.execute("CREATE STREAM s_rc INTERVAL(1m) SLIDING(1m) FROM rc PARTITION BY tbname INTO rc_1m "
                  "AS SELECT _twstart AS ts, count(*) AS c, sum(v) AS s FROM %%trows")
+    rss_before = rss_kb()
+    rss_max = rss_before or 0
     start = time.time()
     conn.execute(f"RECALCULATE STREAM s_rc FROM '{fmt(t0)}' TO '{fmt(t0 + hours * 3600)}'")
     while True:
         r = conn.execute("SELECT status FROM information_schema.ins_stream_recalculates WHERE stream_name = 's_rc'").fetchone()
+        rss_max = max(rss_max, rss_kb() or 0)
         if r and r[0] in ("Finished", "Failed"):
             break
         time.sleep(0.2)
     took = time.time() - start
+    if rss_before is not None:
+        print(f"recalculate: weir RSS {rss_before / 1024:.0f} MB at the start, at most {rss_max / 1024:.0f} MB while it ran; "
+              f"process peak (VmHWM, load included) {rss_kb('VmHWM') / 1024:.0f} MB")
     out = conn.execute("SELECT count(*) FROM rc_1m").fetchone()[0]
     conn.close()
     return rows, took, r[0], out
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dsn", required=True)
+    ap.add_argument("--dsn", help="a running weir")
+    ap.add_argument("--weir-bin", help="start this weir binary on a fresh data directory instead")
     ap.add_argument("--rate", type=int, default=10000)
     ap.add_argument("--tables", type=int, default=1000)
     ap.add_argument("--seconds", type=int, default=150)
     ap.add_argument("--hours", type=int, default=1)
     ap.add_argument("--only", choices=["latency", "recalc"], help="run one of the two measurements")
     a = ap.parse_args()
+    srv = None
+    if a.weir_bin:
+        global SERVER_PID
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        data = tempfile.mkdtemp(prefix="weir-td-bench")
+        log = open(os.path.join(data, "weir.log"), "w")
+        srv = subprocess.Popen([a.weir_bin, "--data-dir", os.path.join(data, "d"), "--listen", f"127.0.0.1:{port}"],
+                               stdout=log, stderr=log)
+        SERVER_PID = srv.pid
+        a.dsn = f"postgres://weir@127.0.0.1:{port}/public"
+        for _ in range(300):
+            try:
+                psycopg.connect(a.dsn, autocommit=True).close()
+                break
+            except Exception:
+                time.sleep(0.1)
+        else:
+            sys.exit("weir did not start")
+    elif not a.dsn:
+        sys.exit("--dsn or --weir-bin is required")
+    try:
+        run(a)
+    finally:
+        if srv is not None:
+            srv.terminate()
+            srv.wait()
+            import shutil
+            shutil.rmtree(data, ignore_errors=True)
+
+def run(a):
     conn = psycopg.connect(a.dsn, autocommit=True)
     try:
         conn.execute("CREATE SNODE ON DNODE 1")

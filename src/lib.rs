@@ -10,6 +10,7 @@ pub mod error;
 pub mod exec;
 pub mod failpoint;
 pub mod flow;
+pub mod notify;
 pub mod parser;
 pub mod planner;
 pub mod server;

@@ -99,6 +99,11 @@ fn psycopg3_smoke() {
 }
 
 #[test]
+fn psycopg3_listen_notify() {
+    run_script("psycopg", "psycopg_notify.py");
+}
+
+#[test]
 fn asyncpg_smoke() {
     run_script("asyncpg", "asyncpg_smoke.py");
 }

@@ -163,14 +163,39 @@ struct Receiver {
 }
 
 fn ws_receiver() -> Receiver {
+    ws_receiver_tls(None)
+}
+
+/// A WebSocket receiver over TLS with the test certificates (`wss://`).
+fn wss_receiver(certs: &common::TlsCerts) -> Receiver {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(certs.cert()).unwrap().map(Result::unwrap).collect();
+    let key = PrivateKeyDer::from_pem_file(certs.key()).unwrap();
+    let cfg = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    ws_receiver_tls(Some(std::sync::Arc::new(cfg)))
+}
+
+fn ws_receiver_tls(tls: Option<std::sync::Arc<rustls::ServerConfig>>) -> Receiver {
     use std::io::{Read, Write};
+    trait Io: Read + Write {}
+    impl<T: Read + Write> Io for T {}
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let out = got.clone();
     std::thread::spawn(move || {
         for conn in l.incoming() {
-            let Ok(mut s) = conn else { continue };
+            let Ok(tcp) = conn else { continue };
+            let mut s: Box<dyn Io> = match &tls {
+                Some(cfg) => Box::new(rustls::StreamOwned::new(rustls::ServerConnection::new(cfg.clone()).unwrap(), tcp)),
+                None => Box::new(tcp),
+            };
             let mut head = Vec::new();
             let mut b = [0u8; 1];
             while !head.ends_with(b"\r\n\r\n") {
@@ -322,6 +347,64 @@ async fn notify_delivers_tdengine_messages_over_websocket() {
     );
 }
 
+/// `wss://`: the same messages over TLS, the server's certificate checked
+/// against the trust store (`SSL_CERT_FILE`: the test CA); a server the
+/// store does not trust gets nothing (dropped and counted).
+#[tokio::test(flavor = "multi_thread")]
+async fn notify_delivers_over_wss_with_a_trusted_certificate() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let Some(certs) = common::TlsCerts::make() else { return };
+    let recv = wss_receiver(&certs);
+    let dir = tempfile::tempdir().unwrap();
+    let ca = certs.ca().display().to_string();
+    let s = TestServer::spawn_env(dir.path(), &[("SSL_CERT_FILE", &ca)]).unwrap();
+    let c = s.connect(None).await.unwrap();
+    c.batch_execute(&format!(
+        "CREATE TABLE t (ts TIMESTAMP TIME INDEX, v INT);
+         CREATE SNODE ON DNODE 1;
+         CREATE STREAM s COUNT_WINDOW(2) FROM t NOTIFY('wss://127.0.0.1:{p}/n') ON (WINDOW_CLOSE)
+           INTO out AS SELECT _twstart AS ts, count(*) AS n, sum(v) AS total FROM %%trows;
+         CREATE STREAM s_host COUNT_WINDOW(2) FROM t NOTIFY('wss://localhost:{p}/n') ON (WINDOW_CLOSE)
+           INTO out_host AS SELECT _twstart AS ts, count(*) AS n FROM %%trows;
+         INSERT INTO t VALUES ('2025-01-01 00:00:00', 1), ('2025-01-01 00:00:01', 2);",
+        p = recv.port
+    ))
+    .await
+    .unwrap();
+    rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+    rows(&c, "ADMIN FLUSH_STREAM('s_host')").await;
+    let ev = events(&recv);
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    assert!(ev.iter().all(|e| e["eventType"] == "WINDOW_CLOSE"), "{ev:?}");
+    assert!(ev.iter().any(|e| e["result"]["total"] == 3), "{ev:?}");
+
+    // Another weir whose trust store lacks the test CA (it holds the
+    // server's own certificate, whose issuer it cannot find): the handshake
+    // fails, the event is dropped and counted.
+    let dir2 = tempfile::tempdir().unwrap();
+    let other_ca = certs.cert().display().to_string();
+    let s2 = TestServer::spawn_env(dir2.path(), &[("SSL_CERT_FILE", &other_ca)]).unwrap();
+    let c2 = s2.connect(None).await.unwrap();
+    c2.batch_execute(&format!(
+        "CREATE TABLE t (ts TIMESTAMP TIME INDEX, v INT);
+         CREATE SNODE ON DNODE 1;
+         CREATE STREAM s COUNT_WINDOW(1) FROM t NOTIFY('wss://127.0.0.1:{}/n') ON (WINDOW_CLOSE)
+           INTO out AS SELECT _twstart AS ts, count(*) AS n FROM %%trows;
+         INSERT INTO t VALUES ('2025-01-01 00:00:00', 1);",
+        recv.port
+    ))
+    .await
+    .unwrap();
+    rows(&c2, "ADMIN FLUSH_STREAM('s')").await;
+    assert_eq!(
+        rows(&c2, "SELECT notify_sent, notify_dropped FROM information_schema.ins_streams WHERE stream_name = 's'").await,
+        vec![vec![Some("0".to_string()), Some("1".to_string())]]
+    );
+    assert_eq!(events(&recv).len(), 2);
+}
+
 /// NOTIFY … WHERE over result columns: only rows it holds for are events;
 /// a session undone by a late row (merged into the one before) is announced
 /// as WINDOW_INVALIDATION.
@@ -441,8 +524,9 @@ fn model_windows(kind: &str, rows: &std::collections::BTreeMap<i64, i64>) -> Vec
 /// catch-up every stream's output equals its windows recomputed from the
 /// source rows (windows merged or split by late rows and deletes leave no
 /// old rows; an INTERVAL window once closed stays, its rows recounted).
-/// COUNT_WINDOW (which TDengine recalculates for nothing: late rows,
-/// updates and deletes are ignored) gets its own table of in-order rows,
+/// COUNT_WINDOW and plain SLIDING (which TDengine recalculates for
+/// nothing: late rows, updates and deletes are ignored) get their own
+/// table of in-order rows,
 /// through the same restarts; PERIOD (wall clock) must show the source's
 /// current totals at its next tick.
 #[tokio::test(flavor = "multi_thread")]
@@ -477,6 +561,8 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
     c.batch_execute(
         "CREATE STREAM s_count COUNT_WINDOW(3) FROM qm PARTITION BY tbname INTO r_count \
            AS SELECT _twstart AS ts, count(*) AS c, sum(v) AS s FROM %%trows;
+         CREATE STREAM s_slide SLIDING(10s) FROM qm PARTITION BY tbname INTO r_slide \
+           AS SELECT _tcurrent_ts AS ts, count(*) AS c, coalesce(sum(v), 0) AS s FROM %%trows;
          CREATE STREAM s_period PERIOD(10a) INTO r_period AS SELECT now() AS ts, count(*) AS c, coalesce(sum(v), 0) AS s FROM pm;",
     )
     .await
@@ -607,6 +693,21 @@ async fn stream_outputs_equal_their_windows_recomputed_after_random_changes_and_
         }
         let got = rows(&c, "SELECT tag_tbname, ts, c, s FROM r_count ORDER BY tag_tbname, ts").await;
         assert_eq!(got, want, "stream s_count after step {step}, seed {seed0}, rows {counted:?}");
+        // SLIDING(10s) over the same in-order rows: every tick T after the
+        // first row's, up to the newest row, with the rows of [T - 10 s, T).
+        rows(&c, "ADMIN FLUSH_STREAM('s_slide')").await;
+        let mut want = Vec::new();
+        for (qi, r) in counted.iter().enumerate() {
+            let (Some(first), Some(last)) = (r.first(), r.last()) else { continue };
+            let mut tick = first.0.div_euclid(10) * 10 + 10;
+            while tick <= last.0 {
+                let w: Vec<i64> = r.iter().filter(|x| x.0 >= tick - 10 && x.0 < tick).map(|x| x.1).collect();
+                want.push(vec![Some(format!("q{qi}")), Some(ts(tick)), Some(w.len().to_string()), Some(w.iter().sum::<i64>().to_string())]);
+                tick += 10;
+            }
+        }
+        let got = rows(&c, "SELECT tag_tbname, ts, c, s FROM r_slide ORDER BY tag_tbname, ts").await;
+        assert_eq!(got, want, "stream s_slide after step {step}, seed {seed0}, rows {counted:?}");
         // PERIOD(10a): a tick after the write shows the current totals (each
         // ADMIN call runs the tick due, if a new one is).
         let n: usize = model.iter().map(|m| m.len()).sum();

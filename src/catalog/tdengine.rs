@@ -146,6 +146,67 @@ pub struct StreamState {
     pub notify_sent: u64,
     #[serde(default)]
     pub notify_dropped: u64,
+    /// Progress metrics (ins_streams): rows taken from the trigger table's
+    /// change log, when the last evaluation ended, when the last catch-up
+    /// that succeeded began (every write before it is processed), and the
+    /// evaluations of about the last two minutes (`StreamSample`).
+    #[serde(default)]
+    pub input_rows: u64,
+    #[serde(default)]
+    pub last_run_ms: Option<i64>,
+    #[serde(default)]
+    pub caught_up_ms: Option<i64>,
+    #[serde(default)]
+    pub samples: Vec<StreamSample>,
+}
+
+/// One evaluation, for the 1-minute rates: when it ended (ms), the
+/// stream's input and output row totals then, and how long it took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamSample {
+    pub at_ms: i64,
+    pub input_rows: u64,
+    pub output_rows: u64,
+    pub took_ms: i64,
+}
+
+impl StreamState {
+    /// Samples kept: at most this many, none older than two minutes.
+    pub const SAMPLES_MAX: usize = 240;
+
+    /// Record an evaluation that ended at `at_ms` after `took_ms`.
+    pub fn sample(&mut self, at_ms: i64, took_ms: i64) {
+        self.samples.push(StreamSample { at_ms, input_rows: self.input_rows, output_rows: self.rows_written, took_ms });
+        let keep_from = at_ms - 120_000;
+        self.samples.retain(|s| s.at_ms >= keep_from);
+        let n = self.samples.len();
+        if n > Self::SAMPLES_MAX {
+            self.samples.drain(..n - Self::SAMPLES_MAX);
+        }
+    }
+
+    /// (input rows/s, output rows/s, mean evaluation time in ms of the
+    /// evaluations that wrote rows) over the minute before `now_ms`; None
+    /// before any evaluation.
+    pub fn rates_1m(&self, now_ms: i64) -> Option<(f64, f64, Option<f64>)> {
+        let last = self.samples.last()?;
+        let from = now_ms - 60_000;
+        // The baseline: the newest sample a minute old, else the oldest.
+        let base = self.samples.iter().rev().find(|s| s.at_ms <= from).or(self.samples.first())?;
+        let secs = ((now_ms - base.at_ms).max(1) as f64 / 1000.0).min(60.0).max(0.001);
+        let input = last.input_rows.saturating_sub(base.input_rows) as f64 / secs;
+        let output = last.output_rows.saturating_sub(base.output_rows) as f64 / secs;
+        let mut prev = base.output_rows;
+        let mut took = Vec::new();
+        for s in self.samples.iter().filter(|s| s.at_ms > base.at_ms) {
+            if s.output_rows > prev && s.at_ms > from {
+                took.push(s.took_ms as f64);
+            }
+            prev = s.output_rows;
+        }
+        let latency = (!took.is_empty()).then(|| took.iter().sum::<f64>() / took.len() as f64);
+        Some((input, output, latency))
+    }
 }
 
 impl Catalog {

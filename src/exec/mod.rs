@@ -73,10 +73,16 @@ pub struct ExecCtx {
     /// `set_config(name, value, is_local)` calls made while running, for
     /// the session to apply before its next statement.
     pub set_configs: SetConfigs,
+    /// `pg_notify(channel, payload)` calls made while running, for the
+    /// session to queue in its transaction (delivered at commit).
+    pub notifies: Notifies,
 }
 
 /// Settings assigned by `set_config`: (name, value, is_local), in call order.
 pub type SetConfigs = Arc<std::sync::Mutex<Vec<(String, String, bool)>>>;
+
+/// Notifications `pg_notify` queued: (channel, payload), in call order.
+pub type Notifies = Arc<std::sync::Mutex<Vec<(String, String)>>>;
 
 impl ExecCtx {
     /// Fail with 57014 when the statement ran out of time or was cancelled.

@@ -35,6 +35,7 @@ use crate::catalog::{Catalog, ColumnDef, GroupProgress, StreamDef, StreamState, 
 use crate::error::Result;
 use crate::exec::plan::PlanColumn;
 use crate::exec::ExecCtx;
+use crate::notify::{Hub, Note};
 use crate::parser::{CreateStream, StreamOption, StreamTrigger, TdStatement};
 use crate::planner::{Params, Planner};
 use crate::types::{SqlType, Value};
@@ -177,6 +178,7 @@ pub fn exec_ctx(database: &str, now_us: i64) -> ExecCtx {
         activity: Default::default(),
         view: None,
         set_configs: Default::default(),
+        notifies: Default::default(),
         memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),
     }
 }
@@ -397,49 +399,79 @@ pub fn read_trigger(env: &Env, c: &Compiled, sel: Option<&Selection>) -> Result<
     let q = crate::parser::parse_query(&sql)?;
     let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now_us()), Params::default());
     let plan = planner.physical(planner.plan_query(&q, None)?)?;
-    let rows = crate::exec::collect_rows(&plan, &planner.ctx, None)?;
-    let mut groups: BTreeMap<String, Vec<&Vec<Value>>> = BTreeMap::new();
+    // Batch by batch into the groups' columns (a row's values are only
+    // held while it is read: the rows of a day of 1,000 children as values
+    // were gigabytes), then each group in time order.
     let text = |v: &Value| match v {
         Value::Null => None,
         Value::Text(s) => Some(s.clone()),
         other => Some(crate::types::format_value(other)),
     };
-    for r in &rows {
-        let vals: Vec<Option<String>> = r[..np].iter().map(text).collect();
-        let key = group_key(&vals);
-        if let Some(sel) = sel {
-            match sel.get(&key) {
-                None => continue,
-                Some((_, Some(lo))) if matches!(r[np], Value::Timestamp(ts) if ts < *lo) => continue,
-                _ => {}
-            }
-        }
-        groups.entry(key).or_default().push(r);
-    }
-    let mut out = BTreeMap::new();
-    for (k, mut rs) in groups {
-        rs.sort_by_key(|r| match r[np] {
-            Value::Timestamp(t) => t,
-            _ => i64::MIN,
-        });
-        let mut g = GroupRows { values: rs[0][..np].iter().map(text).collect(), ..Default::default() };
-        for r in rs {
-            let Value::Timestamp(ts) = r[np] else { continue };
-            g.ts.push(ts);
-            g.digest.push(row_digest(&r[extra..]));
-            match &c.cs.trigger {
-                StreamTrigger::State { .. } => g.state.push(text(&r[np + 1])),
-                StreamTrigger::Event { .. } => {
-                    g.start.push(matches!(r[np + 1], Value::Bool(true)));
-                    g.end.push(matches!(r[np + 2], Value::Bool(true)));
+    let mut out: BTreeMap<String, GroupRows> = BTreeMap::new();
+    let mut exec = crate::exec::build(&plan, &planner.ctx)?;
+    let mut key_vals: Vec<Option<String>> = Vec::with_capacity(np);
+    loop {
+        planner.ctx.check()?;
+        let r = exec.next_batch(crate::exec::BATCH_ROWS)?;
+        let drained = r.is_drained;
+        let b = r.into_dense()?;
+        let cols = b.columns();
+        for i in 0..b.num_rows() {
+            let Value::Timestamp(ts) = crate::types::value_at(cols[np].as_ref(), i) else { continue };
+            key_vals.clear();
+            key_vals.extend(cols[..np].iter().map(|a| text(&crate::types::value_at(a.as_ref(), i))));
+            let key = group_key(&key_vals);
+            if let Some(sel) = sel {
+                match sel.get(&key) {
+                    None => continue,
+                    Some((_, Some(lo))) if ts < *lo => continue,
+                    _ => {}
                 }
-                StreamTrigger::Count { columns, .. } if !columns.is_empty() => g.valid.push(matches!(r[np + 1], Value::Bool(true))),
+            }
+            let g = out.entry(key).or_insert_with(|| GroupRows { values: key_vals.clone(), ..Default::default() });
+            let rest: Vec<Value> = cols[extra..].iter().map(|a| crate::types::value_at(a.as_ref(), i)).collect();
+            g.ts.push(ts);
+            g.digest.push(row_digest(&rest));
+            let at = |k: usize| crate::types::value_at(cols[np + k].as_ref(), i);
+            match &c.cs.trigger {
+                StreamTrigger::State { .. } => g.state.push(text(&at(1))),
+                StreamTrigger::Event { .. } => {
+                    g.start.push(matches!(at(1), Value::Bool(true)));
+                    g.end.push(matches!(at(2), Value::Bool(true)));
+                }
+                StreamTrigger::Count { columns, .. } if !columns.is_empty() => g.valid.push(matches!(at(1), Value::Bool(true))),
                 _ => {}
             }
         }
-        out.insert(k, g);
+        if drained {
+            break;
+        }
+    }
+    for g in out.values_mut() {
+        sort_group(g);
     }
     Ok(out)
+}
+
+/// A group's rows in time order (a stable sort: rows of one time keep
+/// the order they were read in).
+fn sort_group(g: &mut GroupRows) {
+    if g.ts.windows(2).all(|w| w[0] <= w[1]) {
+        return;
+    }
+    let mut idx: Vec<usize> = (0..g.ts.len()).collect();
+    idx.sort_by_key(|&i| g.ts[i]);
+    fn permute<T: Clone>(v: &mut Vec<T>, idx: &[usize]) {
+        if !v.is_empty() {
+            *v = idx.iter().map(|&i| v[i].clone()).collect();
+        }
+    }
+    permute(&mut g.ts, &idx);
+    permute(&mut g.digest, &idx);
+    permute(&mut g.state, &idx);
+    permute(&mut g.start, &idx);
+    permute(&mut g.end, &idx);
+    permute(&mut g.valid, &idx);
 }
 
 /// One window of a group: `[start, end)` on event time for INTERVAL and
@@ -1115,14 +1147,21 @@ pub enum Mode {
 /// are computed again): the error, the failure count and the time of the
 /// retry are recorded (status Failed in `ins_streams`), and the runner
 /// retries after `retry_delay_ms`. What it wrote is rewritten by the retry.
-pub fn run(env: &Env, def: &StreamDef, mode: Mode) -> Result<u64> {
+pub fn run(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode) -> Result<u64> {
     let mut st = env.catalog.stream_state(&def.database, &def.name);
-    let r = compile(env, def).and_then(|c| run_compiled(env, &c, &mut st, mode));
+    let began = super::batching::now_ms();
+    let r = compile(env, def).and_then(|c| run_compiled(env, hub, &c, &mut st, mode));
     match &r {
         Ok(_) => {
             st.last_error = None;
             st.failures = 0;
             st.retry_at_ms = None;
+            let ended = super::batching::now_ms();
+            if mode == Mode::CatchUp {
+                st.caught_up_ms = Some(began);
+            }
+            st.last_run_ms = Some(ended);
+            st.sample(ended, ended - began);
         }
         Err(e) => {
             st = env.catalog.stream_state(&def.database, &def.name);
@@ -1141,10 +1180,10 @@ pub fn retry_delay_ms(failures: u32) -> i64 {
     1000i64.saturating_mul(1 << failures.saturating_sub(1).min(6)).min(60_000)
 }
 
-fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Result<u64> {
+fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mode) -> Result<u64> {
     let now = now_us();
     if let StreamTrigger::Period { period, offset } = &c.cs.trigger {
-        return run_period(env, c, st, mode, period.micros.unwrap_or(0), offset.as_ref().and_then(|o| o.micros).unwrap_or(0), now);
+        return run_period(env, hub, c, st, mode, period.micros.unwrap_or(0), offset.as_ref().and_then(|o| o.micros).unwrap_or(0), now);
     }
     // The trigger regions' sequences now: the rows read below reflect at
     // least these (later writes show up in the next change log again).
@@ -1160,80 +1199,127 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
     // Groups whose changes delete rows (a window with fewer rows is a
     // delete there, else late rows split it).
     let mut deleted = std::collections::HashSet::new();
-    let sel = match mode {
-        Mode::CatchUp => selection(c, st, &regions, &upto, now, &mut deleted)?,
-        _ => None,
+    // The passes: a catch-up reads what the change log selects (or every
+    // group); a recalculation reads its groups a few at a time, each from
+    // its first window the range reaches, so memory holds a few groups'
+    // rows (one day of 1,000 children at once was 5.8 GB).
+    let passes = match mode {
+        Mode::CatchUp => vec![selection(c, st, &regions, &upto, now, &mut deleted)?],
+        Mode::Recalc { from, .. } => recalc_passes(c, st, from)?,
+        Mode::Init => vec![None],
     };
-    let groups = read_trigger(env, c, sel.as_ref())?;
-    st.trigger_rows_read += groups.values().map(|g| g.ts.len() as u64).sum::<u64>();
     let mut written = 0u64;
-    // The computations, run after the cutting (batched across groups).
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut outs: HashMap<String, Option<GroupOut>> = HashMap::new();
-    // Per group, output times whose rows may have to go (windows merged,
-    // split or recomputed with other times).
-    let mut fx = Effects::default();
-    for (key, g) in groups.iter() {
-        let anchor = sel.as_ref().and_then(|s| s.get(key)).and_then(|(_, a)| *a);
-        let prev = st.groups.get(key).copied();
-        // INTERVAL / SLIDING windows start at the anchor when the group has
-        // rows before it.
-        let from = match (&c.cs.trigger, anchor, prev) {
-            // INTERVAL: from the anchor, and never after the window of the
-            // group's first row ever (when that row went, its windows are
-            // still windows: a delete recounts them).
-            (StreamTrigger::Interval { .. }, Some(a), Some(p)) => {
-                let (iv, sl, off) = time_windows(&c.cs.trigger)?.unwrap_or((1, 1, 0));
-                let first = g.ts.first().map_or(p.first_ts, |&t| t.min(p.first_ts));
-                Some(a.max(floor_to(first, sl, off) - ((iv - 1) / sl) * sl))
+    for sel in passes {
+        let groups = read_trigger(env, c, sel.as_ref())?;
+        st.trigger_rows_read += groups.values().map(|g| g.ts.len() as u64).sum::<u64>();
+        // The computations, run after the cutting (batched across groups).
+        let mut jobs: Vec<Job> = Vec::new();
+        let mut outs: HashMap<String, Option<GroupOut>> = HashMap::new();
+        // Per group, output times whose rows may have to go (windows merged,
+        // split or recomputed with other times).
+        let mut fx = Effects::default();
+        for (key, g) in groups.iter() {
+            let anchor = sel.as_ref().and_then(|s| s.get(key)).and_then(|(_, a)| *a);
+            let prev = st.groups.get(key).copied();
+            // INTERVAL / SLIDING windows start at the anchor when the group has
+            // rows before it.
+            let from = match (&c.cs.trigger, anchor, prev) {
+                // INTERVAL: from the anchor, and never after the window of the
+                // group's first row ever (when that row went, its windows are
+                // still windows: a delete recounts them).
+                (StreamTrigger::Interval { .. }, Some(a), Some(p)) => {
+                    let (iv, sl, off) = time_windows(&c.cs.trigger)?.unwrap_or((1, 1, 0));
+                    let first = g.ts.first().map_or(p.first_ts, |&t| t.min(p.first_ts));
+                    Some(a.max(floor_to(first, sl, off) - ((iv - 1) / sl) * sl))
+                }
+                (StreamTrigger::Sliding { .. } | StreamTrigger::State { extend: Some(2), .. }, Some(a), Some(p)) if p.first_ts < a => {
+                    Some(a)
+                }
+                _ => None,
+            };
+            // INTERVAL: the newest closed window's end is a floor for the
+            // watermark (deleting the newest rows does not reopen windows).
+            let wm_floor = match &c.cs.trigger {
+                StreamTrigger::Interval { .. } => st.windows.get(key).and_then(|m| m.values().next_back()).map(|m| m.end),
+                _ => None,
+            };
+            let (wins, opens) = cut(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata, from, wm_floor)?;
+            let max_ts = g.ts.last().copied().unwrap_or(i64::MIN);
+            let recalc = matches!(mode, Mode::Recalc { .. });
+            if !recalc {
+                let next_id = st.groups.len() as i64;
+                let first = g.ts.first().copied().unwrap_or(max_ts);
+                let p = st.groups.entry(key.clone()).or_insert(GroupProgress {
+                    id: next_id,
+                    first_ts: first,
+                    max_ts,
+                    resume_us: first,
+                    horizon_us: None,
+                });
+                p.first_ts = p.first_ts.min(first);
+                p.max_ts = max_ts;
+                let wm = max_ts.saturating_sub(c.watermark_us).max(wm_floor.unwrap_or(i64::MIN));
+                p.resume_us = resume_after(&c.cs.trigger, g, &wins, wm, anchor.unwrap_or(first))?;
             }
-            (StreamTrigger::Sliding { .. } | StreamTrigger::State { extend: Some(2), .. }, Some(a), Some(p)) if p.first_ts < a => Some(a),
-            _ => None,
-        };
-        // INTERVAL: the newest closed window's end is a floor for the
-        // watermark (deleting the newest rows does not reopen windows).
-        let wm_floor = match &c.cs.trigger {
-            StreamTrigger::Interval { .. } => st.windows.get(key).and_then(|m| m.values().next_back()).map(|m| m.end),
-            _ => None,
-        };
-        let (wins, opens) = cut(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata, from, wm_floor)?;
-        let max_ts = g.ts.last().copied().unwrap_or(i64::MIN);
-        let recalc = matches!(mode, Mode::Recalc { .. });
-        if !recalc {
-            let next_id = st.groups.len() as i64;
-            let first = g.ts.first().copied().unwrap_or(max_ts);
-            let p = st.groups.entry(key.clone()).or_insert(GroupProgress {
-                id: next_id,
-                first_ts: first,
-                max_ts,
-                resume_us: first,
-                horizon_us: None,
-            });
-            p.first_ts = p.first_ts.min(first);
-            p.max_ts = max_ts;
-            let wm = max_ts.saturating_sub(c.watermark_us).max(wm_floor.unwrap_or(i64::MIN));
-            p.resume_us = resume_after(&c.cs.trigger, g, &wins, wm, anchor.unwrap_or(first))?;
-        }
-        let gi = st.groups.get(key).map(|p| p.id).unwrap_or(0);
-        let horizon = st.groups.get(key).and_then(|p| p.horizon_us);
-        let below = |w: &Win| horizon.is_some_and(|h| w.start < h);
-        let marks = st.windows.entry(key.clone()).or_default();
-        if !recalc && time_windows(&c.cs.trigger)?.is_none() {
-            // Data-defined windows were cut again from where the read began
-            // (every row after it is read): marks there that start no
-            // closed window any more (late rows or deletes merged or split
-            // them, or joined them to the open window) are stale.
-            // (STATE_WINDOW extend 2 cut from `from`: the first run was
-            // context only.)
-            let lo = if from.is_some() { wins.first().map(|w| w.start) } else { Some(anchor.unwrap_or(i64::MIN)) };
-            if let Some(lo) = lo {
-                let starts: std::collections::HashSet<i64> = wins.iter().map(|w| w.start).collect();
-                let gone: Vec<i64> = marks.range(lo..).map(|(k, _)| *k).filter(|k| !starts.contains(k)).collect();
-                for k in gone {
-                    let m = marks.remove(&k);
-                    // Their rows go unless late rows leave windows alone.
-                    if let Some(ts) = st.outputs.get_mut(key).and_then(|o| o.remove(&k)) {
-                        if !c.ignore_disorder && disorder_recalcs(&c.cs.trigger) {
+            let gi = st.groups.get(key).map(|p| p.id).unwrap_or(0);
+            let horizon = st.groups.get(key).and_then(|p| p.horizon_us);
+            let below = |w: &Win| horizon.is_some_and(|h| w.start < h);
+            let marks = st.windows.entry(key.clone()).or_default();
+            if !recalc && time_windows(&c.cs.trigger)?.is_none() {
+                // Data-defined windows were cut again from where the read began
+                // (every row after it is read): marks there that start no
+                // closed window any more (late rows or deletes merged or split
+                // them, or joined them to the open window) are stale.
+                // (STATE_WINDOW extend 2 cut from `from`: the first run was
+                // context only.)
+                let lo = if from.is_some() { wins.first().map(|w| w.start) } else { Some(anchor.unwrap_or(i64::MIN)) };
+                if let Some(lo) = lo {
+                    let starts: std::collections::HashSet<i64> = wins.iter().map(|w| w.start).collect();
+                    let gone: Vec<i64> = marks.range(lo..).map(|(k, _)| *k).filter(|k| !starts.contains(k)).collect();
+                    for k in gone {
+                        let m = marks.remove(&k);
+                        // Their rows go unless late rows leave windows alone.
+                        if let Some(ts) = st.outputs.get_mut(key).and_then(|o| o.remove(&k)) {
+                            if !c.ignore_disorder && disorder_recalcs(&c.cs.trigger) {
+                                fx.stale.entry(key.clone()).or_default().extend(ts);
+                                if let Some(m) = m {
+                                    invalidated(c, key, gi, k, &m, now, &mut fx);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            // INTERVAL with IGNORE_NODATA_TRIGGER: a closed window that lost all
+            // its rows is no window any more (cutting skips it), so its output
+            // goes — on a delete with DELETE_RECALC, or when RECALCULATE covers it.
+            if let (StreamTrigger::Interval { .. }, true, Some((iv, _, _))) = (&c.cs.trigger, c.ignore_nodata, time_windows(&c.cs.trigger)?)
+            {
+                let range = match mode {
+                    Mode::Recalc { from: f, to } => Some((f, to)),
+                    Mode::CatchUp if c.delete_recalc => Some((i64::MIN, None)),
+                    _ => None,
+                };
+                if let Some((f, to)) = range {
+                    let wm = max_ts.saturating_sub(c.watermark_us).max(wm_floor.unwrap_or(i64::MIN));
+                    let lo = from.or(anchor).unwrap_or(i64::MIN);
+                    let starts: std::collections::HashSet<i64> = wins.iter().map(|w| w.start).collect();
+                    let expired_before = c.expired_us.map(|e| max_ts.saturating_sub(e));
+                    let gone: Vec<i64> = marks
+                        .range(lo..)
+                        .filter(|(k, m)| {
+                            !starts.contains(k)
+                                && k.saturating_add(iv) <= wm
+                                && m.end > f
+                                && to.is_none_or(|t| **k < t)
+                                && expired_before.is_none_or(|e| m.end >= e)
+                                && horizon.is_none_or(|h| **k >= h)
+                        })
+                        .map(|(k, _)| *k)
+                        .collect();
+                    for k in gone {
+                        let m = marks.remove(&k);
+                        if let Some(ts) = st.outputs.get_mut(key).and_then(|o| o.remove(&k)) {
                             fx.stale.entry(key.clone()).or_default().extend(ts);
                             if let Some(m) = m {
                                 invalidated(c, key, gi, k, &m, now, &mut fx);
@@ -1242,137 +1328,102 @@ fn run_compiled(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode) -> Re
                     }
                 }
             }
-        }
-        // INTERVAL with IGNORE_NODATA_TRIGGER: a closed window that lost all
-        // its rows is no window any more (cutting skips it), so its output
-        // goes — on a delete with DELETE_RECALC, or when RECALCULATE covers it.
-        if let (StreamTrigger::Interval { .. }, true, Some((iv, _, _))) = (&c.cs.trigger, c.ignore_nodata, time_windows(&c.cs.trigger)?) {
-            let range = match mode {
-                Mode::Recalc { from: f, to } => Some((f, to)),
-                Mode::CatchUp if c.delete_recalc => Some((i64::MIN, None)),
-                _ => None,
-            };
-            if let Some((f, to)) = range {
-                let wm = max_ts.saturating_sub(c.watermark_us).max(wm_floor.unwrap_or(i64::MIN));
-                let lo = from.or(anchor).unwrap_or(i64::MIN);
-                let starts: std::collections::HashSet<i64> = wins.iter().map(|w| w.start).collect();
-                let expired_before = c.expired_us.map(|e| max_ts.saturating_sub(e));
-                let gone: Vec<i64> = marks
-                    .range(lo..)
-                    .filter(|(k, m)| {
-                        !starts.contains(k)
-                            && k.saturating_add(iv) <= wm
-                            && m.end > f
-                            && to.is_none_or(|t| **k < t)
-                            && expired_before.is_none_or(|e| m.end >= e)
-                            && horizon.is_none_or(|h| **k >= h)
-                    })
-                    .map(|(k, _)| *k)
-                    .collect();
-                for k in gone {
-                    let m = marks.remove(&k);
-                    if let Some(ts) = st.outputs.get_mut(key).and_then(|o| o.remove(&k)) {
-                        fx.stale.entry(key.clone()).or_default().extend(ts);
-                        if let Some(m) = m {
-                            invalidated(c, key, gi, k, &m, now, &mut fx);
+            let frontier = marks.keys().next_back().copied();
+            let mut todo: Vec<&Win> = Vec::new();
+            for w in &wins {
+                let old = marks.get(&w.start).copied();
+                let mark = WindowMark { end: w.end, rows: w.rows, digest: w.digest };
+                // Behind the records kept (`prune_records`): as if expired.
+                let expired = c.expired_us.is_some_and(|e| w.end < max_ts.saturating_sub(e)) || below(w);
+                let compute = match mode {
+                    Mode::Init => match c.fill_history {
+                        Some(from) => c.on_close && w.start >= from.unwrap_or(i64::MIN),
+                        None => false,
+                    },
+                    // EVENT_TYPE without WINDOW_CLOSE: closing computes nothing.
+                    Mode::CatchUp if !c.on_close => false,
+                    Mode::Recalc { from, to } => {
+                        old.is_some() && w.end > from && to.is_none_or(|t| w.start < t)
+                            || (old.is_none() && frontier.is_some_and(|f| w.start <= f) && w.end > from && to.is_none_or(|t| w.start < t))
+                    }
+                    Mode::CatchUp => match old {
+                        None if frontier.is_some_and(|f| w.start < f) => {
+                            // A window that appeared behind the progress: late rows.
+                            !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger)
                         }
+                        // Past the progress: rows in order, which never expire.
+                        None => !below(w),
+                        Some(o) if o == mark => false,
+                        Some(o) if w.rows < o.rows && deleted.contains(key) => {
+                            !expired && c.delete_recalc && disorder_recalcs(&c.cs.trigger)
+                        }
+                        Some(_) => !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger),
+                    },
+                };
+                if compute {
+                    // Opened and closed since the last evaluation: its open
+                    // event first.
+                    let announced = st.open.get(key).is_some_and(|f| f.contains_key(&w.start));
+                    if mode == Mode::CatchUp && old.is_none() && notify_open(c) && !announced {
+                        fx.events.push((key.clone(), window_event(c, gi, Some(w), "WINDOW_OPEN", now)));
                     }
+                    todo.push(w);
+                }
+                // A recalculation marks what it computed only: new windows are
+                // the catch-up's.
+                if compute || (!recalc && !below(w)) {
+                    marks.insert(w.start, mark);
                 }
             }
-        }
-        let frontier = marks.keys().next_back().copied();
-        let mut todo: Vec<&Win> = Vec::new();
-        for w in &wins {
-            let old = marks.get(&w.start).copied();
-            let mark = WindowMark { end: w.end, rows: w.rows, digest: w.digest };
-            // Behind the records kept (`prune_records`): as if expired.
-            let expired = c.expired_us.is_some_and(|e| w.end < max_ts.saturating_sub(e)) || below(w);
-            let compute = match mode {
-                Mode::Init => match c.fill_history {
-                    Some(from) => c.on_close && w.start >= from.unwrap_or(i64::MIN),
-                    None => false,
-                },
-                // EVENT_TYPE without WINDOW_CLOSE: closing computes nothing.
-                Mode::CatchUp if !c.on_close => false,
-                Mode::Recalc { from, to } => {
-                    old.is_some() && w.end > from && to.is_none_or(|t| w.start < t)
-                        || (old.is_none() && frontier.is_some_and(|f| w.start <= f) && w.end > from && to.is_none_or(|t| w.start < t))
-                }
-                Mode::CatchUp => match old {
-                    None if frontier.is_some_and(|f| w.start < f) => {
-                        // A window that appeared behind the progress: late rows.
-                        !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger)
-                    }
-                    // Past the progress: rows in order, which never expire.
-                    None => !below(w),
-                    Some(o) if o == mark => false,
-                    Some(o) if w.rows < o.rows && deleted.contains(key) => !expired && c.delete_recalc && disorder_recalcs(&c.cs.trigger),
-                    Some(_) => !expired && !c.ignore_disorder && disorder_recalcs(&c.cs.trigger),
-                },
-            };
-            if compute {
-                // Opened and closed since the last evaluation: its open
-                // event first.
-                let announced = st.open.get(key).is_some_and(|f| f.contains_key(&w.start));
-                if mode == Mode::CatchUp && old.is_none() && notify_open(c) && !announced {
-                    fx.events.push((key.clone(), window_event(c, gi, Some(w), "WINDOW_OPEN", now)));
-                }
-                todo.push(w);
+            if !recalc {
+                prune_records(c, st, key, max_ts);
             }
-            // A recalculation marks what it computed only: new windows are
-            // the catch-up's.
-            if compute || (!recalc && !below(w)) {
-                marks.insert(w.start, mark);
-            }
-        }
-        if !recalc {
-            prune_records(c, st, key, max_ts);
-        }
-        // Open windows: computed when they open (WINDOW_OPEN) and every
-        // MAX_DELAY of processing time while they stay open.
-        let mut todo_open: Vec<&Win> = Vec::new();
-        if mode == Mode::CatchUp && (c.on_open || c.max_delay_us.is_some() || notify_open(c)) {
-            let fired = st.open.entry(key.clone()).or_default();
-            fired.retain(|s, _| opens.iter().any(|w| w.start == *s));
-            for w in &opens {
-                match fired.get(&w.start).copied() {
-                    None => {
-                        if c.on_open {
+            // Open windows: computed when they open (WINDOW_OPEN) and every
+            // MAX_DELAY of processing time while they stay open.
+            let mut todo_open: Vec<&Win> = Vec::new();
+            if mode == Mode::CatchUp && (c.on_open || c.max_delay_us.is_some() || notify_open(c)) {
+                let fired = st.open.entry(key.clone()).or_default();
+                fired.retain(|s, _| opens.iter().any(|w| w.start == *s));
+                for w in &opens {
+                    match fired.get(&w.start).copied() {
+                        None => {
+                            if c.on_open {
+                                todo_open.push(w);
+                            }
+                            if notify_open(c) {
+                                fx.events.push((key.clone(), window_event(c, gi, Some(w), "WINDOW_OPEN", now)));
+                            }
+                            fired.insert(w.start, now);
+                        }
+                        Some(at) if c.max_delay_us.is_some_and(|d| now - at >= d) => {
                             todo_open.push(w);
+                            fired.insert(w.start, now);
                         }
-                        if notify_open(c) {
-                            fx.events.push((key.clone(), window_event(c, gi, Some(w), "WINDOW_OPEN", now)));
-                        }
-                        fired.insert(w.start, now);
+                        Some(_) => {}
                     }
-                    Some(at) if c.max_delay_us.is_some_and(|d| now - at >= d) => {
-                        todo_open.push(w);
-                        fired.insert(w.start, now);
-                    }
-                    Some(_) => {}
+                }
+                if fired.is_empty() {
+                    st.open.remove(key);
                 }
             }
-            if fired.is_empty() {
-                st.open.remove(key);
+            if todo.is_empty() && todo_open.is_empty() {
+                // An open event only: its table name is the group's subtable.
+                if fx.events.last().is_some_and(|(k, _)| k == key) && c.output.is_some() && is_grouped(c) {
+                    cached_group_out(env, c, st, key, &g.values)?;
+                }
+                continue;
+            }
+            let go = if c.output.is_some() && is_grouped(c) { Some(cached_group_out(env, c, st, key, &g.values)?) } else { None };
+            outs.insert(key.clone(), go);
+            let tbname = tbname_of(c, g);
+            for (open, w) in todo_open.into_iter().map(|w| (true, w)).chain(todo.into_iter().map(|w| (false, w))) {
+                jobs.push(Job { open, key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone() });
             }
         }
-        if todo.is_empty() && todo_open.is_empty() {
-            // An open event only: its table name is the group's subtable.
-            if fx.events.last().is_some_and(|(k, _)| k == key) && c.output.is_some() && is_grouped(c) {
-                cached_group_out(env, c, st, key, &g.values)?;
-            }
-            continue;
-        }
-        let go = if c.output.is_some() && is_grouped(c) { Some(cached_group_out(env, c, st, key, &g.values)?) } else { None };
-        outs.insert(key.clone(), go);
-        let tbname = tbname_of(c, g);
-        for (open, w) in todo_open.into_iter().map(|w| (true, w)).chain(todo.into_iter().map(|w| (false, w))) {
-            jobs.push(Job { open, key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone() });
-        }
+        written += run_jobs(env, c, &jobs, &outs, now, st, &mut fx)?;
+        delete_outputs(env, c, st, &fx.stale)?;
+        deliver(hub, c, st, std::mem::take(&mut fx.events), mode, now)?;
     }
-    written += run_jobs(env, c, &jobs, &outs, now, st, &mut fx)?;
-    delete_outputs(env, c, st, &fx.stale)?;
-    deliver(c, st, std::mem::take(&mut fx.events), mode, now)?;
     if !matches!(mode, Mode::Recalc { .. }) {
         // The checkpoint: the change log is read from here on; versions
         // are held so it stays readable.
@@ -1734,10 +1785,12 @@ fn notify_where(
     Ok((0..b.num_rows()).map(|r| matches!(crate::types::value_at(a.as_ref(), r), Value::Bool(true))).collect())
 }
 
-/// Deliver an evaluation's events to every NOTIFY URL (in messages of at
-/// most 1,000 events). Undelivered: dropped and counted, or (with
-/// ON_FAILURE_PAUSE) the evaluation fails.
-fn deliver(c: &Compiled, st: &mut StreamState, events: Vec<(String, Event)>, mode: Mode, now: i64) -> Result<()> {
+/// Deliver an evaluation's events to every NOTIFY target: a `ws://` URL
+/// in messages of at most 1,000 events, a `pg://channel` as NOTIFY
+/// payloads (`channel_messages`) through the process's hub. Undelivered:
+/// dropped and counted, or (with ON_FAILURE_PAUSE) the evaluation fails.
+fn deliver(hub: &Hub, c: &Compiled, st: &mut StreamState, events: Vec<(String, Event)>, mode: Mode, now: i64) -> Result<()> {
+    use super::tdengine_notify::{channel_messages, message, send, target, Target};
     let Some(n) = &c.notify else { return Ok(()) };
     if events.is_empty() || (mode == Mode::Init && !n.history) {
         return Ok(());
@@ -1753,15 +1806,32 @@ fn deliver(c: &Compiled, st: &mut StreamState, events: Vec<(String, Event)>, mod
     let stream = format!("{}.{}", c.def.database, c.def.name);
     for chunk in events.chunks(1000) {
         st.notify_seq += 1;
-        let msg = super::tdengine_notify::message(&format!("{}-{}", c.def.id, st.notify_seq), now.div_euclid(1000), &stream, chunk);
+        let id = format!("{}-{}", c.def.id, st.notify_seq);
+        let msg = message(&id, now.div_euclid(1000), &stream, chunk);
         for url in &n.urls {
-            match super::tdengine_notify::send(url, &msg) {
-                Ok(()) => st.notify_sent += chunk.len() as u64,
-                Err(e) if n.pause => return Err(e),
-                Err(e) => {
-                    tracing::warn!(stream = %stream, error = %e, "stream notification dropped");
-                    st.notify_dropped += chunk.len() as u64;
+            let (sent, failure) = match target(url) {
+                Ok(Target::Ws(url)) => match send(url, &msg) {
+                    Ok(()) => (chunk.len(), None),
+                    Err(e) => (0, Some(e)),
+                },
+                Ok(Target::Channel(channel)) => {
+                    let (msgs, dropped) = channel_messages(&id, now.div_euclid(1000), &stream, chunk);
+                    let notes: Vec<Note> = msgs.into_iter().map(|payload| Note { pid: 0, channel: channel.to_string(), payload }).collect();
+                    hub.publish(&notes);
+                    let e = (dropped > 0).then(|| {
+                        err!(InvalidParameterValue, "NOTIFY {url}: {dropped} events longer than a PostgreSQL payload (8000 bytes)")
+                    });
+                    (chunk.len() - dropped, e)
                 }
+                Err(e) => (0, Some(e)),
+            };
+            st.notify_sent += sent as u64;
+            if let Some(e) = failure {
+                if n.pause {
+                    return Err(e);
+                }
+                tracing::warn!(stream = %stream, error = %e, "stream notification dropped");
+                st.notify_dropped += (chunk.len() - sent) as u64;
             }
         }
     }
@@ -2010,6 +2080,7 @@ fn selection(
                 return Ok(None);
             }
         };
+        st.input_rows += batch.num_rows() as u64;
         if !collect_changes(c, t, &batch, &mut changed)? {
             return Ok(None);
         }
@@ -2192,6 +2263,34 @@ fn closes(t: &StreamTrigger, resume: i64, wm: i64) -> Result<bool> {
 /// progress: the earliest window holding `ts` (INTERVAL / SLIDING), else
 /// the computed window before the one holding it (a late row can join the
 /// window before); None: from the group's first row.
+/// Groups a recalculation reads per pass.
+pub const RECALC_GROUPS_PER_PASS: usize = 64;
+
+/// RECALCULATE's reads: the stream's groups in passes of
+/// `RECALC_GROUPS_PER_PASS`, each group from the first window that can
+/// reach `from` (its whole rows when no window record tells where that
+/// is). Groups the stream never saw have no windows to recompute.
+fn recalc_passes(c: &Compiled, st: &StreamState, from: i64) -> Result<Vec<Option<Selection>>> {
+    let n = c.cs.partition.len();
+    let mut passes = Vec::new();
+    let mut cur = Selection::new();
+    for key in st.groups.keys() {
+        let Some(values) = group_values(key, n) else {
+            // A key that cannot be split back into values: read every group.
+            return Ok(vec![None]);
+        };
+        let anchor = late_anchor(&c.cs.trigger, st.windows.get(key), from)?;
+        cur.insert(key.clone(), (values, anchor));
+        if cur.len() == RECALC_GROUPS_PER_PASS {
+            passes.push(Some(std::mem::take(&mut cur)));
+        }
+    }
+    if !cur.is_empty() {
+        passes.push(Some(cur));
+    }
+    Ok(passes)
+}
+
 fn late_anchor(t: &StreamTrigger, marks: Option<&BTreeMap<i64, WindowMark>>, ts: i64) -> Result<Option<i64>> {
     if let Some((iv, sl, off)) = time_windows(t)? {
         return Ok(Some(floor_to(ts.saturating_sub(iv), sl, off) + sl));
@@ -2221,11 +2320,14 @@ pub struct StreamRunner {
     /// A running stream has LOW_LATENCY_CALC: no write debounce.
     low_latency: AtomicBool,
     wake: (parking_lot::Mutex<(bool, bool)>, parking_lot::Condvar),
+    /// Where `pg://channel` notifications go (the process's LISTEN hub).
+    notify: Arc<Hub>,
 }
 
 impl StreamRunner {
-    pub fn new() -> Arc<StreamRunner> {
+    pub fn new(notify: Arc<Hub>) -> Arc<StreamRunner> {
         Arc::new(StreamRunner {
+            notify,
             run_lock: parking_lot::Mutex::new(()),
             low_latency: AtomicBool::new(false),
             wake: (parking_lot::Mutex::new((false, false)), parking_lot::Condvar::new()),
@@ -2252,7 +2354,7 @@ impl StreamRunner {
             return Ok(0);
         }
         for r in st.recalcs.iter().filter(|r| r.status == "Pending") {
-            let res = run(env, &def, Mode::Recalc { from: r.start_us, to: r.end_us });
+            let res = run(env, &self.notify, &def, Mode::Recalc { from: r.start_us, to: r.end_us });
             let mut st = env.catalog.stream_state(&def.database, &def.name);
             if let Some(x) = st.recalcs.iter_mut().find(|x| x.id == r.id) {
                 match &res {
@@ -2266,7 +2368,7 @@ impl StreamRunner {
             env.catalog.put_stream_state(&def.database, &def.name, &st)?;
             rows += res?;
         }
-        Ok(rows + run(env, &def, Mode::CatchUp)?)
+        Ok(rows + run(env, &self.notify, &def, Mode::CatchUp)?)
     }
 
     /// Evaluate every running stream (errors are recorded in its state:
@@ -2369,7 +2471,7 @@ fn tbname_of(c: &Compiled, g: &GroupRows) -> Option<String> {
 /// PERIOD: wall-clock ticks (midnight-anchored below a day). Each
 /// evaluation runs the latest tick due (missed ticks are not replayed),
 /// once per group.
-fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period: i64, offset: i64, now: i64) -> Result<u64> {
+fn run_period(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mode, period: i64, offset: i64, now: i64) -> Result<u64> {
     if let Mode::Recalc { .. } = mode {
         bail!(FeatureNotSupported, "RECALCULATE is not supported for PERIOD streams");
     }
@@ -2416,7 +2518,7 @@ fn run_period(env: &Env, c: &Compiled, st: &mut StreamState, mode: Mode, period:
         st.windows_done += 1;
     }
     st.rows_written += written;
-    deliver(c, st, fx.events, mode, now)?;
+    deliver(hub, c, st, fx.events, mode, now)?;
     Ok(written)
 }
 

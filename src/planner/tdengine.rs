@@ -35,6 +35,37 @@ fn status(p: &Planner, d: &crate::catalog::StreamDef) -> String {
     }
 }
 
+/// A stream's progress as TDengine 3.4.2.7 shows it (None: NULL).
+struct Metrics {
+    /// Processing-time lag: 0 when every write to the trigger table is
+    /// processed, else how long ago the last catch-up that succeeded began
+    /// (an upper bound on the age of the oldest write not processed). None
+    /// for PERIOD and before the first catch-up.
+    lag_ms: Option<i64>,
+    /// Trigger rows taken in and output rows written per second, and the
+    /// mean time of the evaluations that wrote rows, over the last minute.
+    input: Option<f64>,
+    output: Option<f64>,
+    latency: Option<f64>,
+}
+
+fn metrics(p: &Planner, st: &crate::catalog::StreamState) -> Metrics {
+    let now_ms = crate::exec::functions::now_micros().div_euclid(1000);
+    let lag_ms = st.caught_up_ms.filter(|_| !st.seqs.is_empty()).map(|began| {
+        let pending = st.seqs.iter().any(|(id, seq)| p.storage.region(*id).is_some_and(|r| r.last_seq() > *seq));
+        if pending {
+            (now_ms - began).max(0)
+        } else {
+            0
+        }
+    });
+    let (input, output, latency) = match st.rates_1m(now_ms) {
+        Some((i, o, l)) => (Some(i), Some(o), l),
+        None => (None, None, None),
+    };
+    Metrics { lag_ms, input, output, latency }
+}
+
 pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
     use SqlType::*;
     let endpoint = "localhost:6030";
@@ -93,6 +124,7 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                 .map(|d| {
                     let st = p.catalog.stream_state(&d.database, &d.name);
                     let replica = snodes.iter().map(|s| s.id).find(|&id| id != d.snode).unwrap_or(0);
+                    let m = metrics(p, &st);
                     vec![
                         t(&d.name),
                         t(&d.database),
@@ -102,7 +134,12 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                         t(&status(p, d)),
                         Value::Int(d.snode),
                         Value::Int(replica),
-                        st.last_error.map(Value::Text).unwrap_or(t("")),
+                        st.last_error.clone().map(Value::Text).unwrap_or(t("")),
+                        m.lag_ms.map(Value::Int).unwrap_or(Value::Null),
+                        m.input.map(Value::Float).unwrap_or(Value::Null),
+                        m.output.map(Value::Float).unwrap_or(Value::Null),
+                        m.latency.map(Value::Float).unwrap_or(Value::Null),
+                        st.last_run_ms.map(|_| Value::Int(100)).unwrap_or(Value::Null),
                         Value::Int(st.windows_done as i64),
                         Value::Int(st.rows_written as i64),
                         Value::Int(st.trigger_rows_read as i64),
@@ -125,6 +162,12 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                     ("snodeleader", Int4),
                     ("snodereplica", Int4),
                     ("message", Varchar),
+                    // TDengine 3.4.2.7's progress columns (`metrics`).
+                    ("realtime_lag_ms", Int8),
+                    ("input_rows_per_sec_1m", Float8),
+                    ("output_rows_per_sec_1m", Float8),
+                    ("runner_result_latency_avg_1m_ms", Float8),
+                    ("history_progress_pct", Int4),
                     ("windows_done", Int8),
                     ("rows_written", Int8),
                     ("trigger_rows_read", Int8),
@@ -145,7 +188,13 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
             let mut rows = Vec::new();
             for d in p.catalog.streams() {
                 let st = status(p, &d);
+                let m = metrics(p, &p.catalog.stream_state(&d.database, &d.name));
+                let f = |v: Option<f64>| v.map(Value::Float).unwrap_or(Value::Null);
                 for (i, kind) in ["Trigger", "Runner"].iter().enumerate() {
+                    // The trigger task takes the input; the runner computes
+                    // and writes the output.
+                    let (input, output, latency) =
+                        if i == 0 { (f(m.input), Value::Null, Value::Null) } else { (Value::Null, f(m.output), f(m.latency)) };
                     rows.push(vec![
                         t(&d.name),
                         t(&d.id.to_string()),
@@ -155,6 +204,9 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                         Value::Int(d.snode),
                         t(&st),
                         ts(d.created_ms),
+                        input,
+                        output,
+                        latency,
                     ]);
                 }
             }
@@ -168,6 +220,9 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
                     ("node_id", Int4),
                     ("status", Varchar),
                     ("start_time", Timestamp),
+                    ("input_rows_per_sec_1m", Float8),
+                    ("output_rows_per_sec_1m", Float8),
+                    ("runner_result_latency_avg_1m_ms", Float8),
                 ],
                 rows,
             )

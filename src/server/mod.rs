@@ -635,7 +635,10 @@ impl SimpleQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         self.prime_status(client);
-        self._on_query(client, query).await
+        let r = self._on_query(client, query).await;
+        // pg_notify calls of a streamed result ran while it was sent.
+        self.with_session(crate::sql::listen::flush_late);
+        r
     }
 
     async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
@@ -731,7 +734,9 @@ impl ExtendedQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         self.prime_status(client);
-        self.execute_streaming(client, message).await
+        let r = self.execute_streaming(client, message).await;
+        self.with_session(crate::sql::listen::flush_late);
+        r
     }
 
     async fn do_query<C>(&self, _client: &mut C, portal: &Portal<Prepared>, _max_rows: usize) -> PgWireResult<Response>
@@ -998,6 +1003,10 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                 let conn = Arc::new(Connection { cancels: cancels.clone(), pid, engine: engine.clone(), session: session.clone(), parser: Arc::new(WeirQueryParser { session }), idle: idle.clone(), hba: hba.clone(), auth: Default::default(), ssl: Default::default(), local: socket.local_addr().ok() });
                 let registry = cancels.clone();
                 let tls = tls.clone();
+                // LISTEN / NOTIFY: the connection's mailbox, sent from its
+                // socket loop when the session is idle.
+                let mailbox = engine.notify.mailbox(pid);
+                let hub = engine.notify.clone();
                 // A second handle on the socket, for the idle-in-transaction
                 // watchdog to end the connection.
                 let dup = {
@@ -1013,9 +1022,10 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, shutdown: impl st
                 tokio::spawn(async move {
                     let facts = conn.clone();
                     let on_tls = move |ssl| *facts.ssl.lock() = ssl;
-                    if let Err(e) = socket::process_socket(socket, tls, conn, on_tls).await {
+                    if let Err(e) = socket::process_socket(socket, tls, conn, on_tls, mailbox).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
+                    hub.remove(pid);
                     registry.lock().remove(&pid);
                     idle.state.lock().1 = true;
                     idle.wake.notify_one();

@@ -1,13 +1,20 @@
 //! One client socket: pgwire's TLS negotiation, then its message loop (as
 //! `pgwire::tokio::process_socket` runs it), with one addition: after the
 //! handshake the negotiated TLS version and cipher are read from rustls and
-//! handed to the connection, so `pg_stat_ssl` shows each session's facts.
+//! handed to the connection, so `pg_stat_ssl` shows each session's facts;
+//! and another: while the session is idle (its last message was answered
+//! with ReadyForQuery, outside a transaction block) the notifications
+//! queued in its LISTEN mailbox go out as NotificationResponse messages,
+//! at once when they arrive, as PostgreSQL sends them.
 //!
-//! Part of `server`: may import `sql`, `exec`, `error`.
+//! Part of `server`: may import `sql`, `exec`, `notify`, `error`.
 
-use futures::StreamExt;
+use std::sync::Arc;
+
+use futures::{SinkExt, StreamExt};
 use pgwire::api::{ClientInfo, PgWireConnectionState, PgWireServerHandlers};
-use pgwire::messages::PgWireFrontendMessage;
+use pgwire::messages::response::{NotificationResponse, TransactionStatus};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::server::{negotiate_tls, process_error, process_message, MaybeTls};
 use tokio::net::TcpStream;
 
@@ -56,6 +63,7 @@ pub async fn process_socket<H: PgWireServerHandlers>(
     tls: Option<pgwire::tokio::TlsAcceptor>,
     handlers: H,
     on_tls: impl FnOnce(Option<SslInfo>),
+    mailbox: Arc<crate::notify::Mailbox>,
 ) -> std::io::Result<()> {
     let startup_timeout = tokio::time::sleep(std::time::Duration::from_millis(STARTUP_TIMEOUT_MS));
     tokio::pin!(startup_timeout);
@@ -73,6 +81,8 @@ pub async fn process_socket<H: PgWireServerHandlers>(
     let copy_handler = handlers.copy_handler();
     let cancel_handler = handlers.cancel_handler();
     let error_handler = handlers.error_handler();
+    // The last message was answered with ReadyForQuery: notifications may go.
+    let mut ready = false;
     loop {
         let msg = if matches!(socket.state(), PgWireConnectionState::AwaitingStartup | PgWireConnectionState::AuthenticationInProgress) {
             tokio::select! {
@@ -80,9 +90,37 @@ pub async fn process_socket<H: PgWireServerHandlers>(
                 msg = socket.next() => msg,
             }
         } else {
-            socket.next().await
+            loop {
+                let idle = ready
+                    && matches!(socket.state(), PgWireConnectionState::ReadyForQuery)
+                    && matches!(socket.transaction_status(), TransactionStatus::Idle);
+                if idle {
+                    let notes = mailbox.take();
+                    if !notes.is_empty() {
+                        for n in notes {
+                            let m = NotificationResponse::new(n.pid, n.channel, n.payload);
+                            socket.feed(PgWireBackendMessage::NotificationResponse(m)).await.map_err(std::io::Error::other)?;
+                        }
+                        socket.flush().await.map_err(std::io::Error::other)?;
+                    }
+                }
+                // Reading a frame is cancel-safe (a partial one stays buffered).
+                tokio::select! {
+                    msg = socket.next() => break msg,
+                    _ = mailbox.wake.notified(), if idle => {}
+                }
+            }
         };
         let Some(Ok(msg)) = msg else { break };
+        ready = matches!(
+            msg,
+            PgWireFrontendMessage::Query(_)
+                | PgWireFrontendMessage::Sync(_)
+                | PgWireFrontendMessage::Startup(_)
+                | PgWireFrontendMessage::PasswordMessageFamily(_)
+                | PgWireFrontendMessage::CopyDone(_)
+                | PgWireFrontendMessage::CopyFail(_)
+        );
         // Terminate: the client is leaving; drop the socket (asyncpg waits
         // for the close).
         if matches!(msg, PgWireFrontendMessage::Terminate(_)) {

@@ -12,6 +12,7 @@ mod ddl;
 mod dml;
 mod dml_with;
 mod flow_ddl;
+pub mod listen;
 pub mod privilege;
 pub mod roles;
 mod session_vars;
@@ -51,6 +52,8 @@ pub struct Engine {
     pub flows: Arc<crate::flow::FlowManager>,
     /// TDengine's streams (engineer tdengine).
     pub streams: Arc<crate::flow::tdengine::StreamRunner>,
+    /// LISTEN / NOTIFY: who listens on which channel (`listen.rs`).
+    pub notify: Arc<crate::notify::Hub>,
 }
 
 impl Engine {
@@ -62,8 +65,9 @@ impl Engine {
         let storage = StorageEngine::open_tuned(&dir.join("regions"), config.storage_config(), config.storage_tuning())?;
         bootstrap_superuser(&catalog, &config)?;
         let flows = crate::flow::FlowManager::new(session_vars::defaults(), catalog.write_clock.clone(), config.stream.clone());
-        let streams = crate::flow::tdengine::StreamRunner::new();
-        let engine = Engine { catalog, storage, config, activity: Default::default(), flows, streams };
+        let notify = Arc::new(crate::notify::Hub::default());
+        let streams = crate::flow::tdengine::StreamRunner::new(notify.clone());
+        let engine = Engine { catalog, storage, config, activity: Default::default(), flows, streams, notify };
         for t in engine.catalog.all_tables() {
             engine.open_table_regions(&t)?;
         }
@@ -198,6 +202,10 @@ pub struct Session {
     /// `set_config` calls of statements run so far, applied before the next
     /// statement (a streamed result runs after its statement returned).
     pub set_configs: crate::exec::SetConfigs,
+    /// `pg_notify` calls of the statement running (shared with its
+    /// context), and what the transaction queued (`listen.rs`).
+    pub notifies: crate::exec::Notifies,
+    pub listen_tx: listen::TxNotify,
     /// Settings `set_config(…, true)` changed in this transaction block,
     /// with their values before it: restored when the block ends.
     pub local_settings: Vec<(String, Option<String>)>,
@@ -248,6 +256,8 @@ impl Session {
             stream_results: false,
             stream_now: false,
             set_configs: Default::default(),
+            notifies: Default::default(),
+            listen_tx: Default::default(),
             local_settings: Vec::new(),
             temp: temp::TempRelations::default(),
             with_scope: None,
@@ -315,6 +325,7 @@ impl Session {
             memory: Arc::new(crate::exec::memory::MemoryBudget::new(self.query_memory_bytes_max())),
             view: Some(txn::read_view(self)),
             set_configs: self.set_configs.clone(),
+            notifies: self.notifies.clone(),
         }
     }
 
@@ -559,6 +570,7 @@ impl Session {
         // Date/time input and output follow the session's TimeZone, DateStyle and IntervalStyle.
         let dt = crate::types::zone::DtCtx::from_settings(&self.settings);
         let r = crate::types::zone::with_dt_ctx(dt, || self.dispatch_statement(stmt, params));
+        listen::statement_end(self, r.is_ok());
         if r.is_ok() {
             privilege::record_owners(self, &created, stmt)?;
             if let Some(c) = temp_created {
@@ -657,6 +669,9 @@ impl Session {
                 result
             }
             Statement::Copy { .. } => copy::start(self, stmt),
+            Statement::LISTEN { .. } | Statement::UNLISTEN { .. } | Statement::NOTIFY { .. } => {
+                listen::execute(self, stmt)
+            }
             // GreptimeDB's (and MySQL's) USE db: the connection's database
             // changes, as if it had connected to it.
             Statement::Use(ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n)) => {

@@ -60,6 +60,8 @@ impl RowStream {
                 Err(e) => {
                     self.done = true;
                     self.end_activity();
+                    // The statement failed: its pg_notify calls are not sent.
+                    self.ctx.notifies.lock().unwrap_or_else(|e| e.into_inner()).clear();
                     return Err(e);
                 }
             };

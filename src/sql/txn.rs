@@ -103,6 +103,8 @@ struct Savepoint {
     writes: Writes,
     created: usize,
     drops: usize,
+    /// The NOTIFYs and LISTENs queued before it (`listen.rs`).
+    notify: (usize, usize),
 }
 
 /// An open transaction block.
@@ -226,6 +228,9 @@ fn end(s: &mut Session, commit: bool, chain: bool) -> Result<QueryResult> {
     let ro = block.read_only;
     s.tx = TxState::Idle;
     let result = if commit && !failed { apply(s, block) } else { discard(s, block) };
+    if !(commit && !failed) || result.is_err() {
+        super::listen::discard(s);
+    }
     super::session_vars::apply_set_configs(s);
     super::session_vars::restore_local_settings(s);
     reset_settings(s);
@@ -341,7 +346,8 @@ fn no_block(what: &str) -> crate::error::WeirError {
 fn savepoint(s: &mut Session, name: &str) -> Result<QueryResult> {
     let Some(b) = s.block.as_mut() else { return Err(no_block("SAVEPOINT")) };
     let writes = b.writes.lock().clone();
-    b.savepoints.push(Savepoint { name: name.to_string(), writes, created: b.created.len(), drops: b.drops.len() });
+    let notify = s.listen_tx.mark();
+    b.savepoints.push(Savepoint { name: name.to_string(), writes, created: b.created.len(), drops: b.drops.len(), notify });
     Ok(QueryResult::Command("SAVEPOINT".into()))
 }
 
@@ -371,6 +377,7 @@ fn rollback_to(s: &mut Session, name: &str) -> Result<QueryResult> {
     let sp = &b.savepoints[i];
     *b.writes.lock() = sp.writes.clone();
     let (nc, nd) = (sp.created, sp.drops);
+    s.listen_tx.truncate(sp.notify);
     let undo: Vec<Created> = b.created.drain(nc..).collect();
     b.drops.truncate(nd);
     undo_created(s, &undo);

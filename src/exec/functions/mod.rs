@@ -274,6 +274,10 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         // set_config records the value in the statement's context; the
         // session applies it (is_local: until the block ends).
         Def::new("set_config", vec![s(&[Text, Text, Bool], Text)], info).volatile(),
+        // pg_notify records (channel, payload) in the statement's context;
+        // the session queues it in its transaction. Void, shown empty; not
+        // strict (a NULL channel is an error, a NULL payload empty).
+        Def::new("pg_notify", vec![s(&[Text, Text], Text)], info).volatile().lenient(),
         Def::new("format_type", vec![any(2, Text)], info).lenient().stable(),
         Def::new("pg_size_pretty", vec![s(&[Int8], Text)], info),
         Def::new("obj_description", vec![any(1, Text), any(2, Text)], info).lenient().stable(),
@@ -519,6 +523,13 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             let local = matches!(a.get(2), Some(Value::Bool(true)));
             ctx.set_configs.lock().unwrap_or_else(|e| e.into_inner()).push((name, value.clone(), local));
             Value::Text(value)
+        }
+        "pg_notify" => {
+            let channel = s0().unwrap_or_default();
+            let payload = a.get(1).and_then(as_s).unwrap_or_default();
+            crate::notify::check(&channel, &payload)?;
+            ctx.notifies.lock().unwrap_or_else(|e| e.into_inner()).push((channel, payload));
+            Value::Text(String::new())
         }
         "pg_collation_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => Value::Bool(true),
         "pg_get_serial_sequence" => Value::Null,
