@@ -60,6 +60,8 @@ pub enum ErrorKind {
     InvalidDatetime,
     /// 22008: a date/time/interval value out of range.
     DatetimeFieldOverflow,
+    /// 22015: an interval field beyond its range.
+    IntervalFieldOverflow,
     /// 42809: e.g. DISTINCT or ORDER BY in a call of a function that is not
     /// an aggregate.
     WrongObjectType,
@@ -157,6 +159,7 @@ impl ErrorKind {
             QueryCanceled => "57014",
             InvalidDatetime => "22007",
             DatetimeFieldOverflow => "22008",
+            IntervalFieldOverflow => "22015",
             WrongObjectType => "42809",
             InvalidRegularExpression => "2201B",
             SubstringError => "22011",

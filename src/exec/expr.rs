@@ -671,6 +671,17 @@ fn scalar_binary(op: BinOp, a: &ArrayRef, s: &Scalar<ArrayRef>, flipped: bool, r
             }
         };
     }
+    if result_ty.is_float() && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul) {
+        let out = match op {
+            BinOp::Add => both!(numeric::add)?,
+            BinOp::Sub => both!(numeric::sub)?,
+            _ => both!(numeric::mul)?,
+        };
+        let (af, sf) = (as_f64(a)?, as_f64(s.get().0)?);
+        let (lf, rf) = if flipped { (&sf, &af) } else { (&af, &sf) };
+        float_check(op, lf, rf, out.as_ref())?;
+        return Ok(out);
+    }
     Ok(match op {
         BinOp::Add => both!(numeric::add).map_err(overflow(result_ty))?,
         BinOp::Sub => both!(numeric::sub).map_err(overflow(result_ty))?,
@@ -706,6 +717,9 @@ pub fn binary_arrays(op: BinOp, l: &ArrayRef, r: &ArrayRef, operand_ty: SqlType,
         let lk = temporal::interval_cmp_keys(l)?;
         let rk = temporal::interval_cmp_keys(r)?;
         return binary_arrays(op, &lk, &rk, SqlType::Int8, result_ty);
+    }
+    if arith && operand_ty.is_float() {
+        return float_arith(op, l, r);
     }
     Ok(match op {
         BinOp::Add => numeric::add(&l, &r).map_err(overflow(result_ty))?,
@@ -753,6 +767,59 @@ pub fn binary_arrays(op: BinOp, l: &ArrayRef, r: &ArrayRef, operand_ty: SqlType,
 
 fn make_ref(a: &dyn Array) -> ArrayRef {
     make_array(a.to_data())
+}
+
+/// `+ - * /` of two float columns (same width) with PostgreSQL's checks
+/// (float.h): a finite pair giving infinity is `value out of range:
+/// overflow`, a product or quotient of non-zero values giving zero is
+/// `underflow`, a zero divisor is `division by zero` unless the dividend is
+/// NaN (NaN / 0 is NaN).
+fn float_arith(op: BinOp, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
+    let (lf, rf) = (as_f64(l)?, as_f64(r)?);
+    let at = |a: &Float64Array, i: usize| if a.len() == 1 { 0 } else { i };
+    if op == BinOp::Div || op == BinOp::Mod {
+        for i in 0..lf.len().max(rf.len()) {
+            let (li, ri) = (at(&lf, i), at(&rf, i));
+            if lf.is_valid(li) && rf.is_valid(ri) && rf.value(ri) == 0.0 && !lf.value(li).is_nan() {
+                bail!(DivisionByZero, "division by zero");
+            }
+        }
+    }
+    let out: ArrayRef = match op {
+        BinOp::Add => numeric::add(&l, &r)?,
+        BinOp::Sub => numeric::sub(&l, &r)?,
+        BinOp::Mul => numeric::mul(&l, &r)?,
+        BinOp::Div => numeric::div(&l, &r)?,
+        _ => numeric::rem(&l, &r)?,
+    };
+    float_check(op, &lf, &rf, out.as_ref())?;
+    Ok(out)
+}
+
+fn as_f64(a: &dyn Array) -> Result<Float64Array> {
+    Ok(cast_with_options(a, &DataType::Float64, &CastOptions::default())?.as_primitive::<Float64Type>().clone())
+}
+
+/// The overflow and underflow checks of float.h on `out = l op r` (either
+/// operand may be a single value).
+fn float_check(op: BinOp, lf: &Float64Array, rf: &Float64Array, out: &dyn Array) -> Result<()> {
+    let of = as_f64(out)?;
+    let at = |a: &Float64Array, i: usize| if a.len() == 1 { a.value(0) } else { a.value(i) };
+    for i in (0..of.len()).filter(|&i| of.is_valid(i)) {
+        let (a, b, v) = (at(lf, i), at(rf, i), of.value(i));
+        if v.is_infinite() && a.is_finite() && b.is_finite() {
+            bail!(NumericOutOfRange, "value out of range: overflow");
+        }
+        let underflow = match op {
+            BinOp::Mul => v == 0.0 && a != 0.0 && b != 0.0,
+            BinOp::Div => v == 0.0 && a != 0.0 && !b.is_infinite(),
+            _ => false,
+        };
+        if underflow {
+            bail!(NumericOutOfRange, "value out of range: underflow");
+        }
+    }
+    Ok(())
 }
 
 fn overflow(ty: SqlType) -> impl Fn(arrow::error::ArrowError) -> crate::error::WeirError {
@@ -1009,6 +1076,20 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
     if from == SqlType::Interval || to == SqlType::Interval {
         bail!(FeatureNotSupported, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
     }
+    // dtof: a finite double beyond real's range overflows, a non-zero one
+    // that rounds to zero underflows.
+    if from == SqlType::Float8 && to == SqlType::Float4 {
+        let f = a.as_primitive::<Float64Type>();
+        for v in f.iter().flatten() {
+            let r = v as f32;
+            if r.is_infinite() && v.is_finite() {
+                bail!(NumericOutOfRange, "value out of range: overflow");
+            }
+            if r == 0.0 && v != 0.0 {
+                bail!(NumericOutOfRange, "value out of range: underflow");
+            }
+        }
+    }
     if from.is_timestamp() || to.is_timestamp() {
         if !(from.is_numeric() || to.is_numeric()) || from.is_timestamp() && to.is_numeric() {
             bail!(FeatureNotSupported, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
@@ -1100,13 +1181,24 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
         }
         SqlType::Float4 | SqlType::Float8 => {
             let l = s.to_ascii_lowercase();
-            let v = match l.as_str() {
-                "nan" => f64::NAN,
-                "infinity" | "inf" | "+infinity" => f64::INFINITY,
+            Value::Float(match l.as_str() {
+                "nan" | "+nan" | "-nan" => f64::NAN,
+                "infinity" | "inf" | "+infinity" | "+inf" => f64::INFINITY,
                 "-infinity" | "-inf" => f64::NEG_INFINITY,
-                _ => s.parse::<f64>().map_err(|_| bad())?,
-            };
-            Value::Float(v)
+                _ => {
+                    if !s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')) {
+                        return Err(bad());
+                    }
+                    let v = if to == SqlType::Float4 { s.parse::<f32>().map_err(|_| bad())? as f64 } else { s.parse::<f64>().map_err(|_| bad())? };
+                    // float4in / float8in: a number beyond the type's range, or
+                    // a non-zero one that rounds to zero, is refused (ERANGE).
+                    let mantissa = s.split(['e', 'E']).next().unwrap_or("");
+                    if v.is_infinite() || (v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b))) {
+                        bail!(NumericOutOfRange, "\"{t}\" is out of range for type {}", to.pg_name());
+                    }
+                    v
+                }
+            })
         }
         SqlType::Bool => match s.to_ascii_lowercase().as_str() {
             "t" | "true" | "yes" | "y" | "on" | "1" => Value::Bool(true),
@@ -1126,9 +1218,17 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
                 }
             })?)
         }
-        SqlType::Interval => Value::Interval(
-            crate::types::Interval::parse(s).ok_or_else(|| err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\""))?,
-        ),
+        SqlType::Interval => {
+            use crate::types::interval_input::{interval_in, IntervalRange};
+            Value::Interval(interval_in(s, IntervalRange::FULL, None).map_err(|e| {
+                // The message quotes the input as written, spaces included.
+                if e.kind == crate::error::ErrorKind::InvalidDatetime {
+                    err!(InvalidDatetime, "invalid input syntax for type interval: \"{t}\"")
+                } else {
+                    e
+                }
+            })?)
+        }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
         // array_in: each element through its type's input, then the
         // canonical text form.

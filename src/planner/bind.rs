@@ -699,11 +699,16 @@ impl<'a> Planner<'a> {
                     },
                     other => other.to_string(),
                 };
-                let s = match &iv.leading_field {
-                    Some(f) => format!("{s} {f}"),
-                    None => s,
-                };
-                Expr::lit(parse_text_as(&s, SqlType::Interval)?, SqlType::Interval)
+                match interval_typmod(iv) {
+                    Some((range, precision)) => {
+                        Expr::lit(Value::Interval(crate::types::interval_input::interval_in(&s, range, precision)?), SqlType::Interval)
+                    }
+                    // A unit PostgreSQL's grammar lacks (`WEEK`): read as a unit word.
+                    None => {
+                        let s = format!("{s} {}", iv.leading_field.as_ref().expect("typmod without a field"));
+                        Expr::lit(parse_text_as(&s, SqlType::Interval)?, SqlType::Interval)
+                    }
+                }
             }
             E::Tuple(_) => bail!(FeatureNotSupported, "row constructors are not supported"),
             other => bail!(FeatureNotSupported, "expression {other} is not supported"),
@@ -1402,4 +1407,32 @@ pub fn binop(op: &BO) -> Result<BinOp> {
         BO::StringConcat => BinOp::Concat,
         other => bail!(FeatureNotSupported, "operator {other} is not supported"),
     })
+}
+
+/// The typmod of `INTERVAL '…' <fields> [(p)]`: the range of fields and
+/// the fractional-second precision; None for a field outside PostgreSQL's
+/// interval grammar.
+fn interval_typmod(iv: &ast::Interval) -> Option<(crate::types::interval_input::IntervalRange, Option<u32>)> {
+    use crate::types::interval_input::IntervalRange as M;
+    use ast::DateTimeField as F;
+    let mask = |f: &F| match f {
+        F::Year | F::Years => Some(M::YEAR),
+        F::Month | F::Months => Some(M::MONTH),
+        F::Day | F::Days => Some(M::DAY),
+        F::Hour | F::Hours => Some(M::HOUR),
+        F::Minute | F::Minutes => Some(M::MINUTE),
+        F::Second | F::Seconds => Some(M::SECOND),
+        _ => None,
+    };
+    let Some(first) = &iv.leading_field else { return Some((M::FULL, None)) };
+    let first = mask(first)?;
+    let last = match &iv.last_field {
+        Some(f) => Some(mask(f)?),
+        None => None,
+    };
+    let precision = match (first, last) {
+        (M::SECOND, None) => iv.leading_precision.or(iv.fractional_seconds_precision),
+        _ => iv.fractional_seconds_precision,
+    };
+    Some((M::between(first, last), precision.map(|p| p.min(6) as u32)))
 }

@@ -663,8 +663,10 @@ impl ColumnBuilder {
             ColumnBuilder::F64(b) => {
                 let fast = !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'));
                 match fast.then(|| t.parse::<f64>().ok()).flatten() {
-                    Some(v) => b.append_value(v),
-                    None => match parse_text_as(t, SqlType::Float8)? {
+                    // Out of range (infinite) or zero (maybe an underflow):
+                    // float8in's checks in parse_text_as decide.
+                    Some(v) if v.is_finite() && v != 0.0 => b.append_value(v),
+                    _ => match parse_text_as(t, SqlType::Float8)? {
                         Value::Float(v) => b.append_value(v),
                         _ => b.append_null(),
                     },

@@ -722,10 +722,6 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
 pub(super) fn sql_column(c: &ast::ColumnDef) -> Result<(ColumnDef, bool)> {
     let cname = ident(&c.name);
     let ty = crate::planner::sql_type(&c.data_type)?;
-    if ty == SqlType::Interval {
-        // Storage (WAL codec, Parquet) has no interval encoding yet.
-        bail!(FeatureNotSupported, "column \"{cname}\" cannot be of type interval: tables cannot store intervals yet");
-    }
     let mut nullable = true;
     let mut default = None;
     let mut pk = false;

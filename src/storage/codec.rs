@@ -4,7 +4,8 @@
 //! CRC, sequence) belongs to the log. Imports only `crate::error` and arrow.
 //! Layout: `nrows u32, ncols u32`, then per column a type tag, a null flag
 //! with an optional bitmap, and the values (little-endian buffers, booleans
-//! as a bitmap, strings as rebased i32 offsets plus bytes). Whole buffers are
+//! as a bitmap, strings as rebased i32 offsets plus bytes; an interval is
+//! 16 bytes: months i32, days i32, nanoseconds i64). Whole buffers are
 //! copied, never one value at a time, except when offsets must be rebased.
 
 use std::sync::Arc;
@@ -12,8 +13,8 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, SchemaRef, TimeUnit,
-    TimestampMicrosecondType, UInt64Type, UInt8Type,
+    ArrowPrimitiveType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, IntervalMonthDayNanoType,
+    IntervalUnit, SchemaRef, TimeUnit, TimestampMicrosecondType, UInt64Type, UInt8Type,
 };
 
 use crate::error::Result;
@@ -32,6 +33,7 @@ fn type_tag(dt: &DataType) -> Result<u8> {
         DataType::Utf8 => 10,
         DataType::Timestamp(TimeUnit::Microsecond, _) => 11,
         DataType::Date32 => 12,
+        DataType::Interval(IntervalUnit::MonthDayNano) => 13,
         other => crate::bail!(FeatureNotSupported, "storage cannot encode column type {other}"),
     })
 }
@@ -78,6 +80,7 @@ pub fn encode_batch(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
             DataType::Float64 => out.extend_from_slice(prim_bytes::<Float64Type>(col)),
             DataType::Timestamp(..) => out.extend_from_slice(prim_bytes::<TimestampMicrosecondType>(col)),
             DataType::Date32 => out.extend_from_slice(prim_bytes::<Date32Type>(col)),
+            DataType::Interval(_) => out.extend_from_slice(prim_bytes::<IntervalMonthDayNanoType>(col)),
             DataType::Utf8 => {
                 let s = col.as_string::<i32>();
                 let offs = s.value_offsets();
@@ -165,6 +168,7 @@ pub fn decode_batch(schema: &SchemaRef, buf: &[u8]) -> Result<RecordBatch> {
             DataType::Float64 => dec_prim::<Float64Type>(&mut r, n, nulls, dt)?,
             DataType::Timestamp(..) => dec_prim::<TimestampMicrosecondType>(&mut r, n, nulls, dt)?,
             DataType::Date32 => dec_prim::<Date32Type>(&mut r, n, nulls, dt)?,
+            DataType::Interval(_) => dec_prim::<IntervalMonthDayNanoType>(&mut r, n, nulls, dt)?,
             DataType::Utf8 => {
                 let total = r.u32()? as usize;
                 let ob = r.take((n + 1) * 4)?;
@@ -195,8 +199,10 @@ pub fn decode_batch(schema: &SchemaRef, buf: &[u8]) -> Result<RecordBatch> {
 mod tests {
     use super::*;
     use arrow::array::{
-        Date32Array, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, TimestampMicrosecondArray, UInt64Array,
+        Date32Array, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, IntervalMonthDayNanoArray, TimestampMicrosecondArray,
+        UInt64Array,
     };
+    use arrow::datatypes::IntervalMonthDayNano;
     use arrow::datatypes::{Field, Schema};
 
     fn sample() -> RecordBatch {
@@ -212,6 +218,7 @@ mod tests {
             Field::new("tz", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), true),
             Field::new("r", DataType::UInt64, false),
             Field::new("d", DataType::Date32, true),
+            Field::new("iv", DataType::Interval(IntervalUnit::MonthDayNano), true),
         ]));
         let n = 11;
         let cols: Vec<ArrayRef> = vec![
@@ -226,6 +233,9 @@ mod tests {
             Arc::new(TimestampMicrosecondArray::from_iter((0..n).map(|i| (i != 0).then_some(-(i as i64)))).with_timezone("+00:00")),
             Arc::new(UInt64Array::from_iter_values(0..n as u64)),
             Arc::new(Date32Array::from_iter((0..n).map(|i| (i != 5).then_some(i as i32 * 400 - 2000)))),
+            Arc::new(IntervalMonthDayNanoArray::from_iter(
+                (0..n).map(|i| (i != 6).then(|| IntervalMonthDayNano::new(i as i32 - 5, i32::MIN + i as i32, i as i64 * -1_000_000_007))),
+            )),
         ];
         RecordBatch::try_new(schema, cols).unwrap()
     }

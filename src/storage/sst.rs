@@ -7,8 +7,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::datatypes::{DataType, Int64Type};
+use arrow::array::{Array, ArrayRef, AsArray, FixedSizeBinaryArray, IntervalMonthDayNanoArray, RecordBatch};
+use arrow::buffer::{Buffer, ScalarBuffer};
+use arrow::datatypes::{DataType, Field, Int64Type, IntervalMonthDayNano, IntervalUnit, Schema};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
     ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter, RowSelection, RowSelector,
@@ -111,6 +112,60 @@ fn sst_properties(layout: &Layout, row_group_rows: usize) -> WriterProperties {
     b.build()
 }
 
+/// Parquet has no month-day-nanosecond interval, so an interval column goes
+/// to disk as 16-byte fixed-size binary (the array's own buffer: months i32,
+/// days i32, nanoseconds i64, little-endian) and comes back as an interval
+/// ([`intervals_from_disk`]). Regions hold no other fixed-size binary column.
+fn intervals_to_disk(batch: &RecordBatch) -> Result<RecordBatch> {
+    let is_iv = |f: &Field| matches!(f.data_type(), DataType::Interval(IntervalUnit::MonthDayNano));
+    if !batch.schema().fields().iter().any(|f| is_iv(f)) {
+        return Ok(batch.clone());
+    }
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut cols = Vec::with_capacity(batch.num_columns());
+    for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
+        if is_iv(f) {
+            let a = c.as_primitive::<arrow::datatypes::IntervalMonthDayNanoType>();
+            let bin = FixedSizeBinaryArray::new(16, a.values().inner().clone(), a.nulls().cloned());
+            fields.push(Field::new(f.name(), DataType::FixedSizeBinary(16), f.is_nullable()));
+            cols.push(Arc::new(bin) as ArrayRef);
+        } else {
+            fields.push(f.as_ref().clone());
+            cols.push(c.clone());
+        }
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
+}
+
+/// The inverse of [`intervals_to_disk`] for a batch read from an SST.
+fn intervals_from_disk(batch: RecordBatch) -> Result<RecordBatch> {
+    if !batch.schema().fields().iter().any(|f| matches!(f.data_type(), DataType::FixedSizeBinary(16))) {
+        return Ok(batch);
+    }
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut cols = Vec::with_capacity(batch.num_columns());
+    for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
+        if matches!(f.data_type(), DataType::FixedSizeBinary(16)) {
+            let (_, values, nulls) = c.as_fixed_size_binary().clone().into_parts();
+            // Decoded buffers need not be aligned for 16-byte values: copy then.
+            let values = if values.as_ptr().align_offset(std::mem::align_of::<IntervalMonthDayNano>()) == 0 {
+                values
+            } else {
+                Buffer::from_slice_ref(values.as_slice())
+            };
+            let n = c.len();
+            let iv = IntervalMonthDayNanoArray::new(ScalarBuffer::new(values, 0, n), nulls);
+            fields.push(Field::new(f.name(), DataType::Interval(IntervalUnit::MonthDayNano), f.is_nullable()));
+            cols.push(Arc::new(iv) as ArrayRef);
+        } else {
+            fields.push(f.as_ref().clone());
+            cols.push(c.clone());
+        }
+    }
+    let opts = arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &opts)?)
+}
+
 /// Write a sorted full-schema batch as an SST at `path`; fsyncs file and dir.
 pub fn write_sst(
     store: &Arc<dyn ObjectStore>,
@@ -121,8 +176,9 @@ pub fn write_sst(
     distinct: bool,
 ) -> Result<SstFile> {
     let props = sst_properties(layout, row_group_rows);
-    let mut w = ArrowWriter::try_new(Vec::new(), layout.full.clone(), Some(props))?;
-    w.write(batch)?;
+    let disk = intervals_to_disk(batch)?;
+    let mut w = ArrowWriter::try_new(Vec::new(), disk.schema(), Some(props))?;
+    w.write(&disk)?;
     let buf = Bytes::from(w.into_inner()?);
     let seq = batch.column(layout.seq()).as_primitive::<arrow::datatypes::UInt64Type>();
     let seq_range = (arrow::compute::min(seq).unwrap_or(0), arrow::compute::max(seq).unwrap_or(0));
@@ -566,7 +622,7 @@ impl SstScan {
         let path = self.file.meta.path.clone();
         loop {
             if let Some(b) = self.pending.pop_front() {
-                return Ok(Some(b));
+                return Ok(Some(intervals_from_disk(b)?));
             }
             if let Some(r) = self.current.as_mut() {
                 match r.next() {
@@ -583,7 +639,7 @@ impl SstScan {
                             None => b,
                         };
                         if b.num_rows() > 0 {
-                            return Ok(Some(b));
+                            return Ok(Some(intervals_from_disk(b)?));
                         }
                         continue;
                     }
@@ -598,7 +654,7 @@ impl SstScan {
                 if let Some(arrays) = cache.get_all(&self.cache_key(rg), &self.group_cols()) {
                     self.count(0);
                     match self.from_cached(arrays)? {
-                        Some(b) => return Ok(Some(b)),
+                        Some(b) => return Ok(Some(intervals_from_disk(b)?)),
                         None => continue,
                     }
                 }
@@ -690,6 +746,22 @@ mod tests {
     use crate::storage::RegionDescriptor;
     use arrow::array::{Float64Array, StringArray, TimestampMicrosecondArray, UInt64Array};
     use arrow::datatypes::{Field, Schema, TimeUnit};
+
+    #[test]
+    fn intervals_round_trip_through_fixed_size_binary() {
+        let iv = IntervalMonthDayNanoArray::from(vec![
+            Some(IntervalMonthDayNano::new(-3, i32::MAX, -1)),
+            None,
+            Some(IntervalMonthDayNano::new(i32::MIN, 0, i64::MAX)),
+        ]);
+        let schema = Arc::new(Schema::new(vec![Field::new("iv", DataType::Interval(IntervalUnit::MonthDayNano), true)]));
+        let b = RecordBatch::try_new(schema, vec![Arc::new(iv)]).unwrap();
+        for part in [b.clone(), b.slice(1, 2)] {
+            let disk = intervals_to_disk(&part).unwrap();
+            assert_eq!(disk.schema().field(0).data_type(), &DataType::FixedSizeBinary(16));
+            assert_eq!(intervals_from_disk(disk).unwrap(), part);
+        }
+    }
 
     /// A leading-column equality cuts whole row groups to its runs: the
     /// rows read (first decoded into the cache, then from it) are exactly

@@ -1,8 +1,8 @@
 //! PostgreSQL's interval: months, days and microseconds kept apart.
 //!
-//! Owns the value type, its text input (PostgreSQL's verbose and ISO 8601
-//! forms, plus weir's compact `7d`/`1h`), its output in IntervalStyle
-//! `postgres`, PostgreSQL's arithmetic (month ends clamp when added to a
+//! Owns the value type, its output in IntervalStyle `postgres`,
+//! `postgres_verbose`, `sql_standard` and `iso_8601` (input is
+//! `interval_input.rs`), PostgreSQL's arithmetic (month ends clamp when added to a
 //! timestamp, fractions cascade down when multiplying) and its ordering
 //! (30-day months, 24-hour days). Imports nothing but `error`.
 
@@ -35,7 +35,7 @@ fn out_of_range() -> crate::error::WeirError {
 
 /// Check the time part fits arrow's nanoseconds.
 fn checked(iv: Interval) -> Result<Interval> {
-    if iv.micros.abs() > TIME_MICROS_MAX {
+    if iv.micros.unsigned_abs() > TIME_MICROS_MAX as u64 {
         return Err(out_of_range());
     }
     Ok(iv)
@@ -249,6 +249,97 @@ impl Interval {
         out
     }
 
+    /// The fields EncodeInterval prints: years, months, days, hours,
+    /// minutes, seconds and microseconds, each with the sign of its part.
+    fn fields(&self) -> (i64, i64, i64, i64, i64, i64, i64) {
+        let t = self.micros;
+        let hour = t / USECS_PER_HOUR;
+        let min = (t % USECS_PER_HOUR) / USECS_PER_MINUTE;
+        let sec = (t % USECS_PER_MINUTE) / USECS_PER_SEC;
+        let fsec = t % USECS_PER_SEC;
+        ((self.months / 12) as i64, (self.months % 12) as i64, self.days as i64, hour, min, sec, fsec)
+    }
+
+    /// IntervalStyle `sql_standard`: `1-2`, `3 4:05:06`, `-1 2:03:04`, or
+    /// every part signed when signs are mixed (`+1-2 -3 +4:05:06.7`).
+    pub fn to_sql_standard_string(&self) -> String {
+        let (mut year, mut mon, mut mday, mut hour, mut min, mut sec, mut fsec) = self.fields();
+        let all = [year, mon, mday, hour, min, sec, fsec];
+        let has_negative = all.iter().any(|&v| v < 0);
+        let has_positive = all.iter().any(|&v| v > 0);
+        let has_year_month = year != 0 || mon != 0;
+        let has_day_time = mday != 0 || hour != 0 || min != 0 || sec != 0 || fsec != 0;
+        let standard = !(has_negative && has_positive) && !(has_year_month && has_day_time);
+        let secs = |sec: i64, fsec: i64| {
+            let mut s = format!("{:02}", sec.abs());
+            if fsec != 0 {
+                s.push_str(format!(".{:06}", fsec.abs()).trim_end_matches('0'));
+            }
+            s
+        };
+        let mut out = String::new();
+        if has_negative && standard {
+            out.push('-');
+            (year, mon, mday, hour, min, sec, fsec) = (-year, -mon, -mday, -hour, -min, -sec, -fsec);
+        }
+        if !has_negative && !has_positive {
+            out.push('0');
+        } else if !standard {
+            let ys = if year < 0 || mon < 0 { '-' } else { '+' };
+            let ds = if mday < 0 { '-' } else { '+' };
+            let ts = if hour < 0 || min < 0 || sec < 0 || fsec < 0 { '-' } else { '+' };
+            out.push_str(&format!(
+                "{ys}{}-{} {ds}{} {ts}{}:{:02}:{}",
+                year.abs(),
+                mon.abs(),
+                mday.abs(),
+                hour.abs(),
+                min.abs(),
+                secs(sec, fsec)
+            ));
+        } else if has_year_month {
+            out.push_str(&format!("{year}-{mon}"));
+        } else if mday != 0 {
+            out.push_str(&format!("{mday} {hour}:{min:02}:{}", secs(sec, fsec)));
+        } else {
+            out.push_str(&format!("{hour}:{min:02}:{}", secs(sec, fsec)));
+        }
+        out
+    }
+
+    /// IntervalStyle `iso_8601`: `P1Y2M3DT4H5M6.5S`, `PT0S` for zero.
+    pub fn to_iso8601_string(&self) -> String {
+        let (year, mon, mday, hour, min, sec, fsec) = self.fields();
+        if [year, mon, mday, hour, min, sec, fsec].iter().all(|&v| v == 0) {
+            return "PT0S".into();
+        }
+        let mut out = String::from("P");
+        let part = |out: &mut String, v: i64, u: char| {
+            if v != 0 {
+                out.push_str(&format!("{v}{u}"));
+            }
+        };
+        part(&mut out, year, 'Y');
+        part(&mut out, mon, 'M');
+        part(&mut out, mday, 'D');
+        if hour != 0 || min != 0 || sec != 0 || fsec != 0 {
+            out.push('T');
+        }
+        part(&mut out, hour, 'H');
+        part(&mut out, min, 'M');
+        if sec != 0 || fsec != 0 {
+            if sec < 0 || fsec < 0 {
+                out.push('-');
+            }
+            out.push_str(&sec.abs().to_string());
+            if fsec != 0 {
+                out.push_str(format!(".{:06}", fsec.abs()).trim_end_matches('0'));
+            }
+            out.push('S');
+        }
+        out
+    }
+
     /// PostgreSQL's text output in IntervalStyle `postgres_verbose`
     /// (`@ 1 year 2 mons -3 days 4 hours 5 mins 6.7 secs ago`).
     pub fn to_verbose_string(&self) -> String {
@@ -307,65 +398,12 @@ impl Interval {
         out
     }
 
-    /// Parse PostgreSQL's interval input: `1 year 2 months`, `1 mon 2 days
-    /// 03:00:00`, `-1 day +02:00`, `1.5 hours`, `@ 1 day ago`, ISO 8601
-    /// `P1Y2M3DT4H5M6S`, and weir's compact `7d`, `1h30m`, `300.000s`.
+    /// Parse PostgreSQL's interval input (`interval_input.rs`) with no
+    /// typmod, IntervalStyle postgres: `1 year 2 months`, `1 mon 2 days
+    /// 03:00:00`, `-1 day +02:00`, `1-2`, `@ 1 day ago`, ISO 8601
+    /// `P1Y2M3DT4H5M6S`, and the unit letters `7d`, `1h30m`, `300.000s`.
     pub fn parse(s: &str) -> Option<Interval> {
-        let s = s.trim().to_ascii_lowercase();
-        if s.is_empty() {
-            return None;
-        }
-        if let Some(iso) = s.strip_prefix('p') {
-            return parse_iso(iso);
-        }
-        let mut acc = Acc::default();
-        let mut rest = s.strip_prefix('@').unwrap_or(&s).trim_start();
-        let mut any = false;
-        let mut ago = false;
-        while !rest.is_empty() {
-            if ago {
-                return None;
-            }
-            let tok_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            let tok = &rest[..tok_end];
-            if tok == "ago" {
-                ago = true;
-                rest = rest[tok_end..].trim_start();
-                continue;
-            }
-            if tok.contains(':') {
-                acc.time(tok)?;
-                rest = rest[tok_end..].trim_start();
-                any = true;
-                continue;
-            }
-            let num_end = rest
-                .char_indices()
-                .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || ((c == '-' || c == '+') && i == 0)))
-                .map(|(i, _)| i)
-                .unwrap_or(rest.len());
-            if num_end == 0 {
-                return None;
-            }
-            let num = &rest[..num_end];
-            let n: f64 = num.parse().ok()?;
-            rest = rest[num_end..].trim_start();
-            let unit_end = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
-            let unit = &rest[..unit_end];
-            // A bare number right before a time (`1 02:00`) counts as days.
-            let unit = if unit.is_empty() && rest.split_whitespace().next().is_some_and(|t| t.contains(':')) { "day" } else { unit };
-            rest = rest[unit_end..].trim_start();
-            acc.unit(n, unit)?;
-            any = true;
-        }
-        if !any {
-            return None;
-        }
-        let mut iv = acc.finish()?;
-        if ago {
-            iv = iv.checked_neg().ok()?;
-        }
-        Some(iv)
+        super::interval_input::parse_interval(s, super::interval_input::IntervalRange::FULL, None, false).ok()
     }
 }
 
@@ -385,106 +423,6 @@ impl std::fmt::Display for Interval {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.to_pg_string())
     }
-}
-
-/// Fields accumulated while parsing, fractions cascading down.
-#[derive(Default)]
-struct Acc {
-    months: f64,
-    days: f64,
-    micros: f64,
-}
-
-impl Acc {
-    fn unit(&mut self, n: f64, unit: &str) -> Option<()> {
-        match unit {
-            "us" | "usec" | "usecs" | "microsecond" | "microseconds" | "microsecon" => self.micros += n,
-            "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" | "millisecon" => self.micros += n * 1e3,
-            "" | "s" | "sec" | "secs" | "second" | "seconds" => self.micros += n * 1e6,
-            "m" | "min" | "mins" | "minute" | "minutes" => self.micros += n * 6e7,
-            "h" | "hr" | "hrs" | "hour" | "hours" => self.micros += n * 3.6e9,
-            "d" | "day" | "days" => self.days += n,
-            "w" | "week" | "weeks" => self.days += n * 7.0,
-            "mon" | "mons" | "month" | "months" => self.months += n,
-            "y" | "yr" | "yrs" | "year" | "years" => self.months += n * 12.0,
-            "decade" | "decades" => self.months += n * 120.0,
-            "century" | "centuries" => self.months += n * 1200.0,
-            "millennium" | "millennia" | "millenniums" => self.months += n * 12000.0,
-            _ => return None,
-        }
-        Some(())
-    }
-
-    /// `[-+]hh:mm[:ss[.frac]]`
-    fn time(&mut self, tok: &str) -> Option<()> {
-        let (neg, body) = match tok.as_bytes()[0] {
-            b'-' => (true, &tok[1..]),
-            b'+' => (false, &tok[1..]),
-            _ => (false, tok),
-        };
-        let parts: Vec<&str> = body.split(':').collect();
-        if parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
-            return None;
-        }
-        let h: f64 = parts[0].parse::<u64>().ok()? as f64;
-        let m: f64 = parts.get(1).map(|p| p.parse::<u64>().ok()).unwrap_or(Some(0))? as f64;
-        let sec: f64 = parts.get(2).map(|p| p.parse::<f64>().ok()).unwrap_or(Some(0.0))?;
-        if m >= 60.0 || !(0.0..60.0).contains(&sec) {
-            return None;
-        }
-        let v = (h * 3600.0 + m * 60.0 + sec) * 1e6;
-        self.micros += if neg { -v } else { v };
-        Some(())
-    }
-
-    fn finish(self) -> Option<Interval> {
-        let months = self.months.trunc();
-        let days_f = self.days + (self.months - months) * 30.0;
-        let days = days_f.trunc();
-        let micros = (self.micros + (days_f - days) * USECS_PER_DAY as f64).round();
-        if months.abs() > i32::MAX as f64 || days.abs() > i32::MAX as f64 || micros.abs() > TIME_MICROS_MAX as f64 {
-            return None;
-        }
-        Some(Interval { months: months as i32, days: days as i32, micros: micros as i64 })
-    }
-}
-
-/// ISO 8601 durations after the `P`: `1Y2M3DT4H5M6.5S`, `2W`.
-fn parse_iso(s: &str) -> Option<Interval> {
-    let mut acc = Acc::default();
-    let mut in_time = false;
-    let mut rest = s;
-    let mut any = false;
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix('t') {
-            in_time = true;
-            rest = r;
-            continue;
-        }
-        let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))?;
-        if end == 0 {
-            return None;
-        }
-        let n: f64 = rest[..end].parse().ok()?;
-        let unit = rest[end..].chars().next()?;
-        rest = &rest[end + unit.len_utf8()..];
-        let u = match (in_time, unit) {
-            (false, 'y') => "year",
-            (false, 'm') => "month",
-            (false, 'w') => "week",
-            (false, 'd') => "day",
-            (true, 'h') => "hour",
-            (true, 'm') => "minute",
-            (true, 's') => "second",
-            _ => return None,
-        };
-        acc.unit(n, u)?;
-        any = true;
-    }
-    if !any {
-        return None;
-    }
-    acc.finish()
 }
 
 /// Days in a month of a year (proleptic Gregorian).
@@ -566,6 +504,22 @@ mod tests {
         assert_eq!(iv("-3 hours").to_string(), "-03:00:00");
         assert_eq!(iv("1 mon -1 day").to_string(), "1 mon -1 days");
         assert_eq!(iv("36 hours").to_string(), "36:00:00");
+    }
+
+    #[test]
+    fn sql_standard_and_iso_8601_output() {
+        let cases = [
+            ("0", "0", "PT0S"),
+            ("1-2", "1-2", "P1Y2M"),
+            ("1 2:03:04", "1 2:03:04", "P1DT2H3M4S"),
+            ("-1-2", "-1-2", "P-1Y-2M"),
+            ("1 year 2 mons -3 days 04:05:06.789", "+1-2 -3 +4:05:06.789", "P1Y2M-3DT4H5M6.789S"),
+            ("-00:00:00.1", "-0:00:00.1", "PT-0.1S"),
+        ];
+        for (input, std, iso) in cases {
+            assert_eq!(iv(input).to_sql_standard_string(), std, "{input}");
+            assert_eq!(iv(input).to_iso8601_string(), iso, "{input}");
+        }
     }
 
     #[test]

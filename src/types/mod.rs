@@ -14,6 +14,7 @@ use crate::error::Result;
 pub mod array;
 pub mod datetime_input;
 pub mod interval;
+pub mod interval_input;
 pub mod zone;
 pub use array::Elem;
 pub use interval::Interval;
@@ -530,7 +531,9 @@ pub fn interval_from_arrow(v: IntervalMonthDayNano) -> Interval {
 pub fn format_interval(iv: Interval) -> String {
     match zone::current().interval {
         zone::IntervalStyle::PostgresVerbose => iv.to_verbose_string(),
-        _ => iv.to_pg_string(),
+        zone::IntervalStyle::SqlStandard => iv.to_sql_standard_string(),
+        zone::IntervalStyle::Iso8601 => iv.to_iso8601_string(),
+        zone::IntervalStyle::Postgres => iv.to_pg_string(),
     }
 }
 

@@ -135,7 +135,16 @@ fn trunc_interval(unit: &str, iv: Interval) -> Result<Interval> {
 /// date_trunc(unit, timestamp | timestamptz | interval).
 pub fn date_trunc(a: &Args<'_>) -> Result<ArrayRef> {
     let ty = a.types[1];
-    let zone = crate::types::zone::current().zone;
+    let zone = if a.len() == 3 {
+        // date_trunc(unit, timestamptz, zone): truncated in that zone.
+        match a.str(2)?.constant() {
+            Some(Some(z)) => crate::types::zone::Zone::parse(z).ok_or_else(|| err!(InvalidParameterValue, "time zone \"{z}\" not recognized"))?,
+            Some(None) => return Ok(arrow::array::new_null_array(&a.ret.to_arrow(), a.n)),
+            None => bail!(FeatureNotSupported, "date_trunc with a time zone that varies by row is not supported"),
+        }
+    } else {
+        crate::types::zone::current().zone
+    };
     if ty == SqlType::TimestampTz && zone != crate::types::zone::Zone::UTC {
         // A timestamptz truncates in the session's zone (PostgreSQL's
         // timestamptz_trunc): to wall-clock time, truncate, back to UTC.
@@ -143,6 +152,8 @@ pub fn date_trunc(a: &Args<'_>) -> Result<ArrayRef> {
         cols[1] = map_ts(&a.cols[1], |t| zone.to_local(t));
         let mut types = a.types.clone();
         types[1] = SqlType::Timestamp;
+        cols.truncate(2);
+        types.truncate(2);
         let local = Args { cols, scalar: a.scalar.clone(), types, n: a.n, ret: a.ret, ctx: a.ctx, name: a.name };
         let out = date_trunc_in(&local)?;
         return Ok(map_ts(&out, |t| zone.to_utc(t)));
@@ -530,4 +541,111 @@ pub fn timezone(a: &Args<'_>) -> Result<ArrayRef> {
     }
     let out = b.finish();
     Ok(arc(if to_utc { out.with_timezone(crate::types::UTC) } else { out }))
+}
+
+/// The days since 1970 of a PostgreSQL year (negative: BC), month, day;
+/// PostgreSQL's `date field value out of range` otherwise.
+fn make_days(y: i64, m: i64, d: i64) -> Result<i32> {
+    let bad = || err!(DatetimeFieldOverflow, "date field value out of range: {y}-{m:02}-{d:02}");
+    if y == 0 {
+        return Err(bad());
+    }
+    let astro = if y < 0 { y + 1 } else { y };
+    let date = NaiveDate::from_ymd_opt(i32::try_from(astro).map_err(|_| bad())?, u32::try_from(m).map_err(|_| bad())?, u32::try_from(d).map_err(|_| bad())?)
+        .ok_or_else(bad)?;
+    Ok((date - NaiveDate::from_ymd_opt(1970, 1, 1).expect("epoch")).num_days() as i32)
+}
+
+fn int_arg(v: &crate::types::Value) -> i64 {
+    match v {
+        crate::types::Value::Int(i) => *i,
+        crate::types::Value::Float(f) => *f as i64,
+        _ => 0,
+    }
+}
+
+/// make_date(year, month, day).
+pub fn make_date(a: &Args<'_>) -> Result<ArrayRef> {
+    super::registry::rowwise(a, true, |v, _| Ok(crate::types::Value::Date(make_days(int_arg(&v[0]), int_arg(&v[1]), int_arg(&v[2]))?)))
+}
+
+/// make_timestamp_internal: wall-clock microseconds of the six fields.
+fn make_local(v: &[crate::types::Value]) -> Result<i64> {
+    let (y, mo, d, h, mi) = (int_arg(&v[0]), int_arg(&v[1]), int_arg(&v[2]), int_arg(&v[3]), int_arg(&v[4]));
+    let sec = match &v[5] {
+        crate::types::Value::Float(f) => *f,
+        other => int_arg(other) as f64,
+    };
+    let days = make_days(y, mo, d)?;
+    if h < 0 || mi < 0 || mi > 59 || !(0.0..=60.0).contains(&sec) || h > 24 || (h == 24 && (mi > 0 || sec > 0.0)) {
+        bail!(DatetimeFieldOverflow, "time field value out of range: {h}:{mi:02}:{sec:02}");
+    }
+    let time = ((h * 60 + mi) * 60) * USECS_PER_SEC + (sec * USECS_PER_SEC as f64).round_ties_even() as i64;
+    let us = days as i64 * USECS_PER_DAY + time;
+    // PostgreSQL's first timestamp is 4714-11-24 BC.
+    if us < -210_866_803_200_000_000 {
+        bail!(DatetimeFieldOverflow, "timestamp out of range: {y}-{mo:02}-{d:02} {h}:{mi:02}:{sec:02}");
+    }
+    Ok(us)
+}
+
+/// make_timestamp(year, month, day, hour, min, sec).
+pub fn make_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
+    super::registry::rowwise(a, true, |v, _| Ok(crate::types::Value::Timestamp(make_local(v)?)))
+}
+
+/// The zone argument of make_timestamptz (parse_sane_timezone): a leading
+/// sign is an ISO offset, hours *east* (`+2`, `+10:00:01`, `+1000`); else
+/// an abbreviation, IANA name or POSIX zone.
+fn sane_zone(z: &str) -> Result<crate::types::zone::Zone> {
+    use crate::types::zone::Zone;
+    if z.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(err!(InvalidDatetime, "invalid input syntax for type numeric time zone: \"{z}\"")
+            .with_hint("Numeric time zones must have \"-\" or \"+\" as first character."));
+    }
+    if let Some(body) = z.strip_prefix(['+', '-']) {
+        let num = |s: &str| -> (i64, usize) {
+            let n = s.bytes().take_while(u8::is_ascii_digit).count();
+            (s[..n].parse().unwrap_or(0), n)
+        };
+        let (mut hr, n) = num(body);
+        let mut rest = &body[n..];
+        let (mut min, mut sec) = (0, 0);
+        if let Some(r) = rest.strip_prefix(':') {
+            let (m, n) = num(r);
+            min = m;
+            rest = &r[n..];
+            if let Some(r) = rest.strip_prefix(':') {
+                let (s, n) = num(r);
+                sec = s;
+                rest = &r[n..];
+            }
+        } else if rest.is_empty() && z.len() > 3 {
+            min = hr % 100;
+            hr /= 100;
+        }
+        if !rest.is_empty() {
+            return Err(err!(InvalidParameterValue, "time zone \"{z}\" not recognized"));
+        }
+        if !(0..=15).contains(&hr) || !(0..60).contains(&min) || !(0..60).contains(&sec) {
+            return Err(err!(InvalidParameterValue, "numeric time zone \"{z}\" out of range"));
+        }
+        let east = ((hr * 60 + min) * 60 + sec) as i32;
+        return Ok(Zone::Fixed(if z.starts_with('-') { -east } else { east }));
+    }
+    Zone::parse(z).ok_or_else(|| err!(InvalidParameterValue, "time zone \"{z}\" not recognized"))
+}
+
+/// make_timestamptz(year, month, day, hour, min, sec [, zone]): the
+/// wall-clock time in that zone (else the session's).
+pub fn make_timestamptz(a: &Args<'_>) -> Result<ArrayRef> {
+    let session = crate::types::zone::current().zone;
+    super::registry::rowwise(a, true, |v, _| {
+        let local = make_local(v)?;
+        let zone = match v.get(6) {
+            Some(crate::types::Value::Text(z)) => sane_zone(z)?,
+            _ => session,
+        };
+        Ok(crate::types::Value::Timestamp(zone.to_utc(local)))
+    })
 }

@@ -88,20 +88,246 @@ pub fn log(a: &Args<'_>) -> Result<ArrayRef> {
     })
 }
 
+/// dexp: infinities map to their limits, a finite result out of range is
+/// overflow or underflow.
 pub fn exp(a: &Args<'_>) -> Result<ArrayRef> {
-    float1(a, |x| overflow_check(x.exp()))
+    float1(a, |x| {
+        if x.is_nan() || x.is_infinite() {
+            return Ok(if x == f64::NEG_INFINITY { 0.0 } else { x });
+        }
+        let r = x.exp();
+        if r == 0.0 {
+            bail!(NumericOutOfRange, "value out of range: underflow");
+        }
+        overflow_check(r)
+    })
 }
 
+/// dpow, with POSIX's rules for NaN and infinite arguments.
 pub fn power(a: &Args<'_>) -> Result<ArrayRef> {
     float2(a, |x, y| {
+        if x.is_nan() {
+            return Ok(if y.is_nan() || y != 0.0 { f64::NAN } else { 1.0 });
+        }
+        if y.is_nan() {
+            return Ok(if x != 1.0 { f64::NAN } else { 1.0 });
+        }
         if x == 0.0 && y < 0.0 {
             bail!(InvalidArgumentForPowerFunction, "zero raised to a negative power is undefined");
         }
-        if x < 0.0 && y.fract() != 0.0 {
+        if x < 0.0 && y.floor() != y {
             bail!(InvalidArgumentForPowerFunction, "a negative number raised to a non-integer power yields a complex result");
         }
-        overflow_check(x.powf(y))
+        if y.is_infinite() {
+            let ax = x.abs();
+            return Ok(if ax == 1.0 {
+                1.0
+            } else if (ax > 1.0) == (y > 0.0) {
+                f64::INFINITY
+            } else {
+                0.0
+            });
+        }
+        if x.is_infinite() {
+            if y == 0.0 {
+                return Ok(1.0);
+            }
+            if x > 0.0 {
+                return Ok(if y > 0.0 { f64::INFINITY } else { 0.0 });
+            }
+            let half = y / 2.0;
+            let odd = half.floor() != half;
+            return Ok(match (y > 0.0, odd) {
+                (true, true) => f64::NEG_INFINITY,
+                (true, false) => f64::INFINITY,
+                (false, true) => -0.0,
+                (false, false) => 0.0,
+            });
+        }
+        let r = x.powf(y);
+        if r == 0.0 && x != 0.0 {
+            bail!(NumericOutOfRange, "value out of range: underflow");
+        }
+        overflow_check(r)
     })
+}
+
+fn input_out_of_range() -> crate::error::WeirError {
+    err!(NumericOutOfRange, "input is out of range")
+}
+
+pub fn acosh(a: &Args<'_>) -> Result<ArrayRef> {
+    float1(a, |x| if x < 1.0 { Err(input_out_of_range()) } else { Ok(x.acosh()) })
+}
+
+pub fn atanh(a: &Args<'_>) -> Result<ArrayRef> {
+    float1(a, |x| {
+        if x.abs() > 1.0 {
+            return Err(input_out_of_range());
+        }
+        Ok(if x.abs() == 1.0 { x * f64::INFINITY } else { x.atanh() })
+    })
+}
+
+// The degree-based trigonometric functions, as PostgreSQL computes them
+// (float.c): reduce to the first quadrant and scale by the function's value
+// at 30, 45 or 60 degrees, so the standard angles come out exact.
+const RADIANS_PER_DEGREE: f64 = 0.017_453_292_519_943_295_769_2;
+
+fn sind_0_to_30(x: f64) -> f64 {
+    let sin_30 = (30.0 * RADIANS_PER_DEGREE).sin();
+    ((x * RADIANS_PER_DEGREE).sin() / sin_30) / 2.0
+}
+
+fn cosd_0_to_60(x: f64) -> f64 {
+    let one_minus_cos_60 = 1.0 - (60.0 * RADIANS_PER_DEGREE).cos();
+    1.0 - ((1.0 - (x * RADIANS_PER_DEGREE).cos()) / one_minus_cos_60) / 2.0
+}
+
+fn sind_q1(x: f64) -> f64 {
+    if x <= 30.0 {
+        sind_0_to_30(x)
+    } else {
+        cosd_0_to_60(90.0 - x)
+    }
+}
+
+fn cosd_q1(x: f64) -> f64 {
+    if x <= 60.0 {
+        cosd_0_to_60(x)
+    } else {
+        sind_0_to_30(90.0 - x)
+    }
+}
+
+fn finite_degrees(x: f64) -> Result<Option<f64>> {
+    if x.is_nan() {
+        return Ok(None);
+    }
+    if x.is_infinite() {
+        return Err(input_out_of_range());
+    }
+    Ok(Some(x % 360.0))
+}
+
+pub fn sind(a: &Args<'_>) -> Result<ArrayRef> {
+    float1(a, |x| {
+        let Some(mut x) = finite_degrees(x)? else { return Ok(f64::NAN) };
+        let mut sign = 1.0;
+        if x < 0.0 {
+            x = -x;
+            sign = -sign;
+        }
+        if x > 180.0 {
+            x -= 180.0;
+            sign = -sign;
+        }
+        if x > 90.0 {
+            x = 180.0 - x;
+        }
+        Ok(sign * sind_q1(x))
+    })
+}
+
+pub fn cosd(a: &Args<'_>) -> Result<ArrayRef> {
+    float1(a, |x| {
+        let Some(mut x) = finite_degrees(x)? else { return Ok(f64::NAN) };
+        if x < 0.0 {
+            x = -x;
+        }
+        if x > 180.0 {
+            x = 360.0 - x;
+        }
+        let mut sign = 1.0;
+        if x > 90.0 {
+            x = 180.0 - x;
+            sign = -sign;
+        }
+        Ok(sign * cosd_q1(x))
+    })
+}
+
+/// tand and cotd: the quadrant's sign, then sin/cos over cos/sin scaled by
+/// the value at 45 degrees; no negative zero.
+fn tan_or_cot(a: &Args<'_>, cot: bool) -> Result<ArrayRef> {
+    float1(a, |x| {
+        let Some(mut x) = finite_degrees(x)? else { return Ok(f64::NAN) };
+        let mut sign = 1.0;
+        if x < 0.0 {
+            x = -x;
+            sign = -sign;
+        }
+        if x > 180.0 {
+            x = 360.0 - x;
+            sign = -sign;
+        }
+        if x > 90.0 {
+            x = 180.0 - x;
+            sign = -sign;
+        }
+        let r = if cot {
+            sign * ((cosd_q1(x) / sind_q1(x)) / (cosd_q1(45.0) / sind_q1(45.0)))
+        } else {
+            sign * ((sind_q1(x) / cosd_q1(x)) / (sind_q1(45.0) / cosd_q1(45.0)))
+        };
+        Ok(if r == 0.0 { 0.0 } else { r })
+    })
+}
+
+pub fn tand(a: &Args<'_>) -> Result<ArrayRef> {
+    tan_or_cot(a, false)
+}
+
+pub fn cotd(a: &Args<'_>) -> Result<ArrayRef> {
+    tan_or_cot(a, true)
+}
+
+fn asind_q1(x: f64) -> f64 {
+    if x <= 0.5 {
+        (x.asin() / 0.5f64.asin()) * 30.0
+    } else {
+        90.0 - (x.acos() / 0.5f64.acos()) * 60.0
+    }
+}
+
+fn acosd_q1(x: f64) -> f64 {
+    if x <= 0.5 {
+        90.0 - (x.asin() / 0.5f64.asin()) * 30.0
+    } else {
+        (x.acos() / 0.5f64.acos()) * 60.0
+    }
+}
+
+fn unit_arg(x: f64) -> Result<Option<f64>> {
+    if x.is_nan() {
+        return Ok(None);
+    }
+    if !(-1.0..=1.0).contains(&x) {
+        return Err(input_out_of_range());
+    }
+    Ok(Some(x))
+}
+
+pub fn asind(a: &Args<'_>) -> Result<ArrayRef> {
+    float1(a, |x| {
+        let Some(x) = unit_arg(x)? else { return Ok(f64::NAN) };
+        Ok(if x >= 0.0 { asind_q1(x) } else { -asind_q1(-x) })
+    })
+}
+
+pub fn acosd(a: &Args<'_>) -> Result<ArrayRef> {
+    float1(a, |x| {
+        let Some(x) = unit_arg(x)? else { return Ok(f64::NAN) };
+        Ok(if x >= 0.0 { acosd_q1(x) } else { 90.0 + asind_q1(-x) })
+    })
+}
+
+pub fn atand(a: &Args<'_>) -> Result<ArrayRef> {
+    float1(a, |x| Ok((x.atan() / 1.0f64.atan()) * 45.0))
+}
+
+pub fn atan2d(a: &Args<'_>) -> Result<ArrayRef> {
+    float2(a, |y, x| Ok((y.atan2(x) / 1.0f64.atan()) * 45.0))
 }
 
 macro_rules! float_fn {
@@ -123,6 +349,10 @@ float_fn! {
     acos => f64::acos;
     atan => f64::atan;
     cot => |x: f64| 1.0 / x.tan();
+    sinh => f64::sinh;
+    cosh => f64::cosh;
+    tanh => f64::tanh;
+    asinh => f64::asinh;
     sign => |x: f64| if x == 0.0 { 0.0 } else { x.signum() };
 }
 

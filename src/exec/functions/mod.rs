@@ -150,6 +150,20 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("acos", vec![f8(1)], math::acos),
         Def::new("atan", vec![f8(1)], math::atan),
         Def::new("atan2", vec![f8(2)], math::atan2),
+        Def::new("sind", vec![f8(1)], math::sind),
+        Def::new("cosd", vec![f8(1)], math::cosd),
+        Def::new("tand", vec![f8(1)], math::tand),
+        Def::new("cotd", vec![f8(1)], math::cotd),
+        Def::new("asind", vec![f8(1)], math::asind),
+        Def::new("acosd", vec![f8(1)], math::acosd),
+        Def::new("atand", vec![f8(1)], math::atand),
+        Def::new("atan2d", vec![f8(2)], math::atan2d),
+        Def::new("sinh", vec![f8(1)], math::sinh),
+        Def::new("cosh", vec![f8(1)], math::cosh),
+        Def::new("tanh", vec![f8(1)], math::tanh),
+        Def::new("asinh", vec![f8(1)], math::asinh),
+        Def::new("acosh", vec![f8(1)], math::acosh),
+        Def::new("atanh", vec![f8(1)], math::atanh),
         Def::new("random", vec![s(&[], Float8)], math::random).volatile(),
         Def::new(
             "mod",
@@ -219,6 +233,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             {
                 let mut v = ts_sigs(&[Text], true, Timestamp);
                 v.push(s(&[Text, Interval], Interval));
+                v.push(s(&[Text, TimestampTz, Text], TimestampTz));
                 v
             },
             datetime::date_trunc,
@@ -252,6 +267,14 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         // AT TIME ZONE: timezone(zone, timestamptz) is wall-clock time there,
         // timezone(zone, timestamp) the instant of that wall-clock time there.
         Def::new("timezone", vec![s(&[Text, TimestampTz], Timestamp), s(&[Text, Timestamp], TimestampTz)], datetime::timezone),
+        Def::new("make_date", vec![s(&[Int4, Int4, Int4], Date)], datetime::make_date),
+        Def::new("make_timestamp", vec![s(&[Int4, Int4, Int4, Int4, Int4, Float8], Timestamp)], datetime::make_timestamp),
+        Def::new(
+            "make_timestamptz",
+            vec![s(&[Int4, Int4, Int4, Int4, Int4, Float8], TimestampTz), s(&[Int4, Int4, Int4, Int4, Int4, Float8, Text], TimestampTz)],
+            datetime::make_timestamptz,
+        )
+        .stable(),
         Def::new("justify_days", vec![s(&[Interval], Interval)], datetime::justify_days),
         Def::new("justify_hours", vec![s(&[Interval], Interval)], datetime::justify_hours),
         Def::new("justify_interval", vec![s(&[Interval], Interval)], datetime::justify_interval),
