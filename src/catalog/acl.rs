@@ -59,7 +59,7 @@ pub enum AclObject {
 }
 
 impl AclObject {
-    fn key(&self) -> String {
+    pub(super) fn key(&self) -> String {
         match self {
             AclObject::Database(d) => format!("{}db/{d}", super::ACL_PREFIX),
             AclObject::Relation(d, n) => format!("{}rel/{d}/{n}", super::ACL_PREFIX),

@@ -108,6 +108,10 @@ pub struct ViewDef {
     /// is unique and stable); 0 until the catalog assigns it.
     #[serde(default)]
     pub id: u32,
+    /// `WITH (security_invoker)`: the view's relations are checked as the
+    /// user who reads it instead of its owner.
+    #[serde(default)]
+    pub security_invoker: bool,
 }
 
 /// An index: recorded; unique ones are enforced on plain tables.
@@ -343,6 +347,45 @@ impl Catalog {
             st.indexes.remove(&k);
         }
         Ok(def)
+    }
+
+    /// ALTER TABLE … RENAME TO: the table's entry, its indexes and its
+    /// owner and privileges move to the new name (regions are by id and
+    /// stay). Views are the caller's (their SQL names the table).
+    pub fn rename_table(&self, database: &str, old: &str, new: &str) -> Result<()> {
+        let mut st = self.state.write();
+        let key = (database.to_string(), new.to_string());
+        if st.tables.contains_key(&key) || st.views.contains_key(&key) {
+            bail!(DuplicateTable, "relation \"{new}\" already exists");
+        }
+        let Some(mut def) = st.tables.remove(&(database.to_string(), old.to_string())) else {
+            bail!(UndefinedTable, "relation \"{old}\" does not exist");
+        };
+        def.name = new.to_string();
+        self.put(format!("{TABLE_PREFIX}{database}/{new}"), serde_json::to_vec(&def).unwrap())?;
+        self.del(format!("{TABLE_PREFIX}{database}/{old}"))?;
+        st.tables.insert(key, def);
+        for ix in st.indexes.values_mut().filter(|i| i.database == database && i.table == old) {
+            ix.table = new.to_string();
+            self.put(format!("{INDEX_PREFIX}{}/{}", ix.database, ix.name), serde_json::to_vec(&*ix).unwrap())?;
+        }
+        let old_acl = acl::AclObject::Relation(database.to_string(), old.to_string()).key();
+        if let Some(a) = st.acls.remove(&old_acl) {
+            let new_acl = acl::AclObject::Relation(database.to_string(), new.to_string()).key();
+            self.put(new_acl.clone(), serde_json::to_vec(&a).unwrap())?;
+            self.del(old_acl)?;
+            st.acls.insert(new_acl, a);
+        }
+        Ok(())
+    }
+
+    /// Replace an index's definition (ALTER TABLE … RENAME COLUMN renames
+    /// its columns); it keeps its id.
+    pub fn replace_index(&self, def: IndexDef) -> Result<()> {
+        let mut st = self.state.write();
+        self.put(format!("{INDEX_PREFIX}{}/{}", def.database, def.name), serde_json::to_vec(&def).unwrap())?;
+        st.indexes.insert((def.database.clone(), def.name.clone()), def);
+        Ok(())
     }
 
     pub fn table(&self, database: &str, name: &str) -> Option<TableDef> {

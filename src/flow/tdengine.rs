@@ -1109,7 +1109,14 @@ pub fn ensure_child(catalog: &Catalog, db: &str, s: &SuperTableDef, name: &str, 
     let cols: Vec<String> = s.columns.iter().map(|c| quote_ident(c)).collect();
     let sql = format!("SELECT {} FROM {}.{} WHERE {TBNAME} = {}", cols.join(", "), quote_ident(db), quote_ident(&s.name), quote_lit(name));
     catalog.create_view(
-        crate::catalog::ViewDef { database: db.to_string(), name: name.to_string(), sql, columns: s.columns.clone(), id: 0 },
+        crate::catalog::ViewDef {
+            database: db.to_string(),
+            name: name.to_string(),
+            sql,
+            columns: s.columns.clone(),
+            id: 0,
+            security_invoker: false,
+        },
         false,
     )?;
     catalog.put_child_table(&crate::catalog::ChildTableDef {

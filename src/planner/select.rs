@@ -1030,7 +1030,11 @@ impl<'a> Planner<'a> {
             let body_role = match self.check_as.borrow().as_deref() {
                 Some(role) => {
                     self.catalog.check_relation(role, db, name, "view", crate::catalog::acl::SELECT)?;
-                    Some(self.catalog.owner_of(&crate::catalog::acl::AclObject::Relation(db.to_string(), name.to_string())))
+                    if v.security_invoker {
+                        Some(role.to_string())
+                    } else {
+                        Some(self.catalog.owner_of(&crate::catalog::acl::AclObject::Relation(db.to_string(), name.to_string())))
+                    }
                 }
                 None => None,
             };

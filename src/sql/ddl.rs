@@ -207,12 +207,36 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             // A view's relations are checked as its owner when it is read.
             planner.check_as.replace(None);
             let plan = planner.plan_query(&cv.query, None)?;
-            drop(planner);
             let mut columns: Vec<String> = plan.columns().iter().map(|c| c.name.clone()).collect();
             for (c, vc) in columns.iter_mut().zip(&cv.columns) {
                 *c = ident(&vc.name);
             }
-            cat.create_view(ViewDef { database, name, sql: cv.query.to_string(), columns, id: 0 }, cv.or_replace)?;
+            // OR REPLACE keeps the old columns (names, types, order) and may add
+            // some at the end, as PostgreSQL requires.
+            if let Some(old) = cv.or_replace.then(|| cat.view(&database, &name)).flatten() {
+                let old_types: Option<Vec<SqlType>> = crate::parser::parse_query(&old.sql)
+                    .and_then(|q| planner.plan_query(&q, None))
+                    .ok()
+                    .map(|p| p.columns().iter().map(|c| c.ty).collect());
+                if columns.len() < old.columns.len() {
+                    bail!(InvalidTableDefinition, "cannot drop columns from view");
+                }
+                for (i, (was, now)) in old.columns.iter().zip(&columns).enumerate() {
+                    if was != now {
+                        return Err(err!(InvalidTableDefinition, "cannot change name of view column \"{was}\" to \"{now}\"")
+                            .with_hint("Use ALTER VIEW ... RENAME COLUMN ... to change name of view column instead."));
+                    }
+                    let now_ty = plan.columns()[i].ty;
+                    if let Some(was_ty) = old_types.as_ref().and_then(|t| t.get(i)) {
+                        if *was_ty != now_ty {
+                            bail!(InvalidTableDefinition, "cannot change data type of view column \"{was}\" from {was_ty} to {now_ty}");
+                        }
+                    }
+                }
+            }
+            drop(planner);
+            let security_invoker = view_options(&cv.options)?;
+            cat.create_view(ViewDef { database, name, sql: cv.query.to_string(), columns, id: 0, security_invoker }, cv.or_replace)?;
             Ok(QueryResult::Command("CREATE VIEW".into()))
         }
         Statement::CreateIndex(ci) => {
@@ -271,6 +295,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             }
             bail!(FeatureNotSupported, "EXPLAIN supports queries only")
         }
+        Statement::AlterTable(at) => super::alter_table::execute(s, at),
         Statement::Analyze { .. } | Statement::Discard { .. } | Statement::Deallocate { .. } => {
             Ok(QueryResult::Command(statement_tag(stmt)))
         }
@@ -457,6 +482,57 @@ fn option_value(value: &ast::Expr) -> String {
     }
 }
 
+/// A view's `WITH (…)` options as PostgreSQL checks them; returns `security_invoker`
+/// (the view's relations are then checked as the user who reads it, not its
+/// owner). `security_barrier` is accepted with nothing to do: weir has no
+/// user-defined functions a pushed-down predicate could leak rows through.
+/// `check_option` is accepted: weir's views are never written through.
+fn view_options(options: &ast::CreateTableOptions) -> Result<bool> {
+    let options = match options {
+        ast::CreateTableOptions::With(v) => v.as_slice(),
+        ast::CreateTableOptions::None => &[],
+        _ => bail!(FeatureNotSupported, "these view options are not supported"),
+    };
+    let mut security_invoker = false;
+    for o in options {
+        let (key, value) = match o {
+            ast::SqlOption::Ident(k) => (option_key(k), None),
+            ast::SqlOption::KeyValue { key, value } => (option_key(key), Some(option_value(value))),
+            other => bail!(FeatureNotSupported, "view option {other} is not supported"),
+        };
+        match key.as_str() {
+            "security_barrier" | "security_invoker" => {
+                let on = match value.as_deref().map(|v| v.to_ascii_lowercase()) {
+                    None => true,
+                    Some(v) if matches!(v.as_str(), "true" | "on" | "yes" | "1" | "t" | "y") => true,
+                    Some(v) if matches!(v.as_str(), "false" | "off" | "no" | "0" | "f" | "n") => false,
+                    Some(_) => bail!(
+                        InvalidParameterValue,
+                        "invalid value for boolean option \"{key}\": {}",
+                        value.unwrap_or_default()
+                    ),
+                };
+                if key == "security_invoker" {
+                    security_invoker = on;
+                }
+            }
+            "check_option" => match value.as_deref().map(|v| v.to_ascii_lowercase()).as_deref() {
+                Some("local" | "cascaded") => {}
+                _ => {
+                    return Err(err!(
+                        InvalidParameterValue,
+                        "invalid value for enum option \"check_option\": {}",
+                        value.unwrap_or_default()
+                    )
+                    .with_detail("Valid values are \"local\" and \"cascaded\"."))
+                }
+            },
+            other => bail!(InvalidParameterValue, "unrecognized parameter \"{other}\""),
+        }
+    }
+    Ok(security_invoker)
+}
+
 /// GreptimeDB's storage-tuning options: accepted, with no effect on weir's
 /// storage (each is listed in README.md). Options that change what a query
 /// answers are honoured or refused, never ignored.
@@ -507,34 +583,14 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
     let mut columns: Vec<ColumnDef> = Vec::new();
     let mut primary_key: Vec<String> = Vec::new();
     for c in &ct.columns {
-        let cname = ident(&c.name);
-        if columns.iter().any(|x| x.name == cname) {
-            bail!(DuplicateColumn, "column \"{cname}\" specified more than once");
+        let (col, pk) = sql_column(c)?;
+        if columns.iter().any(|x| x.name == col.name) {
+            bail!(DuplicateColumn, "column \"{}\" specified more than once", col.name);
         }
-        let ty = crate::planner::sql_type(&c.data_type)?;
-        let mut nullable = true;
-        let mut default = None;
-        for o in &c.options {
-            match &o.option {
-                ast::ColumnOption::NotNull => nullable = false,
-                ast::ColumnOption::Null => nullable = true,
-                ast::ColumnOption::Default(e) => default = Some(e.to_string()),
-                ast::ColumnOption::PrimaryKey(_) => {
-                    primary_key.push(cname.clone());
-                    nullable = false;
-                }
-                ast::ColumnOption::Unique(_) => {}
-                ast::ColumnOption::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
-                _ => {}
-            }
+        if pk {
+            primary_key.push(col.name.clone());
         }
-        // PostgreSQL keeps p fractional digits of a TIMESTAMP(p); 6 and
-        // above (GreptimeDB's 9) are microseconds, PostgreSQL's maximum.
-        let precision = match &c.data_type {
-            ast::DataType::Timestamp(Some(p), _) | ast::DataType::Datetime(Some(p)) if *p < 6 => Some(*p as u8),
-            _ => None,
-        };
-        columns.push(ColumnDef { name: cname, ty, nullable, default, precision });
+        columns.push(col);
     }
     if columns.is_empty() {
         bail!(Syntax, "a table needs at least one column");
@@ -659,6 +715,37 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         })?;
     }
     Ok(QueryResult::Command("CREATE TABLE".into()))
+}
+
+/// One column of a CREATE TABLE (or ALTER TABLE … ADD COLUMN): its definition and
+/// whether it says PRIMARY KEY.
+pub(super) fn sql_column(c: &ast::ColumnDef) -> Result<(ColumnDef, bool)> {
+    let cname = ident(&c.name);
+    let ty = crate::planner::sql_type(&c.data_type)?;
+    let mut nullable = true;
+    let mut default = None;
+    let mut pk = false;
+    for o in &c.options {
+        match &o.option {
+            ast::ColumnOption::NotNull => nullable = false,
+            ast::ColumnOption::Null => nullable = true,
+            ast::ColumnOption::Default(e) => default = Some(e.to_string()),
+            ast::ColumnOption::PrimaryKey(_) => {
+                pk = true;
+                nullable = false;
+            }
+            ast::ColumnOption::Unique(_) => {}
+            ast::ColumnOption::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
+            _ => {}
+        }
+    }
+    // PostgreSQL keeps p fractional digits of a TIMESTAMP(p); 6 and
+    // above (GreptimeDB's 9) are microseconds, PostgreSQL's maximum.
+    let precision = match &c.data_type {
+        ast::DataType::Timestamp(Some(p), _) | ast::DataType::Datetime(Some(p)) if *p < 6 => Some(*p as u8),
+        _ => None,
+    };
+    Ok((ColumnDef { name: cname, ty, nullable, default, precision }, pk))
 }
 
 pub fn show_create(t: &TableDef) -> String {

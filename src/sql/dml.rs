@@ -234,19 +234,37 @@ fn insert(
     ins: &ast::Insert,
     changed: Option<&mut Vec<RecordBatch>>,
 ) -> Result<usize> {
-    if ins.on.is_some() {
-        bail!(FeatureNotSupported, "ON CONFLICT is not supported");
-    }
-    let targets = target_columns(def, &ins.columns)?;
+    let conflict = match &ins.on {
+        None => None,
+        Some(ast::OnInsert::OnConflict(oc)) => Some(oc),
+        Some(_) => bail!(FeatureNotSupported, "ON DUPLICATE KEY UPDATE is not supported; use ON CONFLICT"),
+    };
+    let mut targets = target_columns(def, &ins.columns)?;
     let Some(src) = &ins.source else { bail!(FeatureNotSupported, "INSERT needs VALUES or a query") };
+    // Without a column list, rows shorter than the table fill its first
+    // columns and the rest take their defaults, as in PostgreSQL.
+    if ins.columns.is_empty() {
+        if let ast::SetExpr::Values(v) = src.body.as_ref() {
+            let width = v.rows.iter().map(|r| r.content.len()).max().unwrap_or(0);
+            targets.truncate(width.max(1));
+        }
+    }
+    // VALUES with a subquery in a cell is planned as the query it is (the
+    // row-at-a-time path below evaluates constant cells only).
+    let subquery = ast::visit_expressions(src.body.as_ref(), |e| match e {
+        ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => std::ops::ControlFlow::Break(()),
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break();
+    let plain_values = src.order_by.is_none() && src.limit_clause.is_none() && !subquery;
     // Source rows as arrays per target column.
     let fast = match src.body.as_ref() {
-        ast::SetExpr::Values(v) if src.order_by.is_none() && src.limit_clause.is_none() => literal_rows(def, &targets, &v.rows),
+        ast::SetExpr::Values(v) if plain_values => literal_rows(def, &targets, &v.rows),
         _ => None,
     };
     let (cols, nrows): (Vec<ArrayRef>, usize) = match src.body.as_ref() {
         _ if fast.is_some() => fast.expect("checked"),
-        ast::SetExpr::Values(v) if src.order_by.is_none() && src.limit_clause.is_none() => {
+        ast::SetExpr::Values(v) if plain_values => {
             let scope = Scope::new(vec![], None);
             let mut per_col: Vec<Vec<Expr>> = vec![Vec::with_capacity(v.rows.len()); targets.len()];
             for row in &v.rows {
@@ -278,6 +296,9 @@ fn insert(
         _ => {
             let plan = planner.plan(src)?;
             let pcols = plan.columns().to_vec();
+            if ins.columns.is_empty() && pcols.len() < targets.len() {
+                targets.truncate(pcols.len());
+            }
             if pcols.len() != targets.len() {
                 bail!(Syntax, "INSERT has {} target columns than expressions", if pcols.len() > targets.len() { "fewer" } else { "more" });
             }
@@ -331,12 +352,269 @@ fn insert(
     }
     let batch = RecordBatch::try_new_with_options(region_schema(def), arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
     let batch = round_timestamps(def, batch)?;
+    if let Some(oc) = conflict {
+        let qual = ins.table_alias.as_ref().map(|a| crate::planner::ident(&a.alias)).unwrap_or_else(|| def.name.clone());
+        return upsert(s, planner, def, regions, &qual, oc, batch, changed);
+    }
     check_unique(planner, def, regions, &batch)?;
     super::txn::write_rows(s, def, regions, &batch)?;
     if let Some(c) = changed {
         c.push(batch);
     }
     Ok(nrows)
+}
+
+/// The column sets that decide a conflict for `ON CONFLICT`: the unique
+/// indexes (PRIMARY KEY, UNIQUE) of a plain table, or a time-series table's
+/// identity (its primary key and time index).
+fn arbiters(planner: &Planner, def: &TableDef, target: Option<&ast::ConflictTarget>, updating: bool) -> Result<Vec<Vec<usize>>> {
+    let mut candidates: Vec<(String, Vec<usize>)> = Vec::new();
+    if let Some(t) = def.time_index {
+        let mut cols = def.primary_key.clone();
+        cols.push(t);
+        candidates.push((format!("{}_pkey", def.name), cols));
+    } else {
+        for ix in planner.catalog.indexes(&def.database, &def.name).into_iter().filter(|i| i.unique) {
+            let cols: Vec<usize> = ix.columns.iter().filter_map(|c| def.column_index(c)).collect();
+            if cols.len() == ix.columns.len() {
+                candidates.push((ix.name, cols));
+            }
+        }
+    }
+    let none = || err!(InvalidColumnReference, "there is no unique or exclusion constraint matching the ON CONFLICT specification");
+    match target {
+        None if updating => Err(err!(Syntax, "ON CONFLICT DO UPDATE requires inference specification or constraint name")
+            .with_hint("For example, ON CONFLICT (column_name).")),
+        None => Ok(candidates.into_iter().map(|(_, c)| c).collect()),
+        Some(ast::ConflictTarget::Columns { predicate: Some(_), .. }) => {
+            bail!(FeatureNotSupported, "ON CONFLICT with an index predicate is not supported")
+        }
+        Some(ast::ConflictTarget::Columns { columns, .. }) => {
+            let mut want = Vec::new();
+            for c in columns {
+                let n = crate::planner::ident(c);
+                let i = def.column_index(&n).ok_or_else(|| err!(UndefinedColumn, "column \"{n}\" does not exist"))?;
+                want.push(i);
+            }
+            want.sort_unstable();
+            want.dedup();
+            let found = candidates.into_iter().map(|(_, c)| c).find(|c| {
+                let mut c = c.clone();
+                c.sort_unstable();
+                c == want
+            });
+            found.map(|c| vec![c]).ok_or_else(none)
+        }
+        Some(ast::ConflictTarget::OnConstraint(name)) => {
+            let n = object_name(name)?.1;
+            match candidates.into_iter().find(|(ix, _)| *ix == n) {
+                Some((_, c)) => Ok(vec![c]),
+                None => bail!(UndefinedObject, "constraint \"{n}\" for table \"{}\" does not exist", def.name),
+            }
+        }
+    }
+}
+
+/// `INSERT … ON CONFLICT DO NOTHING | DO UPDATE`: each proposed row (`batch`,
+/// full width) that conflicts with a stored row on an arbiter is skipped, or
+/// turns into an update of that row (SET and WHERE see the row as `qual` and the
+/// proposed one as `excluded`); the other rows are inserted. Rows are matched by
+/// value against a scan of the table as the statement sees it.
+#[allow(clippy::too_many_arguments)]
+fn upsert(
+    s: &Session,
+    planner: &Planner,
+    def: &TableDef,
+    regions: &[Arc<Region>],
+    qual: &str,
+    oc: &ast::OnConflict,
+    batch: RecordBatch,
+    changed: Option<&mut Vec<RecordBatch>>,
+) -> Result<usize> {
+    use crate::exec::expr::Key;
+    use std::collections::{HashMap, HashSet};
+    let update = match &oc.action {
+        ast::OnConflictAction::DoNothing => None,
+        ast::OnConflictAction::DoUpdate(u) => Some(u),
+    };
+    let arbiters = arbiters(planner, def, oc.conflict_target.as_ref(), update.is_some())?;
+    let key = |b: &RecordBatch, cols: &[usize], i: usize| -> Option<Vec<Key>> {
+        let k: Vec<Value> = cols.iter().map(|&c| crate::types::value_at(b.column(c).as_ref(), i)).collect();
+        if k.iter().any(|v| v.is_null()) {
+            return None;
+        }
+        Some(k.iter().map(Key::from).collect())
+    };
+    // Stored rows (with row ids), one batch per region, by arbiter key.
+    let mut stored: Vec<RecordBatch> = Vec::with_capacity(regions.len());
+    let mut by_key: Vec<HashMap<Vec<Key>, (usize, usize)>> = vec![HashMap::new(); arbiters.len()];
+    for (ri, r) in regions.iter().enumerate() {
+        let rows = matching_rows(planner, r, None)?;
+        let b = match rows.len() {
+            0 => RecordBatch::new_empty(r.stored_schema()),
+            1 => rows.into_iter().next().expect("one"),
+            _ => arrow::compute::concat_batches(&rows[0].schema(), &rows)?,
+        };
+        for i in 0..b.num_rows() {
+            for (a, cols) in arbiters.iter().enumerate() {
+                if let Some(k) = key(&b, cols, i) {
+                    by_key[a].insert(k, (ri, i));
+                }
+            }
+        }
+        stored.push(b);
+    }
+    // Decide each proposed row in order: insert, skip, or update a stored row.
+    let mut insert_mask = Vec::with_capacity(batch.num_rows());
+    let mut proposed: Vec<HashSet<Vec<Key>>> = vec![HashSet::new(); arbiters.len()];
+    let mut updates: Vec<Vec<(usize, usize)>> = vec![Vec::new(); regions.len()];
+    let mut touched: HashSet<(usize, usize)> = HashSet::new();
+    for i in 0..batch.num_rows() {
+        let keys: Vec<Option<Vec<Key>>> = arbiters.iter().map(|cols| key(&batch, cols, i)).collect();
+        let hit = keys.iter().enumerate().find_map(|(a, k)| k.as_ref().and_then(|k| by_key[a].get(k)).copied());
+        let again = keys.iter().enumerate().any(|(a, k)| k.as_ref().is_some_and(|k| proposed[a].contains(k)));
+        let twice = || {
+            err!(CardinalityViolation, "ON CONFLICT DO UPDATE command cannot affect row a second time")
+                .with_hint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")
+        };
+        match (hit, update.is_some()) {
+            (Some(at), true) => {
+                if again || !touched.insert(at) {
+                    return Err(twice());
+                }
+                updates[at.0].push((at.1, i));
+                insert_mask.push(false);
+            }
+            (Some(_), false) => insert_mask.push(false),
+            (None, _) if again => {
+                if update.is_some() {
+                    return Err(twice());
+                }
+                insert_mask.push(false);
+            }
+            (None, _) => {
+                insert_mask.push(true);
+            }
+        }
+        for (a, k) in keys.into_iter().enumerate() {
+            if let Some(k) = k {
+                proposed[a].insert(k);
+            }
+        }
+    }
+    // The rows written, with the position of the proposed row each came from
+    // (RETURNING answers in the order rows were proposed).
+    let mut out: Vec<RecordBatch> = Vec::new();
+    let mut order: Vec<usize> = (0..insert_mask.len()).filter(|&i| insert_mask[i]).collect();
+    let inserts = arrow::compute::filter_record_batch(&batch, &BooleanArray::from(insert_mask))?;
+    let mut n = inserts.num_rows();
+    if n > 0 {
+        check_unique(planner, def, regions, &inserts)?;
+        super::txn::write_rows(s, def, regions, &inserts)?;
+        out.push(inserts);
+    }
+    if let Some(u) = update {
+        // Bound over the stored row's columns, then the proposed row's as `excluded`
+        // (a name in both, unqualified, is ambiguous, as in PostgreSQL).
+        let mut cols: Vec<PlanColumn> =
+            def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(qual.to_string()), ty: c.ty }).collect();
+        cols.extend(def.columns.iter().map(|c| PlanColumn {
+            name: c.name.clone(),
+            qualifier: Some("excluded".to_string()),
+            ty: c.ty,
+        }));
+        let scope = Scope::new(cols.clone(), None);
+        let mut sets: Vec<(usize, Expr)> = Vec::new();
+        for a in &u.assignments {
+            let col = match &a.target {
+                ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
+                _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
+            };
+            let i = def
+                .column_index(&col)
+                .ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
+            if sets.iter().any(|(j, _)| *j == i) {
+                bail!(Syntax, "multiple assignments to same column \"{col}\"");
+            }
+            let e = match &a.value {
+                ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
+                    default_expr(planner, def, i)?
+                }
+                v => planner.bind_expr(v, &scope, None)?,
+            };
+            sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
+        }
+        let pred = u.selection.as_ref().map(|w| planner.bind_expr(w, &scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()?;
+        if sets.iter().any(|(_, e)| e.has_subquery()) || pred.as_ref().is_some_and(|p| p.has_subquery()) {
+            bail!(FeatureNotSupported, "subqueries in ON CONFLICT DO UPDATE are not supported");
+        }
+        let width = def.columns.len();
+        let pair_schema = crate::exec::plan::arrow_schema(
+            &cols.iter().enumerate().map(|(k, c)| PlanColumn::new(format!("c{k}"), c.ty)).collect::<Vec<_>>(),
+        );
+        for (ri, pairs) in updates.iter().enumerate() {
+            if pairs.is_empty() {
+                continue;
+            }
+            let old_idx = arrow::array::UInt32Array::from_iter_values(pairs.iter().map(|p| p.0 as u32));
+            let new_idx = arrow::array::UInt32Array::from_iter_values(pairs.iter().map(|p| p.1 as u32));
+            let old = arrow::compute::take_record_batch(&stored[ri], &old_idx)?;
+            let excl = arrow::compute::take_record_batch(&batch, &new_idx)?;
+            let mut both: Vec<ArrayRef> = old.columns()[..width].to_vec();
+            both.extend(excl.columns().iter().cloned());
+            let pair = RecordBatch::try_new_with_options(pair_schema.clone(), both, &RecordBatchOptions::new().with_row_count(Some(pairs.len())))?;
+            let (old, pair) = match &pred {
+                None => {
+                    order.extend(pairs.iter().map(|p| p.1));
+                    (old, pair)
+                }
+                Some(p) => {
+                    let m = p.eval(&pair, &planner.ctx)?;
+                    let m = m.as_any().downcast_ref::<BooleanArray>().expect("boolean predicate");
+                    let m: BooleanArray = m.iter().map(|v| Some(v == Some(true))).collect();
+                    order.extend(pairs.iter().zip(m.iter()).filter(|(_, k)| *k == Some(true)).map(|(p, _)| p.1));
+                    (arrow::compute::filter_record_batch(&old, &m)?, arrow::compute::filter_record_batch(&pair, &m)?)
+                }
+            };
+            if old.num_rows() == 0 {
+                continue;
+            }
+            let mut new_cols: Vec<ArrayRef> = old.columns()[..width].to_vec();
+            for (i, e) in &sets {
+                let a = cast_array(&e.eval(&pair, &planner.ctx)?, e.ty(), def.columns[*i].ty)?;
+                if !def.columns[*i].nullable && a.null_count() > 0 {
+                    bail!(
+                        NotNullViolation,
+                        "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                        def.columns[*i].name,
+                        def.name
+                    );
+                }
+                new_cols[*i] = a;
+            }
+            let new = RecordBatch::try_new_with_options(
+                region_schema(def),
+                new_cols,
+                &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
+            )?;
+            let new = round_timestamps(def, new)?;
+            n += new.num_rows();
+            super::txn::delete_rows(s, &regions[ri], &old)?;
+            super::txn::write_rows(s, def, regions, &new)?;
+            out.push(new);
+        }
+    }
+    if let Some(c) = changed {
+        if out.len() > 1 {
+            let all = arrow::compute::concat_batches(&out[0].schema(), &out)?;
+            let mut perm: Vec<u32> = (0..order.len() as u32).collect();
+            perm.sort_by_key(|&k| order[k as usize]);
+            c.push(arrow::compute::take_record_batch(&all, &arrow::array::UInt32Array::from(perm))?);
+        } else {
+            c.extend(out);
+        }
+    }
+    Ok(n)
 }
 
 /// The fast path of `INSERT ... VALUES` whose cells are all literals that
@@ -419,7 +697,7 @@ fn assign_coerce(e: Expr, ty: SqlType, col: &str) -> Result<Expr> {
     coerce(e, ty)
 }
 
-fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Result<Expr> {
+pub(super) fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Result<Expr> {
     let c = &def.columns[col];
     match &c.default {
         None => Ok(Expr::lit(Value::Null, c.ty)),
@@ -432,7 +710,7 @@ fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Result<Expr> {
 }
 
 /// Evaluate a list of constant expressions into one column.
-fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Result<ArrayRef> {
+pub(super) fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Result<ArrayRef> {
     // Fast path: all literals.
     if exprs.iter().all(|e| matches!(e, Expr::Literal { .. })) {
         let vals: Vec<Value> =
@@ -502,7 +780,7 @@ fn region_schema(def: &TableDef) -> arrow::datatypes::SchemaRef {
 
 /// Scan a region as the statement sees it: its snapshot and its
 /// transaction's own writes.
-fn scan_region(planner: &Planner, region: &Region, req: ScanRequest) -> Result<Vec<RecordBatch>> {
+pub(super) fn scan_region(planner: &Planner, region: &Region, req: ScanRequest) -> Result<Vec<RecordBatch>> {
     let mut req = req;
     if let Some(v) = &planner.ctx.view {
         v.apply(region.id, &mut req);

@@ -5,6 +5,7 @@
 //! May import `planner`, `exec`, `storage`, `catalog`, `types`, `error`;
 //! never `server`.
 
+mod alter_table;
 pub mod copy;
 mod copy_binary;
 mod ddl;

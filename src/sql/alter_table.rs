@@ -1,0 +1,390 @@
+//! ALTER TABLE: add, drop and rename columns, and rename the table (OWNER TO is
+//! `privilege.rs`'s).
+//!
+//! A column change rewrites the table, as TRUNCATE renews it: new regions under a
+//! new id receive the old rows in the new shape (kept columns copied, an added
+//! column at its default), the catalog entry is replaced, then the old regions are
+//! dropped. Storage therefore never reads a WAL or SST written with another schema;
+//! the price is a copy of the table (fine for PostgreSQL-style tables, heavy for a
+//! large time-series table). A rename of the table is a catalog change only
+//! (regions are by id); views that name the table have their query rewritten to
+//! the new name. Views are stored as SQL, so a column change that leaves a view
+//! unplannable is refused (2BP01 for DROP COLUMN, which CASCADE answers by dropping
+//! the views, as PostgreSQL does). Runs outside transaction blocks only.
+//! Imports `sql` siblings, `planner`, `exec` values and `storage` regions.
+
+use std::ops::ControlFlow;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use sqlparser::ast;
+
+use super::{dml, QueryResult, Session};
+use crate::catalog::{ColumnDef, TableDef, ViewDef};
+use crate::error::Result;
+use crate::planner::{ident, object_name, relation};
+use crate::storage::{region_id, ScanRequest};
+use crate::{bail, err};
+
+/// Where a column of the rewritten table takes its values from.
+#[derive(Clone, Copy, PartialEq)]
+enum Source {
+    Old(usize),
+    Default,
+}
+
+pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
+    let done = || Ok(QueryResult::Command("ALTER TABLE".into()));
+    let engine = s.engine.clone();
+    let cat = &engine.catalog;
+    let rel = relation(cat, &s.database, &at.name)?;
+    let old = rel.database().ok().and_then(|db| cat.table(&db, &rel.name));
+    let Some(old) = old else {
+        if at.if_exists {
+            return done();
+        }
+        bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display());
+    };
+    let supported = |op: &ast::AlterTableOperation| {
+        matches!(
+            op,
+            ast::AlterTableOperation::AddColumn { column_position: None, .. }
+                | ast::AlterTableOperation::DropColumn { .. }
+                | ast::AlterTableOperation::RenameColumn { .. }
+        )
+    };
+    match at.operations.as_slice() {
+        [ast::AlterTableOperation::RenameTable { table_name: ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n) }] => {
+            if s.block.is_some() {
+                bail!(ActiveSqlTransaction, "ALTER TABLE … RENAME cannot run inside a transaction block");
+            }
+            rename_table(s, &old, n)?;
+            done()
+        }
+        [ast::AlterTableOperation::AddConstraint { constraint, .. }]
+            if matches!(constraint, ast::TableConstraint::Unique(_) | ast::TableConstraint::PrimaryKey(_)) =>
+        {
+            add_unique(s, &old, constraint)?;
+            done()
+        }
+        ops if !ops.is_empty() && ops.iter().all(supported) => {
+            if s.block.is_some() {
+                return Err(err!(ActiveSqlTransaction, "ALTER TABLE cannot change columns inside a transaction block")
+                    .with_detail("weir rewrites the table and cannot roll that back"));
+            }
+            alter_columns(s, &old, ops)?;
+            done()
+        }
+        ops => {
+            // The operation's leading words (`SET`, `ATTACH PARTITION`, `ADD CONSTRAINT`).
+            let op = ops.iter().find(|o| !supported(o)).map(|o| o.to_string()).unwrap_or_default();
+            let head = op.split('(').next().unwrap_or_default();
+            let words: Vec<&str> = head.split_whitespace().take(2).collect();
+            bail!(FeatureNotSupported, "ALTER TABLE … {} is not supported", words.join(" "))
+        }
+    }
+}
+
+/// The names of relations a view's query reads, resolved to (database, name).
+fn view_reads(s: &Session, v: &ViewDef) -> Vec<(String, String)> {
+    let Ok(q) = crate::parser::parse_query(&v.sql) else { return vec![] };
+    let mut out = Vec::new();
+    let _ = ast::visit_relations(&q, |n| {
+        if let Ok(r) = relation(&s.engine.catalog, &v.database, n) {
+            if let Ok(db) = r.database() {
+                out.push((db, r.name));
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out
+}
+
+/// The views of the table's database that read it.
+fn dependent_views(s: &Session, def: &TableDef) -> Vec<ViewDef> {
+    let key = (def.database.clone(), def.name.clone());
+    s.engine.catalog.views(&def.database).into_iter().filter(|v| view_reads(s, v).contains(&key)).collect()
+}
+
+/// Whether a view still plans (against the catalog as it is now).
+fn view_plans(s: &Session, v: &ViewDef) -> bool {
+    let Ok(q) = crate::parser::parse_query(&v.sql) else { return false };
+    let mut planner = s.planner(Default::default());
+    planner.database = v.database.clone();
+    planner.check_as.replace(None);
+    planner.plan_query(&q, None).is_ok()
+}
+
+fn rename_table(s: &mut Session, old: &TableDef, new: &ast::ObjectName) -> Result<()> {
+    let cat = &s.engine.catalog;
+    let (schema, new_name) = object_name(new)?;
+    if schema.is_some() {
+        // PostgreSQL: the new name cannot be qualified (ALTER … SET SCHEMA moves).
+        bail!(Syntax, "syntax error at or near \".\"");
+    }
+    let views = dependent_views(s, old);
+    cat.rename_table(&old.database, &old.name, &new_name)?;
+    // The views that named the table name the new one.
+    let key = (old.database.clone(), old.name.clone());
+    for v in views {
+        let Ok(mut q) = crate::parser::parse_query(&v.sql) else { continue };
+        let _ = ast::visit_relations_mut(&mut q, |n| {
+            let resolves = relation(cat, &v.database, n).ok().and_then(|r| r.database().ok().map(|db| (db, r.name)));
+            // The old name no longer resolves to a table: compare the spelling.
+            let last = n.0.last().and_then(|p| p.as_ident()).map(ident);
+            let db_ok = match resolves {
+                Some((db, _)) => db == key.0,
+                None => false,
+            };
+            if db_ok && last.as_deref() == Some(key.1.as_str()) {
+                if let Some(ast::ObjectNamePart::Identifier(i)) = n.0.last_mut() {
+                    *i = ast::Ident::with_quote('"', new_name.clone());
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        cat.create_view(ViewDef { sql: q.to_string(), ..v }, true)?;
+    }
+    Ok(())
+}
+
+fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperation]) -> Result<()> {
+    let mut cols: Vec<(ColumnDef, Source)> = old.columns.iter().cloned().enumerate().map(|(i, c)| (c, Source::Old(i))).collect();
+    let mut renamed: Vec<(String, String)> = Vec::new();
+    let mut dropped: Vec<String> = Vec::new();
+    let mut cascade = false;
+    let table = &old.name;
+    let position = |cols: &[(ColumnDef, Source)], n: &str| cols.iter().position(|(c, _)| c.name == n);
+    for op in ops {
+        match op {
+            ast::AlterTableOperation::AddColumn { if_not_exists, column_def, .. } => {
+                let (c, pk) = super::ddl::sql_column(column_def)?;
+                if position(&cols, &c.name).is_some() {
+                    if *if_not_exists {
+                        continue;
+                    }
+                    bail!(DuplicateColumn, "column \"{}\" of relation \"{table}\" already exists", c.name);
+                }
+                if pk || column_def.options.iter().any(|o| matches!(o.option, ast::ColumnOption::Unique(_))) {
+                    bail!(FeatureNotSupported, "ALTER TABLE … ADD COLUMN with PRIMARY KEY or UNIQUE is not supported");
+                }
+                cols.push((c, Source::Default));
+            }
+            ast::AlterTableOperation::DropColumn { column_names, if_exists, drop_behavior, .. } => {
+                cascade |= matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
+                for n in column_names {
+                    let n = ident(n);
+                    let Some(i) = position(&cols, &n) else {
+                        if *if_exists {
+                            continue;
+                        }
+                        bail!(UndefinedColumn, "column \"{n}\" of relation \"{table}\" does not exist");
+                    };
+                    if let Source::Old(o) = cols[i].1 {
+                        if old.time_index == Some(o) {
+                            bail!(FeatureNotSupported, "cannot drop column \"{n}\": it is the TIME INDEX of table \"{table}\"");
+                        }
+                        if old.primary_key.contains(&o) {
+                            bail!(FeatureNotSupported, "cannot drop column \"{n}\": it is part of the primary key of table \"{table}\"");
+                        }
+                        dropped.push(old.columns[o].name.clone());
+                    }
+                    cols.remove(i);
+                }
+            }
+            ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                let (from, to) = (ident(old_column_name), ident(new_column_name));
+                let Some(i) = position(&cols, &from) else {
+                    bail!(UndefinedColumn, "column \"{from}\" does not exist");
+                };
+                if position(&cols, &to).is_some() {
+                    bail!(DuplicateColumn, "column \"{to}\" of relation \"{table}\" already exists");
+                }
+                if let Source::Old(o) = cols[i].1 {
+                    renamed.push((old.columns[o].name.clone(), to.clone()));
+                }
+                cols[i].0.name = to;
+            }
+            _ => unreachable!("checked by the caller"),
+        }
+    }
+    let unchanged = cols.len() == old.columns.len()
+        && cols.iter().enumerate().all(|(i, (c, src))| *src == Source::Old(i) && c.name == old.columns[i].name);
+    if unchanged {
+        return Ok(());
+    }
+    if cols.is_empty() {
+        bail!(FeatureNotSupported, "a table needs at least one column");
+    }
+    let new_pos = |o: usize| cols.iter().position(|(_, src)| *src == Source::Old(o)).expect("key columns are kept");
+    let mut def = old.clone();
+    def.id = s.engine.catalog.next_table_id()?;
+    def.columns = cols.iter().map(|(c, _)| c.clone()).collect();
+    def.time_index = old.time_index.map(new_pos);
+    def.primary_key = old.primary_key.iter().map(|&o| new_pos(o)).collect();
+    let views = dependent_views(s, old);
+    s.engine.open_table_regions(&def)?;
+    let undo_regions = |s: &Session, def: &TableDef| {
+        for r in 0..def.regions.max(1) {
+            let _ = s.engine.storage.drop_region(region_id(def.id, r));
+        }
+    };
+    if let Err(e) = copy_rows(s, old, &def, &cols) {
+        undo_regions(s, &def);
+        return Err(e);
+    }
+    let cat = &s.engine.catalog;
+    cat.replace_table(def.clone())?;
+    // Views that no longer plan: CASCADE drops them, otherwise the change is undone.
+    let broken: Vec<ViewDef> = views.into_iter().filter(|v| !view_plans(s, v)).collect();
+    if let Some(v) = broken.first() {
+        if cascade && !dropped.is_empty() {
+            for v in &broken {
+                cat.drop_view(&v.database, &v.name)?;
+            }
+        } else {
+            cat.replace_table(old.clone())?;
+            undo_regions(s, &def);
+            if let Some(c) = dropped.first() {
+                return Err(err!(DependentObjectsStillExist, "cannot drop column {c} of table {table} because other objects depend on it")
+                    .with_detail(format!("view {} depends on column {c} of table {table}", v.name))
+                    .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            }
+            bail!(FeatureNotSupported, "cannot change the columns of table \"{table}\": view \"{}\" would no longer work (weir keeps views as SQL)", v.name);
+        }
+    }
+    for r in 0..old.regions.max(1) {
+        s.engine.storage.drop_region(region_id(old.id, r))?;
+    }
+    // Indexes follow renamed columns and go with dropped ones.
+    for mut ix in cat.indexes(&old.database, &old.name) {
+        if ix.columns.iter().any(|c| dropped.contains(c)) {
+            cat.drop_index(&ix.database, &ix.name)?;
+            continue;
+        }
+        let mut changed = false;
+        for c in ix.columns.iter_mut() {
+            if let Some((_, to)) = renamed.iter().find(|(from, _)| from == c) {
+                *c = to.clone();
+                changed = true;
+            }
+        }
+        if changed {
+            cat.replace_index(ix)?;
+        }
+    }
+    Ok(())
+}
+
+/// Every row of `old` written to the regions of `def` in its shape.
+fn copy_rows(s: &Session, old: &TableDef, def: &TableDef, cols: &[(ColumnDef, Source)]) -> Result<()> {
+    let planner = s.planner(Default::default());
+    let old_regions = planner.regions(old)?;
+    let new_regions = planner.regions(def)?;
+    let schema = crate::planner::region_descriptor(def).schema;
+    // An added column's default, evaluated once (as INSERT does for omitted columns).
+    let mut defaults: Vec<Option<crate::types::Value>> = Vec::new();
+    for (i, (c, src)) in cols.iter().enumerate() {
+        defaults.push(match src {
+            Source::Old(_) => None,
+            Source::Default => {
+                let e = dml::default_expr(&planner, def, i)?;
+                let one = dml::eval_column(&planner, &[e], c.ty)?;
+                Some(crate::types::value_at(one.as_ref(), 0))
+            }
+        });
+    }
+    for r in &old_regions {
+        for b in dml::scan_region(&planner, r, ScanRequest::default())? {
+            let n = b.num_rows();
+            if n == 0 {
+                continue;
+            }
+            let mut arrays: Vec<ArrayRef> = Vec::with_capacity(cols.len());
+            for (i, (c, src)) in cols.iter().enumerate() {
+                let a = match (src, &defaults[i]) {
+                    (Source::Old(o), _) => b.column(*o).clone(),
+                    (Source::Default, Some(v)) => crate::exec::expr::scalar_array(v, c.ty, n)?,
+                    (Source::Default, None) => unreachable!("defaults are computed for added columns"),
+                };
+                if !c.nullable && a.null_count() > 0 {
+                    bail!(NotNullViolation, "column \"{}\" of relation \"{}\" contains null values", c.name, old.name);
+                }
+                arrays.push(a);
+            }
+            let batch = RecordBatch::try_new_with_options(schema.clone(), arrays, &RecordBatchOptions::new().with_row_count(Some(n)))?;
+            super::txn::write_rows(s, def, &new_regions, &batch)?;
+        }
+    }
+    Ok(())
+}
+
+/// ALTER TABLE … ADD [CONSTRAINT name] UNIQUE (…) | PRIMARY KEY (…): a unique index
+/// (enforced on tables without a time index, as CREATE TABLE's are), made once the
+/// stored rows are found to have no duplicate key (and, for a primary key, no NULL).
+fn add_unique(s: &mut Session, def: &TableDef, constraint: &ast::TableConstraint) -> Result<()> {
+    let (name, columns, pk) = match constraint {
+        ast::TableConstraint::Unique(u) => (u.name.as_ref(), &u.columns, false),
+        ast::TableConstraint::PrimaryKey(p) => (p.name.as_ref(), &p.columns, true),
+        _ => unreachable!("checked by the caller"),
+    };
+    if def.time_index.is_some() {
+        bail!(FeatureNotSupported, "a table with a TIME INDEX is keyed by its primary key and time index; it cannot take another unique constraint");
+    }
+    let mut cols: Vec<usize> = Vec::new();
+    for c in columns {
+        let n = match &c.column.expr {
+            ast::Expr::Identifier(i) => ident(i),
+            other => bail!(FeatureNotSupported, "a unique constraint on the expression {other} is not supported"),
+        };
+        let i = def.column_index(&n).ok_or_else(|| err!(UndefinedColumn, "column \"{n}\" named in key does not exist"))?;
+        cols.push(i);
+    }
+    let cat = &s.engine.catalog;
+    let names: Vec<String> = cols.iter().map(|&i| def.columns[i].name.clone()).collect();
+    let pkey = format!("{}_pkey", def.name);
+    if pk && cat.indexes(&def.database, &def.name).iter().any(|i| i.name == pkey) {
+        bail!(InvalidTableDefinition, "multiple primary keys for table \"{}\" are not allowed", def.name);
+    }
+    let index = match name {
+        Some(n) => ident(n),
+        None if pk => pkey,
+        None => format!("{}_{}_key", def.name, names.join("_")),
+    };
+    // The stored rows must already satisfy it.
+    let planner = s.planner(Default::default());
+    let mut seen = std::collections::HashSet::new();
+    for r in planner.regions(def)? {
+        for b in dml::scan_region(&planner, &r, ScanRequest { projection: Some(cols.clone()), ..Default::default() })? {
+            for i in 0..b.num_rows() {
+                let k: Vec<crate::types::Value> = (0..cols.len()).map(|c| crate::types::value_at(b.column(c).as_ref(), i)).collect();
+                if let Some(c) = k.iter().position(|v| v.is_null()) {
+                    if pk {
+                        bail!(NotNullViolation, "column \"{}\" of relation \"{}\" contains null values", names[c], def.name);
+                    }
+                    continue;
+                }
+                let shown: Vec<String> = k.iter().map(crate::types::format_value).collect();
+                if !seen.insert(k.iter().map(crate::exec::expr::Key::from).collect::<Vec<_>>()) {
+                    return Err(err!(UniqueViolation, "could not create unique index \"{index}\"")
+                        .with_detail(format!("Key ({})=({}) is duplicated.", names.join(", "), shown.join(", "))));
+                }
+            }
+        }
+    }
+    drop(planner);
+    if pk {
+        let mut new = def.clone();
+        for &i in &cols {
+            new.columns[i].nullable = false;
+        }
+        cat.replace_table(new)?;
+    }
+    cat.create_index(crate::catalog::IndexDef {
+        database: def.database.clone(),
+        name: index,
+        table: def.name.clone(),
+        columns: names,
+        unique: true,
+        id: 0,
+    })
+}
