@@ -112,6 +112,8 @@ pub enum ErrorKind {
     InvalidGrantOperation,
     /// 42P19: a WITH RECURSIVE query of a form PostgreSQL refuses.
     InvalidRecursion,
+    /// 40001: a write met a table a concurrent statement rewrote or dropped (retry).
+    SerializationFailure,
     Internal,
 }
 
@@ -188,6 +190,7 @@ impl ErrorKind {
             ConnectionFailure => "08006",
             InvalidGrantOperation => "0LP01",
             InvalidRecursion => "42P19",
+            SerializationFailure => "40001",
             Internal => "XX000",
         }
     }

@@ -10,7 +10,8 @@
 //! (regions are by id); views that name the table have their query rewritten to
 //! the new name. Views are stored as SQL, so a column change that leaves a view
 //! unplannable is refused (2BP01 for DROP COLUMN, which CASCADE answers by dropping
-//! the views, as PostgreSQL does). Runs outside transaction blocks only.
+//! the views, as PostgreSQL does). Runs outside transaction blocks only. Writes to
+//! the table during the copy fail with 40001 (retry) instead of being lost.
 //! Imports `sql` siblings, `planner`, `exec` values and `storage` regions.
 
 use std::ops::ControlFlow;
@@ -228,12 +229,21 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
             let _ = s.engine.storage.drop_region(region_id(def.id, r));
         }
     };
-    if let Err(e) = copy_rows(s, old, &def, &cols) {
+    // Writers are fenced off the old regions for the copy (40001, retry):
+    // a row acknowledged there after the scan would be dropped with them.
+    let fenced = s.planner(Default::default()).regions(old)?;
+    let unfence = || fenced.iter().for_each(|r| r.unfence_writes());
+    if let Err(e) = fenced.iter().try_for_each(|r| r.fence_writes()).and_then(|()| copy_rows(s, old, &def, &cols)) {
+        unfence();
         undo_regions(s, &def);
         return Err(e);
     }
     let cat = &s.engine.catalog;
-    cat.replace_table(def.clone())?;
+    if let Err(e) = cat.replace_table(def.clone()) {
+        unfence();
+        undo_regions(s, &def);
+        return Err(e);
+    }
     // Views that no longer plan: CASCADE drops them, otherwise the change is undone.
     let broken: Vec<ViewDef> = views.into_iter().filter(|v| !view_plans(s, v)).collect();
     if let Some(v) = broken.first() {
@@ -243,6 +253,7 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
             }
         } else {
             cat.replace_table(old.clone())?;
+            unfence();
             undo_regions(s, &def);
             if let Some(c) = dropped.first() {
                 return Err(err!(DependentObjectsStillExist, "cannot drop column {c} of table {table} because other objects depend on it")

@@ -231,6 +231,9 @@ pub struct Region {
     holds: Mutex<BTreeMap<String, SeqNo>>,
     next_file_id: AtomicU64,
     closed: AtomicBool,
+    /// Writes refused while a statement rewrites the table (ALTER TABLE's
+    /// copy), so none lands in regions about to be dropped.
+    fenced: AtomicBool,
     counters: Counters,
     /// Last row per series at a sequence (see `lastrow.rs`).
     last_rows: Mutex<Option<lastrow::LastRowCache>>,
@@ -387,6 +390,7 @@ impl Region {
             holds: Mutex::new(BTreeMap::new()),
             next_file_id: AtomicU64::new(next_file_id),
             closed: AtomicBool::new(false),
+            fenced: AtomicBool::new(false),
             counters: Counters::default(),
             last_rows: Mutex::new(None),
             cache_counts: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
@@ -400,11 +404,43 @@ impl Region {
 
     /// Stop background work on this region (dropped or engine closing).
     pub(super) fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
+        // Under the write lock: a write either got in before (and is part of
+        // what the drop removes) or sees `closed` and fails; none is
+        // acknowledged into a region that is gone.
         let inner = self.inner.lock();
+        self.closed.store(true, Ordering::SeqCst);
         let bytes = inner.mem.bytes + inner.frozen.iter().map(|m| m.bytes).sum::<usize>();
         drop(inner);
         let _ = self.shared.mem_used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(bytes)));
+    }
+
+    /// Refuse further writes (40001) and wait until every write appended
+    /// before is visible, so a scan started now sees all acknowledged rows.
+    /// A statement that rewrites the table into new regions fences the old
+    /// ones for its copy ([`Region::unfence_writes`] if it gives up).
+    pub fn fence_writes(&self) -> Result<()> {
+        let inner = self.inner.lock();
+        self.fenced.store(true, Ordering::SeqCst);
+        let target = inner.appended_seq;
+        self.wait_synced(inner, target).map(drop)
+    }
+
+    pub fn unfence_writes(&self) {
+        let _inner = self.inner.lock();
+        self.fenced.store(false, Ordering::SeqCst);
+    }
+
+    /// Called with the write lock held by every write path.
+    pub(super) fn check_writable(&self) -> Result<()> {
+        if self.closed.load(Ordering::SeqCst) || self.fenced.load(Ordering::SeqCst) {
+            return Err(crate::err!(
+                SerializationFailure,
+                "could not write to region {}: its table was rewritten or dropped by a concurrent statement",
+                self.id
+            )
+            .with_hint("Retry the statement."));
+        }
+        Ok(())
     }
 
     /// The schema of rows with their row ids (user columns plus `__rowid`),

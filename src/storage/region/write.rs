@@ -53,6 +53,7 @@ impl Region {
             if let Some(e) = &inner.wal_failed {
                 return Err(self.wal_failed_error(e));
             }
+            self.check_writable()?;
             let seq = inner.appended_seq + 1;
             let rowid_start = inner.next_rowid;
             payload[1..9].copy_from_slice(&rowid_start.to_le_bytes());
@@ -199,6 +200,7 @@ impl Region {
         if let Some(e) = &inner.wal_failed {
             return Err(self.wal_failed_error(e));
         }
+        self.check_writable()?;
         let first = inner.appended_seq + 1;
         let seq = first + 1;
         let rowid_start = inner.next_rowid;
@@ -247,6 +249,7 @@ impl Region {
             if let Some(e) = &inner.wal_failed {
                 return Err(self.wal_failed_error(e));
             }
+            self.check_writable()?;
             let seq = inner.appended_seq + 1;
             let rowid_start = inner.next_rowid;
             inner.appended_seq = seq;
