@@ -332,16 +332,23 @@ async fn sink_writes_schedule_a_repair() {
     let server = TestServer::spawn(data.path()).unwrap();
     let c = server.connect(None).await.unwrap();
     c.batch_execute("CREATE TABLE sw (host STRING, ts TIMESTAMP TIME INDEX, v BIGINT, PRIMARY KEY (host))").await.unwrap();
-    c.batch_execute("INSERT INTO sw VALUES ('a', '2024-01-01 00:00:01', 1), ('b', '2024-01-01 00:00:02', 2), ('a', '2024-01-01 00:00:11', 4)")
-        .await
-        .unwrap();
+    c.batch_execute(
+        "INSERT INTO sw VALUES ('a', '2024-01-01 00:00:01', 1), ('b', '2024-01-01 00:00:02', 2), ('a', '2024-01-01 00:00:11', 4)",
+    )
+    .await
+    .unwrap();
     c.batch_execute(&format!("CREATE FLOW f_tick SINK TO f_tick_out EVAL INTERVAL '1 hour' AS {SW}")).await.unwrap();
     c.batch_execute(&format!("CREATE FLOW f_adapt SINK TO f_adapt_out AS {SW}")).await.unwrap();
     c.batch_execute("ADMIN FLUSH_FLOW('f_tick')").await.unwrap();
     assert!(repaired_within(&c, "f_adapt_out", 30).await, "the adaptive flow backfills");
     c.batch_execute("ADMIN FLUSH_FLOW('f_adapt')").await.unwrap();
     let evals = || async {
-        rows(&c, "SELECT flow_name, evaluations FROM information_schema.flow_statistics WHERE flow_name IN ('f_tick', 'f_adapt') ORDER BY 1").await.join(";")
+        rows(
+            &c,
+            "SELECT flow_name, evaluations FROM information_schema.flow_statistics WHERE flow_name IN ('f_tick', 'f_adapt') ORDER BY 1",
+        )
+        .await
+        .join(";")
     };
     // The flows' own writes do not schedule them again.
     let before = evals().await;
@@ -349,9 +356,11 @@ async fn sink_writes_schedule_a_repair() {
     assert_eq!(evals().await, before, "no evaluation without a change");
     for sink in ["f_tick_out", "f_adapt_out"] {
         // A wrong value for a group, and a row of a group the query lacks.
-        c.batch_execute(&format!("INSERT INTO {sink} (host, w, n, s) VALUES ('a', '2024-01-01 00:00:00', 7, 70), ('z', '2024-01-01 00:00:10', 1, 1)"))
-            .await
-            .unwrap();
+        c.batch_execute(&format!(
+            "INSERT INTO {sink} (host, w, n, s) VALUES ('a', '2024-01-01 00:00:00', 7, 70), ('z', '2024-01-01 00:00:10', 1, 1)"
+        ))
+        .await
+        .unwrap();
         assert!(repaired_within(&c, sink, 30).await, "{sink} is repaired without FLUSH_FLOW");
     }
     // Each repaired its window from the states: no full recomputation.

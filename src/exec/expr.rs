@@ -1189,7 +1189,11 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
                     if !s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')) {
                         return Err(bad());
                     }
-                    let v = if to == SqlType::Float4 { s.parse::<f32>().map_err(|_| bad())? as f64 } else { s.parse::<f64>().map_err(|_| bad())? };
+                    let v = if to == SqlType::Float4 {
+                        s.parse::<f32>().map_err(|_| bad())? as f64
+                    } else {
+                        s.parse::<f64>().map_err(|_| bad())?
+                    };
                     // float4in / float8in: a number beyond the type's range, or
                     // a non-zero one that rounds to zero, is refused (ERANGE).
                     let mantissa = s.split(['e', 'E']).next().unwrap_or("");

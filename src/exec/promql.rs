@@ -23,10 +23,10 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
 use super::plan::{arrow_schema, PlanColumn};
 #[path = "promql_ops.rs"]
 mod ops;
-use ops::{absent, aggregate, binary, empty_metric, histogram_quantile, relabel, scalar};
-pub use ops::{format_value, relabel_regex};
 use super::{BatchExecutor, BatchResult, ExecCtx, BATCH_ROWS};
 use crate::error::Result;
+use ops::{absent, aggregate, binary, empty_metric, histogram_quantile, relabel, scalar};
+pub use ops::{format_value, relabel_regex};
 
 /// Prometheus's staleness marker (a NaN with this payload).
 pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
@@ -450,7 +450,13 @@ impl PromNode {
                 )
             }
             PromNode::RangeManipulate { grid, range_ms, func, at_ms, .. } => {
-                format!("PromRangeManipulate {} steps: {} step: {} ms range: {range_ms} ms{}", func.name(), grid.steps, grid.step_ms, at(at_ms))
+                format!(
+                    "PromRangeManipulate {} steps: {} step: {} ms range: {range_ms} ms{}",
+                    func.name(),
+                    grid.steps,
+                    grid.step_ms,
+                    at(at_ms)
+                )
             }
             PromNode::Map { map, .. } => format!("PromMap {}", map.describe()),
             PromNode::EmptyMetric { grid, value } => format!("PromEmptyMetric {value:?} steps: {} step: {} ms", grid.steps, grid.step_ms),
@@ -622,7 +628,15 @@ fn series_ranges(all: &RecordBatch, tags: usize) -> Result<Vec<std::ops::Range<u
     Ok(arrow::compute::partition(&all.columns()[1..=tags])?.ranges())
 }
 
-fn manipulate(all: &RecordBatch, tags: usize, grid: &Grid, at_ms: Option<i64>, schema: &SchemaRef, ctx: &ExecCtx, w: Window) -> Result<RecordBatch> {
+fn manipulate(
+    all: &RecordBatch,
+    tags: usize,
+    grid: &Grid,
+    at_ms: Option<i64>,
+    schema: &SchemaRef,
+    ctx: &ExecCtx,
+    w: Window,
+) -> Result<RecordBatch> {
     let ts: Vec<i64> = millis(all.column(0))?.into_iter().map(|t| t.unwrap_or(i64::MIN)).collect();
     let fields: Vec<ArrayRef> =
         all.columns()[1 + tags..].iter().map(|c| arrow::compute::cast(c, &DataType::Float64)).collect::<std::result::Result<_, _>>()?;

@@ -10,7 +10,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Float64Array, RecordBatch, RecordBatchOptions, StringArray, TimestampMicrosecondArray, UInt32Array};
+use arrow::array::{
+    Array, ArrayRef, AsArray, Float64Array, RecordBatch, RecordBatchOptions, StringArray, TimestampMicrosecondArray, UInt32Array,
+};
 use arrow::datatypes::{DataType, Float64Type, SchemaRef};
 use arrow::row::{RowConverter, Rows, SortField};
 
@@ -29,9 +31,7 @@ fn batch(schema: &SchemaRef, cols: Vec<ArrayRef>, rows: usize) -> Result<RecordB
 }
 
 fn floats(all: &RecordBatch, from: usize, n: usize) -> Result<Vec<Float64Array>> {
-    (from..from + n)
-        .map(|i| Ok(arrow::compute::cast(all.column(i), &DataType::Float64)?.as_primitive::<Float64Type>().clone()))
-        .collect()
+    (from..from + n).map(|i| Ok(arrow::compute::cast(all.column(i), &DataType::Float64)?.as_primitive::<Float64Type>().clone())).collect()
 }
 
 fn times_array(ms: impl IntoIterator<Item = i64>) -> ArrayRef {

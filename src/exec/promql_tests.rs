@@ -77,12 +77,16 @@ fn range_rate_extrapolates_over_each_window_and_counts_resets() {
         vec![ts(30), txt("a"), f(5.0)],
     ];
     let grid = Grid { start_ms: 30_000, step_ms: 10_000, steps: 1 };
-    let got =
-        exec(PromNode::RangeManipulate { tags: 1, grid, range_ms: 30_000, func: RangeFn::Increase, at_ms: None }, vec![Step::dense(rows.clone())], 1);
+    let got = exec(
+        PromNode::RangeManipulate { tags: 1, grid, range_ms: 30_000, func: RangeFn::Increase, at_ms: None },
+        vec![Step::dense(rows.clone())],
+        1,
+    );
     // Window (0, 30]: 10, 20, 5 → increase 15 over 20 s sampled, extrapolated
     // by 10 s at the start (to_start 10 < 1.1 * 10 avg) and 0 at the end: 15 * 30 / 20.
     assert_eq!(got, vec![row(&[&t(30), "a", "22.5"])]);
-    let got = exec(PromNode::RangeManipulate { tags: 1, grid, range_ms: 40_000, func: RangeFn::Resets, at_ms: None }, vec![Step::dense(rows)], 1);
+    let got =
+        exec(PromNode::RangeManipulate { tags: 1, grid, range_ms: 40_000, func: RangeFn::Resets, at_ms: None }, vec![Step::dense(rows)], 1);
     assert_eq!(got, vec![row(&[&t(30), "a", "1"])]);
 }
 
@@ -90,7 +94,11 @@ fn range_rate_extrapolates_over_each_window_and_counts_resets() {
 fn range_windows_skip_stale_samples_per_field_and_emit_a_row_when_any_field_has_a_value() {
     let rows = vec![vec![ts(10), txt("a"), f(1.0), null()], vec![ts(20), txt("a"), f(3.0), null()]];
     let grid = Grid { start_ms: 20_000, step_ms: 10_000, steps: 2 };
-    let got = exec(PromNode::RangeManipulate { tags: 1, grid, range_ms: 15_000, func: RangeFn::SumOverTime, at_ms: None }, vec![Step::dense(rows)], 2);
+    let got = exec(
+        PromNode::RangeManipulate { tags: 1, grid, range_ms: 15_000, func: RangeFn::SumOverTime, at_ms: None },
+        vec![Step::dense(rows)],
+        2,
+    );
     assert_eq!(got, vec![row(&[&t(20), "a", "4", "NULL"]), row(&[&t(30), "a", "3", "NULL"])]);
 }
 
@@ -101,7 +109,12 @@ fn an_empty_input_gives_no_rows() {
 }
 
 /// Runs `node` over rows of `spec` columns, with `out` its output columns.
-fn exec_with(node: PromNode, spec: &[(&str, crate::types::SqlType)], out: &[(&str, crate::types::SqlType)], rows: Vec<Vec<Value>>) -> crate::error::Result<Vec<Vec<String>>> {
+fn exec_with(
+    node: PromNode,
+    spec: &[(&str, crate::types::SqlType)],
+    out: &[(&str, crate::types::SqlType)],
+    rows: Vec<Vec<Value>>,
+) -> crate::error::Result<Vec<Vec<String>>> {
     let cols = columns(spec);
     let out = columns(out);
     let mut e = PromExecutor::new(MockExecutor::new(&cols, vec![Step::dense(rows)]).boxed(), node, &out, ctx());

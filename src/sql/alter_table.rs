@@ -260,7 +260,11 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
                     .with_detail(format!("view {} depends on column {c} of table {table}", v.name))
                     .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
             }
-            bail!(FeatureNotSupported, "cannot change the columns of table \"{table}\": view \"{}\" would no longer work (weir keeps views as SQL)", v.name);
+            bail!(
+                FeatureNotSupported,
+                "cannot change the columns of table \"{table}\": view \"{}\" would no longer work (weir keeps views as SQL)",
+                v.name
+            );
         }
     }
     for r in 0..old.regions.max(1) {
@@ -339,7 +343,10 @@ fn add_unique(s: &mut Session, def: &TableDef, constraint: &ast::TableConstraint
         _ => unreachable!("checked by the caller"),
     };
     if def.time_index.is_some() {
-        bail!(FeatureNotSupported, "a table with a TIME INDEX is keyed by its primary key and time index; it cannot take another unique constraint");
+        bail!(
+            FeatureNotSupported,
+            "a table with a TIME INDEX is keyed by its primary key and time index; it cannot take another unique constraint"
+        );
     }
     let mut cols: Vec<usize> = Vec::new();
     for c in columns {
@@ -376,8 +383,11 @@ fn add_unique(s: &mut Session, def: &TableDef, constraint: &ast::TableConstraint
                 }
                 let shown: Vec<String> = k.iter().map(crate::types::format_value).collect();
                 if !seen.insert(k.iter().map(crate::exec::expr::Key::from).collect::<Vec<_>>()) {
-                    return Err(err!(UniqueViolation, "could not create unique index \"{index}\"")
-                        .with_detail(format!("Key ({})=({}) is duplicated.", names.join(", "), shown.join(", "))));
+                    return Err(err!(UniqueViolation, "could not create unique index \"{index}\"").with_detail(format!(
+                        "Key ({})=({}) is duplicated.",
+                        names.join(", "),
+                        shown.join(", ")
+                    )));
                 }
             }
         }

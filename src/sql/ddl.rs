@@ -506,11 +506,7 @@ fn view_options(options: &ast::CreateTableOptions) -> Result<bool> {
                     None => true,
                     Some(v) if matches!(v.as_str(), "true" | "on" | "yes" | "1" | "t" | "y") => true,
                     Some(v) if matches!(v.as_str(), "false" | "off" | "no" | "0" | "f" | "n") => false,
-                    Some(_) => bail!(
-                        InvalidParameterValue,
-                        "invalid value for boolean option \"{key}\": {}",
-                        value.unwrap_or_default()
-                    ),
+                    Some(_) => bail!(InvalidParameterValue, "invalid value for boolean option \"{key}\": {}", value.unwrap_or_default()),
                 };
                 if key == "security_invoker" {
                     security_invoker = on;

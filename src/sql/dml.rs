@@ -518,11 +518,7 @@ fn upsert(
         // (a name in both, unqualified, is ambiguous, as in PostgreSQL).
         let mut cols: Vec<PlanColumn> =
             def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(qual.to_string()), ty: c.ty }).collect();
-        cols.extend(def.columns.iter().map(|c| PlanColumn {
-            name: c.name.clone(),
-            qualifier: Some("excluded".to_string()),
-            ty: c.ty,
-        }));
+        cols.extend(def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some("excluded".to_string()), ty: c.ty }));
         let scope = Scope::new(cols.clone(), None);
         let mut sets: Vec<(usize, Expr)> = Vec::new();
         for a in &u.assignments {
@@ -562,7 +558,8 @@ fn upsert(
             let excl = arrow::compute::take_record_batch(&batch, &new_idx)?;
             let mut both: Vec<ArrayRef> = old.columns()[..width].to_vec();
             both.extend(excl.columns().iter().cloned());
-            let pair = RecordBatch::try_new_with_options(pair_schema.clone(), both, &RecordBatchOptions::new().with_row_count(Some(pairs.len())))?;
+            let pair =
+                RecordBatch::try_new_with_options(pair_schema.clone(), both, &RecordBatchOptions::new().with_row_count(Some(pairs.len())))?;
             let (old, pair) = match &pred {
                 None => {
                     order.extend(pairs.iter().map(|p| p.1));
@@ -579,25 +576,7 @@ fn upsert(
             if old.num_rows() == 0 {
                 continue;
             }
-            let mut new_cols: Vec<ArrayRef> = old.columns()[..width].to_vec();
-            for (i, e) in &sets {
-                let a = cast_array(&e.eval(&pair, &planner.ctx)?, e.ty(), def.columns[*i].ty)?;
-                if !def.columns[*i].nullable && a.null_count() > 0 {
-                    bail!(
-                        NotNullViolation,
-                        "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                        def.columns[*i].name,
-                        def.name
-                    );
-                }
-                new_cols[*i] = a;
-            }
-            let new = RecordBatch::try_new_with_options(
-                region_schema(def),
-                new_cols,
-                &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
-            )?;
-            let new = round_timestamps(def, new)?;
+            let new = updated_rows(planner, def, &old.columns()[..width], &pair, &sets)?;
             n += new.num_rows();
             super::txn::delete_rows(s, &regions[ri], &old)?;
             super::txn::write_rows(s, def, regions, &new)?;
@@ -825,6 +804,28 @@ fn check_unique(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batc
         }
     }
     Ok(())
+}
+
+/// The new version of updated rows: `base` (their user columns) with each SET
+/// expression evaluated over `input` (the rows, or the rows joined with their
+/// FROM row), cast to the column's type, NOT NULL checked, timestamps rounded.
+fn updated_rows(planner: &Planner, def: &TableDef, base: &[ArrayRef], input: &RecordBatch, sets: &[(usize, Expr)]) -> Result<RecordBatch> {
+    let mut cols: Vec<ArrayRef> = base.to_vec();
+    for (i, e) in sets {
+        let a = cast_array(&e.eval(input, &planner.ctx)?, e.ty(), def.columns[*i].ty)?;
+        if !def.columns[*i].nullable && a.null_count() > 0 {
+            bail!(
+                NotNullViolation,
+                "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                def.columns[*i].name,
+                def.name
+            );
+        }
+        cols[*i] = a;
+    }
+    let rows = input.num_rows();
+    let new = RecordBatch::try_new_with_options(region_schema(def), cols, &RecordBatchOptions::new().with_row_count(Some(rows)))?;
+    round_timestamps(def, new)
 }
 
 /// Rows of a region matching a predicate, with their row ids.
@@ -1062,26 +1063,7 @@ fn update(
     let mut n = 0;
     for r in regions {
         for old in matching_rows(planner, r, pred.as_ref())? {
-            let mut cols: Vec<ArrayRef> = old.columns()[..def.columns.len()].to_vec();
-            for (i, e) in &sets {
-                let a = e.eval(&old, &planner.ctx)?;
-                let a = cast_array(&a, e.ty(), def.columns[*i].ty)?;
-                if !def.columns[*i].nullable && a.null_count() > 0 {
-                    bail!(
-                        NotNullViolation,
-                        "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                        def.columns[*i].name,
-                        def.name
-                    );
-                }
-                cols[*i] = a;
-            }
-            let new = RecordBatch::try_new_with_options(
-                region_schema(def),
-                cols,
-                &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
-            )?;
-            let new = round_timestamps(def, new)?;
+            let new = updated_rows(planner, def, &old.columns()[..def.columns.len()], &old, &sets)?;
             n += old.num_rows();
             super::txn::delete_rows(s, r, &old)?;
             super::txn::write_rows(s, def, regions, &new)?;

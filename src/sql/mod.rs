@@ -669,9 +669,7 @@ impl Session {
                 result
             }
             Statement::Copy { .. } => copy::start(self, stmt),
-            Statement::LISTEN { .. } | Statement::UNLISTEN { .. } | Statement::NOTIFY { .. } => {
-                listen::execute(self, stmt)
-            }
+            Statement::LISTEN { .. } | Statement::UNLISTEN { .. } | Statement::NOTIFY { .. } => listen::execute(self, stmt),
             // GreptimeDB's (and MySQL's) USE db: the connection's database
             // changes, as if it had connected to it.
             Statement::Use(ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n)) => {

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, IntervalMonthDayNanoType,
-    IntervalUnit, SchemaRef, TimeUnit, TimestampMicrosecondType, UInt64Type, UInt8Type,
+    ArrowPrimitiveType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+    IntervalMonthDayNanoType, IntervalUnit, SchemaRef, TimeUnit, TimestampMicrosecondType, UInt64Type, UInt8Type,
 };
 
 use crate::error::Result;

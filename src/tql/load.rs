@@ -129,7 +129,11 @@ pub fn plan(planner: &Planner, vs: &VectorSelector, t: &Target, lo_ms: i64, hi_m
         let Some(&tag) = t.tags.iter().find(|&&i| def.columns[i].name == m.name) else { continue };
         // An absent label (NULL) is the empty value.
         let value = Expr::Func { name: "coalesce".into(), args: vec![text(tag), lit("")], ty: SqlType::Text };
-        let regex = |re: &str| Expr::Func { name: "regex_match".into(), args: vec![value.clone(), lit(&format!("^(?s:{re})$"))], ty: SqlType::Bool };
+        let regex = |re: &str| Expr::Func {
+            name: "regex_match".into(),
+            args: vec![value.clone(), lit(&format!("^(?s:{re})$"))],
+            ty: SqlType::Bool,
+        };
         let p = match m.op {
             // A text tag equal to a value: what the scan's tag sets prune by.
             MatchOp::Equal if !m.value.is_empty() && matches!(def.columns[tag].ty, SqlType::Text | SqlType::Varchar) => {

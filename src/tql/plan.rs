@@ -109,7 +109,12 @@ pub fn plan(planner: &Planner, e: &Expr, range: &Range, layout: &Layout) -> Resu
     let cx = Cx { planner, range: range.clone(), bounds: (range.start_ms, range.end_ms) };
     let sub = node(&cx, e)?;
     if sub.fields != layout.values.len().max(1) {
-        bail!(FeatureNotSupported, "this PromQL expression gives {} value columns where {} were expected", sub.fields, layout.values.len().max(1));
+        bail!(
+            FeatureNotSupported,
+            "this PromQL expression gives {} value columns where {} were expected",
+            sub.fields,
+            layout.values.len().max(1)
+        );
     }
     // A label the result carries that the layout lacks comes last, by name.
     let mut cols = layout.cols.clone();
@@ -293,13 +298,9 @@ fn selector(cx: &Cx, vs: &VectorSelector, window: Option<(i64, RangeFn)>, timest
     let normalized = prom(scan, normalize, columns);
     let grid = cx.grid();
     let node = match window {
-        None => PromNode::InstantManipulate {
-            tags,
-            grid,
-            lookback_ms: cx.range.lookback_ms,
-            at_ms: at,
-            timestamps: timestamps.map(|_| offset),
-        },
+        None => {
+            PromNode::InstantManipulate { tags, grid, lookback_ms: cx.range.lookback_ms, at_ms: at, timestamps: timestamps.map(|_| offset) }
+        }
         Some((range_ms, func)) => PromNode::RangeManipulate { tags, grid, range_ms, func, at_ms: at },
     };
     let columns = node.columns(normalized.columns());
@@ -508,10 +509,13 @@ fn kept_labels(inner: &Sub, m: Option<&LabelModifier>) -> Vec<(String, Option<us
         }
         Some(LabelModifier::Exclude(ls)) => inner.labels.iter().filter(|l| !ls.labels.contains(l)).cloned().collect(),
     };
-    names.into_iter().map(|n| {
-        let i = inner.labels.iter().position(|x| *x == n);
-        (n, i)
-    }).collect()
+    names
+        .into_iter()
+        .map(|n| {
+            let i = inner.labels.iter().position(|x| *x == n);
+            (n, i)
+        })
+        .collect()
 }
 
 fn aggregation(cx: &Cx, a: &AggregateExpr) -> Result<Sub> {
@@ -703,11 +707,8 @@ fn join_values(
     while pcols.len() < exprs.len() {
         pcols.push(PlanColumn::new(format!("key{}", pcols.len()), SqlType::Text));
     }
-    let exprs: Vec<X> = exprs
-        .into_iter()
-        .zip(&pcols)
-        .map(|(e, c)| if e.ty() == c.ty { e } else { X::Cast { expr: Box::new(e), ty: c.ty } })
-        .collect();
+    let exprs: Vec<X> =
+        exprs.into_iter().zip(&pcols).map(|(e, c)| if e.ty() == c.ty { e } else { X::Cast { expr: Box::new(e), ty: c.ty } }).collect();
     let projected = Plan::Project { input: Box::new(joined), exprs, columns: pcols };
     let node = PromNode::Binary { tags: labels.len(), fields, op, bool_result, keep_right, checks };
     Ok(Sub { plan: prom(projected, node, sub_columns(&labels, fields)), labels, fields, scalar: scalar_result })
@@ -826,15 +827,28 @@ fn masked(keep: Sub, other: Sub, sig: &[String], op: ValueOp) -> Sub {
     let mut columns = keep.columns().to_vec();
     columns.extend(counts.columns().iter().cloned());
     let labels = keep.labels;
-    let joined = Plan::Join { left: Box::new(keep.plan), right: Box::new(counts), kind: JoinKind::Left, left_keys, right_keys, condition: None, columns };
+    let joined = Plan::Join {
+        left: Box::new(keep.plan),
+        right: Box::new(counts),
+        kind: JoinKind::Left,
+        left_keys,
+        right_keys,
+        condition: None,
+        columns,
+    };
     let mut exprs: Vec<X> = (0..nkeep).map(|i| col(&joined, i)).collect();
     for f in 0..fields {
-        let c = X::Func { name: "coalesce".into(), args: vec![col(&joined, nkeep + 1 + sig.len() + f), X::lit(Value::Int(0), SqlType::Int8)], ty: SqlType::Int8 };
+        let c = X::Func {
+            name: "coalesce".into(),
+            args: vec![col(&joined, nkeep + 1 + sig.len() + f), X::lit(Value::Int(0), SqlType::Int8)],
+            ty: SqlType::Int8,
+        };
         exprs.push(X::Cast { expr: Box::new(c), ty: SqlType::Float8 });
     }
     let mut pcols = sub_columns(&labels, fields);
     pcols.extend((0..fields).map(|f| PlanColumn::new(format!("count{f}"), SqlType::Float8)));
-    let exprs = exprs.into_iter().zip(&pcols).map(|(e, c)| if e.ty() == c.ty { e } else { X::Cast { expr: Box::new(e), ty: c.ty } }).collect();
+    let exprs =
+        exprs.into_iter().zip(&pcols).map(|(e, c)| if e.ty() == c.ty { e } else { X::Cast { expr: Box::new(e), ty: c.ty } }).collect();
     let projected = Plan::Project { input: Box::new(joined), exprs, columns: pcols };
     let node = PromNode::Binary { tags: labels.len(), fields, op, bool_result: false, keep_right: false, checks: vec![] };
     Sub { plan: prom(projected, node, sub_columns(&labels, fields)), labels, fields, scalar: false }

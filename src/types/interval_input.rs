@@ -324,9 +324,7 @@ fn decode_time(s: &str, range: IntervalRange) -> R<i64> {
     if hour < 0 || !(0..60).contains(&min) || !(0..=60).contains(&sec) || !(0..=USECS_PER_SEC).contains(&fsec) {
         return Err(FieldOverflow);
     }
-    hour.checked_mul(USECS_PER_HOUR)
-        .and_then(|h| h.checked_add(min * USECS_PER_MINUTE + sec * USECS_PER_SEC + fsec))
-        .ok_or(FieldOverflow)
+    hour.checked_mul(USECS_PER_HOUR).and_then(|h| h.checked_add(min * USECS_PER_MINUTE + sec * USECS_PER_SEC + fsec)).ok_or(FieldOverflow)
 }
 
 /// DecodeInterval over the tokens.
@@ -335,9 +333,8 @@ fn decode(toks: &[(Tok, String)], range: IntervalRange, sql_standard: bool) -> R
     let mut fmask = 0u32;
     let mut unit: Option<Unit> = None;
     let mut is_before = false;
-    let force_negative = sql_standard
-        && toks.first().is_some_and(|t| t.1.starts_with('-'))
-        && !toks[1..].iter().any(|t| t.1.starts_with(['-', '+']));
+    let force_negative =
+        sql_standard && toks.first().is_some_and(|t| t.1.starts_with('-')) && !toks[1..].iter().any(|t| t.1.starts_with(['-', '+']));
     for (i, (tok, f)) in toks.iter().enumerate().rev() {
         let tmask;
         match tok {

@@ -138,7 +138,9 @@ pub fn date_trunc(a: &Args<'_>) -> Result<ArrayRef> {
     let zone = if a.len() == 3 {
         // date_trunc(unit, timestamptz, zone): truncated in that zone.
         match a.str(2)?.constant() {
-            Some(Some(z)) => crate::types::zone::Zone::parse(z).ok_or_else(|| err!(InvalidParameterValue, "time zone \"{z}\" not recognized"))?,
+            Some(Some(z)) => {
+                crate::types::zone::Zone::parse(z).ok_or_else(|| err!(InvalidParameterValue, "time zone \"{z}\" not recognized"))?
+            }
             Some(None) => return Ok(arrow::array::new_null_array(&a.ret.to_arrow(), a.n)),
             None => bail!(FeatureNotSupported, "date_trunc with a time zone that varies by row is not supported"),
         }
@@ -551,8 +553,12 @@ fn make_days(y: i64, m: i64, d: i64) -> Result<i32> {
         return Err(bad());
     }
     let astro = if y < 0 { y + 1 } else { y };
-    let date = NaiveDate::from_ymd_opt(i32::try_from(astro).map_err(|_| bad())?, u32::try_from(m).map_err(|_| bad())?, u32::try_from(d).map_err(|_| bad())?)
-        .ok_or_else(bad)?;
+    let date = NaiveDate::from_ymd_opt(
+        i32::try_from(astro).map_err(|_| bad())?,
+        u32::try_from(m).map_err(|_| bad())?,
+        u32::try_from(d).map_err(|_| bad())?,
+    )
+    .ok_or_else(bad)?;
     Ok((date - NaiveDate::from_ymd_opt(1970, 1, 1).expect("epoch")).num_days() as i32)
 }
 

@@ -139,7 +139,8 @@ impl Region {
         let opts = arrow::compute::SortOptions::default();
         // The probes in identity order.
         let order = {
-            let cols = ids.iter().map(|&c| KeyCol::new(probe.column(c).as_ref(), probe.column(c).as_ref(), opts)).collect::<Result<Vec<_>>>()?;
+            let cols =
+                ids.iter().map(|&c| KeyCol::new(probe.column(c).as_ref(), probe.column(c).as_ref(), opts)).collect::<Result<Vec<_>>>()?;
             let mut order: Vec<u32> = (0..probe.num_rows() as u32).collect();
             order.sort_unstable_by(|&a, &b| cols.iter().map(|c| c.cmp(a as usize, b as usize)).find(|o| *o != Equal).unwrap_or(Equal));
             arrow::array::UInt32Array::from(order)
@@ -170,7 +171,8 @@ impl Region {
                 if n == 0 {
                     continue;
                 }
-                let kc = ids.iter().zip(&keys).map(|(&c, k)| KeyCol::new(b.column(c).as_ref(), k.as_ref(), opts)).collect::<Result<Vec<_>>>()?;
+                let kc =
+                    ids.iter().zip(&keys).map(|(&c, k)| KeyCol::new(b.column(c).as_ref(), k.as_ref(), opts)).collect::<Result<Vec<_>>>()?;
                 let levels = kc.len();
                 // Row i of the batch against probe j.
                 let cmp = |i: usize, j: usize| kc.iter().map(|c| c.cmp(i, j)).find(|o| *o != Equal).unwrap_or(Equal);
@@ -270,7 +272,9 @@ impl<'a> KeyCol<'a> {
 /// The values of a signed 64-bit column whose order is its integers' (the
 /// time index's timestamps, BIGINT).
 fn i64_values(a: &dyn Array) -> Option<&[i64]> {
-    use arrow::datatypes::{Date64Type, Int64Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType};
+    use arrow::datatypes::{
+        Date64Type, Int64Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
+    };
     Some(match a.data_type() {
         DataType::Int64 => a.as_primitive::<Int64Type>().values(),
         DataType::Date64 => a.as_primitive::<Date64Type>().values(),

@@ -290,8 +290,7 @@ impl Region {
         }
         // Files the manifest does not name: a flush or compaction that crashed
         // before its commit.
-        let named: HashSet<&str> =
-            manifest.files.iter().chain(installed.iter().map(|(_, f)| f)).map(|f| f.path.as_str()).collect();
+        let named: HashSet<&str> = manifest.files.iter().chain(installed.iter().map(|(_, f)| f)).map(|f| f.path.as_str()).collect();
         for path in shared.store.list(&sst_prefix)? {
             if !named.contains(path.as_str()) {
                 tracing::info!(path = %path, "removing unreferenced sst");

@@ -1201,7 +1201,14 @@ fn change_log_seeks_versions_by_several_tags_with_nulls() {
     r.flush().unwrap();
     // Overwrites (one per series, the NULL host's too), a new time between
     // existing ones, a new series.
-    write(&[(None, 1, 20, -1), (Some("a"), 1, 50, -2), (Some("a"), 2, 0, -3), (Some("b"), 1, 30, -4), (Some("a"), 1, 25, 7), (Some("c"), 1, 0, 8)]);
+    write(&[
+        (None, 1, 20, -1),
+        (Some("a"), 1, 50, -2),
+        (Some("a"), 2, 0, -3),
+        (Some("b"), 1, 30, -4),
+        (Some("a"), 1, 25, 7),
+        (Some("c"), 1, 0, 8),
+    ]);
     let upto = r.last_seq();
     let ch = r.changes(after, upto).unwrap();
     let mut got: Vec<(Option<String>, i32, i64, i64, i64)> = (0..ch.num_rows())
