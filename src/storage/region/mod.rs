@@ -429,8 +429,12 @@ impl Region {
         self.fenced.store(false, Ordering::SeqCst);
     }
 
-    /// Called with the write lock held by every write path.
-    pub(super) fn check_writable(&self) -> Result<()> {
+    /// Called with the write lock held by every write path: a failed WAL,
+    /// a dropped region or a fenced one refuses the write.
+    pub(super) fn check_writable(&self, inner: &Inner) -> Result<()> {
+        if let Some(e) = &inner.wal_failed {
+            return Err(self.wal_failed_error(e));
+        }
         if self.closed.load(Ordering::SeqCst) || self.fenced.load(Ordering::SeqCst) {
             return Err(crate::err!(
                 SerializationFailure,

@@ -50,10 +50,7 @@ impl Region {
         let tun = &self.shared.tuning;
         let (seq, flush_needed) = {
             let mut inner = self.inner.lock();
-            if let Some(e) = &inner.wal_failed {
-                return Err(self.wal_failed_error(e));
-            }
-            self.check_writable()?;
+            self.check_writable(&inner)?;
             let seq = inner.appended_seq + 1;
             let rowid_start = inner.next_rowid;
             payload[1..9].copy_from_slice(&rowid_start.to_le_bytes());
@@ -197,10 +194,7 @@ impl Region {
         encode_batch(&put, &mut payload)?;
         let instant = self.desc.ttl_ms == Some(0);
         let mut inner = self.inner.lock();
-        if let Some(e) = &inner.wal_failed {
-            return Err(self.wal_failed_error(e));
-        }
-        self.check_writable()?;
+        self.check_writable(&inner)?;
         let first = inner.appended_seq + 1;
         let seq = first + 1;
         let rowid_start = inner.next_rowid;
@@ -246,10 +240,7 @@ impl Region {
         }
         let (seq, rowid_start) = {
             let mut inner = self.inner.lock();
-            if let Some(e) = &inner.wal_failed {
-                return Err(self.wal_failed_error(e));
-            }
-            self.check_writable()?;
+            self.check_writable(&inner)?;
             let seq = inner.appended_seq + 1;
             let rowid_start = inner.next_rowid;
             inner.appended_seq = seq;
