@@ -251,12 +251,7 @@ pub(super) fn aggregate(all: &RecordBatch, tags: usize, group: &[Option<usize>],
                 _ => 1.0,
             }));
         }
-        if row.iter().any(|x| x.is_some()) {
-            firsts.push(g[0]);
-            for (f, x) in row.into_iter().enumerate() {
-                out[f].push(x);
-            }
-        }
+        keep_group_row(row, g[0], &mut firsts, &mut out);
     }
     let idx = UInt32Array::from(firsts);
     let mut cols = vec![take(all.column(0), &idx)?];
@@ -273,6 +268,17 @@ pub(super) fn aggregate(all: &RecordBatch, tags: usize, group: &[Option<usize>],
         cols.push(Arc::new(Float64Array::from(f)));
     }
     batch(schema, cols, idx.len())
+}
+
+/// A group's output row (one value per field), kept when any field has a
+/// value: the group's first input row gives its time and labels.
+fn keep_group_row(row: Vec<Option<f64>>, first: u32, firsts: &mut Vec<u32>, out: &mut [Vec<Option<f64>>]) {
+    if row.iter().any(|x| x.is_some()) {
+        firsts.push(first);
+        for (f, x) in row.into_iter().enumerate() {
+            out[f].push(x);
+        }
+    }
 }
 
 pub(super) fn histogram_quantile(all: &RecordBatch, tags: usize, le: usize, q: f64, schema: &SchemaRef) -> Result<RecordBatch> {
@@ -295,12 +301,7 @@ pub(super) fn histogram_quantile(all: &RecordBatch, tags: usize, le: usize, q: f
                 .collect();
             row.push((!b.is_empty()).then(|| bucket_quantile(q, &mut b)));
         }
-        if row.iter().any(|x| x.is_some()) {
-            firsts.push(g[0]);
-            for (f, x) in row.into_iter().enumerate() {
-                out[f].push(x);
-            }
-        }
+        keep_group_row(row, g[0], &mut firsts, &mut out);
     }
     let idx = UInt32Array::from(firsts);
     let mut cols = vec![take(all.column(0), &idx)?];
