@@ -155,6 +155,7 @@ impl WindowFrame {
             start: bound(&g.start)?,
             end: bound(&g.end)?,
             range_key: g.range_key.as_ref().map(&m).transpose()?,
+            exclude: g.exclude,
         })))
     }
 
@@ -171,6 +172,21 @@ pub struct GeneralFrame {
     pub end: FrameBound,
     /// RANGE with offsets: the ORDER BY key in the bounds' type, compared with them.
     pub range_key: Option<Expr>,
+    /// `EXCLUDE …`: rows of the current row's peer group taken out of the frame.
+    pub exclude: FrameExclude,
+}
+
+/// A frame's EXCLUDE clause (PostgreSQL's frame_exclusion).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FrameExclude {
+    /// `EXCLUDE NO OTHERS`, the default.
+    #[default]
+    NoOthers,
+    CurrentRow,
+    /// The current row and its peers.
+    Group,
+    /// The current row's peers, not the row itself.
+    Ties,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,7 +7,7 @@ use arrow::compute::{lexsort_to_indices, SortColumn, SortOptions};
 use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, SortField};
 
-use super::plan::{arrow_schema, AggFunc, FrameBound, FrameUnits, GeneralFrame, PlanColumn, WindowCall, WindowFrame, WindowFunc};
+use super::plan::{arrow_schema, AggFunc, FrameBound, FrameExclude, FrameUnits, GeneralFrame, PlanColumn, WindowCall, WindowFrame, WindowFunc};
 use super::{BatchExecutor, BatchResult, ExecCtx};
 use crate::err;
 use crate::error::Result;
@@ -110,12 +110,13 @@ impl WindowExecutor {
                     let f = frame.as_ref().expect("checked");
                     let groups = Groups::new(rows, &peers);
                     for k in 0..rows.len() {
-                        let (lo, hi) = f.bounds(k, rows, &groups);
+                        let parts = f.parts(k, rows, &groups);
+                        let mut positions = parts.iter().flat_map(|&(a, b)| a..b);
                         let at = match call.func {
-                            WindowFunc::FirstValue => Some(lo),
-                            WindowFunc::LastValue => hi.checked_sub(1),
+                            WindowFunc::FirstValue => positions.next(),
+                            WindowFunc::LastValue => positions.next_back(),
                             _ => match arg(rows[k], 1) {
-                                Value::Int(i) if i > 0 => lo.checked_add(i as usize - 1),
+                                Value::Int(i) if i > 0 => positions.nth(i as usize - 1),
                                 Value::Int(_) => {
                                     return Err(err!(InvalidParameterValue, "argument of nth_value must be greater than zero"))
                                 }
@@ -123,8 +124,8 @@ impl WindowExecutor {
                             },
                         };
                         out[rows[k]] = match at {
-                            Some(j) if j >= lo && j < hi => arg(rows[j], 0),
-                            _ => Value::Null,
+                            Some(j) => arg(rows[j], 0),
+                            None => Value::Null,
                         };
                     }
                 }
@@ -200,12 +201,12 @@ impl WindowExecutor {
                             let groups = Groups::new(rows, &peers);
                             for k in 0..rows.len() {
                                 self.ctx.check()?;
-                                let (lo, hi) = f.bounds(k, rows, &groups);
-                                out[rows[k]] = fold(agg, &vals[lo.min(hi)..hi])?;
+                                let parts = f.parts(k, rows, &groups);
+                                out[rows[k]] = fold(agg, parts.iter().flat_map(|&(a, b)| &vals[a..b]))?;
                             }
                         }
                         WindowFrame::Default if call.order_by.is_empty() => {
-                            let v = fold(f, &vals)?;
+                            let v = fold(f, vals.iter())?;
                             for &r in rows {
                                 out[r] = v.clone();
                             }
@@ -221,7 +222,7 @@ impl WindowExecutor {
                                 // Each peer group folds the prefix again
                                 // (quadratic): honour timeouts and cancels.
                                 self.ctx.check()?;
-                                let v = fold(f, &vals[..e])?;
+                                let v = fold(f, vals[..e].iter())?;
                                 for &r in &rows[k..e] {
                                     out[r] = v.clone();
                                 }
@@ -232,7 +233,7 @@ impl WindowExecutor {
                             for k in 0..rows.len() {
                                 self.ctx.check()?;
                                 let from = p.map(|p| k.saturating_sub(p)).unwrap_or(0);
-                                out[rows[k]] = fold(f, &vals[from..=k])?;
+                                out[rows[k]] = fold(f, vals[from..=k].iter())?;
                             }
                         }
                     }
@@ -278,6 +279,7 @@ struct Frame {
     key: Option<ArrayRef>,
     desc: bool,
     nulls_first: bool,
+    exclude: FrameExclude,
 }
 
 enum Bound {
@@ -299,13 +301,14 @@ impl Frame {
             key: None,
             desc: false,
             nulls_first: false,
+            exclude: FrameExclude::NoOthers,
         };
         let g = match frame {
             WindowFrame::Default => return Ok(None),
             WindowFrame::RowsPreceding(p) => return Ok(Some(rows_from(*p))),
             WindowFrame::General(g) => g,
         };
-        let GeneralFrame { units, start, end, range_key } = g.as_ref();
+        let GeneralFrame { units, start, end, range_key, exclude } = g.as_ref();
         let bound = |b: &FrameBound| -> Result<Bound> {
             Ok(match b {
                 FrameBound::UnboundedPreceding => Bound::UnboundedPreceding,
@@ -331,7 +334,26 @@ impl Frame {
         };
         let key = range_key.as_ref().map(|k| k.eval(input, ctx)).transpose()?;
         let (desc, nulls_first) = key_order.unwrap_or((false, false));
-        Ok(Some(Frame { units: *units, start: bound(start)?, end: bound(end)?, key, desc, nulls_first }))
+        Ok(Some(Frame { units: *units, start: bound(start)?, end: bound(end)?, key, desc, nulls_first, exclude: *exclude }))
+    }
+
+    /// The frame of the k-th row of a partition less its EXCLUDE clause: up to three runs of
+    /// positions, in order (the rows before the excluded peers, the current row for
+    /// EXCLUDE TIES, the rows after them); empty runs are `(x, x)`.
+    fn parts(&self, k: usize, rows: &[usize], groups: &Groups) -> [(usize, usize); 3] {
+        let (lo, hi) = self.bounds(k, rows, groups);
+        if hi <= lo {
+            return [(lo, lo); 3];
+        }
+        let g = groups.of[k];
+        let (cut_lo, cut_hi) = match self.exclude {
+            FrameExclude::NoOthers => return [(lo, hi), (hi, hi), (hi, hi)],
+            FrameExclude::CurrentRow => (k, k + 1),
+            FrameExclude::Group | FrameExclude::Ties => (groups.start[g], groups.end[g]),
+        };
+        let (cut_lo, cut_hi) = (cut_lo.clamp(lo, hi), cut_hi.clamp(lo, hi));
+        let middle = if self.exclude == FrameExclude::Ties && lo <= k && k < hi { (k, k + 1) } else { (cut_hi, cut_hi) };
+        [(lo, cut_lo), middle, (cut_hi, hi)]
     }
 
     /// The frame of the k-th row of a partition: positions [lo, hi).
@@ -411,8 +433,8 @@ fn encode(cols: &[ArrayRef]) -> Result<Option<arrow::row::Rows>> {
 }
 
 /// One aggregate over a frame's values (NULLs ignored, as aggregates do).
-fn fold(f: AggFunc, vals: &[Value]) -> Result<Value> {
-    let live = vals.iter().filter(|v| !v.is_null());
+fn fold<'a>(f: AggFunc, vals: impl Iterator<Item = &'a Value>) -> Result<Value> {
+    let live = vals.filter(|v| !v.is_null());
     Ok(match f {
         AggFunc::CountStar | AggFunc::Count => Value::Int(live.count() as i64),
         AggFunc::Sum => {

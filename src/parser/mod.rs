@@ -25,6 +25,7 @@ mod nesting;
 mod tdengine;
 mod tql;
 mod vacuum;
+mod window_frame;
 
 use std::fmt;
 
@@ -42,6 +43,7 @@ pub use tdengine::{
 };
 pub use tql::{Tql, TqlArgs, TqlCte, TqlKind, TqlWith, TqlWithExplain};
 pub use vacuum::{Vacuum, VacuumTable};
+pub use window_frame::{frame_exclusion, marker_expr, FrameExclusion};
 
 use crate::error::{ErrorKind, WeirError};
 
@@ -191,6 +193,8 @@ fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, Wei
     nesting::check_tokens(sql, &tokens)?;
     // TDengine's `%%name` placeholders: only where `%` occurs at all.
     let tokens = if sql.contains("%%") { tdengine::placeholder_tokens(tokens) } else { tokens };
+    // Window frames' EXCLUDE and string offsets with a cast (`window_frame.rs`).
+    let tokens = window_frame::rewrite_tokens(tokens);
     Ok(Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).with_tokens_with_locations(tokens))
 }
 

@@ -1161,7 +1161,7 @@ impl<'a> Planner<'a> {
         scope: &Scope,
         agg: Option<&AggCollector>,
     ) -> Result<Expr> {
-        use crate::exec::plan::{SortKey, WindowCall, WindowFrame, WindowFunc};
+        use crate::exec::plan::{FrameExclude, SortKey, WindowCall, WindowFrame, WindowFunc};
         let Some(collector) = agg else { bail!(Grouping, "window functions are not allowed here") };
         let ast::WindowType::WindowSpec(spec) = over else { bail!(FeatureNotSupported, "named windows are not supported") };
         if distinct {
@@ -1170,16 +1170,33 @@ impl<'a> Planner<'a> {
         // Arguments and keys may use aggregates (window over GROUP BY).
         let bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, Some(collector))).collect::<Result<_>>()?;
         super::srf::refuse_in_call(&bound, "window")?;
-        let partition_by = spec.partition_by.iter().map(|e| self.bind_expr(e, scope, Some(collector))).collect::<Result<Vec<_>>>()?;
+        // EXCLUDE travels as a marker partition key (`parser::window_frame`).
+        let (exclusion, spec_partition) = crate::parser::frame_exclusion(&spec.partition_by);
+        let partition_by = spec_partition.iter().map(|e| self.bind_expr(e, scope, Some(collector))).collect::<Result<Vec<_>>>()?;
         let mut order_by = Vec::new();
         for o in &spec.order_by {
             let e = self.bind_expr(&o.expr, scope, Some(collector))?;
             let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
             order_by.push(SortKey { expr: e, desc, nulls_first: o.options.nulls_first.unwrap_or(desc) });
         }
+        let exclude = match exclusion {
+            None => FrameExclude::NoOthers,
+            Some(crate::parser::FrameExclusion::CurrentRow) => FrameExclude::CurrentRow,
+            Some(crate::parser::FrameExclusion::Group) => FrameExclude::Group,
+            Some(crate::parser::FrameExclusion::Ties) => FrameExclude::Ties,
+        };
         let frame = match &spec.window_frame {
-            None => WindowFrame::Default,
-            Some(fr) => self.bind_frame(fr, &order_by, scope)?,
+            None if exclude == FrameExclude::NoOthers => WindowFrame::Default,
+            // Only a hand-written marker gets here: the default frame, with its exclusion.
+            None => {
+                let default = ast::WindowFrame {
+                    units: ast::WindowFrameUnits::Range,
+                    start_bound: ast::WindowFrameBound::Preceding(None),
+                    end_bound: None,
+                };
+                self.bind_frame(&default, &order_by, scope, exclude)?
+            }
+            Some(fr) => self.bind_frame(fr, &order_by, scope, exclude)?,
         };
         let arg_ty = bound.first().map(|b| b.ty()).unwrap_or(SqlType::Int8);
         let (func, ty) = match name {
@@ -1241,8 +1258,9 @@ impl<'a> Planner<'a> {
         fr: &ast::WindowFrame,
         order_by: &[crate::exec::plan::SortKey],
         scope: &Scope,
+        exclude: crate::exec::plan::FrameExclude,
     ) -> Result<crate::exec::plan::WindowFrame> {
-        use crate::exec::plan::{FrameBound, FrameUnits, GeneralFrame, WindowFrame};
+        use crate::exec::plan::{FrameBound, FrameExclude, FrameUnits, GeneralFrame, WindowFrame};
         use ast::WindowFrameBound as WB;
         let end = fr.end_bound.clone().unwrap_or(WB::CurrentRow);
         if matches!(fr.start_bound, WB::Following(None)) {
@@ -1283,8 +1301,9 @@ impl<'a> Planner<'a> {
                 )),
             }
         };
-        // The fast paths of the executor.
-        if units == FrameUnits::Rows && matches!(end, WB::CurrentRow) {
+        // The fast paths of the executor (without EXCLUDE).
+        let plain = exclude == FrameExclude::NoOthers;
+        if plain && units == FrameUnits::Rows && matches!(end, WB::CurrentRow) {
             match &fr.start_bound {
                 WB::Preceding(None) => return Ok(WindowFrame::RowsPreceding(None)),
                 WB::Preceding(Some(n)) => return Ok(WindowFrame::RowsPreceding(Some(count(n, true)?))),
@@ -1292,7 +1311,7 @@ impl<'a> Planner<'a> {
                 _ => {}
             }
         }
-        if units == FrameUnits::Range && matches!((&fr.start_bound, &end), (WB::Preceding(None), WB::CurrentRow)) {
+        if plain && units == FrameUnits::Range && matches!((&fr.start_bound, &end), (WB::Preceding(None), WB::CurrentRow)) {
             return Ok(WindowFrame::Default);
         }
         let mut range_key = None;
@@ -1309,7 +1328,27 @@ impl<'a> Planner<'a> {
                     bail!(Windowing, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column");
                 };
                 let off = self.bind_expr(e, scope, None)?;
-                let off = if off.ty() == SqlType::Unknown { coerce(off, key.expr.ty())? } else { off };
+                let kt = key.expr.ty();
+                let temporal = matches!(kt, SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz | SqlType::Interval);
+                // An untyped offset takes the type PostgreSQL's in_range support gives it.
+                let off = match off.ty() {
+                    SqlType::Unknown if temporal => coerce(off, SqlType::Interval)?,
+                    SqlType::Unknown => coerce(off, kt)?,
+                    _ => off,
+                };
+                // PostgreSQL's in_range functions: integer keys with integer offsets, floats
+                // with float8 (or integer, cast implicitly), date and time keys and intervals
+                // with interval offsets.
+                let ot = off.ty();
+                let supported = (kt.is_integer() && ot.is_integer())
+                    || (kt.is_float() && (ot.is_float() || ot.is_integer()))
+                    || (temporal && ot == SqlType::Interval);
+                if !supported {
+                    bail!(
+                        FeatureNotSupported,
+                        "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {kt} and offset type {ot}"
+                    );
+                }
                 if let Ok(v) = self.eval_const(&off) {
                     let negative = match v {
                         Value::Int(i) => i < 0,
@@ -1334,7 +1373,7 @@ impl<'a> Planner<'a> {
         };
         let start = bound(&fr.start_bound, true)?;
         let end = bound(&end, false)?;
-        Ok(WindowFrame::General(Box::new(GeneralFrame { units, start, end, range_key })))
+        Ok(WindowFrame::General(Box::new(GeneralFrame { units, start, end, range_key, exclude })))
     }
 
     /// Plan a subquery in a nested scope; returns the plan, whether it is

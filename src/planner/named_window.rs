@@ -2,7 +2,7 @@
 //! select list and ORDER BY is replaced by the window it names (PostgreSQL's copying rules:
 //! a copy may add ORDER BY and a frame, never override PARTITION BY or an existing ORDER BY,
 //! and may not copy a window that has a frame). Works on sqlparser's AST before binding;
-//! imports only the AST and `error`.
+//! imports only the AST, `parser` (the frame EXCLUDE marker) and `error`.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -52,7 +52,9 @@ fn copy(defs: &HashMap<String, ast::WindowSpec>, spec: &ast::WindowSpec) -> Resu
     let Some(base_name) = &spec.window_name else { return Ok(spec.clone()) };
     let base = lookup(defs, base_name)?;
     let name = super::ident(base_name);
-    if !spec.partition_by.is_empty() {
+    // A frame's EXCLUDE marker travels with the frame (`parser::window_frame`).
+    let (exclusion, own_partition) = crate::parser::frame_exclusion(&spec.partition_by);
+    if !own_partition.is_empty() {
         bail!(Windowing, "cannot override PARTITION BY clause of window \"{name}\"");
     }
     if !spec.order_by.is_empty() && !base.order_by.is_empty() {
@@ -61,9 +63,11 @@ fn copy(defs: &HashMap<String, ast::WindowSpec>, spec: &ast::WindowSpec) -> Resu
     if base.window_frame.is_some() {
         bail!(Windowing, "cannot copy window \"{name}\" because it has a frame clause");
     }
+    let mut partition_by = base.partition_by.clone();
+    partition_by.extend(exclusion.map(crate::parser::marker_expr));
     Ok(ast::WindowSpec {
         window_name: None,
-        partition_by: base.partition_by.clone(),
+        partition_by,
         order_by: if spec.order_by.is_empty() { base.order_by.clone() } else { spec.order_by.clone() },
         window_frame: spec.window_frame.clone(),
     })
