@@ -492,6 +492,40 @@ fn fold<'a>(f: AggFunc, vals: impl Iterator<Item = &'a Value>) -> Result<Value> 
             }
             best.cloned().unwrap_or(Value::Null)
         }
+        AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp => {
+            // Welford's running mean and sum of squared deviations, as the aggregate does.
+            let (mut n, mut mean, mut m2) = (0f64, 0f64, 0f64);
+            for v in live {
+                let x = match v {
+                    Value::Int(i) => *i as f64,
+                    Value::Float(x) => *x,
+                    _ => continue,
+                };
+                n += 1.0;
+                let d = x - mean;
+                mean += d / n;
+                m2 += d * (x - mean);
+            }
+            let samp = matches!(f, AggFunc::StddevSamp | AggFunc::VarSamp);
+            if n < 1.0 || (samp && n < 2.0) {
+                return Ok(Value::Null);
+            }
+            let var = if samp { m2 / (n - 1.0) } else { m2 / n };
+            Value::Float(if matches!(f, AggFunc::StddevPop | AggFunc::StddevSamp) { var.sqrt() } else { var })
+        }
+        AggFunc::BoolAnd | AggFunc::BoolOr => {
+            let mut acc: Option<bool> = None;
+            for v in live {
+                if let Value::Bool(b) = v {
+                    acc = Some(match acc {
+                        None => *b,
+                        Some(a) if f == AggFunc::BoolAnd => a && *b,
+                        Some(a) => a || *b,
+                    });
+                }
+            }
+            acc.map_or(Value::Null, Value::Bool)
+        }
         other => return Err(err!(FeatureNotSupported, "{other:?} is not supported as a window function")),
     })
 }

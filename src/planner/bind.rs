@@ -1222,6 +1222,15 @@ impl<'a> Planner<'a> {
                     };
                     (WindowFunc::Agg(a), ty)
                 }
+                // As the aggregates bind them: float8 (PostgreSQL: numeric for integers).
+                Some(a @ (AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp))
+                    if arg_ty.is_numeric() || arg_ty == SqlType::Unknown =>
+                {
+                    (WindowFunc::Agg(a), SqlType::Float8)
+                }
+                Some(a @ (AggFunc::BoolAnd | AggFunc::BoolOr)) if matches!(arg_ty, SqlType::Bool | SqlType::Unknown) => {
+                    (WindowFunc::Agg(a), SqlType::Bool)
+                }
                 _ => bail!(UndefinedFunction, "window function {other} does not exist"),
             },
         };
@@ -1234,6 +1243,15 @@ impl<'a> Planner<'a> {
         let mut bound = bound;
         if func == WindowFunc::NthValue {
             bound[1] = coerce(bound[1].clone(), SqlType::Int8)?;
+        }
+        if let (WindowFunc::Agg(a), SqlType::Unknown) = (func, arg_ty) {
+            match a {
+                AggFunc::BoolAnd | AggFunc::BoolOr => bound[0] = coerce(bound[0].clone(), SqlType::Bool)?,
+                AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp => {
+                    bound[0] = coerce(bound[0].clone(), SqlType::Float8)?
+                }
+                _ => {}
+            }
         }
         if func == WindowFunc::Ntile {
             bound[0] = coerce(bound[0].clone(), SqlType::Int8)?;

@@ -59,12 +59,21 @@ fn level(outer: Option<&Scope>) -> usize {
     n
 }
 
-fn renamed(plan: Plan, names: &[String]) -> (Plan, Vec<PlanColumn>) {
+/// The WITH query's plan with its column list's names; more names than columns is 42P10.
+fn renamed(plan: Plan, names: &[String], cte: &str) -> Result<(Plan, Vec<PlanColumn>)> {
     let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
+    if names.len() > cols.len() {
+        bail!(
+            InvalidColumnReference,
+            "WITH query \"{cte}\" has {} columns available but {} columns specified",
+            cols.len(),
+            names.len()
+        );
+    }
     for (c, n) in cols.iter_mut().zip(names) {
         c.name = n.clone();
     }
-    (plan, cols)
+    Ok((plan, cols))
 }
 
 /// Does `p` read the working table `id` (outside subquery expressions)?
@@ -149,7 +158,7 @@ impl Planner<'_> {
         let r = if recursive {
             self.plan_recursive(name, &query, &columns, outer)
         } else {
-            self.plan_query(&query, outer).map(|p| renamed(p, &columns))
+            self.plan_query(&query, outer).and_then(|p| renamed(p, &columns, name))
         };
         self.ctes.borrow_mut().extend(saved);
         r.map(Some)
@@ -169,7 +178,7 @@ impl Planner<'_> {
         let SetExpr::SetOperation { op: ast::SetOperator::Union, set_quantifier, left, right } = q.body.as_ref() else {
             // Not of the recursive form: fine as long as it does not read itself.
             let msg = format!("recursive query \"{name}\" does not have the form non-recursive-term UNION [ALL] recursive-term");
-            return self.with_cte(name, CteKind::Forbidden(msg), || self.plan_query(q, outer)).map(|p| renamed(p, names));
+            return self.with_cte(name, CteKind::Forbidden(msg), || self.plan_query(q, outer)).and_then(|p| renamed(p, names, name));
         };
         // The query's own WITH clause is in scope in both terms, and its
         // queries see this one (as the working table in the recursive term).
@@ -181,7 +190,7 @@ impl Planner<'_> {
         }
         let id = NEXT_WORK_TABLE.fetch_add(1, Ordering::Relaxed);
         let terms = self.plan_set_expr(left, outer).and_then(|anchor| {
-            let (_, mut columns) = renamed(anchor.clone(), names);
+            let (_, mut columns) = renamed(anchor.clone(), names, name)?;
             for c in columns.iter_mut() {
                 c.qualifier = None;
             }
@@ -195,7 +204,7 @@ impl Planner<'_> {
         let CteKind::WorkTable { reads, .. } = kind else { unreachable!("set before the recursive term") };
         if reads == 0 {
             // A plain UNION that happens to sit in WITH RECURSIVE.
-            return self.plan_query(q, outer).map(|p| renamed(p, names));
+            return self.plan_query(q, outer).and_then(|p| renamed(p, names, name));
         }
         if q.order_by.is_some() {
             bail!(FeatureNotSupported, "ORDER BY in a recursive query is not implemented");
