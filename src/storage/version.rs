@@ -213,11 +213,7 @@ pub enum IdMap<'a> {
 
 impl<'a> IdMap<'a> {
     pub fn newest(keys: &'a Keys, seq: &[u64]) -> IdMap<'a> {
-        fn pick<K: std::hash::Hash + Eq>(
-            n: usize,
-            key: impl Fn(usize) -> K,
-            seq: &[u64],
-        ) -> HashMap<K, u32, FxBuild> {
+        fn pick<K: std::hash::Hash + Eq>(n: usize, key: impl Fn(usize) -> K, seq: &[u64]) -> HashMap<K, u32, FxBuild> {
             let mut best = HashMap::with_capacity_and_hasher(n, FxBuild::default());
             for i in 0..n {
                 best.entry(key(i))

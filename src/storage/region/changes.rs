@@ -2,8 +2,8 @@
 //! flows and incremental evaluation.
 
 use super::read::{RowFilter, Snapshot, TimeSet};
-use crate::storage::version::IdMap;
 use super::*;
+use crate::storage::version::IdMap;
 
 impl Region {
     /// The change log of (after, upto]: every user column plus an Int64
