@@ -493,8 +493,8 @@ fn fold<'a>(f: AggFunc, vals: impl Iterator<Item = &'a Value>) -> Result<Value> 
             best.cloned().unwrap_or(Value::Null)
         }
         AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp => {
-            // Welford's running mean and sum of squared deviations, as the aggregate does.
-            let (mut n, mut mean, mut m2) = (0f64, 0f64, 0f64);
+            // PostgreSQL's float8_accum (Youngs-Cramer), so float8 answers match to the bit.
+            let (mut n, mut sx, mut m2) = (0f64, 0f64, 0f64);
             for v in live {
                 let x = match v {
                     Value::Int(i) => *i as f64,
@@ -502,9 +502,11 @@ fn fold<'a>(f: AggFunc, vals: impl Iterator<Item = &'a Value>) -> Result<Value> 
                     _ => continue,
                 };
                 n += 1.0;
-                let d = x - mean;
-                mean += d / n;
-                m2 += d * (x - mean);
+                sx += x;
+                if n > 1.0 {
+                    let t = x * n - sx;
+                    m2 += t * t / (n * (n - 1.0));
+                }
             }
             let samp = matches!(f, AggFunc::StddevSamp | AggFunc::VarSamp);
             if n < 1.0 || (samp && n < 2.0) {
