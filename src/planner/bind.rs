@@ -243,7 +243,15 @@ impl<'a> Planner<'a> {
                     bail!(UndefinedTable, "missing FROM-clause entry for table \"{q}\"")
                 }
             }
-            None => bail!(UndefinedColumn, "column \"{name}\" does not exist"),
+            None => {
+                // A table's name alone is its whole row, as a record.
+                let q = ast::ObjectName::from(vec![ast::Ident::with_quote('"', name)]);
+                if let Ok(fields) = self.star_columns(&q, scope) {
+                    let args = fields.iter().map(|f| self.bind_expr(f, scope, None)).collect::<Result<Vec<_>>>()?;
+                    return Ok(Expr::Func { name: "record_out".into(), args, ty: SqlType::Text });
+                }
+                bail!(UndefinedColumn, "column \"{name}\" does not exist")
+            }
         }
     }
 

@@ -950,7 +950,8 @@ fn joined_change(
     };
     let ast::SetExpr::Select(sel) = q.body.as_mut() else { bail!(Internal, "UPDATE ... FROM: no SELECT template") };
     sel.projection = projection;
-    sel.from = std::iter::once(target.clone()).chain(from.iter().cloned()).collect();
+    // The target last: a LATERAL item of FROM / USING cannot read it (PostgreSQL's rule).
+    sel.from = from.iter().cloned().chain(std::iter::once(target.clone())).collect();
     sel.selection = selection.cloned();
     let plan = planner.plan(&q)?;
     let out_types: Vec<SqlType> = plan.columns().iter().map(|c| c.ty).collect();
@@ -1056,6 +1057,9 @@ fn update(
         };
         let i =
             def.column_index(&col).ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
+        if sets.iter().any(|(j, _)| *j == i) {
+            bail!(Syntax, "multiple assignments to same column \"{col}\"");
+        }
         let e = match &a.value {
             ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
                 default_expr(planner, def, i)?
