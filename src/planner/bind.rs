@@ -244,11 +244,32 @@ impl<'a> Planner<'a> {
                 }
             }
             None => {
-                // A table's name alone is its whole row, as a record.
-                let q = ast::ObjectName::from(vec![ast::Ident::with_quote('"', name)]);
-                if let Ok(fields) = self.star_columns(&q, scope) {
-                    let args = fields.iter().map(|f| self.bind_expr(f, scope, None)).collect::<Result<Vec<_>>>()?;
-                    return Ok(Expr::Func { name: "record_out".into(), args, ty: SqlType::Text });
+                // A table's name alone is its whole row, as a record (its
+                // columns by position: their names may repeat).
+                let mut depth = 0;
+                let mut s = Some(scope);
+                while let Some(sc) = s {
+                    let hits: Vec<usize> = (0..sc.columns.len())
+                        .filter(|&i| !super::is_hidden(&sc.columns[i]) && super::visible_qualifier(&sc.columns[i]) == Some(name))
+                        .collect();
+                    if !hits.is_empty() {
+                        let mut args = Vec::new();
+                        for i in hits {
+                            let ty = sc.columns[i].ty;
+                            if depth == 0 {
+                                args.push(Expr::Column { index: i, ty });
+                            } else {
+                                let mut refs = sc.outer_refs.borrow_mut();
+                                if !refs.iter().any(|(j, _)| *j == i) {
+                                    refs.push((i, ty));
+                                }
+                                args.push(Expr::Outer { depth, index: i, ty });
+                            }
+                        }
+                        return Ok(Expr::Func { name: "record_out".into(), args, ty: SqlType::Text });
+                    }
+                    depth += 1;
+                    s = sc.parent;
                 }
                 bail!(UndefinedColumn, "column \"{name}\" does not exist")
             }
