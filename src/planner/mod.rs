@@ -14,6 +14,7 @@ mod hop;
 pub mod incremental;
 pub mod logical;
 mod named_window;
+pub mod partition;
 mod narrow;
 pub mod physical;
 mod privilege;
@@ -109,6 +110,14 @@ impl<'a> Planner<'a> {
 
     /// The regions of a table, opened.
     pub fn regions(&self, def: &TableDef) -> Result<Vec<Arc<Region>>> {
+        // A partitioned table's rows are its leaves' (its own regions stay empty).
+        if def.partition.key.is_some() {
+            let mut out = Vec::new();
+            for leaf in self.partition_leaves(def)? {
+                out.extend(self.regions(&leaf)?);
+            }
+            return Ok(out);
+        }
         (0..def.regions.max(1))
             .map(|n| {
                 self.storage.region(region_id(def.id, n)).ok_or_else(|| err!(Internal, "region {n} of table {} is not open", def.name))

@@ -357,7 +357,7 @@ fn insert(
         return upsert(s, planner, def, regions, &qual, oc, batch, changed);
     }
     check_unique(planner, def, regions, &batch)?;
-    super::txn::write_rows(s, def, regions, &batch)?;
+    super::partition::write(s, planner, def, regions, &batch)?;
     if let Some(c) = changed {
         c.push(batch);
     }
@@ -510,7 +510,7 @@ fn upsert(
     let mut n = inserts.num_rows();
     if n > 0 {
         check_unique(planner, def, regions, &inserts)?;
-        super::txn::write_rows(s, def, regions, &inserts)?;
+        super::partition::write(s, planner, def, regions, &inserts)?;
         out.push(inserts);
     }
     if let Some(u) = update {
@@ -579,7 +579,7 @@ fn upsert(
             let new = updated_rows(planner, def, &old.columns()[..width], &pair, &sets)?;
             n += new.num_rows();
             super::txn::delete_rows(s, &regions[ri], &old)?;
-            super::txn::write_rows(s, def, regions, &new)?;
+            super::partition::write(s, planner, def, regions, &new)?;
             out.push(new);
         }
     }
@@ -1021,7 +1021,7 @@ fn joined_change(
                 &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
             )?;
             let new = round_timestamps(def, new)?;
-            super::txn::write_rows(s, def, regions, &new)?;
+            super::partition::write(s, planner, def, regions, &new)?;
             if let Some(c) = changed.as_deref_mut() {
                 c.push(new);
             }
@@ -1061,12 +1061,20 @@ fn update(
     }
     let pred = bind_where(planner, def, alias, u.selection.as_ref())?;
     let mut n = 0;
+    // Every region's matching rows first: a row an UPDATE moves to another
+    // partition must not be met again there.
+    let mut found = Vec::new();
     for r in regions {
         for old in matching_rows(planner, r, pred.as_ref())? {
+            found.push((r, old));
+        }
+    }
+    for (r, old) in found {
+        {
             let new = updated_rows(planner, def, &old.columns()[..def.columns.len()], &old, &sets)?;
             n += old.num_rows();
             super::txn::delete_rows(s, r, &old)?;
-            super::txn::write_rows(s, def, regions, &new)?;
+            super::partition::write(s, planner, def, regions, &new)?;
             if let Some(c) = changed.as_deref_mut() {
                 c.push(new);
             }
