@@ -216,19 +216,38 @@ impl Relation {
 /// do not (they see the merged column).
 const HIDDEN_MARK: char = '\u{1}';
 
-/// The qualifier of a column hidden by a USING / NATURAL join.
-pub fn hidden_qualifier(q: Option<&str>) -> Option<String> {
-    Some(format!("{HIDDEN_MARK}{}", q.unwrap_or("").trim_start_matches(HIDDEN_MARK)))
+/// Marks the qualifier of a system column (`tableoid` of a partitioned
+/// table or a partition): `col` and `t.col` reach it, `*` and `t.*` do not.
+const SYSTEM_MARK: char = '\u{2}';
+
+fn unmarked(q: &str) -> &str {
+    q.trim_start_matches([HIDDEN_MARK, SYSTEM_MARK])
 }
 
-/// Whether a column is hidden by a USING / NATURAL join.
+/// The qualifier of a column hidden by a USING / NATURAL join.
+pub fn hidden_qualifier(q: Option<&str>) -> Option<String> {
+    Some(format!("{HIDDEN_MARK}{}", unmarked(q.unwrap_or(""))))
+}
+
+/// The qualifier of a system column.
+pub fn system_qualifier(q: Option<&str>) -> Option<String> {
+    Some(format!("{SYSTEM_MARK}{}", unmarked(q.unwrap_or(""))))
+}
+
+/// Whether a column is hidden by a USING / NATURAL join, or is a system
+/// column (neither is part of `*`).
 pub fn is_hidden(c: &PlanColumn) -> bool {
-    c.qualifier.as_deref().is_some_and(|q| q.starts_with(HIDDEN_MARK))
+    c.qualifier.as_deref().is_some_and(|q| q.starts_with(HIDDEN_MARK) || q.starts_with(SYSTEM_MARK))
+}
+
+/// Whether a column is a system column (`tableoid`).
+pub fn is_system(c: &PlanColumn) -> bool {
+    c.qualifier.as_deref().is_some_and(|q| q.starts_with(SYSTEM_MARK))
 }
 
 /// The qualifier a written `q.col` matches (hidden or not).
 pub fn visible_qualifier(c: &PlanColumn) -> Option<&str> {
-    c.qualifier.as_deref().map(|q| q.trim_start_matches(HIDDEN_MARK))
+    c.qualifier.as_deref().map(unmarked)
 }
 
 /// Resolve `t`, `s.t` or `catalog.s.t`. As in PostgreSQL, a catalog part

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 
+use super::logical::LogicalPlan;
 use super::{coerce, Planner, Scope};
+use crate::exec::plan::SetOpKind;
 use crate::catalog::partition::{Bound, RangeDatum, Strategy};
 use crate::catalog::TableDef;
 use crate::error::Result;
@@ -175,8 +177,14 @@ impl Planner<'_> {
 
     /// A partitioned table's key bound over its columns.
     pub fn partition_key(&self, def: &TableDef) -> Result<Option<BoundKey>> {
+        self.partition_key_over(def, def)
+    }
+
+    /// A partitioned table's key bound over another table of its tree (the
+    /// root: the columns are the same by name, maybe not in order).
+    fn partition_key_over(&self, def: &TableDef, over: &TableDef) -> Result<Option<BoundKey>> {
         let Some(k) = &def.partition.key else { return Ok(None) };
-        let scope = Scope::new(Self::table_columns(def), None);
+        let scope = Scope::new(Self::table_columns(over), None);
         let mut exprs = Vec::new();
         for t in &k.exprs {
             let e = crate::parser::parse_expr(t)?;
@@ -239,12 +247,12 @@ impl Planner<'_> {
     /// The tree under a table (the table itself when it is not partitioned).
     pub fn partition_tree(&self, def: &TableDef) -> Result<Tree> {
         let mut tree = Tree { nodes: vec![] };
-        self.add_node(&mut tree, def.clone(), None, None)?;
+        self.add_node(&mut tree, def.clone(), None, None, def)?;
         Ok(tree)
     }
 
-    fn add_node(&self, tree: &mut Tree, def: TableDef, parent: Option<usize>, bound: Option<EvalBound>) -> Result<usize> {
-        let key = self.partition_key(&def)?;
+    fn add_node(&self, tree: &mut Tree, def: TableDef, parent: Option<usize>, bound: Option<EvalBound>, root: &TableDef) -> Result<usize> {
+        let key = self.partition_key_over(&def, root)?;
         let me = tree.nodes.len();
         let children: Vec<TableDef> =
             if key.is_some() { self.catalog.partitions(&def.database, &def.name) } else { vec![] };
@@ -257,7 +265,7 @@ impl Planner<'_> {
             }
             kids.sort_by(|a, b| a.0.order(&b.0));
             for (b, c) in kids {
-                let i = self.add_node(tree, c, Some(me), Some(b))?;
+                let i = self.add_node(tree, c, Some(me), Some(b), root)?;
                 tree.nodes[me].children.push(i);
             }
         }
@@ -276,6 +284,36 @@ impl Planner<'_> {
         let tree = self.partition_tree(&root)?;
         let at = tree.nodes.iter().position(|n| n.def.id == def.id).ok_or_else(|| err!(Internal, "partition \"{}\" is not in its tree", def.name))?;
         Ok((tree, at))
+    }
+
+    /// A partitioned table's (or a partition's) rows: each leaf's scan in
+    /// the table's column order, with the leaf's OID as the system column
+    /// `tableoid`, appended in PostgreSQL's partition order.
+    pub(super) fn plan_partitioned(&self, def: &TableDef) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
+        let leaves = if def.partition.key.is_some() { self.partition_leaves(def)? } else { vec![def.clone()] };
+        let mut cols: Vec<PlanColumn> =
+            def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
+        cols.push(PlanColumn { name: "tableoid".into(), qualifier: super::system_qualifier(None), ty: SqlType::Oid });
+        let mut plan: Option<LogicalPlan> = None;
+        let sources: Vec<TableDef> = if leaves.is_empty() { vec![def.clone()] } else { leaves };
+        for leaf in &sources {
+            let (scan, _) = self.table_scan(leaf)?;
+            let mut exprs = Vec::new();
+            for c in &def.columns {
+                let i = leaf
+                    .column_index(&c.name)
+                    .ok_or_else(|| err!(Internal, "partition \"{}\" has no column \"{}\"", leaf.name, c.name))?;
+                let e = Expr::Column { index: i, ty: leaf.columns[i].ty };
+                exprs.push(if leaf.columns[i].ty == c.ty { e } else { coerce(e, c.ty)? });
+            }
+            exprs.push(Expr::lit(Value::Int(super::system::table_oid(leaf.id)), SqlType::Oid));
+            let p = LogicalPlan::Project { input: Box::new(scan), exprs, columns: cols.clone() };
+            plan = Some(match plan {
+                None => p,
+                Some(l) => LogicalPlan::SetOp { left: Box::new(l), right: Box::new(p), kind: SetOpKind::Union, all: true },
+            });
+        }
+        Ok((plan.expect("at least one source"), cols))
     }
 
     /// The leaves of a partitioned table, in PostgreSQL's order.
@@ -354,6 +392,23 @@ impl Tree {
             }
         }
     }
+}
+
+/// A batch of one table of a tree in another's column order (by name).
+pub fn reorder(batch: &RecordBatch, from: &TableDef, to: &TableDef) -> Result<RecordBatch> {
+    if from.columns.iter().map(|c| (&c.name, c.ty)).eq(to.columns.iter().map(|c| (&c.name, c.ty))) {
+        return Ok(batch.clone());
+    }
+    let mut cols = Vec::with_capacity(to.columns.len());
+    for c in &to.columns {
+        let i = from.column_index(&c.name).ok_or_else(|| err!(Internal, "table \"{}\" has no column \"{}\"", from.name, c.name))?;
+        cols.push(crate::exec::expr::cast_array(batch.column(i), from.columns[i].ty, c.ty)?);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        super::region_descriptor(to).schema,
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
 }
 
 /// A row as PostgreSQL's "Failing row contains (…)" shows it.

@@ -17,7 +17,7 @@ use super::{QueryResult, Session};
 use crate::catalog::partition::{Bound, PartitionKey, PartitionOf, RangeDatum, Strategy};
 use crate::catalog::TableDef;
 use crate::error::Result;
-use crate::planner::partition::{empty_range, overlapping, EvalBound};
+use crate::planner::partition::{empty_range, overlapping, reorder, EvalBound};
 use crate::planner::{ident, Planner};
 use crate::storage::Region;
 use crate::{bail, err};
@@ -179,6 +179,7 @@ fn check_rows(planner: &Planner, def: &TableDef) -> Result<()> {
             let rows = super::dml::scan_region(planner, &r, crate::storage::ScanRequest::default())?;
             for b in rows {
                 let b = b.project(&(0..ldef.columns.len()).collect::<Vec<_>>())?;
+                let b = reorder(&b, ldef, &tree.nodes[0].def)?;
                 tree.route(at, &b, &planner.ctx)?;
             }
         }
@@ -307,6 +308,9 @@ pub fn attach(s: &mut Session, parent: &TableDef, child: &ast::ObjectName, fv: &
             Some(p) if p.ty != c.ty => {
                 bail!(DatatypeMismatch, "child table \"{}\" has different type for column \"{}\"", def.name, c.name)
             }
+            Some(p) if !p.nullable && c.nullable => {
+                bail!(DatatypeMismatch, "column \"{}\" in child table must be marked NOT NULL", c.name)
+            }
             _ => {}
         }
     }
@@ -314,9 +318,6 @@ pub fn attach(s: &mut Session, parent: &TableDef, child: &ast::ObjectName, fv: &
         if def.column_index(&p.name).is_none() {
             bail!(DatatypeMismatch, "child table is missing column \"{}\"", p.name);
         }
-    }
-    if def.columns.iter().zip(&parent.columns).any(|(a, b)| a.name != b.name) {
-        bail!(FeatureNotSupported, "a partition's columns must be in its parent's order");
     }
     let bound = parse_bound(parent, &def.name, fv)?;
     check_bound(&planner, parent, &def.name, &bound)?;
@@ -375,10 +376,14 @@ pub fn write(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Regi
     }
     let (tree, at) = planner.partition_root(def)?;
     let batch = batch.project(&(0..def.columns.len()).collect::<Vec<_>>())?;
+    // Routed in the root's column order, written in each leaf's.
+    let root = &tree.nodes[0].def;
+    let batch = reorder(&batch, def, root)?;
     for (leaf, rows) in tree.route(at, &batch, &planner.ctx)? {
         let ldef = &tree.nodes[leaf].def;
         let idx = UInt32Array::from(rows);
         let part = arrow::compute::take_record_batch(&batch, &idx)?;
+        let part = reorder(&part, root, ldef)?;
         for (i, c) in ldef.columns.iter().enumerate() {
             if !c.nullable && part.column(i).null_count() > 0 {
                 return Err(err!(
