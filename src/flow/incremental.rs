@@ -463,6 +463,28 @@ enum Merge {
 /// Merge `plus` (partial states of inserted rows) and `minus` (of
 /// retracted rows) into `cur`. `cur` is left untouched unless `Done`.
 fn merge(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, minus: Option<&[Value]>) -> Merge {
+    let r = merge_parts(dp, cur, plus, minus);
+    let rows = dp.rows_col();
+    let held = int(&cur[rows]);
+    if r == Merge::LostExtreme && held > 0 && minus.is_some_and(|m| int(&m[rows]) == held) {
+        // Every row the state held was retracted (a group rewritten or
+        // deleted whole): the rows left are exactly the inserted ones and
+        // the state is theirs — the lost min / max (or first / last) is
+        // known without reading the group from the source.
+        *cur = match plus {
+            Some(p) => p.to_vec(),
+            None => {
+                let mut z = vec![Value::Null; dp.partial.len()];
+                z[rows] = Value::Int(0);
+                z
+            }
+        };
+        return Merge::Done;
+    }
+    r
+}
+
+fn merge_parts(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, minus: Option<&[Value]>) -> Merge {
     let n = dp.partial.len();
     let null = vec![Value::Null; n];
     let (p, m) = (plus.unwrap_or(&null), minus.unwrap_or(&null));
@@ -1747,6 +1769,15 @@ mod tests {
         // A retraction beyond the extreme: the state disagrees.
         let mut c5 = before.clone();
         assert_eq!(merge(&dp, &mut c5, None, Some(&[i(1), i(1), i(20), i(1), i(1)])), Merge::Inconsistent);
+        // Every row retracted (the group rewritten whole): the inserted rows' state, no recompute.
+        let mut c6 = before.clone();
+        let fresh = [i(8), i(1), i(9), i(2), i(3)];
+        assert_eq!(merge(&dp, &mut c6, Some(&fresh), Some(&[i(5), i(2), i(50), i(1), i(4)])), Merge::Done);
+        assert_eq!(c6, fresh.to_vec());
+        // … or deleted whole: no rows left.
+        let mut c7 = before.clone();
+        assert_eq!(merge(&dp, &mut c7, None, Some(&[i(5), i(2), i(50), i(1), i(4)])), Merge::Done);
+        assert_eq!(c7[dp.rows_col()], i(0));
     }
 
     #[test]

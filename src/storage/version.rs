@@ -202,45 +202,59 @@ impl Keys {
     }
 }
 
-/// Mask of the rows that are the newest version of their identity (highest
-/// seq; within one seq the later row, as in one write batch).
-pub fn newest_mask(keys: &Keys, seq: &UInt64Array) -> BooleanBuffer {
-    let n = seq.len();
-    let mut keep = vec![false; n];
-    let seqs = seq.values();
-    match keys {
-        Keys::RowId(ids) => {
-            let mut best: HashMap<u64, u32, FxBuild> = HashMap::with_capacity_and_hasher(n, FxBuild::default());
-            for (i, &id) in ids.values().iter().enumerate() {
-                best.entry(id)
-                    .and_modify(|b| {
-                        if seqs[i] >= seqs[*b as usize] {
-                            *b = i as u32
-                        }
-                    })
-                    .or_insert(i as u32);
-            }
-            for b in best.into_values() {
-                keep[b as usize] = true;
-            }
-        }
-        Keys::Rows(rows) => {
-            let mut best: HashMap<&[u8], u32, FxBuild> = HashMap::with_capacity_and_hasher(n, FxBuild::default());
+/// The identities of some rows (their encoded keys), each mapped to its
+/// newest row: the highest sequence, within one sequence the later row
+/// (as in one write batch). Built once, it also finds other rows' versions
+/// of these identities.
+pub enum IdMap<'a> {
+    RowId(HashMap<u64, u32, FxBuild>),
+    Rows(HashMap<&'a [u8], u32, FxBuild>),
+}
+
+impl<'a> IdMap<'a> {
+    pub fn newest(keys: &'a Keys, seq: &[u64]) -> IdMap<'a> {
+        fn pick<K: std::hash::Hash + Eq>(n: usize, key: impl Fn(usize) -> K, seq: &[u64]) -> HashMap<K, u32, FxBuild> {
+            let mut best = HashMap::with_capacity_and_hasher(n, FxBuild::default());
             for i in 0..n {
-                best.entry(rows.row(i).data())
-                    .and_modify(|b| {
-                        if seqs[i] >= seqs[*b as usize] {
+                best.entry(key(i))
+                    .and_modify(|b: &mut u32| {
+                        if seq[i] >= seq[*b as usize] {
                             *b = i as u32
                         }
                     })
                     .or_insert(i as u32);
             }
-            for b in best.into_values() {
-                keep[b as usize] = true;
-            }
+            best
+        }
+        match keys {
+            Keys::RowId(ids) => IdMap::RowId(pick(ids.len(), |i| ids.value(i), seq)),
+            Keys::Rows(rows) => IdMap::Rows(pick(rows.num_rows(), |i| rows.row(i).data(), seq)),
         }
     }
-    BooleanBuffer::from(keep)
+
+    /// The newest row of the identity of row `i` of `keys` (encoded by the
+    /// same encoder), if it is one of these.
+    #[inline]
+    pub fn get(&self, keys: &Keys, i: usize) -> Option<u32> {
+        match (self, keys) {
+            (IdMap::RowId(m), Keys::RowId(k)) => m.get(&k.value(i)).copied(),
+            (IdMap::Rows(m), Keys::Rows(k)) => m.get(k.row(i).data()).copied(),
+            _ => unreachable!("one key encoder"),
+        }
+    }
+
+    /// Mask of the newest rows among `n`.
+    pub fn mask(&self, n: usize) -> BooleanBuffer {
+        let mut keep = vec![false; n];
+        let winners: Box<dyn Iterator<Item = &u32>> = match self {
+            IdMap::RowId(m) => Box::new(m.values()),
+            IdMap::Rows(m) => Box::new(m.values()),
+        };
+        for &b in winners {
+            keep[b as usize] = true;
+        }
+        BooleanBuffer::from(keep)
+    }
 }
 
 /// Mask of rows whose op is a put.
@@ -430,7 +444,7 @@ mod tests {
         let enc = KeyEncoder::new(&l).unwrap();
         let b = rows(&l, &[("a", 1, 10, 1, 0), ("a", 1, 11, 3, 0), ("b", 1, 5, 2, 0), ("a", 1, 12, 5, 1), ("b", 2, 7, 4, 0)]);
         let k = enc.encode(&l.identity.iter().map(|&c| b.column(c).clone()).collect::<Vec<_>>()).unwrap();
-        let m = newest_mask(&k, b.column(l.seq()).as_primitive::<UInt64Type>());
+        let m = IdMap::newest(&k, b.column(l.seq()).as_primitive::<UInt64Type>().values()).mask(b.num_rows());
         assert_eq!(m.iter().collect::<Vec<_>>(), vec![false, false, true, true, true]);
 
         let sorted = sort_versions(&l, &b).unwrap();

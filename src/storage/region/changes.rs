@@ -3,6 +3,7 @@
 
 use super::read::{RowFilter, Snapshot, TimeSet};
 use super::*;
+use crate::storage::version::IdMap;
 
 impl Region {
     /// The change log of (after, upto]: every user column plus an Int64
@@ -29,7 +30,13 @@ impl Region {
         if batches.is_empty() {
             return Ok(RecordBatch::new_empty(out_schema));
         }
-        let new = self.newest(&concat_all(&schema, &batches)?, &cols)?;
+        // The newest new version of each identity, and the identities
+        // indexed for the earlier versions' lookup below (keys encoded and
+        // hashed once per side).
+        let new_all = concat_all(&schema, &batches)?;
+        let new_keys = self.keys.encode(&self.key_cols(&new_all, &cols))?;
+        let ids = IdMap::newest(&new_keys, new_all.column(self.layout.seq()).as_primitive::<UInt64Type>().values());
+        let new = crate::storage::version::filter(&new_all, ids.mask(new_all.num_rows()))?;
         // Earlier versions of the touched identities, as of `after`.
         let time = match self.layout.time_index {
             Some(ti) => time_bounds(new.column(ti))?.map(|(lo, hi)| (lo, hi.saturating_add(1))),
@@ -42,7 +49,10 @@ impl Region {
             Some(ti) if self.layout.identity.contains(&ti) => {
                 let t = time_values(new.column(ti))?;
                 let t = t.as_primitive::<arrow::datatypes::Int64Type>();
-                Some(Arc::new(TimeSet::new(t.iter().flatten().collect::<HashSet<i64, crate::storage::version::FxBuild>>())))
+                let mut set: HashSet<i64, crate::storage::version::FxBuild> =
+                    HashSet::with_capacity_and_hasher(t.len(), crate::storage::version::FxBuild::default());
+                set.extend(t.iter().flatten());
+                Some(Arc::new(TimeSet::new(set)))
             }
             _ => None,
         };
@@ -85,25 +95,31 @@ impl Region {
                 self.read(&old_snap, &cols, &f_old, true)?.into_iter().flat_map(|s| s.batches).collect()
             }
         };
-        let new_keys = self.keys.encode(&self.key_cols(&new, &cols))?;
         let old = if old_batches.is_empty() {
             RecordBatch::new_empty(schema.clone())
         } else {
+            // The newest earlier version of each changed identity: one
+            // lookup per earlier row, the winner kept per identity (the
+            // higher sequence; within one, the later row).
             let old_all = concat_all(&schema, &old_batches)?;
             let old_keys = self.keys.encode(&self.key_cols(&old_all, &cols))?;
-            let touched = match (&new_keys, &old_keys) {
-                (Keys::RowId(n), Keys::RowId(o)) => {
-                    let set: HashSet<u64, crate::storage::version::FxBuild> = n.values().iter().copied().collect();
-                    BooleanBuffer::collect_bool(o.len(), |i| set.contains(&o.value(i)))
+            let old_seq = old_all.column(self.layout.seq()).as_primitive::<UInt64Type>().values();
+            let mut best = vec![u32::MAX; new_all.num_rows()];
+            for i in 0..old_all.num_rows() {
+                if let Some(slot) = ids.get(&old_keys, i) {
+                    let b = &mut best[slot as usize];
+                    if *b == u32::MAX || old_seq[i] >= old_seq[*b as usize] {
+                        *b = i as u32;
+                    }
                 }
-                (Keys::Rows(n), Keys::Rows(o)) => {
-                    let set: HashSet<&[u8], crate::storage::version::FxBuild> = (0..n.num_rows()).map(|i| n.row(i).data()).collect();
-                    BooleanBuffer::collect_bool(o.num_rows(), |i| set.contains(o.row(i).data()))
+            }
+            let mut keep = vec![false; old_all.num_rows()];
+            for &b in &best {
+                if b != u32::MAX {
+                    keep[b as usize] = true;
                 }
-                _ => unreachable!("one key encoder"),
-            };
-            let old_touched = crate::storage::version::filter(&old_all, touched)?;
-            let newest_old = self.newest(&old_touched, &cols)?;
+            }
+            let newest_old = crate::storage::version::filter(&old_all, BooleanBuffer::from(keep))?;
             crate::storage::version::filter(&newest_old, put_mask(newest_old.column(self.layout.op())))?
         };
         let plus = crate::storage::version::filter(&new, put_mask(new.column(self.layout.op())))?;
@@ -196,7 +212,7 @@ impl Region {
                     prev = Some(j);
                     for k in from..levels {
                         let (a, e) = range[k];
-                        let s = first_false(a, e, |i| kc[k].cmp(i, j) == Less);
+                        let s = kc[k].lower(a, e, j);
                         let t = if k + 1 == levels {
                             // The last column: the versions of one identity, few.
                             let mut t = s;
@@ -205,7 +221,7 @@ impl Region {
                             }
                             t
                         } else {
-                            first_false(s, e, |i| kc[k].cmp(i, j) != Greater)
+                            kc[k].upper(s, e, j)
                         };
                         range[k + 1] = (s, t);
                     }
@@ -255,6 +271,30 @@ impl<'a> KeyCol<'a> {
             KeyCol::I64(b, p) => b[i].cmp(&p[j]),
             KeyCol::Str(b, p) => b.value(i).as_bytes().cmp(p.value(j).as_bytes()),
             KeyCol::Dyn(c, _) => c(i, j),
+        }
+    }
+
+    /// The first of the batch rows [a, e) (sorted) not less than probe `j`.
+    fn lower(&self, a: usize, e: usize, j: usize) -> usize {
+        match self {
+            KeyCol::I64(b, p) => a + b[a..e].partition_point(|&x| x < p[j]),
+            KeyCol::Str(b, p) => {
+                let v = p.value(j).as_bytes();
+                first_false(a, e, |i| b.value(i).as_bytes() < v)
+            }
+            KeyCol::Dyn(c, _) => first_false(a, e, |i| c(i, j) == std::cmp::Ordering::Less),
+        }
+    }
+
+    /// The first of the batch rows [a, e) (sorted) greater than probe `j`.
+    fn upper(&self, a: usize, e: usize, j: usize) -> usize {
+        match self {
+            KeyCol::I64(b, p) => a + b[a..e].partition_point(|&x| x <= p[j]),
+            KeyCol::Str(b, p) => {
+                let v = p.value(j).as_bytes();
+                first_false(a, e, |i| b.value(i).as_bytes() <= v)
+            }
+            KeyCol::Dyn(c, _) => first_false(a, e, |i| c(i, j) != std::cmp::Ordering::Greater),
         }
     }
 

@@ -56,8 +56,7 @@ use super::memtable::{Chunk, Memtable};
 use super::meta::{manifest_key, FileMeta, Manifest, StagedLoad};
 use super::sst::{file_may_match, open_sst, read_sst, write_sst, PruneValue, SstFile, SstPredicate};
 use super::version::{
-    concat_all, newest_mask, prune_versions, put_mask, sort_batches, time_bounds, time_values, with_version, KeyEncoder, Keys, Layout,
-    OP_DELETE, OP_PUT,
+    concat_all, prune_versions, put_mask, sort_batches, time_bounds, time_values, with_version, KeyEncoder, Layout, OP_DELETE, OP_PUT,
 };
 use super::wal::{LocalLog, LogStore};
 use super::{RegionDescriptor, RegionId, ScanRequest, SeqBounds, SeqMode, SeqNo, Shared, WriteNotice, DIFF_COLUMN};

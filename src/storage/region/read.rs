@@ -234,13 +234,6 @@ impl Region {
         self.layout.identity.iter().map(|c| batch.column(cols.iter().position(|x| x == c).expect("identity is read")).clone()).collect()
     }
 
-    /// Newest version of each identity (tombstones included).
-    pub(super) fn newest(&self, batch: &RecordBatch, cols: &[usize]) -> Result<RecordBatch> {
-        let keys = self.keys.encode(&self.key_cols(batch, cols))?;
-        let seq = batch.column(cols.iter().position(|&c| c == self.layout.seq()).unwrap()).as_primitive::<UInt64Type>();
-        crate::storage::version::filter(batch, newest_mask(&keys, seq))
-    }
-
     /// The file and row-group pruning predicate of a row filter.
     /// An SST's scan through the decoded-column cache, counted in the
     /// region's statistics; None when pruning leaves it no row group.
