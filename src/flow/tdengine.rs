@@ -295,6 +295,27 @@ pub fn group_key(values: &[Option<String>]) -> String {
     values.iter().map(|v| v.clone().unwrap_or_else(|| "\u{0}".into())).collect::<Vec<_>>().join("\u{1}")
 }
 
+/// The digests of a batch's rows (their values in arrow's row format,
+/// hashed): columnar, where formatting every value as text per row was
+/// most of a window's evaluation. Falls back to `row_digest` for types
+/// the row format does not take.
+fn batch_digests(cols: &[ArrayRef], n: usize, out: &mut Vec<u64>) -> Result<()> {
+    out.clear();
+    let fields: Vec<arrow::row::SortField> = cols.iter().map(|c| arrow::row::SortField::new(c.data_type().clone())).collect();
+    if let Ok(conv) = arrow::row::RowConverter::new(fields) {
+        if let Ok(rows) = conv.convert_columns(cols) {
+            out.extend((0..n).map(|i| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                rows.row(i).as_ref().hash(&mut h);
+                h.finish()
+            }));
+            return Ok(());
+        }
+    }
+    out.extend((0..n).map(|i| row_digest(&cols.iter().map(|a| crate::types::value_at(a.as_ref(), i)).collect::<Vec<_>>())));
+    Ok(())
+}
+
 fn row_digest(row: &[Value]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for v in row {
@@ -410,28 +431,58 @@ pub fn read_trigger(env: &Env, c: &Compiled, sel: Option<&Selection>) -> Result<
     let mut out: BTreeMap<String, GroupRows> = BTreeMap::new();
     let mut exec = crate::exec::build(&plan, &planner.ctx)?;
     let mut key_vals: Vec<Option<String>> = Vec::with_capacity(np);
+    // The group of the row before (rows come in key order, so a run of
+    // rows of one group costs one key and one lookup).
+    let mut last: Option<(Vec<Option<String>>, String, bool)> = None;
+    let mut digests: Vec<u64> = Vec::new();
     loop {
         planner.ctx.check()?;
         let r = exec.next_batch(crate::exec::BATCH_ROWS)?;
         let drained = r.is_drained;
         let b = r.into_dense()?;
         let cols = b.columns();
+        batch_digests(&cols[extra..], b.num_rows(), &mut digests)?;
+        let ts_col = cols[np].as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>();
+        let texts: Vec<Option<&arrow::array::StringArray>> = cols[..np].iter().map(|a| a.as_any().downcast_ref()).collect();
         for i in 0..b.num_rows() {
-            let Value::Timestamp(ts) = crate::types::value_at(cols[np].as_ref(), i) else { continue };
-            key_vals.clear();
-            key_vals.extend(cols[..np].iter().map(|a| text(&crate::types::value_at(a.as_ref(), i))));
-            let key = group_key(&key_vals);
-            if let Some(sel) = sel {
-                match sel.get(&key) {
-                    None => continue,
-                    Some((_, Some(lo))) if ts < *lo => continue,
-                    _ => {}
+            let ts = match ts_col {
+                Some(a) if a.is_null(i) => continue,
+                Some(a) => a.value(i),
+                None => match crate::types::value_at(cols[np].as_ref(), i) {
+                    Value::Timestamp(ts) => ts,
+                    _ => continue,
+                },
+            };
+            let value = |k: usize| -> Option<std::borrow::Cow<'_, str>> {
+                match texts[k] {
+                    Some(t) if t.is_null(i) => None,
+                    Some(t) => Some(std::borrow::Cow::Borrowed(t.value(i))),
+                    None => text(&crate::types::value_at(cols[k].as_ref(), i)).map(std::borrow::Cow::Owned),
+                }
+            };
+            let same = last.as_ref().is_some_and(|(v, _, _)| (0..np).all(|k| v[k].as_deref() == value(k).as_deref()));
+            if !same {
+                key_vals.clear();
+                key_vals.extend((0..np).map(|k| value(k).map(|v| v.into_owned())));
+                let key = group_key(&key_vals);
+                let wanted = match sel {
+                    None => true,
+                    Some(sel) => sel.contains_key(&key),
+                };
+                last = Some((key_vals.clone(), key, wanted));
+            }
+            let Some((values, key, true)) = &last else { continue };
+            if let Some((_, Some(lo))) = sel.and_then(|sel| sel.get(key)) {
+                if ts < *lo {
+                    continue;
                 }
             }
-            let g = out.entry(key).or_insert_with(|| GroupRows { values: key_vals.clone(), ..Default::default() });
-            let rest: Vec<Value> = cols[extra..].iter().map(|a| crate::types::value_at(a.as_ref(), i)).collect();
+            let g = match out.get_mut(key) {
+                Some(g) => g,
+                None => out.entry(key.clone()).or_insert_with(|| GroupRows { values: values.clone(), ..Default::default() }),
+            };
             g.ts.push(ts);
-            g.digest.push(row_digest(&rest));
+            g.digest.push(digests[i]);
             let at = |k: usize| crate::types::value_at(cols[np + k].as_ref(), i);
             match &c.cs.trigger {
                 StreamTrigger::State { .. } => g.state.push(text(&at(1))),
@@ -1103,22 +1154,27 @@ pub fn ensure_child(catalog: &Catalog, db: &str, s: &SuperTableDef, name: &str, 
     if catalog.child_table(db, name).is_some() {
         return Ok(false);
     }
-    if catalog.table(db, name).is_some() || catalog.view(db, name).is_some() {
-        bail!(DuplicateTable, "Table already exists: \"{name}\" is not a child table of \"{}\"", s.name);
-    }
     let cols: Vec<String> = s.columns.iter().map(|c| quote_ident(c)).collect();
     let sql = format!("SELECT {} FROM {}.{} WHERE {TBNAME} = {}", cols.join(", "), quote_ident(db), quote_ident(&s.name), quote_lit(name));
-    catalog.create_view(
-        crate::catalog::ViewDef {
-            database: db.to_string(),
-            name: name.to_string(),
-            sql,
-            columns: s.columns.clone(),
-            id: 0,
-            security_invoker: false,
-        },
-        false,
-    )?;
+    // The view without its entry: a crash between the two writes (an
+    // evaluation flushes the catalog once, at its end).
+    let half_made = catalog.view(db, name).is_some_and(|v| v.sql == sql && v.columns == s.columns);
+    if catalog.table(db, name).is_some() || (catalog.view(db, name).is_some() && !half_made) {
+        bail!(DuplicateTable, "Table already exists: \"{name}\" is not a child table of \"{}\"", s.name);
+    }
+    if !half_made {
+        catalog.create_view(
+            crate::catalog::ViewDef {
+                database: db.to_string(),
+                name: name.to_string(),
+                sql,
+                columns: s.columns.clone(),
+                id: 0,
+                security_invoker: false,
+            },
+            false,
+        )?;
+    }
     catalog.put_child_table(&crate::catalog::ChildTableDef {
         database: db.to_string(),
         name: name.to_string(),
@@ -1149,8 +1205,14 @@ pub enum Mode {
 /// retries after `retry_delay_ms`. What it wrote is rewritten by the retry.
 pub fn run(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode) -> Result<u64> {
     let mut st = env.catalog.stream_state(&def.database, &def.name);
+    // One catalog flush for the evaluation (output subtables created, the
+    // progress below), not one per write.
+    env.catalog.with_one_flush(|| run_evaluation(env, hub, def, mode, &mut st))
+}
+
+fn run_evaluation(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode, st: &mut StreamState) -> Result<u64> {
     let began = super::batching::now_ms();
-    let r = compile(env, def).and_then(|c| run_compiled(env, hub, &c, &mut st, mode));
+    let r = compile(env, def).and_then(|c| run_compiled(env, hub, &c, st, mode));
     match &r {
         Ok(_) => {
             st.last_error = None;
@@ -1164,13 +1226,13 @@ pub fn run(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode) -> Result<u64> {
             st.sample(ended, ended - began);
         }
         Err(e) => {
-            st = env.catalog.stream_state(&def.database, &def.name);
+            *st = env.catalog.stream_state(&def.database, &def.name);
             st.last_error = Some(e.to_string());
             st.failures = st.failures.saturating_add(1);
             st.retry_at_ms = Some(super::batching::now_ms() + retry_delay_ms(st.failures));
         }
     }
-    env.catalog.put_stream_state(&def.database, &def.name, &st)?;
+    env.catalog.put_stream_state(&def.database, &def.name, st)?;
     r
 }
 
@@ -2567,6 +2629,26 @@ pub fn output_table_def(
 mod tests {
     use super::*;
     use crate::parser::Duration;
+
+    /// An evaluation flushes the catalog once, at its end: a crash can keep
+    /// an output subtable's view without its child entry; the next
+    /// evaluation completes it (it refused the name as taken before).
+    #[test]
+    fn a_half_made_output_subtable_is_completed() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(dir.path()).unwrap();
+        cat.create_database("d").unwrap();
+        let st = SuperTableDef { database: "d".into(), name: "out".into(), tags: vec!["g".into()], columns: vec!["ts".into(), "c".into()] };
+        cat.with_one_flush(|| ensure_child(&cat, "d", &st, "out_1", &[Some("1".into())])).unwrap();
+        assert!(cat.child_table("d", "out_1").is_some());
+        cat.drop_child_table("d", "out_1").unwrap();
+        assert!(ensure_child(&cat, "d", &st, "out_1", &[Some("1".into())]).unwrap());
+        assert_eq!(cat.child_table("d", "out_1").map(|c| c.tags), Some(vec![Some("1".to_string())]));
+        // A view of another shape is a name taken.
+        let other = SuperTableDef { columns: vec!["ts".into()], ..st.clone() };
+        cat.drop_child_table("d", "out_1").unwrap();
+        assert!(ensure_child(&cat, "d", &other, "out_1", &[None]).is_err());
+    }
 
     fn g(ts: &[i64]) -> GroupRows {
         GroupRows { ts: ts.to_vec(), digest: vec![0; ts.len()], ..Default::default() }

@@ -4,6 +4,7 @@
 use super::read::{RowFilter, Snapshot, TimeSet};
 use super::*;
 use crate::storage::version::IdMap;
+use std::collections::HashMap;
 
 impl Region {
     /// The change log of (after, upto]: every user column plus an Int64
@@ -33,9 +34,20 @@ impl Region {
         // The newest new version of each identity, and the identities
         // indexed for the earlier versions' lookup below (keys encoded and
         // hashed once per side).
+        // 64-bit and string identity columns are hashed and compared as
+        // they are; other types through their row encoding.
         let new_all = concat_all(&schema, &batches)?;
-        let new_keys = self.keys.encode(&self.key_cols(&new_all, &cols))?;
-        let ids = IdMap::newest(&new_keys, new_all.column(self.layout.seq()).as_primitive::<UInt64Type>().values());
+        let new_seq = new_all.column(self.layout.seq()).as_primitive::<UInt64Type>().values();
+        let new_id_cols = self.key_cols(&new_all, &cols);
+        let new_direct: Option<Vec<IdCol>> = new_id_cols.iter().map(|a| IdCol::new(a.as_ref())).collect();
+        let new_keys;
+        let ids = match &new_direct {
+            Some(c) => Ids::Direct(newest_by(new_all.num_rows(), |i| IdRow { cols: c, i }, new_seq)),
+            None => {
+                new_keys = self.keys.encode(&new_id_cols)?;
+                Ids::Encoded(IdMap::newest(&new_keys, new_seq))
+            }
+        };
         let new = crate::storage::version::filter(&new_all, ids.mask(new_all.num_rows()))?;
         // Earlier versions of the touched identities, as of `after`.
         let time = match self.layout.time_index {
@@ -102,14 +114,33 @@ impl Region {
             // lookup per earlier row, the winner kept per identity (the
             // higher sequence; within one, the later row).
             let old_all = concat_all(&schema, &old_batches)?;
-            let old_keys = self.keys.encode(&self.key_cols(&old_all, &cols))?;
             let old_seq = old_all.column(self.layout.seq()).as_primitive::<UInt64Type>().values();
+            let old_id_cols = self.key_cols(&old_all, &cols);
             let mut best = vec![u32::MAX; new_all.num_rows()];
-            for i in 0..old_all.num_rows() {
-                if let Some(slot) = ids.get(&old_keys, i) {
+            let mut consider = |i: usize, slot: Option<u32>| {
+                if let Some(slot) = slot {
                     let b = &mut best[slot as usize];
                     if *b == u32::MAX || old_seq[i] >= old_seq[*b as usize] {
                         *b = i as u32;
+                    }
+                }
+            };
+            match &ids {
+                Ids::Direct(m) => {
+                    // The same schema: the same column types as the new rows'.
+                    let c: Vec<IdCol> = old_id_cols
+                        .iter()
+                        .map(|a| IdCol::new(a.as_ref()))
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| crate::err!(Internal, "identity column types differ between versions"))?;
+                    for i in 0..old_all.num_rows() {
+                        consider(i, m.get(&IdRow { cols: &c, i }).copied());
+                    }
+                }
+                Ids::Encoded(m) => {
+                    let old_keys = self.keys.encode(&old_id_cols)?;
+                    for i in 0..old_all.num_rows() {
+                        consider(i, m.get(&old_keys, i));
                     }
                 }
             }
@@ -240,6 +271,123 @@ impl Region {
         Ok(out)
     }
 }
+
+/// The changed identities, each mapped to its newest changed row.
+enum Ids<'a> {
+    Direct(HashMap<IdRow<'a>, u32, crate::storage::version::FxBuild>),
+    Encoded(IdMap<'a>),
+}
+
+impl Ids<'_> {
+    /// Mask of the newest rows among `n`.
+    fn mask(&self, n: usize) -> BooleanBuffer {
+        match self {
+            Ids::Direct(m) => {
+                let mut keep = vec![false; n];
+                for &b in m.values() {
+                    keep[b as usize] = true;
+                }
+                BooleanBuffer::from(keep)
+            }
+            Ids::Encoded(m) => m.mask(n),
+        }
+    }
+}
+
+/// Each key's newest row among `n`: the highest sequence, within one the
+/// later row.
+fn newest_by<K: std::hash::Hash + Eq>(
+    n: usize,
+    key: impl Fn(usize) -> K,
+    seq: &[u64],
+) -> HashMap<K, u32, crate::storage::version::FxBuild> {
+    let mut best = HashMap::with_capacity_and_hasher(n, crate::storage::version::FxBuild::default());
+    for i in 0..n {
+        best.entry(key(i))
+            .and_modify(|b: &mut u32| {
+                if seq[i] >= seq[*b as usize] {
+                    *b = i as u32
+                }
+            })
+            .or_insert(i as u32);
+    }
+    best
+}
+
+/// An identity column hashed and compared as it is (no row encoding):
+/// 64-bit integers / timestamps and strings, NULLs allowed (a NULL equals
+/// a NULL, as in the row encoding).
+enum IdCol<'a> {
+    I64(&'a [i64], Option<&'a arrow::buffer::NullBuffer>),
+    Str(&'a arrow::array::StringArray),
+}
+
+impl<'a> IdCol<'a> {
+    fn new(a: &'a dyn Array) -> Option<IdCol<'a>> {
+        if let Some(v) = i64_values(a) {
+            return Some(IdCol::I64(v, a.nulls()));
+        }
+        a.as_string_opt::<i32>().map(IdCol::Str)
+    }
+
+    #[inline]
+    fn valid(&self, i: usize) -> bool {
+        match self {
+            IdCol::I64(_, n) => n.is_none_or(|n| n.is_valid(i)),
+            IdCol::Str(s) => s.is_valid(i),
+        }
+    }
+
+    /// Row `i` of this column and row `j` of `o` hold the same value (or both NULL).
+    #[inline]
+    fn same(&self, i: usize, o: &IdCol, j: usize) -> bool {
+        let (a, b) = (self.valid(i), o.valid(j));
+        if a != b {
+            return false;
+        }
+        if !a {
+            return true;
+        }
+        match (self, o) {
+            (IdCol::I64(x, _), IdCol::I64(y, _)) => x[i] == y[j],
+            (IdCol::Str(x), IdCol::Str(y)) => x.value(i).as_bytes() == y.value(j).as_bytes(),
+            _ => false,
+        }
+    }
+}
+
+/// Row `i` of some identity columns, as a hash-map key.
+#[derive(Clone, Copy)]
+struct IdRow<'a> {
+    cols: &'a [IdCol<'a>],
+    i: usize,
+}
+
+impl std::hash::Hash for IdRow<'_> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        for c in self.cols {
+            if !c.valid(self.i) {
+                h.write_u8(0);
+                continue;
+            }
+            match c {
+                IdCol::I64(v, _) => h.write_u64(v[self.i] as u64),
+                IdCol::Str(s) => {
+                    h.write(s.value(self.i).as_bytes());
+                    h.write_u8(0xff);
+                }
+            }
+        }
+    }
+}
+
+impl PartialEq for IdRow<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        self.cols.len() == o.cols.len() && self.cols.iter().zip(o.cols).all(|(a, b)| a.same(self.i, b, o.i))
+    }
+}
+
+impl Eq for IdRow<'_> {}
 
 /// One identity column of a batch (rows `i`) and of the probes (`j`),
 /// compared in the SSTs' order. Non-null 64-bit integers and timestamps
