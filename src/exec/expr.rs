@@ -584,22 +584,48 @@ pub fn eval_masked(expr: &Expr, batch: &RecordBatch, mask: &BooleanArray, ctx: &
     Ok(take(&vals, &idx, None)?)
 }
 
+/// A comparison of a column with constants of its own type (`=`, `<`,
+/// …, `IN (…)`) over types whose comparison cannot raise an error: safe
+/// to evaluate on rows an AND / OR has already decided.
+fn cheap_and_safe(e: &Expr) -> bool {
+    let plain = |t: SqlType| {
+        t.is_integer()
+            || t.is_timestamp()
+            || matches!(t, SqlType::Float4 | SqlType::Float8 | SqlType::Text | SqlType::Varchar | SqlType::Date | SqlType::Bool)
+    };
+    let operand = |x: &Expr| matches!(x, Expr::Column { .. } | Expr::Literal { .. }) && plain(x.ty());
+    match e {
+        Expr::Binary { op, left, right, .. } => op.is_comparison() && operand(left) && operand(right) && left.ty() == right.ty(),
+        Expr::InList { expr, list, .. } => {
+            matches!(expr.as_ref(), Expr::Column { .. })
+                && plain(expr.ty())
+                && list.iter().all(|x| matches!(x, Expr::Literal { .. }) && x.ty() == expr.ty())
+        }
+        _ => false,
+    }
+}
+
 fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
     match op {
         BinOp::And | BinOp::Or => {
             let l = left.eval(batch, ctx)?;
             let lb = l.as_boolean();
-            // Right side only where the left does not decide.
-            let need: BooleanArray = lb
-                .iter()
-                .map(|v| {
-                    Some(match (op, v) {
-                        (BinOp::And, Some(false)) | (BinOp::Or, Some(true)) => false,
-                        _ => true,
-                    })
-                })
-                .collect();
-            let r = eval_masked(right, batch, &need, ctx)?;
+            let r = if cheap_and_safe(right) {
+                // A comparison of a column with a constant cannot fail:
+                // over every row it costs less than selecting the rows.
+                right.eval(batch, ctx)?
+            } else {
+                // Right side only where the left does not decide (a word
+                // at a time: AND needs true or NULL, OR false or NULL).
+                let v = lb.values();
+                let need = match (op, lb.nulls()) {
+                    (BinOp::And, None) => v.clone(),
+                    (BinOp::And, Some(nb)) => v | &!nb.inner(),
+                    (_, None) => !v,
+                    (_, Some(nb)) => &!v | &!nb.inner(),
+                };
+                eval_masked(right, batch, &BooleanArray::new(need, None), ctx)?
+            };
             let rb = r.as_boolean();
             let out = if op == BinOp::And { boolean::and_kleene(lb, rb)? } else { boolean::or_kleene(lb, rb)? };
             return Ok(Arc::new(out));

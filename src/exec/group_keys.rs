@@ -97,7 +97,11 @@ impl Interner {
 /// a series' rows compare equal to the previous row's, once per row).
 #[inline]
 fn same_str(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+    same_str_bytes(a.as_bytes(), b.as_bytes())
+}
+
+#[inline]
+fn same_str_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -360,6 +364,95 @@ impl GroupTable {
         Ok(())
     }
 
+    /// `assign`, and the batch's runs of one group, `(start, end, group)`
+    /// in row order, into `runs` when they are long (at most a quarter as
+    /// many runs as rows): then each run's key is looked up once, found
+    /// from where a key column's value changes (strings compared with the
+    /// previous row's, no interning per row). `runs` is left empty for
+    /// short runs, NULL keys and the row format (`out` is filled anyway).
+    pub fn assign_runs(&mut self, keys: &[ArrayRef], out: &mut Vec<usize>, runs: &mut Vec<(usize, usize, usize)>) -> Result<()> {
+        runs.clear();
+        let n = keys.first().map(|k| k.len()).unwrap_or(0);
+        let packed = !matches!(self.lookup, Lookup::Rows { .. });
+        if !packed || n < 8 || keys.iter().any(|k| k.logical_nulls().is_some_and(|nb| nb.null_count() > 0)) {
+            return self.assign(keys, out);
+        }
+        // Where any key column's value differs from the previous row's.
+        let mut change: Option<arrow::buffer::BooleanBuffer> = None;
+        for (j, (c, a)) in self.cols.iter_mut().zip(keys).enumerate() {
+            let b = match c {
+                KeyCol::Str(_) => {
+                    let s = a.as_string::<i32>();
+                    let (o, v) = (s.value_offsets(), s.value_data());
+                    arrow::buffer::BooleanBuffer::collect_bool(n, |i| {
+                        i > 0 && {
+                            let (a0, a1, b1) = (o[i - 1] as usize, o[i] as usize, o[i + 1] as usize);
+                            !same_str_bytes(&v[a0..a1], &v[a1..b1])
+                        }
+                    })
+                }
+                _ => {
+                    c.codes(a.as_ref(), &mut self.codes[j]);
+                    let k = &self.codes[j];
+                    arrow::buffer::BooleanBuffer::collect_bool(n, |i| i > 0 && k[i] != k[i - 1])
+                }
+            };
+            change = Some(match change {
+                None => b,
+                Some(c) => &c | &b,
+            });
+        }
+        let change = change.expect("at least one key column");
+        if (change.count_set_bits() + 1) * 4 > n {
+            return self.assign(keys, out);
+        }
+        out.clear();
+        let mut starts: Vec<usize> = change.set_indices().collect();
+        starts.push(n);
+        let mut start = 0;
+        for end in starts {
+            let g = self.find_packed(keys, start);
+            out.resize(end, g);
+            runs.push((start, end, g));
+            start = end;
+        }
+        self.len = self.group_nulls.len();
+        Ok(())
+    }
+
+    /// The group of row `i`'s key (no NULLs; the non-string columns' codes
+    /// already in `self.codes`), new keys becoming new groups.
+    fn find_packed(&mut self, keys: &[ArrayRef], i: usize) -> usize {
+        let k = self.cols.len();
+        let mut key = [0u64; 4];
+        for (j, c) in self.cols.iter_mut().enumerate() {
+            key[j] = match c {
+                KeyCol::Str(interner) => interner.code(keys[j].as_string::<i32>().value(i)) as u64,
+                _ => self.codes[j][i],
+            };
+        }
+        let next = self.group_nulls.len() as u32;
+        macro_rules! find {
+            ($m:expr, $k:literal) => {{
+                let mut p = [0u64; $k];
+                p.copy_from_slice(&key[..$k]);
+                *$m.entry((p, 0u8)).or_insert(next)
+            }};
+        }
+        let g = match &mut self.lookup {
+            Lookup::K1(m) => find!(m, 1),
+            Lookup::K2(m) => find!(m, 2),
+            Lookup::K3(m) => find!(m, 3),
+            Lookup::K4(m) => find!(m, 4),
+            Lookup::Rows { .. } => unreachable!("packed keys only"),
+        };
+        if g == next {
+            self.group_codes.extend_from_slice(&key[..k]);
+            self.group_nulls.push(0);
+        }
+        g as usize
+    }
+
     /// The key columns of every group, in group order.
     pub fn keys(&self) -> Result<Vec<ArrayRef>> {
         if let Lookup::Rows { converter, rows, .. } = &self.lookup {
@@ -449,6 +542,67 @@ mod tests {
         let keys = t.keys().unwrap();
         assert_eq!(keys[0].data_type(), &ty);
         assert_eq!(keys[0].as_primitive::<TimestampMicrosecondType>().value(7), 7 * hour);
+    }
+
+    /// `assign_runs` numbers groups as `assign` does, row by row, and its
+    /// runs cover the rows in order, each of one group.
+    #[test]
+    fn runs_number_groups_as_rows_do() {
+        let types = [DataType::Timestamp(TimeUnit::Microsecond, None), DataType::Utf8, DataType::Float64];
+        let long = "a_tag_value_longer_than_sixteen_bytes";
+        let mut by_rows = GroupTable::new(&types).unwrap();
+        let mut by_runs = GroupTable::new(&types).unwrap();
+        let (mut want, mut got, mut runs) = (vec![], vec![], vec![]);
+        let mut found_runs = 0;
+        for batch in 0..6u64 {
+            // Series of 40..100 rows, hour buckets of 30 rows; one batch of
+            // short runs (every row its own key), which takes the row path.
+            let n = 500;
+            let short = batch == 3;
+            let mut ts = vec![];
+            let mut host = vec![];
+            let mut f = vec![];
+            for i in 0..n as u64 {
+                let series = if short { i } else { (i + batch * 7) / (40 + batch * 10) };
+                ts.push(if short { i as i64 } else { ((i % 90) / 30) as i64 * 3_600_000_000 });
+                host.push(if series % 3 == 0 { format!("{long}{series}") } else { format!("h{series}") });
+                f.push(if i % 50 < 25 { 0.0 } else { -0.0 });
+            }
+            let keys: Vec<ArrayRef> = vec![
+                Arc::new(TimestampMicrosecondArray::from(ts)),
+                Arc::new(StringArray::from(host)),
+                Arc::new(Float64Array::from(f)),
+            ];
+            by_rows.assign(&keys, &mut want).unwrap();
+            by_runs.assign_runs(&keys, &mut got, &mut runs).unwrap();
+            assert_eq!(got, want, "batch {batch}");
+            assert_eq!(by_runs.len(), by_rows.len());
+            if short {
+                assert!(runs.is_empty(), "short runs take the row path");
+                continue;
+            }
+            assert!(!runs.is_empty() && runs.len() * 4 <= n);
+            found_runs += runs.len();
+            let mut at = 0;
+            for &(s, e, g) in &runs {
+                assert_eq!(s, at);
+                assert!(e > s && want[s..e].iter().all(|&x| x == g));
+                // Maximal: the next run is another group.
+                assert!(e == n || want[e] != g);
+                at = e;
+            }
+            assert_eq!(at, n);
+        }
+        assert!(found_runs > 0);
+        let (a, b) = (by_rows.keys().unwrap(), by_runs.keys().unwrap());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.as_ref(), y.as_ref());
+        }
+        // NULL keys take the row path.
+        let mut t = GroupTable::new(&[DataType::Utf8]).unwrap();
+        t.assign_runs(&[strs(&[Some("a"); 9].iter().copied().chain([None]).collect::<Vec<_>>())], &mut got, &mut runs).unwrap();
+        assert!(runs.is_empty());
+        assert_eq!(got, [vec![0; 9], vec![1]].concat());
     }
 
     #[test]

@@ -89,7 +89,7 @@ impl HashAggExecutor {
                 let mut first = std::mem::replace(&mut self.child, second);
                 loop {
                     self.ctx.check()?;
-                    let r = first.next_batch(super::BATCH_ROWS)?;
+                    let r = first.next_batch(INPUT_ROWS)?;
                     let done = r.is_drained;
                     main.fold(&spec, &r.into_dense()?, seq)?;
                     seq += 1;
@@ -103,7 +103,7 @@ impl HashAggExecutor {
         // folding every batch it has room for into its own partial state.
         while !drained && !(parallel && rows >= PARALLEL_AFTER_ROWS) {
             self.ctx.check()?;
-            let r = self.child.next_batch(super::BATCH_ROWS)?;
+            let r = self.child.next_batch(INPUT_ROWS)?;
             drained = r.is_drained;
             let batch = r.into_dense()?;
             rows += batch.num_rows();
@@ -129,7 +129,7 @@ impl HashAggExecutor {
                 let r = (|| -> Result<()> {
                     while !drained {
                         ctx.check()?;
-                        let r = child.next_batch(super::BATCH_ROWS)?;
+                        let r = child.next_batch(INPUT_ROWS)?;
                         drained = r.is_drained;
                         let batch = r.into_dense()?;
                         let batch = match tx.as_ref().map(|t| t.try_send((batch, seq))) {
@@ -193,7 +193,7 @@ fn fold_all(input: &mut Box<dyn BatchExecutor>, spec: &Spec, ctx: &ExecCtx, mut 
     let mut p = Partial::new(spec)?;
     loop {
         ctx.check()?;
-        let r = input.next_batch(super::BATCH_ROWS)?;
+        let r = input.next_batch(INPUT_ROWS)?;
         let done = r.is_drained;
         p.fold(spec, &r.into_dense()?, seq)?;
         seq += 1;
@@ -202,6 +202,11 @@ fn fold_all(input: &mut Box<dyn BatchExecutor>, spec: &Spec, ctx: &ExecCtx, mut 
         }
     }
 }
+
+/// Rows asked of the input per batch: larger than `BATCH_ROWS`, so the
+/// per-batch work (key and argument evaluation, run finding) is spread
+/// over more rows; the states do not depend on batch boundaries.
+const INPUT_ROWS: usize = 8 * super::BATCH_ROWS;
 
 /// Rows folded on the calling thread before a helper joins in.
 const PARALLEL_AFTER_ROWS: usize = 64 * 1024;
@@ -263,13 +268,23 @@ impl Partial {
                 })
                 .collect::<Result<_>>()?;
             let before = groups.len();
-            groups.assign(&keys, &mut self.group_idx)?;
-            // New groups are numbered in order of first sight.
+            groups.assign_runs(&keys, &mut self.group_idx, &mut self.runs)?;
+            // New groups are numbered in order of first sight (a run's
+            // group is first seen at its start).
             let mut next = before;
-            for (i, &g) in self.group_idx.iter().enumerate() {
-                if g == next {
-                    self.first.push(seq << 32 | i as u64);
-                    next += 1;
+            if self.runs.is_empty() {
+                for (i, &g) in self.group_idx.iter().enumerate() {
+                    if g == next {
+                        self.first.push(seq << 32 | i as u64);
+                        next += 1;
+                    }
+                }
+            } else {
+                for &(s, _, g) in &self.runs {
+                    if g == next {
+                        self.first.push(seq << 32 | s as u64);
+                        next += 1;
+                    }
                 }
             }
             // Keys, map slots and a state slot per aggregate.
@@ -283,9 +298,11 @@ impl Partial {
             }
         }
         // Runs of one group; worth folding run by run when they are long
-        // (a series' rows in time order, grouped by a time bucket).
-        self.runs.clear();
-        if self.groups.is_some() {
+        // (a series' rows in time order, grouped by a time bucket). The
+        // group table found them when they are.
+        if self.groups.is_none() {
+            self.runs.clear();
+        } else if self.runs.is_empty() {
             let idx = &self.group_idx;
             let mut start = 0;
             for i in 1..=n {

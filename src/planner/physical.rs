@@ -123,7 +123,17 @@ fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
     let plan = Plan::Scan { regions: s.regions.clone(), request, columns: s.columns.clone() };
     // Filters address table columns; the selection sees the projection.
     let out_of = |tc: usize| (0..s.columns.len()).position(|i| s.table_column(i) == tc).expect("scan filter column is projected");
-    let filters: Vec<Expr> = s.filters.iter().map(|f| physical_expr(&f.remap_columns(&out_of), ctx)).collect::<Result<_>>()?;
+    // Time bounds the request's range already applies exactly are not
+    // evaluated again (a selection over every scanned row otherwise).
+    let mut conj = Vec::new();
+    for f in &s.filters {
+        super::rewrite::conjuncts(f.clone(), &mut conj);
+    }
+    let filters: Vec<Expr> = conj
+        .iter()
+        .filter(|c| !super::rewrite::pushdown::implied_by_time_range(s, c))
+        .map(|f| physical_expr(&f.remap_columns(&out_of), ctx))
+        .collect::<Result<_>>()?;
     Ok(match and_all(filters) {
         Some(predicate) => Plan::Filter { input: Box::new(plan), predicate },
         None => plan,
@@ -200,6 +210,43 @@ mod tests {
         assert_eq!(request.projection, Some(vec![0, 2]));
         assert_eq!(request.time_range, Some((1, 2)));
         assert_eq!(columns.len(), 2);
+    }
+
+    #[test]
+    fn time_bounds_the_scan_range_applies_are_not_selected_again() {
+        let ts = |t: i64| Expr::lit(Value::Timestamp(t), SqlType::Timestamp);
+        let time = || col(1, SqlType::Timestamp);
+        let plan = |filters: Vec<Expr>, range: Option<(i64, i64)>| {
+            let LogicalPlan::Scan(mut s) = cpu_scan() else { unreachable!() };
+            s.filters = filters;
+            s.time_range = range;
+            physical_plan(&LogicalPlan::Scan(s), &ctx()).unwrap()
+        };
+        // Inside [100, 500): ts >= 100, ts > 99, ts < 500, ts <= 499 and a
+        // looser ts >= 50; the bound on another column stays.
+        let bounds =
+            vec![bin(BinOp::GtEq, time(), ts(100)), bin(BinOp::Gt, time(), ts(99)), bin(BinOp::Lt, time(), ts(500)), bin(BinOp::LtEq, time(), ts(499))];
+        let v = bin(BinOp::Gt, col(2, SqlType::Int8), int(7));
+        let mut filters = bounds.clone();
+        filters.push(bin(BinOp::GtEq, ts(600), time()));
+        filters.push(v.clone());
+        let p = plan(vec![crate::planner::rewrite::and_all(filters).unwrap()], Some((100, 500)));
+        let Plan::Filter { input, predicate } = p else { panic!("no selection: {p:?}") };
+        assert_eq!(predicate, v);
+        assert!(matches!(*input, Plan::Scan { .. }));
+        // All implied: no selection at all.
+        assert!(matches!(plan(bounds.clone(), Some((100, 500))), Plan::Scan { .. }));
+        // A bound the range does not imply (the range came from elsewhere,
+        // or none) is kept: ts > 100 over [100, 500), ts <= 500.
+        for (f, range) in [
+            (bin(BinOp::Gt, time(), ts(100)), Some((100, 500))),
+            (bin(BinOp::LtEq, time(), ts(500)), Some((100, 502))),
+            (bounds[0].clone(), None),
+            (bin(BinOp::NotEq, time(), ts(100)), Some((101, 500))),
+        ] {
+            let p = plan(vec![f.clone()], range);
+            assert!(matches!(&p, Plan::Filter { predicate, .. } if *predicate == f), "{f:?} over {range:?}: {p:?}");
+        }
     }
 
     #[test]

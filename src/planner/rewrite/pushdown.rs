@@ -264,6 +264,34 @@ pub fn narrow_scan(s: &mut Scan, pred: &Expr) {
     }
 }
 
+/// Whether conjunct `c` over the table's columns holds for every row of
+/// the scan's time range: a bound `time_index op literal` (the shapes
+/// `narrow_scan` reads, not bucket bounds) that the range lies inside.
+/// Storage keeps exactly the rows in a request's range (memtable, SSTs and
+/// a transaction's own writes; the time index is never NULL), so such a
+/// conjunct need not be evaluated again above the scan.
+pub fn implied_by_time_range(s: &Scan, c: &Expr) -> bool {
+    let (Some(ti), Some((lo, hi))) = (s.table.time_index, s.time_range) else { return false };
+    if s.last_row {
+        // A superset of the last rows is read: keep every filter.
+        return false;
+    }
+    let Expr::Binary { op, left, right, .. } = c else { return false };
+    let (left, right) = (through_utc_cast(left, Some(ti)), through_utc_cast(right, Some(ti)));
+    let (t, op) = match (left, right) {
+        (Expr::Column { index, .. }, Expr::Literal { value: Value::Timestamp(t), .. }) if *index == ti => (*t, *op),
+        (Expr::Literal { value: Value::Timestamp(t), .. }, Expr::Column { index, .. }) if *index == ti => (*t, op.commuted()),
+        _ => return false,
+    };
+    match op {
+        BinOp::GtEq => lo >= t,
+        BinOp::Gt => lo > t,
+        BinOp::Lt => hi <= t,
+        BinOp::LtEq => t < i64::MAX && hi <= t + 1,
+        _ => false,
+    }
+}
+
 /// `ts::timestamptz` (or `::timestamp`) of the time index, as the binder
 /// writes it for `ts < now()`, is the time index itself: sessions run in UTC
 /// (SET TimeZone accepts only UTC), where the cast keeps the microseconds.
