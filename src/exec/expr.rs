@@ -94,6 +94,9 @@ impl BinOp {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum SubqueryKind {
     Scalar,
+    /// Every row and column: a LATERAL FROM item (`SrfKind::Lateral`),
+    /// never evaluated as a value.
+    Rows,
     /// `ARRAY(subquery)`: the first column's values as an array literal.
     Array,
     Exists {
@@ -328,6 +331,7 @@ impl Expr {
             Expr::Subquery { plan, kind, correlated, outer_refs, cache: _, ty } => {
                 let kind = match kind {
                     SubqueryKind::Scalar => SubqueryKind::Scalar,
+                    SubqueryKind::Rows => SubqueryKind::Rows,
                     SubqueryKind::Array => SubqueryKind::Array,
                     SubqueryKind::Exists { negated } => SubqueryKind::Exists { negated: *negated },
                     SubqueryKind::In { expr, negated } => SubqueryKind::In { expr: b(expr), negated: *negated },
@@ -1308,36 +1312,42 @@ impl From<&Value> for Key {
     }
 }
 
-fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
-    let Expr::Subquery { plan, kind, correlated, outer_refs, cache, ty } = e else { unreachable!() };
-    let n = batch.num_rows();
-    // The outer values this subquery depends on, per row.
-    let outer_cols: Vec<ArrayRef> = outer_refs.iter().map(|(i, _)| batch.column(*i).clone()).collect();
-    let run = |row: usize| -> Result<Arc<Vec<Vec<Value>>>> {
-        let vals: Vec<Value> = if *correlated { outer_cols.iter().map(|c| value_at(c.as_ref(), row)).collect() } else { vec![] };
-        let key: Vec<Key> = vals.iter().map(Key::from).collect();
-        if let Some(r) = cache.results.lock().get(&key) {
-            return Ok(r.clone());
-        }
-        let Some(plan) = plan.physical() else { bail!(Internal, "subquery was not physically planned") };
-        let p = if *correlated {
-            let refs = outer_refs.clone();
-            plan.map_exprs(1, &|x, d| match x {
-                Expr::Outer { depth, index, ty } if *depth == d => {
-                    let pos = refs.iter().position(|(i, _)| i == index)?;
-                    Some(Expr::Literal { value: vals[pos].clone(), ty: *ty })
-                }
-                _ => None,
-            })
-        } else {
-            plan.clone()
-        };
-        let limit = if matches!(kind, SubqueryKind::Exists { .. }) { Some(1) } else { None };
-        let rows = Arc::new(super::collect_rows(&p, ctx, limit)?);
-        cache.results.lock().insert(key, rows.clone());
-        Ok(rows)
+/// The rows of a subquery expression for row `row` of `batch` (its outer
+/// references substituted), cached per distinct outer values.
+pub fn subquery_rows(e: &Expr, batch: &RecordBatch, row: usize, ctx: &ExecCtx) -> Result<Arc<Vec<Vec<Value>>>> {
+    let Expr::Subquery { plan, kind, correlated, outer_refs, cache, .. } = e else {
+        bail!(Internal, "not a subquery expression")
     };
+    let vals: Vec<Value> = if *correlated { outer_refs.iter().map(|(i, _)| value_at(batch.column(*i).as_ref(), row)).collect() } else { vec![] };
+    let key: Vec<Key> = vals.iter().map(Key::from).collect();
+    if let Some(r) = cache.results.lock().get(&key) {
+        return Ok(r.clone());
+    }
+    let Some(plan) = plan.physical() else { bail!(Internal, "subquery was not physically planned") };
+    let p = if *correlated {
+        let refs = outer_refs.clone();
+        plan.map_exprs(1, &|x, d| match x {
+            Expr::Outer { depth, index, ty } if *depth == d => {
+                let pos = refs.iter().position(|(i, _)| i == index)?;
+                Some(Expr::Literal { value: vals[pos].clone(), ty: *ty })
+            }
+            _ => None,
+        })
+    } else {
+        plan.clone()
+    };
+    let limit = if matches!(kind, SubqueryKind::Exists { .. }) { Some(1) } else { None };
+    let rows = Arc::new(super::collect_rows(&p, ctx, limit)?);
+    cache.results.lock().insert(key, rows.clone());
+    Ok(rows)
+}
+
+fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
+    let Expr::Subquery { kind, ty, .. } = e else { unreachable!() };
+    let n = batch.num_rows();
+    let run = |row: usize| subquery_rows(e, batch, row, ctx);
     match kind {
+        SubqueryKind::Rows => bail!(Internal, "a LATERAL subquery evaluated as a value"),
         SubqueryKind::Scalar => {
             let mut out = Vec::with_capacity(n);
             for i in 0..n {

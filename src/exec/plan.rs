@@ -213,6 +213,10 @@ pub enum SrfKind {
     GenerateSubscripts,
     /// information_schema._pg_expandarray(array): records (x, n), two columns.
     ExpandArray,
+    /// A LATERAL FROM item: the rows of its one argument, a
+    /// `SubqueryKind::Rows` subquery over the input row (the FROM items to
+    /// its left). `left`: LEFT JOIN LATERAL, no rows give one NULL row.
+    Lateral { left: bool },
 }
 
 impl SrfKind {
@@ -232,6 +236,7 @@ impl SrfKind {
             SrfKind::Unnest => "unnest",
             SrfKind::GenerateSubscripts => "generate_subscripts",
             SrfKind::ExpandArray => "_pg_expandarray",
+            SrfKind::Lateral { .. } => "lateral",
         }
     }
 }

@@ -216,6 +216,7 @@ fn start(call: &SrfCall, args: &[Value]) -> Result<SetIter> {
                 .collect::<Result<Vec<_>>>()?;
             SetIter::Rows(rows.into_iter())
         }
+        SrfKind::Lateral { .. } => bail!(Internal, "a LATERAL item is started by its executor"),
     })
 }
 
@@ -263,7 +264,11 @@ impl ProjectSetExecutor {
             self.args = self
                 .srfs
                 .iter()
-                .map(|c| c.args.iter().map(|e| e.eval(&b, &self.ctx)).collect::<Result<Vec<_>>>())
+                .map(|c| match c.kind {
+                    // A LATERAL item's subquery runs per row, in `next_batch`.
+                    SrfKind::Lateral { .. } => Ok(vec![]),
+                    _ => c.args.iter().map(|e| e.eval(&b, &self.ctx)).collect::<Result<Vec<_>>>(),
+                })
                 .collect::<Result<_>>()?;
             self.batch = Some(b);
             self.row = 0;
@@ -303,6 +308,16 @@ impl BatchExecutor for ProjectSetExecutor {
             if self.sets.is_none() {
                 let mut sets = Vec::with_capacity(self.srfs.len());
                 for (k, c) in self.srfs.iter().enumerate() {
+                    if let SrfKind::Lateral { left } = c.kind {
+                        let rows = super::expr::subquery_rows(&c.args[0], &batch, self.row, &self.ctx)?;
+                        let rows: Vec<Vec<Value>> = if rows.is_empty() && left {
+                            vec![vec![Value::Null; c.out.len()]]
+                        } else {
+                            rows.as_ref().clone()
+                        };
+                        sets.push(SetIter::Rows(rows.into_iter()));
+                        continue;
+                    }
                     let vals: Vec<Value> = self.args[k].iter().map(|a| value_at(a.as_ref(), self.row)).collect();
                     sets.push(start(c, &vals)?);
                 }

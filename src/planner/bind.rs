@@ -243,12 +243,44 @@ impl<'a> Planner<'a> {
                     bail!(UndefinedTable, "missing FROM-clause entry for table \"{q}\"")
                 }
             }
-            None => bail!(UndefinedColumn, "column \"{name}\" does not exist"),
+            None => {
+                // A table's name alone is its whole row, as a record (its
+                // columns by position: their names may repeat).
+                let mut depth = 0;
+                let mut s = Some(scope);
+                while let Some(sc) = s {
+                    let hits: Vec<usize> = (0..sc.columns.len())
+                        .filter(|&i| !super::is_hidden(&sc.columns[i]) && super::visible_qualifier(&sc.columns[i]) == Some(name))
+                        .collect();
+                    if !hits.is_empty() {
+                        let mut args = Vec::new();
+                        for i in hits {
+                            let ty = sc.columns[i].ty;
+                            if depth == 0 {
+                                args.push(Expr::Column { index: i, ty });
+                            } else {
+                                let mut refs = sc.outer_refs.borrow_mut();
+                                if !refs.iter().any(|(j, _)| *j == i) {
+                                    refs.push((i, ty));
+                                }
+                                args.push(Expr::Outer { depth, index: i, ty });
+                            }
+                        }
+                        return Ok(Expr::Func { name: "record_out".into(), args, ty: SqlType::Text });
+                    }
+                    depth += 1;
+                    s = sc.parent;
+                }
+                bail!(UndefinedColumn, "column \"{name}\" does not exist")
+            }
         }
     }
 
     pub fn bind_expr(&self, e: &ast::Expr, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
         use ast::Expr as E;
+        if let Some(x) = row_comparison(e)? {
+            return self.bind_expr(&x, scope, agg);
+        }
         Ok(match e {
             E::Identifier(i) => self.resolve_column(&[ident(i)], scope)?,
             E::CompoundIdentifier(parts) => self.resolve_column(&parts.iter().map(ident).collect::<Vec<_>>(), scope)?,
@@ -710,7 +742,8 @@ impl<'a> Planner<'a> {
                     }
                 }
             }
-            E::Tuple(_) => bail!(FeatureNotSupported, "row constructors are not supported"),
+            // A row value: its text form, as a set-returning call's record.
+            E::Tuple(items) => self.bind_row(items, scope, agg)?,
             other => bail!(FeatureNotSupported, "expression {other} is not supported"),
         })
     }
@@ -919,6 +952,23 @@ impl<'a> Planner<'a> {
                 _ => String::new(),
             })
             .unwrap_or_default();
+        if name == "row" && f.over.is_none() {
+            if let Some(items) = row_items(&ast::Expr::Function(f.clone())) {
+                return self.bind_row(&items, scope, agg);
+            }
+            // ROW(t.*, x): t's columns are fields.
+            if let ast::FunctionArguments::List(l) = &f.args {
+                let mut items = Vec::new();
+                for a in &l.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => items.push(x.clone()),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::QualifiedWildcard(q)) => items.extend(self.star_columns(q, scope)?),
+                        other => bail!(FeatureNotSupported, "unsupported function argument {other}"),
+                    }
+                }
+                return self.bind_row(&items, scope, agg);
+            }
+        }
         // ORDER BY inside the call's parentheses; other clauses sqlparser
         // accepts (`WHERE`, `LIMIT` …) are not PostgreSQL's.
         let mut ordered = false;
@@ -971,6 +1021,23 @@ impl<'a> Planner<'a> {
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x.clone()),
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
                         ast::FunctionArg::Named { arg: ast::FunctionArgExpr::Expr(x), .. } => args.push(x.clone()),
+                        // A whole-row argument `t.*`: t's row as a record, NULL
+                        // when every column is (an outer join's missing row).
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::QualifiedWildcard(q)) => {
+                            let fields = self.star_columns(q, scope)?;
+                            let all_null = fields
+                                .iter()
+                                .map(|c| ast::Expr::IsNull(Box::new(c.clone())))
+                                .reduce(|a, b| ast::Expr::BinaryOp { left: Box::new(a), op: BO::And, right: Box::new(b) })
+                                .expect("a relation has columns");
+                            args.push(ast::Expr::Case {
+                                case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                                end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                                operand: None,
+                                conditions: vec![ast::CaseWhen { condition: all_null, result: ast::Expr::Value(ast::Value::Null.into()) }],
+                                else_result: Some(Box::new(ast::Expr::Tuple(fields))),
+                            });
+                        }
                         _ => bail!(FeatureNotSupported, "unsupported function argument {a}"),
                     }
                 }
@@ -1356,6 +1423,137 @@ impl<'a> Planner<'a> {
         let correlated = !refs.is_empty() || plan.references_outer(1);
         Ok((plan, correlated, refs))
     }
+}
+
+impl<'a> Planner<'a> {
+    /// The columns `q.*` names, as qualified identifiers (innermost scope
+    /// that has them; 42P01 when none).
+    pub(super) fn star_columns(&self, q: &ast::ObjectName, scope: &Scope) -> Result<Vec<ast::Expr>> {
+        let qual = match q.0.last() {
+            Some(ast::ObjectNamePart::Identifier(i)) => ident(i),
+            _ => bail!(Syntax, "improper qualified name"),
+        };
+        let mut s = Some(scope);
+        while let Some(sc) = s {
+            let cols: Vec<ast::Expr> = sc
+                .columns
+                .iter()
+                .filter(|c| !super::is_hidden(c) && super::visible_qualifier(c) == Some(qual.as_str()))
+                .map(|c| ast::Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', qual.clone()), ast::Ident::with_quote('"', c.name.clone())]))
+                .collect();
+            if !cols.is_empty() {
+                return Ok(cols);
+            }
+            s = sc.parent;
+        }
+        bail!(UndefinedTable, "missing FROM-clause entry for table \"{qual}\"")
+    }
+
+    /// `ROW(a, b)` / `(a, b)` as a value: the record's text form `(a,b)`.
+    fn bind_row(&self, items: &[ast::Expr], scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
+        let args = items.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<Vec<_>>>()?;
+        Ok(Expr::Func { name: "record_out".into(), args, ty: SqlType::Text })
+    }
+}
+
+/// The fields of a row constructor: `(a, b)` or `ROW(a, …)` with plain
+/// arguments.
+fn row_items(e: &ast::Expr) -> Option<Vec<ast::Expr>> {
+    match e {
+        ast::Expr::Tuple(items) => Some(items.clone()),
+        ast::Expr::Function(f) if f.over.is_none() && f.name.0.len() == 1 && f.name.to_string().eq_ignore_ascii_case("row") => match &f.args {
+            ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => l
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Some(x.clone()),
+                    _ => None,
+                })
+                .collect(),
+            ast::FunctionArguments::None => Some(vec![]),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A comparison of row constructors as PostgreSQL's row-wise comparison,
+/// written out on the fields: `=` is every pair equal, `<>` any pair
+/// unequal, `<` `<=` `>` `>=` decided by the first unequal pair, IS [NOT]
+/// DISTINCT FROM pairwise, `IN (rows…)` as `=` to any of them. None when
+/// `e` is not one.
+fn row_comparison(e: &ast::Expr) -> Result<Option<ast::Expr>> {
+    use ast::Expr as E;
+    let pair = |a: &ast::Expr, b: &ast::Expr| -> Result<Option<(Vec<ast::Expr>, Vec<ast::Expr>)>> {
+        match (row_items(a), row_items(b)) {
+            (Some(l), Some(r)) => {
+                if l.len() != r.len() {
+                    bail!(Syntax, "unequal number of entries in row expressions");
+                }
+                if l.is_empty() {
+                    bail!(FeatureNotSupported, "cannot compare rows of zero length");
+                }
+                Ok(Some((l, r)))
+            }
+            _ => Ok(None),
+        }
+    };
+    let bin = |l: ast::Expr, op: BO, r: ast::Expr| E::BinaryOp { left: Box::new(l), op, right: Box::new(r) };
+    let nested = |x: ast::Expr| E::Nested(Box::new(x));
+    let fold = |v: Vec<ast::Expr>, op: BO| v.into_iter().reduce(|a, b| bin(a, op.clone(), b)).map(nested);
+    Ok(match e {
+        E::BinaryOp { left, op, right } if matches!(op, BO::Eq | BO::NotEq | BO::Lt | BO::LtEq | BO::Gt | BO::GtEq) => {
+            let Some((l, r)) = pair(left, right)? else { return Ok(None) };
+            match op {
+                BO::Eq => fold(l.into_iter().zip(r).map(|(a, b)| bin(a, BO::Eq, b)).collect(), BO::And),
+                BO::NotEq => fold(l.into_iter().zip(r).map(|(a, b)| bin(a, BO::NotEq, b)).collect(), BO::Or),
+                _ => {
+                    // a1 op' b1 OR (a1 = b1 AND (…)), the last pair with op itself.
+                    let strict = match op {
+                        BO::Lt | BO::LtEq => BO::Lt,
+                        _ => BO::Gt,
+                    };
+                    let n = l.len();
+                    let mut acc = bin(l[n - 1].clone(), op.clone(), r[n - 1].clone());
+                    for k in (0..n - 1).rev() {
+                        let first = bin(l[k].clone(), strict.clone(), r[k].clone());
+                        let eq = bin(l[k].clone(), BO::Eq, r[k].clone());
+                        acc = nested(bin(first, BO::Or, nested(bin(eq, BO::And, nested(acc)))));
+                    }
+                    Some(nested(acc))
+                }
+            }
+        }
+        E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+            let Some((l, r)) = pair(a, b)? else { return Ok(None) };
+            let distinct = matches!(e, E::IsDistinctFrom(..));
+            let parts: Vec<ast::Expr> = l
+                .into_iter()
+                .zip(r)
+                .map(|(x, y)| {
+                    if distinct {
+                        E::IsDistinctFrom(Box::new(x), Box::new(y))
+                    } else {
+                        E::IsNotDistinctFrom(Box::new(x), Box::new(y))
+                    }
+                })
+                .collect();
+            fold(parts, if distinct { BO::Or } else { BO::And })
+        }
+        E::In { expr, target: ast::InTarget::List(list), negated, .. } if row_items(expr).is_some() && !list.is_empty() => {
+            let mut any = Vec::new();
+            for item in list {
+                let eq = bin((**expr).clone(), BO::Eq, item.clone());
+                match row_comparison(&eq)? {
+                    Some(x) => any.push(x),
+                    None => return Ok(None),
+                }
+            }
+            let x = fold(any, BO::Or).expect("non-empty list");
+            Some(if *negated { E::UnaryOp { op: ast::UnaryOperator::Not, expr: Box::new(x) } } else { x })
+        }
+        _ => None,
+    })
 }
 
 /// Cast a one-column plan's output to a type.

@@ -533,6 +533,7 @@ fn fmt_with(e: &Expr, col: &dyn Fn(usize) -> String) -> String {
             let c = if *correlated { "correlated " } else { "" };
             match kind {
                 K::Scalar => format!("({c}subquery)"),
+                K::Rows => format!("LATERAL ({c}subquery)"),
                 K::Array => format!("ARRAY({c}subquery)"),
                 K::Exists { negated } => format!("{}EXISTS ({c}subquery)", if *negated { "NOT " } else { "" }),
                 K::In { expr, negated } => format!("{} {}IN ({c}subquery)", f(expr), if *negated { "NOT " } else { "" }),

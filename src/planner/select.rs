@@ -24,6 +24,47 @@ struct Rel {
     columns: Vec<PlanColumn>,
 }
 
+/// A LATERAL FROM item's plan, its columns, and the columns of the items
+/// to its left that it reads.
+struct Lateral {
+    plan: Plan,
+    columns: Vec<PlanColumn>,
+    refs: Vec<(usize, SqlType)>,
+}
+
+impl Lateral {
+    /// The table name of the first left column the item reads (for errors).
+    fn first_ref_qualifier(&self, left: &[PlanColumn]) -> String {
+        self.refs.first().and_then(|(i, _)| left.get(*i)).and_then(|c| c.qualifier.clone()).unwrap_or_default()
+    }
+}
+
+/// `left` joined to a LATERAL item: a ProjectSet over `left` whose one
+/// call runs the item's plan for each row (outer references substituted),
+/// giving left's columns then the item's; `left_join` keeps rows the item
+/// gives nothing for, with NULLs.
+fn lateral_rel(left: Rel, lat: Lateral, left_join: bool) -> Rel {
+    use crate::exec::expr::{SubPlan, SubqueryCache, SubqueryKind};
+    use crate::exec::plan::{SrfCall, SrfKind};
+    let out: Vec<(String, SqlType)> = lat.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
+    let sub = Expr::Subquery {
+        plan: SubPlan::new(lat.plan),
+        kind: SubqueryKind::Rows,
+        correlated: true,
+        outer_refs: lat.refs,
+        cache: std::sync::Arc::new(SubqueryCache::default()),
+        ty: SqlType::Bool,
+    };
+    let mut columns = left.columns;
+    columns.extend(lat.columns);
+    let plan = Plan::ProjectSet {
+        input: Box::new(left.plan),
+        srfs: vec![SrfCall { kind: SrfKind::Lateral { left: left_join }, args: vec![sub], out }],
+        columns: columns.clone(),
+    };
+    Rel { plan, columns }
+}
+
 impl<'a> Planner<'a> {
     pub fn plan_query(&self, q: &ast::Query, outer: Option<&Scope>) -> Result<Plan> {
         match &q.with {
@@ -239,7 +280,16 @@ impl<'a> Planner<'a> {
                         }
                     }
                     if !any {
-                        bail!(UndefinedTable, "missing FROM-clause entry for table \"{q}\"");
+                        // An enclosing query's (or a LATERAL item's left) table.
+                        let Some(parent) = scope.parent else {
+                            bail!(UndefinedTable, "missing FROM-clause entry for table \"{q}\"");
+                        };
+                        let name = ast::ObjectName::from(vec![ast::Ident::with_quote('"', q.clone())]);
+                        for e in self.star_columns(&name, parent)? {
+                            let ast::Expr::CompoundIdentifier(parts) = &e else { unreachable!() };
+                            let col = parts[1].value.clone();
+                            items.push((self.bind_expr(&e, &scope, Some(&collector))?, col));
+                        }
                     }
                 }
                 ast::SelectItem::UnnamedExpr(e) => {
@@ -524,7 +574,18 @@ impl<'a> Planner<'a> {
         let mut rels: Vec<Rel> = Vec::new();
         let mut on_conds: Vec<(ast::Expr, usize)> = Vec::new(); // (condition, rels needed so far)
         for twj in from {
-            let mut cur = self.plan_factor(&twj.relation, outer)?;
+            let left_cols: Vec<PlanColumn> = rels.iter().flat_map(|r| r.columns.clone()).collect();
+            let lateral = if rels.is_empty() { None } else { self.lateral_item(&twj.relation, &left_cols, None, outer)? };
+            let mut cur = match lateral {
+                Some(lat) => {
+                    // Everything to the left, joined, feeds the item row by row.
+                    let group: Vec<Rel> = rels.drain(..).collect();
+                    let conds: Vec<ast::Expr> = on_conds.drain(..).map(|(e, _)| e).collect();
+                    let left = self.join_group(group, &conds, None, outer)?;
+                    lateral_rel(left, lat, false)
+                }
+                None => self.plan_factor(&twj.relation, outer)?,
+            };
             let mut group_start = rels.len();
             let mut pending_inner = true;
             for j in &twj.joins {
@@ -537,8 +598,35 @@ impl<'a> Planner<'a> {
                     J::FullOuter(c) => (JoinKind::Full, Some(c)),
                     _ => bail!(FeatureNotSupported, "join type is not supported"),
                 };
-                let right = self.plan_factor(&j.relation, outer)?;
                 let merging = matches!(constraint, Some(ast::JoinConstraint::Using(_) | ast::JoinConstraint::Natural));
+                let left_cols: Vec<PlanColumn> = rels.iter().flat_map(|r| r.columns.iter()).chain(&cur.columns).cloned().collect();
+                let on = match constraint {
+                    Some(ast::JoinConstraint::On(e)) => Some(e),
+                    _ => None,
+                };
+                if let Some(lat) = self.lateral_item(&j.relation, &left_cols, on, outer)? {
+                    if !matches!(kind, JoinKind::Inner | JoinKind::Left) {
+                        return Err(err!(
+                            InvalidColumnReference,
+                            "invalid reference to FROM-clause entry for table \"{}\"",
+                            lat.first_ref_qualifier(&left_cols)
+                        )
+                        .with_detail("The combining JOIN type must be INNER or LEFT for a LATERAL reference."));
+                    }
+                    if merging {
+                        bail!(FeatureNotSupported, "USING and NATURAL joins with a LATERAL item are not supported");
+                    }
+                    // Everything to the left, joined, feeds the item row by row
+                    // (the ON condition filters the item's rows of each).
+                    rels.push(cur);
+                    let group: Vec<Rel> = rels.drain(..).collect();
+                    let conds: Vec<ast::Expr> = on_conds.drain(..).map(|(e, _)| e).collect();
+                    let left = self.join_group(group, &conds, None, outer)?;
+                    cur = lateral_rel(left, lat, kind == JoinKind::Left);
+                    group_start = 0;
+                    continue;
+                }
+                let right = self.plan_factor(&j.relation, outer)?;
                 if kind == JoinKind::Inner && pending_inner && !merging {
                     // Flatten into the group.
                     rels.push(cur);
@@ -779,6 +867,60 @@ impl<'a> Planner<'a> {
         Ok(Rel { plan: cur_plan, columns: all_cols })
     }
 
+    /// A FROM item that reads columns of the items to its left (`left`):
+    /// a `LATERAL (subquery)`, or a function call (PostgreSQL's functions
+    /// in FROM are lateral). Its plan addresses them as outer references
+    /// (depth 1); `on` (an ON condition over both sides) becomes a filter of
+    /// its rows. None when the item reads nothing of `left`.
+    fn lateral_item(&self, f: &TableFactor, left: &[PlanColumn], on: Option<&ast::Expr>, outer: Option<&Scope>) -> Result<Option<Lateral>> {
+        let may = match f {
+            TableFactor::Derived { lateral, .. } => *lateral,
+            TableFactor::Table { args: Some(_), .. } | TableFactor::UNNEST { .. } | TableFactor::Function { .. } => true,
+            _ => false,
+        };
+        if !may || left.is_empty() {
+            return Ok(None);
+        }
+        let scope = Scope::new(left.to_vec(), outer);
+        let rel = self.plan_factor(f, Some(&scope))?;
+        if scope.outer_refs.borrow().is_empty() {
+            return Ok(None);
+        }
+        let mut plan = rel.plan;
+        let mut columns = rel.columns;
+        if columns.iter().any(|c| c.ty == SqlType::Unknown) {
+            // Untyped literals come out as text, as in a select list.
+            let exprs = columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let x = Expr::Column { index: i, ty: c.ty };
+                    if c.ty == SqlType::Unknown {
+                        super::coerce(x, SqlType::Text)
+                    } else {
+                        Ok(x)
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for c in columns.iter_mut() {
+                if c.ty == SqlType::Unknown {
+                    c.ty = SqlType::Text;
+                }
+            }
+            plan = Plan::Project { input: Box::new(plan), exprs, columns: columns.clone() };
+        }
+        if let Some(e) = on {
+            let cscope = Scope::new(columns.clone(), Some(&scope));
+            let c = super::coerce(self.bind_expr(e, &cscope, None)?, SqlType::Bool)?;
+            if c.ty() != SqlType::Bool {
+                bail!(DatatypeMismatch, "argument of JOIN/ON must be type boolean, not type {}", c.ty());
+            }
+            plan = Plan::Filter { input: Box::new(plan), predicate: c };
+        }
+        let refs = scope.outer_refs.borrow().clone();
+        Ok(Some(Lateral { plan, columns, refs }))
+    }
+
     fn plan_factor(&self, f: &TableFactor, outer: Option<&Scope>) -> Result<Rel> {
         match f {
             TableFactor::Table { name, alias, args: Some(args), with_ordinality, .. }
@@ -835,10 +977,7 @@ impl<'a> Planner<'a> {
                 }
                 Ok(Rel { plan, columns: cols })
             }
-            TableFactor::Derived { subquery, alias, lateral, .. } => {
-                if *lateral {
-                    bail!(FeatureNotSupported, "LATERAL is not supported");
-                }
+            TableFactor::Derived { subquery, alias, .. } => {
                 let plan = self.plan_query(subquery, outer)?;
                 let qual = alias.as_ref().map(|a| ident(&a.name));
                 let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
@@ -880,6 +1019,23 @@ impl<'a> Planner<'a> {
                     }
                 }
                 Ok(Rel { plan, columns: cols })
+            }
+            // `LATERAL f(…)`: the same as `f(…)`, which is lateral anyway.
+            TableFactor::Function { name, args, with_ordinality, alias, .. } => {
+                let table = TableFactor::Table {
+                    name: name.clone(),
+                    alias: alias.clone(),
+                    args: Some(ast::TableFunctionArgs { args: args.clone(), settings: None }),
+                    with_hints: vec![],
+                    version: None,
+                    with_ordinality: *with_ordinality,
+                    partitions: vec![],
+                    json_path: None,
+                    sample: None,
+                    index_directives: vec![],
+                    inheritance: None,
+                };
+                self.plan_factor(&table, outer)
             }
             other => bail!(FeatureNotSupported, "FROM item {other} is not supported"),
         }

@@ -147,6 +147,7 @@ impl<'a> Planner<'a> {
                 }
                 (vec![coerce(bound.into_iter().next().unwrap(), SqlType::Text)?], SqlType::Text)
             }
+            SrfKind::Lateral { .. } => bail!(Internal, "LATERAL is not a function"),
         };
         if args.iter().any(contains_srf) {
             bail!(FeatureNotSupported, "set-returning functions as arguments of set-returning functions are not supported");

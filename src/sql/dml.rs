@@ -249,14 +249,9 @@ fn insert(
             targets.truncate(width.max(1));
         }
     }
-    // VALUES with a subquery in a cell is planned as the query it is (the
-    // row-at-a-time path below evaluates constant cells only).
-    let subquery = ast::visit_expressions(src.body.as_ref(), |e| match e {
-        ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => std::ops::ControlFlow::Break(()),
-        _ => std::ops::ControlFlow::Continue(()),
-    })
-    .is_break();
-    let plain_values = src.order_by.is_none() && src.limit_clause.is_none() && !subquery;
+    // A subquery in a VALUES cell is planned physically where it is bound
+    // (so DEFAULT still works in the other cells).
+    let plain_values = src.order_by.is_none() && src.limit_clause.is_none();
     // Source rows as arrays per target column.
     let fast = match src.body.as_ref() {
         ast::SetExpr::Values(v) if plain_values => literal_rows(def, &targets, &v.rows),
@@ -280,7 +275,7 @@ fn insert(
                         ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() => {
                             default_expr(planner, def, targets[k])?
                         }
-                        _ => planner.bind_expr(e, &scope, None)?,
+                        _ => crate::planner::physical::physical_expr(&planner.bind_expr(e, &scope, None)?, &planner.ctx)?,
                     };
                     per_col[k].push(assign_coerce(b, ty, &def.columns[targets[k]].name)?);
                 }
@@ -521,7 +516,7 @@ fn upsert(
         cols.extend(def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some("excluded".to_string()), ty: c.ty }));
         let scope = Scope::new(cols.clone(), None);
         let mut sets: Vec<(usize, Expr)> = Vec::new();
-        for a in &u.assignments {
+        for a in &expand_tuple_assignments(&u.assignments)? {
             let col = match &a.target {
                 ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
                 _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
@@ -541,9 +536,9 @@ fn upsert(
             sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
         }
         let pred = u.selection.as_ref().map(|w| planner.bind_expr(w, &scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()?;
-        if sets.iter().any(|(_, e)| e.has_subquery()) || pred.as_ref().is_some_and(|p| p.has_subquery()) {
-            bail!(FeatureNotSupported, "subqueries in ON CONFLICT DO UPDATE are not supported");
-        }
+        // Subqueries (correlated ones read the stored and proposed row) are planned once.
+        let sets = physical_sets(planner, sets)?;
+        let pred = pred.map(|p| crate::planner::physical::physical_expr(&p, &planner.ctx)).transpose()?;
         let width = def.columns.len();
         let pair_schema = crate::exec::plan::arrow_schema(
             &cols.iter().enumerate().map(|(k, c)| PlanColumn::new(format!("c{k}"), c.ty)).collect::<Vec<_>>(),
@@ -806,6 +801,12 @@ fn check_unique(planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batc
     Ok(())
 }
 
+/// SET expressions with their subqueries physically planned (each planned
+/// once, so a correlated one's cache serves every batch).
+fn physical_sets(planner: &Planner, sets: Vec<(usize, Expr)>) -> Result<Vec<(usize, Expr)>> {
+    sets.into_iter().map(|(i, e)| Ok((i, crate::planner::physical::physical_expr(&e, &planner.ctx)?))).collect()
+}
+
 /// The new version of updated rows: `base` (their user columns) with each SET
 /// expression evaluated over `input` (the rows, or the rows joined with their
 /// FROM row), cast to the column's type, NOT NULL checked, timestamps rounded.
@@ -855,7 +856,11 @@ fn matching_rows(planner: &Planner, region: &Region, pred: Option<&Expr>) -> Res
 
 fn bind_where(planner: &Planner, def: &TableDef, alias: Option<&ast::TableAlias>, w: Option<&ast::Expr>) -> Result<Option<Expr>> {
     let scope = Scope::new(table_scope(def, alias), None);
-    w.map(|w| planner.bind_expr(w, &scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()
+    w.map(|w| {
+        let e = coerce(planner.bind_expr(w, &scope, None)?, SqlType::Bool)?;
+        crate::planner::physical::physical_expr(&e, &planner.ctx)
+    })
+    .transpose()
 }
 
 fn delete_where(
@@ -916,7 +921,7 @@ fn joined_change(
     let col_ref = |c: &str| ast::Expr::CompoundIdentifier(vec![qual.clone(), ast::Ident::with_quote('"', c)]);
     let mut projection: Vec<ast::SelectItem> = def.columns.iter().map(|c| ast::SelectItem::UnnamedExpr(col_ref(&c.name))).collect();
     let mut set_cols: Vec<usize> = Vec::new();
-    for a in assignments {
+    for a in &expand_tuple_assignments(assignments)? {
         let col = match &a.target {
             ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
             _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
@@ -945,7 +950,8 @@ fn joined_change(
     };
     let ast::SetExpr::Select(sel) = q.body.as_mut() else { bail!(Internal, "UPDATE ... FROM: no SELECT template") };
     sel.projection = projection;
-    sel.from = std::iter::once(target.clone()).chain(from.iter().cloned()).collect();
+    // The target last: a LATERAL item of FROM / USING cannot read it (PostgreSQL's rule).
+    sel.from = from.iter().cloned().chain(std::iter::once(target.clone())).collect();
     sel.selection = selection.cloned();
     let plan = planner.plan(&q)?;
     let out_types: Vec<SqlType> = plan.columns().iter().map(|c| c.ty).collect();
@@ -1044,13 +1050,16 @@ fn update(
     }
     let scope = Scope::new(table_scope(def, alias), None);
     let mut sets: Vec<(usize, Expr)> = Vec::new();
-    for a in &u.assignments {
+    for a in &expand_tuple_assignments(&u.assignments)? {
         let col = match &a.target {
             ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
             _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
         };
         let i =
             def.column_index(&col).ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
+        if sets.iter().any(|(j, _)| *j == i) {
+            bail!(Syntax, "multiple assignments to same column \"{col}\"");
+        }
         let e = match &a.value {
             ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
                 default_expr(planner, def, i)?
@@ -1060,6 +1069,7 @@ fn update(
         sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
     }
     let pred = bind_where(planner, def, alias, u.selection.as_ref())?;
+    let sets = physical_sets(planner, sets)?;
     let mut n = 0;
     for r in regions {
         for old in matching_rows(planner, r, pred.as_ref())? {
@@ -1073,4 +1083,69 @@ fn update(
         }
     }
     Ok(n)
+}
+
+/// `SET (a, b) = (x, y)`, `= ROW(x, y)` and `= (SELECT x, y …)` as single
+/// assignments, as PostgreSQL's multiple-column assignment: the i-th column
+/// of the subquery goes to the i-th target (one scalar subquery per target
+/// over the query as a derived table; more than one row is 21000, none
+/// gives NULLs).
+pub(crate) fn expand_tuple_assignments(assignments: &[ast::Assignment]) -> Result<Vec<ast::Assignment>> {
+    let mut out = Vec::with_capacity(assignments.len());
+    for a in assignments {
+        let ast::AssignmentTarget::Tuple(targets) = &a.target else {
+            out.push(a.clone());
+            continue;
+        };
+        let mismatch = || err!(Syntax, "number of columns does not match number of values");
+        let values: Vec<ast::Expr> = match &a.value {
+            ast::Expr::Tuple(items) => items.clone(),
+            ast::Expr::Function(f) if object_name(&f.name)?.1 == "row" => match &f.args {
+                ast::FunctionArguments::List(l) => l
+                    .args
+                    .iter()
+                    .map(|x| match x {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+                        other => Err(err!(FeatureNotSupported, "ROW({other}) in a multiple-column assignment is not supported")),
+                    })
+                    .collect::<Result<_>>()?,
+                _ => vec![],
+            },
+            ast::Expr::Subquery(q) => {
+                if let ast::SetExpr::Select(s) = q.body.as_ref() {
+                    let star = s.projection.iter().any(|p| matches!(p, ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)));
+                    if !star && s.projection.len() != targets.len() {
+                        return Err(mismatch());
+                    }
+                }
+                let names: Vec<String> = (1..=targets.len()).map(|i| format!("\"?column{i}?\"")).collect();
+                (0..targets.len())
+                    .map(|i| {
+                        // A fixed template whose derived table becomes the query.
+                        let mut e = crate::parser::parse_expr(&format!(
+                            "(SELECT {} FROM (SELECT) AS \"?tuple?\"({}))",
+                            names[i],
+                            names.join(", ")
+                        ))?;
+                        if let ast::Expr::Subquery(outer) = &mut e {
+                            if let ast::SetExpr::Select(sel) = outer.body.as_mut() {
+                                if let ast::TableFactor::Derived { subquery, .. } = &mut sel.from[0].relation {
+                                    *subquery = q.clone();
+                                }
+                            }
+                        }
+                        Ok(e)
+                    })
+                    .collect::<Result<_>>()?
+            }
+            _ => bail!(FeatureNotSupported, "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression"),
+        };
+        if values.len() != targets.len() {
+            return Err(mismatch());
+        }
+        for (t, v) in targets.iter().zip(values) {
+            out.push(ast::Assignment { target: ast::AssignmentTarget::ColumnName(t.clone()), value: v });
+        }
+    }
+    Ok(out)
 }
