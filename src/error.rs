@@ -40,6 +40,10 @@ pub enum ErrorKind {
     /// 22013: a negative or NULL window frame offset.
     InvalidPrecedingOrFollowingSize,
     NotNullViolation,
+    /// 23514: a CHECK or partition constraint ("no partition … found for row").
+    CheckViolation,
+    /// 42P17: an invalid object definition (overlapping partition bounds).
+    InvalidObjectDefinition,
     UniqueViolation,
     InvalidParameterValue,
     CardinalityViolation,
@@ -148,6 +152,8 @@ impl ErrorKind {
             InvalidEscapeSequence => "22025",
             Grouping => "42803",
             NotNullViolation => "23502",
+            CheckViolation => "23514",
+            InvalidObjectDefinition => "42P17",
             UniqueViolation => "23505",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",

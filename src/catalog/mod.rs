@@ -4,6 +4,7 @@
 //! `error` and `types`, never `storage`, `exec`, `planner`, `sql`.
 
 mod flow;
+pub mod partition;
 mod tdengine;
 
 pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
@@ -71,6 +72,10 @@ pub struct TableDef {
     /// The original TTL text, for SHOW CREATE TABLE.
     pub ttl_text: Option<String>,
     pub regions: u32,
+    /// Declarative partitioning (PARTITION BY / PARTITION OF); empty for
+    /// an ordinary table.
+    #[serde(default, skip_serializing_if = "partition::Partitioning::is_none")]
+    pub partition: partition::Partitioning,
 }
 
 impl TableDef {
@@ -89,6 +94,7 @@ impl TableDef {
             ttl_ms: None,
             ttl_text: None,
             regions: 1,
+            partition: Default::default(),
         }
     }
 
@@ -419,6 +425,17 @@ impl Catalog {
 
     pub fn tables(&self, database: &str) -> Vec<TableDef> {
         self.state.read().tables.values().filter(|t| t.database == database).cloned().collect()
+    }
+
+    /// The partitions of a partitioned table (its direct children).
+    pub fn partitions(&self, database: &str, parent: &str) -> Vec<TableDef> {
+        self.state
+            .read()
+            .tables
+            .values()
+            .filter(|t| t.database == database && t.partition.of.as_ref().is_some_and(|o| o.parent == parent))
+            .cloned()
+            .collect()
     }
 
     pub fn all_tables(&self) -> Vec<TableDef> {

@@ -71,6 +71,7 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
         ttl_ms: None,
         ttl_text: None,
         regions: 1,
+        partition: Default::default(),
     })
 }
 

@@ -36,6 +36,9 @@ pub struct CreateTable {
     /// GreptimeDB's index hints.
     pub indexes: Vec<IndexHint>,
     pub partition: Option<Partition>,
+    /// PostgreSQL's `PARTITION BY RANGE | LIST | HASH (key)`, as
+    /// sqlparser parses it (a call of `range`, `list` or `hash`).
+    pub partition_by: Option<ast::Expr>,
     pub engine: Option<Ident>,
     pub options: Vec<SqlOption>,
 }
@@ -100,6 +103,7 @@ pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
         time_index: vec![],
         indexes: vec![],
         partition: None,
+        partition_by: None,
         engine: None,
         options: vec![],
     };
@@ -127,6 +131,8 @@ pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
                 r
             };
             ct.partition = Some(Partition { columns, rules });
+        } else if ct.partition_by.is_none() && ct.partition.is_none() && parse_words(parser, &["PARTITION", "BY"]) {
+            ct.partition_by = Some(parser.parse_expr()?);
         } else if ct.engine.is_none() && parser.parse_keyword(Keyword::ENGINE) {
             let _ = parser.consume_token(&Token::Eq);
             ct.engine = Some(parser.parse_identifier()?);
@@ -226,6 +232,9 @@ impl fmt::Display for CreateTable {
         write!(f, "{})", elements.join(", "))?;
         if let Some(p) = &self.partition {
             write!(f, " PARTITION ON COLUMNS ({}) ({})", comma_separated(&p.columns), comma_separated(&p.rules))?;
+        }
+        if let Some(e) = &self.partition_by {
+            write!(f, " PARTITION BY {e}")?;
         }
         if let Some(e) = &self.engine {
             write!(f, " ENGINE = {e}")?;

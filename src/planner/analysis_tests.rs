@@ -60,6 +60,7 @@ fn fixture() -> Fixture {
             ttl_ms: None,
             ttl_text: None,
             regions: 1,
+            partition: Default::default(),
         };
         let fields: Vec<PlanColumn> = def.columns.iter().map(|c| PlanColumn::new(&c.name, c.ty)).collect();
         let desc = RegionDescriptor {

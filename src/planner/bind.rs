@@ -203,7 +203,7 @@ impl<'a> Planner<'a> {
                 .filter(|(_, c)| {
                     c.name == name
                         && match qual {
-                            None => !super::is_hidden(c),
+                            None => !super::is_hidden(c) || super::is_system(c),
                             Some(q) => super::visible_qualifier(c) == Some(q),
                         }
                 })

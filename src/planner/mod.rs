@@ -14,6 +14,7 @@ mod hop;
 pub mod incremental;
 pub mod logical;
 mod named_window;
+pub mod partition;
 mod narrow;
 pub mod physical;
 mod privilege;
@@ -109,6 +110,14 @@ impl<'a> Planner<'a> {
 
     /// The regions of a table, opened.
     pub fn regions(&self, def: &TableDef) -> Result<Vec<Arc<Region>>> {
+        // A partitioned table's rows are its leaves' (its own regions stay empty).
+        if def.partition.key.is_some() {
+            let mut out = Vec::new();
+            for leaf in self.partition_leaves(def)? {
+                out.extend(self.regions(&leaf)?);
+            }
+            return Ok(out);
+        }
         (0..def.regions.max(1))
             .map(|n| {
                 self.storage.region(region_id(def.id, n)).ok_or_else(|| err!(Internal, "region {n} of table {} is not open", def.name))
@@ -207,19 +216,38 @@ impl Relation {
 /// do not (they see the merged column).
 const HIDDEN_MARK: char = '\u{1}';
 
-/// The qualifier of a column hidden by a USING / NATURAL join.
-pub fn hidden_qualifier(q: Option<&str>) -> Option<String> {
-    Some(format!("{HIDDEN_MARK}{}", q.unwrap_or("").trim_start_matches(HIDDEN_MARK)))
+/// Marks the qualifier of a system column (`tableoid` of a partitioned
+/// table or a partition): `col` and `t.col` reach it, `*` and `t.*` do not.
+const SYSTEM_MARK: char = '\u{2}';
+
+fn unmarked(q: &str) -> &str {
+    q.trim_start_matches([HIDDEN_MARK, SYSTEM_MARK])
 }
 
-/// Whether a column is hidden by a USING / NATURAL join.
+/// The qualifier of a column hidden by a USING / NATURAL join.
+pub fn hidden_qualifier(q: Option<&str>) -> Option<String> {
+    Some(format!("{HIDDEN_MARK}{}", unmarked(q.unwrap_or(""))))
+}
+
+/// The qualifier of a system column.
+pub fn system_qualifier(q: Option<&str>) -> Option<String> {
+    Some(format!("{SYSTEM_MARK}{}", unmarked(q.unwrap_or(""))))
+}
+
+/// Whether a column is hidden by a USING / NATURAL join, or is a system
+/// column (neither is part of `*`).
 pub fn is_hidden(c: &PlanColumn) -> bool {
-    c.qualifier.as_deref().is_some_and(|q| q.starts_with(HIDDEN_MARK))
+    c.qualifier.as_deref().is_some_and(|q| q.starts_with(HIDDEN_MARK) || q.starts_with(SYSTEM_MARK))
+}
+
+/// Whether a column is a system column (`tableoid`).
+pub fn is_system(c: &PlanColumn) -> bool {
+    c.qualifier.as_deref().is_some_and(|q| q.starts_with(SYSTEM_MARK))
 }
 
 /// The qualifier a written `q.col` matches (hidden or not).
 pub fn visible_qualifier(c: &PlanColumn) -> Option<&str> {
-    c.qualifier.as_deref().map(|q| q.trim_start_matches(HIDDEN_MARK))
+    c.qualifier.as_deref().map(unmarked)
 }
 
 /// Resolve `t`, `s.t` or `catalog.s.t`. As in PostgreSQL, a catalog part

@@ -274,7 +274,7 @@ impl<'a> Planner<'a> {
                     };
                     let mut any = false;
                     for (i, c) in columns.iter().enumerate() {
-                        if super::visible_qualifier(c) == Some(q.as_str()) {
+                        if super::visible_qualifier(c) == Some(q.as_str()) && !super::is_system(c) {
                             items.push((Expr::Column { index: i, ty: c.ty }, c.name.clone()));
                             any = true;
                         }
@@ -968,7 +968,7 @@ impl<'a> Planner<'a> {
                     None => self.plan_relation(&rel)?,
                 };
                 for c in cols.iter_mut() {
-                    c.qualifier = Some(qual.clone());
+                    c.qualifier = if super::is_system(c) { super::system_qualifier(Some(&qual)) } else { Some(qual.clone()) };
                 }
                 if let Some(a) = alias {
                     for (c, ac) in cols.iter_mut().zip(&a.columns) {
@@ -1157,29 +1157,42 @@ impl<'a> Planner<'a> {
             if let Some(role) = self.check_as.borrow().as_deref() {
                 self.catalog.check_relation(role, db, name, "table", crate::catalog::acl::SELECT)?;
             }
-            let regions = self.regions(&def)?;
-            let cols: Vec<PlanColumn> =
-                def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
-            let mut seqs = Vec::new();
-            if let Some(keys) = self.incremental.as_ref().filter(|k| k.sink_table_id != Some(def.id)) {
-                for r in &regions {
-                    let b = keys.bounds(r.id, r.last_seq(), &def.name)?;
-                    self.watermarks.borrow_mut().push((r.id, b.upto.unwrap_or(0)));
-                    seqs.push(b);
-                }
+            if !def.partition.is_none() {
+                return self.plan_partitioned(&def);
             }
-            let plan = Plan::Scan(Scan {
-                table: def.clone(),
-                regions: crate::exec::plan::Regions(regions, seqs),
-                projection: None,
-                columns: cols.clone(),
-                filters: vec![],
-                time_range: None,
-                tag_sets: vec![],
-                last_row: false,
-            });
-            return Ok((plan, cols));
+            return self.table_scan(&def);
         }
+        self.plan_view_or_system(rel, db, name)
+    }
+
+    /// A table's scan (a partitioned table's regions are its leaves').
+    pub(super) fn table_scan(&self, def: &crate::catalog::TableDef) -> Result<(Plan, Vec<PlanColumn>)> {
+        let def = def.clone();
+        let regions = self.regions(&def)?;
+        let cols: Vec<PlanColumn> =
+            def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
+        let mut seqs = Vec::new();
+        if let Some(keys) = self.incremental.as_ref().filter(|k| k.sink_table_id != Some(def.id)) {
+            for r in &regions {
+                let b = keys.bounds(r.id, r.last_seq(), &def.name)?;
+                self.watermarks.borrow_mut().push((r.id, b.upto.unwrap_or(0)));
+                seqs.push(b);
+            }
+        }
+        let plan = Plan::Scan(Scan {
+            table: def.clone(),
+            regions: crate::exec::plan::Regions(regions, seqs),
+            projection: None,
+            columns: cols.clone(),
+            filters: vec![],
+            time_range: None,
+            tag_sets: vec![],
+            last_row: false,
+        });
+        Ok((plan, cols))
+    }
+
+    fn plan_view_or_system(&self, rel: &super::Relation, db: &str, name: &str) -> Result<(Plan, Vec<PlanColumn>)> {
         if let Some(v) = self.catalog.view(db, name) {
             let q = crate::parser::parse_query(&v.sql)?;
             // The view is read as the user; its relations as its owner.

@@ -54,6 +54,13 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
         )
     };
     match at.operations.as_slice() {
+        [ast::AlterTableOperation::AttachPartitionOf { partition, for_values }] => {
+            super::partition::attach(s, &old, partition, for_values)
+        }
+        [ast::AlterTableOperation::DetachPartitionOf { partition, mode: None }] => super::partition::detach(s, &old, partition),
+        ops if (old.partition.of.is_some() || !cat.partitions(&old.database, &old.name).is_empty()) && ops.iter().any(supported) => {
+            bail!(FeatureNotSupported, "ALTER TABLE … ADD / DROP / RENAME COLUMN of a partitioned table or a partition is not supported")
+        }
         [ast::AlterTableOperation::RenameTable { table_name: ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n) }] => {
             if s.block.is_some() {
                 bail!(ActiveSqlTransaction, "ALTER TABLE … RENAME cannot run inside a transaction block");
@@ -124,6 +131,7 @@ fn rename_table(s: &mut Session, old: &TableDef, new: &ast::ObjectName) -> Resul
     }
     let views = dependent_views(s, old);
     cat.rename_table(&old.database, &old.name, &new_name)?;
+    super::partition::rename_parent(s, old, &new_name)?;
     // The views that named the table name the new one.
     let key = (old.database.clone(), old.name.clone());
     for v in views {

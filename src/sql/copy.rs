@@ -198,6 +198,14 @@ impl CopyIn {
         let schema = crate::planner::region_descriptor(def).schema;
         let batch = RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
         let batch = super::dml::round_timestamps(def, batch)?;
+        if !def.partition.is_none() {
+            // A partitioned table's rows go to their partitions, a
+            // partition's are checked (row by row through the write path).
+            let planner = s.planner(crate::planner::Params::default());
+            super::partition::write(s, &planner, def, &self.regions, &batch)?;
+            self.rows += nrows;
+            return Ok(());
+        }
         if s.block.is_some() {
             // Inside a block the rows join it (and leave with it).
             super::txn::write_unit(s, def, &self.regions, &batch)?;

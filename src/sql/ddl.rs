@@ -65,10 +65,8 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                             }
                             bail!(UndefinedTable, "table \"{}\" does not exist", rel.display());
                         }
-                        let def = cat.drop_table(&db, &name)?;
-                        for r in 0..def.regions.max(1) {
-                            engine.storage.drop_region(region_id(def.id, r))?;
-                        }
+                        let def = cat.table(&db, &name).expect("checked");
+                        super::partition::drop_tree(s, &def)?;
                     }
                     ast::ObjectType::View => {
                         let db = match rel.database() {
@@ -118,12 +116,14 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
         Statement::Truncate(t) => {
             for target in &t.table_names {
                 let rel = relation(cat, &s.database, &target.name)?;
-                let Some(old) = rel.database().ok().and_then(|db| cat.table(&db, &rel.name)) else {
+                let Some(top) = rel.database().ok().and_then(|db| cat.table(&db, &rel.name)) else {
                     if t.if_exists {
                         continue;
                     }
                     bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display());
                 };
+                // A partitioned table's partitions are truncated with it.
+                for old in super::partition::with_partitions(s, &top) {
                 // New id, new empty regions: sequences never go backwards
                 // for a region id, so incremental readers of the old regions
                 // fall back to a full read instead of missing rows.
@@ -133,6 +133,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                 cat.replace_table(def)?;
                 for r in 0..old.regions.max(1) {
                     engine.storage.drop_region(region_id(old.id, r))?;
+                }
                 }
             }
             Ok(QueryResult::Command("TRUNCATE TABLE".into()))
@@ -353,8 +354,8 @@ fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResul
     if ct.like.is_some() || ct.clone.is_some() {
         bail!(FeatureNotSupported, "CREATE TABLE LIKE is not supported");
     }
-    if ct.partition_of.is_some() || ct.partition_by.is_some() {
-        bail!(FeatureNotSupported, "partitioned tables are not supported; use WITH (regions = n)");
+    if ct.partition_of.is_some() {
+        return super::partition::create_partition_of(s, ct);
     }
     let options = match &ct.table_options {
         ast::CreateTableOptions::With(v) => v.clone(),
@@ -371,10 +372,34 @@ fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResul
             time_index: vec![],
             indexes: vec![],
             partition: None,
+            partition_by: ct.partition_by.as_deref().cloned(),
             engine: None,
             options,
         },
     )
+}
+
+/// PARTITION BY: the new table (an ordinary one whose regions stay empty)
+/// records its key.
+fn record_partition_key(s: &mut Session, ct: &CreateTable, key: Option<crate::catalog::partition::PartitionKey>) -> Result<()> {
+    let Some(key) = key else { return Ok(()) };
+    {
+        let planner = s.planner(Params::default());
+        let mut def = planner.table_named(&ct.name)?;
+        def.partition.key = Some(key);
+        let checked = super::partition::check_key(&planner, &def);
+        drop(planner);
+        match checked {
+            Ok(()) => {
+                s.engine.catalog.replace_table(def)?;
+            }
+            Err(e) => {
+                super::partition::drop_tree(s, &def)?;
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `CREATE TABLE name [(columns)] AS query` and `SELECT ... INTO name`: a plain table
@@ -566,6 +591,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         return Err(err!(FeatureNotSupported, "PARTITION ON COLUMNS is not supported")
             .with_hint("WITH (regions = n) splits a table by its primary key"));
     }
+    let key = ct.partition_by.as_ref().map(super::partition::parse_key).transpose()?;
     if ct.time_index.len() > 1 {
         bail!(InvalidTableDefinition, "multiple TIME INDEX columns for table \"{name}\" are not allowed");
     }
@@ -685,6 +711,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         ttl_ms,
         ttl_text,
         regions,
+        partition: Default::default(),
     };
     // Regions first: a crash between the two leaves an orphan region
     // directory, never a catalog entry without storage.
@@ -710,6 +737,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
             id: 0,
         })?;
     }
+    record_partition_key(s, ct, key)?;
     Ok(QueryResult::Command("CREATE TABLE".into()))
 }
 

@@ -129,17 +129,44 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
     let returning = returning.map(|items| returning_list(&planner, &def, alias, items)).transpose()?;
     let mut changed: Vec<RecordBatch> = Vec::new();
     let keep = returning.is_some();
-    let (tag, n) = match stmt {
-        Statement::Insert(ins) => ("INSERT 0", insert(s, &planner, &def, &regions, ins, keep.then_some(&mut changed))?),
-        Statement::Delete(d) => match (&d.using, &d.from) {
-            (Some(using), ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t)) if !t.is_empty() => {
-                let c = keep.then_some(&mut changed);
-                ("DELETE", joined_change(s, &planner, &def, &regions, &t[0], using, d.selection.as_ref(), &[], c)?)
+    let run = |def: &TableDef, regions: &[Arc<Region>], changed: Option<&mut Vec<RecordBatch>>| -> Result<(&str, usize)> {
+        Ok(match stmt {
+            Statement::Insert(ins) => ("INSERT 0", insert(s, &planner, def, regions, ins, changed)?),
+            Statement::Delete(d) => match (&d.using, &d.from) {
+                (Some(using), ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t)) if !t.is_empty() => {
+                    ("DELETE", joined_change(s, &planner, def, regions, &t[0], using, d.selection.as_ref(), &[], changed)?)
+                }
+                _ => ("DELETE", delete_where(s, &planner, def, alias, regions, d.selection.as_ref(), changed)?),
+            },
+            Statement::Update(u) => ("UPDATE", update(s, &planner, def, alias, regions, u, changed)?),
+            _ => unreachable!(),
+        })
+    };
+    let (tag, n) = if def.partition.key.is_some() && !matches!(stmt, Statement::Insert(_)) {
+        // DELETE / UPDATE of a partitioned table, leaf by leaf: each leaf
+        // stands in for the target (its name and id, its own columns, bound
+        // by name), so an UPDATE's new rows are routed from the target and
+        // a changed key moves them. Rows moved into a later leaf are not met
+        // again: the statement's read view is fixed at its first read.
+        let mut total = 0;
+        let mut tag = if matches!(stmt, Statement::Update(_)) { "UPDATE" } else { "DELETE" };
+        for leaf in planner.partition_leaves(&def)? {
+            let lregions = planner.regions(&leaf)?;
+            let mut as_target = leaf.clone();
+            as_target.name = def.name.clone();
+            as_target.id = def.id;
+            let mut mine = Vec::new();
+            let (t, k) = run(&as_target, &lregions, keep.then_some(&mut mine))?;
+            tag = t;
+            total += k;
+            for b in mine {
+                let b = b.project(&(0..leaf.columns.len()).collect::<Vec<_>>())?;
+                changed.push(crate::planner::partition::reorder(&b, &as_target, &def)?);
             }
-            _ => ("DELETE", delete_where(s, &planner, &def, alias, &regions, d.selection.as_ref(), keep.then_some(&mut changed))?),
-        },
-        Statement::Update(u) => ("UPDATE", update(s, &planner, &def, alias, &regions, u, keep.then_some(&mut changed))?),
-        _ => unreachable!(),
+        }
+        (tag, total)
+    } else {
+        run(&def, &regions, keep.then_some(&mut changed))?
     };
     match returning {
         None => Ok(QueryResult::Command(format!("{tag} {n}"))),
@@ -352,7 +379,7 @@ fn insert(
         return upsert(s, planner, def, regions, &qual, oc, batch, changed);
     }
     check_unique(planner, def, regions, &batch)?;
-    super::txn::write_rows(s, def, regions, &batch)?;
+    super::partition::write(s, planner, def, regions, &batch)?;
     if let Some(c) = changed {
         c.push(batch);
     }
@@ -505,7 +532,7 @@ fn upsert(
     let mut n = inserts.num_rows();
     if n > 0 {
         check_unique(planner, def, regions, &inserts)?;
-        super::txn::write_rows(s, def, regions, &inserts)?;
+        super::partition::write(s, planner, def, regions, &inserts)?;
         out.push(inserts);
     }
     if let Some(u) = update {
@@ -574,7 +601,7 @@ fn upsert(
             let new = updated_rows(planner, def, &old.columns()[..width], &pair, &sets)?;
             n += new.num_rows();
             super::txn::delete_rows(s, &regions[ri], &old)?;
-            super::txn::write_rows(s, def, regions, &new)?;
+            super::partition::write(s, planner, def, regions, &new)?;
             out.push(new);
         }
     }
@@ -1027,7 +1054,7 @@ fn joined_change(
                 &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
             )?;
             let new = round_timestamps(def, new)?;
-            super::txn::write_rows(s, def, regions, &new)?;
+            super::partition::write(s, planner, def, regions, &new)?;
             if let Some(c) = changed.as_deref_mut() {
                 c.push(new);
             }
@@ -1071,12 +1098,20 @@ fn update(
     let pred = bind_where(planner, def, alias, u.selection.as_ref())?;
     let sets = physical_sets(planner, sets)?;
     let mut n = 0;
+    // Every region's matching rows first: a row an UPDATE moves to another
+    // partition must not be met again there.
+    let mut found = Vec::new();
     for r in regions {
         for old in matching_rows(planner, r, pred.as_ref())? {
+            found.push((r, old));
+        }
+    }
+    for (r, old) in found {
+        {
             let new = updated_rows(planner, def, &old.columns()[..def.columns.len()], &old, &sets)?;
             n += old.num_rows();
             super::txn::delete_rows(s, r, &old)?;
-            super::txn::write_rows(s, def, regions, &new)?;
+            super::partition::write(s, planner, def, regions, &new)?;
             if let Some(c) = changed.as_deref_mut() {
                 c.push(new);
             }

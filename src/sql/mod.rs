@@ -11,6 +11,7 @@ mod copy_binary;
 mod ddl;
 mod dml;
 mod dml_with;
+mod partition;
 mod flow_ddl;
 pub mod listen;
 pub mod privilege;

@@ -410,6 +410,7 @@ pub(crate) mod tests {
             ttl_ms: None,
             ttl_text: None,
             regions: 1,
+            partition: Default::default(),
         };
         let columns = table.columns.iter().map(|c| PlanColumn::new(c.name.clone(), c.ty)).collect();
         LogicalPlan::Scan(Scan {

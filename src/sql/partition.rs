@@ -1,0 +1,401 @@
+//! Declarative partitioning's statements and writes: CREATE TABLE …
+//! PARTITION BY, CREATE TABLE … PARTITION OF … FOR VALUES / DEFAULT,
+//! ALTER TABLE … ATTACH / DETACH PARTITION, and the write of rows into a
+//! partitioned table or a partition (each row routed to its leaf, or
+//! checked against the partition's constraint). Each partition is an
+//! ordinary weir table with its own regions; the catalog records the tree
+//! (`catalog/partition.rs`), the planner evaluates it (`planner/partition.rs`).
+//!
+//! May import `planner`, `catalog`, `storage`, `exec`; not `server`.
+
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, UInt32Array};
+use sqlparser::ast;
+
+use super::{QueryResult, Session};
+use crate::catalog::partition::{Bound, PartitionKey, PartitionOf, RangeDatum, Strategy};
+use crate::catalog::TableDef;
+use crate::error::Result;
+use crate::planner::partition::{empty_range, overlapping, reorder, EvalBound};
+use crate::planner::{ident, Planner};
+use crate::storage::Region;
+use crate::{bail, err};
+
+/// `PARTITION BY RANGE (…)` as sqlparser gives it (a call of `range`,
+/// `list` or `hash`) → the key.
+pub fn parse_key(e: &ast::Expr) -> Result<PartitionKey> {
+    let ast::Expr::Function(f) = e else { bail!(Syntax, "syntax error at or near \"{e}\"") };
+    let strategy = match f.name.to_string().to_lowercase().as_str() {
+        "range" => Strategy::Range,
+        "list" => Strategy::List,
+        "hash" => Strategy::Hash,
+        other => bail!(InvalidParameterValue, "unrecognized partitioning strategy \"{other}\""),
+    };
+    let ast::FunctionArguments::List(list) = &f.args else { bail!(Syntax, "syntax error at or near \"{e}\"") };
+    let mut exprs = Vec::new();
+    for a in &list.args {
+        match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => exprs.push(match x {
+                ast::Expr::Identifier(i) => format!("\"{}\"", ident(i).replace('"', "\"\"")),
+                other => other.to_string(),
+            }),
+            _ => bail!(Syntax, "syntax error at or near \"{a}\""),
+        }
+    }
+    if exprs.is_empty() {
+        bail!(Syntax, "syntax error at or near \")\"");
+    }
+    if strategy == Strategy::List && exprs.len() > 1 {
+        bail!(InvalidTableDefinition, "cannot use \"list\" partition strategy with more than one column");
+    }
+    if strategy == Strategy::Hash {
+        bail!(FeatureNotSupported, "hash partitioning is not supported; use PARTITION BY RANGE or LIST, or WITH (regions = n)");
+    }
+    Ok(PartitionKey { strategy, exprs })
+}
+
+/// The key's check at CREATE: its columns exist, its expressions bind.
+pub fn check_key(planner: &Planner, def: &TableDef) -> Result<()> {
+    let key = planner.partition_key(def)?.expect("partitioned");
+    for e in &key.exprs {
+        if e.has_subquery() {
+            bail!(FeatureNotSupported, "cannot use subquery in partition key expression");
+        }
+    }
+    Ok(())
+}
+
+/// `FOR VALUES …` / `DEFAULT` → a bound of the parent's strategy.
+pub fn parse_bound(parent: &TableDef, child: &str, fv: &ast::ForValues) -> Result<Bound> {
+    let key = parent.partition.key.as_ref().ok_or_else(|| err!(WrongObjectType, "table \"{}\" is not partitioned", parent.name))?;
+    let wrong = |what: &str| err!(InvalidTableDefinition, "invalid bound specification for a {what} partition");
+    Ok(match fv {
+        ast::ForValues::Default => Bound::Default,
+        ast::ForValues::In(v) => {
+            if key.strategy != Strategy::List {
+                return Err(wrong(key.strategy.name()));
+            }
+            Bound::List(v.iter().map(|e| e.to_string()).collect())
+        }
+        ast::ForValues::From { from, to } => {
+            if key.strategy != Strategy::Range {
+                return Err(wrong(key.strategy.name()));
+            }
+            let datums = |v: &[ast::PartitionBoundValue], which: &str| -> Result<Vec<RangeDatum>> {
+                if v.len() != key.exprs.len() {
+                    bail!(InvalidTableDefinition, "{which} must specify exactly one value per partitioning column");
+                }
+                let out: Vec<RangeDatum> = v
+                    .iter()
+                    .map(|d| match d {
+                        ast::PartitionBoundValue::MinValue => RangeDatum::MinValue,
+                        ast::PartitionBoundValue::MaxValue => RangeDatum::MaxValue,
+                        ast::PartitionBoundValue::Expr(e) => RangeDatum::Value(e.to_string()),
+                    })
+                    .collect();
+                // After MINVALUE / MAXVALUE every datum must be one too.
+                let mut seen: Option<&RangeDatum> = None;
+                for d in &out {
+                    match (seen, d) {
+                        (None, RangeDatum::MinValue | RangeDatum::MaxValue) => seen = Some(d),
+                        (Some(RangeDatum::MinValue), RangeDatum::MinValue) | (Some(RangeDatum::MaxValue), RangeDatum::MaxValue) => {}
+                        (Some(RangeDatum::MinValue), _) => {
+                            bail!(InvalidTableDefinition, "every bound following MINVALUE must also be MINVALUE")
+                        }
+                        (Some(_), _) => bail!(InvalidTableDefinition, "every bound following MAXVALUE must also be MAXVALUE"),
+                        (None, _) => {}
+                    }
+                }
+                Ok(out)
+            };
+            let _ = child;
+            Bound::Range { from: datums(from, "FROM")?, to: datums(to, "TO")? }
+        }
+        ast::ForValues::With { .. } => return Err(wrong(key.strategy.name())),
+    })
+}
+
+/// Check a new partition's bound against its siblings (PostgreSQL's
+/// errors), and, when a default partition exists, that none of its rows
+/// belongs to the new one.
+pub fn check_bound(planner: &Planner, parent: &TableDef, child: &str, bound: &Bound) -> Result<()> {
+    let key = planner.partition_key(parent)?.expect("partitioned");
+    let new = planner.eval_bound(&key, bound)?;
+    if empty_range(&new) {
+        return Err(err!(InvalidObjectDefinition, "empty range bound specified for partition \"{child}\"").with_detail(match bound {
+            Bound::Range { from, to } => {
+                let f = Bound::Range { from: from.clone(), to: to.clone() }.sql();
+                let inner = f.trim_start_matches("FOR VALUES FROM ");
+                let (lo, hi) = inner.split_once(" TO ").unwrap_or((inner, ""));
+                format!("Specified lower bound {lo} is greater than or equal to upper bound {hi}.")
+            }
+            _ => String::new(),
+        }));
+    }
+    let mut siblings = Vec::new();
+    for c in planner.catalog.partitions(&parent.database, &parent.name) {
+        if c.name == child {
+            continue;
+        }
+        let b = c.partition.of.as_ref().map(|o| o.bound.clone()).unwrap_or(Bound::Default);
+        siblings.push((c.name.clone(), planner.eval_bound(&key, &b)?));
+    }
+    if let Some(other) = overlapping(&new, &siblings) {
+        if matches!(new, EvalBound::Default) {
+            bail!(InvalidObjectDefinition, "partition \"{child}\" conflicts with existing default partition \"{other}\"");
+        }
+        bail!(InvalidObjectDefinition, "partition \"{child}\" would overlap partition \"{other}\"");
+    }
+    Ok(())
+}
+
+/// After a partition was added next to a default one: the default one's
+/// rows must still belong to it.
+fn check_default_rows(planner: &Planner, parent: &TableDef) -> Result<()> {
+    let Some(default) = planner
+        .catalog
+        .partitions(&parent.database, &parent.name)
+        .into_iter()
+        .find(|c| c.partition.of.as_ref().is_some_and(|o| o.bound == Bound::Default))
+    else {
+        return Ok(());
+    };
+    if let Err(e) = check_rows(planner, &default) {
+        if e.kind == crate::error::ErrorKind::CheckViolation {
+            bail!(CheckViolation, "updated partition constraint for default partition \"{}\" would be violated by some row", default.name);
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Every stored row of a table (a partition) routes into it.
+fn check_rows(planner: &Planner, def: &TableDef) -> Result<()> {
+    let (tree, at) = planner.partition_root(def)?;
+    for leaf in tree.leaves(at) {
+        let ldef = &tree.nodes[leaf].def;
+        for r in planner.regions(ldef)? {
+            let rows = super::dml::scan_region(planner, &r, crate::storage::ScanRequest::default())?;
+            for b in rows {
+                let b = b.project(&(0..ldef.columns.len()).collect::<Vec<_>>())?;
+                let b = reorder(&b, ldef, &tree.nodes[0].def)?;
+                tree.route(at, &b, &planner.ctx)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// CREATE TABLE … PARTITION OF parent …: the parent's columns (with the
+/// NOT NULL / DEFAULT the statement adds), the bound checked against the
+/// siblings, its own key when it says PARTITION BY.
+pub fn create_partition_of(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResult> {
+    let engine = s.engine.clone();
+    let cat = &engine.catalog;
+    let planner = s.planner(Default::default());
+    let parent_name = ct.partition_of.as_ref().expect("PARTITION OF");
+    let parent = planner.table_named(parent_name)?;
+    let rel = crate::planner::relation(cat, &s.database, &ct.name)?;
+    let database = rel.database()?;
+    let name = rel.name.clone();
+    if database != parent.database {
+        bail!(FeatureNotSupported, "a partition must be in its parent's database");
+    }
+    if cat.table(&database, &name).is_some() || cat.view(&database, &name).is_some() {
+        if ct.if_not_exists {
+            return Ok(QueryResult::Command("CREATE TABLE".into()));
+        }
+        bail!(DuplicateTable, "relation \"{name}\" already exists");
+    }
+    if parent.partition.key.is_none() {
+        bail!(WrongObjectType, "\"{}\" is not partitioned", parent.name);
+    }
+    let fv = ct.for_values.as_ref().ok_or_else(|| err!(Syntax, "syntax error: PARTITION OF needs FOR VALUES or DEFAULT"))?;
+    let bound = parse_bound(&parent, &name, fv)?;
+    check_bound(&planner, &parent, &name, &bound)?;
+    let mut columns = parent.columns.clone();
+    for c in &ct.columns {
+        let n = ident(&c.name);
+        let Some(col) = columns.iter_mut().find(|x| x.name == n) else {
+            bail!(UndefinedColumn, "column \"{n}\" does not exist");
+        };
+        for o in &c.options {
+            match &o.option {
+                ast::ColumnOption::NotNull => col.nullable = false,
+                ast::ColumnOption::Null => {}
+                ast::ColumnOption::Default(e) => col.default = Some(e.to_string()),
+                other => bail!(FeatureNotSupported, "column option {other} of a partition is not supported"),
+            }
+        }
+    }
+    if !ct.constraints.is_empty() {
+        bail!(FeatureNotSupported, "constraints on a partition are not supported");
+    }
+    let mut def = parent.clone();
+    def.id = cat.next_table_id()?;
+    def.name = name.clone();
+    def.columns = columns;
+    def.regions = 1;
+    def.partition.key = match &ct.partition_by {
+        Some(k) => Some(parse_key(k)?),
+        None => None,
+    };
+    def.partition.of = Some(PartitionOf { parent: parent.name.clone(), bound: bound.clone() });
+    if def.partition.key.is_some() {
+        check_key(&planner, &def)?;
+    }
+    drop(planner);
+    engine.open_table_regions(&def)?;
+    cat.create_table(def.clone())?;
+    if bound != Bound::Default {
+        let planner = s.planner(Default::default());
+        if let Err(e) = check_default_rows(&planner, &parent) {
+            drop(planner);
+            drop_tree(s, &def)?;
+            return Err(e);
+        }
+    }
+    Ok(QueryResult::Command("CREATE TABLE".into()))
+}
+
+/// Drop a table and, when it is partitioned, its partitions first.
+pub fn drop_tree(s: &Session, def: &TableDef) -> Result<()> {
+    let cat = &s.engine.catalog;
+    if def.partition.key.is_some() {
+        for c in cat.partitions(&def.database, &def.name) {
+            drop_tree(s, &c)?;
+        }
+    }
+    if cat.table(&def.database, &def.name).is_some_and(|d| d.id == def.id) {
+        cat.drop_table(&def.database, &def.name)?;
+        for r in 0..def.regions.max(1) {
+            s.engine.storage.drop_region(crate::storage::region_id(def.id, r))?;
+        }
+    }
+    Ok(())
+}
+
+/// A table and the partitions under it, depth first (TRUNCATE's targets).
+pub fn with_partitions(s: &Session, def: &TableDef) -> Vec<TableDef> {
+    let mut out = vec![def.clone()];
+    if def.partition.key.is_some() {
+        for c in s.engine.catalog.partitions(&def.database, &def.name) {
+            out.extend(with_partitions(s, &c));
+        }
+    }
+    out
+}
+
+/// ALTER TABLE parent ATTACH PARTITION child FOR VALUES …
+pub fn attach(s: &mut Session, parent: &TableDef, child: &ast::ObjectName, fv: &ast::ForValues) -> Result<QueryResult> {
+    let engine = s.engine.clone();
+    let cat = &engine.catalog;
+    let planner = s.planner(Default::default());
+    let def = planner.table_named(child)?;
+    if parent.partition.key.is_none() {
+        bail!(WrongObjectType, "table \"{}\" is not partitioned", parent.name);
+    }
+    if def.partition.of.is_some() {
+        bail!(ObjectNotInPrerequisiteState, "\"{}\" is already a partition", def.name);
+    }
+    if def.id == parent.id {
+        bail!(DuplicateTable, "circular inheritance not allowed");
+    }
+    for c in &def.columns {
+        match parent.columns.iter().find(|p| p.name == c.name) {
+            None => bail!(DatatypeMismatch, "table \"{}\" contains column \"{}\" not found in parent \"{}\"", def.name, c.name, parent.name),
+            Some(p) if p.ty != c.ty => {
+                bail!(DatatypeMismatch, "child table \"{}\" has different type for column \"{}\"", def.name, c.name)
+            }
+            Some(p) if !p.nullable && c.nullable => {
+                bail!(DatatypeMismatch, "column \"{}\" in child table must be marked NOT NULL", c.name)
+            }
+            _ => {}
+        }
+    }
+    for p in &parent.columns {
+        if def.column_index(&p.name).is_none() {
+            bail!(DatatypeMismatch, "child table is missing column \"{}\"", p.name);
+        }
+    }
+    let bound = parse_bound(parent, &def.name, fv)?;
+    check_bound(&planner, parent, &def.name, &bound)?;
+    drop(planner);
+    let mut new = def.clone();
+    new.partition.of = Some(PartitionOf { parent: parent.name.clone(), bound: bound.clone() });
+    cat.replace_table(new.clone())?;
+    let planner = s.planner(Default::default());
+    let checked = check_rows(&planner, &new).map_err(|e| {
+        if e.kind == crate::error::ErrorKind::CheckViolation {
+            err!(CheckViolation, "partition constraint of relation \"{}\" is violated by some row", def.name)
+        } else {
+            e
+        }
+    });
+    let checked = checked.and_then(|_| if bound != Bound::Default { check_default_rows(&planner, parent) } else { Ok(()) });
+    drop(planner);
+    if let Err(e) = checked {
+        cat.replace_table(def)?;
+        return Err(e);
+    }
+    Ok(QueryResult::Command("ALTER TABLE".into()))
+}
+
+/// ALTER TABLE parent DETACH PARTITION child.
+pub fn detach(s: &mut Session, parent: &TableDef, child: &ast::ObjectName) -> Result<QueryResult> {
+    let planner = s.planner(Default::default());
+    let def = planner.table_named(child)?;
+    drop(planner);
+    if def.partition.of.as_ref().is_none_or(|o| o.parent != parent.name) {
+        bail!(UndefinedTable, "relation \"{}\" is not a partition of relation \"{}\"", def.name, parent.name);
+    }
+    let mut new = def.clone();
+    new.partition.of = None;
+    s.engine.catalog.replace_table(new)?;
+    Ok(QueryResult::Command("ALTER TABLE".into()))
+}
+
+/// The partitions to rename along with their parent.
+pub fn rename_parent(s: &Session, old: &TableDef, new_name: &str) -> Result<()> {
+    for mut c in s.engine.catalog.partitions(&old.database, &old.name) {
+        if let Some(of) = c.partition.of.as_mut() {
+            of.parent = new_name.to_string();
+        }
+        s.engine.catalog.replace_table(c)?;
+    }
+    Ok(())
+}
+
+/// Write rows into a table: a partitioned table's rows go to their leaves,
+/// a partition's are checked against its constraint; an ordinary table's
+/// are written as they are.
+pub fn write(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batch: &RecordBatch) -> Result<()> {
+    if def.partition.is_none() {
+        return super::txn::write_rows(s, def, regions, batch);
+    }
+    let (tree, at) = planner.partition_root(def)?;
+    let batch = batch.project(&(0..def.columns.len()).collect::<Vec<_>>())?;
+    // Routed in the root's column order, written in each leaf's.
+    let root = &tree.nodes[0].def;
+    let batch = reorder(&batch, def, root)?;
+    for (leaf, rows) in tree.route(at, &batch, &planner.ctx)? {
+        let ldef = &tree.nodes[leaf].def;
+        let idx = UInt32Array::from(rows);
+        let part = arrow::compute::take_record_batch(&batch, &idx)?;
+        let part = reorder(&part, root, ldef)?;
+        for (i, c) in ldef.columns.iter().enumerate() {
+            if !c.nullable && part.column(i).null_count() > 0 {
+                return Err(err!(
+                    NotNullViolation,
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                    c.name,
+                    ldef.name
+                ));
+            }
+        }
+        let lregions = planner.regions(ldef)?;
+        super::txn::write_rows(s, ldef, &lregions, &part)?;
+    }
+    Ok(())
+}
