@@ -1,6 +1,7 @@
 //! COPY FROM STDIN: text and CSV, all or nothing, the connection usable
 //! after a bad payload, and the data durable across a restart; COPY TO
-//! STDOUT; `db.table` names.
+//! STDOUT; `db.table` names. Large multi-row INSERTs of literals (parsed
+//! by the scanner of `parser/values.rs`) store what the parser's path does.
 
 mod common;
 
@@ -584,4 +585,62 @@ async fn copy_binary_out_and_malformed_fields() {
     let db = e.as_db_error().expect("a server error");
     assert_eq!((db.code().code(), db.message()), ("22P03", "incorrect binary data format in bind parameter 1"));
     assert_eq!(count(&c, "SELECT count(*) FROM cpm").await, 0);
+}
+
+/// Rows of every literal kind, in one INSERT large enough for the scanner
+/// and in the same INSERT with a comment (the parser's path): the tables
+/// read back the same. A bad cell or row fails the statement whole, with
+/// the parser's path's error, and the connection carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_literal_insert_matches_the_parser_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::spawn(dir.path()).unwrap();
+    let c = server.connect(None).await.unwrap();
+    for t in ["fast", "slow"] {
+        c.batch_execute(&format!(
+            "CREATE TABLE {t} (host TEXT, ts TIMESTAMP TIME INDEX, v DOUBLE PRECISION, n BIGINT, b BOOLEAN, note TEXT, PRIMARY KEY (host))"
+        ))
+        .await
+        .unwrap();
+    }
+    let rows: Vec<String> = (0..600)
+        .map(|i| {
+            let v = match i % 4 {
+                0 => format!("{}.25", i),
+                1 => format!("-{}e-2", i),
+                2 => "NULL".to_string(),
+                _ => format!("{}", i),
+            };
+            let note = if i % 3 == 0 { "NULL".to_string() } else { format!("'it''s #{i}, (ok)'") };
+            format!("('h{}', '2024-01-01 00:{:02}:{:02}', {v}, -{i}, {}, {note})", i % 7, i / 60, i % 60, if i % 2 == 0 { "true" } else { "FALSE" })
+        })
+        .collect();
+    let body = rows.join(",\n");
+    c.batch_execute(&format!("INSERT INTO fast VALUES {body};")).await.unwrap();
+    c.batch_execute(&format!("INSERT INTO slow VALUES {body} -- the parser's path")).await.unwrap();
+    let read = |t: &'static str| {
+        let c = &c;
+        async move {
+            let rows = c.simple_query(&format!("SELECT * FROM {t} ORDER BY host, ts")).await.unwrap();
+            rows.iter()
+                .filter_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|k| r.get(k).map(str::to_string)).collect::<Vec<_>>()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let fast = read("fast").await;
+    assert_eq!(fast.len(), 600);
+    assert_eq!(fast, read("slow").await);
+
+    // A bad timestamp in the last row, a short row: nothing is written.
+    for (bad, state) in [("('x', 'not a time', 1, 1, true, 'x')", "22007"), ("('x', '2024-01-02 00:00:00', 1)", "42601")] {
+        let sql = format!("INSERT INTO fast (host, ts, v, n, b, note) VALUES {body}, {bad}");
+        let e = c.batch_execute(&sql).await.unwrap_err();
+        let slow = c.batch_execute(&format!("{sql} -- the parser's path")).await.unwrap_err();
+        assert_eq!(common::format_error(&e), common::format_error(&slow));
+        assert_eq!(common::format_error(&e).1.as_deref(), Some(state), "{}", common::format_error(&e).0);
+    }
+    assert_eq!(count(&c, "SELECT count(*) FROM fast").await, 600);
 }

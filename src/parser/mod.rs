@@ -8,6 +8,10 @@
 //! query string into statements happens here too, on the tokens, so
 //! comments, dollar quotes and quoted `;` need no special care.
 //!
+//! A large multi-row `INSERT ... VALUES` of literal cells takes a shorter
+//! road (`values.rs`): the text through its first row is parsed here as
+//! usual, the other rows are scanned into the same AST.
+//!
 //! Adding a statement: a variant of [`Statement`], a module with its AST
 //! type (with `Display`, so it round-trips) and its parse function, and a
 //! row in `WEIR_STATEMENTS`.
@@ -25,6 +29,7 @@ mod nesting;
 mod tdengine;
 mod tql;
 mod vacuum;
+mod values;
 mod window_frame;
 
 use std::fmt;
@@ -200,6 +205,19 @@ fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, Wei
 
 /// Parse a query string into its statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
+    // A bulk loader's multi-row INSERT of literals (`values.rs`); TDengine's
+    // `%%` placeholders are rewritten at the token level, so not there.
+    if sql.len() >= values::MIN_BYTES && !sql.contains("%%") {
+        if let Some(s) = values::bulk_insert(sql, |head| parse_standard(head).ok()) {
+            return Ok(vec![s]);
+        }
+    }
+    parse_standard(sql)
+}
+
+/// Parse a query string into its statements with sqlparser and weir's
+/// grammar.
+fn parse_standard(sql: &str) -> Result<Vec<Statement>, WeirError> {
     // Deep nesting is refused before sqlparser's recursive descent (slow on
     // it: `new_parser`) and after it, before anything else recurses over the AST.
     let dialect = WeirDialect::default();

@@ -421,15 +421,25 @@ impl BulkWrite {
         self.buffered_bytes += bytes;
         while self.buffered_bytes > limit {
             let largest = (0..self.buffers.len()).max_by_key(|&i| self.buffers[i].2).expect("buffers hold the bytes");
-            self.stage(largest)?;
+            self.stage(largest, true)?;
         }
         Ok(())
     }
 
-    /// Write region buffer `i` as one staged SST.
-    fn stage(&mut self, i: usize) -> Result<()> {
-        let (region, rows, bytes) = self.buffers.swap_remove(i);
+    /// Write region buffer `i` as one staged SST. With `cut`, the rows at
+    /// its latest time stay buffered for the next file
+    /// ([`Region::split_last_tick`]), so the load's files do not overlap.
+    fn stage(&mut self, i: usize, cut: bool) -> Result<()> {
+        let (region, mut rows, bytes) = self.buffers.swap_remove(i);
         self.buffered_bytes -= bytes;
+        if cut {
+            let carry = region.split_last_tick(&mut rows)?;
+            if !carry.is_empty() {
+                let n: usize = carry.iter().map(|b| b.get_array_memory_size()).sum();
+                self.buffered_bytes += n;
+                self.buffers.push((region.clone(), carry, n));
+            }
+        }
         let Some((seq, meta)) = region.stage_bulk(self.txn, &rows)? else { return Ok(()) };
         let w = RegionWrites { deletes: vec![], puts: rows };
         let mut notice = region.txn_notice(&w, seq);
@@ -456,7 +466,7 @@ impl BulkWrite {
     /// Make the whole load durable and visible at once.
     pub fn commit(mut self) -> Result<()> {
         while !self.buffers.is_empty() {
-            self.stage(self.buffers.len() - 1)?;
+            self.stage(self.buffers.len() - 1, false)?;
         }
         self.done = true;
         if self.held.is_empty() {

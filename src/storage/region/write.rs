@@ -224,6 +224,40 @@ impl Region {
         Ok(seq)
     }
 
+    /// Cut a bulk load's buffered rows at a time boundary before they are
+    /// staged: the rows at the buffer's latest time are taken out of `rows`
+    /// and returned, to go into the next staged file. With time-ordered
+    /// input (a tick's rows arriving together) consecutive staged files
+    /// then have disjoint time ranges, so a scan merges them one at a time
+    /// instead of as one group of overlapping sources. Nothing is taken when
+    /// every row has that time, or the table has no last-write-wins time
+    /// identity (scans do not group its files by time).
+    pub(in crate::storage) fn split_last_tick(&self, rows: &mut Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        let Some(ti) = self.layout.time_index.filter(|_| self.desc.last_write_wins()) else { return Ok(vec![]) };
+        let mut bounds = Vec::with_capacity(rows.len());
+        for b in rows.iter() {
+            bounds.push(time_bounds(b.column(ti))?);
+        }
+        let Some(last) = bounds.iter().flatten().map(|b| b.1).max() else { return Ok(vec![]) };
+        if bounds.iter().all(|b| b.is_some_and(|(lo, _)| lo == last)) {
+            return Ok(vec![]);
+        }
+        let mut carry = Vec::new();
+        for (b, t) in rows.iter_mut().zip(&bounds) {
+            if t.is_none_or(|(_, hi)| hi < last) {
+                continue;
+            }
+            // Filtered copies, so the buffer's byte count is what they hold.
+            // (A null time is not the last one: it stays.)
+            let at_last = cmp::eq(&time_values(b.column(ti))?, &Int64Array::new_scalar(last))?;
+            let at_last = if at_last.null_count() > 0 { arrow::compute::prep_null_mask_filter(&at_last) } else { at_last };
+            carry.push(arrow::compute::filter_record_batch(b, &at_last)?);
+            *b = arrow::compute::filter_record_batch(b, &arrow::compute::not(&at_last)?)?;
+        }
+        rows.retain(|b| b.num_rows() > 0);
+        Ok(carry)
+    }
+
     /// Write `rows` (user columns plus a temporary `__rowid`, as
     /// [`crate::storage::txn::RegionWrites::puts`]) of bulk load `txn` as
     /// one SST, at a sequence of their own: held like a transaction record
