@@ -144,12 +144,12 @@ struct State {
     acls: BTreeMap<String, acl::ObjectAcl>,
 }
 
-/// The catalog. Every change is written through to sled and flushed.
 thread_local! {
     /// Nesting depth of `Catalog::with_one_flush` on this thread.
     static DEFER_FLUSH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+/// The catalog. Every change is written through to sled and flushed.
 pub struct Catalog {
     tree: sled::Tree,
     db: sled::Db,

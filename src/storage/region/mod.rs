@@ -430,7 +430,7 @@ impl Region {
 
     /// Called with the write lock held by every write path: a failed WAL,
     /// a dropped region or a fenced one refuses the write.
-    pub(super) fn check_writable(&self, inner: &Inner) -> Result<()> {
+    fn check_writable(&self, inner: &Inner) -> Result<()> {
         if let Some(e) = &inner.wal_failed {
             return Err(self.wal_failed_error(e));
         }
