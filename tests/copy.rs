@@ -612,7 +612,13 @@ async fn large_literal_insert_matches_the_parser_path() {
                 _ => format!("{}", i),
             };
             let note = if i % 3 == 0 { "NULL".to_string() } else { format!("'it''s #{i}, (ok)'") };
-            format!("('h{}', '2024-01-01 00:{:02}:{:02}', {v}, -{i}, {}, {note})", i % 7, i / 60, i % 60, if i % 2 == 0 { "true" } else { "FALSE" })
+            format!(
+                "('h{}', '2024-01-01 00:{:02}:{:02}', {v}, -{i}, {}, {note})",
+                i % 7,
+                i / 60,
+                i % 60,
+                if i % 2 == 0 { "true" } else { "FALSE" }
+            )
         })
         .collect();
     let body = rows.join(",\n");
@@ -624,7 +630,9 @@ async fn large_literal_insert_matches_the_parser_path() {
             let rows = c.simple_query(&format!("SELECT * FROM {t} ORDER BY host, ts")).await.unwrap();
             rows.iter()
                 .filter_map(|m| match m {
-                    tokio_postgres::SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|k| r.get(k).map(str::to_string)).collect::<Vec<_>>()),
+                    tokio_postgres::SimpleQueryMessage::Row(r) => {
+                        Some((0..r.len()).map(|k| r.get(k).map(str::to_string)).collect::<Vec<_>>())
+                    }
                     _ => None,
                 })
                 .collect::<Vec<_>>()

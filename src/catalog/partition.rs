@@ -58,8 +58,14 @@ pub enum Bound {
     Default,
     /// The listed constants as SQL text (`NULL` included).
     List(Vec<String>),
-    Range { from: Vec<RangeDatum>, to: Vec<RangeDatum> },
-    Hash { modulus: u64, remainder: u64 },
+    Range {
+        from: Vec<RangeDatum>,
+        to: Vec<RangeDatum>,
+    },
+    Hash {
+        modulus: u64,
+        remainder: u64,
+    },
 }
 
 /// A partition's place in its tree.

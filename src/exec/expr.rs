@@ -1315,10 +1315,9 @@ impl From<&Value> for Key {
 /// The rows of a subquery expression for row `row` of `batch` (its outer
 /// references substituted), cached per distinct outer values.
 pub fn subquery_rows(e: &Expr, batch: &RecordBatch, row: usize, ctx: &ExecCtx) -> Result<Arc<Vec<Vec<Value>>>> {
-    let Expr::Subquery { plan, kind, correlated, outer_refs, cache, .. } = e else {
-        bail!(Internal, "not a subquery expression")
-    };
-    let vals: Vec<Value> = if *correlated { outer_refs.iter().map(|(i, _)| value_at(batch.column(*i).as_ref(), row)).collect() } else { vec![] };
+    let Expr::Subquery { plan, kind, correlated, outer_refs, cache, .. } = e else { bail!(Internal, "not a subquery expression") };
+    let vals: Vec<Value> =
+        if *correlated { outer_refs.iter().map(|(i, _)| value_at(batch.column(*i).as_ref(), row)).collect() } else { vec![] };
     let key: Vec<Key> = vals.iter().map(Key::from).collect();
     if let Some(r) = cache.results.lock().get(&key) {
         return Ok(r.clone());

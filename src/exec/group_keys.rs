@@ -568,11 +568,8 @@ mod tests {
                 host.push(if series % 3 == 0 { format!("{long}{series}") } else { format!("h{series}") });
                 f.push(if i % 50 < 25 { 0.0 } else { -0.0 });
             }
-            let keys: Vec<ArrayRef> = vec![
-                Arc::new(TimestampMicrosecondArray::from(ts)),
-                Arc::new(StringArray::from(host)),
-                Arc::new(Float64Array::from(f)),
-            ];
+            let keys: Vec<ArrayRef> =
+                vec![Arc::new(TimestampMicrosecondArray::from(ts)), Arc::new(StringArray::from(host)), Arc::new(Float64Array::from(f))];
             by_rows.assign(&keys, &mut want).unwrap();
             by_runs.assign_runs(&keys, &mut got, &mut runs).unwrap();
             assert_eq!(got, want, "batch {batch}");

@@ -310,11 +310,8 @@ impl BatchExecutor for ProjectSetExecutor {
                 for (k, c) in self.srfs.iter().enumerate() {
                     if let SrfKind::Lateral { left } = c.kind {
                         let rows = super::expr::subquery_rows(&c.args[0], &batch, self.row, &self.ctx)?;
-                        let rows: Vec<Vec<Value>> = if rows.is_empty() && left {
-                            vec![vec![Value::Null; c.out.len()]]
-                        } else {
-                            rows.as_ref().clone()
-                        };
+                        let rows: Vec<Vec<Value>> =
+                            if rows.is_empty() && left { vec![vec![Value::Null; c.out.len()]] } else { rows.as_ref().clone() };
                         sets.push(SetIter::Rows(rows.into_iter()));
                         continue;
                     }

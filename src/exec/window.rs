@@ -7,7 +7,9 @@ use arrow::compute::{lexsort_to_indices, SortColumn, SortOptions};
 use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, SortField};
 
-use super::plan::{arrow_schema, AggFunc, FrameBound, FrameExclude, FrameUnits, GeneralFrame, PlanColumn, WindowCall, WindowFrame, WindowFunc};
+use super::plan::{
+    arrow_schema, AggFunc, FrameBound, FrameExclude, FrameUnits, GeneralFrame, PlanColumn, WindowCall, WindowFrame, WindowFunc,
+};
 use super::{BatchExecutor, BatchResult, ExecCtx};
 use crate::err;
 use crate::error::Result;

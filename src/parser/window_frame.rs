@@ -235,9 +235,8 @@ mod tests {
 
     #[test]
     fn string_offsets_with_casts_parse() {
-        let s = round_trip(
-            "select sum(x) over (order by d range between '1 year'::interval preceding and '1 day'::interval following) from t",
-        );
+        let s =
+            round_trip("select sum(x) over (order by d range between '1 year'::interval preceding and '1 day'::interval following) from t");
         assert!(s.contains("('1 year'::INTERVAL) PRECEDING AND ('1 day'::INTERVAL) FOLLOWING"), "{s}");
         // Other casts are untouched.
         let s = round_trip("select 'a'::text and 'b'::text, x between 'c'::text and 'd'::text from t");

@@ -1496,7 +1496,12 @@ impl<'a> Planner<'a> {
                 .columns
                 .iter()
                 .filter(|c| !super::is_hidden(c) && super::visible_qualifier(c) == Some(qual.as_str()))
-                .map(|c| ast::Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', qual.clone()), ast::Ident::with_quote('"', c.name.clone())]))
+                .map(|c| {
+                    ast::Expr::CompoundIdentifier(vec![
+                        ast::Ident::with_quote('"', qual.clone()),
+                        ast::Ident::with_quote('"', c.name.clone()),
+                    ])
+                })
                 .collect();
             if !cols.is_empty() {
                 return Ok(cols);
@@ -1518,18 +1523,20 @@ impl<'a> Planner<'a> {
 fn row_items(e: &ast::Expr) -> Option<Vec<ast::Expr>> {
     match e {
         ast::Expr::Tuple(items) => Some(items.clone()),
-        ast::Expr::Function(f) if f.over.is_none() && f.name.0.len() == 1 && f.name.to_string().eq_ignore_ascii_case("row") => match &f.args {
-            ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => l
-                .args
-                .iter()
-                .map(|a| match a {
-                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Some(x.clone()),
-                    _ => None,
-                })
-                .collect(),
-            ast::FunctionArguments::None => Some(vec![]),
-            _ => None,
-        },
+        ast::Expr::Function(f) if f.over.is_none() && f.name.0.len() == 1 && f.name.to_string().eq_ignore_ascii_case("row") => {
+            match &f.args {
+                ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => l
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Some(x.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                ast::FunctionArguments::None => Some(vec![]),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }
@@ -1584,17 +1591,17 @@ fn row_comparison(e: &ast::Expr) -> Result<Option<ast::Expr>> {
         E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
             let Some((l, r)) = pair(a, b)? else { return Ok(None) };
             let distinct = matches!(e, E::IsDistinctFrom(..));
-            let parts: Vec<ast::Expr> = l
-                .into_iter()
-                .zip(r)
-                .map(|(x, y)| {
-                    if distinct {
-                        E::IsDistinctFrom(Box::new(x), Box::new(y))
-                    } else {
-                        E::IsNotDistinctFrom(Box::new(x), Box::new(y))
-                    }
-                })
-                .collect();
+            let parts: Vec<ast::Expr> =
+                l.into_iter()
+                    .zip(r)
+                    .map(|(x, y)| {
+                        if distinct {
+                            E::IsDistinctFrom(Box::new(x), Box::new(y))
+                        } else {
+                            E::IsNotDistinctFrom(Box::new(x), Box::new(y))
+                        }
+                    })
+                    .collect();
             fold(parts, if distinct { BO::Or } else { BO::And })
         }
         E::In { expr, target: ast::InTarget::List(list), negated, .. } if row_items(expr).is_some() && !list.is_empty() => {

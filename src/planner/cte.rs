@@ -63,12 +63,7 @@ fn level(outer: Option<&Scope>) -> usize {
 fn renamed(plan: Plan, names: &[String], cte: &str) -> Result<(Plan, Vec<PlanColumn>)> {
     let mut cols: Vec<PlanColumn> = plan.columns().to_vec();
     if names.len() > cols.len() {
-        bail!(
-            InvalidColumnReference,
-            "WITH query \"{cte}\" has {} columns available but {} columns specified",
-            cols.len(),
-            names.len()
-        );
+        bail!(InvalidColumnReference, "WITH query \"{cte}\" has {} columns available but {} columns specified", cols.len(), names.len());
     }
     for (c, n) in cols.iter_mut().zip(names) {
         c.name = n.clone();

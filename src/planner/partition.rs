@@ -13,12 +13,12 @@ use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 
 use super::logical::LogicalPlan;
 use super::{coerce, Planner, Scope};
-use crate::exec::plan::SetOpKind;
 use crate::catalog::partition::{Bound, RangeDatum, Strategy};
 use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::exec::expr::Expr;
 use crate::exec::plan::PlanColumn;
+use crate::exec::plan::SetOpKind;
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
@@ -254,8 +254,7 @@ impl Planner<'_> {
     fn add_node(&self, tree: &mut Tree, def: TableDef, parent: Option<usize>, bound: Option<EvalBound>, root: &TableDef) -> Result<usize> {
         let key = self.partition_key_over(&def, root)?;
         let me = tree.nodes.len();
-        let children: Vec<TableDef> =
-            if key.is_some() { self.catalog.partitions(&def.database, &def.name) } else { vec![] };
+        let children: Vec<TableDef> = if key.is_some() { self.catalog.partitions(&def.database, &def.name) } else { vec![] };
         tree.nodes.push(Node { def, parent, bound, key: key.clone(), children: vec![] });
         if let Some(key) = key {
             let mut kids: Vec<(EvalBound, TableDef)> = Vec::new();
@@ -282,7 +281,11 @@ impl Planner<'_> {
                 .ok_or_else(|| err!(Internal, "parent \"{}\" of partition \"{}\" is missing", of.parent, root.name))?;
         }
         let tree = self.partition_tree(&root)?;
-        let at = tree.nodes.iter().position(|n| n.def.id == def.id).ok_or_else(|| err!(Internal, "partition \"{}\" is not in its tree", def.name))?;
+        let at = tree
+            .nodes
+            .iter()
+            .position(|n| n.def.id == def.id)
+            .ok_or_else(|| err!(Internal, "partition \"{}\" is not in its tree", def.name))?;
         Ok((tree, at))
     }
 
@@ -300,9 +303,8 @@ impl Planner<'_> {
             let (scan, _) = self.table_scan(leaf)?;
             let mut exprs = Vec::new();
             for c in &def.columns {
-                let i = leaf
-                    .column_index(&c.name)
-                    .ok_or_else(|| err!(Internal, "partition \"{}\" has no column \"{}\"", leaf.name, c.name))?;
+                let i =
+                    leaf.column_index(&c.name).ok_or_else(|| err!(Internal, "partition \"{}\" has no column \"{}\"", leaf.name, c.name))?;
                 let e = Expr::Column { index: i, ty: leaf.columns[i].ty };
                 exprs.push(if leaf.columns[i].ty == c.ty { e } else { coerce(e, c.ty)? });
             }
@@ -351,8 +353,12 @@ impl Tree {
                     None => out.push((leaf, vec![row as u32])),
                 },
                 Routed::Leaf(_, false) | Routed::NoPartition(_, false) => {
-                    return Err(err!(CheckViolation, "new row for relation \"{}\" violates partition constraint", self.nodes[target].def.name)
-                        .with_detail(format!("Failing row contains ({}).", row_text(batch, row))));
+                    return Err(err!(
+                        CheckViolation,
+                        "new row for relation \"{}\" violates partition constraint",
+                        self.nodes[target].def.name
+                    )
+                    .with_detail(format!("Failing row contains ({}).", row_text(batch, row))));
                 }
                 Routed::NoPartition(at, true) => {
                     let key = self.nodes[at].key.as_ref().expect("partitioned");
@@ -363,7 +369,11 @@ impl Tree {
                         .map(|a| value_text(&crate::types::value_at(a.as_ref(), row)))
                         .collect();
                     return Err(err!(CheckViolation, "no partition of relation \"{}\" found for row", self.nodes[at].def.name)
-                        .with_detail(format!("Partition key of the failing row contains ({}) = ({}).", key.text.join(", "), vals.join(", "))));
+                        .with_detail(format!(
+                            "Partition key of the failing row contains ({}) = ({}).",
+                            key.text.join(", "),
+                            vals.join(", ")
+                        )));
                 }
             }
         }

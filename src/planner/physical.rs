@@ -224,8 +224,12 @@ mod tests {
         };
         // Inside [100, 500): ts >= 100, ts > 99, ts < 500, ts <= 499 and a
         // looser ts >= 50; the bound on another column stays.
-        let bounds =
-            vec![bin(BinOp::GtEq, time(), ts(100)), bin(BinOp::Gt, time(), ts(99)), bin(BinOp::Lt, time(), ts(500)), bin(BinOp::LtEq, time(), ts(499))];
+        let bounds = vec![
+            bin(BinOp::GtEq, time(), ts(100)),
+            bin(BinOp::Gt, time(), ts(99)),
+            bin(BinOp::Lt, time(), ts(500)),
+            bin(BinOp::LtEq, time(), ts(499)),
+        ];
         let v = bin(BinOp::Gt, col(2, SqlType::Int8), int(7));
         let mut filters = bounds.clone();
         filters.push(bin(BinOp::GtEq, ts(600), time()));

@@ -1169,8 +1169,7 @@ impl<'a> Planner<'a> {
     pub(super) fn table_scan(&self, def: &crate::catalog::TableDef) -> Result<(Plan, Vec<PlanColumn>)> {
         let def = def.clone();
         let regions = self.regions(&def)?;
-        let cols: Vec<PlanColumn> =
-            def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
+        let cols: Vec<PlanColumn> = def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
         let mut seqs = Vec::new();
         if let Some(keys) = self.incremental.as_ref().filter(|k| k.sink_table_id != Some(def.id)) {
             for r in &regions {

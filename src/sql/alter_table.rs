@@ -54,9 +54,7 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
         )
     };
     match at.operations.as_slice() {
-        [ast::AlterTableOperation::AttachPartitionOf { partition, for_values }] => {
-            super::partition::attach(s, &old, partition, for_values)
-        }
+        [ast::AlterTableOperation::AttachPartitionOf { partition, for_values }] => super::partition::attach(s, &old, partition, for_values),
         [ast::AlterTableOperation::DetachPartitionOf { partition, mode: None }] => super::partition::detach(s, &old, partition),
         ops if (old.partition.of.is_some() || !cat.partitions(&old.database, &old.name).is_empty()) && ops.iter().any(supported) => {
             bail!(FeatureNotSupported, "ALTER TABLE … ADD / DROP / RENAME COLUMN of a partitioned table or a partition is not supported")

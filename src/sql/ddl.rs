@@ -124,16 +124,16 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                 };
                 // A partitioned table's partitions are truncated with it.
                 for old in super::partition::with_partitions(s, &top) {
-                // New id, new empty regions: sequences never go backwards
-                // for a region id, so incremental readers of the old regions
-                // fall back to a full read instead of missing rows.
-                let mut def = old.clone();
-                def.id = cat.next_table_id()?;
-                engine.open_table_regions(&def)?;
-                cat.replace_table(def)?;
-                for r in 0..old.regions.max(1) {
-                    engine.storage.drop_region(region_id(old.id, r))?;
-                }
+                    // New id, new empty regions: sequences never go backwards
+                    // for a region id, so incremental readers of the old regions
+                    // fall back to a full read instead of missing rows.
+                    let mut def = old.clone();
+                    def.id = cat.next_table_id()?;
+                    engine.open_table_regions(&def)?;
+                    cat.replace_table(def)?;
+                    for r in 0..old.regions.max(1) {
+                        engine.storage.drop_region(region_id(old.id, r))?;
+                    }
                 }
             }
             Ok(QueryResult::Command("TRUNCATE TABLE".into()))

@@ -1148,7 +1148,8 @@ pub(crate) fn expand_tuple_assignments(assignments: &[ast::Assignment]) -> Resul
             },
             ast::Expr::Subquery(q) => {
                 if let ast::SetExpr::Select(s) = q.body.as_ref() {
-                    let star = s.projection.iter().any(|p| matches!(p, ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)));
+                    let star =
+                        s.projection.iter().any(|p| matches!(p, ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)));
                     if !star && s.projection.len() != targets.len() {
                         return Err(mismatch());
                     }

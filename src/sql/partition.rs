@@ -304,7 +304,9 @@ pub fn attach(s: &mut Session, parent: &TableDef, child: &ast::ObjectName, fv: &
     }
     for c in &def.columns {
         match parent.columns.iter().find(|p| p.name == c.name) {
-            None => bail!(DatatypeMismatch, "table \"{}\" contains column \"{}\" not found in parent \"{}\"", def.name, c.name, parent.name),
+            None => {
+                bail!(DatatypeMismatch, "table \"{}\" contains column \"{}\" not found in parent \"{}\"", def.name, c.name, parent.name)
+            }
             Some(p) if p.ty != c.ty => {
                 bail!(DatatypeMismatch, "child table \"{}\" has different type for column \"{}\"", def.name, c.name)
             }
