@@ -213,22 +213,9 @@ pub enum IdMap<'a> {
 
 impl<'a> IdMap<'a> {
     pub fn newest(keys: &'a Keys, seq: &[u64]) -> IdMap<'a> {
-        fn pick<K: std::hash::Hash + Eq>(n: usize, key: impl Fn(usize) -> K, seq: &[u64]) -> HashMap<K, u32, FxBuild> {
-            let mut best = HashMap::with_capacity_and_hasher(n, FxBuild::default());
-            for i in 0..n {
-                best.entry(key(i))
-                    .and_modify(|b: &mut u32| {
-                        if seq[i] >= seq[*b as usize] {
-                            *b = i as u32
-                        }
-                    })
-                    .or_insert(i as u32);
-            }
-            best
-        }
         match keys {
-            Keys::RowId(ids) => IdMap::RowId(pick(ids.len(), |i| ids.value(i), seq)),
-            Keys::Rows(rows) => IdMap::Rows(pick(rows.num_rows(), |i| rows.row(i).data(), seq)),
+            Keys::RowId(ids) => IdMap::RowId(newest_by(ids.len(), |i| ids.value(i), seq)),
+            Keys::Rows(rows) => IdMap::Rows(newest_by(rows.num_rows(), |i| rows.row(i).data(), seq)),
         }
     }
 
@@ -473,4 +460,20 @@ mod tests {
         b.write(b"hello world?");
         assert_ne!(a.finish(), b.finish());
     }
+}
+
+/// Each key's newest row among `n`: the highest sequence, within one the
+/// later row (the change log's dedup uses it too).
+pub(crate) fn newest_by<K: std::hash::Hash + Eq>(n: usize, key: impl Fn(usize) -> K, seq: &[u64]) -> HashMap<K, u32, FxBuild> {
+    let mut best = HashMap::with_capacity_and_hasher(n, FxBuild::default());
+    for i in 0..n {
+        best.entry(key(i))
+            .and_modify(|b: &mut u32| {
+                if seq[i] >= seq[*b as usize] {
+                    *b = i as u32
+                }
+            })
+            .or_insert(i as u32);
+    }
+    best
 }

@@ -3,7 +3,7 @@
 
 use super::read::{RowFilter, Snapshot, TimeSet};
 use super::*;
-use crate::storage::version::IdMap;
+use crate::storage::version::{newest_by, IdMap};
 use std::collections::HashMap;
 
 impl Region {
@@ -292,26 +292,6 @@ impl Ids<'_> {
             Ids::Encoded(m) => m.mask(n),
         }
     }
-}
-
-/// Each key's newest row among `n`: the highest sequence, within one the
-/// later row.
-fn newest_by<K: std::hash::Hash + Eq>(
-    n: usize,
-    key: impl Fn(usize) -> K,
-    seq: &[u64],
-) -> HashMap<K, u32, crate::storage::version::FxBuild> {
-    let mut best = HashMap::with_capacity_and_hasher(n, crate::storage::version::FxBuild::default());
-    for i in 0..n {
-        best.entry(key(i))
-            .and_modify(|b: &mut u32| {
-                if seq[i] >= seq[*b as usize] {
-                    *b = i as u32
-                }
-            })
-            .or_insert(i as u32);
-    }
-    best
 }
 
 /// An identity column hashed and compared as it is (no row encoding):
