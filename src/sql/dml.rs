@@ -542,26 +542,7 @@ fn upsert(
             def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(qual.to_string()), ty: c.ty }).collect();
         cols.extend(def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some("excluded".to_string()), ty: c.ty }));
         let scope = Scope::new(cols.clone(), None);
-        let mut sets: Vec<(usize, Expr)> = Vec::new();
-        for a in &expand_tuple_assignments(&u.assignments)? {
-            let col = match &a.target {
-                ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
-                _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
-            };
-            let i = def
-                .column_index(&col)
-                .ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
-            if sets.iter().any(|(j, _)| *j == i) {
-                bail!(Syntax, "multiple assignments to same column \"{col}\"");
-            }
-            let e = match &a.value {
-                ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
-                    default_expr(planner, def, i)?
-                }
-                v => planner.bind_expr(v, &scope, None)?,
-            };
-            sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
-        }
+        let sets = bind_sets(planner, def, &scope, &u.assignments)?;
         let pred = u.selection.as_ref().map(|w| planner.bind_expr(w, &scope, None).and_then(|e| coerce(e, SqlType::Bool))).transpose()?;
         // Subqueries (correlated ones read the stored and proposed row) are planned once.
         let sets = physical_sets(planner, sets)?;
@@ -949,15 +930,7 @@ fn joined_change(
     let mut projection: Vec<ast::SelectItem> = def.columns.iter().map(|c| ast::SelectItem::UnnamedExpr(col_ref(&c.name))).collect();
     let mut set_cols: Vec<usize> = Vec::new();
     for a in &expand_tuple_assignments(assignments)? {
-        let col = match &a.target {
-            ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
-            _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
-        };
-        let i =
-            def.column_index(&col).ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
-        if set_cols.contains(&i) {
-            bail!(Syntax, "multiple assignments to same column \"{col}\"");
-        }
+        let (i, _) = set_column(def, a, |j| set_cols.contains(&j))?;
         let value = match &a.value {
             ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
                 match &def.columns[i].default {
@@ -1076,25 +1049,7 @@ fn update(
         return joined_change(s, planner, def, regions, &u.table, from, u.selection.as_ref(), &u.assignments, changed);
     }
     let scope = Scope::new(table_scope(def, alias), None);
-    let mut sets: Vec<(usize, Expr)> = Vec::new();
-    for a in &expand_tuple_assignments(&u.assignments)? {
-        let col = match &a.target {
-            ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
-            _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
-        };
-        let i =
-            def.column_index(&col).ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
-        if sets.iter().any(|(j, _)| *j == i) {
-            bail!(Syntax, "multiple assignments to same column \"{col}\"");
-        }
-        let e = match &a.value {
-            ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
-                default_expr(planner, def, i)?
-            }
-            v => planner.bind_expr(v, &scope, None)?,
-        };
-        sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
-    }
+    let sets = bind_sets(planner, def, &scope, &u.assignments)?;
     let pred = bind_where(planner, def, alias, u.selection.as_ref())?;
     let sets = physical_sets(planner, sets)?;
     let mut n = 0;
@@ -1118,6 +1073,39 @@ fn update(
         }
     }
     Ok(n)
+}
+
+/// The column an UPDATE / DO UPDATE assignment sets (after tuple assignments
+/// are expanded) and its name; 42703 for an unknown column, 42601 for one
+/// `taken` already.
+fn set_column(def: &TableDef, a: &ast::Assignment, taken: impl Fn(usize) -> bool) -> Result<(usize, String)> {
+    let col = match &a.target {
+        ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
+        _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),
+    };
+    let i = def.column_index(&col).ok_or_else(|| err!(UndefinedColumn, "column \"{col}\" of relation \"{}\" does not exist", def.name))?;
+    if taken(i) {
+        bail!(Syntax, "multiple assignments to same column \"{col}\"");
+    }
+    Ok((i, col))
+}
+
+/// UPDATE's and ON CONFLICT DO UPDATE's SET list bound over `scope`: each
+/// column with its value (DEFAULT as the column's default), coerced as an
+/// assignment to the column's type.
+fn bind_sets(planner: &Planner, def: &TableDef, scope: &Scope, assignments: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>> {
+    let mut sets: Vec<(usize, Expr)> = Vec::new();
+    for a in &expand_tuple_assignments(assignments)? {
+        let (i, col) = set_column(def, a, |j| sets.iter().any(|(k, _)| *k == j))?;
+        let e = match &a.value {
+            ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
+                default_expr(planner, def, i)?
+            }
+            v => planner.bind_expr(v, scope, None)?,
+        };
+        sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
+    }
+    Ok(sets)
 }
 
 /// `SET (a, b) = (x, y)`, `= ROW(x, y)` and `= (SELECT x, y …)` as single
