@@ -1029,7 +1029,9 @@ impl<'a> Planner<'a> {
                                 .iter()
                                 .map(|c| ast::Expr::IsNull(Box::new(c.clone())))
                                 .reduce(|a, b| ast::Expr::BinaryOp { left: Box::new(a), op: BO::And, right: Box::new(b) })
-                                .expect("a relation has columns");
+                                .ok_or_else(|| {
+                                    err!(FeatureNotSupported, "whole-row reference to a relation with no columns is not supported")
+                                })?;
                             args.push(ast::Expr::Case {
                                 case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
                                 end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),

@@ -59,13 +59,12 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                             Err(_) if *if_exists => continue,
                             r => r?,
                         };
-                        if cat.table(&db, &name).is_none() {
+                        let Some(def) = cat.table(&db, &name) else {
                             if *if_exists {
                                 continue;
                             }
                             bail!(UndefinedTable, "table \"{}\" does not exist", rel.display());
-                        }
-                        let def = cat.table(&db, &name).expect("checked");
+                        };
                         super::partition::drop_tree(s, &def)?;
                     }
                     ast::ObjectType::View => {
