@@ -25,6 +25,9 @@ pub struct ActivityRow {
     /// The server's end of the connection (`inet_server_addr()` /
     /// `inet_server_port()`); None for sessions without a socket.
     pub server_addr: Option<std::net::SocketAddr>,
+    /// The channels the session listens on (committed LISTENs), sorted:
+    /// `pg_listening_channels()`.
+    pub listening: Vec<String>,
 }
 
 /// A TLS session as pg_stat_ssl shows it (OpenSSL's names).

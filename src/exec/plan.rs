@@ -229,6 +229,9 @@ pub enum SrfKind {
     GenerateSubscripts,
     /// information_schema._pg_expandarray(array): records (x, n), two columns.
     ExpandArray,
+    /// pg_listening_channels(): the channels the session listens on
+    /// (`ActivityRow::listening`).
+    ListeningChannels,
     /// A LATERAL FROM item: the rows of its one argument, a
     /// `SubqueryKind::Rows` subquery over the input row (the FROM items to
     /// its left). `left`: LEFT JOIN LATERAL, no rows give one NULL row.
@@ -242,6 +245,7 @@ impl SrfKind {
             "unnest" => SrfKind::Unnest,
             "generate_subscripts" => SrfKind::GenerateSubscripts,
             "_pg_expandarray" => SrfKind::ExpandArray,
+            "pg_listening_channels" => SrfKind::ListeningChannels,
             _ => return None,
         })
     }
@@ -252,6 +256,7 @@ impl SrfKind {
             SrfKind::Unnest => "unnest",
             SrfKind::GenerateSubscripts => "generate_subscripts",
             SrfKind::ExpandArray => "_pg_expandarray",
+            SrfKind::ListeningChannels => "pg_listening_channels",
             SrfKind::Lateral { .. } => "lateral",
         }
     }

@@ -153,7 +153,7 @@ fn text_value(s: Option<String>, ty: SqlType) -> Result<Value> {
 }
 
 /// Start one call's set from its argument values.
-fn start(call: &SrfCall, args: &[Value]) -> Result<SetIter> {
+fn start(call: &SrfCall, args: &[Value], ctx: &ExecCtx) -> Result<SetIter> {
     let int = |v: &Value| match v {
         Value::Int(i) => Some(*i),
         _ => None,
@@ -215,6 +215,10 @@ fn start(call: &SrfCall, args: &[Value]) -> Result<SetIter> {
                 .map(|(i, e)| Ok(vec![text_value(e, ty)?, Value::Int(i as i64 + 1)]))
                 .collect::<Result<Vec<_>>>()?;
             SetIter::Rows(rows.into_iter())
+        }
+        SrfKind::ListeningChannels => {
+            let channels = ctx.activity.get(ctx.pid).map(|r| r.listening).unwrap_or_default();
+            SetIter::Rows(channels.into_iter().map(|c| vec![Value::Text(c)]).collect::<Vec<_>>().into_iter())
         }
         SrfKind::Lateral { .. } => bail!(Internal, "a LATERAL item is started by its executor"),
     })
@@ -316,7 +320,7 @@ impl BatchExecutor for ProjectSetExecutor {
                         continue;
                     }
                     let vals: Vec<Value> = self.args[k].iter().map(|a| value_at(a.as_ref(), self.row)).collect();
-                    sets.push(start(c, &vals)?);
+                    sets.push(start(c, &vals, &self.ctx)?);
                 }
                 self.sets = Some(sets);
             }

@@ -147,6 +147,12 @@ impl<'a> Planner<'a> {
                 }
                 (vec![coerce(bound.into_iter().next().unwrap(), SqlType::Text)?], SqlType::Text)
             }
+            SrfKind::ListeningChannels => {
+                if !bound.is_empty() {
+                    return Err(no_such());
+                }
+                (vec![], SqlType::Text)
+            }
             SrfKind::Lateral { .. } => bail!(Internal, "LATERAL is not a function"),
         };
         if args.iter().any(contains_srf) {

@@ -119,11 +119,17 @@ fn commit(s: &mut Session) {
     let tx = std::mem::take(&mut s.listen_tx);
     let hub = &s.engine.notify;
     // A session without a connection (pid 0) has no mailbox to fill.
+    let changed = !tx.actions.is_empty() && s.pid != 0;
     for a in tx.actions.into_iter().filter(|_| s.pid != 0) {
         match a {
             Action::Listen(c) => hub.listen(s.pid, &c),
             Action::Unlisten(c) => hub.unlisten(s.pid, c.as_deref()),
         }
+    }
+    // pg_listening_channels() reads them from the session's activity row.
+    if changed {
+        let channels = hub.channels(s.pid);
+        s.engine.activity.update(s.pid, |r| r.listening = channels);
     }
     let notes: Vec<Note> = tx.notes.into_iter().map(|(channel, payload)| Note { pid: s.pid, channel, payload }).collect();
     hub.publish(&notes);

@@ -280,6 +280,7 @@ impl Session {
             query_start: None,
             ssl: None,
             server_addr: None,
+            listening: Vec::new(),
         });
     }
 
