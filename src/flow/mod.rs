@@ -19,6 +19,7 @@ pub mod shape;
 pub mod sink;
 pub mod streaming;
 pub mod tdengine;
+pub mod tdengine_cache;
 pub mod tdengine_notify;
 pub mod tql;
 pub mod window;

@@ -30,6 +30,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, RecordBatch};
 use sqlparser::ast;
 
+use super::tdengine_cache::TriggerCache;
 use super::tdengine_notify::Event;
 use crate::catalog::{Catalog, ColumnDef, GroupProgress, StreamDef, StreamState, SuperTableDef, TableDef, WindowMark};
 use crate::error::Result;
@@ -288,6 +289,9 @@ pub struct GroupRows {
     pub end: Vec<bool>,
     pub valid: Vec<bool>,
     pub digest: Vec<u64>,
+    /// Where each row is in the stream's `TriggerCache` (chunk, row), when
+    /// the rows were read for it (else empty).
+    pub at: Vec<(u32, u32)>,
 }
 
 /// The group key of partition values.
@@ -299,7 +303,7 @@ pub fn group_key(values: &[Option<String>]) -> String {
 /// hashed): columnar, where formatting every value as text per row was
 /// most of a window's evaluation. Falls back to `row_digest` for types
 /// the row format does not take.
-fn batch_digests(cols: &[ArrayRef], n: usize, out: &mut Vec<u64>) -> Result<()> {
+pub(super) fn batch_digests(cols: &[ArrayRef], n: usize, out: &mut Vec<u64>) -> Result<()> {
     out.clear();
     let fields: Vec<arrow::row::SortField> = cols.iter().map(|c| arrow::row::SortField::new(c.data_type().clone())).collect();
     if let Ok(conv) = arrow::row::RowConverter::new(fields) {
@@ -374,6 +378,17 @@ pub type Selection = BTreeMap<String, (Vec<Option<String>>, Option<i64>)>;
 /// Read the trigger rows, grouped, in time order: every group, or (`sel`)
 /// the groups selected from their start times on.
 pub fn read_trigger(env: &Env, c: &Compiled, sel: Option<&Selection>) -> Result<BTreeMap<String, GroupRows>> {
+    read_trigger_into(env, c, sel, None)
+}
+
+/// `read_trigger`; with a cache, the rows read are kept in it as chunks
+/// and each group's `at` says where.
+fn read_trigger_into(
+    env: &Env,
+    c: &Compiled,
+    sel: Option<&Selection>,
+    mut cache: Option<&mut TriggerCache>,
+) -> Result<BTreeMap<String, GroupRows>> {
     let Some(t) = &c.trigger else { return Ok(BTreeMap::new()) };
     let partition: Vec<String> = c.cs.partition.iter().map(crate::planner::ident).collect();
     let mut select: Vec<String> = partition.iter().map(|p| partition_expr(t, p)).collect::<Result<_>>()?;
@@ -441,7 +456,25 @@ pub fn read_trigger(env: &Env, c: &Compiled, sel: Option<&Selection>) -> Result<
         let drained = r.is_drained;
         let b = r.into_dense()?;
         let cols = b.columns();
-        batch_digests(&cols[extra..], b.num_rows(), &mut digests)?;
+        // Kept in the cache: the digests are the chunk's (its columns as
+        // `%%trows` has them).
+        let chunk = match cache.as_deref_mut() {
+            Some(k) => {
+                let fields: Vec<arrow::datatypes::FieldRef> = b.schema().fields()[extra..].to_vec();
+                let rows = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), cols[extra..].to_vec())?;
+                match k.add_chunk(&rows)? {
+                    Some((id, d)) => {
+                        digests = d;
+                        Some(id)
+                    }
+                    None => None,
+                }
+            }
+            None => None,
+        };
+        if chunk.is_none() {
+            batch_digests(&cols[extra..], b.num_rows(), &mut digests)?;
+        }
         let ts_col = cols[np].as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>();
         let texts: Vec<Option<&arrow::array::StringArray>> = cols[..np].iter().map(|a| a.as_any().downcast_ref()).collect();
         for i in 0..b.num_rows() {
@@ -483,6 +516,9 @@ pub fn read_trigger(env: &Env, c: &Compiled, sel: Option<&Selection>) -> Result<
             };
             g.ts.push(ts);
             g.digest.push(digests[i]);
+            if let Some(id) = chunk {
+                g.at.push((id, i as u32));
+            }
             let at = |k: usize| crate::types::value_at(cols[np + k].as_ref(), i);
             match &c.cs.trigger {
                 StreamTrigger::State { .. } => g.state.push(text(&at(1))),
@@ -506,7 +542,7 @@ pub fn read_trigger(env: &Env, c: &Compiled, sel: Option<&Selection>) -> Result<
 
 /// A group's rows in time order (a stable sort: rows of one time keep
 /// the order they were read in).
-fn sort_group(g: &mut GroupRows) {
+pub(super) fn sort_group(g: &mut GroupRows) {
     if g.ts.windows(2).all(|w| w[0] <= w[1]) {
         return;
     }
@@ -523,6 +559,7 @@ fn sort_group(g: &mut GroupRows) {
     permute(&mut g.start, &idx);
     permute(&mut g.end, &idx);
     permute(&mut g.valid, &idx);
+    permute(&mut g.at, &idx);
 }
 
 /// One window of a group: `[start, end)` on event time for INTERVAL and
@@ -759,6 +796,67 @@ pub struct Bindings {
     pub group_id: i64,
     pub local_us: i64,
     pub period_us: i64,
+    /// `%%trows` as rows in memory (the stream's cache), not a read.
+    pub trows: Option<Arc<TriggerRows>>,
+}
+
+/// A window's trigger rows in memory: the trigger table's columns.
+#[derive(Debug)]
+pub struct TriggerRows {
+    pub columns: Vec<PlanColumn>,
+    pub batch: RecordBatch,
+}
+
+/// The relation name `%%trows` reads when its rows are in memory.
+const TROWS_MEMORY: &str = "__td_trows";
+
+/// A planner for a computation: `%%trows`'s rows in memory when bound so.
+fn trows_planner<'a>(env: &Env<'a>, c: &Compiled, b: &Bindings, now: i64) -> Planner<'a> {
+    let mut planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now), Params::default());
+    if let Some(r) = &b.trows {
+        planner.materialized.push((TROWS_MEMORY.to_string(), r.columns.clone(), vec![r.batch.clone()]));
+    }
+    planner
+}
+
+/// `%%trows`'s columns: the trigger table's (`SELECT *`).
+fn trows_columns(t: &TriggerTable) -> Vec<PlanColumn> {
+    t.table.columns.iter().map(|c| PlanColumn::new(c.name.clone(), c.ty)).collect()
+}
+
+/// Whether a stream keeps its open windows' trigger rows in memory
+/// (`TriggerCache`): INTERVAL / SLIDING over a supertable, no PRE_FILTER.
+fn cacheable(c: &Compiled) -> bool {
+    matches!(c.trigger.as_ref().map(|t| &t.kind), Some(TableKind::Stable(_)))
+        && c.pre_filter.is_none()
+        && matches!(c.cs.trigger, StreamTrigger::Interval { .. } | StreamTrigger::Sliding { .. })
+}
+
+/// A selection's groups: those kept in the cache from their start on are
+/// taken from there, the others read (and kept; `read` counts their rows).
+fn read_cached(env: &Env, c: &Compiled, sel: &Selection, cache: &mut TriggerCache, read: &mut u64) -> Result<BTreeMap<String, GroupRows>> {
+    let mut out = BTreeMap::new();
+    let mut rest = Selection::new();
+    for (key, (values, anchor)) in sel {
+        match anchor.and_then(|a| cache.rows_from(key, a)) {
+            Some(mut g) => {
+                g.values = values.clone();
+                // A group with no row from its start on is not one read.
+                if !g.ts.is_empty() {
+                    out.insert(key.clone(), g);
+                }
+            }
+            None => {
+                rest.insert(key.clone(), (values.clone(), *anchor));
+            }
+        }
+    }
+    if !rest.is_empty() {
+        let groups = read_trigger_into(env, c, Some(&rest), Some(cache))?;
+        *read += groups.values().map(|g| g.ts.len() as u64).sum::<u64>();
+        out.extend(groups);
+    }
+    Ok(out)
 }
 
 /// Bind a stream query's placeholders: `_twstart`… and `%%n` become
@@ -833,6 +931,10 @@ pub fn bind_query(c: &Compiled, q: &ast::Query, b: &Bindings) -> Result<ast::Que
             let [ast::ObjectNamePart::Identifier(i)] = name.0.as_slice() else { return ControlFlow::Continue(()) };
             let alias = alias.as_ref().map(|a| a.to_string()).unwrap_or_else(|| quote_ident(&i.value));
             let rel = match i.value.as_str() {
+                "%%trows" if self.b.trows.is_some() => match &self.c.pre_filter {
+                    Some(f) => format!("(SELECT * FROM {} WHERE ({f})) AS {alias}", quote_ident(TROWS_MEMORY)),
+                    None => format!("{} AS {alias}", quote_ident(TROWS_MEMORY)),
+                },
                 "%%trows" => {
                     let (Some(t), Some(w)) = (&self.c.trigger, &self.b.window) else {
                         self.err = Some(err!(InvalidParameterValue, "%%trows needs a trigger table and a window"));
@@ -896,7 +998,7 @@ pub fn bind_query(c: &Compiled, q: &ast::Query, b: &Bindings) -> Result<ast::Que
 pub fn compute(env: &Env, c: &Compiled, b: &Bindings) -> Result<(Vec<PlanColumn>, Vec<RecordBatch>)> {
     let Some(q) = &c.cs.query else { return Ok((vec![], vec![])) };
     let q = bind_query(c, q, b)?;
-    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, b.local_us), Params::default());
+    let planner = trows_planner(env, c, b, b.local_us);
     let logical = planner.plan_query(&q, None)?;
     let columns = crate::planner::output_columns(&logical);
     let plan = planner.physical(logical)?;
@@ -1053,6 +1155,9 @@ pub fn group_out(env: &Env, c: &Compiled, group: &[Option<String>]) -> Result<Gr
 #[derive(Default)]
 struct OutBuf {
     table: Option<(TableDef, Vec<Arc<crate::storage::Region>>)>,
+    /// The output table, its supertable and regions, looked up once per
+    /// evaluation (not once per group).
+    defs: Option<(TableDef, Option<SuperTableDef>, Vec<Arc<crate::storage::Region>>)>,
     batches: Vec<RecordBatch>,
     keys: std::collections::HashSet<String>,
     rows: usize,
@@ -1090,11 +1195,15 @@ fn write_output(
     if buf.keys.contains(key) || buf.rows >= OUT_BUF_ROWS {
         flush_output(env, buf)?;
     }
-    let t = env
-        .catalog
-        .table(db, name)
-        .ok_or_else(|| err!(UndefinedTable, "output table \"{db}.{name}\" of stream \"{}\" does not exist", c.def.name))?;
-    let stable = env.catalog.stable(db, name);
+    if buf.defs.is_none() {
+        let t = env
+            .catalog
+            .table(db, name)
+            .ok_or_else(|| err!(UndefinedTable, "output table \"{db}.{name}\" of stream \"{}\" does not exist", c.def.name))?;
+        let regions = super::batching::table_regions(env, &t)?;
+        buf.defs = Some((t, env.catalog.stable(db, name), regions));
+    }
+    let Some((t, stable, regions)) = buf.defs.clone() else { bail!(Internal, "output table not looked up") };
     let data_cols = match &stable {
         Some(s) => s.columns.len(),
         None => t.columns.len(),
@@ -1135,7 +1244,6 @@ fn write_output(
         };
         arrays.push(a);
     }
-    let regions = super::batching::table_regions(env, &t)?;
     let schema = regions.first().map(|r| r.desc.schema.clone()).ok_or_else(|| err!(Internal, "output table has no region"))?;
     let batch = RecordBatch::try_new(schema, arrays)?;
     if let (Some(go), Some(s)) = (go, &stable) {
@@ -1193,6 +1301,11 @@ pub enum Mode {
     /// The first evaluation: without FILL_HISTORY the closed windows of the
     /// history are recorded, not computed.
     Init,
+    /// START STREAM IGNORE UNTREATED: the rows written while stopped are
+    /// skipped: closed windows recorded as they are (never computed, with
+    /// FILL_HISTORY neither), data-defined windows cut again only from the
+    /// rows after them, PERIOD's `%%trows` from now on.
+    Skip,
     /// RECALCULATE: every window of the range that was computed.
     Recalc { from: i64, to: Option<i64> },
 }
@@ -1203,16 +1316,25 @@ pub enum Mode {
 /// are computed again): the error, the failure count and the time of the
 /// retry are recorded (status Failed in `ins_streams`), and the runner
 /// retries after `retry_delay_ms`. What it wrote is rewritten by the retry.
-pub fn run(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode) -> Result<u64> {
+/// `cache`: the stream's trigger rows of open windows (a catch-up keeps
+/// and uses them; a failure drops them).
+pub fn run(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode, cache: Option<&mut TriggerCache>) -> Result<u64> {
     let mut st = env.catalog.stream_state(&def.database, &def.name);
     // One catalog flush for the evaluation (output subtables created, the
     // progress below), not one per write.
-    env.catalog.with_one_flush(|| run_evaluation(env, hub, def, mode, &mut st))
+    env.catalog.with_one_flush(|| run_evaluation(env, hub, def, mode, &mut st, cache))
 }
 
-fn run_evaluation(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode, st: &mut StreamState) -> Result<u64> {
+fn run_evaluation(
+    env: &Env,
+    hub: &Hub,
+    def: &StreamDef,
+    mode: Mode,
+    st: &mut StreamState,
+    mut cache: Option<&mut TriggerCache>,
+) -> Result<u64> {
     let began = super::batching::now_ms();
-    let r = compile(env, def).and_then(|c| run_compiled(env, hub, &c, st, mode));
+    let r = compile(env, def).and_then(|c| run_compiled(env, hub, &c, st, mode, cache.as_deref_mut()));
     match &r {
         Ok(_) => {
             st.last_error = None;
@@ -1226,6 +1348,9 @@ fn run_evaluation(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode, st: &mut St
             st.sample(ended, ended - began);
         }
         Err(e) => {
+            if let Some(k) = cache {
+                k.clear();
+            }
             *st = env.catalog.stream_state(&def.database, &def.name);
             st.last_error = Some(e.to_string());
             st.failures = st.failures.saturating_add(1);
@@ -1242,8 +1367,17 @@ pub fn retry_delay_ms(failures: u32) -> i64 {
     1000i64.saturating_mul(1 << failures.saturating_sub(1).min(6)).min(60_000)
 }
 
-fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mode) -> Result<u64> {
+fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mode, cache: Option<&mut TriggerCache>) -> Result<u64> {
     let now = now_us();
+    // The trigger rows of open windows in memory: a catch-up of a stream
+    // whose windows need times and digests only.
+    let mut cache = match (&c.trigger, cache) {
+        (Some(t), Some(k)) if mode == Mode::CatchUp && cacheable(c) => {
+            k.begin(u64::from(t.table.id), &trows_columns(t), &st.seqs);
+            Some(k)
+        }
+        _ => None,
+    };
     if let StreamTrigger::Period { period, offset } = &c.cs.trigger {
         return run_period(env, hub, c, st, mode, period.micros.unwrap_or(0), offset.as_ref().and_then(|o| o.micros).unwrap_or(0), now);
     }
@@ -1266,14 +1400,33 @@ fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: 
     // its first window the range reaches, so memory holds a few groups'
     // rows (one day of 1,000 children at once was 5.8 GB).
     let passes = match mode {
-        Mode::CatchUp => vec![selection(c, st, &regions, &upto, now, &mut deleted)?],
+        Mode::CatchUp => vec![selection(c, st, &regions, &upto, now, &mut deleted, cache.as_deref_mut())?],
         Mode::Recalc { from, .. } => recalc_passes(c, st, from)?,
-        Mode::Init => vec![None],
+        Mode::Init | Mode::Skip => vec![None],
     };
     let mut written = 0u64;
     for sel in passes {
-        let groups = read_trigger(env, c, sel.as_ref())?;
-        st.trigger_rows_read += groups.values().map(|g| g.ts.len() as u64).sum::<u64>();
+        // RECALCULATE: each pass's rows in a cache of its own, so its
+        // windows are computed from the rows read once (only its groups'),
+        // dropped when the pass ends.
+        let mut own = TriggerCache::default();
+        let mut pass_cache = match (cache.as_deref_mut(), &c.trigger) {
+            (Some(k), _) => Some(k),
+            (None, Some(t)) if matches!(mode, Mode::Recalc { .. }) && cacheable(c) => {
+                own.begin(u64::from(t.table.id), &trows_columns(t), &BTreeMap::new());
+                Some(&mut own)
+            }
+            _ => None,
+        };
+        // (Rows from the cache are not counted as read.)
+        let groups = match (pass_cache.as_deref_mut(), &sel) {
+            (Some(k), Some(sel)) => read_cached(env, c, sel, k, &mut st.trigger_rows_read)?,
+            _ => {
+                let groups = read_trigger(env, c, sel.as_ref())?;
+                st.trigger_rows_read += groups.values().map(|g| g.ts.len() as u64).sum::<u64>();
+                groups
+            }
+        };
         // The computations, run after the cutting (batched across groups).
         let mut jobs: Vec<Job> = Vec::new();
         let mut outs: HashMap<String, Option<GroupOut>> = HashMap::new();
@@ -1322,6 +1475,15 @@ fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: 
                 p.max_ts = max_ts;
                 let wm = max_ts.saturating_sub(c.watermark_us).max(wm_floor.unwrap_or(i64::MIN));
                 p.resume_us = resume_after(&c.cs.trigger, g, &wins, wm, anchor.unwrap_or(first))?;
+                // IGNORE UNTREATED: data-defined windows start after the
+                // rows written while stopped.
+                if mode == Mode::Skip && time_windows(&c.cs.trigger)?.is_none() {
+                    p.resume_us = max_ts.saturating_add(1);
+                }
+                // The rows of the windows still open stay in memory.
+                if let Some(k) = pass_cache.as_deref_mut() {
+                    k.keep(key, g, p.resume_us);
+                }
             }
             let gi = st.groups.get(key).map(|p| p.id).unwrap_or(0);
             let horizon = st.groups.get(key).and_then(|p| p.horizon_us);
@@ -1398,6 +1560,7 @@ fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: 
                 // Behind the records kept (`prune_records`): as if expired.
                 let expired = c.expired_us.is_some_and(|e| w.end < max_ts.saturating_sub(e)) || below(w);
                 let compute = match mode {
+                    Mode::Skip => false,
                     Mode::Init => match c.fill_history {
                         Some(from) => c.on_close && w.start >= from.unwrap_or(i64::MIN),
                         None => false,
@@ -1479,25 +1642,25 @@ fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: 
             outs.insert(key.clone(), go);
             let tbname = tbname_of(c, g);
             for (open, w) in todo_open.into_iter().map(|w| (true, w)).chain(todo.into_iter().map(|w| (false, w))) {
-                jobs.push(Job { open, key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone() });
+                // The window's rows in the cache, when the group's rows
+                // there reach back to its start.
+                let trows = (g.at.len() == g.ts.len() && anchor.is_none_or(|a| w.start >= a)).then(|| {
+                    let lo = g.ts.partition_point(|&t| t < w.start);
+                    let hi = g.ts.partition_point(|&t| t < w.end);
+                    g.at[lo..hi].to_vec()
+                });
+                jobs.push(Job { open, key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone(), trows });
             }
         }
-        written += run_jobs(env, c, &jobs, &outs, now, st, &mut fx)?;
+        written += run_jobs(env, c, &jobs, &outs, now, st, &mut fx, pass_cache.as_deref())?;
         delete_outputs(env, c, st, &fx.stale)?;
         deliver(hub, c, st, std::mem::take(&mut fx.events), mode, now)?;
     }
     if !matches!(mode, Mode::Recalc { .. }) {
-        // The checkpoint: the change log is read from here on; versions
-        // are held so it stays readable.
-        for r in &regions {
-            if let Err(e) = r.hold_versions(&holder(&c.def), upto[&r.id]) {
-                tracing::debug!(stream = %c.def.name, error = %e, "stream cannot hold versions: the next evaluation reads every group");
-                st.seqs.clear();
-                break;
-            }
-            st.seqs.insert(r.id, upto[&r.id]);
+        checkpoint(c, st, &regions, &upto);
+        if let Some(k) = cache {
+            k.finish(&st.seqs);
         }
-        st.seqs.retain(|id, _| upto.contains_key(id));
     }
     st.rows_written += written;
     Ok(written)
@@ -1757,13 +1920,6 @@ pub fn check_placeholders(c: &Compiled) -> Result<()> {
                 if c.trigger.is_none() {
                     bail!(InvalidParameterValue, "Invalid stream query: %%trows needs a trigger table");
                 }
-                if matches!(t, StreamTrigger::Period { .. }) {
-                    bail!(
-                        FeatureNotSupported,
-                        "%%trows with {} is not supported by weir's streams (use the trigger table with a time range)",
-                        t.kind()
-                    );
-                }
                 true
             }
             n if n.starts_with("%%") => match n[2..].parse::<usize>() {
@@ -1854,7 +2010,7 @@ fn notify_where(
 fn deliver(hub: &Hub, c: &Compiled, st: &mut StreamState, events: Vec<(String, Event)>, mode: Mode, now: i64) -> Result<()> {
     use super::tdengine_notify::{channel_messages, message, send, target, Target};
     let Some(n) = &c.notify else { return Ok(()) };
-    if events.is_empty() || (mode == Mode::Init && !n.history) {
+    if events.is_empty() || (mode == Mode::Init && !n.history) || mode == Mode::Skip {
         return Ok(());
     }
     let out = c.output.as_ref().map(|(_, t)| t.clone()).unwrap_or_default();
@@ -1909,6 +2065,8 @@ struct Job {
     tbname: Option<String>,
     gi: i64,
     win: Win,
+    /// The window's trigger rows in the stream's cache, when all are there.
+    trows: Option<Vec<(u32, u32)>>,
 }
 
 /// A group's output subtable: the one recorded for it unless TAGS(…)
@@ -1935,9 +2093,10 @@ fn run_jobs(
     now: i64,
     st: &mut StreamState,
     fx: &mut Effects,
+    cache: Option<&TriggerCache>,
 ) -> Result<u64> {
     let mut buf = OutBuf::default();
-    let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf, fx);
+    let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf, fx, cache);
     // What was computed is written, also when a later window failed.
     flush_output(env, &mut buf)?;
     r
@@ -1952,8 +2111,15 @@ fn run_jobs_into(
     st: &mut StreamState,
     buf: &mut OutBuf,
     fx: &mut Effects,
+    cache: Option<&TriggerCache>,
 ) -> Result<u64> {
     let mut written = 0u64;
+    // `%%trows` of the cached rows at `places`.
+    let memory = |places: &mut dyn Iterator<Item = &(u32, u32)>| -> Result<Option<Arc<TriggerRows>>> {
+        let Some(k) = cache else { return Ok(None) };
+        let places: Vec<(u32, u32)> = places.copied().collect();
+        Ok(Some(Arc::new(TriggerRows { columns: k.columns().to_vec(), batch: k.batch(&places)? })))
+    };
     let mut done = vec![false; jobs.len()];
     if jobs.len() > 1 && batchable(c) {
         let mut by_win: BTreeMap<(i64, i64, Option<i64>), Vec<usize>> = BTreeMap::new();
@@ -1961,7 +2127,12 @@ fn run_jobs_into(
             by_win.entry((j.win.start, j.win.end, j.win.tick)).or_default().push(i);
         }
         for idx in by_win.values().filter(|v| v.len() > 1) {
-            let (cols, per_group) = match compute_batch(env, c, &jobs[idx[0]].win, now) {
+            // Every group's rows in memory: the query reads them there.
+            let trows = match idx.iter().all(|&i| jobs[i].trows.is_some()) {
+                true => memory(&mut idx.iter().flat_map(|&i| jobs[i].trows.iter().flatten()))?,
+                false => None,
+            };
+            let (cols, per_group) = match compute_batch(env, c, &jobs[idx[0]].win, now, trows) {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!(stream = %c.def.name, error = %e, "stream computes groups one by one");
@@ -1993,6 +2164,10 @@ fn run_jobs_into(
             group_id: j.gi,
             local_us: now,
             period_us: 0,
+            trows: match &j.trows {
+                Some(p) => memory(&mut p.iter())?,
+                None => None,
+            },
         };
         let (cols, batches) = compute_out(env, c, &b)?;
         written += write_output(env, c, &batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
@@ -2043,9 +2218,15 @@ fn batchable(c: &Compiled) -> bool {
 /// One window for every group at once: the query over the window's rows of
 /// all groups, grouped by the partition columns; its rows by group key.
 #[allow(clippy::type_complexity)]
-fn compute_batch(env: &Env, c: &Compiled, w: &Win, now: i64) -> Result<(Vec<PlanColumn>, HashMap<String, Vec<RecordBatch>>)> {
+fn compute_batch(
+    env: &Env,
+    c: &Compiled,
+    w: &Win,
+    now: i64,
+    trows: Option<Arc<TriggerRows>>,
+) -> Result<(Vec<PlanColumn>, HashMap<String, Vec<RecordBatch>>)> {
     let q = c.cs.query.as_ref().ok_or_else(|| err!(Internal, "stream has no query"))?;
-    let b = Bindings { window: Some(w.clone()), local_us: now, ..Default::default() };
+    let b = Bindings { window: Some(w.clone()), local_us: now, trows, ..Default::default() };
     let mut q = bind_query(c, q, &b)?;
     let np = c.cs.partition.len();
     let exprs: Vec<String> = c.cs.partition.iter().map(|p| format!("CAST({} AS TEXT)", quote_ident(&crate::planner::ident(p)))).collect();
@@ -2055,7 +2236,7 @@ fn compute_batch(env: &Env, c: &Compiled, w: &Win, now: i64) -> Result<(Vec<Plan
     let ast::SetExpr::Select(s) = q.body.as_mut() else { bail!(Internal, "stream query is not a SELECT") };
     s.projection.extend(t.projection);
     s.group_by = t.group_by;
-    let planner = Planner::new(env.catalog, env.storage, &c.def.database, exec_ctx(&c.def.database, now), Params::default());
+    let planner = trows_planner(env, c, &b, now);
     let logical = planner.plan_query(&q, None)?;
     let mut cols = crate::planner::output_columns(&logical);
     let plan = planner.physical(logical)?;
@@ -2112,6 +2293,8 @@ struct GroupChange {
     /// time not added again is a delete.
     retracted: BTreeSet<i64>,
     added: BTreeSet<i64>,
+    /// With a cache: the rows (time, digest, place in the cache).
+    rows: Vec<(i64, u64, (u32, u32))>,
 }
 
 /// The groups a catch-up reads and from where, from the change log since
@@ -2124,27 +2307,38 @@ fn selection(
     upto: &BTreeMap<u64, u64>,
     now: i64,
     deleted: &mut std::collections::HashSet<String>,
+    mut cache: Option<&mut TriggerCache>,
 ) -> Result<Option<Selection>> {
     let Some(t) = &c.trigger else { return Ok(Some(Selection::new())) };
     if st.seqs.is_empty() || st.seqs.len() != regions.len() || regions.iter().any(|r| !st.seqs.contains_key(&r.id)) {
         return Ok(None);
     }
-    let mut changed: BTreeMap<String, GroupChange> = BTreeMap::new();
-    for r in regions {
-        let after = st.seqs[&r.id];
-        if upto[&r.id] <= after {
-            continue;
-        }
-        let batch = match r.changes(after, upto[&r.id]) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::debug!(stream = %c.def.name, error = %e, "stream change log gone: reading every group");
-                return Ok(None);
-            }
-        };
-        st.input_rows += batch.num_rows() as u64;
-        if !collect_changes(c, t, &batch, &mut changed)? {
+    let batches = match change_log(st, regions, upto) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::debug!(stream = %c.def.name, error = %e, "stream change log gone: reading every group");
             return Ok(None);
+        }
+    };
+    let mut changed: BTreeMap<String, GroupChange> = BTreeMap::new();
+    for batch in batches {
+        // The rows go into the cache (the groups it keeps take theirs).
+        let chunk = match cache.as_deref_mut() {
+            Some(k) => k.add_chunk(&batch)?,
+            None => None,
+        };
+        if chunk.is_none() {
+            if let Some(k) = cache.take() {
+                k.clear();
+            }
+        }
+        if !collect_changes(c, t, &batch, &mut changed, chunk.as_ref())? {
+            return Ok(None);
+        }
+    }
+    if let Some(k) = cache {
+        for (key, ch) in &changed {
+            k.append(key, !ch.retracted.is_empty(), &ch.rows);
         }
     }
     let mut sel = Selection::new();
@@ -2205,7 +2399,13 @@ fn group_values(key: &str, n: usize) -> Option<Vec<Option<String>>> {
 
 /// Add a change-log batch's rows to their groups; false when a row's
 /// group cannot be told (every group is read then).
-fn collect_changes(c: &Compiled, t: &TriggerTable, batch: &RecordBatch, out: &mut BTreeMap<String, GroupChange>) -> Result<bool> {
+fn collect_changes(
+    c: &Compiled,
+    t: &TriggerTable,
+    batch: &RecordBatch,
+    out: &mut BTreeMap<String, GroupChange>,
+    chunk: Option<&(u32, Vec<u64>)>,
+) -> Result<bool> {
     if batch.num_rows() == 0 {
         return Ok(true);
     }
@@ -2268,7 +2468,14 @@ fn collect_changes(c: &Compiled, t: &TriggerTable, batch: &RecordBatch, out: &mu
             max_ts: v,
             retracted: BTreeSet::new(),
             added: BTreeSet::new(),
+            rows: Vec::new(),
         });
+        // Added rows only (a retraction drops a cached group anyway).
+        match (chunk, diff.as_ref().map(|d| d.value(i))) {
+            (_, Some(d)) if d < 0 => {}
+            (Some((id, digests)), _) => e.rows.push((v, digests[i], (*id, i as u32))),
+            (None, _) => {}
+        }
         e.min_ts = e.min_ts.min(v);
         e.max_ts = e.max_ts.max(v);
         match diff.as_ref().map(|d| d.value(i)) {
@@ -2368,8 +2575,10 @@ fn late_anchor(t: &StreamTrigger, marks: Option<&BTreeMap<i64, WindowMark>>, ts:
 }
 
 /// How often running streams are evaluated without writes (PERIOD ticks,
-/// watermarks); a write to any table wakes the runner sooner (after
-/// `WRITE_DEBOUNCE_MS`, so a burst of writes is one evaluation).
+/// watermarks); a write to any table wakes the runner sooner: at once when
+/// the last evaluation ended `WRITE_DEBOUNCE_MS` ago or more, else that
+/// long after it ended (so a burst of writes is a few evaluations, and the
+/// write that closes a window after a quiet spell is not held back).
 pub const STREAM_POLL_MS: u64 = 1000;
 pub const WRITE_DEBOUNCE_MS: u64 = 50;
 
@@ -2384,6 +2593,8 @@ pub struct StreamRunner {
     wake: (parking_lot::Mutex<(bool, bool)>, parking_lot::Condvar),
     /// Where `pg://channel` notifications go (the process's LISTEN hub).
     notify: Arc<Hub>,
+    /// Per stream id, the trigger rows of its open windows.
+    caches: parking_lot::Mutex<HashMap<u64, TriggerCache>>,
 }
 
 impl StreamRunner {
@@ -2393,6 +2604,7 @@ impl StreamRunner {
             run_lock: parking_lot::Mutex::new(()),
             low_latency: AtomicBool::new(false),
             wake: (parking_lot::Mutex::new((false, false)), parking_lot::Condvar::new()),
+            caches: parking_lot::Mutex::new(HashMap::new()),
         })
     }
 
@@ -2416,7 +2628,7 @@ impl StreamRunner {
             return Ok(0);
         }
         for r in st.recalcs.iter().filter(|r| r.status == "Pending") {
-            let res = run(env, &self.notify, &def, Mode::Recalc { from: r.start_us, to: r.end_us });
+            let res = run(env, &self.notify, &def, Mode::Recalc { from: r.start_us, to: r.end_us }, None);
             let mut st = env.catalog.stream_state(&def.database, &def.name);
             if let Some(x) = st.recalcs.iter_mut().find(|x| x.id == r.id) {
                 match &res {
@@ -2430,7 +2642,9 @@ impl StreamRunner {
             env.catalog.put_stream_state(&def.database, &def.name, &st)?;
             rows += res?;
         }
-        Ok(rows + run(env, &self.notify, &def, Mode::CatchUp)?)
+        let mut caches = self.caches.lock();
+        let cache = caches.entry(def.id).or_default();
+        Ok(rows + run(env, &self.notify, &def, Mode::CatchUp, Some(cache))?)
     }
 
     /// Evaluate every running stream (errors are recorded in its state:
@@ -2441,6 +2655,7 @@ impl StreamRunner {
             d.status != "Stopped" && parse_def(d).is_ok_and(|cs| cs.options.iter().any(|o| matches!(o, StreamOption::LowLatencyCalc)))
         });
         self.low_latency.store(low, std::sync::atomic::Ordering::Relaxed);
+        self.caches.lock().retain(|id, _| defs.iter().any(|d| d.id == *id));
         for def in defs {
             if def.status != "Stopped" {
                 if let Err(e) = self.run_stream(env, &def, false) {
@@ -2454,6 +2669,8 @@ impl StreamRunner {
     /// `stop` is called.
     pub fn spawn<T: Send + Sync + 'static>(self: &Arc<Self>, owner: std::sync::Weak<T>, env: fn(&T) -> Env<'_>) {
         let me = Arc::downgrade(self);
+        let now = std::time::Instant::now();
+        let mut last_end = now.checked_sub(std::time::Duration::from_millis(WRITE_DEBOUNCE_MS)).unwrap_or(now);
         let spawned = std::thread::Builder::new().name("weir-streams".into()).spawn(move || loop {
             {
                 let Some(r) = me.upgrade() else { return };
@@ -2469,8 +2686,11 @@ impl StreamRunner {
                 }
                 let woke = std::mem::take(&mut g.0);
                 drop(g);
+                let debounce = std::time::Duration::from_millis(WRITE_DEBOUNCE_MS);
                 if woke && !r.low_latency.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::thread::sleep(std::time::Duration::from_millis(WRITE_DEBOUNCE_MS));
+                    if let Some(wait) = debounce.checked_sub(last_end.elapsed()) {
+                        std::thread::sleep(wait);
+                    }
                 }
             }
             let (Some(r), Some(o)) = (me.upgrade(), owner.upgrade()) else { return };
@@ -2478,6 +2698,7 @@ impl StreamRunner {
                 continue;
             }
             r.run_all(&env(&o));
+            last_end = std::time::Instant::now();
         });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the stream runner");
@@ -2552,6 +2773,25 @@ fn run_period(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mo
     } else {
         vec![vec![]]
     };
+    // `%%trows`: the trigger rows written since the last tick (the change
+    // log since the checkpoint, which only a tick moves), per group.
+    // A group is due when its last tick is before this one; with `%%trows`
+    // a new group's last tick is the others' (the rows since the checkpoint
+    // go to the groups of one tick: a group new after it waits for the next).
+    let trows = c.trigger.is_some() && uses_trows(c);
+    let latest = st.last_tick_us.values().max().copied().filter(|_| trows);
+    let due: HashMap<String, bool> = groups
+        .iter()
+        .map(|v| {
+            let key = group_key(v);
+            let last = st.last_tick_us.get(&key).copied().or(latest);
+            (key, last.is_none_or(|t| t < tick))
+        })
+        .collect();
+    let since = match &c.trigger {
+        Some(t) if trows => Some(period_rows(env, c, t, st, mode == Mode::Init || (mode != Mode::Skip && !due.values().any(|&d| d)))?),
+        _ => None,
+    };
     let mut written = 0;
     let mut fx = Effects::default();
     for (gi, values) in groups.iter().enumerate() {
@@ -2562,13 +2802,25 @@ fn run_period(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mo
             st.last_tick_us.entry(key).or_insert(tick - 1);
             continue;
         }
-        if st.last_tick_us.get(&key).is_some_and(|&t| t >= tick) {
+        if mode == Mode::Skip {
+            // Ticks while stopped are untreated: the next tick computes.
+            st.last_tick_us.insert(key, tick);
+            continue;
+        }
+        if !due.get(&key).copied().unwrap_or(false) {
             continue;
         }
         st.last_tick_us.insert(key.clone(), tick);
         let go = if c.output.is_some() && is_grouped(c) { Some(group_out(env, c, values)?) } else { None };
         let tbname = c.cs.partition.iter().position(|p| crate::planner::ident(p) == TBNAME).and_then(|i| values[i].clone());
-        let b = Bindings { window: None, group: values.clone(), tbname, group_id: gi as i64, local_us: tick, period_us: period };
+        let trows = match &since {
+            Some((k, rows)) => {
+                let places = rows.get(&key).map(Vec::as_slice).unwrap_or_default();
+                Some(Arc::new(TriggerRows { columns: k.columns().to_vec(), batch: k.batch(places)? }))
+            }
+            None => None,
+        };
+        let b = Bindings { window: None, group: values.clone(), tbname, group_id: gi as i64, local_us: tick, period_us: period, trows };
         let (cols, batches) = compute_out(env, c, &b)?;
         let mut buf = OutBuf::default();
         written += write_output(env, c, &batches, &cols, go.as_ref(), &mut buf, &key)?;
@@ -2582,6 +2834,90 @@ fn run_period(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mo
     st.rows_written += written;
     deliver(hub, c, st, fx.events, mode, now)?;
     Ok(written)
+}
+
+/// Whether the stream's query reads `%%trows`.
+fn uses_trows(c: &Compiled) -> bool {
+    let Some(q) = &c.cs.query else { return false };
+    let mut found = false;
+    let _ = ast::visit_relations(q.as_ref(), |n| {
+        found |= matches!(n.0.as_slice(), [ast::ObjectNamePart::Identifier(i)] if i.value == "%%trows");
+        ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
+/// PERIOD's `%%trows`: the trigger rows added since the checkpoint (the
+/// last tick), in a cache of their own, by group key. `hold`: no tick is
+/// due (or the first evaluation): the checkpoint stays, unless there is
+/// none yet (then it is set now, so rows before the stream are not a
+/// tick's). A tick moves it to now. Without a readable change log (no
+/// checkpoint) a tick's `%%trows` is empty.
+#[allow(clippy::type_complexity)]
+fn period_rows(
+    env: &Env,
+    c: &Compiled,
+    t: &TriggerTable,
+    st: &mut StreamState,
+    hold: bool,
+) -> Result<(TriggerCache, HashMap<String, Vec<(u32, u32)>>)> {
+    let regions = super::batching::table_regions(env, &t.table)?;
+    let upto: BTreeMap<u64, u64> = regions.iter().map(|r| (r.id, r.last_seq())).collect();
+    let mut cache = TriggerCache::default();
+    cache.begin(u64::from(t.table.id), &trows_columns(t), &BTreeMap::new());
+    let mut rows: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
+    let known = !st.seqs.is_empty() && regions.iter().all(|r| st.seqs.contains_key(&r.id));
+    if hold && known {
+        return Ok((cache, rows));
+    }
+    if known {
+        let batches = change_log(st, &regions, &upto).unwrap_or_else(|e| {
+            tracing::debug!(stream = %c.def.name, error = %e, "stream change log gone: %%trows of this tick is empty");
+            vec![]
+        });
+        let mut changed: BTreeMap<String, GroupChange> = BTreeMap::new();
+        for batch in batches {
+            let chunk = cache.add_chunk(&batch)?;
+            collect_changes(c, t, &batch, &mut changed, chunk.as_ref())?;
+        }
+        for (key, ch) in changed {
+            rows.insert(key, ch.rows.iter().map(|r| r.2).collect());
+        }
+    }
+    // The next tick's rows come after these.
+    checkpoint(c, st, &regions, &upto);
+    Ok((cache, rows))
+}
+
+/// The trigger regions' change logs since the checkpoint `st.seqs` (every
+/// region in it), up to `upto` (counted in the stream's input rows).
+fn change_log(st: &mut StreamState, regions: &[Arc<crate::storage::Region>], upto: &BTreeMap<u64, u64>) -> Result<Vec<RecordBatch>> {
+    let mut out = Vec::new();
+    for r in regions {
+        let after = st.seqs[&r.id];
+        if upto[&r.id] <= after {
+            continue;
+        }
+        let batch = r.changes(after, upto[&r.id])?;
+        st.input_rows += batch.num_rows() as u64;
+        out.push(batch);
+    }
+    Ok(out)
+}
+
+/// The checkpoint: the change log is read from `upto` on; versions are
+/// held so it stays readable (when they cannot be, no checkpoint: the
+/// next evaluation reads every group).
+fn checkpoint(c: &Compiled, st: &mut StreamState, regions: &[Arc<crate::storage::Region>], upto: &BTreeMap<u64, u64>) {
+    for r in regions {
+        if let Err(e) = r.hold_versions(&holder(&c.def), upto[&r.id]) {
+            tracing::debug!(stream = %c.def.name, error = %e, "stream cannot hold versions: the next evaluation reads every group");
+            st.seqs.clear();
+            return;
+        }
+        st.seqs.insert(r.id, upto[&r.id]);
+    }
+    st.seqs.retain(|id, _| upto.contains_key(id));
 }
 
 /// The output supertable's or table's definition for a new stream.

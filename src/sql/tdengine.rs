@@ -149,7 +149,7 @@ pub fn execute(s: &mut Session, t: &TdStatement) -> Result<QueryResult> {
             if let TdStatement::StartStream { ignore_untreated: true, .. } = t {
                 // Data written while stopped is not processed: record the
                 // windows as they are now without computing them.
-                td::run(&env(s), &s.engine.notify, &def, td::Mode::Init)?;
+                td::run(&env(s), &s.engine.notify, &def, td::Mode::Skip, None)?;
             }
             cmd(if stop { "STOP STREAM" } else { "START STREAM" })
         }
@@ -831,7 +831,7 @@ fn create_stream(s: &mut Session, cs: &CreateStream) -> Result<QueryResult> {
     let _g = engine.streams.exclusive();
     cat.put_stream(&def)?;
     // History: recorded (not computed) unless FILL_HISTORY asks for it.
-    if let Err(e) = td::run(&env, &s.engine.notify, &def, td::Mode::Init) {
+    if let Err(e) = td::run(&env, &s.engine.notify, &def, td::Mode::Init, None) {
         cat.drop_stream(&db, &name)?;
         return Err(e);
     }
