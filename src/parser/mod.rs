@@ -20,6 +20,7 @@
 //! use it).
 
 mod admin;
+mod cache;
 mod create_database;
 mod create_table;
 mod create_user;
@@ -39,6 +40,7 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
 pub use admin::Admin;
+pub use cache::ParseCache;
 pub use create_database::CreateDatabase;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;

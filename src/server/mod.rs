@@ -402,10 +402,17 @@ fn startup_options(opts: &str) -> Vec<(String, String)> {
 
 impl Connection {
     fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
+        self.with_session_on(true, f)
+    }
+
+    /// `blocking`: `f` may take long or wait (a statement), so it runs in
+    /// `block_in_place`; false for in-memory bookkeeping, for which handing
+    /// the worker to another thread costs more than the work.
+    fn with_session_on<R>(&self, blocking: bool, f: impl FnOnce(&mut Session) -> R) -> R {
         let mut guard = self.session.lock();
         self.idle.state.lock().0 = None;
         let s = guard.as_mut().expect("session after startup");
-        let r = tokio::task::block_in_place(|| f(s));
+        let r = if blocking { tokio::task::block_in_place(|| f(s)) } else { f(s) };
         let deadline = s.idle_in_transaction_timeout().map(|t| std::time::Instant::now() + t);
         self.idle.state.lock().0 = deadline;
         if deadline.is_some() {
@@ -447,15 +454,25 @@ fn panic_error(p: Box<dyn std::any::Any + Send>) -> PgWireError {
     user_error(&crate::err!(Internal, "internal error: {msg}"))
 }
 
+/// What one call of a [`streamed`] result's step produced.
+enum Step<T> {
+    /// These items, and more may follow.
+    More(Vec<T>),
+    /// These items end the result.
+    Last(Vec<T>),
+}
+
 /// A result computed while the client reads it: `step` produces the items
-/// of the next batch (None at the end). It runs on the connection's task
-/// between socket writes (pgwire feeds each item to the socket, which
-/// flushes as its buffer fills), so the first rows leave before the last
-/// are computed and memory holds one batch. A failure or panic is the last
-/// item: the client gets an ErrorResponse after the rows before it, as from
+/// of the next batch and whether more may follow (`Step::Last` ends the
+/// stream without another call, so a result that fits one step costs one
+/// `block_in_place`). It runs on the connection's task between socket
+/// writes (pgwire feeds each item to the socket, which flushes as its
+/// buffer fills), so the first rows leave before the last are computed and
+/// memory holds one step's items. A failure or panic is the last item: the
+/// client gets an ErrorResponse after the rows before it, as from
 /// PostgreSQL.
 fn streamed<T: Send + 'static>(
-    mut step: impl FnMut() -> PgWireResult<Option<Vec<T>>> + Send + 'static,
+    mut step: impl FnMut() -> PgWireResult<Step<T>> + Send + 'static,
 ) -> impl futures::Stream<Item = PgWireResult<T>> + Send + 'static {
     let mut pending = Vec::new().into_iter();
     let mut done = false;
@@ -468,10 +485,10 @@ fn streamed<T: Send + 'static>(
         }
         let r = tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut step)));
         match r {
-            Ok(Ok(Some(items))) => pending = items.into_iter(),
-            Ok(Ok(None)) => {
+            Ok(Ok(Step::More(items))) => pending = items.into_iter(),
+            Ok(Ok(Step::Last(items))) => {
                 done = true;
-                return None;
+                pending = items.into_iter();
             }
             Ok(Err(e)) => {
                 done = true;
@@ -507,8 +524,8 @@ fn response_in(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: T
         }
         QueryResult::CopyOutStream { columns, mut lines } => {
             let data = streamed(move || {
-                let Some(lines) = lines.next_lines().map_err(|e| user_error(&e))? else { return Ok(None) };
-                Ok(Some(
+                let Some(lines) = lines.next_lines().map_err(|e| user_error(&e))? else { return Ok(Step::Last(Vec::new())) };
+                Ok(Step::More(
                     lines
                         .into_iter()
                         .map(|mut l| {
@@ -528,18 +545,13 @@ fn response_in(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: T
             // The header travels with the first record (or the trailer), as
             // PostgreSQL sends it: tokio-postgres reads them from one message.
             let mut header = Some(encode::copy_binary_header());
-            let mut ended = false;
             let data = streamed(move || {
-                if ended {
-                    return Ok(None);
-                }
                 let Some(b) = batches.next_batch().map_err(|e| user_error(&e))? else {
-                    ended = true;
                     let end = encode::copy_binary_record(header.take(), None);
-                    return Ok(Some(vec![pgwire::messages::copy::CopyData::new(end)]));
+                    return Ok(Step::Last(vec![pgwire::messages::copy::CopyData::new(end)]));
                 };
                 let rows = encode::encode_batch(&types, &b, &fields).map_err(PgWireError::ApiError)?;
-                Ok(Some(
+                Ok(Step::More(
                     rows.into_iter()
                         .map(|r| pgwire::messages::copy::CopyData::new(encode::copy_binary_record(header.take(), Some(r))))
                         .collect(),
@@ -559,10 +571,34 @@ fn response_in(r: QueryResult, formats: &Format, tx_before: TxState, tx_after: T
             let fields = Arc::new(field_infos(&columns, formats));
             let row_fields = fields.clone();
             let types: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+            // A step gathers at least `BATCH_ROWS` rows: a selective filter
+            // leaves a few rows per batch, and each step costs a
+            // `block_in_place` and a pass through pgwire's stream. An error
+            // after some rows is kept for the next step, so those rows go
+            // out first.
+            let mut failed = None;
             let data = streamed(move || {
-                let Some(b) = rows.next_batch().map_err(|e| user_error(&e))? else { return Ok(None) };
-                let rows = crate::types::zone::with_dt_ctx(dt, || encode::encode_batch(&types, &b, &row_fields));
-                Ok(Some(rows.map_err(PgWireError::ApiError)?))
+                if let Some(e) = failed.take() {
+                    return Err(e);
+                }
+                let mut out = Vec::new();
+                while out.len() < crate::exec::BATCH_ROWS {
+                    let next = rows.next_batch().map_err(|e| user_error(&e)).and_then(|b| {
+                        b.map(|b| crate::types::zone::with_dt_ctx(dt, || encode::encode_batch(&types, &b, &row_fields)))
+                            .transpose()
+                            .map_err(PgWireError::ApiError)
+                    });
+                    match next {
+                        Ok(Some(encoded)) => out.extend(encoded),
+                        Ok(None) => return Ok(Step::Last(out)),
+                        Err(e) if out.is_empty() => return Err(e),
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                Ok(Step::More(out))
             });
             Response::Query(QueryResponse::new(fields, data))
         }
@@ -637,7 +673,7 @@ impl SimpleQueryHandler for Connection {
         self.prime_status(client);
         let r = self._on_query(client, query).await;
         // pg_notify calls of a streamed result ran while it was sent.
-        self.with_session(crate::sql::listen::flush_late);
+        self.with_session_on(false, crate::sql::listen::flush_late);
         r
     }
 
@@ -735,7 +771,7 @@ impl ExtendedQueryHandler for Connection {
     {
         self.prime_status(client);
         let r = self.execute_streaming(client, message).await;
-        self.with_session(crate::sql::listen::flush_late);
+        self.with_session_on(false, crate::sql::listen::flush_late);
         r
     }
 

@@ -217,6 +217,9 @@ pub struct Session {
     /// WITH queries in scope of the statement running now, when it is a
     /// data-modifying WITH (`dml_with.rs`).
     with_scope: Option<dml_with::WithScope>,
+    /// Query strings parsed before (simple protocol): a repeated text is
+    /// not parsed again.
+    parse_cache: parser::ParseCache,
 }
 
 /// A statement parsed for the extended protocol.
@@ -262,6 +265,7 @@ impl Session {
             local_settings: Vec::new(),
             temp: temp::TempRelations::default(),
             with_scope: None,
+            parse_cache: Default::default(),
         }
     }
 
@@ -357,7 +361,7 @@ impl Session {
     }
 
     fn execute_sql_inner(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
-        let stmts = match parser::parse(sql) {
+        let stmts = match self.parse_cache.parse(sql) {
             Ok(s) => s,
             Err(e) => {
                 self.fail();
