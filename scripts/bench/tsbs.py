@@ -376,9 +376,12 @@ class Weir:
                 self.proc.wait()
 
 
-def run_sql(conn):
+def run_sql(conn, binary=False):
+    """The query method of both wire-protocol engines (same client call for
+    weir and PostgreSQL): psycopg's simple protocol with text results, or
+    with --binary-results the extended protocol asking for binary ones."""
     def run(sql):
-        with conn.cursor() as cur:
+        with conn.cursor(binary=binary) as cur:
             cur.execute(sql)
             return cur.fetchall()
     return run
@@ -416,7 +419,7 @@ def bench_weir(args, csv_path, nrows, ins_stmts, qs, res):
             out["ingest"][f"insert_{sessions}_session"] = {"rows": rows, "seconds": secs, "rows_per_s": rows / secs}
             log(f"weir: INSERT x{sessions}: {rows} rows in {secs:.1f} s ({rows / secs:,.0f} rows/s)")
         out["rss_after_ingest"] = e.rss()
-        run = run_sql(e.conn)
+        run = run_sql(e.conn, args.binary_results)
         for name, sql, ordered in qs:
             try:
                 times, rows = time_query(run, sql, args.runs)
@@ -486,7 +489,7 @@ def bench_pg(args, csv_path, nrows, ins_stmts, qs, res):
         out["ingest"][f"insert_{sessions}_session"] = {"rows": rows, "seconds": secs, "rows_per_s": rows / secs}
         log(f"PostgreSQL: INSERT x{sessions}: {rows} rows in {secs:.1f} s ({rows / secs:,.0f} rows/s)")
     out["rss_after_ingest"] = {"VmHWM": peak()}
-    run = run_sql(conn)
+    run = run_sql(conn, args.binary_results)
     for name, sql, ordered in qs:
         try:
             times, rows = time_query(run, sql, args.runs)
@@ -636,6 +639,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=123)
     ap.add_argument("--engines", default="weir,PostgreSQL,DuckDB")
+    ap.add_argument("--binary-results", action="store_true",
+                    help="weir and PostgreSQL send results in binary (psycopg binary cursors); default text")
     ap.add_argument("--json", default="tsbs-result.json")
     args = ap.parse_args()
     if args.duck_worker:
@@ -652,7 +657,7 @@ def main():
     ins_stmts = insert_statements(csv_lines(csv_path, args.insert_rows), "cpu_ins")
     qs = queries(args.hosts, args.hours, args.seed)
     res = {"rows": nrows, "hosts": args.hosts, "ticks": ticks, "runs": args.runs, "seed": args.seed,
-           "insert_rows": min(args.insert_rows, nrows), "started": dt.datetime.utcnow().isoformat() + "Z",
+           "insert_rows": min(args.insert_rows, nrows), "results": "binary" if args.binary_results else "text", "started": dt.datetime.utcnow().isoformat() + "Z",
            "loadavg_start": open("/proc/loadavg").read().split()[:3], "engines": {}, "answers": {},
            "queries": [{"name": n, "sql": s} for n, s, _ in qs], "query_errors": []}
     failures = []

@@ -4,7 +4,7 @@
 #
 # Usage: scripts/bench/tsbs.sh [--hours H] [--hosts N] [--insert-rows N]
 #                              [--runs N] [--engines weir,PostgreSQL,DuckDB]
-#                              [--json FILE] [--no-build]
+#                              [--json FILE] [--no-build] [--binary-results]
 #   --hours H         hours of data at 10 s ticks (default 12: 4.32 M rows
 #                     with 1000 hosts); the scale flag
 #   --hosts N         hosts (default 1000)
@@ -13,6 +13,8 @@
 #   --runs N          measured runs per query after 1 warm-up (default 3)
 #   --json FILE       where the JSON goes (default ./tsbs-result.json)
 #   --no-build        use ${CARGO_TARGET_DIR:-target}/release/weir as is
+#   --binary-results  weir and PostgreSQL answer in binary (psycopg binary
+#                     cursors, extended protocol); default text (simple protocol)
 # Environment: CARGO_TARGET_DIR (respected), WEIR_BIN (use this binary, no
 # build), BENCH_PG_DSN (use this PostgreSQL instead of a throwaway cluster),
 # PG_BIN (default /usr/lib/postgresql/15/bin), BENCH_VENV (default
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
     --hours|--hosts|--insert-rows|--runs|--engines) PY_ARGS+=("$1" "$2"); shift 2;;
     --json) JSON=$(realpath -m "$2"); shift 2;;
     --no-build) BUILD=0; shift;;
+    --binary-results) PY_ARGS+=("$1"); shift;;
     -h|--help) sed -n '2,26p' "$0"; exit 0;;
     *) echo "unknown argument: $1" >&2; exit 2;;
   esac
