@@ -118,6 +118,12 @@ pub enum ErrorKind {
     InvalidRecursion,
     /// 40001: a write met a table a concurrent statement rewrote or dropped (retry).
     SerializationFailure,
+    /// 42723: CREATE FUNCTION of a name and argument types that exist.
+    DuplicateFunction,
+    /// 42P13: a function definition PostgreSQL refuses (result type mismatch).
+    InvalidFunctionDefinition,
+    /// 42725: a call two overloads match equally well.
+    AmbiguousFunction,
     Internal,
 }
 
@@ -197,6 +203,9 @@ impl ErrorKind {
             InvalidGrantOperation => "0LP01",
             InvalidRecursion => "42P19",
             SerializationFailure => "40001",
+            DuplicateFunction => "42723",
+            InvalidFunctionDefinition => "42P13",
+            AmbiguousFunction => "42725",
             Internal => "XX000",
         }
     }

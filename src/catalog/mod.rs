@@ -1,12 +1,14 @@
-//! The catalog: databases, tables, views and indexes, persisted in sled.
+//! The catalog: databases, tables, views, indexes and functions, persisted in sled.
 //!
 //! Knows names and definitions only; it opens no region. May import
 //! `error` and `types`, never `storage`, `exec`, `planner`, `sql`.
 
 mod flow;
+pub mod function;
 pub mod partition;
 mod tdengine;
 
+pub use function::{FunctionArg, FunctionDef, FunctionReturns};
 pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
 pub use tdengine::{ChildTableDef, GroupProgress, RecalcRequest, SnodeDef, StreamDef, StreamState, SuperTableDef, WindowMark};
 
@@ -142,6 +144,8 @@ struct State {
     roles: BTreeMap<String, RoleDef>,
     /// Owners and ACLs by `acl::AclObject` key (`acl.rs`).
     acls: BTreeMap<String, acl::ObjectAcl>,
+    /// User-defined functions by (database, name): their overloads.
+    functions: BTreeMap<(String, String), Vec<FunctionDef>>,
 }
 
 thread_local! {
@@ -170,6 +174,7 @@ const VIEW_PREFIX: &str = "view/";
 const INDEX_PREFIX: &str = "index/";
 const ROLE_PREFIX: &str = "role/";
 const ACL_PREFIX: &str = "acl/";
+const FUNCTION_PREFIX: &str = "function/";
 
 impl Catalog {
     pub fn open(dir: &Path) -> Result<Catalog> {
@@ -197,6 +202,9 @@ impl Catalog {
             } else if key.starts_with(ACL_PREFIX) {
                 let a: acl::ObjectAcl = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.acls.insert(key.clone(), a);
+            } else if key.starts_with(FUNCTION_PREFIX) {
+                let f: FunctionDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.functions.entry((f.database.clone(), f.name.clone())).or_default().push(f);
             } else if key.starts_with(flow::FLOW_PREFIX) {
                 // Flows are read from sled when used; a damaged entry is
                 // found here, at open, rather than skipped later.
@@ -329,6 +337,12 @@ impl Catalog {
         for k in idx {
             self.del(format!("{INDEX_PREFIX}{}/{}", k.0, k.1))?;
             st.indexes.remove(&k);
+        }
+        let funcs: Vec<(String, String)> = st.functions.keys().filter(|k| k.0 == name).cloned().collect();
+        for k in funcs {
+            for f in st.functions.remove(&k).unwrap_or_default() {
+                self.del(f.key())?;
+            }
         }
         self.del(format!("{DB_PREFIX}{name}"))?;
         st.databases.remove(name);

@@ -27,6 +27,7 @@ mod create_user;
 mod dialect;
 mod flow;
 mod nesting;
+pub mod plpgsql;
 mod tdengine;
 mod tql;
 mod vacuum;

@@ -196,6 +196,14 @@ impl<'a> Planner<'a> {
         let mut depth = 0;
         let mut s = Some(scope);
         while let Some(sc) = s {
+            // Inside a function body the caller's names end here: then
+            // the body's parameters (`function.rs`).
+            if self.is_barrier(sc) {
+                if let Some(p) = self.named_param(qual, name, depth, sc)? {
+                    return Ok(p);
+                }
+                break;
+            }
             let hits: Vec<usize> = sc
                 .columns
                 .iter()
@@ -248,7 +256,7 @@ impl<'a> Planner<'a> {
                 // columns by position: their names may repeat).
                 let mut depth = 0;
                 let mut s = Some(scope);
-                while let Some(sc) = s {
+                while let Some(sc) = s.filter(|sc| !self.is_barrier(sc)) {
                     let hits: Vec<usize> = (0..sc.columns.len())
                         .filter(|&i| !super::is_hidden(&sc.columns[i]) && super::visible_qualifier(&sc.columns[i]) == Some(name))
                         .collect();
@@ -285,7 +293,14 @@ impl<'a> Planner<'a> {
             E::Identifier(i) => self.resolve_column(&[ident(i)], scope)?,
             E::CompoundIdentifier(parts) => self.resolve_column(&parts.iter().map(ident).collect::<Vec<_>>(), scope)?,
             E::Nested(inner) => self.bind_expr(inner, scope, agg)?,
-            E::Value(v) => self.bind_value(&v.value)?,
+            // `$n` inside a function body is its parameter.
+            E::Value(v) => match &v.value {
+                ast::Value::Placeholder(p) => match self.positional_param(p, scope)? {
+                    Some(e) => e,
+                    None => self.bind_value(&v.value)?,
+                },
+                other => self.bind_value(other)?,
+            },
             E::TypedString(ts) => {
                 let ty = sql_type(&ts.data_type)?;
                 let s = match &ts.value.value {
@@ -1020,7 +1035,8 @@ impl<'a> Planner<'a> {
                     match a {
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x.clone()),
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
-                        ast::FunctionArg::Named { arg: ast::FunctionArgExpr::Expr(x), .. } => args.push(x.clone()),
+                        ast::FunctionArg::Named { arg: ast::FunctionArgExpr::Expr(x), .. }
+                        | ast::FunctionArg::ExprNamed { arg: ast::FunctionArgExpr::Expr(x), .. } => args.push(x.clone()),
                         // A whole-row argument `t.*`: t's row as a record, NULL
                         // when every column is (an outer join's missing row).
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::QualifiedWildcard(q)) => {
@@ -1172,6 +1188,19 @@ impl<'a> Planner<'a> {
                 );
             }
             return self.bind_srf(kind, &args, scope, bound);
+        }
+        // A user-defined SQL function (`function.rs`); built-in names win.
+        if !crate::exec::functions::registry().exists(&name)
+            && !super::array_ops::ARRAY_FNS.contains(&name.as_str())
+            && !matches!(name.as_str(), "coalesce" | "greatest" | "least" | "nullif")
+        {
+            let defs = self.user_functions(&f.name);
+            if !defs.is_empty() {
+                if f.filter.is_some() || distinct {
+                    bail!(WrongObjectType, "{} specified, but {name} is not an aggregate function", if distinct { "DISTINCT" } else { "FILTER" });
+                }
+                return self.bind_user_call(&name, defs, bound, &arg_names(f), scope);
+            }
         }
         let call =
             if super::array_ops::ARRAY_FNS.contains(&name.as_str()) { self.bind_array_fn(&name, bound)? } else { self.call(&name, bound)? };
@@ -1517,6 +1546,24 @@ impl<'a> Planner<'a> {
     fn bind_row(&self, items: &[ast::Expr], scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
         let args = items.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<Vec<_>>>()?;
         Ok(Expr::Func { name: "record_out".into(), args, ty: SqlType::Text })
+    }
+}
+
+/// The name of each argument of a call (`name => x`), None for positional
+/// ones, in the order the binder collects the arguments.
+pub(super) fn arg_names(f: &ast::Function) -> Vec<Option<String>> {
+    match &f.args {
+        ast::FunctionArguments::List(l) => l
+            .args
+            .iter()
+            .filter(|a| !matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)))
+            .map(|a| match a {
+                ast::FunctionArg::Named { name, .. } => Some(ident(name)),
+                ast::FunctionArg::ExprNamed { name: ast::Expr::Identifier(name), .. } => Some(ident(name)),
+                _ => None,
+            })
+            .collect(),
+        _ => vec![],
     }
 }
 

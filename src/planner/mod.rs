@@ -10,6 +10,7 @@ mod array_ops;
 mod bind;
 mod cte;
 pub use cte::{Cte, CteKind};
+pub mod function;
 mod hop;
 pub mod incremental;
 pub mod logical;
@@ -89,6 +90,8 @@ pub struct Planner<'a> {
     /// view. None: unchecked (a flow's own evaluation, describing a
     /// statement, planning a view's definition).
     pub check_as: RefCell<Option<String>>,
+    /// User-defined functions whose bodies are being bound, innermost last.
+    pub functions: RefCell<Vec<function::FnFrame>>,
 }
 
 impl<'a> Planner<'a> {
@@ -105,6 +108,7 @@ impl<'a> Planner<'a> {
             materialized: Vec::new(),
             computed_ctes: RefCell::new(Vec::new()),
             check_as: RefCell::new(None),
+            functions: RefCell::new(Vec::new()),
         }
     }
 

@@ -923,6 +923,29 @@ impl<'a> Planner<'a> {
 
     fn plan_factor(&self, f: &TableFactor, outer: Option<&Scope>) -> Result<Rel> {
         match f {
+            TableFactor::Table { name, alias, args: Some(args), with_ordinality: false, .. }
+                if crate::exec::plan::SrfKind::from_name(&object_name(name)?.1).is_none() && !self.user_functions(name).is_empty() =>
+            {
+                // A user-defined function (`function.rs`).
+                let mut asts = Vec::new();
+                let mut names = Vec::new();
+                for a in &args.args {
+                    let (n, e) = match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => (None, e),
+                        ast::FunctionArg::Named { name: n, arg: ast::FunctionArgExpr::Expr(e), .. }
+                        | ast::FunctionArg::ExprNamed { name: ast::Expr::Identifier(n), arg: ast::FunctionArgExpr::Expr(e), .. } => {
+                            (Some(ident(n)), e)
+                        }
+                        _ => bail!(FeatureNotSupported, "unsupported argument of {}", object_name(name)?.1),
+                    };
+                    names.push(n);
+                    asts.push(e.clone());
+                }
+                let fname = object_name(name)?.1;
+                let (plan, columns) =
+                    self.plan_user_function_in_from(&fname, self.user_functions(name), alias.as_ref(), &asts, &names, outer)?;
+                Ok(Rel { plan, columns })
+            }
             TableFactor::Table { name, alias, args: Some(args), with_ordinality, .. }
                 if *with_ordinality || object_name(name)?.1 != "generate_series" =>
             {

@@ -73,7 +73,19 @@ fn parse_marker(name: &str) -> Option<(SrfKind, Option<&str>)> {
         Some((f, x)) => (f, Some(x)),
         None => (rest, None),
     };
-    Some((SrfKind::from_name(fname)?, field))
+    let kind = if fname == LATERAL { SrfKind::Lateral { left: false } } else { SrfKind::from_name(fname)? };
+    Some((kind, field))
+}
+
+/// The marker's name of a set-returning user function's call: its rows are
+/// a `SubqueryKind::Rows` subquery (`function.rs`), run per input row as
+/// a LATERAL item's are.
+const LATERAL: &str = "lateral";
+
+/// The marker of a set-returning call whose rows are the `Rows` subquery
+/// `rows` (a user-defined function's body), of one column of type `ty`.
+pub fn rows_marker(rows: Expr, ty: SqlType) -> Expr {
+    Expr::Func { name: format!("{PREFIX}{LATERAL}"), args: vec![rows], ty }
 }
 
 /// The element type of an array argument: an `ARRAY[...]` constructor's

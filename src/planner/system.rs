@@ -1241,6 +1241,118 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             vec![],
         ),
         ("pg_catalog", "pg_extension") => table(&[("oid", Int8), ("extname", Text), ("extversion", Text)], vec![]),
+        ("pg_catalog", "pg_proc") => {
+            // User-defined functions only: weir's built-ins are not numbered.
+            let rows = p
+                .catalog
+                .database_functions(db)
+                .iter()
+                .map(|f| {
+                    let ret = if f.returns.columns.len() > 1 || f.returns.trigger {
+                        if f.returns.trigger {
+                            2279
+                        } else {
+                            2249
+                        }
+                    } else {
+                        f.returns.ty.map_or(2278, |t| t.pg_oid() as i64)
+                    };
+                    let argtypes: Vec<String> = f.args.iter().map(|a| a.ty.pg_oid().to_string()).collect();
+                    let names: Vec<Option<String>> = f.args.iter().map(|a| Some(a.name.clone().unwrap_or_default())).collect();
+                    vec![
+                        Value::Int(table_oid(f.id)),
+                        t(&f.name),
+                        Value::Int(2200),
+                        Value::Int(10),
+                        Value::Int(if f.language == "sql" { 14 } else { 13576 }),
+                        t("f"),
+                        Value::Bool(false),
+                        Value::Bool(f.strict),
+                        Value::Bool(f.returns.set),
+                        t(&f.volatility.to_string()),
+                        Value::Int(f.args.len() as i64),
+                        Value::Int(f.args.iter().filter(|a| a.default.is_some()).count() as i64),
+                        Value::Int(ret),
+                        t(&argtypes.join(" ")),
+                        if f.args.iter().any(|a| a.name.is_some()) {
+                            Value::Text(crate::types::array::format_array(&names))
+                        } else {
+                            Value::Null
+                        },
+                        t(&f.source),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("oid", Oid),
+                    ("proname", Text),
+                    ("pronamespace", Oid),
+                    ("proowner", Oid),
+                    ("prolang", Oid),
+                    ("prokind", Text),
+                    ("prosecdef", Bool),
+                    ("proisstrict", Bool),
+                    ("proretset", Bool),
+                    ("provolatile", Text),
+                    ("pronargs", Int2),
+                    ("pronargdefaults", Int2),
+                    ("prorettype", Oid),
+                    ("proargtypes", Text),
+                    ("proargnames", Array(crate::types::Elem::Text)),
+                    ("prosrc", Text),
+                ],
+                rows,
+            )
+        }
+        ("information_schema", "routines") => {
+            let rows = p
+                .catalog
+                .database_functions(db)
+                .iter()
+                .map(|f| {
+                    let data_type = if f.returns.columns.len() > 1 {
+                        "record"
+                    } else if f.returns.trigger {
+                        "trigger"
+                    } else {
+                        f.returns.ty.map_or("void", |t| t.pg_name())
+                    };
+                    let specific = format!("{}_{}", f.name, table_oid(f.id));
+                    vec![
+                        t(db),
+                        t("public"),
+                        t(&specific),
+                        t(db),
+                        t("public"),
+                        t(&f.name),
+                        t("FUNCTION"),
+                        t(data_type),
+                        t(if f.language == "sql" { "SQL" } else { "EXTERNAL" }),
+                        if f.language == "sql" { t(&f.body) } else { t(&f.source) },
+                        t(&f.language.to_uppercase()),
+                        t(if f.volatility == 'i' { "YES" } else { "NO" }),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("specific_catalog", Text),
+                    ("specific_schema", Text),
+                    ("specific_name", Text),
+                    ("routine_catalog", Text),
+                    ("routine_schema", Text),
+                    ("routine_name", Text),
+                    ("routine_type", Text),
+                    ("data_type", Text),
+                    ("routine_body", Text),
+                    ("routine_definition", Text),
+                    ("external_language", Text),
+                    ("is_deterministic", Text),
+                ],
+                rows,
+            )
+        }
         ("pg_catalog", "pg_inherits") => {
             table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], vec![])
         }

@@ -296,6 +296,8 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             bail!(FeatureNotSupported, "EXPLAIN supports queries only")
         }
         Statement::AlterTable(at) => super::alter_table::execute(s, at),
+        Statement::CreateFunction(cf) => super::function::create(s, cf),
+        Statement::DropFunction(d) => super::function::drop(s, d),
         Statement::Analyze { .. } | Statement::Discard { .. } | Statement::Deallocate { .. } => {
             Ok(QueryResult::Command(statement_tag(stmt)))
         }

@@ -12,6 +12,7 @@ mod ddl;
 mod dml;
 mod dml_with;
 mod flow_ddl;
+mod function;
 pub mod listen;
 mod partition;
 pub mod privilege;

@@ -253,6 +253,13 @@ fn coercion_cost(from: SqlType, to: Arg) -> Option<u32> {
     })
 }
 
+/// Cost of an implicit coercion `from → to` for a user-defined function's
+/// argument (the registry's own rules), and whether `to` is its category's
+/// preferred type; None when there is no implicit cast.
+pub fn implicit_coercion(from: SqlType, to: SqlType) -> Option<(u32, bool)> {
+    coercion_cost(from, Arg::T(to)).map(|c| (c, preferred(Arg::T(to))))
+}
+
 /// PostgreSQL's preferred type of a category, for unknown literals.
 fn preferred(t: Arg) -> bool {
     matches!(t, Arg::T(SqlType::Float8 | SqlType::Text | SqlType::TimestampTz | SqlType::Interval | SqlType::Bool) | Arg::Any)

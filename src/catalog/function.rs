@@ -1,0 +1,149 @@
+//! User-defined functions as the catalog records them (`CREATE FUNCTION …
+//! LANGUAGE sql`): name, argument types, names and defaults, result, and the
+//! body as SQL text. Overloads of one name differ by argument types. Calls
+//! are bound by `planner/function.rs`; the statements are `sql/function.rs`.
+//!
+//! Imports `types` and `error` only (no `storage`, `exec`, `planner`, `sql`).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Catalog, FUNCTION_PREFIX};
+use crate::error::Result;
+use crate::types::SqlType;
+use crate::{bail, err};
+
+/// One argument of a function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionArg {
+    pub name: Option<String>,
+    pub ty: SqlType,
+    /// `DEFAULT expr` / `= expr`, as SQL text.
+    pub default: Option<String>,
+}
+
+/// What a function returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionReturns {
+    /// The result (or each row's) type; None for `void`.
+    pub ty: Option<SqlType>,
+    /// `RETURNS SETOF t` / `RETURNS TABLE (…)`: a set-returning function.
+    pub set: bool,
+    /// `RETURNS TABLE (a int, b text)`: the result's columns (empty for a
+    /// single-column result).
+    pub columns: Vec<(String, SqlType)>,
+    /// `RETURNS trigger` (kept; weir has no triggers to call it).
+    #[serde(default)]
+    pub trigger: bool,
+}
+
+/// A function's definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionDef {
+    /// Drawn from the id generator tables use, so the OID is stable.
+    pub id: u32,
+    pub database: String,
+    pub name: String,
+    pub args: Vec<FunctionArg>,
+    pub returns: FunctionReturns,
+    /// `sql` or `plpgsql` (its `BEGIN RETURN expr; END` subset).
+    pub language: String,
+    /// The body's SQL statements (`RETURN expr` is kept as `SELECT expr`);
+    /// for plpgsql, the expression it returns, as a `SELECT`, or empty when
+    /// the body is more than that (kept, not run: PostgreSQL too checks a
+    /// PL/pgSQL body when it runs).
+    pub body: String,
+    /// The body as written (`pg_proc.prosrc`).
+    pub source: String,
+    /// `i`, `s` or `v` (`pg_proc.provolatile`).
+    pub volatility: char,
+    /// STRICT: NULL in any argument gives NULL without running the body.
+    pub strict: bool,
+}
+
+impl FunctionDef {
+    /// The argument types, the identity of one overload.
+    pub fn arg_types(&self) -> Vec<SqlType> {
+        self.args.iter().map(|a| a.ty).collect()
+    }
+
+    /// Arguments a call must give (the rest have defaults).
+    pub fn required_args(&self) -> usize {
+        self.args.iter().position(|a| a.default.is_some()).unwrap_or(self.args.len())
+    }
+
+    /// `name(type, …)` as PostgreSQL writes a function's signature.
+    pub fn signature(&self) -> String {
+        signature(&self.name, &self.arg_types())
+    }
+
+    pub(super) fn key(&self) -> String {
+        key(&self.database, &self.name, &self.arg_types())
+    }
+}
+
+/// `name(type, …)`.
+pub fn signature(name: &str, types: &[SqlType]) -> String {
+    let names: Vec<&str> = types.iter().map(|t| t.pg_name()).collect();
+    format!("{name}({})", names.join(", "))
+}
+
+fn key(database: &str, name: &str, types: &[SqlType]) -> String {
+    let names: Vec<&str> = types.iter().map(|t| t.sql_name()).collect();
+    format!("{FUNCTION_PREFIX}{database}/{name}/{}", names.join(","))
+}
+
+impl Catalog {
+    /// Create a function, or with `or_replace` replace the one with the
+    /// same argument types (it keeps its id; the result type may not change).
+    pub fn create_function(&self, mut def: FunctionDef, or_replace: bool) -> Result<()> {
+        let mut st = self.state.write();
+        let list = st.functions.entry((def.database.clone(), def.name.clone())).or_default();
+        let types = def.arg_types();
+        match list.iter().position(|f| f.arg_types() == types) {
+            Some(i) => {
+                if !or_replace {
+                    bail!(DuplicateFunction, "function \"{}\" already exists with same argument types", def.name);
+                }
+                let old = &list[i];
+                if old.returns != def.returns {
+                    return Err(err!(InvalidFunctionDefinition, "cannot change return type of existing function")
+                        .with_hint(format!("Use DROP FUNCTION {} first.", old.signature())));
+                }
+                def.id = old.id;
+                self.put(def.key(), serde_json::to_vec(&def).expect("a function definition serializes"))?;
+                list[i] = def;
+            }
+            None => {
+                def.id = self.next_table_id()?;
+                self.put(def.key(), serde_json::to_vec(&def).expect("a function definition serializes"))?;
+                list.push(def);
+            }
+        }
+        Ok(())
+    }
+
+    /// Drop the overload of `name` with these argument types; None when
+    /// there is none.
+    pub fn drop_function(&self, database: &str, name: &str, types: &[SqlType]) -> Result<Option<FunctionDef>> {
+        let mut st = self.state.write();
+        let k = (database.to_string(), name.to_string());
+        let Some(list) = st.functions.get_mut(&k) else { return Ok(None) };
+        let Some(i) = list.iter().position(|f| f.arg_types() == types) else { return Ok(None) };
+        let def = list.remove(i);
+        if list.is_empty() {
+            st.functions.remove(&k);
+        }
+        self.del(def.key())?;
+        Ok(Some(def))
+    }
+
+    /// Every overload of `name` in a database.
+    pub fn functions(&self, database: &str, name: &str) -> Vec<FunctionDef> {
+        self.state.read().functions.get(&(database.to_string(), name.to_string())).cloned().unwrap_or_default()
+    }
+
+    /// Every function of a database.
+    pub fn database_functions(&self, database: &str) -> Vec<FunctionDef> {
+        self.state.read().functions.iter().filter(|(k, _)| k.0 == database).flat_map(|(_, v)| v.iter().cloned()).collect()
+    }
+}
