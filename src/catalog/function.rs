@@ -147,3 +147,47 @@ impl Catalog {
         self.state.read().functions.iter().filter(|(k, _)| k.0 == database).flat_map(|(_, v)| v.iter().cloned()).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(name: &str, types: &[SqlType], body: &str) -> FunctionDef {
+        FunctionDef {
+            id: 0,
+            database: "public".into(),
+            name: name.into(),
+            args: types.iter().map(|t| FunctionArg { name: None, ty: *t, default: None }).collect(),
+            returns: FunctionReturns { ty: Some(SqlType::Int4), set: false, columns: vec![], trigger: false },
+            language: "sql".into(),
+            body: body.into(),
+            source: body.into(),
+            volatility: 'v',
+            strict: false,
+        }
+    }
+
+    #[test]
+    fn functions_survive_a_reopen_and_overloads_drop_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let cat = Catalog::open(dir.path()).unwrap();
+            cat.create_function(def("f", &[SqlType::Int4], "SELECT $1"), false).unwrap();
+            cat.create_function(def("f", &[SqlType::Text], "SELECT 1"), false).unwrap();
+            let e = cat.create_function(def("f", &[SqlType::Int4], "SELECT 2"), false).unwrap_err();
+            assert_eq!(e.kind, crate::error::ErrorKind::DuplicateFunction);
+            cat.create_function(def("f", &[SqlType::Int4], "SELECT 2"), true).unwrap();
+        }
+        let cat = Catalog::open(dir.path()).unwrap();
+        let fs = cat.functions("public", "f");
+        assert_eq!(fs.len(), 2);
+        assert_eq!(fs.iter().find(|f| f.arg_types() == [SqlType::Int4]).unwrap().body, "SELECT 2");
+        assert!(cat.drop_function("public", "f", &[SqlType::Text]).unwrap().is_some());
+        assert!(cat.drop_function("public", "f", &[SqlType::Text]).unwrap().is_none());
+        drop(cat);
+        let cat = Catalog::open(dir.path()).unwrap();
+        assert_eq!(cat.functions("public", "f").len(), 1);
+        cat.drop_database("public").unwrap();
+        assert!(cat.database_functions("public").is_empty());
+    }
+}

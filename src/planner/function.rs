@@ -99,9 +99,19 @@ fn single_expression(q: &ast::Query) -> Option<&ast::Expr> {
 }
 
 /// `return type mismatch` (42P13) unless the body's result type `got` may
-/// be the declared `want`.
+/// be the declared `want`: equal, or an assignment cast away (PostgreSQL 15
+/// coerces a SQL function's result as an assignment does: `sum(int4)`, a
+/// bigint, for a declared integer).
 fn check_result_type(got: SqlType, want: SqlType, what: &str) -> Result<()> {
-    if got == want || got == SqlType::Unknown || crate::exec::functions::registry::implicit_coercion(got, want).is_some() {
+    let assignable = (got.is_numeric() && want.is_numeric())
+        || want.is_text()
+        || (matches!(got, SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz)
+            && matches!(want, SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz));
+    if got == want
+        || got == SqlType::Unknown
+        || assignable
+        || crate::exec::functions::registry::implicit_coercion(got, want).is_some()
+    {
         return Ok(());
     }
     Err(err!(InvalidFunctionDefinition, "return type mismatch in function declared to return {what}")
