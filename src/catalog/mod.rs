@@ -8,8 +8,8 @@ pub mod function;
 pub mod partition;
 mod tdengine;
 
-pub use function::{FunctionArg, FunctionDef, FunctionReturns};
 pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
+pub use function::{FunctionArg, FunctionDef, FunctionReturns};
 pub use tdengine::{ChildTableDef, GroupProgress, RecalcRequest, SnodeDef, StreamDef, StreamState, SuperTableDef, WindowMark};
 
 use parking_lot::RwLock;

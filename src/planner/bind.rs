@@ -1197,7 +1197,11 @@ impl<'a> Planner<'a> {
             let defs = self.user_functions(&f.name);
             if !defs.is_empty() {
                 if f.filter.is_some() || distinct {
-                    bail!(WrongObjectType, "{} specified, but {name} is not an aggregate function", if distinct { "DISTINCT" } else { "FILTER" });
+                    bail!(
+                        WrongObjectType,
+                        "{} specified, but {name} is not an aggregate function",
+                        if distinct { "DISTINCT" } else { "FILTER" }
+                    );
                 }
                 return self.bind_user_call(&name, defs, bound, &arg_names(f), scope);
             }

@@ -107,11 +107,7 @@ fn check_result_type(got: SqlType, want: SqlType, what: &str) -> Result<()> {
         || want.is_text()
         || (matches!(got, SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz)
             && matches!(want, SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz));
-    if got == want
-        || got == SqlType::Unknown
-        || assignable
-        || crate::exec::functions::registry::implicit_coercion(got, want).is_some()
-    {
+    if got == want || got == SqlType::Unknown || assignable || crate::exec::functions::registry::implicit_coercion(got, want).is_some() {
         return Ok(());
     }
     Err(err!(InvalidFunctionDefinition, "return type mismatch in function declared to return {what}")
@@ -285,7 +281,10 @@ impl<'a> Planner<'a> {
             _ => {}
         });
         if !movable {
-            bail!(FeatureNotSupported, "an aggregate, window function or subquery as the argument of a SQL function whose body reads tables is not supported");
+            bail!(
+                FeatureNotSupported,
+                "an aggregate, window function or subquery as the argument of a SQL function whose body reads tables is not supported"
+            );
         }
         // Columns of the arguments' own scope: the barrier when base is 0.
         if base == 0 {
@@ -442,7 +441,13 @@ impl<'a> Planner<'a> {
             })
             .collect();
         if let Some(a) = alias.filter(|a| a.columns.len() > cols.len()) {
-            bail!(InvalidColumnReference, "table \"{}\" has {} columns available but {} columns specified", ident(&a.name), cols.len(), a.columns.len());
+            bail!(
+                InvalidColumnReference,
+                "table \"{}\" has {} columns available but {} columns specified",
+                ident(&a.name),
+                cols.len(),
+                a.columns.len()
+            );
         }
         let exprs = (0..cols.len()).map(|i| Expr::Column { index: i, ty: cols[i].ty }).collect();
         Ok((LogicalPlan::Project { input: Box::new(plan), exprs, columns: cols.clone() }, cols))

@@ -44,17 +44,15 @@ fn param_type(dt: &ast::DataType) -> Result<Option<SqlType>> {
 /// The body as SQL statements, and as written (`prosrc`).
 fn body_text(cf: &ast::CreateFunction, language: &str) -> Result<(String, String)> {
     let written = match &cf.function_body {
-        Some(CreateFunctionBody::AsBeforeOptions { body, link_symbol: None } | CreateFunctionBody::AsAfterOptions(body)) => {
-            match body {
-                ast::Expr::Value(v) => match &v.value {
-                    ast::Value::SingleQuotedString(s) | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: s, .. }) => {
-                        Some(s.clone())
-                    }
-                    _ => None,
-                },
+        Some(CreateFunctionBody::AsBeforeOptions { body, link_symbol: None } | CreateFunctionBody::AsAfterOptions(body)) => match body {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: s, .. }) => {
+                    Some(s.clone())
+                }
                 _ => None,
-            }
-        }
+            },
+            _ => None,
+        },
         _ => None,
     };
     match (language, &cf.function_body, written) {
@@ -102,7 +100,8 @@ pub fn create(s: &mut Session, cf: &ast::CreateFunction) -> Result<QueryResult> 
             }
             Some(m) => bail!(FeatureNotSupported, "{m} parameters are not supported"),
         }
-        let ty = param_type(&a.data_type)?.ok_or_else(|| err!(InvalidFunctionDefinition, "SQL functions cannot have arguments of type void"))?;
+        let ty =
+            param_type(&a.data_type)?.ok_or_else(|| err!(InvalidFunctionDefinition, "SQL functions cannot have arguments of type void"))?;
         let default = a.default_expr.as_ref().map(|e| e.to_string());
         if default.is_none() && args.iter().any(|x: &FunctionArg| x.default.is_some()) {
             bail!(InvalidFunctionDefinition, "input parameters after one with a default value must also have defaults");
@@ -125,8 +124,7 @@ pub fn create(s: &mut Session, cf: &ast::CreateFunction) -> Result<QueryResult> 
             FunctionReturns { ty: None, set: false, columns: vec![], trigger: true }
         }
         Some(FunctionReturnType::DataType(ast::DataType::Table(Some(cols)))) => {
-            let columns =
-                cols.iter().map(|c| Ok((ident(&c.name), sql_type(&c.data_type)?))).collect::<Result<Vec<(String, SqlType)>>>()?;
+            let columns = cols.iter().map(|c| Ok((ident(&c.name), sql_type(&c.data_type)?))).collect::<Result<Vec<(String, SqlType)>>>()?;
             FunctionReturns { ty: None, set: true, columns, trigger: false }
         }
         Some(FunctionReturnType::DataType(ast::DataType::Custom(n, _)))
@@ -164,8 +162,7 @@ fn create_def(
         Some(ast::FunctionBehavior::Stable) => 's',
         _ => 'v',
     };
-    let strict =
-        matches!(cf.called_on_null, Some(ast::FunctionCalledOnNull::Strict | ast::FunctionCalledOnNull::ReturnsNullOnNullInput));
+    let strict = matches!(cf.called_on_null, Some(ast::FunctionCalledOnNull::Strict | ast::FunctionCalledOnNull::ReturnsNullOnNullInput));
     let def = FunctionDef { id: 0, database: database.clone(), name, args, returns, language, body, source, volatility, strict };
     validate(s, &def)?;
     s.engine.catalog.create_function(def, cf.or_replace)?;
