@@ -1071,8 +1071,7 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
     }
     let zone = crate::types::zone::current().zone;
     if zone != crate::types::zone::Zone::UTC {
-        // timestamptz <-> timestamp / date go through the session's zone.
-        const DAY: i64 = 86_400_000_000;
+        // timestamptz <-> timestamp go through the session's zone.
         let finite = |t: i64, f: &dyn Fn(i64) -> i64| if t == i64::MAX || t == i64::MIN { t } else { f(t) };
         match (from, to) {
             (SqlType::TimestampTz, SqlType::Timestamp) => {
@@ -1084,23 +1083,36 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
                 let out: TimestampMicrosecondArray = ts.unary(|t| finite(t, &|t| zone.to_utc(t)));
                 return Ok(Arc::new(out.with_timezone(crate::types::UTC)));
             }
-            (SqlType::TimestampTz, SqlType::Date) => {
-                let ts = a.as_primitive::<TimestampMicrosecondType>();
-                let out: Date32Array = ts.unary(|t| zone.to_local(t).div_euclid(DAY) as i32);
-                return Ok(Arc::new(out));
-            }
-            (SqlType::Date, SqlType::TimestampTz) => {
-                let d = a.as_primitive::<Date32Type>();
-                let out: TimestampMicrosecondArray = d.unary(|d| zone.to_utc(d as i64 * DAY));
-                return Ok(Arc::new(out.with_timezone(crate::types::UTC)));
-            }
             _ => {}
         }
     }
-    if (from.is_timestamp() && to == SqlType::Date)
-        || (from == SqlType::Date && to.is_timestamp())
-        || (from.is_timestamp() && to.is_timestamp())
-    {
+    // date <-> timestamp(tz): infinities map to infinities; a timestamptz's
+    // day is its day in the session's zone.
+    let local = |t: i64| if from == SqlType::TimestampTz { zone.to_local(t) } else { t };
+    let utc = |t: i64| if to == SqlType::TimestampTz { zone.to_utc(t) } else { t };
+    if from.is_timestamp() && to == SqlType::Date {
+        let ts = a.as_primitive::<TimestampMicrosecondType>();
+        let out: Date32Array = ts.try_unary(|t| match t {
+            i64::MAX => Ok(i32::MAX),
+            i64::MIN => Ok(i32::MIN),
+            t => i32::try_from(local(t).div_euclid(crate::types::interval::USECS_PER_DAY))
+                .map_err(|_| err!(DatetimeFieldOverflow, "date out of range for timestamp")),
+        })?;
+        return Ok(Arc::new(out));
+    }
+    if from == SqlType::Date && to.is_timestamp() {
+        let d = a.as_primitive::<Date32Type>();
+        let out: TimestampMicrosecondArray = d.try_unary(|d| match d {
+            i32::MAX => Ok(i64::MAX),
+            i32::MIN => Ok(i64::MIN),
+            d => (d as i64)
+                .checked_mul(crate::types::interval::USECS_PER_DAY)
+                .map(utc)
+                .ok_or_else(|| err!(DatetimeFieldOverflow, "date out of range for timestamp")),
+        })?;
+        return Ok(Arc::new(out.with_timezone_opt((to == SqlType::TimestampTz).then_some(crate::types::UTC))));
+    }
+    if from.is_timestamp() && to.is_timestamp() {
         return Ok(cast_with_options(a, &target, &CastOptions { safe: false, ..Default::default() })?);
     }
     if from == SqlType::Interval || to == SqlType::Interval {

@@ -170,6 +170,8 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
                 "string" | "name" | "regclass" | "regtype" | "regproc" | "regnamespace" | "text" => SqlType::Text,
                 "oid" => SqlType::Oid,
                 "float" => SqlType::Float8,
+                // character without a length: text here (no blank padding).
+                "bpchar" => SqlType::Text,
                 _ => bail!(UndefinedObject, "type \"{n}\" does not exist"),
             }
         }
@@ -177,6 +179,22 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         D::Regclass => SqlType::Text,
         other => bail!(FeatureNotSupported, "type {other} is not supported"),
     })
+}
+
+/// The type a function name stands for in a function-style cast: an
+/// unqualified name of a type weir has (None for anything else).
+fn function_style_cast(name: &str, f: &ast::Function) -> Option<ast::DataType> {
+    use ast::DataType as D;
+    if f.name.0.len() != 1 || f.over.is_some() || f.filter.is_some() {
+        return None;
+    }
+    let data_type = match name {
+        "date" => D::Date,
+        "timestamp" => D::Timestamp(None, ast::TimezoneInfo::None),
+        "interval" => D::Interval { fields: None, precision: None },
+        _ => D::Custom(f.name.clone(), vec![]),
+    };
+    sql_type(&data_type).ok().map(|_| data_type)
 }
 
 impl<'a> Planner<'a> {
@@ -290,6 +308,10 @@ impl<'a> Planner<'a> {
             return self.bind_expr(&x, scope, agg);
         }
         Ok(match e {
+            // CURRENT_SCHEMA is a keyword: a function call without parentheses.
+            E::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("current_schema") => self
+                .bind_catalog_function("current_schema", &[], scope, agg)?
+                .ok_or_else(|| err!(Internal, "current_schema is not a catalog function"))?,
             E::Identifier(i) => self.resolve_column(&[ident(i)], scope)?,
             E::CompoundIdentifier(parts) => self.resolve_column(&parts.iter().map(ident).collect::<Vec<_>>(), scope)?,
             E::Nested(inner) => self.bind_expr(inner, scope, agg)?,
@@ -308,7 +330,16 @@ impl<'a> Planner<'a> {
                     other => other.to_string(),
                 };
                 let order = self.date_order();
-                Expr::lit(crate::types::datetime_input::with_date_order(order, || parse_text_as(&s, ty))?, ty)
+                let value = crate::types::datetime_input::with_date_order(order, || parse_text_as(&s, ty))?;
+                // `timestamp(p) '…'`: rounded to p fractional digits.
+                let value = match (value, &ts.data_type) {
+                    (Value::Timestamp(us), ast::DataType::Timestamp(Some(p), _)) => Value::Timestamp(
+                        crate::types::round_timestamp(us, (*p).min(6) as u32)
+                            .ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?,
+                    ),
+                    (value, _) => value,
+                };
+                Expr::lit(value, ty)
             }
             E::Cast { expr, data_type, .. } if super::regtypes::reg_kind(data_type).is_some() => {
                 let kind = super::regtypes::reg_kind(data_type).expect("checked");
@@ -320,7 +351,7 @@ impl<'a> Planner<'a> {
                 let ty = sql_type(data_type)?;
                 let inner = self.bind_reg_operand(expr, scope, agg, ty.is_integer())?;
                 self.infer_param(&inner, ty);
-                match inner {
+                let cast = match inner {
                     Expr::Literal { .. } | Expr::Param { .. } => {
                         crate::types::datetime_input::with_date_order(self.date_order(), || coerce(inner, ty))?
                     }
@@ -331,6 +362,18 @@ impl<'a> Planner<'a> {
                             Expr::Cast { expr: Box::new(other), ty }
                         }
                     }
+                };
+                // An explicit cast to varchar(n) cuts the value to n characters.
+                match data_type {
+                    ast::DataType::Varchar(Some(ast::CharacterLength::IntegerLength { length, .. }))
+                    | ast::DataType::CharacterVarying(Some(ast::CharacterLength::IntegerLength { length, .. }))
+                    | ast::DataType::CharVarying(Some(ast::CharacterLength::IntegerLength { length, .. })) => {
+                        let n = i64::try_from(*length)
+                            .map_err(|_| err!(InvalidParameterValue, "length for type varchar cannot exceed 10485760"))?;
+                        let cut = self.call("left", vec![cast, Expr::lit(Value::Int(n), SqlType::Int8)])?;
+                        Expr::Cast { expr: Box::new(cut), ty }
+                    }
+                    _ => cast,
                 }
             }
             E::UnaryOp { op: UO::PGSquareRoot, expr } => self.bind_expr(&call_ast("sqrt", vec![(**expr).clone()]), scope, agg)?,
@@ -493,7 +536,9 @@ impl<'a> Planner<'a> {
             }
             E::In { expr, target: ast::InTarget::List(list), negated, .. } => {
                 let x = self.bind_expr(expr, scope, agg)?;
-                let items: Vec<Expr> = list.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<_>>()?;
+                // `oid IN ('t'::regclass, …)`: the items are OIDs, as in `oid = 't'::regclass`.
+                let want_oid = x.ty().is_integer();
+                let items: Vec<Expr> = list.iter().map(|i| self.bind_reg_operand(i, scope, agg, want_oid)).collect::<Result<_>>()?;
                 let mut ty = x.ty();
                 for i in &items {
                     ty = comparable(ty, i.ty())
@@ -1204,6 +1249,14 @@ impl<'a> Planner<'a> {
                     );
                 }
                 return self.bind_user_call(&name, defs, bound, &arg_names(f), scope);
+            }
+        }
+        // A type name called with one argument and no function of that
+        // name is a cast (PostgreSQL's function-style cast: `date(now())`).
+        if let (Some(data_type), [arg]) = (function_style_cast(&name, f), args.as_slice()) {
+            if !crate::exec::functions::registry().exists(&name) {
+                let cast = ast::Expr::Cast { kind: ast::CastKind::DoubleColon, expr: Box::new(arg.clone()), data_type, format: None };
+                return self.bind_expr(&cast, scope, agg);
             }
         }
         let call =

@@ -434,7 +434,48 @@ impl Planner<'_> {
                     Expr::Case { operand: Some(Box::new(key)), whens: by_name, else_expr: None, ty: SqlType::Int8 }
                 }
             }
+            // The first schema of search_path that exists (NULL if none).
+            ("current_schema", []) => {
+                let first = self.search_path_schemas().into_iter().next();
+                Expr::lit(first.map_or(Value::Null, Value::Text), SqlType::Text)
+            }
+            // search_path's existing schemas as a name[]; with true,
+            // pg_catalog (searched implicitly) first unless listed.
+            ("current_schemas", [implicit]) => {
+                let implicit = super::coerce(self.bind_expr(implicit, scope, agg)?, SqlType::Bool)?;
+                let explicit = self.search_path_schemas();
+                let mut all = explicit.clone();
+                if !all.iter().any(|s| s == "pg_catalog") {
+                    all.insert(0, "pg_catalog".to_string());
+                }
+                let array = |v: Vec<String>| Expr::lit(Value::Text(format!("{{{}}}", v.join(","))), SqlType::Text);
+                Expr::Case {
+                    operand: Some(Box::new(implicit)),
+                    whens: vec![(Expr::lit(Value::Bool(true), SqlType::Bool), array(all))],
+                    else_expr: Some(Box::new(array(explicit))),
+                    ty: SqlType::Text,
+                }
+            }
             _ => return Ok(None),
         }))
+    }
+
+    /// The schemas of the session's search_path that exist, in order
+    /// (quoted names keep their case). `"$user"` names none: weir has no
+    /// per-user schemas (a database named like the user is not one).
+    fn search_path_schemas(&self) -> Vec<String> {
+        let path = self.ctx.settings.get("search_path").map_or("\"$user\", public", |v| v.as_str());
+        let databases = self.catalog.databases();
+        path.split(',')
+            .map(|item| {
+                let item = item.trim().trim_matches('\'');
+                match item.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+                    Some("$user") => String::new(),
+                    Some(quoted) => quoted.to_string(),
+                    None => item.to_lowercase(),
+                }
+            })
+            .filter(|name| super::system::is_reserved_schema(name) || databases.iter().any(|d| d == name))
+            .collect()
     }
 }

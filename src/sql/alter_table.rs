@@ -66,6 +66,24 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
             rename_table(s, &old, n)?;
             done()
         }
+        // Storage parameters tune PostgreSQL's heap and vacuum; weir has
+        // neither, so known ones are accepted and change nothing.
+        [ast::AlterTableOperation::SetOptionsParens { options }] => {
+            for o in options {
+                let name = match o {
+                    ast::SqlOption::Ident(n) | ast::SqlOption::KeyValue { key: n, .. } => n.to_string().to_lowercase(),
+                    other => bail!(Syntax, "syntax error at or near \"{other}\""),
+                };
+                check_storage_parameter(&name)?;
+            }
+            done()
+        }
+        [ast::AlterTableOperation::ResetOptions { options }] => {
+            for n in options {
+                check_storage_parameter(&n.to_string().to_lowercase())?;
+            }
+            done()
+        }
         [ast::AlterTableOperation::AddConstraint { constraint, .. }]
             if matches!(constraint, ast::TableConstraint::Unique(_) | ast::TableConstraint::PrimaryKey(_)) =>
         {
@@ -88,6 +106,25 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
             bail!(FeatureNotSupported, "ALTER TABLE … {} is not supported", words.join(" "))
         }
     }
+}
+
+/// A table storage parameter PostgreSQL knows (22023 otherwise).
+fn check_storage_parameter(name: &str) -> Result<()> {
+    let bare = name.strip_prefix("toast.").unwrap_or(name);
+    let known = matches!(
+        bare,
+        "fillfactor"
+            | "parallel_workers"
+            | "toast_tuple_target"
+            | "user_catalog_table"
+            | "vacuum_index_cleanup"
+            | "vacuum_truncate"
+            | "log_autovacuum_min_duration"
+    ) || bare.starts_with("autovacuum_");
+    if !known {
+        bail!(InvalidParameterValue, "unrecognized parameter \"{name}\"");
+    }
+    Ok(())
 }
 
 /// The names of relations a view's query reads, resolved to (database, name).

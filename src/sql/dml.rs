@@ -726,9 +726,6 @@ pub(super) fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Res
     Ok(arrow::compute::concat(&refs)?)
 }
 
-/// Microseconds from 1970-01-01 to 2000-01-01, PostgreSQL's epoch.
-const PG_EPOCH_US: i64 = 946_684_800_000_000;
-
 /// Round `TIMESTAMP(p)` columns to p fractional digits as PostgreSQL does
 /// (half away from zero, counted from its 2000-01-01 epoch), so the stored
 /// value, and a time index's identity, is the rounded one.
@@ -742,13 +739,9 @@ pub(super) fn round_timestamps(def: &TableDef, batch: RecordBatch) -> Result<Rec
     for (i, c) in def.columns.iter().enumerate() {
         let Some(p) = c.precision else { continue };
         let Some(ts) = cols[i].as_primitive_opt::<TimestampMicrosecondType>() else { continue };
-        let scale = 10i64.pow(6 - p.min(6) as u32);
-        let half = scale / 2;
         let rounded: TimestampMicrosecondArray = ts
             .try_unary::<_, TimestampMicrosecondType, arrow::error::ArrowError>(|us| {
-                let t = us.checked_sub(PG_EPOCH_US).ok_or(arrow::error::ArrowError::ArithmeticOverflow("timestamp".into()))?;
-                let r = if t >= 0 { (t + half) / scale * scale } else { -((-t + half) / scale * scale) };
-                r.checked_add(PG_EPOCH_US).ok_or(arrow::error::ArrowError::ArithmeticOverflow("timestamp".into()))
+                crate::types::round_timestamp(us, p as u32).ok_or(arrow::error::ArrowError::ArithmeticOverflow("timestamp".into()))
             })?
             .with_timezone_opt(ts.timezone());
         cols[i] = Arc::new(rounded);

@@ -467,6 +467,12 @@ const MAX_DAYS: i64 = 2_145_031_948; // 5874897-12-31 (outside chrono's range: c
 /// Parse a date the way PostgreSQL's `date_in` does, as days since
 /// 1970-01-01. `today_days` answers `today` / `tomorrow` / `yesterday`.
 pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i32, DateInputError> {
+    // `infinity` and `-infinity`: the largest and smallest values.
+    match input.trim().to_ascii_lowercase().as_str() {
+        "infinity" | "+infinity" => return Ok(i32::MAX),
+        "-infinity" => return Ok(i32::MIN),
+        _ => {}
+    }
     decode_datetime(input, order, today_days).map(|d| d.days)
 }
 
@@ -501,7 +507,7 @@ fn time_micros(s: &str) -> Option<i64> {
 }
 
 fn decode_datetime(input: &str, order: DateOrder, today_days: i32) -> Result<DateTimeFields, DateInputError> {
-    use super::zone::{abbreviation, numeric_offset, Zone};
+    use super::zone::{abbreviation, abbreviation_zone, numeric_offset, Zone};
     let fields = split_fields(input)?;
     if fields.is_empty() {
         return Err(DateInputError::BadFormat);
@@ -587,7 +593,7 @@ fn decode_datetime(input: &str, order: DateOrder, today_days: i32) -> Result<Dat
             FType::Str => {
                 let Some(kw) = keyword(f) else {
                     // A zone abbreviation (`PST`) or a zone name without a slash.
-                    match abbreviation(f).map(Zone::Fixed).or_else(|| Zone::parse(f).filter(|z| matches!(z, Zone::Named(_)))) {
+                    match abbreviation_zone(f).or_else(|| Zone::parse(f).filter(|z| matches!(z, Zone::Named(_)))) {
                         Some(z) if fmask & TZ == 0 => {
                             zone = Some(match posix_after(idx) {
                                 Some(p) => {
@@ -737,6 +743,11 @@ fn valid_time(s: &str) -> bool {
 
 /// A date as PostgreSQL's ISO output: `2040-04-10 BC` for years before 1.
 pub fn format_date_iso(days: i32) -> String {
+    match days {
+        i32::MAX => return "infinity".into(),
+        i32::MIN => return "-infinity".into(),
+        _ => {}
+    }
     match NaiveDate::from_num_days_from_ce_opt(days.wrapping_add(719_163)) {
         Some(d) if d.year() <= 0 => format!("{:04}-{:02}-{:02} BC", 1 - d.year(), d.month(), d.day()),
         Some(d) => format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day()),

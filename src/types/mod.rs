@@ -563,6 +563,21 @@ pub fn format_value(v: &Value) -> String {
     }
 }
 
+/// A timestamp rounded to `precision` fractional digits as PostgreSQL's
+/// AdjustTimestampForTypmod does: half away from zero, counted from its
+/// 2000-01-01 epoch; ±infinity unchanged, None on overflow.
+pub fn round_timestamp(us: i64, precision: u32) -> Option<i64> {
+    const PG_EPOCH_US: i64 = 946_684_800_000_000;
+    if us == i64::MAX || us == i64::MIN || precision >= 6 {
+        return Some(us);
+    }
+    let scale = 10i64.pow(6 - precision);
+    let half = scale / 2;
+    let t = us.checked_sub(PG_EPOCH_US)?;
+    let r = if t >= 0 { (t + half) / scale * scale } else { -((-t + half) / scale * scale) };
+    r.checked_add(PG_EPOCH_US)
+}
+
 /// Parse a timestamp literal: `2024-01-01`, `2024-01-01 10:00:00[.fff]`,
 /// the ISO `T` separator, and an optional `Z` or `+hh[:mm]` zone.
 pub fn parse_timestamp(s: &str) -> Option<i64> {

@@ -23,6 +23,21 @@ pub enum Zone {
     /// Seconds east of UTC.
     Fixed(i32),
     Named(Tz),
+    /// One of PostgreSQL's dynamic abbreviations (`MSK`): the offset the
+    /// abbreviation (upper case) stood for in the zone at the time.
+    Abbrev(Tz, &'static str),
+}
+
+/// PostgreSQL's `Default` abbreviations whose offset changed over the
+/// years, with the zone whose history says what they meant when.
+const DYNAMIC_ABBREVIATIONS: &[(&str, Tz)] = &[("MSK", Tz::Europe__Moscow), ("VET", Tz::America__Caracas)];
+
+/// A zone abbreviation as a zone: dynamic (`MSK`) or a fixed offset (`PST`).
+pub fn abbreviation_zone(s: &str) -> Option<Zone> {
+    match DYNAMIC_ABBREVIATIONS.iter().find(|(a, _)| a.eq_ignore_ascii_case(s)) {
+        Some((a, tz)) => Some(Zone::Abbrev(*tz, *a)),
+        None => abbreviation(s).map(Zone::Fixed),
+    }
 }
 
 fn iana_names() -> &'static HashMap<String, Tz> {
@@ -53,7 +68,7 @@ pub fn abbreviation(s: &str) -> Option<i32> {
         "ndt" => -(2 * h + 1800),
         "cet" | "met" | "mez" | "west" | "bst" => h,
         "cest" | "mest" | "mesz" | "eet" | "ist" => 2 * h,
-        "eest" | "msk" => 3 * h,
+        "eest" => 3 * h,
         "jst" | "kst" => 9 * h,
         "aest" => 10 * h,
         "aedt" => 11 * h,
@@ -136,7 +151,7 @@ impl Zone {
             let body = if letters.starts_with(['+', '-']) { letters.to_string() } else { format!("+{letters}") };
             return numeric_offset(&body).map(|w| Zone::Fixed(-w));
         }
-        abbreviation(&lower).map(Zone::Fixed)
+        abbreviation_zone(&lower)
     }
 
     /// The UTC offset (seconds east) in force at a UTC instant.
@@ -148,6 +163,7 @@ impl Zone {
                 Some(d) => tz.offset_from_utc_datetime(&d.naive_utc()).fix().local_minus_utc(),
                 None => 0,
             },
+            Zone::Abbrev(tz, abbrev) => abbrev_offset(*tz, abbrev, utc_us),
         }
     }
 
@@ -156,6 +172,7 @@ impl Zone {
     pub fn abbrev_at(&self, utc_us: i64) -> Option<String> {
         match self {
             Zone::Fixed(_) => None,
+            Zone::Abbrev(_, abbrev) => Some(abbrev.to_string()),
             Zone::Named(tz) => {
                 let d = chrono::DateTime::from_timestamp_micros(utc_us)?;
                 let off = tz.offset_from_utc_datetime(&d.naive_utc());
@@ -186,8 +203,34 @@ impl Zone {
                     }
                 }
             }
+            // PostgreSQL's DetermineTimeZoneAbbrevOffset: the instant the
+            // zone itself gives, then the abbreviation's offset there.
+            Zone::Abbrev(tz, abbrev) => {
+                let probe = Zone::Named(*tz).to_utc(local_us);
+                local_us.saturating_sub(abbrev_offset(*tz, abbrev, probe) as i64 * US_PER_SEC)
+            }
         }
     }
+}
+
+/// What a dynamic abbreviation meant in its zone at a UTC instant
+/// (pg_interpret_timezone_abbrev): its latest use at or before the instant,
+/// else its earliest use after; the zone's own offset when the zone's
+/// history never names it. Searched in 30-day steps over 100 years each way
+/// (a period of use shorter than that can be missed; none is in `Default`'s).
+fn abbrev_offset(tz: Tz, abbrev: &str, utc_us: i64) -> i32 {
+    const STEP_US: i64 = 30 * US_PER_DAY;
+    const STEPS: i64 = 100 * 365 / 30;
+    let named = Zone::Named(tz);
+    let at = |us: i64| {
+        let d = chrono::DateTime::from_timestamp_micros(us)?;
+        let off = tz.offset_from_utc_datetime(&d.naive_utc());
+        off.abbreviation().filter(|a| a.eq_ignore_ascii_case(abbrev)).map(|_| off.fix().local_minus_utc())
+    };
+    (0..=STEPS)
+        .find_map(|k| at(utc_us.saturating_sub(k * STEP_US)))
+        .or_else(|| (1..=STEPS).find_map(|k| at(utc_us.saturating_add(k * STEP_US))))
+        .unwrap_or_else(|| named.offset_at(utc_us))
 }
 
 /// DateStyle's output format.
@@ -353,6 +396,11 @@ fn date_part(p: &Parts, style: DateStyle, order: DateOrder) -> String {
 
 /// A date (days since 1970-01-01) in a DateStyle.
 pub fn format_date_in(days: i32, ctx: &DtCtx) -> String {
+    match days {
+        i32::MAX => return "infinity".into(),
+        i32::MIN => return "-infinity".into(),
+        _ => {}
+    }
     match (days as i64).checked_mul(US_PER_DAY).and_then(parts) {
         Some(p) => {
             let mut s = date_part(&p, ctx.style, ctx.order);
@@ -465,6 +513,18 @@ mod tests {
         assert_eq!(Zone::parse("+02:00"), Some(Zone::Fixed(-2 * 3600)));
         assert_eq!(Zone::parse("<-08>+08"), Some(Zone::Fixed(-8 * 3600)));
         assert_eq!(Zone::parse("no/where"), None);
+    }
+
+    #[test]
+    fn msk_means_what_it_meant_in_moscow() {
+        let msk = Zone::parse("MSK").unwrap();
+        // 2011-03-27 01:59:59 MSK is +03; 02:00 (skipped in Moscow) is +04.
+        let local = 1_301_191_199 * US_PER_SEC;
+        assert_eq!(msk.to_utc(local), local - 3 * 3600 * US_PER_SEC);
+        let local = 1_301_191_200 * US_PER_SEC;
+        assert_eq!(msk.to_utc(local), local - 4 * 3600 * US_PER_SEC);
+        // Summer 2010 was MSD (+04): MSK still meant +03.
+        assert_eq!(msk.offset_at(1_277_985_600 * US_PER_SEC), 3 * 3600);
     }
 
     #[test]

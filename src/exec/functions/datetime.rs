@@ -39,8 +39,8 @@ pub fn normalize_unit(u: &str) -> Option<&'static str> {
         "julian" | "j" => "julian",
         "isoyear" => "isoyear",
         "timezone" => "timezone",
-        "timezone_h" => "timezone_h",
-        "timezone_m" => "timezone_m",
+        "timezone_h" | "timezone_hour" => "timezone_h",
+        "timezone_m" | "timezone_minute" => "timezone_m",
         _ => return None,
     })
 }
@@ -379,8 +379,9 @@ pub fn timestamptz_part(field: &str, us: i64, zone: crate::types::zone::Zone) ->
     match field {
         "epoch" => timestamp_part(field, us),
         "timezone" => Ok(off),
-        "timezone_h" => Ok((off / 3600.0).trunc()),
-        "timezone_m" => Ok(((off / 60.0) % 60.0).trunc()),
+        // `+ 0.0`: a zero offset is 0, not -0.
+        "timezone_h" => Ok((off / 3600.0).trunc() + 0.0),
+        "timezone_m" => Ok(((off / 60.0) % 60.0).trunc() + 0.0),
         _ => timestamp_part(field, zone.to_local(us)),
     }
 }
@@ -402,7 +403,8 @@ pub fn timestamp_part(field: &str, us: i64) -> Result<f64> {
         "day" => dt.day() as f64,
         "month" => dt.month() as f64,
         "quarter" => ((dt.month() - 1) / 3 + 1) as f64,
-        "year" => y as f64,
+        // There is no year 0: astronomical year 0 is 1 BC (-1).
+        "year" => (if y > 0 { y } else { y - 1 }) as f64,
         "decade" => y.div_euclid(10) as f64,
         "century" => (if y > 0 { (y + 99) / 100 } else { -((99 - (y - 1)) / 100) }) as f64,
         "millennium" => (if y > 0 { (y + 999) / 1000 } else { -((999 - (y - 1)) / 1000) }) as f64,
@@ -410,7 +412,10 @@ pub fn timestamp_part(field: &str, us: i64) -> Result<f64> {
         "isodow" => dt.weekday().number_from_monday() as f64,
         "doy" => dt.ordinal() as f64,
         "week" => dt.iso_week().week() as f64,
-        "isoyear" => dt.iso_week().year() as f64,
+        "isoyear" => {
+            let iy = dt.iso_week().year();
+            (if iy > 0 { iy } else { iy - 1 }) as f64
+        }
         "julian" => {
             (dt.date().num_days_from_ce() as i64 + 1_721_425) as f64 + (dt.num_seconds_from_midnight() as f64 + micro / 1e6) / 86_400.0
         }
@@ -440,11 +445,66 @@ pub fn interval_part(field: &str, iv: Interval) -> Result<f64> {
     })
 }
 
-/// date_part(field, timestamp | timestamptz | interval) → float8.
+/// A field of an infinite date or timestamp: ±Infinity for the fields
+/// that grow with time, NULL for the cyclic ones (PostgreSQL 14+), an
+/// error for the fields the type lacks.
+fn infinite_part(field: &str, positive: bool, ty: SqlType) -> Result<Option<f64>> {
+    let inf = if positive { f64::INFINITY } else { f64::NEG_INFINITY };
+    Ok(match field {
+        "epoch" | "year" | "decade" | "century" | "millennium" | "julian" | "isoyear" => Some(inf),
+        "day" | "month" | "quarter" | "week" | "dow" | "isodow" | "doy" => None,
+        "microseconds" | "milliseconds" | "second" | "minute" | "hour" | "timezone" | "timezone_h" | "timezone_m"
+            if ty != SqlType::Date =>
+        {
+            None
+        }
+        other => bail!(FeatureNotSupported, "unit \"{other}\" not supported for type {ty}"),
+    })
+}
+
+/// One field of a date (date_part(text, date)): no time of day or zone;
+/// the epoch is midnight UTC of that day.
+pub fn date_field(field: &str, days: i32) -> Result<Option<f64>> {
+    if days == i32::MAX || days == i32::MIN {
+        return infinite_part(field, days == i32::MAX, SqlType::Date);
+    }
+    match field {
+        "epoch" => Ok(Some(days as f64 * 86_400.0)),
+        "microseconds" | "milliseconds" | "second" | "minute" | "hour" | "timezone" | "timezone_h" | "timezone_m" => {
+            bail!(FeatureNotSupported, "unit \"{field}\" not supported for type date")
+        }
+        _ => timestamp_part(field, days as i64 * USECS_PER_DAY).map(Some),
+    }
+}
+
+/// A field of a timestamp or timestamptz (`ty`), infinite ones included.
+fn timestamp_field(field: &str, us: i64, ty: SqlType) -> Result<Option<f64>> {
+    if us == i64::MAX || us == i64::MIN {
+        return infinite_part(field, us == i64::MAX, ty);
+    }
+    if ty == SqlType::TimestampTz && field != "epoch" {
+        // Fields of a timestamptz are read in the session's zone.
+        return timestamptz_part(field, us, crate::types::zone::current().zone).map(Some);
+    }
+    timestamp_part(field, us).map(Some)
+}
+
+/// date_part(field, timestamp | timestamptz | date | interval) → float8.
 pub fn date_part(a: &Args<'_>) -> Result<ArrayRef> {
     let fields = a.str(0)?;
     let ty = a.types[1];
     let field_of = |f: &str| normalize_unit(f).ok_or_else(|| not_recognized(f, ty));
+    if ty == SqlType::Date {
+        let days = a.prim::<Date32Type>(1)?;
+        let mut b = Float64Builder::with_capacity(a.n);
+        for i in 0..a.n {
+            match (fields.get(i), days.get(i)) {
+                (Some(f), Some(d)) => b.append_option(date_field(field_of(f)?, d)?),
+                _ => b.append_null(),
+            }
+        }
+        return Ok(arc(b.finish()));
+    }
     if let Some(Some(f)) = fields.constant() {
         let field = field_of(f)?;
         if ty == SqlType::Interval {
@@ -455,28 +515,36 @@ pub fn date_part(a: &Args<'_>) -> Result<ArrayRef> {
         }
         let p = a.prim::<TimestampMicrosecondType>(1)?;
         let p = p.array_any();
-        let zone = crate::types::zone::current().zone;
-        if ty == SqlType::TimestampTz && field != "epoch" {
-            // Fields of a timestamptz are read in the session's zone.
-            let out: Float64Array = p.try_unary(|t| timestamptz_part(field, t, zone))?;
-            return Ok(arc(out));
+        let mut b = Float64Builder::with_capacity(a.n);
+        for t in p.iter() {
+            b.append_option(match t {
+                Some(t) => timestamp_field(field, t, ty)?,
+                None => None,
+            });
         }
-        let out: Float64Array = p.try_unary(|t| timestamp_part(field, t))?;
-        return Ok(arc(out));
+        return Ok(arc(b.finish()));
     }
     let mut b = Float64Builder::with_capacity(a.n);
     for i in 0..a.n {
         let v = match (fields.get(i), a.value(1, i)) {
-            (Some(f), crate::types::Value::Timestamp(t)) if ty == SqlType::TimestampTz => {
-                Some(timestamptz_part(field_of(f)?, t, crate::types::zone::current().zone)?)
-            }
-            (Some(f), crate::types::Value::Timestamp(t)) => Some(timestamp_part(field_of(f)?, t)?),
+            (Some(f), crate::types::Value::Timestamp(t)) => timestamp_field(field_of(f)?, t, ty)?,
             (Some(f), crate::types::Value::Interval(iv)) => Some(interval_part(field_of(f)?, iv)?),
             _ => None,
         };
         b.append_option(v);
     }
     Ok(arc(b.finish()))
+}
+
+/// isfinite(date | timestamp | timestamptz | interval): not ±infinity
+/// (every interval is finite in PostgreSQL 15).
+pub fn isfinite(a: &Args<'_>) -> Result<ArrayRef> {
+    let out: BooleanArray = match a.types[0] {
+        SqlType::Date => a.prim::<Date32Type>(0)?.array_any().iter().map(|d| d.map(|d| d != i32::MAX && d != i32::MIN)).collect(),
+        SqlType::Interval => (0..a.cols[0].len()).map(|i| a.cols[0].is_valid(i).then_some(true)).collect(),
+        _ => a.prim::<TimestampMicrosecondType>(0)?.array_any().iter().map(|t| t.map(|t| t != i64::MAX && t != i64::MIN)).collect(),
+    };
+    Ok(arc(out))
 }
 
 pub fn justify_days(a: &Args<'_>) -> Result<ArrayRef> {
@@ -495,6 +563,16 @@ pub fn statement_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
         // localtimestamp: wall-clock time in the session's zone.
         SqlType::Timestamp => crate::types::zone::current().zone.to_local(a.ctx.statement_ts),
         _ => a.ctx.statement_ts,
+    };
+    // CURRENT_TIMESTAMP(p): rounded half away from zero to p digits
+    // (AdjustTimestampForTypmod; p over 6 means 6). NULL p is no rounding.
+    let ts = match a.cols.first() {
+        Some(_) => match a.prim::<Int32Type>(0)?.get(0) {
+            Some(p) if p < 0 => bail!(InvalidParameterValue, "{}({p}) precision must not be negative", a.name.to_uppercase()),
+            Some(p) => crate::types::round_timestamp(ts, p as u32).unwrap_or(ts),
+            None => ts,
+        },
+        None => ts,
     };
     let v = TimestampMicrosecondArray::from(vec![ts; a.n]);
     Ok(arc(v.with_timezone_opt(match a.ret {

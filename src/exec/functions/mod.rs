@@ -222,9 +222,11 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         .stable(),
         // Date and time.
         Def::new("now", vec![s(&[], TimestampTz)], datetime::statement_timestamp)
-            .alias(&["current_timestamp", "transaction_timestamp", "statement_timestamp"])
+            .alias(&["transaction_timestamp", "statement_timestamp"])
             .stable(),
-        Def::new("localtimestamp", vec![s(&[], Timestamp)], datetime::statement_timestamp).stable(),
+        // CURRENT_TIMESTAMP(p) / LOCALTIMESTAMP(p): rounded to p fractional digits.
+        Def::new("current_timestamp", vec![s(&[], TimestampTz), s(&[Int4], TimestampTz)], datetime::statement_timestamp).stable(),
+        Def::new("localtimestamp", vec![s(&[], Timestamp), s(&[Int4], Timestamp)], datetime::statement_timestamp).stable(),
         Def::new("current_date", vec![s(&[], Date)], datetime::current_date).stable(),
         Def::new("clock_timestamp", vec![s(&[], TimestampTz)], datetime::clock_timestamp).volatile(),
         Def::new("to_timestamp", vec![f8(1).with_ret(TimestampTz)], datetime::to_timestamp),
@@ -259,6 +261,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             {
                 let mut v = ts_sigs(&[Text], false, Float8);
                 v.push(s(&[Text, Interval], Float8));
+                v.push(s(&[Text, Date], Float8));
                 v
             },
             datetime::date_part,
@@ -275,12 +278,17 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             datetime::make_timestamptz,
         )
         .stable(),
+        Def::new(
+            "isfinite",
+            vec![s(&[Date], Bool), s(&[Timestamp], Bool), s(&[TimestampTz], Bool), s(&[Interval], Bool)],
+            datetime::isfinite,
+        ),
         Def::new("justify_days", vec![s(&[Interval], Interval)], datetime::justify_days),
         Def::new("justify_hours", vec![s(&[Interval], Interval)], datetime::justify_hours),
         Def::new("justify_interval", vec![s(&[Interval], Interval)], datetime::justify_interval),
         // Session and catalog information (stable, row at a time).
         Def::new("version", vec![s(&[], Text)], info).stable(),
-        Def::new("current_database", vec![s(&[], Text)], info).stable(),
+        Def::new("current_database", vec![s(&[], Text)], info).alias(&["current_catalog"]).stable(),
         Def::new("current_schema", vec![s(&[], Text)], info).stable(),
         Def::new("current_schemas", vec![s(&[Bool], Text)], info).stable(),
         Def::new("current_user", vec![s(&[], Text)], info).alias(&["session_user", "user"]).stable(),

@@ -472,7 +472,7 @@ mod tests {
         assert_eq!(r.resolve("ceiling", &[Float8]).unwrap().name, "ceil");
         assert_eq!(r.resolve("char_length", &[Text]).unwrap().name, "length");
         assert_eq!(r.resolve("pow", &[Float8, Float8]).unwrap().name, "power");
-        assert_eq!(r.resolve("current_timestamp", &[]).unwrap().name, "now");
+        assert_eq!(r.resolve("transaction_timestamp", &[]).unwrap().name, "now");
     }
 
     #[test]
