@@ -73,6 +73,8 @@ pub enum ErrorKind {
     InvalidRegularExpression,
     /// 22011: a bad substring length.
     SubstringError,
+    ArraySubscriptError,
+    InvalidUseOfEscapeCharacter,
     /// 2201E: logarithm of zero or a negative number.
     InvalidArgumentForLogarithm,
     /// 2201F: square root of a negative number, bad powers.
@@ -177,6 +179,8 @@ impl ErrorKind {
             WrongObjectType => "42809",
             InvalidRegularExpression => "2201B",
             SubstringError => "22011",
+            ArraySubscriptError => "2202E",
+            InvalidUseOfEscapeCharacter => "2200C",
             InvalidArgumentForLogarithm => "2201E",
             InvalidArgumentForPowerFunction => "2201F",
             StringDataTooLong => "22001",

@@ -1020,6 +1020,17 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
     if from.is_array() && !to.is_text() && !to.is_array() && to != SqlType::Unknown {
         bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
     }
+    // bytea is its canonical hex text in batches: text input is parsed
+    // (byteain); bytea to text is that text; nothing else casts either way.
+    if to == SqlType::Bytea && from != SqlType::Bytea && a.data_type() != &DataType::Null {
+        if !from.is_text() {
+            bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+        }
+        return parse_text_column(a, to);
+    }
+    if from == SqlType::Bytea && !to.is_text() && to != SqlType::Bytea && to != SqlType::Unknown {
+        bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+    }
     if a.data_type() == &target {
         return Ok(a.clone());
     }
@@ -1276,6 +1287,7 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
             })?)
         }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
+        SqlType::Bytea => Value::Text(crate::types::bytea::canonical(t)?),
         // array_in: each element through its type's input, then the
         // canonical text form.
         SqlType::Array(e) => {

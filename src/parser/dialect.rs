@@ -14,7 +14,7 @@
 
 use std::any::TypeId;
 
-use sqlparser::ast::{DataType, Expr, TimezoneInfo, Value};
+use sqlparser::ast::{self, DataType, Expr, TimezoneInfo, Value};
 use sqlparser::dialect::{BindPlaceholderStyle, Dialect, PostgreSqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -47,12 +47,70 @@ macro_rules! forward_flags {
     };
 }
 
+/// `SUBSTRING(x SIMILAR p ESCAPE e)` ahead: SUBSTRING, `(`, and a SIMILAR
+/// not followed by TO at the parentheses' own level (sqlparser has only the
+/// FROM / FOR forms).
+fn substring_similar_ahead(parser: &Parser) -> bool {
+    if !matches!(&parser.peek_token_ref().token, Token::Word(w) if w.keyword == Keyword::SUBSTRING)
+        || parser.peek_nth_token_ref(1).token != Token::LParen
+    {
+        return false;
+    }
+    let mut depth = 0usize;
+    for k in 2.. {
+        match &parser.peek_nth_token_ref(k).token {
+            Token::EOF => return false,
+            Token::LParen => depth += 1,
+            Token::RParen if depth == 0 => return false,
+            Token::RParen => depth -= 1,
+            Token::Word(w) if depth == 0 && w.keyword == Keyword::SIMILAR => {
+                return !matches!(&parser.peek_nth_token_ref(k + 1).token, Token::Word(t) if t.keyword == Keyword::TO)
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+impl WeirDialect {
+    /// `SUBSTRING(x SIMILAR p ESCAPE e)` as a call of `substring_similar(x, p, e)`.
+    fn parse_substring_similar(&self, parser: &mut Parser) -> Result<Expr, ParserError> {
+        parser.next_token();
+        parser.expect_token(&Token::LParen)?;
+        // Operands bind tighter than SIMILAR (LIKE's precedence).
+        let like = self.prec_value(Precedence::Like);
+        let x = parser.parse_subexpr(like)?;
+        parser.expect_keyword_is(Keyword::SIMILAR)?;
+        let p = parser.parse_subexpr(like)?;
+        parser.expect_keyword_is(Keyword::ESCAPE)?;
+        let e = parser.parse_expr()?;
+        parser.expect_token(&Token::RParen)?;
+        Ok(Expr::Function(ast::Function {
+            name: ast::ObjectName::from(vec![ast::Ident::new("substring_similar")]),
+            uses_odbc_syntax: false,
+            parameters: ast::FunctionArguments::None,
+            args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                duplicate_treatment: None,
+                args: [x, p, e].into_iter().map(|a| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(a))).collect(),
+                clauses: vec![],
+            }),
+            filter: None,
+            null_treatment: None,
+            over: None,
+            within_group: vec![],
+        }))
+    }
+}
+
 impl Dialect for WeirDialect {
     fn dialect(&self) -> TypeId {
         TypeId::of::<PostgreSqlDialect>()
     }
 
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        if substring_similar_ahead(parser) {
+            return Some(self.parse_substring_similar(parser));
+        }
         let t = parser.peek_token_ref();
         let value = match &t.token {
             Token::SingleQuotedString(s) => Value::SingleQuotedString(s.clone()),

@@ -98,6 +98,16 @@ pub fn coerce(e: Expr, ty: SqlType) -> Result<Expr> {
     }
 }
 
+/// A string function's first argument: bytea stays bytea (the function
+/// has bytea forms), anything else is text.
+fn text_or_bytea(e: Expr) -> Result<Expr> {
+    if e.ty() == SqlType::Bytea {
+        Ok(e)
+    } else {
+        coerce(e, SqlType::Text)
+    }
+}
+
 /// Whether an implicit coercion between two types is allowed.
 fn comparable(a: SqlType, b: SqlType) -> Option<SqlType> {
     SqlType::common(a, b)
@@ -137,6 +147,7 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         D::Datetime(_) => SqlType::Timestamp,
         D::Date => SqlType::Date,
         D::Interval { .. } => SqlType::Interval,
+        D::Bytea => SqlType::Bytea,
         // `int[]`, `int ARRAY`, `ARRAY<int>`: one dimension of a scalar type.
         D::Array(def) => match def {
             ast::ArrayElemTypeDef::SquareBracket(inner, _)
@@ -169,6 +180,7 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
                 "varchar" => SqlType::Varchar,
                 "string" | "name" | "regclass" | "regtype" | "regproc" | "regnamespace" | "text" => SqlType::Text,
                 "oid" => SqlType::Oid,
+                "bytea" => SqlType::Bytea,
                 "float" => SqlType::Float8,
                 // character without a length: text here (no blank padding).
                 "bpchar" => SqlType::Text,
@@ -378,6 +390,15 @@ impl<'a> Planner<'a> {
             }
             E::UnaryOp { op: UO::PGSquareRoot, expr } => self.bind_expr(&call_ast("sqrt", vec![(**expr).clone()]), scope, agg)?,
             E::UnaryOp { op: UO::PGCubeRoot, expr } => self.bind_expr(&call_ast("cbrt", vec![(**expr).clone()]), scope, agg)?,
+            E::UnaryOp { op: UO::PGAbs, expr } => self.bind_expr(&call_ast("abs", vec![(**expr).clone()]), scope, agg)?,
+            E::UnaryOp { op: UO::BitwiseNot, expr } => {
+                let x = self.bind_expr(expr, scope, agg)?;
+                let t = x.ty();
+                self.call("int8not", vec![x]).map_err(|_| {
+                    err!(UndefinedFunction, "operator does not exist: ~ {t}")
+                        .with_hint("No operator matches the given name and argument type. You might need to add an explicit type cast.")
+                })?
+            }
             E::UnaryOp { op, expr } => {
                 let inner = self.bind_expr(expr, scope, agg)?;
                 match op {
@@ -666,11 +687,17 @@ impl<'a> Planner<'a> {
                 }
             }
             E::Like { negated, expr, pattern, escape_char, .. } | E::ILike { negated, expr, pattern, escape_char, .. } => {
-                let x = self.bind_expr(expr, scope, agg)?;
+                let mut x = self.bind_expr(expr, scope, agg)?;
                 let mut p = self.bind_expr(pattern, scope, agg)?;
+                // bytea LIKE bytea: each byte as one character.
+                if x.ty() == SqlType::Bytea {
+                    x = self.call("bytea_latin1", vec![x])?;
+                    p = self.call("bytea_latin1", vec![coerce(p, SqlType::Bytea)?])?;
+                }
                 // ESCAPE c: the pattern rewritten to the default escape.
                 if let Some(esc) = escape_char {
-                    let esc = coerce(self.bind_expr(esc, scope, agg)?, SqlType::Text)?;
+                    let esc = self.bind_expr(esc, scope, agg)?;
+                    let esc = if esc.ty() == SqlType::Bytea { self.call("bytea_latin1", vec![esc])? } else { coerce(esc, SqlType::Text)? };
                     p = self.call("like_escape", vec![coerce(p, SqlType::Text)?, esc])?;
                 }
                 Expr::Like {
@@ -742,8 +769,35 @@ impl<'a> Planner<'a> {
                 let x = self.bind_expr(expr, scope, agg)?;
                 self.call(if matches!(e, E::Floor { .. }) { "floor" } else { "ceil" }, vec![x])?
             }
+            // substring(x from pattern): a POSIX regular expression;
+            // substring(x from pattern for escape): SQL99's SIMILAR form.
+            E::Substring { expr, substring_from: Some(from), substring_for, .. }
+                if self.bind_expr(from, scope, agg)?.ty().is_text()
+                    && substring_for.as_ref().map(|f| self.bind_expr(f, scope, agg)).transpose()?.is_none_or(|f| f.ty().is_text()) =>
+            {
+                let x = coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?;
+                let p = coerce(self.bind_expr(from, scope, agg)?, SqlType::Text)?;
+                match substring_for {
+                    Some(f) => self.call("substring_similar", vec![x, p, coerce(self.bind_expr(f, scope, agg)?, SqlType::Text)?])?,
+                    None => self.call("substring_regex", vec![x, p])?,
+                }
+            }
+            E::SimilarTo { negated, expr, pattern, escape_char } => {
+                let x = coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?;
+                let mut pargs = vec![coerce(self.bind_expr(pattern, scope, agg)?, SqlType::Text)?];
+                if let Some(esc) = escape_char {
+                    pargs.push(coerce(self.bind_expr(esc, scope, agg)?, SqlType::Text)?);
+                }
+                let re = self.call("similar_to_escape", pargs)?;
+                let m = Expr::Func { name: "regex_match".into(), args: vec![x, re], ty: SqlType::Bool };
+                if *negated {
+                    Expr::Not(Box::new(m))
+                } else {
+                    m
+                }
+            }
             E::Substring { expr, substring_from, substring_for, .. } => {
-                let mut args = vec![coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?];
+                let mut args = vec![text_or_bytea(self.bind_expr(expr, scope, agg)?)?];
                 args.push(coerce(
                     match substring_from {
                         Some(f) => self.bind_expr(f, scope, agg)?,
@@ -757,9 +811,10 @@ impl<'a> Planner<'a> {
                 self.call("substr", args)?
             }
             E::Trim { expr, trim_where, trim_what, .. } => {
-                let mut args = vec![coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?];
+                let mut args = vec![text_or_bytea(self.bind_expr(expr, scope, agg)?)?];
                 if let Some(w) = trim_what {
-                    args.push(coerce(self.bind_expr(w, scope, agg)?, SqlType::Text)?);
+                    let w = self.bind_expr(w, scope, agg)?;
+                    args.push(if args[0].ty() == SqlType::Bytea { coerce(w, SqlType::Bytea)? } else { coerce(w, SqlType::Text)? });
                 }
                 let name = match trim_where {
                     Some(ast::TrimWhereField::Leading) => "ltrim",
@@ -769,9 +824,17 @@ impl<'a> Planner<'a> {
                 self.call(name, args)?
             }
             E::Position { expr, r#in } => {
-                let sub = coerce(self.bind_expr(expr, scope, agg)?, SqlType::Text)?;
-                let s = coerce(self.bind_expr(r#in, scope, agg)?, SqlType::Text)?;
-                Expr::Func { name: "strpos".into(), args: vec![s, sub], ty: SqlType::Int4 }
+                let sub = self.bind_expr(expr, scope, agg)?;
+                let s = self.bind_expr(r#in, scope, agg)?;
+                self.call("strpos", vec![s, sub])?
+            }
+            E::Overlay { expr, overlay_what, overlay_from, overlay_for } => {
+                let mut args = vec![self.bind_expr(expr, scope, agg)?, self.bind_expr(overlay_what, scope, agg)?];
+                args.push(self.bind_expr(overlay_from, scope, agg)?);
+                if let Some(f) = overlay_for {
+                    args.push(self.bind_expr(f, scope, agg)?);
+                }
+                self.call("overlay", args)?
             }
             E::AtTimeZone { timestamp, time_zone } => {
                 let ts = self.bind_expr(timestamp, scope, agg)?;
@@ -896,6 +959,8 @@ impl<'a> Planner<'a> {
             BO::BitwiseAnd => Some("int8and"),
             BO::BitwiseOr => Some("int8or"),
             BO::PGBitwiseXor => Some("int8xor"),
+            BO::PGBitwiseShiftLeft => Some("int8shl"),
+            BO::PGBitwiseShiftRight => Some("int8shr"),
             _ => None,
         };
         if let Some(f) = bitwise {
@@ -916,6 +981,11 @@ impl<'a> Planner<'a> {
                 Ok(Expr::Binary { op: bop, left: Box::new(l), right: Box::new(r), ty: SqlType::Bool })
             }
             BinOp::Concat if l.ty().is_array() || r.ty().is_array() => self.bind_array_concat(l, r),
+            BinOp::Concat
+                if matches!((l.ty(), r.ty()), (SqlType::Bytea, SqlType::Bytea | SqlType::Unknown) | (SqlType::Unknown, SqlType::Bytea)) =>
+            {
+                self.call("byteacat", vec![l, r])
+            }
             BinOp::Concat => {
                 let l = coerce(l, SqlType::Text)?;
                 let r = coerce(r, SqlType::Text)?;
@@ -1110,6 +1180,12 @@ impl<'a> Planner<'a> {
         if let Some(over) = &f.over {
             return self.bind_window(&name, &args, star, distinct, over, scope, agg);
         }
+        // float8(x), int4(x) …: PostgreSQL's function-call spelling of a cast.
+        if matches!(name.as_str(), "float4" | "float8" | "int2" | "int4" | "int8") && args.len() == 1 && f.name.0.len() == 1 {
+            let ty = sql_type(&ast::DataType::Custom(f.name.clone(), vec![]))?;
+            let x = self.bind_expr(&args[0], scope, agg)?;
+            return Ok(if x.ty() == ty { x } else { coerce(x, ty)? });
+        }
         if matches!(name.as_str(), "to_regclass" | "to_regtype" | "to_regnamespace") && args.len() == 1 {
             return self.bind_reg_operand(&ast::Expr::Function(f.clone()), scope, agg, false);
         }
@@ -1224,6 +1300,11 @@ impl<'a> Planner<'a> {
             return Ok(Expr::Agg(Box::new(AggCall { func, args: bound, distinct, filter, ty })));
         }
         let bound: Vec<Expr> = args.iter().map(|a| self.bind_expr(a, scope, agg)).collect::<Result<_>>()?;
+        if matches!(name.as_str(), "regexp_matches" | "regexp_split_to_table") {
+            if let Some(e) = self.bind_regexp_srf(&name, bound.clone())? {
+                return Ok(e);
+            }
+        }
         if let Some(kind) = crate::exec::plan::SrfKind::from_name(&name) {
             if f.filter.is_some() || distinct {
                 bail!(

@@ -1078,12 +1078,27 @@ impl<'a> Planner<'a> {
         outer: Option<&Scope>,
     ) -> Result<Rel> {
         let fname = fname.to_string();
-        let Some(kind) = crate::exec::plan::SrfKind::from_name(&fname) else {
-            bail!(FeatureNotSupported, "table function {fname} is not supported")
-        };
         let scope = Scope::new(vec![], outer);
-        let bound: Vec<Expr> = asts.iter().map(|e| self.bind_expr(e, &scope, None)).collect::<Result<_>>()?;
-        let marker = self.bind_srf(kind, asts, &scope, bound)?;
+        // regexp_matches / regexp_split_to_table: an unnest of their helper's array.
+        let regexp = match fname.as_str() {
+            "regexp_matches" | "regexp_split_to_table" => {
+                let bound: Vec<Expr> = asts.iter().map(|e| self.bind_expr(e, &scope, None)).collect::<Result<_>>()?;
+                self.bind_regexp_srf(&fname, bound)?
+            }
+            _ => None,
+        };
+        let kind = match (&regexp, crate::exec::plan::SrfKind::from_name(&fname)) {
+            (Some(_), _) => crate::exec::plan::SrfKind::Unnest,
+            (None, Some(k)) => k,
+            (None, None) => bail!(FeatureNotSupported, "table function {fname} is not supported"),
+        };
+        let marker = match regexp {
+            Some(m) => m,
+            None => {
+                let bound: Vec<Expr> = asts.iter().map(|e| self.bind_expr(e, &scope, None)).collect::<Result<_>>()?;
+                self.bind_srf(kind, asts, &scope, bound)?
+            }
+        };
         let unit = Plan::Values { rows: vec![vec![]], columns: vec![] };
         let (plan, value_ty) = match (kind, ordinality) {
             (crate::exec::plan::SrfKind::Unnest, true) => {

@@ -173,6 +173,20 @@ impl<'a> Planner<'a> {
         Ok(Expr::Func { name: format!("{PREFIX}{}", kind.name()), args, ty })
     }
 
+    /// `regexp_matches(…)` and `regexp_split_to_table(…)`: the unnest of the
+    /// array their scalar helper builds (one text[] per match, or the
+    /// pieces); None for other names.
+    pub(super) fn bind_regexp_srf(&self, name: &str, bound: Vec<Expr>) -> Result<Option<Expr>> {
+        let (helper, elem) = match name {
+            "regexp_matches" => ("regexp_matches_array", SqlType::Array(crate::types::Elem::Text)),
+            "regexp_split_to_table" => ("regexp_split_to_table_array", SqlType::Text),
+            _ => return Ok(None),
+        };
+        let types: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
+        let call = self.call(helper, bound).map_err(|_| crate::exec::functions::registry::no_such_function(name, &types))?;
+        Ok(Some(Expr::Func { name: format!("{PREFIX}{}", SrfKind::Unnest.name()), args: vec![coerce(call, SqlType::Text)?], ty: elem }))
+    }
+
     /// `(root).field`: a field of a record-returning call, or of a record
     /// column of a derived table.
     pub(super) fn bind_field(&self, root: Expr, field: &str, scope: &Scope) -> Result<Expr> {

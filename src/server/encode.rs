@@ -38,6 +38,7 @@ impl ToSql for Cell {
                 out.put_i32(iv.months);
             }
             (Value::Text(s), SqlType::Array(e)) => encode_array(s, e.ty(), out)?,
+            (Value::Text(s), SqlType::Bytea) => out.put_slice(&crate::types::bytea::from_text(s)?),
             (Value::Text(s), _) => out.put_slice(s.as_bytes()),
         }
         Ok(IsNull::No)
@@ -62,6 +63,9 @@ impl ToSqlText for Cell {
             (Value::Float(f), SqlType::Float4) => out.put_slice(format_f32(*f as f32).as_bytes()),
             // In the session's time zone and DateStyle.
             (Value::Timestamp(t), SqlType::TimestampTz) => out.put_slice(crate::types::format_timestamptz(*t).as_bytes()),
+            (Value::Text(s), SqlType::Bytea) if zone::current().bytea_escape => {
+                out.put_slice(crate::types::bytea::format_escape(&crate::types::bytea::from_text(s)?).as_bytes())
+            }
             (v, _) => out.put_slice(format_value(v).as_bytes()),
         }
         Ok(IsNull::No)
@@ -112,7 +116,7 @@ impl<'a> CellRef<'a> {
             return CellRef::Null;
         }
         if let arrow::datatypes::DataType::Utf8 = array.data_type() {
-            if ty.is_array() {
+            if ty.is_array() || ty == SqlType::Bytea {
                 // Arrays have their own binary form (`Cell::to_sql`).
                 return CellRef::Owned(Cell(Value::Text(array.as_string::<i32>().value(i).to_string()), ty));
             }
@@ -170,6 +174,8 @@ enum ColWriter<'a> {
     /// Timestamps; `true` for timestamptz (text form ends in `+00`).
     Ts(&'a arrow::array::TimestampMicrosecondArray, bool),
     Str(&'a arrow::array::StringArray),
+    /// bytea's canonical hex text: as it is, in the escape style, or its bytes.
+    Bytea(&'a arrow::array::StringArray),
     Bool(&'a arrow::array::BooleanArray),
     Other(&'a dyn arrow::array::Array),
 }
@@ -185,6 +191,7 @@ impl<'a> ColWriter<'a> {
             (DataType::Int64, SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => ColWriter::Int64(array.as_primitive()),
             (DataType::Timestamp(TimeUnit::Microsecond, _), SqlType::Timestamp) => ColWriter::Ts(array.as_primitive(), false),
             (DataType::Timestamp(TimeUnit::Microsecond, _), SqlType::TimestampTz) => ColWriter::Ts(array.as_primitive(), true),
+            (DataType::Utf8, SqlType::Bytea) => ColWriter::Bytea(array.as_string::<i32>()),
             (DataType::Utf8, t) if !t.is_array() => ColWriter::Str(array.as_string::<i32>()),
             (DataType::Boolean, SqlType::Bool) => ColWriter::Bool(array.as_boolean()),
             _ => ColWriter::Other(array),
@@ -218,6 +225,10 @@ impl<'a> ColWriter<'a> {
                 }
             }
             ColWriter::Str(a) => out.put_slice(a.value(i).as_bytes()),
+            ColWriter::Bytea(a) if zone::current().bytea_escape => {
+                out.put_slice(crate::types::bytea::format_escape(&crate::types::bytea::from_text(a.value(i))?).as_bytes())
+            }
+            ColWriter::Bytea(a) => out.put_slice(a.value(i).as_bytes()),
             ColWriter::Bool(a) => out.put_u8(if a.value(i) { b't' } else { b'f' }),
             ColWriter::Other(a) => return CellRef::at(*a, i, ty).to_sql_text(pg, out, &FormatOptions::default()),
         }
@@ -238,6 +249,7 @@ impl<'a> ColWriter<'a> {
             ColWriter::Int64(a) => int(a.value(i), out),
             ColWriter::Ts(a, _) => out.put_i64(a.value(i) - PG_EPOCH_US),
             ColWriter::Str(a) => out.put_slice(a.value(i).as_bytes()),
+            ColWriter::Bytea(a) => out.put_slice(&crate::types::bytea::from_text(a.value(i))?),
             ColWriter::Bool(a) => out.put_u8(a.value(i) as u8),
             ColWriter::Other(a) => return CellRef::at(*a, i, ty).to_sql(pg, out),
         }
@@ -413,7 +425,7 @@ fn is_null_at(w: &ColWriter, i: usize) -> bool {
         ColWriter::Int32(a) => a.is_null(i),
         ColWriter::Int64(a) => a.is_null(i),
         ColWriter::Ts(a, _) => a.is_null(i),
-        ColWriter::Str(a) => a.is_null(i),
+        ColWriter::Str(a) | ColWriter::Bytea(a) => a.is_null(i),
         ColWriter::Bool(a) => a.is_null(i),
         ColWriter::Other(a) => a.is_null(i),
     }

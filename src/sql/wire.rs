@@ -75,6 +75,7 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
             Value::Interval(crate::types::Interval::try_new(months, days, micros)?)
         }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(utf8(b)?.to_string()),
+        SqlType::Bytea => Value::Text(crate::types::bytea::to_text(b)),
         SqlType::Array(e) => decode_array(b, e.ty())?,
     })
 }
@@ -96,6 +97,7 @@ pub fn scalar_of_oid(oid: u32) -> Option<SqlType> {
         23 => SqlType::Int4,
         20 => SqlType::Int8,
         26 => SqlType::Oid,
+        17 => SqlType::Bytea,
         700 => SqlType::Float4,
         701 => SqlType::Float8,
         25 | 1043 | 1042 | 19 => SqlType::Text,

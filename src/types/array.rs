@@ -82,7 +82,7 @@ impl Elem {
             SqlType::Date => Elem::Date,
             SqlType::Interval => Elem::Interval,
             SqlType::Oid => Elem::Oid,
-            SqlType::Array(_) => return None,
+            SqlType::Array(_) | SqlType::Bytea => return None,
         })
     }
 

@@ -12,6 +12,7 @@ use arrow::datatypes::{DataType, IntervalMonthDayNano, IntervalUnit, TimeUnit};
 use crate::error::Result;
 
 pub mod array;
+pub mod bytea;
 pub mod datetime_input;
 pub mod interval;
 pub mod interval_input;
@@ -48,6 +49,9 @@ pub enum SqlType {
     /// compared and computed as an integer. Last, so catalogs saved before
     /// it keep their variant numbers.
     Oid,
+    /// `bytea`, carried as its canonical hex text (`\x0aff`) in a Utf8
+    /// column; see `bytea.rs`. Last, for saved catalogs.
+    Bytea,
 }
 
 impl SqlType {
@@ -59,7 +63,7 @@ impl SqlType {
             SqlType::Int8 | SqlType::Oid => DataType::Int64,
             SqlType::Float4 => DataType::Float32,
             SqlType::Float8 => DataType::Float64,
-            SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) => DataType::Utf8,
+            SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) | SqlType::Bytea => DataType::Utf8,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
             SqlType::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some(UTC.into())),
             SqlType::Date => DataType::Date32,
@@ -93,6 +97,7 @@ impl SqlType {
             SqlType::Int4 => 23,
             SqlType::Int8 => 20,
             SqlType::Oid => 26,
+            SqlType::Bytea => 17,
             SqlType::Float4 => 700,
             SqlType::Float8 => 701,
             SqlType::Text | SqlType::Unknown => 25,
@@ -113,6 +118,7 @@ impl SqlType {
             SqlType::Int4 => "integer",
             SqlType::Int8 => "bigint",
             SqlType::Oid => "oid",
+            SqlType::Bytea => "bytea",
             SqlType::Float4 => "real",
             SqlType::Float8 => "double precision",
             SqlType::Text | SqlType::Unknown => "text",
@@ -133,6 +139,7 @@ impl SqlType {
             SqlType::Int4 => "INTEGER",
             SqlType::Int8 => "BIGINT",
             SqlType::Oid => "OID",
+            SqlType::Bytea => "BYTEA",
             SqlType::Float4 => "REAL",
             SqlType::Float8 => "DOUBLE PRECISION",
             SqlType::Text | SqlType::Unknown => "TEXT",
@@ -377,7 +384,7 @@ pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
         SqlType::Int8 | SqlType::Oid => Arc::new(values.iter().map(as_i64).collect::<Int64Array>()),
         SqlType::Float4 => Arc::new(values.iter().map(|v| as_f64(v).map(|x| x as f32)).collect::<Float32Array>()),
         SqlType::Float8 => Arc::new(values.iter().map(as_f64).collect::<Float64Array>()),
-        SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) => Arc::new(
+        SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) | SqlType::Bytea => Arc::new(
             values
                 .iter()
                 .map(|v| match v {

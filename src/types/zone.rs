@@ -258,11 +258,14 @@ pub struct DtCtx {
     pub style: DateStyle,
     pub order: DateOrder,
     pub interval: IntervalStyle,
+    /// `bytea_output = escape` (else hex): an output style that travels
+    /// with the date/time ones to the row encoder.
+    pub bytea_escape: bool,
 }
 
 impl Default for DtCtx {
     fn default() -> DtCtx {
-        DtCtx { zone: Zone::UTC, style: DateStyle::Iso, order: DateOrder::Mdy, interval: IntervalStyle::Postgres }
+        DtCtx { zone: Zone::UTC, style: DateStyle::Iso, order: DateOrder::Mdy, interval: IntervalStyle::Postgres, bytea_escape: false }
     }
 }
 
@@ -303,6 +306,7 @@ impl DtCtx {
             style: date_style(ds),
             order: DateOrder::from_datestyle(ds),
             interval: settings.get("intervalstyle").and_then(|v| interval_style(v)).unwrap_or(d.interval),
+            bytea_escape: settings.get("bytea_output").is_some_and(|v| v.trim().eq_ignore_ascii_case("escape")),
         }
     }
 }
@@ -496,7 +500,7 @@ mod tests {
     use super::*;
 
     fn ctx(tz: &str, style: DateStyle) -> DtCtx {
-        DtCtx { zone: Zone::parse(tz).unwrap(), style, order: DateOrder::Mdy, interval: IntervalStyle::Postgres }
+        DtCtx { zone: Zone::parse(tz).unwrap(), style, order: DateOrder::Mdy, interval: IntervalStyle::Postgres, bytea_escape: false }
     }
 
     #[test]

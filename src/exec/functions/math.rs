@@ -6,6 +6,7 @@ use arrow::datatypes::*;
 
 use super::registry::{arc, Args};
 use crate::error::Result;
+use crate::types::SqlType;
 use crate::{bail, err};
 
 /// Apply `f` to a float8 argument, row by row over the primitive values.
@@ -523,4 +524,89 @@ pub fn bitor(a: &Args<'_>) -> Result<ArrayRef> {
 /// `#` (int2xor / int4xor / int8xor).
 pub fn bitxor(a: &Args<'_>) -> Result<ArrayRef> {
     bitwise(a, |x, y| x ^ y)
+}
+
+/// `<<` / `>>` (int2shl … int8shr): shifted in the operand's width, so the
+/// bits wrap as PostgreSQL's C shifts do.
+pub fn shift(a: &Args<'_>, left: bool) -> Result<ArrayRef> {
+    let ret = a.ret;
+    bitwise(a, move |x, y| {
+        let k = y as u32;
+        match (ret, left) {
+            (SqlType::Int2, true) => (x as i32).wrapping_shl(k) as i16 as i64,
+            (SqlType::Int2, false) => (x as i32).wrapping_shr(k) as i16 as i64,
+            (SqlType::Int4, true) => (x as i32).wrapping_shl(k) as i64,
+            (SqlType::Int4, false) => (x as i32).wrapping_shr(k) as i64,
+            (_, true) => x.wrapping_shl(k),
+            (_, false) => x.wrapping_shr(k),
+        }
+    })
+}
+
+/// `~x` (int2not / int4not / int8not).
+pub fn bitnot(a: &Args<'_>) -> Result<ArrayRef> {
+    let x = cast(&a.cols[0], &DataType::Int64)?;
+    let out: Int64Array = x.as_primitive::<Int64Type>().unary(|v| !v);
+    let out: ArrayRef =
+        if a.scalar[0] && a.n != 1 { arrow::compute::take(&out, &UInt32Array::from(vec![0u32; a.n]), None)? } else { arc(out) };
+    Ok(cast(&out, &a.ret.to_arrow())?)
+}
+
+/// gcd / lcm of int4 or int8, with PostgreSQL's out-of-range errors
+/// (gcd(min, 0), lcm beyond the type).
+pub fn gcd_lcm(a: &Args<'_>) -> Result<ArrayRef> {
+    let lcm = a.name == "lcm";
+    let (lo, hi, what) = match a.ret {
+        SqlType::Int4 => (i32::MIN as i64, i32::MAX as i64, "integer"),
+        _ => (i64::MIN, i64::MAX, "bigint"),
+    };
+    let x = cast(&a.cols[0], &DataType::Int64)?;
+    let y = cast(&a.cols[1], &DataType::Int64)?;
+    let (x, y) = (x.as_primitive::<Int64Type>(), y.as_primitive::<Int64Type>());
+    let at = |arr: &Int64Array, s: bool, i: usize| -> Option<i64> {
+        let i = if s { 0 } else { i };
+        (!arr.is_null(i)).then(|| arr.value(i))
+    };
+    let mut b = Int64Builder::with_capacity(a.n);
+    for i in 0..a.n {
+        let (Some(p), Some(q)) = (at(x, a.scalar[0], i), at(y, a.scalar[1], i)) else {
+            b.append_null();
+            continue;
+        };
+        let (mut m, mut n) = ((p as i128).abs(), (q as i128).abs());
+        while n != 0 {
+            (m, n) = (n, m % n);
+        }
+        let v: i128 = if !lcm {
+            m
+        } else if p == 0 || q == 0 {
+            0
+        } else {
+            ((p as i128) / m * (q as i128)).abs()
+        };
+        if v < lo as i128 || v > hi as i128 {
+            bail!(NumericOutOfRange, "{what} out of range");
+        }
+        b.append_value(v as i64);
+    }
+    Ok(cast(&arc(b.finish()), &a.ret.to_arrow())?)
+}
+
+/// float4send / float8send: the value's IEEE bits, big-endian, as bytea.
+pub fn float_send(a: &Args<'_>) -> Result<ArrayRef> {
+    let four = a.types[0] == SqlType::Float4;
+    let x = cast(&a.cols[0], &DataType::Float64)?;
+    let x = x.as_primitive::<Float64Type>();
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 20);
+    for i in 0..a.n {
+        let k = if a.scalar[0] { 0 } else { i };
+        if x.is_null(k) {
+            b.append_null();
+            continue;
+        }
+        let v = x.value(k);
+        let bytes = if four { (v as f32).to_be_bytes().to_vec() } else { v.to_be_bytes().to_vec() };
+        b.append_value(crate::types::bytea::to_text(&bytes));
+    }
+    Ok(arc(b.finish()))
 }

@@ -6,8 +6,10 @@
 //! May import `types`, `error` and the rest of `exec`; nothing above it.
 
 pub mod array;
+pub mod bytea;
 pub mod datetime;
 pub mod math;
+pub mod regexp;
 pub mod registry;
 pub mod string;
 pub mod temporal;
@@ -88,6 +90,15 @@ fn unsupported_special(_: &Args<'_>) -> Result<ArrayRef> {
     bail!(Internal, "special function evaluated through the registry")
 }
 
+/// The bytea form of a function when its first argument is bytea, else the text form.
+fn by_type(a: &Args<'_>, bytes: impl Fn(&Args<'_>) -> Result<ArrayRef>, text: registry::VectorFn) -> Result<ArrayRef> {
+    if a.types.first() == Some(&SqlType::Bytea) {
+        bytes(a)
+    } else {
+        text(a)
+    }
+}
+
 /// Every built-in scalar function.
 pub(crate) fn builtins() -> Vec<FuncDef> {
     use SqlType::*;
@@ -119,6 +130,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         .flat_map(|t| [s(&[*t, Interval, Interval], *t), s(&[*t, Interval, Interval, *t], *t), s(&[*t, Interval, Interval, *t, Int8], *t)])
         .collect();
     let any_t = Arg::Any;
+    let text_arr = SqlType::Array(crate::types::Elem::Text);
     let defs = vec![
         // Conditional expressions: evaluated lazily by the binder/evaluator.
         Def::new("coalesce", vec![var(&[], any_t, Unknown)], unsupported_special).special(),
@@ -177,21 +189,58 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             .alias(&["int2or", "int4or"]),
         Def::new("int8xor", vec![s(&[Int2, Int2], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::bitxor)
             .alias(&["int2xor", "int4xor"]),
+        Def::new("int8shl", vec![s(&[Int2, Int4], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int4], Int8)], |a| math::shift(a, true))
+            .alias(&["int2shl", "int4shl"]),
+        Def::new("int8shr", vec![s(&[Int2, Int4], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int4], Int8)], |a| math::shift(a, false))
+            .alias(&["int2shr", "int4shr"]),
+        Def::new("int8not", vec![s(&[Int2], Int2), s(&[Int4], Int4), s(&[Int8], Int8)], math::bitnot).alias(&["int2not", "int4not"]),
+        Def::new("gcd", vec![s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::gcd_lcm),
+        Def::new("lcm", vec![s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::gcd_lcm),
+        Def::new("float4send", vec![s(&[Float4], Bytea)], math::float_send),
+        Def::new("float8send", vec![s(&[Float8], Bytea)], math::float_send),
         // Strings.
+        Def::new("translate", vec![s(&[Text, Text, Text], Text)], string::translate),
+        Def::new("to_hex", vec![s(&[Int4], Text), s(&[Int8], Text)], string::to_hex),
+        Def::new("unistr", vec![s(&[Text], Text)], string::unistr),
+        Def::new("quote_literal", vec![s(&[Text], Text), any(1, Text)], string::quote_literal),
+        Def::new("quote_nullable", vec![s(&[Text], Text), any(1, Text)], string::quote_literal).lenient(),
         Def::new("lower", vec![s(&[Text], Text)], string::lower),
         Def::new("upper", vec![s(&[Text], Text)], string::upper),
         Def::new("initcap", vec![s(&[Text], Text)], string::initcap),
         Def::new("reverse", vec![s(&[Text], Text)], string::reverse),
         Def::new("quote_ident", vec![s(&[Text], Text)], string::quote_ident),
-        Def::new("length", vec![s(&[Text], Int4)], string::length).alias(&["char_length", "character_length"]),
-        Def::new("octet_length", vec![s(&[Text], Int4)], string::octet_length),
+        Def::new("length", vec![s(&[Text], Int4), s(&[Bytea], Int4)], |a| by_type(a, bytea::length, string::length))
+            .alias(&["char_length", "character_length"]),
+        Def::new("octet_length", vec![s(&[Text], Int4), s(&[Bytea], Int4)], |a| by_type(a, bytea::length, string::octet_length)),
         Def::new("ascii", vec![s(&[Text], Int4)], string::ascii),
         Def::new("chr", vec![s(&[Int8], Text)], string::chr),
         Def::new("repeat", vec![s(&[Text, Int8], Text)], string::repeat),
-        Def::new("btrim", vec![s(&[Text], Text), s(&[Text, Text], Text)], string::btrim).alias(&["trim"]),
-        Def::new("ltrim", vec![s(&[Text], Text), s(&[Text, Text], Text)], string::ltrim),
-        Def::new("rtrim", vec![s(&[Text], Text), s(&[Text, Text], Text)], string::rtrim),
-        Def::new("substr", vec![s(&[Text, Int8], Text), s(&[Text, Int8, Int8], Text)], string::substr).alias(&["substring"]),
+        Def::new("btrim", vec![s(&[Text], Text), s(&[Text, Text], Text), s(&[Bytea, Bytea], Bytea)], |a| {
+            by_type(a, |a| bytea::trim(a, true, true), string::btrim)
+        })
+        .alias(&["trim"]),
+        Def::new("ltrim", vec![s(&[Text], Text), s(&[Text, Text], Text), s(&[Bytea, Bytea], Bytea)], |a| {
+            by_type(a, |a| bytea::trim(a, true, false), string::ltrim)
+        }),
+        Def::new("rtrim", vec![s(&[Text], Text), s(&[Text, Text], Text), s(&[Bytea, Bytea], Bytea)], |a| {
+            by_type(a, |a| bytea::trim(a, false, true), string::rtrim)
+        }),
+        Def::new(
+            "substr",
+            vec![s(&[Text, Int8], Text), s(&[Text, Int8, Int8], Text), s(&[Bytea, Int8], Bytea), s(&[Bytea, Int8, Int8], Bytea)],
+            |a| by_type(a, bytea::substr, string::substr),
+        )
+        .alias(&["substring"]),
+        Def::new(
+            "overlay",
+            vec![
+                s(&[Text, Text, Int8], Text),
+                s(&[Text, Text, Int8, Int8], Text),
+                s(&[Bytea, Bytea, Int8], Bytea),
+                s(&[Bytea, Bytea, Int8, Int8], Bytea),
+            ],
+            |a| by_type(a, bytea::overlay, string::overlay),
+        ),
         Def::new("left", vec![s(&[Text, Int8], Text)], string::left),
         Def::new("right", vec![s(&[Text, Int8], Text)], string::right),
         Def::new("lpad", vec![s(&[Text, Int8], Text), s(&[Text, Int8, Text], Text)], string::lpad),
@@ -199,13 +248,91 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("replace", vec![s(&[Text, Text, Text], Text)], string::replace),
         Def::new("like_escape", vec![s(&[Text, Text], Text)], string::like_escape),
         Def::new("split_part", vec![s(&[Text, Text, Int8], Text)], string::split_part),
-        Def::new("strpos", vec![s(&[Text, Text], Int4)], string::strpos).alias(&["position"]),
+        Def::new("strpos", vec![s(&[Text, Text], Int4), s(&[Bytea, Bytea], Int4)], |a| by_type(a, bytea::position, string::strpos))
+            .alias(&["position"]),
+        // bytea (`bytea.rs`): values are canonical hex text.
+        Def::new("byteacat", vec![s(&[Bytea, Bytea], Bytea)], bytea::concat),
+        Def::new("bytea_latin1", vec![s(&[Bytea], Text)], bytea::as_latin1),
+        Def::new("md5", vec![s(&[Text], Text), s(&[Bytea], Text)], bytea::md5),
+        Def::new("sha224", vec![s(&[Bytea], Bytea)], bytea::sha),
+        Def::new("sha256", vec![s(&[Bytea], Bytea)], bytea::sha),
+        Def::new("sha384", vec![s(&[Bytea], Bytea)], bytea::sha),
+        Def::new("sha512", vec![s(&[Bytea], Bytea)], bytea::sha),
+        Def::new("encode", vec![s(&[Bytea, Text], Text)], bytea::encode),
+        Def::new("decode", vec![s(&[Text, Text], Bytea)], bytea::decode),
+        Def::new("get_bit", vec![s(&[Bytea, Int8], Int4)], bytea::get_byte),
+        Def::new("get_byte", vec![s(&[Bytea, Int8], Int4)], bytea::get_byte),
+        Def::new("set_bit", vec![s(&[Bytea, Int8, Int8], Bytea)], bytea::set_byte),
+        Def::new("set_byte", vec![s(&[Bytea, Int8, Int8], Bytea)], bytea::set_byte),
+        Def::new("bit_count", vec![s(&[Bytea], Int8)], bytea::bit_count),
+        Def::new("convert_to", vec![s(&[Text, Text], Bytea)], bytea::convert),
+        Def::new("convert_from", vec![s(&[Bytea, Text], Text)], bytea::convert),
         Def::new("starts_with", vec![s(&[Text, Text], Bool)], string::starts_with),
         Def::new("concat", vec![var(&[], any_t, Text)], string::concat).lenient(),
         Def::new("concat_ws", vec![var(&[Arg::T(Text)], any_t, Text)], string::concat_ws).lenient(),
         Def::new("format", vec![var(&[Arg::T(Text)], any_t, Text)], string::format).lenient(),
-        Def::new("regex_match", vec![s(&[Text, Text], Bool)], |a| string::regex_match(a, false)),
-        Def::new("regex_imatch", vec![s(&[Text, Text], Bool)], |a| string::regex_match(a, true)),
+        Def::new("regex_match", vec![s(&[Text, Text], Bool)], |a| regexp::regex_match(a, false)),
+        // PostgreSQL's regexp_* functions (`regexp.rs`).
+        Def::new(
+            "regexp_replace",
+            vec![
+                s(&[Text, Text, Text], Text),
+                s(&[Text, Text, Text, Text], Text),
+                s(&[Text, Text, Text, Int8], Text),
+                s(&[Text, Text, Text, Int8, Int8], Text),
+                s(&[Text, Text, Text, Int8, Int8, Text], Text),
+            ],
+            regexp::regexp_replace,
+        ),
+        Def::new(
+            "regexp_count",
+            vec![s(&[Text, Text], Int4), s(&[Text, Text, Int8], Int4), s(&[Text, Text, Int8, Text], Int4)],
+            regexp::regexp_count,
+        ),
+        Def::new("regexp_like", vec![s(&[Text, Text], Bool), s(&[Text, Text, Text], Bool)], regexp::regexp_like),
+        Def::new(
+            "regexp_instr",
+            vec![
+                s(&[Text, Text], Int4),
+                s(&[Text, Text, Int8], Int4),
+                s(&[Text, Text, Int8, Int8], Int4),
+                s(&[Text, Text, Int8, Int8, Int8], Int4),
+                s(&[Text, Text, Int8, Int8, Int8, Text], Int4),
+                s(&[Text, Text, Int8, Int8, Int8, Text, Int8], Int4),
+            ],
+            regexp::regexp_instr,
+        ),
+        Def::new(
+            "regexp_substr",
+            vec![
+                s(&[Text, Text], Text),
+                s(&[Text, Text, Int8], Text),
+                s(&[Text, Text, Int8, Int8], Text),
+                s(&[Text, Text, Int8, Int8, Text], Text),
+                s(&[Text, Text, Int8, Int8, Text, Int8], Text),
+            ],
+            regexp::regexp_substr,
+        ),
+        Def::new("regexp_match", vec![s(&[Text, Text], text_arr), s(&[Text, Text, Text], text_arr)], regexp::regexp_match),
+        // regexp_matches and regexp_split_to_table are set-returning: the
+        // binder unnests these arrays (`srf::unnest_of`).
+        Def::new("regexp_matches_array", vec![s(&[Text, Text], Text), s(&[Text, Text, Text], Text)], regexp::regexp_matches_all),
+        Def::new(
+            "regexp_split_to_array",
+            vec![s(&[Text, Text], text_arr), s(&[Text, Text, Text], text_arr)],
+            regexp::regexp_split_to_array,
+        ),
+        Def::new(
+            "regexp_split_to_table_array",
+            vec![s(&[Text, Text], text_arr), s(&[Text, Text, Text], text_arr)],
+            regexp::regexp_split_to_array,
+        ),
+        // substring(x from pattern), substring(x similar pattern escape e) and
+        // SIMILAR TO's pattern (the binder picks them).
+        Def::new("substring_regex", vec![s(&[Text, Text], Text)], regexp::substring_regex),
+        Def::new("substring_similar", vec![s(&[Text, Text, Text], Text)], regexp::substring_similar),
+        Def::new("similar_to_escape", vec![s(&[Text], Text), s(&[Text, Text], Text)], regexp::similar_to_escape),
+        Def::new("regex_imatch", vec![s(&[Text, Text], Bool)], |a| regexp::regex_match(a, true)),
         Def::new(
             "to_char",
             vec![

@@ -637,22 +637,172 @@ pub fn concat_ws(a: &Args<'_>) -> Result<ArrayRef> {
     Ok(arc(b.finish()))
 }
 
-/// `text ~ pattern` and `~*`, through arrow's regex kernel.
-pub fn regex_match(a: &Args<'_>, case_insensitive: bool) -> Result<ArrayRef> {
-    let s = crate::exec::expr::cast_array(&a.cols[0], a.types[0], crate::types::SqlType::Text)?;
-    let p = &a.cols[1];
-    // arrow's kernel wants equal lengths: broadcast constants.
-    let grow = |x: &ArrayRef, scalar: bool| -> Result<ArrayRef> {
-        if scalar && a.n != x.len() {
-            Ok(arrow::compute::take(x, &UInt32Array::from(vec![0u32; a.n]), None)?)
-        } else {
-            Ok(x.clone())
+/// overlay(text placing text from n [for m]): PostgreSQL's textoverlay,
+/// `substr(t, 1, n - 1) || p || substr(t, n + m)`, m defaulting to p's length.
+pub fn overlay(a: &Args<'_>) -> Result<ArrayRef> {
+    let (s, p, from) = (a.str(0)?, a.str(1)?, a.i64(2)?);
+    let count = if a.len() > 3 { Some(a.i64(3)?) } else { None };
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    for i in 0..a.n {
+        let (Some(v), Some(pl), Some(n)) = (s.get(i), p.get(i), from.get(i)) else {
+            b.append_null();
+            continue;
+        };
+        let m = match &count {
+            Some(c) => match c.get(i) {
+                Some(m) => m,
+                None => {
+                    b.append_null();
+                    continue;
+                }
+            },
+            None => pl.chars().count() as i64,
+        };
+        if n < 1 || m < 0 {
+            bail!(SubstringError, "negative substring length not allowed");
         }
-    };
-    let s = grow(&s, a.scalar[0])?;
-    let p = grow(p, a.scalar[1])?;
-    let flags = if case_insensitive { Some(StringArray::from(vec!["i"; a.n])) } else { None };
-    let r = arrow::compute::kernels::regexp::regexp_is_match(s.as_string::<i32>(), p.as_string::<i32>(), flags.as_ref())
-        .map_err(|e| err!(InvalidRegularExpression, "invalid regular expression: {e}"))?;
-    Ok(arc(r))
+        let head = char_offset(v, (n - 1) as usize);
+        let tail = char_offset(v, n.saturating_add(m).saturating_sub(1).max(0) as usize);
+        let mut out = String::with_capacity(v.len() + pl.len());
+        out.push_str(&v[..head]);
+        out.push_str(pl);
+        out.push_str(&v[tail.max(head)..]);
+        b.append_value(out);
+    }
+    Ok(arc(b.finish()))
+}
+
+/// translate(text, from, to): each character of `from` becomes the one at
+/// its position in `to`, or is dropped when `to` is shorter.
+pub fn translate(a: &Args<'_>) -> Result<ArrayRef> {
+    let (s, f, t) = (a.str(0)?, a.str(1)?, a.str(2)?);
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    for i in 0..a.n {
+        let (Some(v), Some(from), Some(to)) = (s.get(i), f.get(i), t.get(i)) else {
+            b.append_null();
+            continue;
+        };
+        let from: Vec<char> = from.chars().collect();
+        let to: Vec<char> = to.chars().collect();
+        let out: String = v
+            .chars()
+            .filter_map(|c| match from.iter().position(|x| *x == c) {
+                Some(k) => to.get(k).copied(),
+                None => Some(c),
+            })
+            .collect();
+        b.append_value(out);
+    }
+    Ok(arc(b.finish()))
+}
+
+/// to_hex(int4 | int8): two's complement digits of the type's width.
+pub fn to_hex(a: &Args<'_>) -> Result<ArrayRef> {
+    let four = a.types[0] == crate::types::SqlType::Int4;
+    let x = arrow::compute::cast(&a.cols[0], &arrow::datatypes::DataType::Int64)?;
+    let x = x.as_primitive::<arrow::datatypes::Int64Type>();
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    for i in 0..a.n {
+        let k = if a.scalar[0] { 0 } else { i };
+        if x.is_null(k) {
+            b.append_null();
+        } else if four {
+            b.append_value(format!("{:x}", x.value(k) as i32 as u32));
+        } else {
+            b.append_value(format!("{:x}", x.value(k) as u64));
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+/// quote_literal(x): x's text quoted as a literal; quote_nullable gives
+/// `NULL` for NULL.
+pub fn quote_literal(a: &Args<'_>) -> Result<ArrayRef> {
+    let nullable = a.name == "quote_nullable";
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    for i in 0..a.n {
+        match text_at(a, 0, i) {
+            Some(v) => b.append_value(literal_quoted(&v)),
+            None if nullable => b.append_value("NULL"),
+            None => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
+}
+
+/// unistr(text): `\XXXX`, `\+XXXXXX`, `\uXXXX`, `\UXXXXXXXX` and `\\`
+/// decoded, surrogate pairs joined (22P02 for anything else).
+pub fn unistr(a: &Args<'_>) -> Result<ArrayRef> {
+    text1_try(a, |s, o| {
+        let bad =
+            || err!(InvalidText, "invalid Unicode escape").with_hint("Unicode escapes must be \\XXXX, \\+XXXXXX, \\uXXXX, or \\UXXXXXXXX.");
+        let chars: Vec<char> = s.chars().collect();
+        let mut i = 0;
+        let mut high: Option<u32> = None;
+        while i < chars.len() {
+            let c = chars[i];
+            if c != '\\' {
+                if high.is_some() {
+                    bail!(InvalidText, "invalid Unicode surrogate pair");
+                }
+                o.push(c);
+                i += 1;
+                continue;
+            }
+            if chars.get(i + 1) == Some(&'\\') {
+                if high.is_some() {
+                    bail!(InvalidText, "invalid Unicode surrogate pair");
+                }
+                o.push('\\');
+                i += 2;
+                continue;
+            }
+            let (skip, len) = match chars.get(i + 1) {
+                Some('+') => (2, 6),
+                Some('u') => (2, 4),
+                Some('U') => (2, 8),
+                _ => (1, 4),
+            };
+            let digits: String = chars.iter().skip(i + skip).take(len).collect();
+            if digits.len() != len || !digits.chars().all(|d| d.is_ascii_hexdigit()) {
+                return Err(bad());
+            }
+            let cp = u32::from_str_radix(&digits, 16).map_err(|_| bad())?;
+            i += skip + len;
+            match (high.take(), cp) {
+                (None, 0xD800..=0xDBFF) => high = Some(cp),
+                (Some(h), 0xDC00..=0xDFFF) => {
+                    let full = 0x10000 + ((h - 0xD800) << 10) + (cp - 0xDC00);
+                    o.push(char::from_u32(full).ok_or_else(bad)?);
+                }
+                (Some(_), _) | (None, 0xDC00..=0xDFFF) => bail!(InvalidText, "invalid Unicode surrogate pair"),
+                (None, _) => match char::from_u32(cp) {
+                    Some(ch) if cp != 0 => o.push(ch),
+                    _ => bail!(InvalidText, "invalid Unicode escape value"),
+                },
+            }
+        }
+        if high.is_some() {
+            bail!(InvalidText, "invalid Unicode surrogate pair");
+        }
+        Ok(())
+    })
+}
+
+/// text → text where `f` may fail.
+fn text1_try(a: &Args<'_>, f: impl Fn(&str, &mut String) -> Result<()>) -> Result<ArrayRef> {
+    let s = a.str(0)?;
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
+    let mut buf = String::new();
+    for i in 0..a.n {
+        match s.get(i) {
+            Some(v) => {
+                buf.clear();
+                f(v, &mut buf)?;
+                b.append_value(&buf);
+            }
+            None => b.append_null(),
+        }
+    }
+    Ok(arc(b.finish()))
 }
