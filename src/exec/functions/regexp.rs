@@ -386,7 +386,7 @@ pub fn regexp_replace(a: &Args<'_>) -> Result<ArrayRef> {
             continue;
         };
         let (start, n, flags) = if extended {
-            let (Some(start), Some(n), Some(flags)) = (int_arg(a, 3, i, 1)?, int_arg(a, 4, i, 0)?, text_arg(a, 5, i, "")?) else {
+            let (Some(start), Some(n), Some(flags)) = (int_arg(a, 3, i, 1)?, int_arg(a, 4, i, 1)?, text_arg(a, 5, i, "")?) else {
                 b.append_null();
                 continue;
             };
@@ -407,7 +407,7 @@ pub fn regexp_replace(a: &Args<'_>) -> Result<ArrayRef> {
             }
         }
         let pat = cache.get(p, flags)?;
-        // With n given, 'g' is ignored: n = 0 replaces every match.
+        // With start given, n defaults to 1 and 'g' is ignored: n = 0 replaces every match.
         let (global, nth) = match n {
             Some(0) => (true, 0),
             Some(n) => (false, n),
