@@ -1180,12 +1180,6 @@ impl<'a> Planner<'a> {
         if let Some(over) = &f.over {
             return self.bind_window(&name, &args, star, distinct, over, scope, agg);
         }
-        // float8(x), int4(x) …: PostgreSQL's function-call spelling of a cast.
-        if matches!(name.as_str(), "float4" | "float8" | "int2" | "int4" | "int8") && args.len() == 1 && f.name.0.len() == 1 {
-            let ty = sql_type(&ast::DataType::Custom(f.name.clone(), vec![]))?;
-            let x = self.bind_expr(&args[0], scope, agg)?;
-            return Ok(if x.ty() == ty { x } else { coerce(x, ty)? });
-        }
         if matches!(name.as_str(), "to_regclass" | "to_regtype" | "to_regnamespace") && args.len() == 1 {
             return self.bind_reg_operand(&ast::Expr::Function(f.clone()), scope, agg, false);
         }
