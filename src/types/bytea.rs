@@ -120,10 +120,10 @@ mod tests {
         assert_eq!(canonical("\\xDeAdBeE").unwrap_err().message, "invalid hexadecimal data: odd number of digits");
         assert_eq!(canonical("\\xDeAdBeEx").unwrap_err().message, "invalid hexadecimal digit: \"x\"");
         assert_eq!(canonical("DeAdBeEf").unwrap(), "\\x4465416442654566");
-        assert_eq!(canonical("De\\000dBeEf").unwrap(), "\\x44650064426545");
-        assert_eq!(canonical("De\\123dBeEf").unwrap(), "\\x44655364426545");
+        assert_eq!(canonical("De\\000dBeEf").unwrap(), "\\x4465006442654566");
+        assert_eq!(canonical("De\\123dBeEf").unwrap(), "\\x4465536442654566");
         assert_eq!(canonical("De\\678dBeEf").unwrap_err().kind.sqlstate(), "22P02");
-        assert_eq!(format_escape(&from_text("\\x44650064426545").unwrap()), "De\\000dBeEf");
+        assert_eq!(format_escape(&from_text("\\x4465006442654566").unwrap()), "De\\000dBeEf");
         assert_eq!(format_escape(b"a\\b\xff"), "a\\\\b\\377");
     }
 
