@@ -607,8 +607,9 @@ fn match_array(s: &str, spans: &Spans) -> String {
     format_array(&items)
 }
 
-/// regexp_match(string, pattern [, flags]) → text[] (NULL: no match).
-pub fn regexp_match(a: &Args<'_>) -> Result<ArrayRef> {
+/// Rows of (string, pattern [, flags]) to text through `f`; NULL in any
+/// argument, or None from `f`, gives NULL.
+fn text_rows(a: &Args<'_>, f: impl Fn(&str, &Pattern) -> Result<Option<String>>) -> Result<ArrayRef> {
     let cache = Cache::new();
     let mut out = StringBuilder::with_capacity(a.n, a.n * 8);
     for i in 0..a.n {
@@ -616,7 +617,17 @@ pub fn regexp_match(a: &Args<'_>) -> Result<ArrayRef> {
             out.append_null();
             continue;
         };
-        let pat = cache.get(p, flags)?;
+        match f(s, &*cache.get(p, flags)?)? {
+            Some(v) => out.append_value(v),
+            None => out.append_null(),
+        }
+    }
+    Ok(arc(out.finish()))
+}
+
+/// regexp_match(string, pattern [, flags]) → text[] (NULL: no match).
+pub fn regexp_match(a: &Args<'_>) -> Result<ArrayRef> {
+    text_rows(a, |s, pat| {
         if pat.global {
             return Err(no_global("regexp_match").with_hint("Use the regexp_matches function instead."));
         }
@@ -625,25 +636,14 @@ pub fn regexp_match(a: &Args<'_>) -> Result<ArrayRef> {
             found = Some(match_array(s, spans));
             false
         });
-        match found {
-            Some(v) => out.append_value(v),
-            None => out.append_null(),
-        }
-    }
-    Ok(arc(out.finish()))
+        Ok(found)
+    })
 }
 
 /// regexp_matches' rows for one string, as one array of array texts (the
 /// binder unnests it into the set PostgreSQL returns).
 pub fn regexp_matches_all(a: &Args<'_>) -> Result<ArrayRef> {
-    let cache = Cache::new();
-    let mut out = StringBuilder::with_capacity(a.n, a.n * 8);
-    for i in 0..a.n {
-        let (Some(s), Some(p), Some(flags)) = (a.str(0)?.get(i), a.str(1)?.get(i), text_arg(a, 2, i, "")?) else {
-            out.append_null();
-            continue;
-        };
-        let pat = cache.get(p, flags)?;
+    text_rows(a, |s, pat| {
         let mut rows = Vec::new();
         matches(&pat.re, s, 0, pat.global, false, |spans| {
             rows.push(Some(match_array(s, spans)));
@@ -651,22 +651,14 @@ pub fn regexp_matches_all(a: &Args<'_>) -> Result<ArrayRef> {
         });
         let text = format_array(&rows);
         a.ctx.check_alloc(text.len(), "regexp_matches()")?;
-        out.append_value(text);
-    }
-    Ok(arc(out.finish()))
+        Ok(Some(text))
+    })
 }
 
 /// regexp_split_to_array(string, pattern [, flags]); regexp_split_to_table
 /// is its unnest.
 pub fn regexp_split_to_array(a: &Args<'_>) -> Result<ArrayRef> {
-    let cache = Cache::new();
-    let mut out = StringBuilder::with_capacity(a.n, a.n * 8);
-    for i in 0..a.n {
-        let (Some(s), Some(p), Some(flags)) = (a.str(0)?.get(i), a.str(1)?.get(i), text_arg(a, 2, i, "")?) else {
-            out.append_null();
-            continue;
-        };
-        let pat = cache.get(p, flags)?;
+    text_rows(a, |s, pat| {
         if pat.global {
             let name = if a.name == "regexp_split_to_table_array" { "regexp_split_to_table" } else { "regexp_split_to_array" };
             return Err(no_global(name));
@@ -682,33 +674,21 @@ pub fn regexp_split_to_array(a: &Args<'_>) -> Result<ArrayRef> {
         parts.push(Some(s[pos..].to_string()));
         let text = format_array(&parts);
         a.ctx.check_alloc(text.len(), "regexp_split_to_array()")?;
-        out.append_value(text);
-    }
-    Ok(arc(out.finish()))
+        Ok(Some(text))
+    })
 }
 
 /// substring(string from pattern): the first match, or its first
 /// parenthesized group's text when the pattern has groups.
 pub fn substring_regex(a: &Args<'_>) -> Result<ArrayRef> {
-    let cache = Cache::new();
-    let mut out = StringBuilder::with_capacity(a.n, a.n * 8);
-    for i in 0..a.n {
-        let (Some(s), Some(p)) = (a.str(0)?.get(i), a.str(1)?.get(i)) else {
-            out.append_null();
-            continue;
-        };
-        let pat = cache.get(p, "")?;
+    text_rows(a, |s, pat| {
         let mut found = None;
         matches(&pat.re, s, 0, false, false, |spans| {
             found = if spans.len() > 1 { spans[1] } else { spans[0] };
             false
         });
-        match found {
-            Some((so, eo)) => out.append_value(&s[so..eo]),
-            None => out.append_null(),
-        }
-    }
-    Ok(arc(out.finish()))
+        Ok(found.map(|(so, eo)| s[so..eo].to_string()))
+    })
 }
 
 /// PostgreSQL's `similar_to_escape`: a SIMILAR TO pattern as an ARE

@@ -16,20 +16,10 @@ fn too_large() -> crate::error::WeirError {
 
 /// text → text, `f` appends the result for one row into `out`.
 pub fn text1(a: &Args<'_>, f: impl Fn(&str, &mut String)) -> Result<ArrayRef> {
-    let s = a.str(0)?;
-    let mut b = StringBuilder::with_capacity(a.n, a.n * 8);
-    let mut buf = String::new();
-    for i in 0..a.n {
-        match s.get(i) {
-            Some(v) => {
-                buf.clear();
-                f(v, &mut buf);
-                b.append_value(&buf);
-            }
-            None => b.append_null(),
-        }
-    }
-    Ok(arc(b.finish()))
+    text1_try(a, |s, o| {
+        f(s, o);
+        Ok(())
+    })
 }
 
 /// text → int4.
