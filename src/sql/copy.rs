@@ -276,6 +276,9 @@ pub(crate) struct CopyParser {
     table: String,
     names: Vec<String>,
     builders: Vec<ColumnBuilder>,
+    /// CSV: the bytes that end a run of field text (quote, delimiter,
+    /// CR, LF).
+    special: [bool; 256],
     pub(crate) chunk_rows_max: usize,
     pub(crate) chunk_bytes_max: usize,
     pub(crate) record_bytes_max: usize,
@@ -304,6 +307,10 @@ type Emit<'a> = dyn FnMut(Vec<ArrayRef>, usize) -> Result<()> + 'a;
 
 impl CopyParser {
     pub(crate) fn new(f: Format, types: Vec<SqlType>, names: Vec<String>, table: String) -> CopyParser {
+        let mut special = [false; 256];
+        for b in [f.quote as u8, f.delimiter as u8, b'\n', b'\r'] {
+            special[b as usize] = true;
+        }
         CopyParser {
             binary: None,
             csv: f.csv,
@@ -314,6 +321,7 @@ impl CopyParser {
             table,
             names,
             builders: types.into_iter().map(ColumnBuilder::new).collect(),
+            special,
             chunk_rows_max: COPY_CHUNK_ROWS,
             chunk_bytes_max: COPY_CHUNK_BYTES,
             record_bytes_max: usize::MAX,
@@ -438,45 +446,76 @@ impl CopyParser {
     }
 
     fn push_csv(&mut self, data: &[u8], emit: &mut Emit) -> Result<()> {
-        for &b in data {
-            if self.ended {
-                break;
-            }
+        let n = data.len();
+        let mut i = 0;
+        while i < n && !self.ended {
             if self.quote_pending {
                 self.quote_pending = false;
-                if b == self.quote {
-                    self.buf.push(b);
+                if data[i] == self.quote {
+                    self.buf.push(self.quote);
+                    i += 1;
                     continue;
                 }
                 self.in_quotes = false;
             } else if self.in_quotes {
-                if b == self.quote {
+                // Everything up to the next quote is the field's.
+                let quote = self.quote;
+                let room = self.record_room();
+                let end = data[i..].iter().take(room).position(|&b| b == quote).map(|k| i + k);
+                let stop = end.unwrap_or(i + room.min(n - i));
+                self.buf.extend_from_slice(&data[i..stop]);
+                i = stop;
+                if end.is_some() {
+                    i += 1;
                     self.quote_pending = true;
-                } else {
-                    self.buf.push(b);
                 }
+                self.check_record_size()?;
                 continue;
             }
             if self.skip_lf {
                 self.skip_lf = false;
-                if b == b'\n' {
+                if data[i] == b'\n' {
+                    i += 1;
                     continue;
                 }
             }
+            // Unquoted: a run of ordinary bytes, copied at once, then one
+            // quote, delimiter or line end.
+            let special = &self.special;
+            let run = data[i..].iter().take(self.record_room()).position(|&b| special[b as usize]);
+            let run = run.unwrap_or(self.record_room().min(n - i));
+            if run > 0 {
+                self.buf.extend_from_slice(&data[i..i + run]);
+                i += run;
+                self.check_record_size()?;
+                continue;
+            }
+            let b = data[i];
+            i += 1;
             if b == self.quote {
                 self.in_quotes = true;
                 self.quoted = true;
             } else if b == self.delim {
                 self.end_field();
-            } else if b == b'\n' || b == b'\r' {
+            } else {
                 self.skip_lf = b == b'\r';
                 self.csv_record_end(emit)?;
-            } else {
-                self.buf.push(b);
             }
-            if self.buf.len() > self.record_bytes_max {
-                self.note_record_size()?;
-            }
+        }
+        Ok(())
+    }
+
+    /// Bytes the record may still take before it passes
+    /// `record_bytes_max` (plus the one that passes it).
+    #[inline]
+    fn record_room(&self) -> usize {
+        self.record_bytes_max.saturating_sub(self.buf.len()).saturating_add(1)
+    }
+
+    #[inline]
+    fn check_record_size(&mut self) -> Result<()> {
+        if self.buf.len() > self.record_bytes_max {
+            self.note_record_size()?;
         }
         Ok(())
     }
@@ -533,15 +572,20 @@ impl CopyParser {
             let what = if self.fields.len() < ncols { "missing" } else { "extra" };
             bail!(BadCopyFileFormat, "{what} data for column at line {line_no}");
         }
+        // One UTF-8 check for the record; a field that is not whole
+        // characters of it (bytes of one character around a delimiter)
+        // is checked alone, and fails.
+        let record = std::str::from_utf8(&self.buf).ok();
         let mut start = 0;
         for (k, &(end, is_null)) in self.fields.iter().enumerate() {
             let bytes = &self.buf[start..end];
+            let text = record.and_then(|r| r.get(start..end));
             start = end;
             let r = if is_null {
                 self.builders[k].push_null();
                 Ok(())
             } else {
-                match std::str::from_utf8(bytes) {
+                match text.map(Ok).unwrap_or_else(|| std::str::from_utf8(bytes)) {
                     Ok(text) => self.builders[k].push_text(text),
                     Err(_) => Err(err!(InvalidText, "invalid byte sequence for encoding \"UTF8\"")),
                 }
@@ -957,6 +1001,28 @@ mod tests {
         assert_eq!(e.sqlstate(), "22P04");
         let e = parse(csv_fmt(), vec![SqlType::Text, SqlType::Text], &[b"a,b\nc\n"]).unwrap_err();
         assert!(e.to_string().contains("missing data for column at line 2"), "{e}");
+    }
+
+    /// CSV copies runs of field text at once: a character's bytes split by
+    /// a delimiter are still invalid (though the record's bytes without
+    /// the delimiter are valid UTF-8), and a record over the limit stops at
+    /// the limit, quoted or not.
+    #[test]
+    fn csv_runs_check_encoding_and_record_size() {
+        let e = parse(csv_fmt(), vec![SqlType::Text, SqlType::Text], &[b"ok,\xc3\n\xa9,x\n"]).unwrap_err();
+        assert_eq!(e.sqlstate(), "22P02", "{e:?}");
+        let e = parse(csv_fmt(), vec![SqlType::Text, SqlType::Text], &[b"a\xc3,\xa9b\n"]).unwrap_err();
+        assert_eq!(e.sqlstate(), "22P02", "{e:?}");
+        assert!(e.detail.clone().unwrap_or_default().contains("line 1, column c0"), "{e:?}");
+        let (b, _) = parse(csv_fmt(), vec![SqlType::Text, SqlType::Text], &["\u{e9}t\u{e9},\"\u{e0},\"\n".as_bytes()]).unwrap();
+        assert_eq!(cells(&b), vec![vec!["\u{e9}t\u{e9}", "\u{e0},"]]);
+        for data in [&[b'x'; 1000][..], &[b"\"".as_slice(), &[b'x'; 1000]].concat()] {
+            let mut p = CopyParser::new(csv_fmt(), vec![SqlType::Text], vec!["c0".into()], "t".into());
+            p.record_bytes_max = 64;
+            let e = p.push(&data, &mut |_c, _k| Ok(())).unwrap_err();
+            assert_eq!(e.sqlstate(), "54000");
+            assert!(p.stats.max_record_bytes <= 65, "{:?}", p.stats);
+        }
     }
 }
 

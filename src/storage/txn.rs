@@ -335,9 +335,13 @@ impl StorageEngine {
 /// waiting for their fsync, their rows in memory until the commit. Past
 /// that the rows are buffered per region and, whenever the buffers pass
 /// half of `memtable_bytes_max`, the largest is written as a sorted SST
-/// at a held sequence of its own ([`Region::stage_bulk`]: no WAL record,
-/// not in the manifest), so memory stays bounded by the buffers, not the
-/// load. [`BulkWrite::commit`]: (1) stage what is buffered, sync every
+/// at a held sequence of its own ([`Region::reserve_staged`],
+/// [`Region::write_staged`]: no WAL record, not in the manifest), so memory
+/// stays bounded by the buffers, not the load. A file is sorted, encoded
+/// and written on a thread of its own while the load goes on parsing and
+/// buffering (one file at a time: the next waits for it, so memory is the
+/// buffers plus one file being written). Every decision first waits for
+/// that thread. [`BulkWrite::commit`]: (1) stage what is buffered, sync every
 /// region's WAL; (2) name each region's staged files in its manifest with
 /// the transaction id (sled, **fsync**); (3) the commit record (the commit
 /// point, **fsync**); (4) publish every record and file under the commit
@@ -361,6 +365,8 @@ pub struct BulkWrite {
     buffered_bytes: usize,
     /// Staged files per region (named in the manifests before the commit).
     staged: Vec<(Arc<Region>, Vec<FileMeta>)>,
+    /// The file being written on its own thread.
+    writing: Option<std::thread::JoinHandle<Result<(Arc<Region>, Option<FileMeta>)>>>,
     done: bool,
 }
 
@@ -387,6 +393,7 @@ impl StorageEngine {
             buffers: Vec::new(),
             buffered_bytes: 0,
             staged: Vec::new(),
+            writing: None,
             done: false,
         })
     }
@@ -440,15 +447,42 @@ impl BulkWrite {
                 self.buffers.push((region.clone(), carry, n));
             }
         }
-        let Some((seq, meta)) = region.stage_bulk(self.txn, &rows)? else { return Ok(()) };
+        let n = rows.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        if n == 0 {
+            return Ok(());
+        }
+        let (seq, rowid_start) = region.reserve_staged(n)?;
+        self.held.push((region.clone(), seq));
         let w = RegionWrites { deletes: vec![], puts: rows };
         let mut notice = region.txn_notice(&w, seq);
         notice.seq_range = (seq, seq);
         self.notices.push(notice);
-        self.held.push((region.clone(), seq));
-        match self.staged.iter_mut().find(|(r, _)| r.id == region.id) {
-            Some((_, files)) => files.push(meta),
-            None => self.staged.push((region, vec![meta])),
+        let rows = w.puts;
+        // One file at a time: the previous one is done before the next
+        // starts (and its error ends the load here).
+        self.settle()?;
+        let txn = self.txn;
+        let job = move || -> Result<(Arc<Region>, Option<FileMeta>)> {
+            let meta = region.write_staged(txn, seq, rowid_start, &rows)?;
+            Ok((region, meta))
+        };
+        let handle = std::thread::Builder::new()
+            .name("weir-bulk-stage".into())
+            .spawn(job)
+            .map_err(|e| crate::err!(Internal, "cannot start a thread to write a bulk load's file: {e}"))?;
+        self.writing = Some(handle);
+        Ok(())
+    }
+
+    /// Wait for the file being written, if any, and record it.
+    pub fn settle(&mut self) -> Result<()> {
+        let Some(h) = self.writing.take() else { return Ok(()) };
+        let (region, meta) = h.join().map_err(|_| crate::err!(Internal, "writing a bulk load's file panicked"))??;
+        if let Some(meta) = meta {
+            match self.staged.iter_mut().find(|(r, _)| r.id == region.id) {
+                Some((_, files)) => files.push(meta),
+                None => self.staged.push((region, vec![meta])),
+            }
         }
         Ok(())
     }
@@ -468,6 +502,7 @@ impl BulkWrite {
         while !self.buffers.is_empty() {
             self.stage(self.buffers.len() - 1, false)?;
         }
+        self.settle()?;
         self.done = true;
         if self.held.is_empty() {
             return Ok(());
@@ -528,6 +563,15 @@ impl BulkWrite {
     /// Drop the load: its records and files are published empty.
     pub fn abort(mut self) {
         self.done = true;
+        self.discard();
+    }
+
+    /// Publish every record and file empty, once the file being written
+    /// (whose sequence is held) is attached or has failed.
+    fn discard(&mut self) {
+        if let Some(h) = self.writing.take() {
+            let _ = h.join();
+        }
         self.decide(false);
     }
 
@@ -543,7 +587,7 @@ impl Drop for BulkWrite {
     fn drop(&mut self) {
         if !self.done {
             self.done = true;
-            self.decide(false);
+            self.discard();
         }
     }
 }

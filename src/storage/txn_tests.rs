@@ -240,6 +240,7 @@ fn bulk_load_stages_files_and_commits_as_one() {
             bulk.append(&a, load_rows(&a, k * 100, k * 100 + 100, 0)).unwrap();
             bulk.append(&b, load_rows(&b, k * 50, k * 50 + 50, 1_000_000)).unwrap();
         }
+        bulk.settle().unwrap();
         assert!(bulk.staged_files() >= 2, "the load stayed in memory: {bulk:?}");
         assert!(bulk.held_bytes <= 8 << 10, "{} bytes held", bulk.held_bytes);
         assert_eq!(values(&a), vec![("base".into(), 0)], "a load is invisible before its commit");
@@ -289,6 +290,7 @@ fn bulk_load_cuts_staged_files_at_time_boundaries() {
         let refs: Vec<(&str, i64, i64)> = chunk.iter().map(|(h, t, v)| (h.as_str(), *t, *v)).collect();
         bulk.append(&a, puts(&a, &refs)).unwrap();
     }
+    bulk.settle().unwrap();
     let files: Vec<(i64, i64)> = bulk.staged.iter().flat_map(|(_, f)| f.iter().map(|m| m.time_range.unwrap())).collect();
     assert!(files.len() >= 3, "{bulk:?}");
     let mut sorted = files.clone();
@@ -324,6 +326,7 @@ fn bulk_load_survives_a_crash_only_with_its_commit_record() {
             while !bulk.buffers.is_empty() {
                 bulk.stage(0, false).unwrap();
             }
+            bulk.settle().unwrap();
             for (r, seq) in &bulk.held {
                 r.sync_through(*seq).unwrap();
             }
@@ -361,9 +364,32 @@ fn bulk_load_survives_a_crash_only_with_its_commit_record() {
     for k in 0..20 {
         bulk.append(&a, load_rows(&a, k * 100, k * 100 + 100, 0)).unwrap();
     }
+    bulk.settle().unwrap();
     assert!(bulk.staged_files() >= 1);
     drop(bulk);
     a.write(&RecordBatch::try_new(desc().schema, puts(&a, &[("x", 1, 1)]).columns()[..3].to_vec()).unwrap()).unwrap();
     assert_eq!(values(&a), vec![("x".into(), 1)]);
     assert_eq!(sst_files(dir.path()), 0);
+}
+
+/// Files are written on a thread of their own while the load goes on:
+/// a load dropped while one is being written waits for it and deletes
+/// it, leaves nothing visible, and the region takes writes again.
+#[test]
+fn bulk_load_dropped_while_a_file_is_written_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = small_engine(dir.path());
+    let a = e.open_region(region_id(1, 0), desc()).unwrap();
+    let mut bulk = e.begin_bulk().unwrap();
+    let mut k = 0;
+    while bulk.writing.is_none() {
+        bulk.append(&a, load_rows(&a, k * 100, k * 100 + 100, 0)).unwrap();
+        k += 1;
+        assert!(k < 100, "no file was started: {bulk:?}");
+    }
+    drop(bulk);
+    assert!(values(&a).is_empty());
+    assert_eq!(sst_files(dir.path()), 0, "the file written for the dropped load is deleted");
+    a.write(&RecordBatch::try_new(desc().schema, puts(&a, &[("x", 1, 1)]).columns()[..3].to_vec()).unwrap()).unwrap();
+    assert_eq!(values(&a), vec![("x".into(), 1)]);
 }

@@ -258,33 +258,42 @@ impl Region {
         Ok(carry)
     }
 
+    /// Reserve the sequence and row ids of `rows` rows of bulk load `txn`
+    /// to be staged as one SST ([`Region::write_staged`]): held like a
+    /// transaction record (later writers wait behind it) but with no WAL
+    /// record and no memtable chunk. Until a file is attached the sequence
+    /// is empty, so a decision (or a failed write) publishes nothing.
+    /// Returns the sequence and the first row id.
+    pub(in crate::storage) fn reserve_staged(&self, rows: u64) -> Result<(SeqNo, u64)> {
+        let mut inner = self.inner.lock();
+        self.check_writable(&inner)?;
+        let seq = inner.appended_seq + 1;
+        let rowid_start = inner.next_rowid;
+        inner.appended_seq = seq;
+        inner.next_rowid += rows;
+        if !self.shared.config.wal_fsync {
+            inner.synced_seq = seq;
+        }
+        inner.pending.push_back(Pending { first: seq, seq, chunks: vec![], held: true, staged: None });
+        Ok((seq, rowid_start))
+    }
+
     /// Write `rows` (user columns plus a temporary `__rowid`, as
     /// [`crate::storage::txn::RegionWrites::puts`]) of bulk load `txn` as
-    /// one SST, at a sequence of their own: held like a transaction record
-    /// (later writers wait behind it) but with no WAL record and no
-    /// memtable chunk. The file is not in the manifest: the load names it
-    /// there before its commit point ([`Region::prepare_staged`]), and a
-    /// commit publishes it into the file list. Returns the sequence and
-    /// the file (None: no rows).
-    pub(in crate::storage) fn stage_bulk(&self, txn: u64, rows: &[RecordBatch]) -> Result<Option<(SeqNo, FileMeta)>> {
+    /// one SST at the sequence and row ids [`Region::reserve_staged`] gave
+    /// them, and attach it to that held sequence. The file is not in the
+    /// manifest: the load names it there before its commit point
+    /// ([`Region::prepare_staged`]), and a commit publishes it into the
+    /// file list. Safe on another thread than the load's (the load waits
+    /// for it before any decision). Returns the file (None: no rows).
+    pub(in crate::storage) fn write_staged(
+        &self,
+        txn: u64,
+        seq: SeqNo,
+        rowid_start: u64,
+        rows: &[RecordBatch],
+    ) -> Result<Option<FileMeta>> {
         debug_assert!(txn != 0);
-        let n = rows.iter().map(|b| b.num_rows() as u64).sum::<u64>();
-        if n == 0 {
-            return Ok(None);
-        }
-        let (seq, rowid_start) = {
-            let mut inner = self.inner.lock();
-            self.check_writable(&inner)?;
-            let seq = inner.appended_seq + 1;
-            let rowid_start = inner.next_rowid;
-            inner.appended_seq = seq;
-            inner.next_rowid += n;
-            if !self.shared.config.wal_fsync {
-                inner.synced_seq = seq;
-            }
-            inner.pending.push_back(Pending { first: seq, seq, chunks: vec![], held: true, staged: None });
-            (seq, rowid_start)
-        };
         let mut full = Vec::with_capacity(rows.len());
         let mut next = rowid_start;
         for b in rows {
@@ -299,11 +308,11 @@ impl Region {
         let Some(file) = file else { return Ok(None) };
         let meta = file.meta.clone();
         let mut inner = self.inner.lock();
-        match inner.pending.iter_mut().find(|p| p.seq == seq) {
+        match inner.pending.iter_mut().find(|p| p.seq == seq && p.held) {
             Some(p) => p.staged = Some((txn, file)),
             None => file.mark_obsolete(),
         }
-        Ok(Some((seq, meta)))
+        Ok(Some(meta))
     }
 
     /// Name a bulk load's staged files in the manifest (durably, before
