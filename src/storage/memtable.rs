@@ -2,11 +2,18 @@
 //!
 //! Owns the in-memory rows between flushes. Imports only `crate::error` and
 //! arrow. Every chunk carries its sequence and time ranges so scans skip it
-//! whole; small writes are coalesced so a scan touches few chunks.
+//! whole; small writes are coalesced so a scan touches few chunks. The
+//! change log's lookup of earlier versions by time goes through an index of
+//! the rows by time index value ([`Memtable::rows_at`]), built at its first
+//! use, not on the write path.
 
-use arrow::array::RecordBatch;
+use std::collections::HashMap;
 
-use super::version::{concat_all, time_bounds, Layout};
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{Int64Type, UInt64Type};
+use parking_lot::Mutex;
+
+use super::version::{concat_all, time_bounds, time_values, FxBuild, Layout};
 use super::SeqNo;
 use crate::error::Result;
 
@@ -50,6 +57,55 @@ pub struct Memtable {
     small: Vec<Chunk>,
     pub rows: usize,
     pub bytes: usize,
+    /// The rows of `chunks` by time; empty until [`Memtable::rows_at`]
+    /// asks (plain writes and scans never pay for it).
+    by_time: Mutex<TimeIndex>,
+}
+
+/// Rows of a memtable's large chunks by their time index value: a chained
+/// hash index over row numbers counted across the chunks (`chunks` only
+/// grows, so the numbers stay put). About 4 bytes per row plus a map entry
+/// per distinct time; bounded by the memtable (`memtable_bytes_max`), and
+/// not counted in its bytes: it lives only while some flow or stream reads
+/// the change log of a region, and dies with the memtable.
+#[derive(Default)]
+struct TimeIndex {
+    /// The first row number of each indexed chunk.
+    starts: Vec<u32>,
+    /// time → the last indexed row at that time.
+    head: HashMap<i64, u32, FxBuild>,
+    /// Row number → the previous row at its time (`NONE`: none).
+    prev: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl TimeIndex {
+    /// Index the chunks not indexed yet.
+    fn extend(&mut self, chunks: &[Chunk], ti: usize) -> Result<()> {
+        for c in &chunks[self.starts.len()..] {
+            let first = self.prev.len() as u32;
+            self.starts.push(first);
+            let t = time_values(c.batch.column(ti))?;
+            let t = t.as_primitive::<Int64Type>();
+            for (i, v) in t.iter().enumerate() {
+                let row = first + i as u32;
+                // A NULL time matches no time (it cannot be asked for).
+                let prev = match v {
+                    Some(v) => self.head.insert(v, row).unwrap_or(NONE),
+                    None => NONE,
+                };
+                self.prev.push(prev);
+            }
+        }
+        Ok(())
+    }
+
+    /// (chunk, row in the chunk) of a row number.
+    fn locate(&self, row: u32) -> (usize, u32) {
+        let c = self.starts.partition_point(|&s| s <= row) - 1;
+        (c, row - self.starts[c])
+    }
 }
 
 impl Memtable {
@@ -82,5 +138,60 @@ impl Memtable {
 
     pub fn chunks(&self) -> impl Iterator<Item = &Chunk> {
         self.chunks.iter().chain(self.small.iter())
+    }
+
+    /// The rows at sequences up to `upto` whose time index value (column
+    /// `ti`) is one of `times` (`contains` answers the same question):
+    /// each chunk holding some, with their row numbers in ascending order.
+    /// Large chunks are looked up per time in the index (extended with the
+    /// chunks pushed since the last call); the few small chunks not yet
+    /// coalesced are checked row by row.
+    pub fn rows_at(
+        &self,
+        layout: &Layout,
+        ti: usize,
+        times: &[i64],
+        contains: impl Fn(i64) -> bool,
+        upto: SeqNo,
+    ) -> Result<Vec<(RecordBatch, Vec<u32>)>> {
+        let seq_col = layout.seq();
+        let mut hits: Vec<Vec<u32>> = vec![Vec::new(); self.chunks.len()];
+        if self.chunks.iter().any(|c| c.seq_range.0 <= upto) {
+            let mut idx = self.by_time.lock();
+            idx.extend(&self.chunks, ti)?;
+            for t in times {
+                let mut row = idx.head.get(t).copied().unwrap_or(NONE);
+                while row != NONE {
+                    let (c, r) = idx.locate(row);
+                    hits[c].push(r);
+                    row = idx.prev[row as usize];
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (c, mut rows) in self.chunks.iter().zip(hits) {
+            if rows.is_empty() || c.seq_range.0 > upto {
+                continue;
+            }
+            if c.seq_range.1 > upto {
+                let seq = c.batch.column(seq_col).as_primitive::<UInt64Type>().values();
+                rows.retain(|&r| seq[r as usize] <= upto);
+            }
+            rows.sort_unstable();
+            if !rows.is_empty() {
+                out.push((c.batch.clone(), rows));
+            }
+        }
+        for c in self.small.iter().filter(|c| c.seq_range.0 <= upto) {
+            let t = time_values(c.batch.column(ti))?;
+            let t = t.as_primitive::<Int64Type>();
+            let seq = c.batch.column(seq_col).as_primitive::<UInt64Type>().values();
+            let rows: Vec<u32> =
+                (0..t.len()).filter(|&i| t.is_valid(i) && seq[i] <= upto && contains(t.value(i))).map(|i| i as u32).collect();
+            if !rows.is_empty() {
+                out.push((c.batch.clone(), rows));
+            }
+        }
+        Ok(out)
     }
 }

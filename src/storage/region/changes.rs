@@ -57,6 +57,7 @@ impl Region {
         // Earlier versions share the identity, time index included: only
         // rows at the new rows' times are read on (1 % of changes spread
         // over a window no longer encodes and sorts the whole window).
+        let mut distinct: Vec<i64> = Vec::new();
         let times = match self.layout.time_index {
             Some(ti) if self.layout.identity.contains(&ti) => {
                 let t = time_values(new.column(ti))?;
@@ -64,18 +65,37 @@ impl Region {
                 let mut set: HashSet<i64, crate::storage::version::FxBuild> =
                     HashSet::with_capacity_and_hasher(t.len(), crate::storage::version::FxBuild::default());
                 set.extend(t.iter().flatten());
+                distinct = set.iter().copied().collect();
                 Some(Arc::new(TimeSet::new(set)))
             }
             _ => None,
         };
-        let old_snap = self.snapshot(None, Some(after), time, true);
-        let mut f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![], times };
         // Last-write-wins regions: SSTs are sorted by identity, so earlier
-        // versions there are found by seeking each changed identity (the
-        // memtable, unsorted, keeps the time set's filter).
+        // versions there are found by seeking each changed identity, and
+        // in the memtable by the changed times through its time index
+        // (taken in one critical section with the snapshot's files, so a
+        // flush in between cannot move a version out of both).
         let seek = self.layout.time_index.is_some() && self.layout.identity == self.layout.sort;
+        let (old_snap, mem_hits) = match (self.layout.time_index, &times) {
+            (Some(ti), Some(set)) if seek => {
+                let inner = self.inner.lock();
+                let mut hits = Vec::new();
+                for m in inner.frozen.iter().map(|m| m.as_ref()).chain(std::iter::once(&inner.mem)) {
+                    hits.extend(m.rows_at(&self.layout, ti, &distinct, |t| set.contains(t), after)?);
+                }
+                (Self::snapshot_of(&inner, None, Some(after), time, false), Some(hits))
+            }
+            _ => (self.snapshot(None, Some(after), time, true), None),
+        };
+        let mut f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![], times };
         let old_batches: Vec<RecordBatch> = if seek {
-            let mut v: Vec<RecordBatch> = self.read(&old_snap, &cols, &f_old, false)?.into_iter().flat_map(|s| s.batches).collect();
+            let mut v: Vec<RecordBatch> = match mem_hits {
+                Some(hits) => hits
+                    .into_iter()
+                    .map(|(b, rows)| arrow::compute::take_record_batch(&b, &arrow::array::UInt32Array::from(rows)))
+                    .collect::<std::result::Result<_, _>>()?,
+                None => self.read(&old_snap, &cols, &f_old, false)?.into_iter().flat_map(|s| s.batches).collect(),
+            };
             v.extend(self.seek_versions(&old_snap, &new, after, time)?);
             v
         } else {

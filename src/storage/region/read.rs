@@ -108,7 +108,17 @@ fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
 
 impl Region {
     pub(super) fn snapshot(&self, after: Option<SeqNo>, upto: Option<SeqNo>, time: Option<(i64, i64)>, with_mem: bool) -> Snapshot {
-        let inner = self.inner.lock();
+        Self::snapshot_of(&self.inner.lock(), after, upto, time, with_mem)
+    }
+
+    /// [`Region::snapshot`] under a lock the caller holds.
+    pub(super) fn snapshot_of(
+        inner: &Inner,
+        after: Option<SeqNo>,
+        upto: Option<SeqNo>,
+        time: Option<(i64, i64)>,
+        with_mem: bool,
+    ) -> Snapshot {
         let mut mem = Vec::new();
         if with_mem {
             for m in inner.frozen.iter().map(|m| m.as_ref()).chain(std::iter::once(&inner.mem)) {

@@ -464,7 +464,9 @@ fn random_model_with_restarts_and_change_log() {
         for step in 0..250 {
             match rng.below(21) {
                 0..=10 => {
-                    let n = 1 + rng.below(6) as usize;
+                    // Now and then a write large enough to be a memtable
+                    // chunk of its own (indexed by time for the change log).
+                    let n = if step % 29 == 3 { 1200 } else { 1 + rng.below(6) as usize };
                     let rows: Vec<(String, i64, Option<i64>)> = (0..n)
                         .map(|_| {
                             let v = rng.below(100) as i64;
