@@ -1,7 +1,7 @@
 //! The memtable of one region: full-schema chunks kept in write order.
 //!
-//! Owns the in-memory rows between flushes. Imports only `crate::error` and
-//! arrow. Every chunk carries its sequence and time ranges so scans skip it
+//! Owns the in-memory rows between flushes. Imports only `crate::error`,
+//! sibling storage modules, arrow and parking_lot. Every chunk carries its sequence and time ranges so scans skip it
 //! whole; small writes are coalesced so a scan touches few chunks. The
 //! change log's lookup of earlier versions by time goes through an index of
 //! the rows by time index value ([`Memtable::rows_at`]), built at its first
