@@ -10,7 +10,10 @@ What it does (fixed seed, so every run sees the same bytes):
      fixed tag set (hostname, region, datacenter, rack, os, arch, team,
      service, service_version, service_environment), one row per host every
      10 s for --hours hours (default 12: 4.32 M rows), the 10 usage_* fields
-     as random walks (step N(0, 1)) clamped to [0, 100], as TSBS does;
+     as random walks (step N(0, 1)) clamped to [0, 100], emitted as the walk's
+     integer part, as TSBS does (pkg/data/usecases/devops/cpu.go writes every
+     cpu field through ToPointAllInt64, i.e. int64(walk)); the columns stay
+     DOUBLE PRECISION, as in TSBS's TimescaleDB schema;
   2. loads it: COPY FROM STDIN (CSV) into weir and PostgreSQL, read_csv into
      DuckDB; then multi-row INSERTs of 1000 rows (--insert-rows rows) with 1
      and with 2 sessions into weir and PostgreSQL;
@@ -104,7 +107,9 @@ def generate(path, hosts, ticks, seed):
     for t in range(ticks):
         if t:
             walk = np.clip(walk + rng.standard_normal(size=walk.shape), 0.0, 100.0)
-        vals[t] = walk
+        # The walk keeps its fraction; the emitted value is int64(walk), as TSBS's
+        # ToPointAllInt64 (truncation toward zero, values 0..100).
+        vals[t] = np.trunc(walk)
     n = ticks * hosts
     vals = vals.reshape(n, len(FIELDS))
     host_idx = np.tile(np.arange(hosts, dtype=np.int32), ticks)
