@@ -651,7 +651,7 @@ pub fn write_unit(s: &Session, def: &TableDef, regions: &[Arc<Region>], batch: &
             cols,
             &RecordBatchOptions::new().with_row_count(Some(n as usize)),
         )?;
-        parts.push((regions[r].clone(), RegionWrites { deletes: vec![], puts: vec![stored] }));
+        parts.push((regions[r].clone(), RegionWrites { puts: vec![stored], ..Default::default() }));
     }
     s.engine.storage.commit(parts)
 }

@@ -32,7 +32,7 @@ mod wal;
 
 pub use meta::{FileMeta, Manifest, MetaKv, SledKv};
 pub use object::{LocalStore, ObjectStore};
-pub use region::{Region, RegionScan, RegionStats};
+pub use region::{Region, RegionScan, RegionStats, RECOVERED_ANNEXES};
 pub use route::route_rows;
 pub use txn::{BulkWrite, OverlayFn, ReadView, RegionWrites, SnapshotSource, OVERLAY_SEQ, TEMP_ROWID_BASE};
 pub use version::{OP_COLUMN, SEQ_COLUMN};

@@ -55,11 +55,16 @@ pub struct RegionWrites {
     /// New rows: all user columns plus a temporary `__rowid`
     /// (`>= TEMP_ROWID_BASE`), in write order.
     pub puts: Vec<RecordBatch>,
+    /// Opaque bytes made durable in the same WAL record as the rows (empty:
+    /// none): a writer's own progress, committed with its output. Storage
+    /// only keeps them: [`Region::take_annexes`] hands the ones a crash
+    /// left in the WAL back at open (see [`Region::hold_wal`]).
+    pub annex: Vec<u8>,
 }
 
 impl RegionWrites {
     pub fn is_empty(&self) -> bool {
-        self.deletes.iter().all(|b| b.num_rows() == 0) && self.puts.iter().all(|b| b.num_rows() == 0)
+        self.annex.is_empty() && self.deletes.iter().all(|b| b.num_rows() == 0) && self.puts.iter().all(|b| b.num_rows() == 0)
     }
 }
 
@@ -412,7 +417,7 @@ impl BulkWrite {
         let instant = region.desc.ttl_ms == Some(0);
         if instant || (self.buffers.is_empty() && self.held_bytes + bytes <= limit) {
             self.held_bytes += bytes;
-            let w = RegionWrites { deletes: vec![], puts: vec![rows] };
+            let w = RegionWrites { puts: vec![rows], ..Default::default() };
             let seq = region.append_held_unsynced(self.txn, &w)?;
             self.held.push((region.clone(), seq));
             self.notices.push(region.txn_notice(&w, seq));
@@ -453,7 +458,7 @@ impl BulkWrite {
         }
         let (seq, rowid_start) = region.reserve_staged(n)?;
         self.held.push((region.clone(), seq));
-        let w = RegionWrites { deletes: vec![], puts: rows };
+        let w = RegionWrites { puts: rows, ..Default::default() };
         let mut notice = region.txn_notice(&w, seq);
         notice.seq_range = (seq, seq);
         self.notices.push(notice);

@@ -51,7 +51,7 @@ fn values(r: &Region) -> Vec<(String, i64)> {
 }
 
 fn writes(r: &Region, rows: &[(&str, i64, i64)]) -> RegionWrites {
-    RegionWrites { deletes: vec![], puts: vec![puts(r, rows)] }
+    RegionWrites { puts: vec![puts(r, rows)], ..Default::default() }
 }
 
 #[derive(Default)]
@@ -88,7 +88,8 @@ fn multi_region_commit_is_one_unit_and_survives_reopen() {
             &old[0].column(0).as_string::<i32>().iter().map(|h| Some(h == Some("x"))).collect(),
         )
         .unwrap();
-        e.commit(vec![(a.clone(), RegionWrites { deletes: vec![x], puts: vec![puts(&a, &[("x", 1, 10)])] })]).unwrap();
+        e.commit(vec![(a.clone(), RegionWrites { deletes: vec![x], puts: vec![puts(&a, &[("x", 1, 10)])], ..Default::default() })])
+            .unwrap();
         assert_eq!(values(&a), vec![("x".into(), 10), ("y".into(), 2)]);
     }
     let e = engine(dir.path(), true);
@@ -392,4 +393,43 @@ fn bulk_load_dropped_while_a_file_is_written_leaves_nothing() {
     assert_eq!(sst_files(dir.path()), 0, "the file written for the dropped load is deleted");
     a.write(&RecordBatch::try_new(desc().schema, puts(&a, &[("x", 1, 1)]).columns()[..3].to_vec()).unwrap()).unwrap();
     assert_eq!(values(&a), vec![("x".into(), 1)]);
+}
+
+#[test]
+fn annexes_come_back_after_a_crash_and_wal_holds_keep_them_past_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = engine(dir.path(), true);
+        let (a, b) = (e.open_region(region_id(1, 0), desc()).unwrap(), e.open_region(region_id(2, 0), desc()).unwrap());
+        // One region: the record commits itself; an annex without rows too.
+        let mut w = writes(&a, &[("x", 1, 1)]);
+        w.annex = b"first".to_vec();
+        a.hold_wal("me", a.last_seq() + 1);
+        e.commit(vec![(a.clone(), w)]).unwrap();
+        e.commit(vec![(a.clone(), RegionWrites { annex: b"second".to_vec(), ..Default::default() })]).unwrap();
+        // Several regions: the annex rides on one part of the transaction.
+        let mut w = writes(&a, &[("y", 2, 2)]);
+        w.annex = b"third".to_vec();
+        e.commit(vec![(a.clone(), w), (b.clone(), writes(&b, &[("z", 3, 3)]))]).unwrap();
+        // The flush keeps the held segments (the rows go to an SST).
+        a.flush().unwrap();
+        assert_eq!(values(&a), vec![("x".into(), 1), ("y".into(), 2)]);
+        assert!(a.take_annexes().is_empty(), "a new region recovered nothing");
+    }
+    let e = engine(dir.path(), true);
+    let a = e.open_region(region_id(1, 0), desc()).unwrap();
+    let got: Vec<Vec<u8>> = a.take_annexes().into_iter().map(|(_, x)| x).collect();
+    assert_eq!(got, vec![b"first".to_vec(), b"second".to_vec(), b"third".to_vec()]);
+    assert!(a.take_annexes().is_empty(), "annexes are handed out once");
+    assert_eq!(values(&a), vec![("x".into(), 1), ("y".into(), 2)]);
+    // Released, the next flush deletes the segments, and with them the annexes.
+    a.release_wal(RECOVERED_ANNEXES);
+    a.write(&RecordBatch::try_new(desc().schema, puts(&a, &[("w", 4, 4)]).columns()[..3].to_vec()).unwrap()).unwrap();
+    a.flush().unwrap();
+    drop(a);
+    drop(e);
+    let e = engine(dir.path(), true);
+    let a = e.open_region(region_id(1, 0), desc()).unwrap();
+    assert!(a.take_annexes().is_empty());
+    assert_eq!(values(&a), vec![("w".into(), 4), ("x".into(), 1), ("y".into(), 2)]);
 }

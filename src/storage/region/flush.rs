@@ -116,7 +116,9 @@ impl Region {
         let freed: usize = frozen.iter().map(|m| m.bytes).sum();
         inner.frozen.retain(|m| !frozen.iter().any(|f| Arc::ptr_eq(f, m)));
         let _ = self.shared.mem_used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(freed)));
-        if let Err(e) = inner.log.obsolete(upto) {
+        // Held records stay (their annexes are someone's progress).
+        let keep_from = self.wal_floor();
+        if let Err(e) = inner.log.obsolete(upto.min(keep_from.saturating_sub(1))) {
             tracing::warn!(region = self.id, error = %e, "cannot delete flushed wal segments");
         }
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);

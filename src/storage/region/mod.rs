@@ -35,7 +35,11 @@
 //! fsync until the commit log decides: publishing stops at a held record
 //! (later writers wait behind it), and the decision either publishes it or
 //! publishes it empty. Replay skips `OP_TXN` records whose transaction has
-//! no commit record. A bulk load's staged SST is held the same way at a
+//! no commit record. A record may carry an annex (`OP_TXN_ANNEX`): opaque
+//! bytes durable with its rows (a stream's progress with its output); the
+//! annexes still in the WAL at open are handed out once (`take_annexes`),
+//! and WAL holds (`hold_wal`) keep segments past flushes until the annexes'
+//! owner has made them durable elsewhere. A bulk load's staged SST is held the same way at a
 //! sequence of its own (no WAL record; the manifest's `staged` entry makes
 //! it durable): published, it joins the file list and is `unmanifested`
 //! until the next flush lists it, and `flushed_through` covers it.
@@ -68,6 +72,14 @@ const OP_EMPTY: u8 = 2;
 /// `op | rowid_start u64 | txn_id u64 | deletes_len u64 | deletes | puts`.
 /// Transaction 0 is committed by the record itself (single-region commit).
 const OP_TXN: u8 = 3;
+/// As `OP_TXN` with an annex (`RegionWrites::annex`):
+/// `op | rowid_start u64 | txn_id u64 | deletes_len u64 | puts_len u64 |
+/// deletes | puts | annex`.
+const OP_TXN_ANNEX: u8 = 4;
+
+/// The WAL hold a region places at open on the records whose annexes it
+/// recovered (see [`Region::take_annexes`]).
+pub const RECOVERED_ANNEXES: &str = "recovered annexes";
 
 /// An appended write waiting to be published.
 struct Pending {
@@ -82,19 +94,30 @@ struct Pending {
     staged: Option<(u64, Arc<SstFile>)>,
 }
 
-/// The parts of an `OP_TXN` payload: transaction id, encoded tombstones,
-/// encoded rows.
-fn split_txn_payload(payload: &[u8]) -> Result<(u64, &[u8], &[u8])> {
-    if payload.len() < 25 {
+/// The parts of an `OP_TXN` or `OP_TXN_ANNEX` payload: transaction id,
+/// encoded tombstones, encoded rows, annex (empty for `OP_TXN`).
+fn split_txn_payload(payload: &[u8]) -> Result<(u64, &[u8], &[u8], &[u8])> {
+    let annexed = payload.first() == Some(&OP_TXN_ANNEX);
+    let head = if annexed { 33 } else { 25 };
+    if payload.len() < head {
         crate::bail!(Corrupt, "transaction wal record is too short");
     }
     let txn = u64::from_le_bytes(payload[9..17].try_into().unwrap());
     let del_len = u64::from_le_bytes(payload[17..25].try_into().unwrap()) as usize;
-    let rest = &payload[25..];
+    let rest = &payload[head..];
     if del_len > rest.len() {
         crate::bail!(Corrupt, "transaction wal record has a bad length");
     }
-    Ok((txn, &rest[..del_len], &rest[del_len..]))
+    let (del, rest) = rest.split_at(del_len);
+    if !annexed {
+        return Ok((txn, del, rest, &[]));
+    }
+    let put_len = u64::from_le_bytes(payload[25..33].try_into().unwrap()) as usize;
+    if put_len > rest.len() {
+        crate::bail!(Corrupt, "transaction wal record has a bad length");
+    }
+    let (put, annex) = rest.split_at(put_len);
+    Ok((txn, del, put, annex))
 }
 
 /// Memtable chunks of a transaction record at `seq`: tombstones at
@@ -228,6 +251,11 @@ pub struct Region {
     /// Serializes manifest edits (flush and compaction both commit).
     manifest_lock: Mutex<()>,
     holds: Mutex<BTreeMap<String, SeqNo>>,
+    /// WAL holds: no segment with a record at or after the lowest is
+    /// deleted ([`Region::hold_wal`]).
+    wal_holds: Mutex<BTreeMap<String, SeqNo>>,
+    /// Annexes found in the WAL at open, in sequence order, until taken.
+    annexes: Mutex<Vec<(SeqNo, Vec<u8>)>>,
     next_file_id: AtomicU64,
     closed: AtomicBool,
     /// Writes refused while a statement rewrites the table (ALTER TABLE's
@@ -301,11 +329,24 @@ impl Region {
         let mut last_seq = manifest.flushed_seq;
         let mut next_rowid = manifest.next_rowid.max(1).max(staged_rowid);
         let instant = desc.ttl_ms == Some(0);
-        log.read_from(manifest.flushed_seq + 1, &mut |seq, payload| {
+        // Annexes of committed records, also in segments a WAL hold kept past
+        // the flushed sequence (their rows are in SSTs: only the annex is read).
+        let mut annexes: Vec<(SeqNo, Vec<u8>)> = Vec::new();
+        let flushed_seq = manifest.flushed_seq;
+        log.read_from(0, &mut |seq, payload| {
             if payload.len() < 9 {
                 crate::bail!(Corrupt, "wal record {seq} of region {id} is too short");
             }
             let op = payload[0];
+            if op == OP_TXN_ANNEX {
+                let (txn, _, _, annex) = split_txn_payload(payload)?;
+                if txn == 0 || shared.txns.committed_at_open(txn) {
+                    annexes.push((seq, annex.to_vec()));
+                }
+            }
+            if seq <= flushed_seq {
+                return Ok(());
+            }
             let rowid_start = u64::from_le_bytes(payload[1..9].try_into().unwrap());
             match op {
                 OP_PUT => {
@@ -326,8 +367,8 @@ impl Region {
                     }
                 }
                 OP_EMPTY => {}
-                OP_TXN => {
-                    let (txn, del, put) = split_txn_payload(payload)?;
+                OP_TXN | OP_TXN_ANNEX => {
+                    let (txn, del, put, _) = split_txn_payload(payload)?;
                     let del = decode_batch(&layout.stored, del)?;
                     let put = decode_batch(&layout.user, put)?;
                     let n = put.num_rows() as u64;
@@ -386,6 +427,9 @@ impl Region {
             compact_lock: Mutex::new(()),
             manifest_lock: Mutex::new(()),
             holds: Mutex::new(BTreeMap::new()),
+            // Recovered annexes keep their WAL until taken and released.
+            wal_holds: Mutex::new(annexes.first().map(|(s, _)| (RECOVERED_ANNEXES.to_string(), *s)).into_iter().collect()),
+            annexes: Mutex::new(annexes),
             next_file_id: AtomicU64::new(next_file_id),
             closed: AtomicBool::new(false),
             fenced: AtomicBool::new(false),
@@ -518,6 +562,34 @@ impl Region {
     /// Drop a hold placed by [`Region::hold_versions`].
     pub fn release_versions(&self, holder: &str) {
         self.holds.lock().remove(holder);
+    }
+
+    /// Keep the WAL records from `seq` on (with their annexes) past flushes
+    /// until released: a writer whose annex is its progress holds them
+    /// until that progress is durable elsewhere. Calling it again for the
+    /// same holder keeps the lower sequence.
+    pub fn hold_wal(&self, holder: &str, seq: SeqNo) {
+        let mut h = self.wal_holds.lock();
+        let e = h.entry(holder.to_string()).or_insert(seq);
+        *e = (*e).min(seq);
+    }
+
+    /// Drop a hold placed by [`Region::hold_wal`] (the next flush deletes
+    /// the segments it kept).
+    pub fn release_wal(&self, holder: &str) {
+        self.wal_holds.lock().remove(holder);
+    }
+
+    /// The WAL records from this sequence on are kept (`SeqNo::MAX`: none held).
+    fn wal_floor(&self) -> SeqNo {
+        self.wal_holds.lock().values().copied().min().unwrap_or(SeqNo::MAX)
+    }
+
+    /// The annexes of the committed records the WAL held at open (sequence,
+    /// bytes), oldest first; once. They stay in the WAL, held under
+    /// [`RECOVERED_ANNEXES`], until the taker releases that hold.
+    pub fn take_annexes(&self) -> Vec<(SeqNo, Vec<u8>)> {
+        std::mem::take(&mut *self.annexes.lock())
     }
 
     /// Sizes, sequences and read counters.

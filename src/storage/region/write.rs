@@ -183,15 +183,25 @@ impl Region {
             del.columns().to_vec(),
             &RecordBatchOptions::new().with_row_count(Some(del.num_rows())),
         )?;
-        let mut payload = Vec::with_capacity(64 + del.get_array_memory_size() + put.get_array_memory_size());
-        payload.push(OP_TXN);
+        let annexed = !w.annex.is_empty();
+        let mut payload = Vec::with_capacity(64 + del.get_array_memory_size() + put.get_array_memory_size() + w.annex.len());
+        payload.push(if annexed { OP_TXN_ANNEX } else { OP_TXN });
         payload.extend_from_slice(&[0u8; 8]);
         payload.extend_from_slice(&txn.to_le_bytes());
         payload.extend_from_slice(&[0u8; 8]);
+        let head = if annexed { 33 } else { 25 };
+        if annexed {
+            payload.extend_from_slice(&[0u8; 8]);
+        }
         encode_batch(&del, &mut payload)?;
-        let del_len = (payload.len() - 25) as u64;
+        let del_len = (payload.len() - head) as u64;
         payload[17..25].copy_from_slice(&del_len.to_le_bytes());
         encode_batch(&put, &mut payload)?;
+        if annexed {
+            let put_len = (payload.len() - head) as u64 - del_len;
+            payload[25..33].copy_from_slice(&put_len.to_le_bytes());
+            payload.extend_from_slice(&w.annex);
+        }
         let instant = self.desc.ttl_ms == Some(0);
         let mut inner = self.inner.lock();
         self.check_writable(&inner)?;
