@@ -10,7 +10,9 @@ mod tdengine;
 
 pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
 pub use function::{FunctionArg, FunctionDef, FunctionReturns};
-pub use tdengine::{ChildTableDef, GroupProgress, RecalcRequest, SnodeDef, StreamDef, StreamState, SuperTableDef, WindowMark};
+pub use tdengine::{
+    ChildTableDef, GroupProgress, RecalcRequest, SnodeDef, StreamDef, StreamState, StreamStateWrite, SuperTableDef, WindowMark,
+};
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -151,6 +153,9 @@ struct State {
 thread_local! {
     /// Nesting depth of `Catalog::with_one_flush` on this thread.
     static DEFER_FLUSH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// A write was deferred on this thread since the outermost
+    /// `with_one_flush` began (its end flushes only then).
+    static DEFERRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// The catalog. Every change is written through to sled and flushed.
@@ -166,6 +171,10 @@ pub struct Catalog {
     pub write_clock: std::sync::Arc<flow::WriteClock>,
     /// Moves on every definition change (see [`Catalog::schema_version`]).
     schema_version: std::sync::atomic::AtomicU64,
+    /// Per stream (header key), the state changes no annex has carried yet
+    /// (absent: not known, the next annex carries the whole state).
+    #[allow(clippy::type_complexity)]
+    unannexed: parking_lot::Mutex<std::collections::HashMap<String, BTreeMap<Vec<u8>, Option<Vec<u8>>>>>,
 }
 
 const DB_PREFIX: &str = "db/";
@@ -221,6 +230,7 @@ impl Catalog {
             flow_operators: Default::default(),
             write_clock: Default::default(),
             schema_version: Default::default(),
+            unannexed: Default::default(),
         };
         if !cat.database_exists("public") {
             cat.create_database("public")?;
@@ -248,6 +258,8 @@ impl Catalog {
         self.tree.insert(key.as_bytes(), value)?;
         if DEFER_FLUSH.with(|d| d.get()) == 0 {
             self.tree.flush()?;
+        } else {
+            DEFERRED.with(|d| d.set(true));
         }
         self.definitions_changed(&key);
         Ok(())
@@ -257,7 +269,7 @@ impl Catalog {
     /// at its end instead of one each (a stream evaluation that creates
     /// 1,000 output subtables: 2,000 fsyncs were seconds of its latency).
     /// Other threads' writes still flush each; `f`'s are durable when this
-    /// returns, also when `f` fails.
+    /// returns, also when `f` fails. No write, no flush.
     pub fn with_one_flush<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
         DEFER_FLUSH.with(|d| d.set(d.get() + 1));
         let r = f();
@@ -265,7 +277,7 @@ impl Catalog {
             d.set(d.get() - 1);
             d.get()
         });
-        if depth == 0 {
+        if depth == 0 && DEFERRED.with(|d| d.replace(false)) {
             self.tree.flush()?;
         }
         r
@@ -290,7 +302,8 @@ impl Catalog {
 
     fn definitions_changed(&self, key: &str) {
         // A flow's or stream's progress is not a definition.
-        const RUNTIME: [&str; 3] = [flow::PROGRESS_PREFIX, flow::PENDING_PREFIX, tdengine::STREAM_STATE_PREFIX];
+        const RUNTIME: [&str; 4] =
+            [flow::PROGRESS_PREFIX, flow::PENDING_PREFIX, tdengine::STREAM_STATE_PREFIX, tdengine::STREAM_GROUP_PREFIX];
         if !RUNTIME.iter().any(|p| key.starts_with(p)) {
             self.schema_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
