@@ -81,6 +81,58 @@ async fn streams_run_in_the_background_and_survive_a_restart() {
     );
 }
 
+/// An evaluation's progress is not flushed on its own: it rides in the WAL
+/// record of the evaluation's output (an annex) and is put back from there
+/// after a crash. kill -9 right after each evaluation: every window is
+/// computed once (the counters say so) and the output is whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_progress_survives_kill9_right_after_each_evaluation() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = TestServer::spawn(dir.path()).unwrap();
+    let mut c = s.connect(None).await.unwrap();
+    c.batch_execute(
+        "CREATE STABLE st (ts TIMESTAMP, v INT) TAGS (g INT);
+         CREATE TABLE c1 USING st TAGS (1);
+         CREATE TABLE c2 USING st TAGS (2);
+         CREATE SNODE ON DNODE 1;
+         CREATE STREAM s COUNT_WINDOW(2) FROM st PARTITION BY tbname INTO out
+           AS SELECT _twstart AS ts, count(*) AS n, sum(v) AS total FROM %%trows;",
+    )
+    .await
+    .unwrap();
+    for round in 0..6i64 {
+        let t = |k: i64| format!("'2025-01-01 00:{:02}:{:02}'", round, k);
+        c.batch_execute(&format!(
+            "INSERT INTO c1 VALUES ({}, {round}), ({}, 1); INSERT INTO c2 VALUES ({}, 10), ({}, 20);",
+            t(0),
+            t(1),
+            t(0),
+            t(1)
+        ))
+        .await
+        .unwrap();
+        rows(&c, "ADMIN FLUSH_STREAM('s')").await;
+        drop(c);
+        s.kill9();
+        s = TestServer::spawn(dir.path()).unwrap();
+        c = s.connect(None).await.unwrap();
+        let windows = (2 * (round + 1)).to_string();
+        assert_eq!(
+            rows(&c, "SELECT windows_done, rows_written FROM information_schema.ins_streams WHERE stream_name = 's'").await,
+            vec![vec![Some(windows.clone()), Some(windows.clone())]],
+            "round {round}: each window computed once"
+        );
+        assert_eq!(rows(&c, "SELECT count(*) FROM out").await, vec![vec![Some(windows)]]);
+        assert_eq!(
+            rows(&c, "SELECT sum(total) FROM out WHERE tbname = 'out_c1'").await,
+            vec![vec![Some(((round + 1) * round / 2 + round + 1).to_string())]]
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn max_delay_computes_an_open_window_while_it_stays_open() {
     if common::external_url().is_some() {

@@ -239,6 +239,17 @@ pub fn replace(
             }
         }
     }
+    for (part, puts) in parts.iter_mut().zip(upsert_parts(sink, regions, new)?) {
+        part.puts = puts.puts;
+    }
+    storage.commit(regions.iter().cloned().zip(parts).collect())?;
+    Ok(new.num_rows())
+}
+
+/// `new`'s rows as each region's part of a commit (routed by the sink's
+/// primary key, with temporary row ids): an upsert on their identity.
+pub fn upsert_parts(sink: &TableDef, regions: &[Arc<Region>], new: &RecordBatch) -> Result<Vec<RegionWrites>> {
+    let mut parts: Vec<RegionWrites> = vec![RegionWrites::default(); regions.len()];
     if new.num_rows() > 0 {
         let mut next = TEMP_ROWID_BASE;
         for (r, part) in crate::storage::route_rows(new, &sink.primary_key, regions.len() as u32)? {
@@ -251,6 +262,5 @@ pub fn replace(
             parts[r as usize].puts.push(RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), cols)?);
         }
     }
-    storage.commit(regions.iter().cloned().zip(parts).collect())?;
-    Ok(new.num_rows())
+    Ok(parts)
 }

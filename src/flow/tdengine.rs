@@ -1166,16 +1166,42 @@ struct OutBuf {
 /// Rows buffered before a commit.
 const OUT_BUF_ROWS: usize = 100_000;
 
+/// An evaluation's output writes not committed yet, per region: the last
+/// ones go in one commit with the stream's state as its annex.
+type Staged = Vec<(Arc<crate::storage::Region>, crate::storage::RegionWrites)>;
+
 fn flush_output(env: &Env, buf: &mut OutBuf) -> Result<()> {
+    let parts = stage_buf(buf)?;
+    env.storage.commit(parts)
+}
+
+/// The buffered rows as a commit's parts (upserts on their key); the
+/// buffer is emptied.
+fn stage_buf(buf: &mut OutBuf) -> Result<Staged> {
+    let mut parts = Staged::new();
     if let (Some((t, regions)), false) = (&buf.table, buf.batches.is_empty()) {
         let batch = arrow::compute::concat_batches(&buf.batches[0].schema(), &buf.batches)?;
-        // An empty time range: nothing is deleted, rows upsert on their key.
-        super::sink::replace(env.storage, t, regions, &batch, Some((0, 0)))?;
+        parts = regions.iter().cloned().zip(super::sink::upsert_parts(t, regions, &batch)?).collect();
     }
     buf.batches.clear();
     buf.keys.clear();
     buf.rows = 0;
-    Ok(())
+    Ok(parts)
+}
+
+/// Add `more` to `parts`, region by region (deletes are tombstones at the
+/// commit's first sequence, rows at its second: no row of `more` deletes
+/// one of `parts`).
+fn merge_parts(parts: &mut Staged, more: Staged) {
+    for (r, w) in more {
+        match parts.iter_mut().find(|(x, _)| x.id == r.id) {
+            Some((_, p)) => {
+                p.deletes.extend(w.deletes);
+                p.puts.extend(w.puts);
+            }
+            None => parts.push((r, w)),
+        }
+    }
 }
 
 fn write_output(
@@ -1320,9 +1346,51 @@ pub enum Mode {
 /// and uses them; a failure drops them).
 pub fn run(env: &Env, hub: &Hub, def: &StreamDef, mode: Mode, cache: Option<&mut TriggerCache>) -> Result<u64> {
     let mut st = env.catalog.stream_state(&def.database, &def.name);
-    // One catalog flush for the evaluation (output subtables created, the
-    // progress below), not one per write.
+    // One catalog flush for the output subtables the evaluation creates
+    // (if any), not one per write; the progress is not flushed (below).
     env.catalog.with_one_flush(|| run_evaluation(env, hub, def, mode, &mut st, cache))
+}
+
+/// The WAL hold of the streams on their output regions: from an
+/// evaluation's annexed commit until the catalog is flushed after it
+/// (`StreamRunner::settle`).
+pub const WAL_HOLDER: &str = "tdengine streams";
+
+/// Commit an evaluation's last output writes with its progress as their
+/// annex, then the progress into the catalog, unflushed: one fsync (the
+/// output's WAL) for both; a crash after the commit finds the progress in
+/// the WAL (`recover`). Without output writes the progress is only applied
+/// (a crash loses it: the evaluation runs again and writes what it wrote).
+fn commit_evaluation(env: &Env, def: &StreamDef, st: &mut StreamState, mut staged: Staged) -> Result<()> {
+    let w = env.catalog.stage_stream_state(&def.database, &def.name, st)?;
+    if staged.is_empty() {
+        return env.catalog.apply_stream_state(w, false);
+    }
+    let w = env.catalog.with_annex(w, def.id, st.eval_no);
+    let (region, part) = &mut staged[0];
+    part.annex = w.annex.clone();
+    region.hold_wal(WAL_HOLDER, region.last_seq() + 1);
+    env.storage.commit(staged)?;
+    env.catalog.apply_stream_state(w, false)
+}
+
+/// At open, before any stream runs: put back the stream progress that a
+/// crash took from the catalog (unflushed) from the annexes of the output
+/// regions' WALs, flush, and let those WAL records go.
+pub fn recover(env: &Env) -> Result<usize> {
+    let regions = env.storage.regions();
+    let mut annexes = Vec::new();
+    for r in &regions {
+        annexes.extend(r.take_annexes().into_iter().map(|(_, a)| a));
+    }
+    let n = env.catalog.apply_stream_annexes(&annexes, |db, name| env.catalog.stream(db, name).map(|d| d.id))?;
+    for r in &regions {
+        r.release_wal(crate::storage::RECOVERED_ANNEXES);
+    }
+    if n > 0 {
+        tracing::info!(annexes = n, "stream progress recovered from the output WALs");
+    }
+    Ok(n)
 }
 
 fn run_evaluation(
@@ -1334,30 +1402,38 @@ fn run_evaluation(
     mut cache: Option<&mut TriggerCache>,
 ) -> Result<u64> {
     let began = super::batching::now_ms();
-    let r = compile(env, def).and_then(|c| run_compiled(env, hub, &c, st, mode, cache.as_deref_mut()));
-    match &r {
-        Ok(_) => {
-            st.last_error = None;
-            st.failures = 0;
-            st.retry_at_ms = None;
-            let ended = super::batching::now_ms();
-            if mode == Mode::CatchUp {
-                st.caught_up_ms = Some(began);
-            }
-            st.last_run_ms = Some(ended);
-            st.sample(ended, ended - began);
+    let mut staged = Staged::new();
+    let mut r = compile(env, def).and_then(|c| run_compiled(env, hub, &c, st, mode, cache.as_deref_mut(), &mut staged));
+    if r.is_ok() {
+        st.last_error = None;
+        st.failures = 0;
+        st.retry_at_ms = None;
+        let ended = super::batching::now_ms();
+        if mode == Mode::CatchUp {
+            st.caught_up_ms = Some(began);
         }
-        Err(e) => {
-            if let Some(k) = cache {
-                k.clear();
-            }
-            *st = env.catalog.stream_state(&def.database, &def.name);
-            st.last_error = Some(e.to_string());
-            st.failures = st.failures.saturating_add(1);
-            st.retry_at_ms = Some(super::batching::now_ms() + retry_delay_ms(st.failures));
+        st.last_run_ms = Some(ended);
+        st.sample(ended, ended - began);
+        match commit_evaluation(env, def, st, std::mem::take(&mut staged)) {
+            Ok(()) => return r,
+            Err(e) => r = Err(e),
         }
     }
+    if r.is_ok() {
+        return r;
+    }
+    let msg = r.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
+    if let Some(k) = cache {
+        k.clear();
+    }
+    // What was computed is written (the progress is not).
+    let written = env.storage.commit(staged);
+    *st = env.catalog.stream_state(&def.database, &def.name);
+    st.last_error = Some(msg);
+    st.failures = st.failures.saturating_add(1);
+    st.retry_at_ms = Some(super::batching::now_ms() + retry_delay_ms(st.failures));
     env.catalog.put_stream_state(&def.database, &def.name, st)?;
+    written?;
     r
 }
 
@@ -1367,7 +1443,15 @@ pub fn retry_delay_ms(failures: u32) -> i64 {
     1000i64.saturating_mul(1 << failures.saturating_sub(1).min(6)).min(60_000)
 }
 
-fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mode, cache: Option<&mut TriggerCache>) -> Result<u64> {
+fn run_compiled(
+    env: &Env,
+    hub: &Hub,
+    c: &Compiled,
+    st: &mut StreamState,
+    mode: Mode,
+    cache: Option<&mut TriggerCache>,
+    staged: &mut Staged,
+) -> Result<u64> {
     let now = now_us();
     // The trigger rows of open windows in memory: a catch-up of a stream
     // whose windows need times and digests only.
@@ -1379,7 +1463,8 @@ fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: 
         _ => None,
     };
     if let StreamTrigger::Period { period, offset } = &c.cs.trigger {
-        return run_period(env, hub, c, st, mode, period.micros.unwrap_or(0), offset.as_ref().and_then(|o| o.micros).unwrap_or(0), now);
+        let (period, offset) = (period.micros.unwrap_or(0), offset.as_ref().and_then(|o| o.micros).unwrap_or(0));
+        return run_period(env, hub, c, st, mode, (period, offset), now, staged);
     }
     // The trigger regions' sequences now: the rows read below reflect at
     // least these (later writes show up in the next change log again).
@@ -1652,8 +1737,22 @@ fn run_compiled(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: 
                 jobs.push(Job { open, key: key.clone(), values: g.values.clone(), tbname: tbname.clone(), gi, win: w.clone(), trows });
             }
         }
-        written += run_jobs(env, c, &jobs, &outs, now, st, &mut fx, pass_cache.as_deref())?;
-        delete_outputs(env, c, st, &fx.stale)?;
+        let mut buf = OutBuf::default();
+        written += run_jobs(env, c, &jobs, &outs, now, st, &mut fx, pass_cache.as_deref(), &mut buf)?;
+        if matches!(mode, Mode::Recalc { .. }) {
+            // The records of the windows recomputed are kept as a catch-up
+            // keeps them (at most `WINDOW_RECORDS_PER_GROUP` a group): the
+            // state is bounded by the groups, not by the range.
+            for key in groups.keys() {
+                let max_ts = st.groups.get(key).map_or(i64::MIN, |p| p.max_ts);
+                prune_records(c, st, key, max_ts);
+            }
+        }
+        // This pass's last rows and deletes wait (for the state's annex);
+        // the previous pass's go now.
+        let mut parts = stage_buf(&mut buf)?;
+        merge_parts(&mut parts, delete_parts(env, c, st, &fx.stale)?);
+        env.storage.commit(std::mem::replace(staged, parts))?;
         deliver(hub, c, st, std::mem::take(&mut fx.events), mode, now)?;
     }
     if !matches!(mode, Mode::Recalc { .. }) {
@@ -1729,15 +1828,15 @@ fn record_output(
     Ok(())
 }
 
-/// Delete the output rows of stale times no window of their group gives
-/// any more (a later window may give the same time: that row stays), in
-/// one commit.
-fn delete_outputs(env: &Env, c: &Compiled, st: &StreamState, stale: &BTreeMap<String, BTreeSet<i64>>) -> Result<()> {
-    let Some((db, name)) = &c.output else { return Ok(()) };
+/// The deletes of the output rows of stale times no window of their group
+/// gives any more (a later window may give the same time: that row
+/// stays), as a commit's parts.
+fn delete_parts(env: &Env, c: &Compiled, st: &StreamState, stale: &BTreeMap<String, BTreeSet<i64>>) -> Result<Staged> {
+    let Some((db, name)) = &c.output else { return Ok(vec![]) };
     if stale.is_empty() || c.calc_notify_only {
-        return Ok(());
+        return Ok(vec![]);
     }
-    let Some(t) = env.catalog.table(db, name) else { return Ok(()) };
+    let Some(t) = env.catalog.table(db, name) else { return Ok(vec![]) };
     let regions = super::batching::table_regions(env, &t)?;
     let ti = t.time_index.unwrap_or(0);
     let tb = if is_grouped(c) { t.column_index(TBNAME) } else { None };
@@ -1786,10 +1885,7 @@ fn delete_outputs(env: &Env, c: &Compiled, st: &StreamState, stale: &BTreeMap<St
             }
         }
     }
-    if parts.iter().any(|p| !p.is_empty()) {
-        env.storage.commit(regions.into_iter().zip(parts).collect())?;
-    }
-    Ok(())
+    Ok(regions.into_iter().zip(parts).filter(|(_, p)| !p.is_empty()).collect())
 }
 
 /// What an evaluation does besides writing rows: output times that may
@@ -2094,11 +2190,14 @@ fn run_jobs(
     st: &mut StreamState,
     fx: &mut Effects,
     cache: Option<&TriggerCache>,
+    buf: &mut OutBuf,
 ) -> Result<u64> {
-    let mut buf = OutBuf::default();
-    let r = run_jobs_into(env, c, jobs, outs, now, st, &mut buf, fx, cache);
-    // What was computed is written, also when a later window failed.
-    flush_output(env, &mut buf)?;
+    let r = run_jobs_into(env, c, jobs, outs, now, st, buf, fx, cache);
+    // What was computed is written, also when a later window failed (on
+    // success the caller commits the buffer).
+    if r.is_err() {
+        flush_output(env, buf)?;
+    }
     r
 }
 
@@ -2595,7 +2694,14 @@ pub struct StreamRunner {
     notify: Arc<Hub>,
     /// Per stream id, the trigger rows of its open windows.
     caches: parking_lot::Mutex<HashMap<u64, TriggerCache>>,
+    /// When the catalog was last flushed for the WAL holds (`settle`).
+    settled: parking_lot::Mutex<std::time::Instant>,
 }
+
+/// How often the runner flushes the catalog so that the output WAL records
+/// carrying stream progress as annexes can go (one fsync per interval,
+/// not per evaluation).
+pub const SETTLE_MS: u64 = 1000;
 
 impl StreamRunner {
     pub fn new(notify: Arc<Hub>) -> Arc<StreamRunner> {
@@ -2605,7 +2711,28 @@ impl StreamRunner {
             low_latency: AtomicBool::new(false),
             wake: (parking_lot::Mutex::new((false, false)), parking_lot::Condvar::new()),
             caches: parking_lot::Mutex::new(HashMap::new()),
+            settled: parking_lot::Mutex::new(std::time::Instant::now()),
         })
+    }
+
+    /// Every `SETTLE_MS`: flush the catalog (the progress evaluations
+    /// applied becomes durable there) and release the streams' WAL holds
+    /// (the annexes that carried it are not needed any more).
+    pub fn settle(&self, env: &Env) {
+        let mut last = self.settled.lock();
+        if last.elapsed() < std::time::Duration::from_millis(SETTLE_MS) {
+            return;
+        }
+        // No evaluation between its commit and its catalog write.
+        let _g = self.run_lock.lock();
+        if let Err(e) = env.catalog.flush() {
+            tracing::warn!(error = %e, "cannot flush the catalog: stream WAL holds stay");
+            return;
+        }
+        for r in env.storage.regions() {
+            r.release_wal(WAL_HOLDER);
+        }
+        *last = std::time::Instant::now();
     }
 
     /// Run one stream now: its pending recalculations in request order,
@@ -2623,7 +2750,7 @@ impl StreamRunner {
             return Ok(0);
         }
         let mut rows = 0u64;
-        let st = env.catalog.stream_state(&def.database, &def.name);
+        let st = env.catalog.stream_state_header(&def.database, &def.name);
         if !now && st.retry_at_ms.is_some_and(|at| super::batching::now_ms() < at) {
             return Ok(0);
         }
@@ -2663,6 +2790,7 @@ impl StreamRunner {
                 }
             }
         }
+        self.settle(env);
     }
 
     /// Start the background thread; it ends when the owner is gone or
@@ -2754,7 +2882,17 @@ fn tbname_of(c: &Compiled, g: &GroupRows) -> Option<String> {
 /// PERIOD: wall-clock ticks (midnight-anchored below a day). Each
 /// evaluation runs the latest tick due (missed ticks are not replayed),
 /// once per group.
-fn run_period(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mode, period: i64, offset: i64, now: i64) -> Result<u64> {
+#[allow(clippy::too_many_arguments)]
+fn run_period(
+    env: &Env,
+    hub: &Hub,
+    c: &Compiled,
+    st: &mut StreamState,
+    mode: Mode,
+    (period, offset): (i64, i64),
+    now: i64,
+    staged: &mut Staged,
+) -> Result<u64> {
     if let Mode::Recalc { .. } = mode {
         bail!(FeatureNotSupported, "RECALCULATE is not supported for PERIOD streams");
     }
@@ -2794,6 +2932,8 @@ fn run_period(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mo
     };
     let mut written = 0;
     let mut fx = Effects::default();
+    // One buffer for every group (their keys differ): one commit.
+    let mut buf = OutBuf::default();
     for (gi, values) in groups.iter().enumerate() {
         let key = group_key(values);
         if mode == Mode::Init {
@@ -2821,10 +2961,14 @@ fn run_period(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mo
             None => None,
         };
         let b = Bindings { window: None, group: values.clone(), tbname, group_id: gi as i64, local_us: tick, period_us: period, trows };
-        let (cols, batches) = compute_out(env, c, &b)?;
-        let mut buf = OutBuf::default();
+        let (cols, batches) = match compute_out(env, c, &b) {
+            Ok(r) => r,
+            Err(e) => {
+                flush_output(env, &mut buf)?;
+                return Err(e);
+            }
+        };
         written += write_output(env, c, &batches, &cols, go.as_ref(), &mut buf, &key)?;
-        flush_output(env, &mut buf)?;
         if let Some(go) = &go {
             st.subtables.insert(key.clone(), go.subtable.clone());
         }
@@ -2832,6 +2976,7 @@ fn run_period(env: &Env, hub: &Hub, c: &Compiled, st: &mut StreamState, mode: Mo
         st.windows_done += 1;
     }
     st.rows_written += written;
+    *staged = stage_buf(&mut buf)?;
     deliver(hub, c, st, fx.events, mode, now)?;
     Ok(written)
 }

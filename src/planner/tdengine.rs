@@ -29,7 +29,7 @@ fn status(p: &Planner, d: &crate::catalog::StreamDef) -> String {
     if d.status == "Stopped" {
         return d.status.clone();
     }
-    match p.catalog.stream_state(&d.database, &d.name).last_error {
+    match p.catalog.stream_state_header(&d.database, &d.name).last_error {
         Some(_) => "Failed".into(),
         None => d.status.clone(),
     }
@@ -188,7 +188,7 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
             let mut rows = Vec::new();
             for d in p.catalog.streams() {
                 let st = status(p, &d);
-                let m = metrics(p, &p.catalog.stream_state(&d.database, &d.name));
+                let m = metrics(p, &p.catalog.stream_state_header(&d.database, &d.name));
                 let f = |v: Option<f64>| v.map(Value::Float).unwrap_or(Value::Null);
                 for (i, kind) in ["Trigger", "Runner"].iter().enumerate() {
                     // The trigger task takes the input; the runner computes
@@ -230,7 +230,7 @@ pub fn system_table(p: &Planner, name: &str) -> Result<(LogicalPlan, Vec<PlanCol
         _ => {
             let mut rows = Vec::new();
             for d in p.catalog.streams() {
-                for r in p.catalog.stream_state(&d.database, &d.name).recalcs {
+                for r in p.catalog.stream_state_header(&d.database, &d.name).recalcs {
                     rows.push(vec![
                         t(&d.name),
                         t(&d.id.to_string()),

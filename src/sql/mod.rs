@@ -73,6 +73,8 @@ impl Engine {
         for t in engine.catalog.all_tables() {
             engine.open_table_regions(&t)?;
         }
+        // Stream progress a crash took from the catalog, from the output WALs.
+        crate::flow::tdengine::recover(&engine.flow_env())?;
         // Flows hold their progress against compaction before anything runs.
         engine.flows.load(&engine.flow_env());
         engine.storage.subscribe(engine.flows.clone());

@@ -378,7 +378,7 @@ pub fn status(s: &Session, d: &StreamDef) -> String {
     if d.status == "Stopped" {
         return d.status.clone();
     }
-    match s.engine.catalog.stream_state(&d.database, &d.name).last_error {
+    match s.engine.catalog.stream_state_header(&d.database, &d.name).last_error {
         Some(_) => "Failed".into(),
         None => d.status.clone(),
     }
