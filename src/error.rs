@@ -126,6 +126,10 @@ pub enum ErrorKind {
     InvalidFunctionDefinition,
     /// 42725: a call two overloads match equally well.
     AmbiguousFunction,
+    /// 2200H: nextval past a sequence's MAXVALUE / MINVALUE without CYCLE.
+    SequenceGeneratorLimitExceeded,
+    /// 428C9: a value for a GENERATED ALWAYS identity column.
+    GeneratedAlways,
     Internal,
 }
 
@@ -210,6 +214,8 @@ impl ErrorKind {
             DuplicateFunction => "42723",
             InvalidFunctionDefinition => "42P13",
             AmbiguousFunction => "42725",
+            SequenceGeneratorLimitExceeded => "2200H",
+            GeneratedAlways => "428C9",
             Internal => "XX000",
         }
     }

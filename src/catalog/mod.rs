@@ -6,10 +6,12 @@
 mod flow;
 pub mod function;
 pub mod partition;
+pub mod sequence;
 mod tdengine;
 
 pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
 pub use function::{FunctionArg, FunctionDef, FunctionReturns};
+pub use sequence::{Identity, OwnedBy, SequenceDef, SequenceValue};
 pub use tdengine::{
     ChildTableDef, GroupProgress, RecalcRequest, SnodeDef, StreamDef, StreamState, StreamStateWrite, SuperTableDef, WindowMark,
 };
@@ -148,6 +150,8 @@ struct State {
     acls: BTreeMap<String, acl::ObjectAcl>,
     /// User-defined functions by (database, name): their overloads.
     functions: BTreeMap<(String, String), Vec<FunctionDef>>,
+    /// Sequences by (database, name) (`sequence.rs`).
+    sequences: BTreeMap<(String, String), SequenceDef>,
 }
 
 thread_local! {
@@ -175,6 +179,9 @@ pub struct Catalog {
     /// (absent: not known, the next annex carries the whole state).
     #[allow(clippy::type_complexity)]
     unannexed: parking_lot::Mutex<std::collections::HashMap<String, BTreeMap<Vec<u8>, Option<Vec<u8>>>>>,
+    /// Sequences' values (`sequence.rs`), apart from `state` so nextval
+    /// does not hold up planning.
+    sequence_values: parking_lot::Mutex<BTreeMap<(String, String), sequence::LiveValue>>,
 }
 
 const DB_PREFIX: &str = "db/";
@@ -190,6 +197,7 @@ impl Catalog {
         let db = crate::sled_open::open(&sled::Config::new().path(dir.join("catalog")))?;
         let tree = db.open_tree("catalog")?;
         let mut state = State::default();
+        let mut sequence_values = BTreeMap::new();
         for item in tree.iter() {
             let (k, v) = item?;
             let key = String::from_utf8_lossy(&k).to_string();
@@ -214,6 +222,14 @@ impl Catalog {
             } else if key.starts_with(FUNCTION_PREFIX) {
                 let f: FunctionDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.functions.entry((f.database.clone(), f.name.clone())).or_default().push(f);
+            } else if key.starts_with(sequence::SEQUENCE_PREFIX) {
+                let s: SequenceDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.sequences.insert((s.database.clone(), s.name.clone()), s);
+            } else if let Some(k) = key.strip_prefix(sequence::SEQUENCE_VALUE_PREFIX) {
+                let value: SequenceValue = serde_json::from_slice(&v).map_err(corrupt)?;
+                if let Some((db, name)) = k.split_once('/') {
+                    sequence_values.insert((db.to_string(), name.to_string()), sequence::LiveValue::logged(value));
+                }
             } else if key.starts_with(flow::FLOW_PREFIX) {
                 // Flows are read from sled when used; a damaged entry is
                 // found here, at open, rather than skipped later.
@@ -231,6 +247,7 @@ impl Catalog {
             write_clock: Default::default(),
             schema_version: Default::default(),
             unannexed: Default::default(),
+            sequence_values: parking_lot::Mutex::new(sequence_values),
         };
         if !cat.database_exists("public") {
             cat.create_database("public")?;
@@ -302,8 +319,13 @@ impl Catalog {
 
     fn definitions_changed(&self, key: &str) {
         // A flow's or stream's progress is not a definition.
-        const RUNTIME: [&str; 4] =
-            [flow::PROGRESS_PREFIX, flow::PENDING_PREFIX, tdengine::STREAM_STATE_PREFIX, tdengine::STREAM_GROUP_PREFIX];
+        const RUNTIME: [&str; 5] = [
+            flow::PROGRESS_PREFIX,
+            flow::PENDING_PREFIX,
+            tdengine::STREAM_STATE_PREFIX,
+            tdengine::STREAM_GROUP_PREFIX,
+            sequence::SEQUENCE_VALUE_PREFIX,
+        ];
         if !RUNTIME.iter().any(|p| key.starts_with(p)) {
             self.schema_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
@@ -351,6 +373,10 @@ impl Catalog {
             self.del(format!("{INDEX_PREFIX}{}/{}", k.0, k.1))?;
             st.indexes.remove(&k);
         }
+        let seqs: Vec<String> = st.sequences.keys().filter(|k| k.0 == name).map(|k| k.1.clone()).collect();
+        for s in seqs {
+            self.drop_sequence_locked(&mut st, name, &s)?;
+        }
         let funcs: Vec<(String, String)> = st.functions.keys().filter(|k| k.0 == name).cloned().collect();
         for k in funcs {
             for f in st.functions.remove(&k).unwrap_or_default() {
@@ -369,7 +395,7 @@ impl Catalog {
     pub fn create_table(&self, def: TableDef) -> Result<()> {
         let mut st = self.state.write();
         let key = (def.database.clone(), def.name.clone());
-        if st.tables.contains_key(&key) || st.views.contains_key(&key) {
+        if st.tables.contains_key(&key) || st.views.contains_key(&key) || st.sequences.contains_key(&key) {
             bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
         }
         self.put(format!("{TABLE_PREFIX}{}/{}", def.database, def.name), serde_json::to_vec(&def).unwrap())?;
@@ -398,6 +424,7 @@ impl Catalog {
         };
         self.del(format!("{TABLE_PREFIX}{database}/{name}"))?;
         self.forget_acl(&mut st, &acl::AclObject::Relation(database.to_string(), name.to_string()))?;
+        self.drop_owned_sequences(&mut st, database, name)?;
         let idx: Vec<(String, String)> =
             st.indexes.iter().filter(|(k, v)| k.0 == database && v.table == name).map(|(k, _)| k.clone()).collect();
         for k in idx {
@@ -413,7 +440,7 @@ impl Catalog {
     pub fn rename_table(&self, database: &str, old: &str, new: &str) -> Result<()> {
         let mut st = self.state.write();
         let key = (database.to_string(), new.to_string());
-        if st.tables.contains_key(&key) || st.views.contains_key(&key) {
+        if st.tables.contains_key(&key) || st.views.contains_key(&key) || st.sequences.contains_key(&key) {
             bail!(DuplicateTable, "relation \"{new}\" already exists");
         }
         let Some(mut def) = st.tables.remove(&(database.to_string(), old.to_string())) else {
@@ -423,6 +450,7 @@ impl Catalog {
         self.put(format!("{TABLE_PREFIX}{database}/{new}"), serde_json::to_vec(&def).unwrap())?;
         self.del(format!("{TABLE_PREFIX}{database}/{old}"))?;
         st.tables.insert(key, def);
+        self.rename_owner_table(&mut st, database, old, new)?;
         for ix in st.indexes.values_mut().filter(|i| i.database == database && i.table == old) {
             ix.table = new.to_string();
             self.put(format!("{INDEX_PREFIX}{}/{}", ix.database, ix.name), serde_json::to_vec(&*ix).unwrap())?;
@@ -473,7 +501,7 @@ impl Catalog {
     pub fn create_view(&self, mut def: ViewDef, or_replace: bool) -> Result<()> {
         let mut st = self.state.write();
         let key = (def.database.clone(), def.name.clone());
-        if st.tables.contains_key(&key) || (st.views.contains_key(&key) && !or_replace) {
+        if st.tables.contains_key(&key) || st.sequences.contains_key(&key) || (st.views.contains_key(&key) && !or_replace) {
             bail!(DuplicateTable, "relation \"{}\" already exists", def.name);
         }
         def.id = match st.views.get(&key) {

@@ -159,6 +159,7 @@ pub(crate) fn ctx() -> ExecCtx {
         memory: Arc::new(super::memory::MemoryBudget::new(usize::MAX)),
         view: None,
         set_configs: Default::default(),
+        sequences: None,
         notifies: Default::default(),
     }
 }

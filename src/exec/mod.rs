@@ -76,6 +76,18 @@ pub struct ExecCtx {
     /// `pg_notify(channel, payload)` calls made while running, for the
     /// session to queue in its transaction (delivered at commit).
     pub notifies: Notifies,
+    /// What nextval, currval, setval and lastval reach: the session's
+    /// sequences (None where there is no session: flows, planning).
+    pub sequences: Option<Arc<dyn SequenceAccess>>,
+}
+
+/// The sequence functions' side of a session (`sql/sequence.rs`). A
+/// sequence is named by its text (`'s'`, `'"S"'`, `'public.s'`) or OID.
+pub trait SequenceAccess: std::fmt::Debug + Send + Sync {
+    fn nextval(&self, database: &str, seq: &Value) -> Result<i64>;
+    fn currval(&self, database: &str, seq: &Value) -> Result<i64>;
+    fn setval(&self, database: &str, seq: &Value, value: i64, is_called: bool) -> Result<i64>;
+    fn lastval(&self) -> Result<i64>;
 }
 
 /// Settings assigned by `set_config`: (name, value, is_local), in call order.

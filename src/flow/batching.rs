@@ -90,6 +90,7 @@ pub(super) fn ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us
         activity: Default::default(),
         view: None,
         set_configs: Default::default(),
+        sequences: None,
         notifies: Default::default(),
         // Flow queries have no session: the default per-query budget.
         memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),

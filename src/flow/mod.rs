@@ -604,6 +604,7 @@ fn batching_ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>) -> crate
         activity: Default::default(),
         view: None,
         set_configs: Default::default(),
+        sequences: None,
         notifies: Default::default(),
         memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),
     }

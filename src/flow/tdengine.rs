@@ -179,6 +179,7 @@ pub fn exec_ctx(database: &str, now_us: i64) -> ExecCtx {
         activity: Default::default(),
         view: None,
         set_configs: Default::default(),
+        sequences: None,
         notifies: Default::default(),
         memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),
     }

@@ -20,6 +20,7 @@
 //! use it).
 
 mod admin;
+mod alter_sequence;
 mod cache;
 mod create_database;
 mod create_table;
@@ -41,6 +42,7 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
 pub use admin::Admin;
+pub use alter_sequence::AlterSequence;
 pub use cache::ParseCache;
 pub use create_database::CreateDatabase;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
@@ -84,6 +86,8 @@ pub enum Statement {
     TqlWith(Box<TqlWith>),
     /// PostgreSQL's `VACUUM [ (options) ] [tables]`.
     Vacuum(Vacuum),
+    /// `ALTER SEQUENCE ...` (sqlparser has no ALTER SEQUENCE).
+    AlterSequence(AlterSequence),
     /// TDengine's supertables, snodes and streams (`tdengine.rs`).
     Tdengine(Box<TdStatement>),
 }
@@ -103,6 +107,7 @@ impl fmt::Display for Statement {
             Statement::Tql(t) => write!(f, "{t}"),
             Statement::TqlWith(t) => write!(f, "{t}"),
             Statement::Vacuum(v) => write!(f, "{v}"),
+            Statement::AlterSequence(a) => write!(f, "{a}"),
             Statement::Tdengine(t) => write!(f, "{t}"),
         }
     }
@@ -139,6 +144,7 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["WITH"], applies: tql::applies_with, parse: tql::parse_with },
     WeirStatement { words: &["EXPLAIN"], applies: tql::applies_explain_with, parse: tql::parse_explain_with },
     WeirStatement { words: &["VACUUM"], applies: |_| true, parse: vacuum::parse },
+    WeirStatement { words: &["ALTER", "SEQUENCE"], applies: |_| true, parse: alter_sequence::parse },
 ];
 
 /// Whether the next tokens are these words (unquoted, any case).
@@ -266,7 +272,8 @@ fn parse_standard(sql: &str) -> Result<Vec<Statement>, WeirError> {
             | Statement::ShowFlows(_)
             | Statement::ShowCreateFlow(_)
             | Statement::CommentOnFlow(_)
-            | Statement::Vacuum(_) => {}
+            | Statement::Vacuum(_)
+            | Statement::AlterSequence(_) => {}
             Statement::Tdengine(t) => {
                 if let TdStatement::CreateStream(c) = t.as_ref() {
                     nesting::check(&c.query)?;
@@ -379,7 +386,8 @@ pub fn max_param(stmt: &Statement) -> usize {
         | Statement::ShowFlows(_)
         | Statement::ShowCreateFlow(_)
         | Statement::CommentOnFlow(_)
-        | Statement::Vacuum(_) => std::ops::ControlFlow::Continue(()),
+        | Statement::Vacuum(_)
+        | Statement::AlterSequence(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tdengine(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tql(t) => {
             ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see)

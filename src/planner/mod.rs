@@ -40,6 +40,7 @@ use crate::{bail, err};
 use logical::LogicalPlan;
 
 pub use bind::{coerce, sql_type};
+pub use regtypes::split_dotted;
 
 /// Columns visible at one query level, and a link to the enclosing level.
 pub struct Scope<'a> {

@@ -135,7 +135,9 @@ fn normalize(input: &str, kind: RegKind) -> String {
     last
 }
 
-fn split_dotted(s: &str) -> Vec<String> {
+/// A dotted name's parts as regclass input reads them (quoted parts
+/// verbatim, the others folded to lowercase).
+pub fn split_dotted(s: &str) -> Vec<String> {
     let mut parts = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
@@ -174,6 +176,9 @@ impl Planner<'_> {
                 }
                 for view in &self.catalog.views(db) {
                     v.push(entry(view_oid(view), &view.name));
+                }
+                for seq in &self.catalog.sequences(db) {
+                    v.push(entry(table_oid(seq.id), &seq.name));
                 }
                 v
             }
@@ -378,6 +383,29 @@ impl Planner<'_> {
                     }
                 }
                 case(key, arms, SqlType::Text)
+            }
+            // The sequence a column owns (SERIAL, identity), schema-qualified.
+            ("pg_get_serial_sequence", [a, c]) => {
+                let key = self.relation_arg(a, scope, agg)?;
+                let col = super::coerce(self.bind_expr(c, scope, agg)?, SqlType::Text)?;
+                let mut by_table: std::collections::BTreeMap<i64, Vec<(Expr, Expr)>> = Default::default();
+                for seq in self.catalog.sequences(&db) {
+                    let Some(o) = &seq.owned_by else { continue };
+                    let Some(t) = self.catalog.table(&db, &o.table) else { continue };
+                    let name = format!("public.{}", quote_ident(&seq.name));
+                    by_table
+                        .entry(table_oid(t.id))
+                        .or_default()
+                        .push((Expr::lit(Value::Text(o.column.clone()), SqlType::Text), Expr::lit(Value::Text(name), SqlType::Text)));
+                }
+                let whens = by_table
+                    .into_iter()
+                    .map(|(oid, arms)| {
+                        let inner = Expr::Case { operand: Some(Box::new(col.clone())), whens: arms, else_expr: None, ty: SqlType::Text };
+                        (Expr::lit(Value::Int(oid), SqlType::Int8), inner)
+                    })
+                    .collect();
+                Expr::Case { operand: Some(Box::new(key)), whens, else_expr: None, ty: SqlType::Text }
             }
             ("pg_get_viewdef", [a, ..]) => {
                 let key = self.relation_arg(a, scope, agg)?;

@@ -739,6 +739,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             for v in &p.catalog.views(db) {
                 rows.push(row(view_oid(v), &v.name, "v", false, &v.name));
             }
+            for s in &p.catalog.sequences(db) {
+                rows.push(row(table_oid(s.id), &s.name, "S", false, &s.name));
+            }
             table(
                 &[
                     ("oid", Oid),
@@ -823,7 +826,15 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         ("pg_catalog", "pg_attribute") => {
             let mut rows = Vec::new();
             for tdef in p.catalog.tables(db) {
+                let identities = p.catalog.owned_sequences(db, &tdef.name);
                 for (i, c) in tdef.columns.iter().enumerate() {
+                    // attidentity: 'a' (ALWAYS), 'd' (BY DEFAULT) or ''.
+                    let identity = identities
+                        .iter()
+                        .filter(|s| s.owned_by.as_ref().is_some_and(|o| o.column == c.name))
+                        .find_map(|s| s.identity)
+                        .map(|k| if k == crate::catalog::Identity::Always { "a" } else { "d" })
+                        .unwrap_or("");
                     rows.push(vec![
                         Value::Int(table_oid(tdef.id)),
                         t(&c.name),
@@ -834,7 +845,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                         Value::Bool(c.default.is_some()),
                         Value::Bool(false),
                         Value::Int(0),
-                        t(""),
+                        t(identity),
                         t(""),
                         Value::Int(type_len(c.ty)),
                         Value::Int(0),
@@ -1222,8 +1233,110 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 ("seqcache", Int8),
                 ("seqcycle", Bool),
             ],
-            vec![],
+            p.catalog
+                .sequences(db)
+                .iter()
+                .map(|s| {
+                    vec![
+                        Value::Int(table_oid(s.id)),
+                        Value::Int(s.ty.pg_oid() as i64),
+                        Value::Int(s.start),
+                        Value::Int(s.increment),
+                        Value::Int(s.max),
+                        Value::Int(s.min),
+                        Value::Int(s.cache),
+                        Value::Bool(s.cycle),
+                    ]
+                })
+                .collect(),
         ),
+        ("pg_catalog", "pg_sequences") => {
+            let rows = p
+                .catalog
+                .sequences(db)
+                .iter()
+                .filter(|s| visible(p, db, &s.name))
+                .map(|s| {
+                    let v = p.catalog.sequence_value(s);
+                    let owner = p.catalog.owner_of(&AclObject::Relation(db.to_string(), s.name.clone()));
+                    vec![
+                        t("public"),
+                        t(&s.name),
+                        t(&owner),
+                        t(crate::catalog::sequence::integer_type_name(s.ty)),
+                        Value::Int(s.start),
+                        Value::Int(s.min),
+                        Value::Int(s.max),
+                        Value::Int(s.increment),
+                        Value::Bool(s.cycle),
+                        Value::Int(s.cache),
+                        if v.is_called { Value::Int(v.last_value) } else { Value::Null },
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("schemaname", Text),
+                    ("sequencename", Text),
+                    ("sequenceowner", Text),
+                    ("data_type", Text),
+                    ("start_value", Int8),
+                    ("min_value", Int8),
+                    ("max_value", Int8),
+                    ("increment_by", Int8),
+                    ("cycle", Bool),
+                    ("cache_size", Int8),
+                    ("last_value", Int8),
+                ],
+                rows,
+            )
+        }
+        ("information_schema", "sequences") => {
+            let rows = p
+                .catalog
+                .sequences(db)
+                .iter()
+                .filter(|s| visible(p, db, &s.name))
+                .map(|s| {
+                    let bits = match s.ty {
+                        SqlType::Int2 => 16,
+                        SqlType::Int4 => 32,
+                        _ => 64,
+                    };
+                    vec![
+                        t(db),
+                        t("public"),
+                        t(&s.name),
+                        t(crate::catalog::sequence::integer_type_name(s.ty)),
+                        Value::Int(bits),
+                        Value::Int(2),
+                        Value::Int(0),
+                        t(&s.start.to_string()),
+                        t(&s.min.to_string()),
+                        t(&s.max.to_string()),
+                        t(&s.increment.to_string()),
+                        t(if s.cycle { "YES" } else { "NO" }),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("sequence_catalog", Text),
+                    ("sequence_schema", Text),
+                    ("sequence_name", Text),
+                    ("data_type", Text),
+                    ("numeric_precision", Int4),
+                    ("numeric_precision_radix", Int4),
+                    ("numeric_scale", Int4),
+                    ("start_value", Text),
+                    ("minimum_value", Text),
+                    ("maximum_value", Text),
+                    ("increment", Text),
+                    ("cycle_option", Text),
+                ],
+                rows,
+            )
+        }
         ("pg_catalog", "pg_collation") => {
             table(&[("oid", Int8), ("collname", Text), ("collnamespace", Int8)], vec![vec![Value::Int(100), t("default"), Value::Int(11)]])
         }

@@ -202,6 +202,9 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
         match op {
             ast::AlterTableOperation::AddColumn { if_not_exists, column_def, .. } => {
                 let (c, pk) = super::ddl::sql_column(column_def)?;
+                if super::sequence::column_sequence(column_def)?.is_some() {
+                    bail!(FeatureNotSupported, "ALTER TABLE … ADD COLUMN of a SERIAL or identity column is not supported");
+                }
                 if position(&cols, &c.name).is_some() {
                     if *if_not_exists {
                         continue;
@@ -312,6 +315,10 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
     }
     for r in 0..old.regions.max(1) {
         s.engine.storage.drop_region(region_id(old.id, r))?;
+    }
+    // Sequences follow their renamed columns.
+    for (from, to) in &renamed {
+        cat.rename_owner_column(&old.database, &old.name, from, to)?;
     }
     // Indexes follow renamed columns and go with dropped ones.
     for mut ix in cat.indexes(&old.database, &old.name) {

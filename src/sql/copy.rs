@@ -188,6 +188,8 @@ impl CopyIn {
         for (i, c) in def.columns.iter().enumerate() {
             let a = match self.columns.iter().position(|&x| x == i) {
                 Some(k) => per_col[k].take().expect("each column once"),
+                // Columns the COPY leaves out take their defaults (SERIAL's nextval).
+                None if c.default.is_some() => super::dml::default_column(&s.planner(crate::planner::Params::default()), def, i, nrows)?,
                 None => arrow::array::new_null_array(&c.ty.to_arrow(), nrows),
             };
             if !c.nullable && arrow::array::Array::null_count(&a) > 0 {
@@ -801,7 +803,9 @@ fn push_value(ty: SqlType, b: &mut dyn arrow::array::ArrayBuilder, v: Value) {
         T::Int8 | T::Oid => put!(Int64Builder, int(&v)),
         T::Float4 => put!(Float32Builder, if let Value::Float(x) = v { Some(x as f32) } else { None }),
         T::Float8 => put!(Float64Builder, if let Value::Float(x) = v { Some(x) } else { None }),
-        T::Text | T::Varchar | T::Unknown | T::Array(_) | T::Bytea => put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None }),
+        T::Text | T::Varchar | T::Unknown | T::Array(_) | T::Bytea => {
+            put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None })
+        }
         T::Timestamp | T::TimestampTz => put!(TimestampMicrosecondBuilder, if let Value::Timestamp(x) = v { Some(x) } else { None }),
         T::Date => put!(Date32Builder, if let Value::Date(x) = v { Some(x) } else { None }),
         T::Interval => {

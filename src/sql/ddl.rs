@@ -31,6 +31,12 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
     let cat = &engine.catalog;
     match stmt {
         Statement::CreateTable(ct) => create_sql_table(s, ct),
+        Statement::CreateSequence { temporary, if_not_exists, name, sequence_options } => {
+            super::sequence::create(s, *if_not_exists, *temporary, name, sequence_options)
+        }
+        Statement::Drop { object_type: ast::ObjectType::Sequence, if_exists, names, cascade, .. } => {
+            super::sequence::drop_sequences(s, *if_exists, *cascade, names)
+        }
         Statement::CreateDatabase { db_name, if_not_exists, .. } => {
             let name = object_name(db_name)?.1;
             if cat.database_exists(&name) && *if_not_exists {
@@ -605,8 +611,10 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
     let time_index_col: Option<String> = ct.time_index.first().map(|t| ident(&t.column));
     let mut columns: Vec<ColumnDef> = Vec::new();
     let mut primary_key: Vec<String> = Vec::new();
+    let mut serials = Vec::new();
     for c in &ct.columns {
         let (col, pk) = sql_column(c)?;
+        serials.extend(super::sequence::column_sequence(c)?);
         if columns.iter().any(|x| x.name == col.name) {
             bail!(DuplicateColumn, "column \"{}\" specified more than once", col.name);
         }
@@ -618,6 +626,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
     if columns.is_empty() {
         bail!(Syntax, "a table needs at least one column");
     }
+    let sequences = super::sequence::plan_column_sequences(s, &database, &name, &mut columns, serials)?;
     for i in &ct.indexes {
         for c in &i.columns {
             let n = ident(c);
@@ -718,6 +727,11 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
     // directory, never a catalog entry without storage.
     engine.open_table_regions(&def)?;
     cat.create_table(def.clone())?;
+    for seq in sequences {
+        let seq = cat.create_sequence(seq)?;
+        // The table's creator owns its columns' sequences.
+        cat.set_owner(&crate::catalog::acl::AclObject::Relation(seq.database, seq.name), &s.user)?;
+    }
     for (k, u) in unique_sets.into_iter().enumerate() {
         cat.create_index(IndexDef {
             database: database.clone(),
@@ -746,7 +760,10 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
 /// whether it says PRIMARY KEY.
 pub(super) fn sql_column(c: &ast::ColumnDef) -> Result<(ColumnDef, bool)> {
     let cname = ident(&c.name);
-    let ty = crate::planner::sql_type(&c.data_type)?;
+    let ty = match super::sequence::column_type(c) {
+        Some(serial) => serial,
+        None => crate::planner::sql_type(&c.data_type)?,
+    };
     let mut nullable = true;
     let mut default = None;
     let mut pk = false;

@@ -268,6 +268,11 @@ fn insert(
     };
     let mut targets = target_columns(def, &ins.columns)?;
     let Some(src) = &ins.source else { bail!(FeatureNotSupported, "INSERT needs VALUES or a query") };
+    let overriding = match ins.overriding {
+        None => false,
+        Some(ast::InsertOverriding::System) => true,
+        Some(ast::InsertOverriding::User) => bail!(FeatureNotSupported, "OVERRIDING USER VALUE is not supported"),
+    };
     // Without a column list, rows shorter than the table fill its first
     // columns and the rest take their defaults, as in PostgreSQL.
     if ins.columns.is_empty() {
@@ -276,6 +281,19 @@ fn insert(
             targets.truncate(width.max(1));
         }
     }
+    // A GENERATED ALWAYS identity column takes DEFAULT only (428C9).
+    let is_default =
+        |e: &ast::Expr| matches!(e, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none());
+    let explicit: Vec<usize> = match src.body.as_ref() {
+        ast::SetExpr::Values(v) => targets
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| v.rows.iter().any(|r| r.content.get(*k).is_some_and(|e| !is_default(e))))
+            .map(|(_, &t)| t)
+            .collect(),
+        _ => targets.clone(),
+    };
+    super::sequence::check_identity_insert(planner.catalog, def, &explicit, overriding)?;
     // A subquery in a VALUES cell is planned physically where it is bound
     // (so DEFAULT still works in the other cells).
     let plain_values = src.order_by.is_none() && src.limit_clause.is_none();
@@ -356,11 +374,7 @@ fn insert(
     for (i, c) in def.columns.iter().enumerate() {
         let a = match full[i].take() {
             Some(a) => a,
-            None => {
-                let e = default_expr(planner, def, i)?;
-                eval_column(planner, &vec![e; 1], c.ty)
-                    .and_then(|one| crate::exec::expr::scalar_array(&crate::types::value_at(one.as_ref(), 0), c.ty, nrows))?
-            }
+            None => default_column(planner, def, i, nrows)?,
         };
         if !c.nullable && a.null_count() > 0 {
             return Err(err!(
@@ -691,6 +705,23 @@ pub(super) fn default_expr(planner: &Planner, def: &TableDef, col: usize) -> Res
     }
 }
 
+/// A column's default for `n` new rows: evaluated once, or once per row
+/// when it is volatile (`nextval`, `random()`).
+pub(super) fn default_column(planner: &Planner, def: &TableDef, col: usize, n: usize) -> Result<ArrayRef> {
+    let ty = def.columns[col].ty;
+    let e = default_expr(planner, def, col)?;
+    if crate::planner::rewrite::is_volatile(&e) {
+        let rows = RecordBatch::try_new_with_options(
+            Arc::new(arrow::datatypes::Schema::empty()),
+            vec![],
+            &RecordBatchOptions::new().with_row_count(Some(n)),
+        )?;
+        return cast_array(&e.eval(&rows, &planner.ctx)?, e.ty(), ty);
+    }
+    let one = eval_column(planner, &[e], ty)?;
+    crate::exec::expr::scalar_array(&crate::types::value_at(one.as_ref(), 0), ty, n)
+}
+
 /// Evaluate a list of constant expressions into one column.
 pub(super) fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Result<ArrayRef> {
     // Fast path: all literals.
@@ -923,7 +954,7 @@ fn joined_change(
     let mut projection: Vec<ast::SelectItem> = def.columns.iter().map(|c| ast::SelectItem::UnnamedExpr(col_ref(&c.name))).collect();
     let mut set_cols: Vec<usize> = Vec::new();
     for a in &expand_tuple_assignments(assignments)? {
-        let (i, _) = set_column(def, a, |j| set_cols.contains(&j))?;
+        let (i, col) = set_column(def, a, |j| set_cols.contains(&j))?;
         let value = match &a.value {
             ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
                 match &def.columns[i].default {
@@ -931,7 +962,10 @@ fn joined_change(
                     None => ast::Expr::Value(ast::Value::Null.into()),
                 }
             }
-            v => v.clone(),
+            v => {
+                super::sequence::check_identity_update(planner.catalog, def, &col)?;
+                v.clone()
+            }
         };
         set_cols.push(i);
         projection.push(ast::SelectItem::UnnamedExpr(value));
@@ -1094,7 +1128,10 @@ fn bind_sets(planner: &Planner, def: &TableDef, scope: &Scope, assignments: &[as
             ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
                 default_expr(planner, def, i)?
             }
-            v => planner.bind_expr(v, scope, None)?,
+            v => {
+                super::sequence::check_identity_update(planner.catalog, def, &col)?;
+                planner.bind_expr(v, scope, None)?
+            }
         };
         sets.push((i, assign_coerce(e, def.columns[i].ty, &col)?));
     }

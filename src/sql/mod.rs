@@ -17,6 +17,7 @@ pub mod listen;
 mod partition;
 pub mod privilege;
 pub mod roles;
+pub mod sequence;
 mod session_vars;
 pub mod stream;
 pub mod tdengine;
@@ -223,6 +224,8 @@ pub struct Session {
     /// Query strings parsed before (simple protocol): a repeated text is
     /// not parsed again.
     parse_cache: parser::ParseCache,
+    /// nextval and its family, with this session's currval / lastval.
+    sequences: Arc<sequence::SessionSequences>,
 }
 
 /// A statement parsed for the extended protocol.
@@ -250,6 +253,7 @@ impl Drop for Session {
 impl Session {
     pub fn new(engine: Arc<Engine>, database: &str, user: &str) -> Session {
         Session {
+            sequences: Arc::new(sequence::SessionSequences::new(engine.clone())),
             engine,
             database: database.to_string(),
             user: user.to_string(),
@@ -335,6 +339,7 @@ impl Session {
             view: Some(txn::read_view(self)),
             set_configs: self.set_configs.clone(),
             notifies: self.notifies.clone(),
+            sequences: Some(self.sequences.clone()),
         }
     }
 
@@ -627,6 +632,7 @@ impl Session {
                 Ok(QueryResult::Rows { columns, batches: rows.collect()? })
             }
             WeirStatement::Vacuum(v) => ddl::vacuum(self, v),
+            WeirStatement::AlterSequence(a) => sequence::alter(self, a),
         }
     }
 

@@ -296,6 +296,8 @@ fn relation_kind(s: &Session, db: &str, name: &str) -> Option<&'static str> {
         Some("table")
     } else if cat.view(db, name).is_some() {
         Some("view")
+    } else if cat.sequence(db, name).is_some() {
+        Some("sequence")
     } else {
         None
     }
@@ -390,6 +392,7 @@ pub fn check_statement(s: &Session, stmt: &WeirStatement) -> Result<()> {
         WeirStatement::Sql(stmt) => match stmt {
             Statement::CreateTable(ct) => create_in(&ct.name),
             Statement::CreateView(cv) => create_in(&cv.name),
+            Statement::CreateSequence { name, .. } => create_in(name),
             Statement::CreateDatabase { .. } => {
                 if !cat.role(user).is_some_and(|r| r.createdb) {
                     bail!(InsufficientPrivilege, "permission denied to create database");
@@ -435,7 +438,7 @@ pub fn check_statement(s: &Session, stmt: &WeirStatement) -> Result<()> {
             Statement::Drop { object_type, names, .. } => {
                 for n in names {
                     match object_type {
-                        ast::ObjectType::Table | ast::ObjectType::View => owner(n)?,
+                        ast::ObjectType::Table | ast::ObjectType::View | ast::ObjectType::Sequence => owner(n)?,
                         ast::ObjectType::Index => {
                             let Ok(rel) = relation(cat, &s.database, n) else { continue };
                             let Ok(db) = rel.database() else { continue };
@@ -500,7 +503,8 @@ pub fn new_objects(s: &Session, stmt: &WeirStatement) -> Vec<AclObject> {
     let rel = |n: &ast::ObjectName| -> Option<AclObject> {
         let r = relation(cat, &s.database, n).ok()?;
         let db = r.database().ok()?;
-        (cat.table(&db, &r.name).is_none() && cat.view(&db, &r.name).is_none()).then_some(AclObject::Relation(db, r.name))
+        let free = cat.table(&db, &r.name).is_none() && cat.view(&db, &r.name).is_none() && cat.sequence(&db, &r.name).is_none();
+        free.then_some(AclObject::Relation(db, r.name))
     };
     let mut out = Vec::new();
     match stmt {
@@ -514,6 +518,7 @@ pub fn new_objects(s: &Session, stmt: &WeirStatement) -> Vec<AclObject> {
         }
         WeirStatement::Sql(Statement::CreateTable(ct)) => out.extend(rel(&ct.name)),
         WeirStatement::Sql(Statement::CreateView(cv)) => out.extend(rel(&cv.name)),
+        WeirStatement::Sql(Statement::CreateSequence { name, .. }) => out.extend(rel(name)),
         WeirStatement::Sql(Statement::CreateDatabase { db_name, .. }) => {
             if let Ok((_, name)) = crate::planner::object_name(db_name) {
                 if !cat.database_exists(&name) {
@@ -533,7 +538,7 @@ pub fn record_owners(s: &Session, created: &[AclObject], stmt: &WeirStatement) -
     for obj in created {
         let exists = match obj {
             AclObject::Database(d) => cat.database_exists(d),
-            AclObject::Relation(d, n) => cat.table(d, n).is_some() || cat.view(d, n).is_some(),
+            AclObject::Relation(d, n) => cat.table(d, n).is_some() || cat.view(d, n).is_some() || cat.sequence(d, n).is_some(),
             AclObject::Flow(n) => cat.flow(n).is_some(),
         };
         if exists {

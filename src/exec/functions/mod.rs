@@ -436,6 +436,11 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         // the session queues it in its transaction. Void, shown empty; not
         // strict (a NULL channel is an error, a NULL payload empty).
         Def::new("pg_notify", vec![s(&[Text, Text], Text)], info).volatile().lenient(),
+        // Sequences (`SequenceAccess`): a sequence named by its text or OID.
+        Def::new("nextval", vec![any(1, Int8)], info).volatile(),
+        Def::new("currval", vec![any(1, Int8)], info).volatile(),
+        Def::new("setval", vec![any(2, Int8), any(3, Int8)], info).volatile(),
+        Def::new("lastval", vec![s(&[], Int8)], info).volatile(),
         Def::new("format_type", vec![any(2, Text)], info).lenient().stable(),
         Def::new("pg_size_pretty", vec![s(&[Int8], Text)], info),
         Def::new("obj_description", vec![any(1, Text), any(2, Text)], info).lenient().stable(),
@@ -449,7 +454,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("array_to_string", vec![any(2, Text), any(3, Text)], info).lenient().stable(),
         Def::new("pg_relation_is_publishable", vec![any(1, Bool)], info).stable(),
         Def::new("pg_table_is_visible", vec![any(1, Bool)], info).stable(),
-        // Every collation lives in pg_catalog; no column is serial.
+        // Every collation lives in pg_catalog. pg_get_serial_sequence is bound
+        // from the catalog (planner/regtypes.rs); NULL here.
         Def::new("pg_collation_is_visible", vec![any(1, Bool)], info).stable(),
         // Every type and function lives in pg_catalog, which is always searched.
         Def::new("pg_type_is_visible", vec![any(1, Bool)], info).stable(),
@@ -688,6 +694,24 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
             crate::notify::check(&channel, &payload)?;
             ctx.notifies.lock().unwrap_or_else(|e| e.into_inner()).push((channel, payload));
             Value::Text(String::new())
+        }
+        "nextval" | "currval" | "setval" | "lastval" => {
+            let Some(seqs) = ctx.sequences.as_ref() else {
+                bail!(FeatureNotSupported, "{name} is not available here");
+            };
+            let seq = a.first().cloned().unwrap_or(Value::Null);
+            let v = match name {
+                "nextval" => seqs.nextval(&ctx.database, &seq)?,
+                "currval" => seqs.currval(&ctx.database, &seq)?,
+                "lastval" => seqs.lastval()?,
+                _ => {
+                    let value =
+                        a.get(1).and_then(as_i).ok_or_else(|| crate::err!(InvalidParameterValue, "setval needs an integer value"))?;
+                    let called = !matches!(a.get(2), Some(Value::Bool(false)));
+                    seqs.setval(&ctx.database, &seq, value, called)?
+                }
+            };
+            Value::Int(v)
         }
         "pg_collation_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => Value::Bool(true),
         "pg_get_serial_sequence" => Value::Null,

@@ -107,6 +107,7 @@ pub(crate) mod test_util {
             memory: std::sync::Arc::new(crate::exec::memory::MemoryBudget::new(usize::MAX)),
             view: None,
             set_configs: Default::default(),
+            sequences: None,
             notifies: Default::default(),
         }
     }
