@@ -602,7 +602,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
     if ct.time_index.len() > 1 {
         bail!(InvalidTableDefinition, "multiple TIME INDEX columns for table \"{name}\" are not allowed");
     }
-    if cat.table(&database, &name).is_some() || cat.view(&database, &name).is_some() {
+    if cat.table(&database, &name).is_some() || cat.view(&database, &name).is_some() || cat.sequence(&database, &name).is_some() {
         if ct.if_not_exists {
             return Ok(QueryResult::Command("CREATE TABLE".into()));
         }
