@@ -19,6 +19,8 @@ pub enum ErrorKind {
     DuplicateTable,
     DuplicateObject,
     DuplicateDatabase,
+    /// 42P06: CREATE SCHEMA of a name that exists.
+    DuplicateSchema,
     DuplicateColumn,
     InvalidColumnReference,
     InvalidTableDefinition,
@@ -151,6 +153,7 @@ impl ErrorKind {
             DuplicateTable => "42P07",
             DuplicateObject => "42710",
             DuplicateDatabase => "42P04",
+            DuplicateSchema => "42P06",
             DuplicateColumn => "42701",
             InvalidColumnReference => "42P10",
             InvalidTableDefinition => "42P16",

@@ -640,7 +640,8 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 vec![Value::Int(13000), t("information_schema"), Value::Int(10), Value::Null],
             ];
             for (i, d) in p.catalog.databases().iter().enumerate().filter(|(_, d)| !is_reserved_schema(d)) {
-                rows.push(vec![Value::Int(database_namespace_oid(i)), t(d), Value::Int(10), Value::Null]);
+                let owner = role_oid(p, &p.catalog.owner_of(&AclObject::Database(d.clone())));
+                rows.push(vec![Value::Int(database_namespace_oid(i)), t(d), Value::Int(owner), Value::Null]);
             }
             table(&[("oid", Oid), ("nspname", Text), ("nspowner", Oid), ("nspacl", Text)], rows)
         }

@@ -31,6 +31,10 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
     let cat = &engine.catalog;
     match stmt {
         Statement::CreateTable(ct) => create_sql_table(s, ct),
+        Statement::CreateSchema { schema_name, if_not_exists, .. } => super::schema::create(s, schema_name, *if_not_exists),
+        Statement::Drop { object_type: ast::ObjectType::Schema, if_exists, names, cascade, .. } => {
+            super::schema::drop_schemas(s, *if_exists, *cascade, names)
+        }
         Statement::CreateSequence { temporary, if_not_exists, name, sequence_options } => {
             super::sequence::create(s, *if_not_exists, *temporary, name, sequence_options)
         }
@@ -51,9 +55,6 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                 ast::ObjectType::View => "DROP VIEW",
                 ast::ObjectType::Index => "DROP INDEX",
                 ast::ObjectType::Database => "DROP DATABASE",
-                ast::ObjectType::Schema => {
-                    bail!(FeatureNotSupported, "DROP SCHEMA is not supported; a weir schema is a database: use DROP DATABASE")
-                }
                 other => bail!(FeatureNotSupported, "DROP {other} is not supported"),
             };
             for n in names {
@@ -104,14 +105,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                         if name == s.database {
                             bail!(InvalidParameterValue, "cannot drop the currently open database");
                         }
-                        // TDengine streams using it: refused (… FORCE drops them).
-                        super::tdengine::check_drop_database(s, &name)?;
-                        for def in cat.drop_database(&name)? {
-                            for r in 0..def.regions.max(1) {
-                                engine.storage.drop_region(region_id(def.id, r))?;
-                            }
-                        }
-                        super::tdengine::forget_database(s, &name)?;
+                        drop_database_objects(s, &name)?;
                     }
                     _ => unreachable!(),
                 }
@@ -327,6 +321,18 @@ pub fn vacuum(s: &mut Session, v: &crate::parser::Vacuum) -> Result<QueryResult>
         }
     }
     Ok(QueryResult::Command("VACUUM".into()))
+}
+
+/// DROP DATABASE / DROP SCHEMA: the database's catalog entries and its
+/// tables' regions (refused while TDengine streams use it).
+pub(super) fn drop_database_objects(s: &Session, name: &str) -> Result<()> {
+    super::tdengine::check_drop_database(s, name)?;
+    for def in s.engine.catalog.drop_database(name)? {
+        for r in 0..def.regions.max(1) {
+            s.engine.storage.drop_region(region_id(def.id, r))?;
+        }
+    }
+    super::tdengine::forget_database(s, name)
 }
 
 fn statement_tag(stmt: &Statement) -> String {

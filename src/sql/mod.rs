@@ -17,6 +17,7 @@ pub mod listen;
 mod partition;
 pub mod privilege;
 pub mod roles;
+mod schema;
 pub mod sequence;
 mod session_vars;
 pub mod stream;
