@@ -180,6 +180,13 @@ impl Planner<'_> {
                 for seq in &self.catalog.sequences(db) {
                     v.push(entry(table_oid(seq.id), &seq.name));
                 }
+                // A user relation's schema-qualified text (pg_get_serial_sequence
+                // answers `public.s`) reaches it from a column too (literals drop
+                // the qualifier in `normalize`).
+                for e in v.iter_mut().filter(|e| e.oid >= table_oid(0)) {
+                    let qualified = format!("public.{}", e.name);
+                    e.inputs.push(qualified);
+                }
                 v
             }
             RegKind::Type => TYPES
