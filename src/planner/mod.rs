@@ -134,9 +134,32 @@ impl<'a> Planner<'a> {
         self.catalog.table(&self.database, name).ok_or_else(|| err!(UndefinedTable, "relation \"{name}\" does not exist"))
     }
 
-    /// A table by its possibly qualified name (`t`, `public.t`, `db.t`).
+    /// A relation name as a lookup resolves it: a qualified name as
+    /// written; an unqualified one in the first schema of `search_path`
+    /// that has it (PostgreSQL's order; `public` is the connection's
+    /// database), else the connection's database.
+    pub fn lookup(&self, name: &sqlparser::ast::ObjectName) -> Result<Relation> {
+        let rel = relation(self.catalog, &self.database, name)?;
+        if rel.written_schema.is_some() {
+            return Ok(rel);
+        }
+        for schema in self.search_path_schemas() {
+            let db = match schema.as_str() {
+                "public" => self.database.clone(),
+                s if system::is_reserved_schema(s) => continue,
+                _ => schema,
+            };
+            if self.catalog.table(&db, &rel.name).is_some() || self.catalog.view(&db, &rel.name).is_some() {
+                return Ok(Relation { written_schema: None, schema: Some(SchemaRef::Database(db)), name: rel.name });
+            }
+        }
+        Ok(rel)
+    }
+
+    /// A table by its possibly qualified name (`t`, `public.t`, `db.t`),
+    /// unqualified names through `search_path` ([`Planner::lookup`]).
     pub fn table_named(&self, name: &sqlparser::ast::ObjectName) -> Result<TableDef> {
-        let r = relation(self.catalog, &self.database, name)?;
+        let r = self.lookup(name)?;
         match &r.schema {
             Some(SchemaRef::Database(db)) => {
                 self.catalog.table(db, &r.name).ok_or_else(|| err!(UndefinedTable, "relation \"{}\" does not exist", r.display()))

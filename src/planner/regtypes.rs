@@ -498,7 +498,7 @@ impl Planner<'_> {
     /// The schemas of the session's search_path that exist, in order
     /// (quoted names keep their case). `"$user"` names none: weir has no
     /// per-user schemas (a database named like the user is not one).
-    fn search_path_schemas(&self) -> Vec<String> {
+    pub(super) fn search_path_schemas(&self) -> Vec<String> {
         let path = self.ctx.settings.get("search_path").map_or("\"$user\", public", |v| v.as_str());
         let databases = self.catalog.databases();
         path.split(',')

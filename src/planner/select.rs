@@ -983,7 +983,7 @@ impl<'a> Planner<'a> {
                 Ok(Rel { plan: Plan::Series { args: exprs, columns: cols.clone() }, columns: cols })
             }
             TableFactor::Table { name, alias, .. } => {
-                let rel = super::relation(self.catalog, &self.database, name)?;
+                let rel = self.lookup(name)?;
                 let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| rel.name.clone());
                 let found = if rel.written_schema.is_none() { self.plan_cte(&rel.name, outer)? } else { None };
                 let (plan, mut cols) = match found {
