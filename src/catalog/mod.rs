@@ -124,6 +124,11 @@ pub struct ViewDef {
     /// user who reads it instead of its owner.
     #[serde(default)]
     pub security_invoker: bool,
+    /// `pg_get_viewdef`'s texts (pretty, plain), made from the query when
+    /// the view is created (`planner::viewdef`); None when the deparser does
+    /// not know the query's shape (or the view predates it): the SQL is shown.
+    #[serde(default)]
+    pub definition: Option<(String, String)>,
 }
 
 /// An index: recorded; unique ones are enforced on plain tables.

@@ -1306,6 +1306,7 @@ pub fn ensure_child(catalog: &Catalog, db: &str, s: &SuperTableDef, name: &str, 
                 columns: s.columns.clone(),
                 id: 0,
                 security_invoker: false,
+                definition: None,
             },
             false,
         )?;

@@ -26,6 +26,7 @@ pub use select::output_name;
 mod srf;
 pub mod system;
 mod tdengine;
+pub mod viewdef;
 
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -414,13 +414,21 @@ impl Planner<'_> {
                     .collect();
                 Expr::Case { operand: Some(Box::new(key)), whens, else_expr: None, ty: SqlType::Text }
             }
-            ("pg_get_viewdef", [a, ..]) => {
+            ("pg_get_viewdef", [a, rest @ ..]) => {
                 let key = self.relation_arg(a, scope, agg)?;
+                // pretty: a constant true (a non-constant flag shows the plain form).
+                let pretty = match rest.first() {
+                    Some(p) => matches!(
+                        super::rewrite::fold::fold_expr(&super::coerce(self.bind_expr(p, scope, agg)?, SqlType::Bool)?, &self.ctx),
+                        Expr::Literal { value: Value::Bool(true), .. }
+                    ),
+                    None => false,
+                };
                 let arms = self
                     .catalog
                     .views(&db)
                     .iter()
-                    .map(|v| (view_oid(v), Value::Text(format!(" {};", v.sql.trim().trim_end_matches(';')))))
+                    .map(|v| (view_oid(v), Value::Text(super::viewdef::view_definition(v, pretty))))
                     .collect();
                 case(key, arms, SqlType::Text)
             }

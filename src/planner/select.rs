@@ -921,6 +921,13 @@ impl<'a> Planner<'a> {
         Ok(Some(Lateral { plan, columns, refs }))
     }
 
+    /// A FROM item's columns (names and types, `*`'s columns only), for
+    /// the view deparser.
+    pub(super) fn plan_factor_columns(&self, f: &TableFactor) -> Result<Vec<(String, SqlType)>> {
+        let rel = self.plan_factor(f, None)?;
+        Ok(rel.columns.iter().filter(|c| !super::is_hidden(c)).map(|c| (c.name.clone(), c.ty)).collect())
+    }
+
     fn plan_factor(&self, f: &TableFactor, outer: Option<&Scope>) -> Result<Rel> {
         match f {
             TableFactor::Table { name, alias, args: Some(args), with_ordinality: false, .. }

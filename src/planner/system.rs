@@ -257,6 +257,28 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             }
             table(&[("table_catalog", Text), ("table_schema", Text), ("table_name", Text), ("table_type", Text)], rows)
         }
+        ("information_schema", "views") => {
+            let mut rows = Vec::new();
+            for v in p.catalog.views(db).into_iter().filter(|x| visible(p, db, &x.name)) {
+                let def = super::viewdef::view_definition(&v, false);
+                rows.push(vec![t(db), t("public"), t(&v.name), t(&def), t("NONE"), t("NO"), t("NO"), t("NO"), t("NO"), t("NO")]);
+            }
+            table(
+                &[
+                    ("table_catalog", Text),
+                    ("table_schema", Text),
+                    ("table_name", Text),
+                    ("view_definition", Text),
+                    ("check_option", Text),
+                    ("is_updatable", Text),
+                    ("is_insertable_into", Text),
+                    ("is_trigger_updatable", Text),
+                    ("is_trigger_deletable", Text),
+                    ("is_trigger_insertable_into", Text),
+                ],
+                rows,
+            )
+        }
         ("information_schema", "table_privileges") | ("information_schema", "role_table_grants") => table(
             &[
                 ("grantor", Text),

@@ -186,9 +186,19 @@ fn rename_table(s: &mut Session, old: &TableDef, new: &ast::ObjectName) -> Resul
             }
             ControlFlow::<()>::Continue(())
         });
-        cat.create_view(ViewDef { sql: q.to_string(), ..v }, true)?;
+        // The definition's text names the new table too.
+        let definition = v.definition.is_some().then(|| view_definition(s, &v.database, &q, &v.columns)).flatten();
+        cat.create_view(ViewDef { sql: q.to_string(), definition, ..v }, true)?;
     }
     Ok(())
+}
+
+/// A view's pg_get_viewdef texts for `q`, planned in its own database.
+fn view_definition(s: &Session, database: &str, q: &ast::Query, columns: &[String]) -> Option<(String, String)> {
+    let mut planner = s.planner(Default::default());
+    planner.database = database.to_string();
+    planner.check_as.replace(None);
+    planner.view_text(q, columns).ok().map(|t| (t.pretty, t.plain))
 }
 
 fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperation]) -> Result<()> {

@@ -234,9 +234,13 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                     }
                 }
             }
+            // The definition's text as pg_get_viewdef shows it; a query shape the
+            // deparser does not know keeps the SQL text instead.
+            let definition = planner.view_text(&cv.query, &columns).ok().map(|t| (t.pretty, t.plain));
             drop(planner);
             let security_invoker = view_options(&cv.options)?;
-            cat.create_view(ViewDef { database, name, sql: cv.query.to_string(), columns, id: 0, security_invoker }, cv.or_replace)?;
+            let sql = cv.query.to_string();
+            cat.create_view(ViewDef { database, name, sql, columns, id: 0, security_invoker, definition }, cv.or_replace)?;
             Ok(QueryResult::Command("CREATE VIEW".into()))
         }
         Statement::CreateIndex(ci) => {
