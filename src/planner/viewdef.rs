@@ -567,15 +567,7 @@ impl Deparser<'_, '_> {
                         self.sort_expr(&item.expr, &scope, &mut o)?;
                     }
                 }
-                let desc = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
-                if desc {
-                    o.push(" DESC");
-                }
-                match (item.options.nulls_first, desc) {
-                    (Some(true), false) => o.push(" NULLS FIRST"),
-                    (Some(false), true) => o.push(" NULLS LAST"),
-                    _ => {}
-                }
+                sort_direction(&item.options, &mut o);
             }
         }
         if let Some(lc) = &q.limit_clause {
@@ -925,6 +917,13 @@ impl Deparser<'_, '_> {
                 let rel_cols = self.planner.plan_factor_columns(f)?;
                 Ok(base_item(q.clone(), self.refname(f, q, outer), rel_cols, alias.as_ref()))
             }
+            // A function in FROM: named by its alias or its own name.
+            TableFactor::Table { name, alias, args: Some(_), with_ordinality: false, .. } => {
+                let (_, fname) = object_name(name)?;
+                let q = alias.as_ref().map(|a| ident(&a.name)).unwrap_or(fname);
+                let rel_cols = self.planner.plan_factor_columns(f)?;
+                Ok(base_item(q.clone(), self.refname(f, q, outer), rel_cols, None))
+            }
             TableFactor::Derived { lateral: false, alias: Some(a), .. } => {
                 let rel_cols = self.planner.plan_factor_columns(f)?;
                 Ok(base_item(ident(&a.name), self.refname(f, ident(&a.name), outer), rel_cols, None))
@@ -963,6 +962,17 @@ impl Deparser<'_, '_> {
         name
     }
 
+    /// The scope items of the `n`th join's two sides.
+    fn join_sides(&self, twj: &ast::TableWithJoins, n: usize, outer: &[Level]) -> Result<(Item, Item)> {
+        let mut left = self.factor_item(&twj.relation, outer)?;
+        for jj in &twj.joins[..n - 1] {
+            let right = self.factor_item(&jj.relation, outer)?;
+            let (k, c) = join_kind(&jj.join_operator)?;
+            left = merge_join(left, right, k, c)?;
+        }
+        Ok((left, self.factor_item(&twj.joins[n - 1].relation, outer)?))
+    }
+
     /// get_from_clause_item for a relation and its first `n` joins.
     fn from_join(&self, twj: &ast::TableWithJoins, n: usize, outer: &[Level], o: &mut Out) -> Result<()> {
         if n == 0 {
@@ -977,13 +987,7 @@ impl Deparser<'_, '_> {
         // The names NATURAL matched, as PostgreSQL stores them (none: a cross join).
         let natural = match constraint {
             ast::JoinConstraint::Natural => {
-                let mut left = self.factor_item(&twj.relation, outer)?;
-                for jj in &twj.joins[..n - 1] {
-                    let right = self.factor_item(&jj.relation, outer)?;
-                    let (k, c) = join_kind(&jj.join_operator)?;
-                    left = merge_join(left, right, k, c)?;
-                }
-                let right = self.factor_item(&j.relation, outer)?;
+                let (left, right) = self.join_sides(twj, n, outer)?;
                 natural_names(&left, &right)
             }
             _ => Vec::new(),
@@ -1034,13 +1038,7 @@ impl Deparser<'_, '_> {
                 }
             }
             ast::JoinConstraint::On(e) => {
-                let mut left = self.factor_item(&twj.relation, outer)?;
-                for jj in &twj.joins[..n - 1] {
-                    let right = self.factor_item(&jj.relation, outer)?;
-                    let (k, c) = join_kind(&jj.join_operator)?;
-                    left = merge_join(left, right, k, c)?;
-                }
-                let right = self.factor_item(&j.relation, outer)?;
+                let (left, right) = self.join_sides(twj, n, outer)?;
                 let level = Level { items: vec![left, right] };
                 let scope = self.chain(outer, &level);
                 o.push(" ON ");
@@ -1088,6 +1086,29 @@ impl Deparser<'_, '_> {
                 if let Some(a) = alias {
                     alias_columns(a, o);
                 }
+                Ok(())
+            }
+            // RTE_FUNCTION: the call, then always the alias and its column list.
+            TableFactor::Table { name, args: Some(args), with_ordinality: false, .. } => {
+                let (_, fname) = object_name(name)?;
+                let item = self.factor_item(f, outer)?;
+                let scope = self.chain(outer, &Level::default());
+                o.push(&quote(&fname));
+                o.push("(");
+                for (i, a) in args.args.iter().enumerate() {
+                    if i > 0 {
+                        o.push(", ");
+                    }
+                    let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) = a else {
+                        bail!(FeatureNotSupported, "view definition text: this argument is not deparsed");
+                    };
+                    let cast = (self.ty(x, &scope) == Ty::Unknown && self.literal(x) != Some(Lit::Null)).then_some(Ty::Sql(SqlType::Text));
+                    self.expr(x, &scope, cast, Parent::Func, o)?;
+                }
+                o.push(") ");
+                o.push(&quote(item.refname.as_deref().unwrap_or(&fname)));
+                let cols: Vec<String> = item.cols.iter().map(|c| quote(&c.name)).collect();
+                o.push(&format!("({})", cols.join(", ")));
                 Ok(())
             }
             TableFactor::Derived { subquery, alias: Some(a), .. } => {
@@ -1685,14 +1706,15 @@ impl Deparser<'_, '_> {
             let ast::WindowType::WindowSpec(spec) = over else {
                 bail!(FeatureNotSupported, "view definition text: a named window");
             };
-            if spec.window_frame.is_some() || spec.window_name.is_some() {
-                bail!(FeatureNotSupported, "view definition text: a window frame");
+            if spec.window_name.is_some() {
+                bail!(FeatureNotSupported, "view definition text: a window that names another");
             }
+            let (exclusion, partition_by) = crate::parser::frame_exclusion(&spec.partition_by);
             o.push(" OVER (");
             let mut sep = "";
-            if !spec.partition_by.is_empty() {
+            if !partition_by.is_empty() {
                 o.push("PARTITION BY ");
-                for (i, p) in spec.partition_by.iter().enumerate() {
+                for (i, p) in partition_by.iter().enumerate() {
                     if i > 0 {
                         o.push(", ");
                     }
@@ -1704,9 +1726,54 @@ impl Deparser<'_, '_> {
                 o.push(sep);
                 o.push("ORDER BY ");
                 self.order_items(&spec.order_by, scope, o)?;
+                sep = " ";
+            }
+            if let Some(frame) = &spec.window_frame {
+                // get_rule_windowspec: every part followed by a space, the last one taken off.
+                o.push(sep);
+                o.push(match frame.units {
+                    ast::WindowFrameUnits::Rows => "ROWS ",
+                    ast::WindowFrameUnits::Range => "RANGE ",
+                    ast::WindowFrameUnits::Groups => "GROUPS ",
+                });
+                if frame.end_bound.is_some() {
+                    o.push("BETWEEN ");
+                }
+                self.frame_bound(&frame.start_bound, scope, o)?;
+                if let Some(end) = &frame.end_bound {
+                    o.push("AND ");
+                    self.frame_bound(end, scope, o)?;
+                }
+                o.push(match exclusion {
+                    Some(crate::parser::FrameExclusion::CurrentRow) => "EXCLUDE CURRENT ROW ",
+                    Some(crate::parser::FrameExclusion::Group) => "EXCLUDE GROUP ",
+                    Some(crate::parser::FrameExclusion::Ties) => "EXCLUDE TIES ",
+                    None => "",
+                });
+                o.trim();
             }
             o.push(")");
         }
+        Ok(())
+    }
+
+    fn frame_bound(&self, b: &ast::WindowFrameBound, scope: &[Level], o: &mut Out) -> Result<()> {
+        let (offset, word) = match b {
+            ast::WindowFrameBound::CurrentRow => {
+                o.push("CURRENT ROW ");
+                return Ok(());
+            }
+            ast::WindowFrameBound::Preceding(x) => (x, "PRECEDING "),
+            ast::WindowFrameBound::Following(x) => (x, "FOLLOWING "),
+        };
+        match offset {
+            None => o.push("UNBOUNDED "),
+            Some(x) => {
+                self.expr(x, scope, None, Parent::Top, o)?;
+                o.push(" ");
+            }
+        }
+        o.push(word);
         Ok(())
     }
 
@@ -1733,17 +1800,22 @@ impl Deparser<'_, '_> {
                 o.push(", ");
             }
             self.sort_expr(&item.expr, scope, o)?;
-            let desc = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
-            if desc {
-                o.push(" DESC");
-            }
-            match (item.options.nulls_first, desc) {
-                (Some(true), false) => o.push(" NULLS FIRST"),
-                (Some(false), true) => o.push(" NULLS LAST"),
-                _ => {}
-            }
+            sort_direction(&item.options, o);
         }
         Ok(())
+    }
+}
+
+/// ` DESC`, and NULLS FIRST / LAST where they are not the direction's default.
+fn sort_direction(options: &ast::OrderByOptions, o: &mut Out) {
+    let desc = matches!(options.sort, Some(ast::OrderBySort::Desc));
+    if desc {
+        o.push(" DESC");
+    }
+    match (options.nulls_first, desc) {
+        (Some(true), false) => o.push(" NULLS FIRST"),
+        (Some(false), true) => o.push(" NULLS LAST"),
+        _ => {}
     }
 }
 
