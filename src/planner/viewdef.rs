@@ -1551,32 +1551,22 @@ impl Deparser<'_, '_> {
                 o.push(&inner.buf);
                 o.push(")");
             }
-            E::Exists { subquery, negated } => {
+            E::Exists { subquery, negated } | E::In { target: ast::InTarget::Subquery(subquery), negated, .. } => {
+                // get_sublink_expr: `(EXISTS (…))`, `(x IN (…))`.
                 if *negated {
                     if !self.pretty {
                         o.push("(");
                     }
                     o.push("NOT ");
                 }
-                o.push("(EXISTS (");
-                let mut inner = Out { buf: String::new(), indent: o.indent };
-                self.query(subquery, scope, Labels::Sublink, &mut inner)?;
-                o.push(&inner.buf);
-                o.push("))");
-                if *negated && !self.pretty {
-                    o.push(")");
-                }
-            }
-            E::In { expr, target: ast::InTarget::Subquery(subquery), negated, .. } => {
-                if *negated {
-                    if !self.pretty {
+                match e {
+                    E::In { expr, .. } => {
                         o.push("(");
+                        self.expr(expr, scope, None, Parent::Top, o)?;
+                        o.push(" IN (");
                     }
-                    o.push("NOT ");
+                    _ => o.push("(EXISTS ("),
                 }
-                o.push("(");
-                self.expr(expr, scope, None, Parent::Top, o)?;
-                o.push(" IN (");
                 let mut inner = Out { buf: String::new(), indent: o.indent };
                 self.query(subquery, scope, Labels::Sublink, &mut inner)?;
                 o.push(&inner.buf);
