@@ -598,7 +598,10 @@ impl<'a> Planner<'a> {
                     J::FullOuter(c) => (JoinKind::Full, Some(c)),
                     _ => bail!(FeatureNotSupported, "join type is not supported"),
                 };
-                let merging = matches!(constraint, Some(ast::JoinConstraint::Using(_) | ast::JoinConstraint::Natural));
+                let merging = matches!(
+                    constraint,
+                    Some(ast::JoinConstraint::Using(_) | ast::JoinConstraint::UsingAlias(..) | ast::JoinConstraint::Natural)
+                );
                 let left_cols: Vec<PlanColumn> = rels.iter().flat_map(|r| r.columns.iter()).chain(&cur.columns).cloned().collect();
                 let on = match constraint {
                     Some(ast::JoinConstraint::On(e)) => Some(e),
@@ -658,7 +661,7 @@ impl<'a> Planner<'a> {
                 }
                 let nl = left.columns.len();
                 let merged = match constraint {
-                    Some(ast::JoinConstraint::Using(names)) => {
+                    Some(ast::JoinConstraint::Using(names) | ast::JoinConstraint::UsingAlias(names, _)) => {
                         let names: Vec<String> = names.iter().map(|n| object_name(n).map(|x| x.1)).collect::<Result<_>>()?;
                         Some(using_pairs(&names, &left.columns, &right.columns)?)
                     }
@@ -702,7 +705,14 @@ impl<'a> Planner<'a> {
                 };
                 cur = match merged {
                     None => Rel { plan, columns: out_cols },
-                    Some(pairs) => self.merge_using(plan, out_cols, nl, kind, &pairs)?,
+                    Some(pairs) => {
+                        // `USING (a) AS x`: x.a names the merged column (and only those).
+                        let alias = match constraint {
+                            Some(ast::JoinConstraint::UsingAlias(_, a)) => Some(ident(a)),
+                            _ => None,
+                        };
+                        self.merge_using(plan, out_cols, nl, kind, &pairs, alias)?
+                    }
                 };
             }
             rels.push(cur);
@@ -716,7 +726,15 @@ impl<'a> Planner<'a> {
     /// left one for inner and left joins, the right one for right joins,
     /// COALESCE of both for full joins, in their common type), then every
     /// input column, the merged ones hidden (reachable only as `t.col`).
-    fn merge_using(&self, join: Plan, cols: Vec<PlanColumn>, nl: usize, kind: JoinKind, pairs: &[(String, usize, usize)]) -> Result<Rel> {
+    fn merge_using(
+        &self,
+        join: Plan,
+        cols: Vec<PlanColumn>,
+        nl: usize,
+        kind: JoinKind,
+        pairs: &[(String, usize, usize)],
+        alias: Option<String>,
+    ) -> Result<Rel> {
         let mut exprs = Vec::new();
         let mut out = Vec::new();
         for (name, li, ri) in pairs {
@@ -728,7 +746,9 @@ impl<'a> Planner<'a> {
                 JoinKind::Full => self.call("coalesce", vec![l, r])?,
                 _ => l,
             };
-            out.push(PlanColumn::new(name.clone(), e.ty()));
+            let mut c = PlanColumn::new(name.clone(), e.ty());
+            c.qualifier = alias.clone();
+            out.push(c);
             exprs.push(e);
         }
         for (i, c) in cols.iter().enumerate() {
