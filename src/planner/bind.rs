@@ -315,6 +315,14 @@ impl<'a> Planner<'a> {
     }
 
     pub fn bind_expr(&self, e: &ast::Expr, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
+        // One level of binding (bind_expr → bind_function → bind_expr) takes ~140 KiB of a
+        // debug build's stack, and bind_function clones its arguments' subtrees (a recursion
+        // as deep as the subtree): keep 4 MiB in hand and continue on a fresh 16 MiB segment
+        // when less is left, so every nesting the parser's limit (NESTING_DEPTH_MAX) admits binds.
+        stacker::maybe_grow(4 << 20, 16 << 20, || self.bind_expr_at(e, scope, agg))
+    }
+
+    fn bind_expr_at(&self, e: &ast::Expr, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
         use ast::Expr as E;
         if let Some(x) = row_comparison(e)? {
             return self.bind_expr(&x, scope, agg);
