@@ -23,6 +23,7 @@ mod admin;
 mod alter_sequence;
 mod cache;
 mod create_database;
+mod create_schema;
 mod create_table;
 mod create_user;
 mod dialect;
@@ -45,6 +46,7 @@ pub use admin::Admin;
 pub use alter_sequence::AlterSequence;
 pub use cache::ParseCache;
 pub use create_database::CreateDatabase;
+pub use create_schema::CreateSchemaWith;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
 pub use flow::{CommentOnFlow, CreateFlow, DropFlow, FlowQuery, ShowCreateFlow, ShowFlows};
@@ -88,6 +90,8 @@ pub enum Statement {
     Vacuum(Vacuum),
     /// `ALTER SEQUENCE ...` (sqlparser has no ALTER SEQUENCE).
     AlterSequence(AlterSequence),
+    /// `CREATE SCHEMA s CREATE TABLE ...` (sqlparser has no schema elements).
+    CreateSchemaWith(CreateSchemaWith),
     /// TDengine's supertables, snodes and streams (`tdengine.rs`).
     Tdengine(Box<TdStatement>),
 }
@@ -108,6 +112,7 @@ impl fmt::Display for Statement {
             Statement::TqlWith(t) => write!(f, "{t}"),
             Statement::Vacuum(v) => write!(f, "{v}"),
             Statement::AlterSequence(a) => write!(f, "{a}"),
+            Statement::CreateSchemaWith(c) => write!(f, "{c}"),
             Statement::Tdengine(t) => write!(f, "{t}"),
         }
     }
@@ -145,6 +150,7 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["EXPLAIN"], applies: tql::applies_explain_with, parse: tql::parse_explain_with },
     WeirStatement { words: &["VACUUM"], applies: |_| true, parse: vacuum::parse },
     WeirStatement { words: &["ALTER", "SEQUENCE"], applies: |_| true, parse: alter_sequence::parse },
+    WeirStatement { words: &["CREATE", "SCHEMA"], applies: create_schema::applies, parse: create_schema::parse },
 ];
 
 /// Whether the next tokens are these words (unquoted, any case).
@@ -274,6 +280,7 @@ fn parse_standard(sql: &str) -> Result<Vec<Statement>, WeirError> {
             | Statement::CommentOnFlow(_)
             | Statement::Vacuum(_)
             | Statement::AlterSequence(_) => {}
+            Statement::CreateSchemaWith(c) => nesting::check(&c.elements)?,
             Statement::Tdengine(t) => {
                 if let TdStatement::CreateStream(c) = t.as_ref() {
                     nesting::check(&c.query)?;
@@ -388,6 +395,7 @@ pub fn max_param(stmt: &Statement) -> usize {
         | Statement::CommentOnFlow(_)
         | Statement::Vacuum(_)
         | Statement::AlterSequence(_) => std::ops::ControlFlow::Continue(()),
+        Statement::CreateSchemaWith(c) => ast::visit_expressions(&c.elements, &mut see),
         Statement::Tdengine(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tql(t) => {
             ast::visit_expressions(&t.args.as_ref().map(|a| vec![a.start.clone(), a.end.clone(), a.step.clone()]), &mut see)

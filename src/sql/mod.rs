@@ -634,6 +634,7 @@ impl Session {
             }
             WeirStatement::Vacuum(v) => ddl::vacuum(self, v),
             WeirStatement::AlterSequence(a) => sequence::alter(self, a),
+            WeirStatement::CreateSchemaWith(c) => schema::create_with(self, c),
         }
     }
 

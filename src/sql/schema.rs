@@ -10,17 +10,14 @@ use sqlparser::ast;
 use super::{QueryResult, Session};
 use crate::catalog::acl::{self, AclObject};
 use crate::error::Result;
+use crate::parser::CreateSchemaWith;
 use crate::planner::{ident, object_name, system::is_reserved_schema};
 use crate::{bail, err};
 
 /// `CREATE SCHEMA [IF NOT EXISTS] name [AUTHORIZATION role]` and
 /// `CREATE SCHEMA AUTHORIZATION role` (named after the role).
 pub fn create(s: &mut Session, schema_name: &ast::SchemaName, if_not_exists: bool) -> Result<QueryResult> {
-    let (name, owner) = match schema_name {
-        ast::SchemaName::Simple(n) => (object_name(n)?.1, None),
-        ast::SchemaName::UnnamedAuthorization(r) => (ident(r), Some(ident(r))),
-        ast::SchemaName::NamedAuthorization(n, r) => (object_name(n)?.1, Some(ident(r))),
-    };
+    let (name, owner) = name_and_owner(schema_name)?;
     let cat = &s.engine.catalog;
     if !cat.is_superuser(&s.user) && !cat.has_privilege(&s.user, &AclObject::Database(s.database.clone()), acl::CREATE) {
         bail!(InsufficientPrivilege, "permission denied for database {}", s.database);
@@ -79,4 +76,46 @@ pub fn drop_schemas(s: &mut Session, if_exists: bool, cascade: bool, names: &[as
         super::ddl::drop_database_objects(s, &name)?;
     }
     Ok(QueryResult::Command("DROP SCHEMA".into()))
+}
+
+/// A CREATE SCHEMA's schema name and AUTHORIZATION role.
+fn name_and_owner(schema_name: &ast::SchemaName) -> Result<(String, Option<String>)> {
+    Ok(match schema_name {
+        ast::SchemaName::Simple(n) => (object_name(n)?.1, None),
+        ast::SchemaName::UnnamedAuthorization(r) => (ident(r), Some(ident(r))),
+        ast::SchemaName::NamedAuthorization(n, r) => (object_name(n)?.1, Some(ident(r))),
+    })
+}
+
+/// `CREATE SCHEMA s CREATE TABLE … CREATE VIEW …`: the schema, then each
+/// element with its unqualified name created in it.
+pub fn create_with(s: &mut Session, c: &CreateSchemaWith) -> Result<QueryResult> {
+    if c.if_not_exists {
+        bail!(FeatureNotSupported, "CREATE SCHEMA IF NOT EXISTS cannot include schema elements");
+    }
+    create(s, &c.schema_name, false)?;
+    let (schema, _) = name_and_owner(&c.schema_name)?;
+    for e in &c.elements {
+        let mut e = e.clone();
+        if !qualify(&mut e, &schema) {
+            bail!(Syntax, "CREATE SCHEMA can hold CREATE TABLE, VIEW and SEQUENCE only");
+        }
+        s.execute_sql_statement(&e, Default::default())?;
+    }
+    Ok(QueryResult::Command("CREATE SCHEMA".into()))
+}
+
+/// Qualify the unqualified name of a CREATE TABLE / VIEW / SEQUENCE (not
+/// temporary) with `schema`; false for any other statement.
+fn qualify(stmt: &mut ast::Statement, schema: &str) -> bool {
+    let name = match stmt {
+        ast::Statement::CreateTable(ct) if !ct.temporary => &mut ct.name,
+        ast::Statement::CreateView(cv) if !cv.temporary => &mut cv.name,
+        ast::Statement::CreateSequence { temporary: false, name, .. } => name,
+        _ => return false,
+    };
+    if name.0.len() == 1 {
+        name.0.insert(0, ast::ObjectNamePart::Identifier(ast::Ident::with_quote('"', schema)));
+    }
+    true
 }
