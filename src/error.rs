@@ -81,6 +81,8 @@ pub enum ErrorKind {
     InvalidArgumentForLogarithm,
     /// 2201F: square root of a negative number, bad powers.
     InvalidArgumentForPowerFunction,
+    /// 2201G: width_bucket's count or bounds.
+    InvalidArgumentForWidthBucket,
     StringDataTooLong,
     ProgramLimitExceeded,
     /// The query's memory budget is exhausted (53200).
@@ -190,6 +192,7 @@ impl ErrorKind {
             InvalidUseOfEscapeCharacter => "2200C",
             InvalidArgumentForLogarithm => "2201E",
             InvalidArgumentForPowerFunction => "2201F",
+            InvalidArgumentForWidthBucket => "2201G",
             StringDataTooLong => "22001",
             ProgramLimitExceeded => "54000",
             OutOfMemory => "53200",

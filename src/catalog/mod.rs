@@ -43,6 +43,10 @@ pub struct ColumnDef {
     /// None keeps microseconds.
     #[serde(default)]
     pub precision: Option<u8>,
+    /// A NUMERIC(p, s) column's typmod (PostgreSQL's encoding, see
+    /// `types::numeric::make_typmod`); None for every other column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typmod: Option<i32>,
 }
 
 impl ColumnDef {
@@ -56,7 +60,10 @@ impl ColumnDef {
                     None => format!("{name}({p})"),
                 }
             }
-            _ => self.ty.sql_name().to_string(),
+            _ => match self.typmod.and_then(crate::types::numeric::typmod_parts) {
+                Some((p, s)) if self.ty == SqlType::Numeric => format!("NUMERIC({p}, {s})"),
+                _ => self.ty.sql_name().to_string(),
+            },
         }
     }
 }

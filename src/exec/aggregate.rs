@@ -11,6 +11,7 @@ use super::expr::cast_array;
 use super::plan::{AggCall, AggFunc};
 use crate::err;
 use crate::error::Result;
+use crate::types::numeric::Numeric;
 use crate::types::{value_at, values_to_array, SqlType, Value};
 
 enum State {
@@ -57,6 +58,15 @@ enum State {
     },
     /// The exact sum of float8 values (incremental flows' state).
     SumExact(Vec<super::exact_sum::ExactSum>),
+    /// sum / avg of integers returning numeric (sum(int8), avg(int)):
+    /// the exact sum and the count.
+    SumI128(Vec<(i128, i64)>),
+    /// sum / avg / min / max over numeric: the sum (or extreme) and the
+    /// count.
+    Num(Vec<(Option<Numeric>, i64)>),
+    /// variance / stddev returning numeric (over integers or numerics):
+    /// N, sum(x), sum(x²).
+    NumVar(Vec<(i64, Numeric, Numeric)>),
 }
 
 /// One row kept by `State::Collect`.
@@ -82,6 +92,11 @@ impl Accumulator {
         let input_ty = call.args.first().map(|a| a.ty()).unwrap_or(SqlType::Int8);
         let state = match call.func {
             AggFunc::CountStar | AggFunc::Count => State::Count(vec![]),
+            AggFunc::Sum | AggFunc::Avg if call.ty == SqlType::Numeric && input_ty.is_integer() => State::SumI128(vec![]),
+            AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max if call.ty == SqlType::Numeric => State::Num(vec![]),
+            AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop if call.ty == SqlType::Numeric => {
+                State::NumVar(vec![])
+            }
             AggFunc::Sum if input_ty.is_integer() => State::SumInt(vec![]),
             AggFunc::Sum => State::SumFloat(vec![]),
             AggFunc::Avg => State::Avg(vec![]),
@@ -128,6 +143,9 @@ impl Accumulator {
                 counts.resize(groups, 0);
             }
             State::SumExact(v) => v.resize(groups, Default::default()),
+            State::SumI128(v) => v.resize(groups, (0, 0)),
+            State::Num(v) => v.resize(groups, (None, 0)),
+            State::NumVar(v) => v.resize(groups, (0, Numeric::zero(), Numeric::zero())),
         }
     }
 
@@ -388,6 +406,37 @@ impl Accumulator {
                 }
             }
             State::Count(v) => each!(i => { v[groups[i]] += 1; }),
+            State::SumI128(v) => {
+                let c = cast_array(a, self.call.args[0].ty(), SqlType::Int8)?;
+                let c = c.as_primitive::<Int64Type>().values();
+                each!(i => {
+                    let s = &mut v[groups[i]];
+                    s.0 += c[i] as i128;
+                    s.1 += 1;
+                })
+            }
+            State::NumVar(v) => {
+                let c = cast_array(a, self.call.args[0].ty(), SqlType::Numeric)?;
+                let c = super::numeric::values(c.as_ref())?;
+                let keep = keep.unwrap_or_else(|| vec![true; n]);
+                for i in 0..n {
+                    if let (true, Some(x)) = (keep[i], &c[i]) {
+                        let s = &mut v[groups[i]];
+                        *s = (s.0 + 1, s.1.add(x)?, s.2.add(&x.mul(x)?)?);
+                    }
+                }
+            }
+            State::Num(v) => {
+                let c = cast_array(a, self.call.args[0].ty(), SqlType::Numeric)?;
+                let c = super::numeric::values(c.as_ref())?;
+                let func = self.call.func;
+                let keep = keep.unwrap_or_else(|| vec![true; n]);
+                for i in 0..n {
+                    if let (true, Some(x)) = (keep[i], &c[i]) {
+                        num_fold(func, &mut v[groups[i]], x, 1)?;
+                    }
+                }
+            }
             State::SumExact(v) => {
                 let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
                 let c = c.as_primitive::<Float64Type>().values();
@@ -661,6 +710,25 @@ impl Accumulator {
                     v[m].merge(&o[g], 1);
                 }
             }
+            (State::SumI128(v), State::SumI128(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    v[m].0 += o[g].0;
+                    v[m].1 += o[g].1;
+                }
+            }
+            (State::NumVar(v), State::NumVar(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    let (n, x, x2) = &o[g];
+                    v[m] = (v[m].0 + n, v[m].1.add(x)?, v[m].2.add(x2)?);
+                }
+            }
+            (State::Num(v), State::Num(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    if let (Some(x), c) = &o[g] {
+                        num_fold(self.call.func, &mut v[m], x, *c)?;
+                    }
+                }
+            }
             _ => return Err(err!(Internal, "aggregate states of {:?} cannot be merged", self.call.func)),
         }
         Ok(())
@@ -670,6 +738,30 @@ impl Accumulator {
         let ty = self.call.ty;
         Ok(match &self.state {
             State::Count(v) => Arc::new(Int64Array::from(v.clone())),
+            State::SumI128(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                for &(s, c) in v {
+                    out.push(num_final(self.call.func, Some(Numeric::from_i128(s)), c)?);
+                }
+                super::numeric::array(out)
+            }
+            State::NumVar(v) => {
+                let f = self.call.func;
+                let sample = matches!(f, AggFunc::StddevSamp | AggFunc::VarSamp);
+                let stddev = matches!(f, AggFunc::StddevSamp | AggFunc::StddevPop);
+                let mut out = Vec::with_capacity(v.len());
+                for (n, x, x2) in v {
+                    out.push(Numeric::variance(*n, x, x2, sample, stddev)?);
+                }
+                super::numeric::array(out)
+            }
+            State::Num(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                for (s, c) in v {
+                    out.push(num_final(self.call.func, s.clone(), *c)?);
+                }
+                super::numeric::array(out)
+            }
             State::SumInt(v) => Arc::new(Int64Array::from(v.clone())),
             State::SumFloat(v) => cast_array(&(Arc::new(Float64Array::from(v.clone())) as ArrayRef), SqlType::Float8, ty)?,
             State::Avg(v) => {
@@ -748,6 +840,76 @@ impl Accumulator {
 }
 
 /// Compare two rows' ORDER BY keys: (desc, nulls first) per key.
+/// Fold `x` (standing for `count` rows) into a numeric sum / avg / min /
+/// max state.
+fn num_fold(func: AggFunc, state: &mut (Option<Numeric>, i64), x: &Numeric, count: i64) -> Result<()> {
+    state.0 = Some(match (&state.0, func) {
+        (None, _) => x.clone(),
+        (Some(cur), AggFunc::Min) => {
+            if x.cmp_value(cur).is_lt() {
+                x.clone()
+            } else {
+                cur.clone()
+            }
+        }
+        (Some(cur), AggFunc::Max) => {
+            if x.cmp_value(cur).is_gt() {
+                x.clone()
+            } else {
+                cur.clone()
+            }
+        }
+        (Some(cur), _) => cur.add(x)?,
+    });
+    state.1 += count;
+    Ok(())
+}
+
+/// A numeric state's result: avg divides by the count (numeric_avg).
+fn num_final(func: AggFunc, sum: Option<Numeric>, count: i64) -> Result<Option<Numeric>> {
+    if count == 0 {
+        return Ok(None);
+    }
+    match (func, sum) {
+        (AggFunc::Avg, Some(s)) => Ok(Some(s.div(&Numeric::from_i64(count))?)),
+        (_, s) => Ok(s),
+    }
+}
+
+/// sum / avg / min / max returning numeric over a window frame's values.
+pub(super) fn fold_numeric<'a>(func: AggFunc, vals: impl Iterator<Item = &'a Value>) -> Result<Value> {
+    let mut state = (None, 0);
+    let (mut sx, mut sx2) = (Numeric::zero(), Numeric::zero());
+    let var = matches!(func, AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop);
+    for v in vals {
+        let x = match v {
+            Value::Int(i) => Numeric::from_i64(*i),
+            Value::Float(f) => Numeric::from_f64(*f, 15)?,
+            Value::Text(t) => Numeric::parse(t)?,
+            _ => continue,
+        };
+        if var {
+            sx = sx.add(&x)?;
+            sx2 = sx2.add(&x.mul(&x)?)?;
+            state.1 += 1;
+        } else {
+            num_fold(func, &mut state, &x, 1)?;
+        }
+    }
+    if var {
+        let sample = matches!(func, AggFunc::StddevSamp | AggFunc::VarSamp);
+        let stddev = matches!(func, AggFunc::StddevSamp | AggFunc::StddevPop);
+        return Ok(match Numeric::variance(state.1, &sx, &sx2, sample, stddev)? {
+            Some(n) => Value::Text(n.to_string()),
+            None => Value::Null,
+        });
+    }
+    Ok(match num_final(func, state.0, state.1)? {
+        Some(n) => Value::Text(n.to_string()),
+        None => Value::Null,
+    })
+}
+
 fn cmp_keys(a: &[Value], b: &[Value], dirs: &[(bool, bool)]) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     for ((x, y), &(desc, nulls_first)) in a.iter().zip(b).zip(dirs) {

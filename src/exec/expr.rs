@@ -497,6 +497,9 @@ impl Expr {
                 if e.ty() == SqlType::Interval {
                     return super::functions::temporal::negate_interval(a.as_ref());
                 }
+                if e.ty() == SqlType::Numeric {
+                    return super::numeric::neg(a.as_ref());
+                }
                 Ok(numeric::neg(&a).map_err(overflow(e.ty()))?)
             }
             Expr::IsNull { expr, negated } => {
@@ -543,10 +546,14 @@ impl Expr {
 }
 
 /// The form of an array that arrow's comparison kernels order as
-/// PostgreSQL does: intervals become their 30-day-month value.
+/// PostgreSQL does: intervals become their 30-day-month value, numerics
+/// their value's sort key.
 pub fn comparable_form(a: ArrayRef, ty: SqlType) -> Result<ArrayRef> {
     if ty == SqlType::Interval {
         return super::functions::temporal::interval_cmp_keys(a.as_ref());
+    }
+    if ty == SqlType::Numeric {
+        return super::numeric::sort_keys(a.as_ref());
     }
     Ok(a)
 }
@@ -641,7 +648,8 @@ fn eval_binary(op: BinOp, left: &Expr, right: &Expr, ty: SqlType, batch: &Record
     let scalar_ok = (op.is_comparison() || matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul))
         && !left.ty().is_timestamp()
         && left.ty() != SqlType::Date
-        && left.ty() != SqlType::Interval;
+        && left.ty() != SqlType::Interval
+        && left.ty() != SqlType::Numeric;
     if scalar_ok && batch.num_rows() > 1 {
         if let Expr::Literal { value, ty: lt } = right {
             let l = left.eval(batch, ctx)?;
@@ -729,6 +737,13 @@ fn scalar_binary(op: BinOp, a: &ArrayRef, s: &Scalar<ArrayRef>, flipped: bool, r
 /// Apply a binary operator to two arrays of the same type.
 pub fn binary_arrays(op: BinOp, l: &ArrayRef, r: &ArrayRef, operand_ty: SqlType, result_ty: SqlType) -> Result<ArrayRef> {
     use super::functions::temporal;
+    if operand_ty == SqlType::Numeric && op != BinOp::Concat {
+        if op.is_comparison() {
+            let (lk, rk) = (super::numeric::sort_keys(l.as_ref())?, super::numeric::sort_keys(r.as_ref())?);
+            return binary_arrays(op, &lk, &rk, SqlType::Unknown, result_ty);
+        }
+        return super::numeric::arith(op, l.as_ref(), r.as_ref());
+    }
     let (l, r) = comparable(op, l.clone(), r.clone());
     let l: &dyn Array = l.as_ref();
     let r: &dyn Array = r.as_ref();
@@ -870,10 +885,10 @@ fn overflow(ty: SqlType) -> impl Fn(arrow::error::ArrowError) -> crate::error::W
 fn eval_in_list(expr: &Expr, list: &[Expr], negated: bool, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRef> {
     let mut a = expr.eval(batch, ctx)?;
     let n = batch.num_rows();
-    // Intervals compare by their 30-day-month value.
-    let interval = expr.ty() == SqlType::Interval;
+    // Intervals compare by their 30-day-month value, numerics by value.
+    let interval = matches!(expr.ty(), SqlType::Interval | SqlType::Numeric);
     if interval {
-        a = super::functions::temporal::interval_cmp_keys(a.as_ref())?;
+        a = comparable_form(a, expr.ty())?;
     }
     if let Some(r) = in_text_set(&a, list) {
         return Ok(Arc::new(if negated { boolean::not(&r)? } else { r }));
@@ -891,7 +906,7 @@ fn eval_in_list(expr: &Expr, list: &[Expr], negated: bool, batch: &RecordBatch, 
         }
         let mut v = item.eval(batch, ctx)?;
         if interval {
-            v = super::functions::temporal::interval_cmp_keys(v.as_ref())?;
+            v = comparable_form(v, expr.ty())?;
         }
         let eq = cmp::eq(&a, &v)?;
         acc = boolean::or_kleene(&acc, &eq)?;
@@ -1030,6 +1045,9 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
     }
     if from == SqlType::Bytea && !to.is_text() && to != SqlType::Bytea && to != SqlType::Unknown {
         bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+    }
+    if (from == SqlType::Numeric || to == SqlType::Numeric) && from != to && a.data_type() != &DataType::Null {
+        return super::numeric::cast(a, from, to);
     }
     if a.data_type() == &target {
         return Ok(a.clone());
@@ -1288,6 +1306,7 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
         }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
         SqlType::Bytea => Value::Text(crate::types::bytea::canonical(t)?),
+        SqlType::Numeric => Value::Text(crate::types::numeric::Numeric::parse(t)?.to_string()),
         // array_in: each element through its type's input, then the
         // canonical text form.
         SqlType::Array(e) => {

@@ -23,6 +23,7 @@ mod limit;
 #[cfg(test)]
 pub(crate) mod mock;
 mod narrow;
+pub mod numeric;
 mod partition;
 mod project_set;
 mod projection;

@@ -36,10 +36,7 @@ impl SortExecutor {
         self.keys
             .iter()
             .map(|k| {
-                let mut values = k.expr.eval(batch, &self.ctx)?;
-                if k.expr.ty() == crate::types::SqlType::Interval {
-                    values = super::functions::temporal::interval_cmp_keys(values.as_ref())?;
-                }
+                let values = super::expr::comparable_form(k.expr.eval(batch, &self.ctx)?, k.expr.ty())?;
                 Ok(super::keys::normalize_key(&values))
             })
             .collect()
@@ -121,11 +118,9 @@ impl SortExecutor {
         }
         let mut cols = Vec::with_capacity(self.keys.len());
         for k in &self.keys {
-            let mut values = k.expr.eval(&all, &self.ctx)?;
-            if k.expr.ty() == crate::types::SqlType::Interval {
-                // PostgreSQL orders intervals by their 30-day-month value.
-                values = super::functions::temporal::interval_cmp_keys(values.as_ref())?;
-            }
+            // PostgreSQL orders intervals by their 30-day-month value,
+            // numerics by value.
+            let values = super::expr::comparable_form(k.expr.eval(&all, &self.ctx)?, k.expr.ty())?;
             cols.push(SortColumn {
                 values: super::keys::normalize_key(&values),
                 options: Some(SortOptions { descending: k.desc, nulls_first: k.nulls_first }),

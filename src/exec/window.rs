@@ -47,10 +47,14 @@ impl WindowExecutor {
         }
         // The sort order, a boxed value per row and the output column.
         self.ctx.charge(n * (8 + 2 * std::mem::size_of::<Value>()), "a window partition")?;
-        let part: Vec<ArrayRef> =
-            call.partition_by.iter().map(|e| e.eval(input, &self.ctx).map(|a| super::keys::normalize_key(&a))).collect::<Result<_>>()?;
-        let ord: Vec<ArrayRef> =
-            call.order_by.iter().map(|k| k.expr.eval(input, &self.ctx).map(|a| super::keys::normalize_key(&a))).collect::<Result<_>>()?;
+        // Numerics partition and sort by value.
+        let key = |e: &super::expr::Expr| -> Result<ArrayRef> {
+            let a = e.eval(input, &self.ctx)?;
+            let a = if e.ty() == crate::types::SqlType::Numeric { super::numeric::sort_keys(a.as_ref())? } else { a };
+            Ok(super::keys::normalize_key(&a))
+        };
+        let part: Vec<ArrayRef> = call.partition_by.iter().map(key).collect::<Result<_>>()?;
+        let ord: Vec<ArrayRef> = call.order_by.iter().map(|k| key(&k.expr)).collect::<Result<_>>()?;
         let mut sort_cols: Vec<SortColumn> =
             part.iter().map(|a| SortColumn { values: a.clone(), options: Some(SortOptions::default()) }).collect();
         for (k, a) in call.order_by.iter().zip(&ord) {
@@ -196,6 +200,7 @@ impl WindowExecutor {
                     }
                 }
                 WindowFunc::Agg(f) => {
+                    let numeric = call.ty == crate::types::SqlType::Numeric;
                     let vals: Vec<Value> = rows.iter().map(|&r| if f == AggFunc::CountStar { Value::Int(1) } else { arg(r, 0) }).collect();
                     match &call.frame {
                         WindowFrame::General(_) => {
@@ -204,11 +209,11 @@ impl WindowExecutor {
                             for k in 0..rows.len() {
                                 self.ctx.check()?;
                                 let parts = f.parts(k, rows, &groups);
-                                out[rows[k]] = fold(agg, parts.iter().flat_map(|&(a, b)| &vals[a..b]))?;
+                                out[rows[k]] = fold(agg, numeric, parts.iter().flat_map(|&(a, b)| &vals[a..b]))?;
                             }
                         }
                         WindowFrame::Default if call.order_by.is_empty() => {
-                            let v = fold(f, vals.iter())?;
+                            let v = fold(f, numeric, vals.iter())?;
                             for &r in rows {
                                 out[r] = v.clone();
                             }
@@ -224,7 +229,7 @@ impl WindowExecutor {
                                 // Each peer group folds the prefix again
                                 // (quadratic): honour timeouts and cancels.
                                 self.ctx.check()?;
-                                let v = fold(f, vals[..e].iter())?;
+                                let v = fold(f, numeric, vals[..e].iter())?;
                                 for &r in &rows[k..e] {
                                     out[r] = v.clone();
                                 }
@@ -235,7 +240,7 @@ impl WindowExecutor {
                             for k in 0..rows.len() {
                                 self.ctx.check()?;
                                 let from = p.map(|p| k.saturating_sub(p)).unwrap_or(0);
-                                out[rows[k]] = fold(f, vals[from..=k].iter())?;
+                                out[rows[k]] = fold(f, numeric, vals[from..=k].iter())?;
                             }
                         }
                     }
@@ -435,8 +440,11 @@ fn encode(cols: &[ArrayRef]) -> Result<Option<arrow::row::Rows>> {
 }
 
 /// One aggregate over a frame's values (NULLs ignored, as aggregates do).
-fn fold<'a>(f: AggFunc, vals: impl Iterator<Item = &'a Value>) -> Result<Value> {
+fn fold<'a>(f: AggFunc, numeric: bool, vals: impl Iterator<Item = &'a Value>) -> Result<Value> {
     let live = vals.filter(|v| !v.is_null());
+    if numeric && !matches!(f, AggFunc::Count | AggFunc::CountStar) {
+        return super::aggregate::fold_numeric(f, live);
+    }
     Ok(match f {
         AggFunc::CountStar | AggFunc::Count => Value::Int(live.count() as i64),
         AggFunc::Sum => {

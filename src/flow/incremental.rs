@@ -47,7 +47,7 @@ use crate::exec::plan::{Plan, PlanColumn};
 use crate::planner::incremental::{delta_plan, DeltaPlan, Keep};
 use crate::planner::logical::LogicalPlan;
 use crate::storage::{Region, RegionWrites, ScanRequest, SeqBounds, SeqMode, SeqNo, TEMP_ROWID_BASE};
-use crate::types::{value_at, values_to_array, Value};
+use crate::types::{value_at, values_to_array, SqlType, Value};
 
 use super::batching::{holder, table_regions, Compiled, TaskState, Trigger};
 use super::shape::Refresh;
@@ -625,10 +625,14 @@ fn finals(dp: &DeltaPlan, g: &Group) -> Vec<Value> {
             }
             Keep::Avg => {
                 let n = int(&g.st[f + 1]);
-                if n == 0 {
-                    Value::Null
-                } else {
-                    Value::Float(float(&g.st[f]) / n as f64)
+                match (&g.st[f], a.ty) {
+                    _ if n == 0 => Value::Null,
+                    // avg of integers is numeric: the exact quotient.
+                    (Value::Int(s), SqlType::Numeric) => {
+                        use crate::types::numeric::Numeric;
+                        Numeric::from_i64(*s).div(&Numeric::from_i64(n)).map_or(Value::Null, |q| Value::Text(q.to_string()))
+                    }
+                    (s, _) => Value::Float(float(s) / n as f64),
                 }
             }
             Keep::Min | Keep::Max | Keep::First | Keep::Last => g.st[f].clone(),

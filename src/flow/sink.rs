@@ -39,10 +39,10 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
             bail!(FeatureNotSupported, "flow output column \"{}\" is an interval; tables cannot store intervals yet", c.name);
         }
         let ty = if c.ty == SqlType::Unknown { SqlType::Text } else { c.ty };
-        columns.push(ColumnDef { name: c.name.clone(), ty, nullable: true, default: None, precision: None });
+        columns.push(ColumnDef { name: c.name.clone(), ty, nullable: true, default: None, precision: None, typmod: None });
     }
     if !columns.iter().any(|c| c.name == UPDATE_AT) {
-        columns.push(ColumnDef { name: UPDATE_AT.into(), ty: SqlType::Timestamp, nullable: true, default: None, precision: Some(3) });
+        columns.push(ColumnDef { name: UPDATE_AT.into(), ty: SqlType::Timestamp, nullable: true, default: None, precision: Some(3), typmod: None });
     }
     let time_index = match shape.time_output {
         Some(o) => {
@@ -56,6 +56,7 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
                 nullable: false,
                 default: None,
                 precision: Some(3),
+                typmod: None,
             });
             columns.len() - 1
         }

@@ -3081,18 +3081,18 @@ pub fn output_table_def(
             bail!(DuplicateColumn, "Duplicated column names: \"{}\"", col.name);
         }
         let ty = if col.ty == SqlType::Unknown { SqlType::Text } else { col.ty };
-        columns.push(ColumnDef { name: col.name.clone(), ty, nullable: true, default: None, precision: None });
+        columns.push(ColumnDef { name: col.name.clone(), ty, nullable: true, default: None, precision: None, typmod: None });
     }
     columns[0].nullable = false;
     let mut primary_key = Vec::new();
     let stable = if is_grouped(c) {
-        columns.push(ColumnDef { name: TBNAME.into(), ty: SqlType::Varchar, nullable: false, default: None, precision: None });
+        columns.push(ColumnDef { name: TBNAME.into(), ty: SqlType::Varchar, nullable: false, default: None, precision: None, typmod: None });
         primary_key.push(columns.len() - 1);
         for (n, ty) in tag_types {
             if columns.iter().any(|x| x.name == *n) {
                 bail!(DuplicateColumn, "Duplicated column names: \"{n}\"");
             }
-            columns.push(ColumnDef { name: n.clone(), ty: *ty, nullable: true, default: None, precision: None });
+            columns.push(ColumnDef { name: n.clone(), ty: *ty, nullable: true, default: None, precision: None, typmod: None });
             primary_key.push(columns.len() - 1);
         }
         Some(SuperTableDef {

@@ -113,13 +113,38 @@ fn comparable(a: SqlType, b: SqlType) -> Option<SqlType> {
     SqlType::common(a, b)
 }
 
+/// A numeric constant as PostgreSQL types it: integer if it fits int4,
+/// else int8, else numeric; with a point or an exponent, numeric.
 pub fn parse_number(s: &str) -> Result<(Value, SqlType)> {
     if let Ok(i) = s.parse::<i64>() {
         let ty = if i32::try_from(i).is_ok() { SqlType::Int4 } else { SqlType::Int8 };
         return Ok((Value::Int(i), ty));
     }
-    let f: f64 = s.parse().map_err(|_| err!(Syntax, "invalid number \"{s}\""))?;
-    Ok((Value::Float(f), SqlType::Float8))
+    let n = crate::types::numeric::Numeric::parse(s).map_err(|_| err!(Syntax, "invalid number \"{s}\""))?;
+    Ok((Value::Text(n.to_string()), SqlType::Numeric))
+}
+
+/// The typmod of `NUMERIC(p[, s])` / `DECIMAL(p[, s])` (None without one).
+pub fn numeric_typmod(dt: &ast::DataType) -> Result<Option<i32>> {
+    use ast::DataType as D;
+    use ast::ExactNumberInfo as E;
+    let info = match dt {
+        D::Numeric(i) | D::Decimal(i) | D::Dec(i) => i,
+        _ => return Ok(None),
+    };
+    Ok(match info {
+        E::None => None,
+        E::Precision(p) => Some(crate::types::numeric::make_typmod(*p as i64, 0)?),
+        E::PrecisionAndScale(p, s) => Some(crate::types::numeric::make_typmod(*p as i64, *s as i64)?),
+    })
+}
+
+/// `e` under a NUMERIC(p, s) typmod (rounded, 22003 past the precision).
+pub fn with_numeric_typmod(e: Expr, typmod: Option<i32>) -> Expr {
+    match typmod {
+        None => e,
+        Some(t) => Expr::Func { name: "numeric_typmod".into(), args: vec![e, Expr::lit(Value::Int(t as i64), SqlType::Int4)], ty: SqlType::Numeric },
+    }
 }
 
 pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
@@ -137,7 +162,7 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
         }
         D::Real | D::Float4 | D::Float32 => SqlType::Float4,
         D::Double(_) | D::DoublePrecision | D::Float8 | D::Float64 | D::Float(_) => SqlType::Float8,
-        D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Float8,
+        D::Numeric(_) | D::Decimal(_) | D::Dec(_) => SqlType::Numeric,
         D::Text | D::String(_) | D::Char(_) | D::Character(_) | D::Clob(_) => SqlType::Text,
         D::Varchar(_) | D::CharVarying(_) | D::CharacterVarying(_) | D::Nvarchar(_) => SqlType::Varchar,
         D::Timestamp(_, tz) => match tz {
@@ -184,6 +209,7 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
                 "float" => SqlType::Float8,
                 // character without a length: text here (no blank padding).
                 "bpchar" => SqlType::Text,
+                "numeric" | "decimal" => SqlType::Numeric,
                 _ => bail!(UndefinedObject, "type \"{n}\" does not exist"),
             }
         }
@@ -369,6 +395,7 @@ impl<'a> Planner<'a> {
             }
             E::Cast { expr, data_type, .. } => {
                 let ty = sql_type(data_type)?;
+                let typmod = numeric_typmod(data_type)?;
                 let inner = self.bind_reg_operand(expr, scope, agg, ty.is_integer())?;
                 self.infer_param(&inner, ty);
                 let cast = match inner {
@@ -393,7 +420,7 @@ impl<'a> Planner<'a> {
                         let cut = self.call("left", vec![cast, Expr::lit(Value::Int(n), SqlType::Int8)])?;
                         Expr::Cast { expr: Box::new(cut), ty }
                     }
-                    _ => cast,
+                    _ => with_numeric_typmod(cast, typmod),
                 }
             }
             E::UnaryOp { op: UO::PGSquareRoot, expr } => self.bind_expr(&call_ast("sqrt", vec![(**expr).clone()]), scope, agg)?,
@@ -419,6 +446,9 @@ impl<'a> Planner<'a> {
                                 Expr::lit(Value::Int(v), ty)
                             }
                             Expr::Literal { value: Value::Float(f), ty } => Expr::lit(Value::Float(-f), ty),
+                            Expr::Literal { value: Value::Text(t), ty: SqlType::Numeric } => {
+                                Expr::lit(Value::Text(crate::types::numeric::Numeric::parse(&t)?.neg().to_string()), SqlType::Numeric)
+                            }
                             other => {
                                 let other = if other.ty() == SqlType::Unknown { coerce(other, SqlType::Float8)? } else { other };
                                 if !other.ty().is_numeric() && other.ty() != SqlType::Interval {
@@ -439,7 +469,7 @@ impl<'a> Planner<'a> {
                     other => bail!(FeatureNotSupported, "unary operator {other} is not supported"),
                 }
             }
-            // PostgreSQL's `^` is power(): float8 (numeric for numeric, which weir keeps as float8).
+            // PostgreSQL's `^` is power(): float8, or numeric for numeric operands.
             E::BinaryOp { left, op: BO::PGExp, right } => {
                 self.bind_expr(&call_ast("power", vec![(**left).clone(), (**right).clone()]), scope, agg)?
             }
@@ -1218,7 +1248,10 @@ impl<'a> Planner<'a> {
             let ty = match func {
                 AggFunc::CountStar | AggFunc::Count => SqlType::Int8,
                 AggFunc::Sum => {
-                    if arg_ty.is_integer() {
+                    // sum(int8) and sum(numeric) are numeric, as in PostgreSQL.
+                    if arg_ty == SqlType::Int8 || arg_ty == SqlType::Numeric {
+                        SqlType::Numeric
+                    } else if arg_ty.is_integer() {
                         SqlType::Int8
                     } else if arg_ty.is_float() || arg_ty == SqlType::Unknown {
                         if arg_ty == SqlType::Float4 {
@@ -1236,7 +1269,13 @@ impl<'a> Planner<'a> {
                     if !arg_ty.is_numeric() && arg_ty != SqlType::Unknown {
                         return Err(crate::exec::functions::registry::no_such_function(&name, &[arg_ty]));
                     }
-                    SqlType::Float8
+                    // avg, variance and stddev of integers or numerics are
+                    // numeric, as in PostgreSQL.
+                    if arg_ty.is_integer() || arg_ty == SqlType::Numeric {
+                        SqlType::Numeric
+                    } else {
+                        SqlType::Float8
+                    }
                 }
                 AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last => {
                     if arg_ty == SqlType::Unknown {
@@ -1454,7 +1493,10 @@ impl<'a> Planner<'a> {
                 Some(a @ (AggFunc::Count | AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max)) => {
                     let ty = match a {
                         AggFunc::Count => SqlType::Int8,
+                        AggFunc::Sum if arg_ty == SqlType::Int8 => SqlType::Numeric,
                         AggFunc::Sum if arg_ty.is_integer() => SqlType::Int8,
+                        AggFunc::Avg if arg_ty.is_integer() => SqlType::Numeric,
+                        AggFunc::Sum | AggFunc::Avg if arg_ty == SqlType::Numeric => SqlType::Numeric,
                         AggFunc::Sum | AggFunc::Avg => SqlType::Float8,
                         _ => arg_ty,
                     };

@@ -208,7 +208,7 @@ fn type_len(ty: SqlType) -> i64 {
         Int4 | Float4 | Date | Oid => 4,
         Int8 | Float8 | Timestamp | TimestampTz => 8,
         Interval => 16,
-        Text | Varchar | Unknown | Array(_) | Bytea => -1,
+        Text | Varchar | Unknown | Array(_) | Bytea | Numeric => -1,
     }
 }
 

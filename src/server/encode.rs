@@ -39,6 +39,7 @@ impl ToSql for Cell {
             }
             (Value::Text(s), SqlType::Array(e)) => encode_array(s, e.ty(), out)?,
             (Value::Text(s), SqlType::Bytea) => out.put_slice(&crate::types::bytea::from_text(s)?),
+            (Value::Text(s), SqlType::Numeric) => put_numeric_binary(s, out),
             (Value::Text(s), _) => out.put_slice(s.as_bytes()),
         }
         Ok(IsNull::No)
@@ -69,6 +70,18 @@ impl ToSqlText for Cell {
             (v, _) => out.put_slice(format_value(v).as_bytes()),
         }
         Ok(IsNull::No)
+    }
+}
+
+/// numeric_send: ndigits, weight, sign, dscale, then base-10000 digits.
+fn put_numeric_binary(text: &str, out: &mut BytesMut) {
+    let (weight, sign, dscale, digits) = crate::types::numeric::parse_stored(text).to_wire();
+    out.put_i16(digits.len() as i16);
+    out.put_i16(weight);
+    out.put_u16(sign);
+    out.put_u16(dscale);
+    for d in digits {
+        out.put_i16(d);
     }
 }
 
@@ -116,8 +129,8 @@ impl<'a> CellRef<'a> {
             return CellRef::Null;
         }
         if let arrow::datatypes::DataType::Utf8 = array.data_type() {
-            if ty.is_array() || ty == SqlType::Bytea {
-                // Arrays have their own binary form (`Cell::to_sql`).
+            if ty.is_array() || ty == SqlType::Bytea || ty == SqlType::Numeric {
+                // Arrays and numerics have their own binary form (`Cell::to_sql`).
                 return CellRef::Owned(Cell(Value::Text(array.as_string::<i32>().value(i).to_string()), ty));
             }
             return CellRef::Text(array.as_string::<i32>().value(i));
@@ -192,7 +205,7 @@ impl<'a> ColWriter<'a> {
             (DataType::Timestamp(TimeUnit::Microsecond, _), SqlType::Timestamp) => ColWriter::Ts(array.as_primitive(), false),
             (DataType::Timestamp(TimeUnit::Microsecond, _), SqlType::TimestampTz) => ColWriter::Ts(array.as_primitive(), true),
             (DataType::Utf8, SqlType::Bytea) => ColWriter::Bytea(array.as_string::<i32>()),
-            (DataType::Utf8, t) if !t.is_array() => ColWriter::Str(array.as_string::<i32>()),
+            (DataType::Utf8, t) if !t.is_array() && t != SqlType::Numeric => ColWriter::Str(array.as_string::<i32>()),
             (DataType::Boolean, SqlType::Bool) => ColWriter::Bool(array.as_boolean()),
             _ => ColWriter::Other(array),
         }

@@ -50,8 +50,6 @@ fn pg_type(ty: SqlType) -> Type {
 
 fn sql_type_of(t: &Type) -> Option<SqlType> {
     match t.oid() {
-        // numeric parameters are taken as float8
-        1700 => Some(SqlType::Float8),
         oid => crate::sql::wire::scalar_of_oid(oid).or_else(|| Some(SqlType::Array(crate::types::Elem::from_array_oid(oid)?))),
     }
 }

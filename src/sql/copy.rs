@@ -199,7 +199,7 @@ impl CopyIn {
         }
         let schema = crate::planner::region_descriptor(def).schema;
         let batch = RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
-        let batch = super::dml::round_timestamps(def, batch)?;
+        let batch = super::dml::apply_typmods(def, batch)?;
         if !def.partition.is_none() {
             // A partitioned table's rows go to their partitions, a
             // partition's are checked (row by row through the write path).
@@ -803,7 +803,7 @@ fn push_value(ty: SqlType, b: &mut dyn arrow::array::ArrayBuilder, v: Value) {
         T::Int8 | T::Oid => put!(Int64Builder, int(&v)),
         T::Float4 => put!(Float32Builder, if let Value::Float(x) = v { Some(x as f32) } else { None }),
         T::Float8 => put!(Float64Builder, if let Value::Float(x) = v { Some(x) } else { None }),
-        T::Text | T::Varchar | T::Unknown | T::Array(_) | T::Bytea => {
+        T::Text | T::Varchar | T::Unknown | T::Array(_) | T::Bytea | T::Numeric => {
             put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None })
         }
         T::Timestamp | T::TimestampTz => put!(TimestampMicrosecondBuilder, if let Value::Timestamp(x) = v { Some(x) } else { None }),

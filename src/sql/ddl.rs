@@ -797,7 +797,8 @@ pub(super) fn sql_column(c: &ast::ColumnDef) -> Result<(ColumnDef, bool)> {
         ast::DataType::Timestamp(Some(p), _) | ast::DataType::Datetime(Some(p)) if *p < 6 => Some(*p as u8),
         _ => None,
     };
-    Ok((ColumnDef { name: cname, ty, nullable, default, precision }, pk))
+    let typmod = crate::planner::numeric_typmod(&c.data_type)?;
+    Ok((ColumnDef { name: cname, ty, nullable, default, precision, typmod }, pk))
 }
 
 pub fn show_create(t: &TableDef) -> String {

@@ -387,7 +387,7 @@ fn insert(
         arrays.push(a);
     }
     let batch = RecordBatch::try_new_with_options(region_schema(def), arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
-    let batch = round_timestamps(def, batch)?;
+    let batch = apply_typmods(def, batch)?;
     if let Some(oc) = conflict {
         let qual = ins.table_alias.as_ref().map(|a| crate::planner::ident(&a.alias)).unwrap_or_else(|| def.name.clone());
         return upsert(s, planner, def, regions, &qual, oc, batch, changed);
@@ -757,17 +757,23 @@ pub(super) fn eval_column(planner: &Planner, exprs: &[Expr], ty: SqlType) -> Res
     Ok(arrow::compute::concat(&refs)?)
 }
 
-/// Round `TIMESTAMP(p)` columns to p fractional digits as PostgreSQL does
-/// (half away from zero, counted from its 2000-01-01 epoch), so the stored
-/// value, and a time index's identity, is the rounded one.
-pub(super) fn round_timestamps(def: &TableDef, batch: RecordBatch) -> Result<RecordBatch> {
+/// Apply the columns' type modifiers to rows about to be written: round
+/// `TIMESTAMP(p)` columns to p fractional digits as PostgreSQL does (half
+/// away from zero, counted from its 2000-01-01 epoch), so the stored value,
+/// and a time index's identity, is the rounded one; round `NUMERIC(p, s)`
+/// columns to s digits (22003 past p).
+pub(super) fn apply_typmods(def: &TableDef, batch: RecordBatch) -> Result<RecordBatch> {
     use arrow::array::{AsArray, TimestampMicrosecondArray};
     use arrow::datatypes::TimestampMicrosecondType;
-    if def.columns.iter().all(|c| c.precision.is_none()) {
+    if def.columns.iter().all(|c| c.precision.is_none() && c.typmod.is_none()) {
         return Ok(batch);
     }
     let mut cols = batch.columns().to_vec();
     for (i, c) in def.columns.iter().enumerate() {
+        if let (Some(t), SqlType::Numeric) = (c.typmod, c.ty) {
+            cols[i] = crate::exec::numeric::apply_typmod(cols[i].as_ref(), t)?;
+            continue;
+        }
         let Some(p) = c.precision else { continue };
         let Some(ts) = cols[i].as_primitive_opt::<TimestampMicrosecondType>() else { continue };
         let rounded: TimestampMicrosecondArray = ts
@@ -858,7 +864,7 @@ fn updated_rows(planner: &Planner, def: &TableDef, base: &[ArrayRef], input: &Re
     }
     let rows = input.num_rows();
     let new = RecordBatch::try_new_with_options(region_schema(def), cols, &RecordBatchOptions::new().with_row_count(Some(rows)))?;
-    round_timestamps(def, new)
+    apply_typmods(def, new)
 }
 
 /// Rows of a region matching a predicate, with their row ids.
@@ -1053,7 +1059,7 @@ fn joined_change(
                 cols,
                 &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
             )?;
-            let new = round_timestamps(def, new)?;
+            let new = apply_typmods(def, new)?;
             super::partition::write(s, planner, def, regions, &new)?;
             if let Some(c) = changed.as_deref_mut() {
                 c.push(new);

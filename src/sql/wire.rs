@@ -77,6 +77,18 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(utf8(b)?.to_string()),
         SqlType::Bytea => Value::Text(crate::types::bytea::to_text(b)),
         SqlType::Array(e) => decode_array(b, e.ty())?,
+        SqlType::Numeric => {
+            // numeric_recv: ndigits, weight, sign, dscale, digits.
+            if b.len() < 8 {
+                bail!(ProtocolViolation, "insufficient data left in message");
+            }
+            let word = |k: usize| i16::from_be_bytes([b[2 * k], b[2 * k + 1]]);
+            let ndigits = word(0).max(0) as usize;
+            need(8 + 2 * ndigits)?;
+            let digits: Vec<i16> = (0..ndigits).map(|k| word(4 + k)).collect();
+            let n = crate::types::numeric::Numeric::from_wire(word(1), word(2) as u16, word(3) as u16, &digits)?;
+            Value::Text(n.to_string())
+        }
     })
 }
 
@@ -105,6 +117,7 @@ pub fn scalar_of_oid(oid: u32) -> Option<SqlType> {
         1184 => SqlType::TimestampTz,
         1082 => SqlType::Date,
         1186 => SqlType::Interval,
+        1700 => SqlType::Numeric,
         _ => return None,
     })
 }

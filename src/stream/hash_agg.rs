@@ -28,6 +28,9 @@ use crate::{bail, err};
 
 /// Why a call cannot be maintained incrementally, if it cannot.
 pub fn unsupported(a: &AggCall) -> Option<&'static str> {
+    if a.func != AggFunc::CountStar && a.args.first().is_some_and(|x| x.ty() == SqlType::Numeric) {
+        return Some("aggregates over numeric");
+    }
     match a.func {
         AggFunc::CountStar | AggFunc::Count | AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max => None,
         _ => Some("aggregates other than count, sum, avg, min and max"),
@@ -143,6 +146,11 @@ impl HashAgg {
                 }
                 AggFunc::Avg => match (&state[s], &state[s + 1]) {
                     (Value::Int(n), Value::Float(x)) if *n != 0 => Value::Float(x / *n as f64),
+                    // avg of integers is numeric: the exact quotient.
+                    (Value::Int(n), Value::Int(x)) if *n != 0 => {
+                        use crate::types::numeric::Numeric;
+                        Value::Text(Numeric::from_i64(*x).div(&Numeric::from_i64(*n))?.to_string())
+                    }
                     _ => Value::Null,
                 },
                 AggFunc::Min | AggFunc::Max => match &self.extremes[j] {
@@ -281,7 +289,8 @@ impl Operator for HashAgg {
                         AggFunc::Count => state[s] = add_int(&state[s], d)?,
                         AggFunc::Sum | AggFunc::Avg => {
                             state[s] = add_int(&state[s], d)?;
-                            let float = a.func == AggFunc::Avg || a.ty != SqlType::Int8;
+                            // Integers sum exactly (sum(int8) and avg(int) are numeric).
+                            let float = a.args.first().is_none_or(|x| !x.ty().is_integer());
                             state[s + 1] = add_sum(&state[s + 1], &v, d, float)?;
                         }
                         AggFunc::Min | AggFunc::Max => match &mut self.extremes[j] {

@@ -28,9 +28,11 @@ pub enum Elem {
     Interval,
     /// `oid[]` (last: saved catalogs keep their variant numbers).
     Oid,
+    /// `numeric[]`, after `Oid` for the same reason.
+    Numeric,
 }
 
-const ALL: [Elem; 13] = [
+const ALL: [Elem; 14] = [
     Elem::Bool,
     Elem::Int2,
     Elem::Int4,
@@ -44,6 +46,7 @@ const ALL: [Elem; 13] = [
     Elem::Date,
     Elem::Interval,
     Elem::Oid,
+    Elem::Numeric,
 ];
 
 impl Elem {
@@ -63,6 +66,7 @@ impl Elem {
             Elem::Date => SqlType::Date,
             Elem::Interval => SqlType::Interval,
             Elem::Oid => SqlType::Oid,
+            Elem::Numeric => SqlType::Numeric,
         }
     }
 
@@ -82,6 +86,7 @@ impl Elem {
             SqlType::Date => Elem::Date,
             SqlType::Interval => Elem::Interval,
             SqlType::Oid => Elem::Oid,
+            SqlType::Numeric => Elem::Numeric,
             SqlType::Array(_) | SqlType::Bytea => return None,
         })
     }
@@ -102,6 +107,7 @@ impl Elem {
             Elem::Date => 1182,
             Elem::Interval => 1187,
             Elem::Oid => 1028,
+            Elem::Numeric => 1231,
         }
     }
 
@@ -129,6 +135,7 @@ impl Elem {
             Elem::Date => "date[]",
             Elem::Interval => "interval[]",
             Elem::Oid => "oid[]",
+            Elem::Numeric => "numeric[]",
         }
     }
 
@@ -148,6 +155,7 @@ impl Elem {
             Elem::Date => "DATE[]",
             Elem::Interval => "INTERVAL[]",
             Elem::Oid => "OID[]",
+            Elem::Numeric => "NUMERIC[]",
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod bytea;
 pub mod datetime_input;
 pub mod interval;
 pub mod interval_input;
+pub mod numeric;
 pub mod zone;
 pub use array::Elem;
 pub use interval::Interval;
@@ -52,6 +53,11 @@ pub enum SqlType {
     /// `bytea`, carried as its canonical hex text (`\x0aff`) in a Utf8
     /// column; see `bytea.rs`. Last, for saved catalogs.
     Bytea,
+    /// PostgreSQL's exact `numeric` (see `numeric.rs`): carried in batches
+    /// as its output text in a Utf8 column (`1.50`, `NaN`); compared,
+    /// sorted and grouped by `numeric::Numeric::sort_key`. A column's
+    /// NUMERIC(p, s) is its `ColumnDef::typmod`. Last, like `Bytea`.
+    Numeric,
 }
 
 impl SqlType {
@@ -63,7 +69,7 @@ impl SqlType {
             SqlType::Int8 | SqlType::Oid => DataType::Int64,
             SqlType::Float4 => DataType::Float32,
             SqlType::Float8 => DataType::Float64,
-            SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) | SqlType::Bytea => DataType::Utf8,
+            SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) | SqlType::Bytea | SqlType::Numeric => DataType::Utf8,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
             SqlType::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some(UTC.into())),
             SqlType::Date => DataType::Date32,
@@ -106,6 +112,7 @@ impl SqlType {
             SqlType::TimestampTz => 1184,
             SqlType::Date => 1082,
             SqlType::Interval => 1186,
+            SqlType::Numeric => 1700,
             SqlType::Array(e) => e.array_oid(),
         }
     }
@@ -127,6 +134,7 @@ impl SqlType {
             SqlType::TimestampTz => "timestamp with time zone",
             SqlType::Date => "date",
             SqlType::Interval => "interval",
+            SqlType::Numeric => "numeric",
             SqlType::Array(e) => e.array_pg_name(),
         }
     }
@@ -148,6 +156,7 @@ impl SqlType {
             SqlType::TimestampTz => "TIMESTAMP WITH TIME ZONE",
             SqlType::Date => "DATE",
             SqlType::Interval => "INTERVAL",
+            SqlType::Numeric => "NUMERIC",
             SqlType::Array(e) => e.array_sql_name(),
         }
     }
@@ -158,8 +167,9 @@ impl SqlType {
     pub fn is_float(self) -> bool {
         matches!(self, SqlType::Float4 | SqlType::Float8)
     }
+    /// A number type: integers, floats and numeric.
     pub fn is_numeric(self) -> bool {
-        self.is_integer() || self.is_float()
+        self.is_integer() || self.is_float() || self == SqlType::Numeric
     }
     pub fn is_text(self) -> bool {
         matches!(self, SqlType::Text | SqlType::Varchar | SqlType::Unknown)
@@ -188,8 +198,9 @@ impl SqlType {
             SqlType::Int2 => 1,
             SqlType::Int4 => 2,
             SqlType::Int8 | SqlType::Oid => 3,
-            SqlType::Float4 => 4,
-            SqlType::Float8 => 5,
+            SqlType::Numeric => 4,
+            SqlType::Float4 => 5,
+            SqlType::Float8 => 6,
             _ => 0,
         }
     }
@@ -203,8 +214,8 @@ impl SqlType {
         match (a, b) {
             (Unknown, x) | (x, Unknown) => Some(x),
             (x, y) if x.is_numeric() && y.is_numeric() => {
-                // int op float4 gives float8 in PostgreSQL.
-                if (x.is_integer() && y == Float4) || (y.is_integer() && x == Float4) {
+                // int or numeric op float4 gives float8 in PostgreSQL.
+                if (matches!(x, Numeric) || x.is_integer()) && y == Float4 || (matches!(y, Numeric) || y.is_integer()) && x == Float4 {
                     Some(Float8)
                 } else if x.numeric_rank() >= y.numeric_rank() {
                     Some(x)
@@ -384,6 +395,13 @@ pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
         SqlType::Int8 | SqlType::Oid => Arc::new(values.iter().map(as_i64).collect::<Int64Array>()),
         SqlType::Float4 => Arc::new(values.iter().map(|v| as_f64(v).map(|x| x as f32)).collect::<Float32Array>()),
         SqlType::Float8 => Arc::new(values.iter().map(as_f64).collect::<Float64Array>()),
+        SqlType::Numeric => {
+            let mut out = Vec::with_capacity(values.len());
+            for v in values {
+                out.push(numeric::value_text(v)?);
+            }
+            Arc::new(StringArray::from(out))
+        }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) | SqlType::Bytea => Arc::new(
             values
                 .iter()

@@ -48,6 +48,9 @@ fn overflow_check(v: f64) -> Result<f64> {
 }
 
 pub fn sqrt(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     float1(a, |x| {
         if x < 0.0 {
             bail!(InvalidArgumentForPowerFunction, "cannot take square root of a negative number");
@@ -67,11 +70,17 @@ fn log_arg(x: f64) -> Result<f64> {
 }
 
 pub fn ln(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     float1(a, |x| Ok(log_arg(x)?.ln()))
 }
 
 /// log(x) is base 10; log(b, x) is base b.
 pub fn log(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     if a.len() == 1 {
         return float1(a, |x| Ok(log_arg(x)?.log10()));
     }
@@ -92,6 +101,9 @@ pub fn log(a: &Args<'_>) -> Result<ArrayRef> {
 /// dexp: infinities map to their limits, a finite result out of range is
 /// overflow or underflow.
 pub fn exp(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     float1(a, |x| {
         if x.is_nan() || x.is_infinite() {
             return Ok(if x == f64::NEG_INFINITY { 0.0 } else { x });
@@ -106,6 +118,9 @@ pub fn exp(a: &Args<'_>) -> Result<ArrayRef> {
 
 /// dpow, with POSIX's rules for NaN and infinite arguments.
 pub fn power(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     float2(a, |x, y| {
         if x.is_nan() {
             return Ok(if y.is_nan() || y != 0.0 { f64::NAN } else { 1.0 });
@@ -354,7 +369,13 @@ float_fn! {
     cosh => f64::cosh;
     tanh => f64::tanh;
     asinh => f64::asinh;
-    sign => |x: f64| if x == 0.0 { 0.0 } else { x.signum() };
+}
+
+pub fn sign(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
+    float1(a, |x| Ok(if x == 0.0 { 0.0 } else { x.signum() }))
 }
 
 pub fn atan2(a: &Args<'_>) -> Result<ArrayRef> {
@@ -382,6 +403,9 @@ fn at_places(a: &Args<'_>, f: fn(f64) -> f64) -> Result<ArrayRef> {
 /// round(x) half away from zero (like PostgreSQL's numeric round, which
 /// weir's decimal literals stand for); round(x, d) to d decimal places.
 pub fn round(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     if a.len() == 1 {
         return float1(a, |x| Ok(x.round()));
     }
@@ -389,10 +413,44 @@ pub fn round(a: &Args<'_>) -> Result<ArrayRef> {
 }
 
 pub fn trunc(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     if a.len() == 1 {
         return float1(a, |x| Ok(x.trunc()));
     }
     at_places(a, f64::trunc)
+}
+
+/// The numeric forms of the math functions (a numeric first argument):
+/// exact, see `exec::numeric`.
+fn numeric_call(a: &Args<'_>) -> Option<Result<ArrayRef>> {
+    use crate::exec::numeric as n;
+    if a.types.first() != Some(&crate::types::SqlType::Numeric) {
+        return None;
+    }
+    Some(match a.name {
+        "round" => n::round(&a.cols, false),
+        "trunc" => n::round(&a.cols, true),
+        "mod" | "div" | "power" => n::binary_fn(a.name, a.cols[0].as_ref(), a.cols[1].as_ref()),
+        "log" if a.cols.len() == 2 => n::binary_fn(a.name, a.cols[0].as_ref(), a.cols[1].as_ref()),
+        name => n::unary(name, a.cols[0].as_ref()),
+    })
+}
+
+/// width_bucket(operand, low, high, count): numeric or float8.
+pub fn width_bucket(a: &Args<'_>) -> Result<ArrayRef> {
+    crate::exec::numeric::width_bucket(&a.cols, a.types[0] != crate::types::SqlType::Numeric)
+}
+
+/// The numeric functions without a float form (scale, div, …).
+pub fn numeric_only(a: &Args<'_>) -> Result<ArrayRef> {
+    if a.name == "numeric_typmod" {
+        let t = a.cols[1].as_primitive_opt::<Int32Type>().filter(|t| t.len() == 1 && t.is_valid(0)).map(|t| t.value(0));
+        let t = t.ok_or_else(|| err!(Internal, "numeric_typmod needs a constant typmod"))?;
+        return crate::exec::numeric::apply_typmod(a.cols[0].as_ref(), t);
+    }
+    numeric_call(a).unwrap_or_else(|| Err(err!(Internal, "{} of a non-numeric", a.name)))
 }
 
 /// floor/ceil keep integers as they are.
@@ -404,15 +462,24 @@ fn int_or_float(a: &Args<'_>, f: fn(f64) -> f64) -> Result<ArrayRef> {
 }
 
 pub fn floor(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     int_or_float(a, f64::floor)
 }
 
 pub fn ceil(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     int_or_float(a, f64::ceil)
 }
 
 /// abs over the argument's own type; integer overflow is 22003.
 pub fn abs(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     let t = a.types[0];
     if t.is_integer() {
         let what = t.pg_name();
@@ -439,6 +506,9 @@ pub fn abs(a: &Args<'_>) -> Result<ArrayRef> {
 
 /// mod(x, y) over integers (or floats), division by zero is 22012.
 pub fn modulo(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     if a.types[0].is_float() {
         return float2(a, |x, y| {
             if y == 0.0 {

@@ -245,6 +245,10 @@ fn coercion_cost(from: SqlType, to: Arg) -> Option<u32> {
         (Oid, Int8) => 2,
         (Int2 | Int4, Oid) => 2,
         (Oid, Float8) => 4,
+        // numeric: from the integers, and on to the floats.
+        (Int2 | Int4 | Int8, Numeric) => 3,
+        (Numeric, Float8) => 4,
+        (Numeric, Float4) => 5,
         (Int2 | Int4 | Int8, Float8) => 4,
         (Int2 | Int4 | Int8, Float4) => 5,
         (Date, Timestamp) | (Timestamp, TimestampTz) => 2,
