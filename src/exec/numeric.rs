@@ -228,13 +228,13 @@ pub fn width_bucket(args: &[ArrayRef], float: bool) -> Result<ArrayRef> {
     let count = arrow::compute::cast(&args[3], &DataType::Int64)?;
     let count = count.as_primitive::<Int64Type>();
     let at = |len: usize, i: usize| if len == 1 { 0 } else { i };
-    let cols: Vec<Vec<Option<Numeric>>> = if float {
-        vec![]
-    } else {
-        args[..3].iter().map(|a| values(a.as_ref())).collect::<Result<_>>()?
-    };
+    let cols: Vec<Vec<Option<Numeric>>> =
+        if float { vec![] } else { args[..3].iter().map(|a| values(a.as_ref())).collect::<Result<_>>()? };
     let floats: Vec<Float64Array> = if float {
-        args[..3].iter().map(|a| arrow::compute::cast(a, &DataType::Float64).map(|f| f.as_primitive::<Float64Type>().clone())).collect::<std::result::Result<_, _>>()?
+        args[..3]
+            .iter()
+            .map(|a| arrow::compute::cast(a, &DataType::Float64).map(|f| f.as_primitive::<Float64Type>().clone()))
+            .collect::<std::result::Result<_, _>>()?
     } else {
         vec![]
     };
@@ -292,7 +292,8 @@ fn bucket_numeric(x: &Numeric, lo: &Numeric, hi: &Numeric, count: i64) -> Result
     let nan = x.is_nan() || lo.is_nan() || hi.is_nan();
     bucket_checks(count, nan, !nan && (lo.is_special() || hi.is_special()), lo.cmp_value(hi).is_eq())?;
     let reversed = lo.cmp_value(hi).is_gt();
-    let (below, above) = if reversed { (x.cmp_value(lo).is_gt(), x.cmp_value(hi).is_le()) } else { (x.cmp_value(lo).is_lt(), x.cmp_value(hi).is_ge()) };
+    let (below, above) =
+        if reversed { (x.cmp_value(lo).is_gt(), x.cmp_value(hi).is_le()) } else { (x.cmp_value(lo).is_lt(), x.cmp_value(hi).is_ge()) };
     if below {
         return Ok(0);
     }
@@ -308,7 +309,13 @@ fn bucket_f64(x: f64, lo: f64, hi: f64, count: i64) -> Result<i32> {
     let nan = x.is_nan() || lo.is_nan() || hi.is_nan();
     bucket_checks(count, nan, !nan && (lo.is_infinite() || hi.is_infinite()), lo == hi)?;
     let c = count as f64;
-    let frac = |num: f64, den: f64, a: f64, b: f64, d1: f64, d2: f64| if den.is_infinite() { (a / 2.0 - b / 2.0) / (d1 / 2.0 - d2 / 2.0) } else { num / den };
+    let frac = |num: f64, den: f64, a: f64, b: f64, d1: f64, d2: f64| {
+        if den.is_infinite() {
+            (a / 2.0 - b / 2.0) / (d1 / 2.0 - d2 / 2.0)
+        } else {
+            num / den
+        }
+    };
     let r = if lo < hi {
         if x < lo {
             return Ok(0);

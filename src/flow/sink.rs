@@ -42,7 +42,14 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
         columns.push(ColumnDef { name: c.name.clone(), ty, nullable: true, default: None, precision: None, typmod: None });
     }
     if !columns.iter().any(|c| c.name == UPDATE_AT) {
-        columns.push(ColumnDef { name: UPDATE_AT.into(), ty: SqlType::Timestamp, nullable: true, default: None, precision: Some(3), typmod: None });
+        columns.push(ColumnDef {
+            name: UPDATE_AT.into(),
+            ty: SqlType::Timestamp,
+            nullable: true,
+            default: None,
+            precision: Some(3),
+            typmod: None,
+        });
     }
     let time_index = match shape.time_output {
         Some(o) => {

@@ -3086,7 +3086,14 @@ pub fn output_table_def(
     columns[0].nullable = false;
     let mut primary_key = Vec::new();
     let stable = if is_grouped(c) {
-        columns.push(ColumnDef { name: TBNAME.into(), ty: SqlType::Varchar, nullable: false, default: None, precision: None, typmod: None });
+        columns.push(ColumnDef {
+            name: TBNAME.into(),
+            ty: SqlType::Varchar,
+            nullable: false,
+            default: None,
+            precision: None,
+            typmod: None,
+        });
         primary_key.push(columns.len() - 1);
         for (n, ty) in tag_types {
             if columns.iter().any(|x| x.name == *n) {

@@ -420,7 +420,9 @@ impl Numeric {
         let overflow = || err!(NumericOutOfRange, "numeric field overflow");
         match self {
             Numeric::NaN => Ok(Numeric::NaN),
-            Numeric::PInf | Numeric::NInf => Err(overflow().with_detail(format!("A field with precision {p}, scale {s} cannot hold an infinite value."))),
+            Numeric::PInf | Numeric::NInf => {
+                Err(overflow().with_detail(format!("A field with precision {p}, scale {s} cannot hold an infinite value.")))
+            }
             Numeric::Fin { .. } => {
                 let r = self.round(s as i64)?;
                 let max_digits = p as i64 - s as i64;
@@ -600,7 +602,8 @@ impl Numeric {
             bail!(InvalidArgumentForPowerFunction, "cannot take square root of a negative number");
         }
         let rscale = rscale.clamp(0, MAX_DSCALE) as u32;
-        let x = Numeric::rescaled(m, *scale, 2 * (rscale + 1)) / if *scale > 2 * (rscale + 1) { pow10(scale - 2 * (rscale + 1)) } else { BigInt::from(1) };
+        let x = Numeric::rescaled(m, *scale, 2 * (rscale + 1))
+            / if *scale > 2 * (rscale + 1) { pow10(scale - 2 * (rscale + 1)) } else { BigInt::from(1) };
         let q = x.magnitude().sqrt();
         Ok(Numeric::Fin { m: div_pow10(&BigInt::from(q), 1, true), scale: rscale })
     }

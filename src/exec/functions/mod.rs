@@ -140,15 +140,27 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         // Math.
         Def::new("abs", [ints_same(&[]), vec![s(&[Numeric], Numeric)]].concat(), math::abs),
         Def::new("sign", vec![f8(1), s(&[Numeric], Numeric)], math::sign),
-        Def::new("round", vec![f8(1), s(&[Float8, Int8], Float8), s(&[Numeric], Numeric), s(&[Numeric, Int4], Numeric), s(&[Numeric, Int8], Numeric)], math::round),
-        Def::new("trunc", vec![f8(1), s(&[Float8, Int8], Float8), s(&[Numeric], Numeric), s(&[Numeric, Int4], Numeric), s(&[Numeric, Int8], Numeric)], math::trunc),
+        Def::new(
+            "round",
+            vec![f8(1), s(&[Float8, Int8], Float8), s(&[Numeric], Numeric), s(&[Numeric, Int4], Numeric), s(&[Numeric, Int8], Numeric)],
+            math::round,
+        ),
+        Def::new(
+            "trunc",
+            vec![f8(1), s(&[Float8, Int8], Float8), s(&[Numeric], Numeric), s(&[Numeric, Int4], Numeric), s(&[Numeric, Int8], Numeric)],
+            math::trunc,
+        ),
         Def::new("floor", vec![s(&[Int2], Int2), s(&[Int4], Int4), s(&[Int8], Int8), f8(1), s(&[Numeric], Numeric)], math::floor),
         Def::new("ceil", vec![s(&[Int2], Int2), s(&[Int4], Int4), s(&[Int8], Int8), f8(1), s(&[Numeric], Numeric)], math::ceil)
             .alias(&["ceiling"]),
         // NUMERIC's own functions (exec::numeric); numeric_typmod applies
         // a NUMERIC(p, s) cast's typmod.
         Def::new("div", vec![s(&[Numeric, Numeric], Numeric)], math::numeric_only),
-        Def::new("width_bucket", vec![s(&[Float8, Float8, Float8, Int4], Int4), s(&[Numeric, Numeric, Numeric, Int4], Int4)], math::width_bucket),
+        Def::new(
+            "width_bucket",
+            vec![s(&[Float8, Float8, Float8, Int4], Int4), s(&[Numeric, Numeric, Numeric, Int4], Int4)],
+            math::width_bucket,
+        ),
         Def::new("scale", vec![s(&[Numeric], Int4)], math::numeric_only),
         Def::new("min_scale", vec![s(&[Numeric], Int4)], math::numeric_only),
         Def::new("trim_scale", vec![s(&[Numeric], Numeric)], math::numeric_only),
