@@ -1461,7 +1461,7 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
                 let v = value_at(probe.as_ref(), i);
                 let mut acc = Some(*all);
                 for r in rows.iter() {
-                    let c = compare_values(&v, &r[0], *op);
+                    let c = compare_values(&v, &r[0], *op, expr.ty());
                     acc = if *all {
                         match (acc, c) {
                             (Some(false), _) | (_, Some(false)) => Some(false),
@@ -1483,9 +1483,9 @@ fn eval_subquery(e: &Expr, batch: &RecordBatch, ctx: &ExecCtx) -> Result<ArrayRe
     }
 }
 
-fn compare_values(a: &Value, b: &Value, op: BinOp) -> Option<bool> {
+fn compare_values(a: &Value, b: &Value, op: BinOp, ty: SqlType) -> Option<bool> {
     if a.is_null() || b.is_null() {
         return None;
     }
-    op.holds(a.total_cmp(b))
+    op.holds(a.cmp_as(b, ty))
 }

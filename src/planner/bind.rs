@@ -143,7 +143,11 @@ pub fn numeric_typmod(dt: &ast::DataType) -> Result<Option<i32>> {
 pub fn with_numeric_typmod(e: Expr, typmod: Option<i32>) -> Expr {
     match typmod {
         None => e,
-        Some(t) => Expr::Func { name: "numeric_typmod".into(), args: vec![e, Expr::lit(Value::Int(t as i64), SqlType::Int4)], ty: SqlType::Numeric },
+        Some(t) => Expr::Func {
+            name: "numeric_typmod".into(),
+            args: vec![e, Expr::lit(Value::Int(t as i64), SqlType::Int4)],
+            ty: SqlType::Numeric,
+        },
     }
 }
 
@@ -423,8 +427,14 @@ impl<'a> Planner<'a> {
                     _ => with_numeric_typmod(cast, typmod),
                 }
             }
-            E::UnaryOp { op: UO::PGSquareRoot, expr } => self.bind_expr(&call_ast("sqrt", vec![(**expr).clone()]), scope, agg)?,
-            E::UnaryOp { op: UO::PGCubeRoot, expr } => self.bind_expr(&call_ast("cbrt", vec![(**expr).clone()]), scope, agg)?,
+            // `|/` and `||/` are float8's operators (dsqrt, dcbrt): a numeric
+            // operand is cast to float8, so `|/ 16.0` is 4, not sqrt(numeric)'s
+            // 4.000000000000000.
+            E::UnaryOp { op: op @ (UO::PGSquareRoot | UO::PGCubeRoot), expr } => {
+                let x = self.bind_expr(expr, scope, agg)?;
+                let x = if x.ty() == SqlType::Numeric { Expr::Cast { expr: Box::new(x), ty: SqlType::Float8 } } else { x };
+                self.call(if matches!(op, UO::PGSquareRoot) { "sqrt" } else { "cbrt" }, vec![x])?
+            }
             E::UnaryOp { op: UO::PGAbs, expr } => self.bind_expr(&call_ast("abs", vec![(**expr).clone()]), scope, agg)?,
             E::UnaryOp { op: UO::BitwiseNot, expr } => {
                 let x = self.bind_expr(expr, scope, agg)?;

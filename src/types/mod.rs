@@ -334,6 +334,24 @@ impl Value {
             _ => format!("{self:?}").cmp(&format!("{other:?}")),
         }
     }
+
+    /// `total_cmp` for values of type `ty`: a numeric (its output text in a
+    /// `Text`, or an integer or float it is compared with) by value, so
+    /// `1.0 = 1.00` and `9 < 10.5`; other types as `total_cmp`.
+    pub fn cmp_as(&self, other: &Value, ty: SqlType) -> Ordering {
+        if ty == SqlType::Numeric && !self.is_null() && !other.is_null() {
+            let num = |v: &Value| match v {
+                Value::Text(s) => numeric::Numeric::parse(s).ok(),
+                Value::Int(i) => Some(numeric::Numeric::from_i64(*i)),
+                Value::Float(f) => numeric::Numeric::from_f64(*f, 15).ok(),
+                _ => None,
+            };
+            if let (Some(a), Some(b)) = (num(self), num(other)) {
+                return a.cmp_value(&b);
+            }
+        }
+        self.total_cmp(other)
+    }
 }
 
 /// PostgreSQL's float order: -0 = 0, every NaN equal and above all numbers.

@@ -856,17 +856,17 @@ impl Numeric {
             }
             e as f64 * (f.log10() + p as f64)
         };
-        if f > (i16::MAX as f64 + 1.0) * 4.0 {
-            bail!(NumericOutOfRange, "value overflows numeric format");
-        }
-        if f + 1.0 < -(MAX_DISPLAY_SCALE as f64) {
-            return Ok(Numeric::Fin { m: BigInt::from(0), scale: MAX_DISPLAY_SCALE as u32 });
-        }
         // PostgreSQL 15 (power_var): an integer exponent keeps 16 digits
         // after the point at least, whatever the result's weight.
         let _ = e_dscale;
         let rscale = MIN_SIG_DIGITS.max(bs as i64).clamp(0, MAX_DISPLAY_SCALE);
-        if f < -(rscale as f64) - 2.0 {
+        // power_var_int's crude overflow / underflow tests (15's bounds: an
+        // underflow is a zero at rscale, `10.0 ^ -2147483647` is
+        // 0.0000000000000000).
+        if f > 3.0 * i16::MAX as f64 * 4.0 {
+            bail!(NumericOutOfRange, "value overflows numeric format");
+        }
+        if f + 1.0 < -(rscale as f64) || f + 1.0 < -(MAX_DISPLAY_SCALE as f64) {
             return Ok(Numeric::Fin { m: BigInt::from(0), scale: rscale as u32 });
         }
         if e == 0 {

@@ -102,7 +102,7 @@ pub fn array_position(a: &Args<'_>) -> Result<ArrayRef> {
         for (i, item) in items.iter().enumerate() {
             let hit = match (item, &want) {
                 (None, None) => true,
-                (Some(t), Some(w)) => parse_text_as(t, ety)?.total_cmp(w).is_eq(),
+                (Some(t), Some(w)) => parse_text_as(t, ety)?.cmp_as(w, ety).is_eq(),
                 _ => false,
             };
             if hit {
@@ -152,7 +152,7 @@ pub fn quantified(x: &ArrayRef, xty: SqlType, arr: &ArrayRef, op: BinOp, all: bo
             let r = match (item, xv.is_null()) {
                 (Some(t), false) => {
                     let e = parse_text_as(t, xty)?;
-                    op.holds(xv.total_cmp(&e))
+                    op.holds(xv.cmp_as(&e, xty))
                 }
                 _ => None,
             };
@@ -184,7 +184,7 @@ pub fn array_order(a: &[Option<String>], b: &[Option<String>], ety: SqlType) -> 
             (None, None) => Ordering::Equal,
             (None, Some(_)) => Ordering::Greater,
             (Some(_), None) => Ordering::Less,
-            (Some(x), Some(y)) => parse_text_as(x, ety)?.total_cmp(&parse_text_as(y, ety)?),
+            (Some(x), Some(y)) => parse_text_as(x, ety)?.cmp_as(&parse_text_as(y, ety)?, ety),
         };
         if o.is_ne() {
             return Ok(o);
@@ -223,7 +223,7 @@ pub fn edit(name: &str, cols: &[ArrayRef], ety: SqlType, n: usize) -> Result<Arr
     let same = |item: &Option<String>, v: &Value| -> Result<bool> {
         Ok(match (item, v) {
             (None, Value::Null) => true,
-            (Some(t), v) if !v.is_null() => parse_text_as(t, ety)?.total_cmp(v).is_eq(),
+            (Some(t), v) if !v.is_null() => parse_text_as(t, ety)?.cmp_as(v, ety).is_eq(),
             _ => false,
         })
     };

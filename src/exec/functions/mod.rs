@@ -908,7 +908,7 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
                     if v.is_null() {
                         continue;
                     }
-                    let o = v.total_cmp(&best);
+                    let o = v.cmp_as(&best, ty);
                     if best.is_null() || (name == "greatest" && o.is_gt()) || (name == "least" && o.is_lt()) {
                         best = v;
                     }
