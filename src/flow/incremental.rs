@@ -427,9 +427,11 @@ fn exact(v: &Value) -> Option<ExactSum> {
 
 /// SQL order of two non-NULL values of one type (NaN above every number,
 /// as in PostgreSQL).
-fn cmp(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+fn cmp(a: &Value, b: &Value, ty: SqlType) -> Option<std::cmp::Ordering> {
     use std::cmp::Ordering::*;
     Some(match (a, b) {
+        // A numeric is its output text: compared by value (9.5 < 10.5).
+        (Value::Text(_), Value::Text(_)) if ty == SqlType::Numeric => a.cmp_as(b, ty),
         (Value::Int(x), Value::Int(y)) => x.cmp(y),
         (Value::Float(x), Value::Float(y)) => match (x.is_nan(), y.is_nan()) {
             (true, true) => Equal,
@@ -484,6 +486,16 @@ fn merge(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, minus: Op
     r
 }
 
+/// A numeric sum's partial state: Some(None) for NULL (no values), None
+/// when it is not a numeric.
+fn numeric_sum(v: &Value) -> Option<Option<crate::types::numeric::Numeric>> {
+    match v {
+        Value::Null => Some(None),
+        Value::Text(s) => crate::types::numeric::Numeric::parse(s).ok().map(Some),
+        _ => None,
+    }
+}
+
 fn merge_parts(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, minus: Option<&[Value]>) -> Merge {
     let n = dp.partial.len();
     let null = vec![Value::Null; n];
@@ -506,6 +518,23 @@ fn merge_parts(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, min
                     match s {
                         Some(s) if s.abs() < EXACT_INT => Value::Int(s),
                         _ => return Merge::Overflow,
+                    }
+                } else if a.ty == SqlType::Numeric {
+                    // Numeric sums are exact, but a retraction may lower the
+                    // display scale of the rows left (1.50 + 2.25 less 2.25
+                    // is 1.50 where the direct sum is 1.5): the group is
+                    // re-read, as for a lost extreme.
+                    if !matches!(m[f], Value::Null) {
+                        return Merge::LostExtreme;
+                    }
+                    match (numeric_sum(&cur[f]), numeric_sum(&p[f])) {
+                        (Some(Some(c)), Some(Some(x))) => match c.add(&x) {
+                            Ok(s) => Value::Text(s.to_string()),
+                            Err(_) => return Merge::Overflow,
+                        },
+                        (Some(None), Some(x)) => x.map_or(Value::Null, |x| Value::Text(x.to_string())),
+                        (Some(c), Some(None)) => c.map_or(Value::Null, |c| Value::Text(c.to_string())),
+                        _ => return Merge::Inconsistent,
                     }
                 } else {
                     // Exact sums: the state after inserts and retractions
@@ -530,7 +559,7 @@ fn merge_parts(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, min
                             out[f] = p[f].clone();
                             out[f + 1] = p[f + 1].clone();
                         }
-                        c => match cmp(&p[f], c).map(toward) {
+                        c => match cmp(&p[f], c, a.ty).map(toward) {
                             Some(std::cmp::Ordering::Less) => {
                                 out[f] = p[f].clone();
                                 out[f + 1] = p[f + 1].clone();
@@ -544,7 +573,7 @@ fn merge_parts(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, min
                 if !matches!(m[f], Value::Null) {
                     match &out[f] {
                         Value::Null => return Merge::Inconsistent,
-                        c => match cmp(&m[f], c).map(toward) {
+                        c => match cmp(&m[f], c, a.ty).map(toward) {
                             // Every retracted value is beyond the extreme: it stays.
                             Some(std::cmp::Ordering::Greater) => {}
                             // Copies of the extreme retracted: it stays while one is left.
@@ -567,7 +596,7 @@ fn merge_parts(dp: &DeltaPlan, cur: &mut Vec<Value>, plus: Option<&[Value]>, min
                 // (x, t) of the least (first) / greatest (last) (t, x).
                 let toward = |o: std::cmp::Ordering| if a.keep == Keep::First { o } else { o.reverse() };
                 let order = |tx: (&Value, &Value), ty: (&Value, &Value)| -> Option<std::cmp::Ordering> {
-                    Some(cmp(tx.0, ty.0)?.then(cmp(tx.1, ty.1)?)).map(toward)
+                    Some(cmp(tx.0, ty.0, SqlType::Unknown)?.then(cmp(tx.1, ty.1, a.ty)?)).map(toward)
                 };
                 if !matches!(p[f + 1], Value::Null) {
                     let take = match &out[f + 1] {
@@ -617,7 +646,7 @@ fn finals(dp: &DeltaPlan, g: &Group) -> Vec<Value> {
             Keep::Sum => {
                 if int(&g.st[f + 1]) == 0 {
                     Value::Null
-                } else if a.int_sum {
+                } else if a.int_sum || a.ty == SqlType::Numeric {
                     g.st[f].clone()
                 } else {
                     Value::Float(float(&g.st[f]))
@@ -631,6 +660,10 @@ fn finals(dp: &DeltaPlan, g: &Group) -> Vec<Value> {
                     (Value::Int(s), SqlType::Numeric) => {
                         use crate::types::numeric::Numeric;
                         Numeric::from_i64(*s).div(&Numeric::from_i64(n)).map_or(Value::Null, |q| Value::Text(q.to_string()))
+                    }
+                    (Value::Text(s), SqlType::Numeric) => {
+                        use crate::types::numeric::Numeric;
+                        Numeric::parse(s).and_then(|s| s.div(&Numeric::from_i64(n))).map_or(Value::Null, |q| Value::Text(q.to_string()))
                     }
                     (s, _) => Value::Float(float(s) / n as f64),
                 }

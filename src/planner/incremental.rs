@@ -250,6 +250,9 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
                 let (func, sum_ty) = match arg_ty {
                     _ if int_arg => (AggFunc::Sum, SqlType::Int8),
                     Some(SqlType::Float8 | SqlType::Float4) => (AggFunc::SumExact, SqlType::Text),
+                    // numeric: an exact numeric sum (see flow::incremental's
+                    // merge for retractions).
+                    Some(SqlType::Numeric) => (AggFunc::Sum, SqlType::Numeric),
                     t => return Err(format!("{name} over {} is not kept incrementally", t.map(|t| t.pg_name()).unwrap_or("?"))),
                 };
                 let xs =
