@@ -35,26 +35,34 @@ pub fn sort_keys(a: &dyn Array) -> Result<ArrayRef> {
     Ok(Arc::new(vals.iter().map(|v| v.as_ref().map(|n| n.sort_key())).collect::<BinaryArray>()))
 }
 
-/// `l op r` element-wise (either side may be one value).
-pub fn arith(op: BinOp, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
+/// `f(a, b)` element-wise over two numeric columns (either side may be one
+/// value); NULL where either is.
+fn zip_with(l: &dyn Array, r: &dyn Array, f: impl Fn(Numeric, Numeric) -> Result<Numeric>) -> Result<ArrayRef> {
     let (lv, rv) = (values(l)?, values(r)?);
     let n = lv.len().max(rv.len());
     let at = |v: &Vec<Option<Numeric>>, i: usize| if v.len() == 1 { v[0].clone() } else { v[i].clone() };
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         out.push(match (at(&lv, i), at(&rv, i)) {
-            (Some(a), Some(b)) => Some(match op {
-                BinOp::Add => a.add(&b)?,
-                BinOp::Sub => a.sub(&b)?,
-                BinOp::Mul => a.mul(&b)?,
-                BinOp::Div => a.div(&b)?,
-                BinOp::Mod => a.modulo(&b)?,
-                other => bail!(Internal, "numeric operator {}", other.symbol()),
-            }),
+            (Some(a), Some(b)) => Some(f(a, b)?),
             _ => None,
         });
     }
     Ok(array(out))
+}
+
+/// `l op r` element-wise (either side may be one value).
+pub fn arith(op: BinOp, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
+    if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod) {
+        bail!(Internal, "numeric operator {}", op.symbol());
+    }
+    zip_with(l, r, |a, b| match op {
+        BinOp::Add => a.add(&b),
+        BinOp::Sub => a.sub(&b),
+        BinOp::Mul => a.mul(&b),
+        BinOp::Div => a.div(&b),
+        _ => a.modulo(&b),
+    })
 }
 
 pub fn neg(a: &dyn Array) -> Result<ArrayRef> {
@@ -204,21 +212,11 @@ pub fn binary_fn(name: &str, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
     if name == "mod" {
         return arith(BinOp::Mod, l, r);
     }
-    let (lv, rv) = (values(l)?, values(r)?);
-    let n = lv.len().max(rv.len());
-    let at = |v: &Vec<Option<Numeric>>, i: usize| if v.len() == 1 { v[0].clone() } else { v[i].clone() };
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        out.push(match (at(&lv, i), at(&rv, i)) {
-            (Some(a), Some(b)) => Some(match name {
-                "log" => a.log(&b)?,
-                "power" => a.power(&b)?,
-                _ => a.div_trunc(&b)?,
-            }),
-            _ => None,
-        });
-    }
-    Ok(array(out))
+    zip_with(l, r, |a, b| match name {
+        "log" => a.log(&b),
+        "power" => a.power(&b),
+        _ => a.div_trunc(&b),
+    })
 }
 
 /// width_bucket(operand, low, high, count) over numerics (exact) or

@@ -81,6 +81,19 @@ fn cmp_values(a: &Value, b: &Value) -> Ordering {
     a.total_cmp(b)
 }
 
+/// A key or bound value in the form bounds compare: a numeric (its output
+/// text) becomes the hex of its sort key, which orders as the numbers do
+/// (9.5 < 10, 1.0 = 1.00); other values as they are.
+fn comparable(v: Value, ty: SqlType) -> Value {
+    match (ty, &v) {
+        (SqlType::Numeric, Value::Text(s)) => match crate::types::numeric::Numeric::parse(s) {
+            Ok(n) => Value::Text(n.sort_key().iter().map(|b| format!("{b:02x}")).collect()),
+            Err(_) => v,
+        },
+        _ => v,
+    }
+}
+
 /// A key tuple against a range bound (PostgreSQL's partition_rbound_cmp).
 fn cmp_key_bound(key: &[Value], bound: &[Datum]) -> Ordering {
     for (k, d) in key.iter().zip(bound) {
@@ -200,7 +213,7 @@ impl Planner<'_> {
         let b = coerce(b, ty)?;
         let a = b.eval(&unit_batch()?, &self.ctx)?;
         let a = crate::exec::expr::cast_array(&a, b.ty(), ty)?;
-        Ok(crate::types::value_at(a.as_ref(), 0))
+        Ok(comparable(crate::types::value_at(a.as_ref(), 0), ty))
     }
 
     /// A bound's constants evaluated in the key's types.
@@ -386,7 +399,8 @@ impl Tree {
         loop {
             let n = &self.nodes[at];
             let Some(arrays) = &keys[at] else { return Routed::Leaf(at, inside) };
-            let key: Vec<Value> = arrays.iter().map(|a| crate::types::value_at(a.as_ref(), row)).collect();
+            let types = n.key.as_ref().map(|k| k.types()).unwrap_or_default();
+            let key: Vec<Value> = arrays.iter().zip(types).map(|(a, ty)| comparable(crate::types::value_at(a.as_ref(), row), ty)).collect();
             let next = n
                 .children
                 .iter()
