@@ -872,6 +872,12 @@ impl Numeric {
         if e == 0 {
             return Ok(Numeric::Fin { m: pow10(rscale as u32), scale: rscale as u32 });
         }
+        // A zero base (a negative exponent failed before): zero at rscale.
+        // The loop below would double a zero's scale at every squaring
+        // (0.0 ^ 2147483647 asked for 2^31 digits).
+        if bm.sign() == Sign::NoSign {
+            return Ok(Numeric::Fin { m: BigInt::from(0), scale: rscale as u32 });
+        }
         // power_var_int: square and multiply, each product rounded to keep
         // the result's significant digits (plus log(|e|) the products may
         // lose, plus 8) but never beyond the operands' own scales; an exact
@@ -1177,6 +1183,8 @@ mod tests {
         assert_eq!(n("100.0").power(&n("32767")).unwrap().to_string().len(), 65535 + 17);
         assert!(n("100.0").power(&n("65536")).is_err());
         assert_eq!(n("-3.5").power(&n("3")).unwrap().to_string(), "-42.8750000000000000");
+        assert_eq!(n("0.0").power(&n("2147483647")).unwrap().to_string(), "0.0000000000000000");
+        assert_eq!(n("0").power(&n("0")).unwrap().to_string(), "1.0000000000000000");
     }
 
     #[test]
