@@ -133,6 +133,50 @@ async fn stream_progress_survives_kill9_right_after_each_evaluation() {
     }
 }
 
+/// IDLE_TIMEOUT(1s) with EVENT_TYPE(IDLE|RESUME) (TDengine 3.4): a group
+/// without new rows for a second of processing time computes an IDLE
+/// event, its next rows a RESUME; a group kept busy stays quiet. Waits for
+/// the runner (wall-clock time is the trigger).
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_timeout_computes_idle_and_resume_events() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::spawn(dir.path()).unwrap();
+    let c = s.connect(None).await.unwrap();
+    c.batch_execute(
+        "CREATE STABLE st (ts TIMESTAMP, v INT) TAGS (g INT);
+         CREATE TABLE d1 USING st TAGS (1);
+         CREATE TABLE d2 USING st TAGS (2);
+         CREATE SNODE ON DNODE 1;
+         CREATE STREAM si SLIDING(1s) FROM st PARTITION BY tbname STREAM_OPTIONS(IDLE_TIMEOUT(1s)|EVENT_TYPE(IDLE|RESUME)) INTO oi
+           AS SELECT to_timestamp(_tidlestart / 1000000000.0) AS ts, _tidleend - _tidlestart AS ns;
+         INSERT INTO d1 VALUES (now(), 1); INSERT INTO d2 VALUES (now(), 1);",
+    )
+    .await
+    .unwrap();
+    // d2 gets a row every 100 ms until d1 has gone idle.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        c.batch_execute("INSERT INTO d2 VALUES (now(), 2)").await.unwrap();
+        let n = rows(&c, "SELECT count(*) FROM oi").await;
+        if n != vec![vec![Some("0".to_string())]] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no IDLE event");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        rows(&c, "SELECT tag_tbname, ns >= 1000000000 FROM oi").await,
+        vec![vec![Some("d1".into()), Some("t".into())]],
+        "d1 went idle after at least a second; d2 did not"
+    );
+    // Rows again: RESUME (its idle span starts when IDLE fired: another row).
+    c.batch_execute("INSERT INTO d1 VALUES (now(), 3)").await.unwrap();
+    wait_for(&c, "SELECT count(*) FROM oi WHERE tag_tbname = 'd1'", "2").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn max_delay_computes_an_open_window_while_it_stays_open() {
     if common::external_url().is_some() {

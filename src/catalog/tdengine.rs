@@ -114,6 +114,12 @@ pub struct GroupProgress {
     /// trigger nothing, as with EXPIRED_TIME.
     #[serde(default)]
     pub horizon_us: Option<i64>,
+    /// IDLE_TIMEOUT: processing time (ms) new rows of the group were last
+    /// seen (0: never), and since when it is idle (an IDLE event fired).
+    #[serde(default)]
+    pub seen_ms: i64,
+    #[serde(default)]
+    pub idle_ms: Option<i64>,
 }
 
 /// A stream's progress: per group, the windows computed (by start); the
@@ -280,7 +286,8 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-const GROUP_RECORD_VERSION: u8 = 1;
+/// 2: the progress has `seen_ms` and `idle_ms` (1 is read too).
+const GROUP_RECORD_VERSION: u8 = 2;
 
 impl StreamState {
     /// Every group key that has a per-group entry.
@@ -310,12 +317,13 @@ impl StreamState {
             | u8::from(tick.is_some()) << 3
             | u8::from(marks.is_some()) << 4
             | u8::from(open.is_some()) << 5
-            | u8::from(outs.is_some()) << 6;
+            | u8::from(outs.is_some()) << 6
+            | u8::from(p.is_some_and(|p| p.idle_ms.is_some())) << 7;
         let mut o = Vec::with_capacity(64 + marks.map_or(0, |m| m.len() * 32) + outs.map_or(0, |m| m.len() * 20));
         o.push(GROUP_RECORD_VERSION);
         o.push(flags);
         if let Some(p) = p {
-            for v in [p.id, p.first_ts, p.max_ts, p.resume_us, p.horizon_us.unwrap_or(0)] {
+            for v in [p.id, p.first_ts, p.max_ts, p.resume_us, p.horizon_us.unwrap_or(0), p.seen_ms, p.idle_ms.unwrap_or(0)] {
                 o.extend_from_slice(&v.to_le_bytes());
             }
         }
@@ -349,14 +357,17 @@ impl StreamState {
 
     fn decode_group(&mut self, key: &str, rec: &[u8]) -> Result<()> {
         let mut r = Rd(rec);
-        if r.u8()? != GROUP_RECORD_VERSION {
+        let version = r.u8()?;
+        if !(1..=GROUP_RECORD_VERSION).contains(&version) {
             return Err(err!(Corrupt, "stream state record of group {key:?} has an unknown version"));
         }
         let flags = r.u8()?;
         if flags & 1 != 0 {
             let (id, first_ts, max_ts, resume_us, horizon) = (r.i64()?, r.i64()?, r.i64()?, r.i64()?, r.i64()?);
             let horizon_us = (flags & 2 != 0).then_some(horizon);
-            self.groups.insert(key.to_string(), GroupProgress { id, first_ts, max_ts, resume_us, horizon_us });
+            let (seen_ms, idle) = if version >= 2 { (r.i64()?, r.i64()?) } else { (0, 0) };
+            let idle_ms = (flags & 128 != 0).then_some(idle);
+            self.groups.insert(key.to_string(), GroupProgress { id, first_ts, max_ts, resume_us, horizon_us, seen_ms, idle_ms });
         }
         let mut marks = BTreeMap::new();
         for _ in 0..r.u32()? {
@@ -733,8 +744,18 @@ mod tests {
         for (i, g) in ["t1", "t2\u{1}\u{0}"].iter().enumerate() {
             let g = g.to_string();
             let i = i as i64;
-            st.groups
-                .insert(g.clone(), GroupProgress { id: i, first_ts: -5, max_ts: 99, resume_us: 40, horizon_us: (i == 1).then_some(7) });
+            st.groups.insert(
+                g.clone(),
+                GroupProgress {
+                    id: i,
+                    first_ts: -5,
+                    max_ts: 99,
+                    resume_us: 40,
+                    horizon_us: (i == 1).then_some(7),
+                    seen_ms: 5,
+                    idle_ms: (i == 0).then_some(9),
+                },
+            );
             st.windows.insert(
                 g.clone(),
                 (0..3).map(|w| (w * 10, WindowMark { end: w * 10 + 10, rows: 2, digest: u64::MAX - w as u64 })).collect(),

@@ -119,6 +119,12 @@ pub struct Compiled {
     /// EVENT_TYPE: compute at window open / close (default close only).
     pub on_open: bool,
     pub on_close: bool,
+    /// IDLE_TIMEOUT: processing time without new rows after which a group
+    /// is idle; EVENT_TYPE(IDLE / RESUME): compute when a group goes idle /
+    /// gets rows again.
+    pub idle_timeout_us: Option<i64>,
+    pub on_idle: bool,
+    pub on_resume: bool,
     /// NOTIFY(…): where events go and which.
     pub notify: Option<NotifyCfg>,
 }
@@ -130,6 +136,9 @@ pub struct NotifyCfg {
     /// ON (WINDOW_OPEN): window triggers only.
     pub on_open: bool,
     pub on_close: bool,
+    /// ON (IDLE), ON (RESUME): with IDLE_TIMEOUT.
+    pub on_idle: bool,
+    pub on_resume: bool,
     /// NOTIFY_HISTORY: also for the history FILL_HISTORY computes.
     pub history: bool,
     /// ON_FAILURE_PAUSE: an undelivered message fails the evaluation (it is
@@ -233,12 +242,17 @@ pub fn compile(env: &Env, def: &StreamDef) -> Result<Compiled> {
         max_delay_us: None,
         on_open: false,
         on_close: true,
+        idle_timeout_us: None,
+        on_idle: false,
+        on_resume: false,
         notify: cs.notify.as_ref().map(|n| {
             let has = |v: &[String], w: &str| v.iter().any(|x| x.eq_ignore_ascii_case(w));
             NotifyCfg {
                 urls: n.urls.clone(),
                 on_open: has(&n.events, "WINDOW_OPEN") && time_or_data_windows(&cs.trigger),
                 on_close: n.events.is_empty() || has(&n.events, "WINDOW_CLOSE") || !time_or_data_windows(&cs.trigger),
+                on_idle: has(&n.events, "IDLE"),
+                on_resume: has(&n.events, "RESUME"),
                 history: has(&n.options, "NOTIFY_HISTORY"),
                 pause: has(&n.options, "ON_FAILURE_PAUSE"),
                 condition: n.condition.clone(),
@@ -261,10 +275,19 @@ pub fn compile(env: &Env, def: &StreamDef) -> Result<Compiled> {
             StreamOption::ForceOutput => c.force_output = true,
             StreamOption::LowLatencyCalc => c.low_latency = true,
             StreamOption::MaxDelay(d) => c.max_delay_us = d.micros,
-            // PERIOD and plain SLIDING have no windows to open: ignored.
-            StreamOption::EventType(t) if time_or_data_windows(&cs.trigger) => {
-                c.on_open = t.iter().any(|x| x.eq_ignore_ascii_case("WINDOW_OPEN"));
-                c.on_close = t.iter().any(|x| x.eq_ignore_ascii_case("WINDOW_CLOSE"));
+            StreamOption::IdleTimeout(d) => c.idle_timeout_us = d.micros,
+            StreamOption::EventType(t) => {
+                let has = |w: &str| t.iter().any(|x| x.eq_ignore_ascii_case(w));
+                c.on_idle = has("IDLE");
+                c.on_resume = has("RESUME");
+                if time_or_data_windows(&cs.trigger) {
+                    c.on_open = has("WINDOW_OPEN");
+                    c.on_close = has("WINDOW_CLOSE");
+                } else if !has("WINDOW_OPEN") && !has("WINDOW_CLOSE") {
+                    // PERIOD and plain SLIDING have no windows to open or
+                    // close; IDLE / RESUME alone: their ticks compute nothing.
+                    c.on_close = false;
+                }
             }
             _ => {}
         }
@@ -799,6 +822,8 @@ pub struct Bindings {
     pub period_us: i64,
     /// `%%trows` as rows in memory (the stream's cache), not a read.
     pub trows: Option<Arc<TriggerRows>>,
+    /// IDLE / RESUME: `_tidlestart`, `_tidleend` (processing times, ms).
+    pub idle_ms: Option<(i64, i64)>,
 }
 
 /// A window's trigger rows in memory: the trigger table's columns.
@@ -882,6 +907,9 @@ pub fn bind_query(c: &Compiled, q: &ast::Query, b: &Bindings) -> Result<ast::Que
                 "_tprev_ts" => ts_literal(w.map(|w| w.start).unwrap_or(0)),
                 "_tnext_ts" => ts_literal(w.and_then(|w| w.tick).map(|t| 2 * t - w.map(|w| w.start).unwrap_or(0)).unwrap_or(0)),
                 "_tgrpid" => format!("CAST({} AS BIGINT)", self.b.group_id),
+                // Nanoseconds, as TDengine gives them.
+                "_tidlestart" => format!("CAST({} AS BIGINT)", self.b.idle_ms.map_or(0, |i| i.0).saturating_mul(1_000_000)),
+                "_tidleend" => format!("CAST({} AS BIGINT)", self.b.idle_ms.map_or(0, |i| i.1).saturating_mul(1_000_000)),
                 "_tlocaltime" => format!("CAST({} AS BIGINT)", self.b.local_us.saturating_mul(1000)),
                 "_tprev_localtime" => format!("CAST({} AS BIGINT)", (self.b.local_us - self.b.period_us).saturating_mul(1000)),
                 "_tnext_localtime" => format!("CAST({} AS BIGINT)", (self.b.local_us + self.b.period_us).saturating_mul(1000)),
@@ -1482,12 +1510,15 @@ fn run_compiled(
     // Groups whose changes delete rows (a window with fewer rows is a
     // delete there, else late rows split it).
     let mut deleted = std::collections::HashSet::new();
+    // Groups with new rows (IDLE_TIMEOUT): the change log's, or with a
+    // full read the groups whose newest row moved.
+    let mut fresh = std::collections::HashSet::new();
     // The passes: a catch-up reads what the change log selects (or every
     // group); a recalculation reads its groups a few at a time, each from
     // its first window the range reaches, so memory holds a few groups'
     // rows (one day of 1,000 children at once was 5.8 GB).
     let passes = match mode {
-        Mode::CatchUp => vec![selection(c, st, &regions, &upto, now, &mut deleted, cache.as_deref_mut())?],
+        Mode::CatchUp => vec![selection(c, st, &regions, &upto, now, &mut deleted, &mut fresh, cache.as_deref_mut())?],
         Mode::Recalc { from, .. } => recalc_passes(c, st, from)?,
         Mode::Init | Mode::Skip => vec![None],
     };
@@ -1547,6 +1578,9 @@ fn run_compiled(
             };
             let (wins, opens) = cut(&c.cs.trigger, g, c.watermark_us, c.ignore_nodata, from, wm_floor)?;
             let max_ts = g.ts.last().copied().unwrap_or(i64::MIN);
+            if sel.is_none() && mode == Mode::CatchUp && prev.is_none_or(|p| p.max_ts != max_ts) {
+                fresh.insert(key.clone());
+            }
             let recalc = matches!(mode, Mode::Recalc { .. });
             if !recalc {
                 let next_id = st.groups.len() as i64;
@@ -1557,6 +1591,8 @@ fn run_compiled(
                     max_ts,
                     resume_us: first,
                     horizon_us: None,
+                    seen_ms: 0,
+                    idle_ms: None,
                 });
                 p.first_ts = p.first_ts.min(first);
                 p.max_ts = max_ts;
@@ -1757,6 +1793,9 @@ fn run_compiled(
         env.storage.commit(std::mem::replace(staged, parts))?;
         deliver(hub, c, st, std::mem::take(&mut fx.events), mode, now)?;
     }
+    if let (Mode::CatchUp, Some(timeout)) = (mode, c.idle_timeout_us) {
+        written += run_idle(env, hub, c, st, &fresh, timeout, now, staged)?;
+    }
     if !matches!(mode, Mode::Recalc { .. }) {
         checkpoint(c, st, &regions, &upto);
         if let Some(k) = cache {
@@ -1764,6 +1803,91 @@ fn run_compiled(
         }
     }
     st.rows_written += written;
+    Ok(written)
+}
+
+/// IDLE_TIMEOUT: a group whose new rows were last seen `timeout_us` ago
+/// (processing time) goes idle, and its next rows resume it. Each is an
+/// event, computed with EVENT_TYPE(IDLE) / (RESUME) and sent with NOTIFY ON
+/// (IDLE) / (RESUME). `_tidlestart` / `_tidleend`: for IDLE the quiet span
+/// (rows last seen, now), for RESUME the idle span (went idle, now).
+#[allow(clippy::too_many_arguments)]
+fn run_idle(
+    env: &Env,
+    hub: &Hub,
+    c: &Compiled,
+    st: &mut StreamState,
+    fresh: &std::collections::HashSet<String>,
+    timeout_us: i64,
+    now: i64,
+    staged: &mut Staged,
+) -> Result<u64> {
+    let now_ms = now.div_euclid(1000);
+    let mut due: Vec<(String, &'static str, i64)> = Vec::new();
+    for (key, p) in st.groups.iter_mut() {
+        if fresh.contains(key) {
+            if let Some(since) = p.idle_ms.take() {
+                due.push((key.clone(), "RESUME", since));
+            }
+            p.seen_ms = now_ms;
+        } else if p.idle_ms.is_none() && p.seen_ms > 0 && now_ms - p.seen_ms >= timeout_us.div_euclid(1000) {
+            p.idle_ms = Some(now_ms);
+            due.push((key.clone(), "IDLE", p.seen_ms));
+        }
+    }
+    let mut written = 0;
+    let mut events = Vec::new();
+    // One event per group: one buffer, one commit.
+    let mut buf = OutBuf::default();
+    for (key, kind, start_ms) in due {
+        let idle = kind == "IDLE";
+        let computes = if idle { c.on_idle } else { c.on_resume };
+        let notifies = c.notify.as_ref().is_some_and(|n| if idle { n.on_idle } else { n.on_resume });
+        let Some(values) = group_values(&key, c.cs.partition.len()).filter(|_| computes || notifies) else { continue };
+        let gi = st.groups.get(&key).map_or(0, |p| p.id);
+        let mut e = Event {
+            table_name: String::new(),
+            event_type: kind,
+            event_time_ms: now_ms,
+            trigger_id: format!("{}-{gi}-idle-{start_ms}", c.def.id),
+            trigger_type: trigger_type(&c.cs.trigger),
+            group_id: gi.to_string(),
+            window_start_ms: Some(start_ms),
+            window_end_ms: Some(now_ms),
+            result: None,
+        };
+        if computes && c.cs.query.is_some() {
+            let tbname = c.cs.partition.iter().position(|p| crate::planner::ident(p) == TBNAME).and_then(|i| values[i].clone());
+            let b = Bindings {
+                group: values.clone(),
+                tbname,
+                group_id: gi,
+                local_us: now,
+                idle_ms: Some((start_ms, now_ms)),
+                ..Default::default()
+            };
+            let (cols, batches) = match compute_out(env, c, &b) {
+                Ok(r) => r,
+                Err(err) => {
+                    flush_output(env, &mut buf)?;
+                    return Err(err);
+                }
+            };
+            let go = if c.output.is_some() && is_grouped(c) { Some(cached_group_out(env, c, st, &key, &values)?) } else { None };
+            written += write_output(env, c, &batches, &cols, go.as_ref(), &mut buf, &key)?;
+            let names = result_names(c, &cols);
+            e.result = batches.iter().find(|b| b.num_rows() > 0).map(|b| row_json(&names, b, 0));
+        }
+        if notifies {
+            events.push((key, e));
+        }
+    }
+    // The windows' writes first (an idle row may have a window row's time).
+    let parts = stage_buf(&mut buf)?;
+    if !parts.is_empty() {
+        env.storage.commit(std::mem::replace(staged, parts))?;
+    }
+    deliver(hub, c, st, events, Mode::CatchUp, now)?;
     Ok(written)
 }
 
@@ -1964,11 +2088,7 @@ fn close_events(
 ) -> Result<()> {
     let Some(n) = c.notify.as_ref().filter(|n| n.on_close) else { return Ok(()) };
     let kind = if time_or_data_windows(&c.cs.trigger) { "WINDOW_CLOSE" } else { "ON_TIME" };
-    let names: Vec<String> = if c.cs.columns.len() == cols.len() {
-        c.cs.columns.iter().map(crate::planner::ident).collect()
-    } else {
-        cols.iter().map(|x| x.name.clone()).collect()
-    };
+    let names = result_names(c, cols);
     let mut any = false;
     for b in batches {
         let keep = match &n.condition {
@@ -1980,12 +2100,8 @@ fn close_events(
             if keep.as_ref().is_some_and(|k| !k[r]) {
                 continue;
             }
-            let mut m = serde_json::Map::new();
-            for (i, n) in names.iter().enumerate().take(b.num_columns()) {
-                m.insert(n.clone(), super::tdengine_notify::json_value(&crate::types::value_at(b.column(i).as_ref(), r)));
-            }
             let mut e = window_event(c, gi, w, kind, now);
-            e.result = Some(m);
+            e.result = Some(row_json(&names, b, r));
             fx.events.push((key.to_string(), e));
         }
     }
@@ -1993,6 +2109,25 @@ fn close_events(
         fx.events.push((key.to_string(), window_event(c, gi, w, kind, now)));
     }
     Ok(())
+}
+
+/// The names of a result's columns in events (the stream's column list,
+/// when it names them all).
+fn result_names(c: &Compiled, cols: &[PlanColumn]) -> Vec<String> {
+    if c.cs.columns.len() == cols.len() {
+        c.cs.columns.iter().map(crate::planner::ident).collect()
+    } else {
+        cols.iter().map(|x| x.name.clone()).collect()
+    }
+}
+
+/// Row `r` of a result as an event's `result` object.
+fn row_json(names: &[String], b: &RecordBatch, r: usize) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    for (i, n) in names.iter().enumerate().take(b.num_columns()) {
+        m.insert(n.clone(), super::tdengine_notify::json_value(&crate::types::value_at(b.column(i).as_ref(), r)));
+    }
+    m
 }
 
 /// CREATE STREAM: each placeholder of the query where TDengine allows it
@@ -2008,6 +2143,7 @@ pub fn check_placeholders(c: &Compiled) -> Result<()> {
             "_twend" | "_twduration" | "_twrownum" => windowed && c.on_close,
             "_tprev_ts" | "_tcurrent_ts" | "_tnext_ts" => matches!(t, StreamTrigger::Sliding { .. }),
             "_tprev_localtime" | "_tnext_localtime" => matches!(t, StreamTrigger::Period { .. }),
+            "_tidlestart" | "_tidleend" => c.on_idle || c.on_resume,
             "%%tbname" => {
                 if !by_tbname {
                     bail!(InvalidParameterValue, "Invalid stream query: %%tbname needs PARTITION BY tbname");
@@ -2269,6 +2405,7 @@ fn run_jobs_into(
                 Some(p) => memory(&mut p.iter())?,
                 None => None,
             },
+            idle_ms: None,
         };
         let (cols, batches) = compute_out(env, c, &b)?;
         written += write_output(env, c, &batches, &cols, outs.get(&j.key).and_then(|o| o.as_ref()), buf, &j.key)?;
@@ -2408,6 +2545,7 @@ fn selection(
     upto: &BTreeMap<u64, u64>,
     now: i64,
     deleted: &mut std::collections::HashSet<String>,
+    fresh: &mut std::collections::HashSet<String>,
     mut cache: Option<&mut TriggerCache>,
 ) -> Result<Option<Selection>> {
     let Some(t) = &c.trigger else { return Ok(Some(Selection::new())) };
@@ -2443,6 +2581,7 @@ fn selection(
         }
     }
     let mut sel = Selection::new();
+    fresh.extend(changed.keys().cloned());
     for (key, ch) in changed {
         if ch.retracted.iter().any(|t| !ch.added.contains(t)) {
             deleted.insert(key.clone());
@@ -2962,7 +3101,16 @@ fn run_period(
             }
             None => None,
         };
-        let b = Bindings { window: None, group: values.clone(), tbname, group_id: gi as i64, local_us: tick, period_us: period, trows };
+        let b = Bindings {
+            window: None,
+            group: values.clone(),
+            tbname,
+            group_id: gi as i64,
+            local_us: tick,
+            period_us: period,
+            trows,
+            idle_ms: None,
+        };
         let (cols, batches) = match compute_out(env, c, &b) {
             Ok(r) => r,
             Err(e) => {

@@ -207,6 +207,9 @@ pub enum StreamOption {
     MaxDelay(Duration),
     EventType(Vec<String>),
     IgnoreNodataTrigger,
+    /// TDengine 3.4's IDLE_TIMEOUT(d): a group without data for `d` of
+    /// processing time is idle (EVENT_TYPE / NOTIFY ON IDLE, RESUME).
+    IdleTimeout(Duration),
 }
 
 impl StreamOption {
@@ -227,6 +230,7 @@ impl StreamOption {
             StreamOption::MaxDelay(_) => "MAX_DELAY",
             StreamOption::EventType(_) => "EVENT_TYPE",
             StreamOption::IgnoreNodataTrigger => "IGNORE_NODATA_TRIGGER",
+            StreamOption::IdleTimeout(_) => "IDLE_TIMEOUT",
         }
     }
 }
@@ -235,7 +239,9 @@ impl fmt::Display for StreamOption {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.name();
         match self {
-            StreamOption::Watermark(d) | StreamOption::ExpiredTime(d) | StreamOption::MaxDelay(d) => write!(f, "{n}({d})"),
+            StreamOption::Watermark(d) | StreamOption::ExpiredTime(d) | StreamOption::MaxDelay(d) | StreamOption::IdleTimeout(d) => {
+                write!(f, "{n}({d})")
+            }
             StreamOption::FillHistory(Some(e)) | StreamOption::FillHistoryFirst(Some(e)) | StreamOption::PreFilter(e) => {
                 write!(f, "{n}({e})")
             }
@@ -809,6 +815,7 @@ fn parse_option(p: &mut Parser) -> Result<StreamOption, ParserError> {
         "WATERMARK" => StreamOption::Watermark(paren(p, parse_duration)?),
         "EXPIRED_TIME" => StreamOption::ExpiredTime(paren(p, parse_duration)?),
         "MAX_DELAY" => StreamOption::MaxDelay(paren(p, parse_duration)?),
+        "IDLE_TIMEOUT" => StreamOption::IdleTimeout(paren(p, parse_duration)?),
         "IGNORE_DISORDER" => StreamOption::IgnoreDisorder,
         "DELETE_RECALC" => StreamOption::DeleteRecalc,
         "DELETE_OUTPUT_TABLE" => StreamOption::DeleteOutputTable,

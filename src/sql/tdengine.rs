@@ -887,6 +887,10 @@ fn validate(cs: &CreateStream) -> Result<()> {
     if period && (has("FILL_HISTORY") || has("FILL_HISTORY_FIRST")) {
         bail!(InvalidParameterValue, "Invalid stream option: FILL_HISTORY is not supported for PERIOD trigger");
     }
+    if period && has("IDLE_TIMEOUT") {
+        // A PERIOD tick reads no trigger rows of its own to see groups by.
+        bail!(InvalidParameterValue, "Invalid stream option: IDLE_TIMEOUT is not supported for PERIOD trigger");
+    }
     if period && has("WATERMARK") {
         bail!(InvalidParameterValue, "Invalid stream option: WATERMARK is not supported for PERIOD trigger");
     }
@@ -898,11 +902,18 @@ fn validate(cs: &CreateStream) -> Result<()> {
             for x in t {
                 match x.as_str() {
                     "WINDOW_OPEN" | "WINDOW_CLOSE" => {}
-                    "IDLE" | "RESUME" => {
-                        bail!(FeatureNotSupported, "EVENT_TYPE({x}) needs IDLE_TIMEOUT (TDengine 3.4), which weir does not support")
-                    }
-                    _ => bail!(InvalidParameterValue, "Invalid stream option: EVENT_TYPE({x}) is not WINDOW_OPEN or WINDOW_CLOSE"),
+                    "IDLE" | "RESUME" if has("IDLE_TIMEOUT") => {}
+                    "IDLE" | "RESUME" => bail!(InvalidParameterValue, "Invalid stream option: EVENT_TYPE({x}) needs IDLE_TIMEOUT"),
+                    _ => bail!(
+                        InvalidParameterValue,
+                        "Invalid stream option: EVENT_TYPE({x}) is not WINDOW_OPEN, WINDOW_CLOSE, IDLE or RESUME"
+                    ),
                 }
+            }
+        }
+        if let StreamOption::IdleTimeout(d) = o {
+            if d.micros.is_none_or(|m| !(1_000_000..=10 * 86_400_000_000).contains(&m)) {
+                bail!(InvalidParameterValue, "Invalid stream option: IDLE_TIMEOUT must be between 1s and 10d");
             }
         }
         if let StreamOption::MaxDelay(d) = o {
@@ -938,9 +949,8 @@ fn validate(cs: &CreateStream) -> Result<()> {
         for e in &n.events {
             match e.to_uppercase().as_str() {
                 "WINDOW_OPEN" | "WINDOW_CLOSE" => {}
-                "IDLE" | "RESUME" => {
-                    bail!(FeatureNotSupported, "NOTIFY ON ({e}) needs IDLE_TIMEOUT (TDengine 3.4), which weir does not support")
-                }
+                "IDLE" | "RESUME" if has("IDLE_TIMEOUT") => {}
+                "IDLE" | "RESUME" => bail!(InvalidParameterValue, "Invalid stream: NOTIFY ON ({e}) needs IDLE_TIMEOUT"),
                 _ => bail!(InvalidParameterValue, "Invalid stream notify event type: {e}"),
             }
         }
