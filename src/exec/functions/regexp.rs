@@ -517,6 +517,41 @@ fn nth_match(re: &Regex, s: &str, start: i64, n: i64) -> Option<Spans> {
     found
 }
 
+/// The byte span of group `sub` (0: the whole match) of the `n`-th match
+/// of pattern `p` from character `start`, after the argument checks that
+/// regexp_instr and regexp_substr share, in PostgreSQL's order (22023 for
+/// each; `endoption` is regexp_instr's).
+#[allow(clippy::too_many_arguments)]
+fn nth_group(
+    cache: &Cache,
+    function: &str,
+    s: &str,
+    p: &str,
+    flags: &str,
+    start: i64,
+    n: i64,
+    endoption: Option<i64>,
+    sub: i64,
+) -> Result<Option<(usize, usize)>> {
+    if start <= 0 {
+        return Err(bad_param("start", start));
+    }
+    if n <= 0 {
+        return Err(bad_param("n", n));
+    }
+    if let Some(e) = endoption.filter(|e| *e != 0 && *e != 1) {
+        return Err(bad_param("endoption", e));
+    }
+    if sub < 0 {
+        return Err(bad_param("subexpr", sub));
+    }
+    let pat = cache.get(p, flags)?;
+    if pat.global {
+        return Err(no_global(function));
+    }
+    Ok(nth_match(&pat.re, s, start, n).and_then(|spans| spans.get(sub as usize).copied().flatten()))
+}
+
 /// regexp_instr(string, pattern [, start [, n [, endoption [, flags [, subexpr]]]]]).
 pub fn regexp_instr(a: &Args<'_>) -> Result<ArrayRef> {
     let cache = Cache::new();
@@ -532,27 +567,8 @@ pub fn regexp_instr(a: &Args<'_>) -> Result<ArrayRef> {
             out.append_null();
             continue;
         };
-        if start <= 0 {
-            return Err(bad_param("start", start));
-        }
-        if n <= 0 {
-            return Err(bad_param("n", n));
-        }
-        if endopt != 0 && endopt != 1 {
-            return Err(bad_param("endoption", endopt));
-        }
-        if sub < 0 {
-            return Err(bad_param("subexpr", sub));
-        }
-        let pat = cache.get(p, flags)?;
-        if pat.global {
-            return Err(no_global("regexp_instr"));
-        }
-        let pos = match nth_match(&pat.re, s, start, n) {
-            Some(spans) => match spans.get(sub as usize) {
-                Some(Some((so, eo))) => 1 + chars_before(s, if endopt == 1 { *eo } else { *so }),
-                _ => 0,
-            },
+        let pos = match nth_group(&cache, "regexp_instr", s, p, flags, start, n, Some(endopt), sub)? {
+            Some((so, eo)) => 1 + chars_before(s, if endopt == 1 { eo } else { so }),
             None => 0,
         };
         out.append_value(pos as i32);
@@ -575,20 +591,7 @@ pub fn regexp_substr(a: &Args<'_>) -> Result<ArrayRef> {
             out.append_null();
             continue;
         };
-        if start <= 0 {
-            return Err(bad_param("start", start));
-        }
-        if n <= 0 {
-            return Err(bad_param("n", n));
-        }
-        if sub < 0 {
-            return Err(bad_param("subexpr", sub));
-        }
-        let pat = cache.get(p, flags)?;
-        if pat.global {
-            return Err(no_global("regexp_substr"));
-        }
-        match nth_match(&pat.re, s, start, n).and_then(|spans| spans.get(sub as usize).copied().flatten()) {
+        match nth_group(&cache, "regexp_substr", s, p, flags, start, n, None, sub)? {
             Some((so, eo)) => out.append_value(&s[so..eo]),
             None => out.append_null(),
         }
@@ -751,10 +754,8 @@ pub fn similar_to_regex(pat: &str, escape: Option<char>) -> Result<String> {
             out.push(c);
         }
     }
-    if after_escape && escape.is_some() {
-        // A trailing escape is kept as a literal backslash in PostgreSQL.
-        out.push_str("\\\\");
-    }
+    // A trailing escape character escapes nothing and is dropped, as in
+    // PostgreSQL 15 (`'a' SIMILAR TO 'a#' ESCAPE '#'` is true).
     out.push_str(")$");
     Ok(out)
 }
@@ -844,5 +845,7 @@ mod tests {
         assert!(m("_bcd\\%", None, "abcd\\efg"));
         assert!(m("a|b%", Some('\\'), "bcd"));
         assert!(similar_to_regex("a#\"b#\"c#\"d", Some('#')).is_err());
+        assert!(m("a#", Some('#'), "a"));
+        assert!(!m("a\\", Some('\\'), "a\\"));
     }
 }
