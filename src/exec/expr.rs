@@ -275,6 +275,17 @@ impl Expr {
         Expr::Literal { value, ty }
     }
 
+    /// A subquery over `plan` with a fresh (empty) result cache.
+    pub fn subquery(
+        plan: impl SubqueryPlan,
+        kind: SubqueryKind,
+        correlated: bool,
+        outer_refs: Vec<(usize, SqlType)>,
+        ty: SqlType,
+    ) -> Expr {
+        Expr::Subquery { plan: SubPlan::new(plan), kind, correlated, outer_refs, cache: Arc::new(SubqueryCache::default()), ty }
+    }
+
     pub fn ty(&self) -> SqlType {
         match self {
             Expr::Column { ty, .. }

@@ -630,25 +630,11 @@ impl<'a> Planner<'a> {
                         .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
                 })?;
                 let plan = cast_plan_column(plan, ty);
-                Expr::Subquery {
-                    plan: SubPlan::new(plan),
-                    kind: SubqueryKind::In { expr: Box::new(coerce(x, ty)?), negated: *negated },
-                    correlated,
-                    outer_refs,
-                    cache: Arc::new(SubqueryCache::default()),
-                    ty: SqlType::Bool,
-                }
+                Expr::subquery(plan, SubqueryKind::In { expr: Box::new(coerce(x, ty)?), negated: *negated }, correlated, outer_refs, SqlType::Bool)
             }
             E::Exists { subquery, negated } => {
                 let (plan, correlated, outer_refs) = self.plan_subquery(subquery, scope)?;
-                Expr::Subquery {
-                    plan: SubPlan::new(plan),
-                    kind: SubqueryKind::Exists { negated: *negated },
-                    correlated,
-                    outer_refs,
-                    cache: Arc::new(SubqueryCache::default()),
-                    ty: SqlType::Bool,
-                }
+                Expr::subquery(plan, SubqueryKind::Exists { negated: *negated }, correlated, outer_refs, SqlType::Bool)
             }
             E::Subquery(q) => {
                 let (plan, correlated, outer_refs) = self.plan_subquery(q, scope)?;
@@ -657,14 +643,7 @@ impl<'a> Planner<'a> {
                     bail!(Syntax, "subquery must return only one column");
                 }
                 let ty = if cols[0].ty == SqlType::Unknown { SqlType::Text } else { cols[0].ty };
-                Expr::Subquery {
-                    plan: SubPlan::new(plan),
-                    kind: SubqueryKind::Scalar,
-                    correlated,
-                    outer_refs,
-                    cache: Arc::new(SubqueryCache::default()),
-                    ty,
-                }
+                Expr::subquery(plan, SubqueryKind::Scalar, correlated, outer_refs, ty)
             }
             E::AnyOp { left, compare_op, right, .. } | E::AllOp { left, compare_op, right } => {
                 let all = matches!(e, E::AllOp { .. });
@@ -680,14 +659,7 @@ impl<'a> Planner<'a> {
                             )
                         })?;
                         let plan = cast_plan_column(plan, ty);
-                        Expr::Subquery {
-                            plan: SubPlan::new(plan),
-                            kind: SubqueryKind::Quantified { expr: Box::new(coerce(x, ty)?), op, all },
-                            correlated,
-                            outer_refs,
-                            cache: Arc::new(SubqueryCache::default()),
-                            ty: SqlType::Bool,
-                        }
+                        Expr::subquery(plan, SubqueryKind::Quantified { expr: Box::new(coerce(x, ty)?), op, all }, correlated, outer_refs, SqlType::Bool)
                     }
                     // x = ANY (ARRAY[a, b]) is x IN (a, b); x <> ALL (...) is
                     // NOT IN (SQLAlchemy's catalog queries use them).
@@ -1180,14 +1152,7 @@ impl<'a> Planner<'a> {
                     bail!(Syntax, "subquery must return only one column");
                 }
                 let ty = cols[0].ty.array_of().unwrap_or(SqlType::Array(crate::types::Elem::Text));
-                return Ok(Expr::Subquery {
-                    plan: SubPlan::new(plan),
-                    kind: SubqueryKind::Array,
-                    correlated,
-                    outer_refs,
-                    cache: Arc::new(SubqueryCache::default()),
-                    ty,
-                });
+                return Ok(Expr::subquery(plan, SubqueryKind::Array, correlated, outer_refs, ty));
             }
             ast::FunctionArguments::Subquery(_) => bail!(FeatureNotSupported, "function over a subquery is not supported"),
             ast::FunctionArguments::List(list) => {

@@ -353,14 +353,7 @@ impl<'a> Planner<'a> {
             }
         }
         let correlated = !refs.is_empty() || plan.references_outer(1);
-        let rows = Expr::Subquery {
-            plan: SubPlan::new(plan),
-            kind: SubqueryKind::Rows,
-            correlated,
-            outer_refs: refs,
-            cache: Arc::new(SubqueryCache::default()),
-            ty: SqlType::Bool,
-        };
+        let rows = Expr::subquery(plan, SubqueryKind::Rows, correlated, refs, SqlType::Bool);
         Ok(super::srf::rows_marker(rows, declared[0].1))
     }
 
@@ -389,14 +382,7 @@ impl<'a> Planner<'a> {
             }
             let ty = cols[0].ty;
             let plan = LogicalPlan::Limit { input: Box::new(plan), limit: Some(1), offset: 0 };
-            Ok(Expr::Subquery {
-                plan: SubPlan::new(plan),
-                kind: SubqueryKind::Scalar,
-                correlated,
-                outer_refs,
-                cache: Arc::new(SubqueryCache::default()),
-                ty,
-            })
+            Ok(Expr::subquery(plan, SubqueryKind::Scalar, correlated, outer_refs, ty))
         })?;
         if def.returns.ty.is_none() {
             return Ok(e);

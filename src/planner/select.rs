@@ -47,14 +47,7 @@ fn lateral_rel(left: Rel, lat: Lateral, left_join: bool) -> Rel {
     use crate::exec::expr::{SubPlan, SubqueryCache, SubqueryKind};
     use crate::exec::plan::{SrfCall, SrfKind};
     let out: Vec<(String, SqlType)> = lat.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
-    let sub = Expr::Subquery {
-        plan: SubPlan::new(lat.plan),
-        kind: SubqueryKind::Rows,
-        correlated: true,
-        outer_refs: lat.refs,
-        cache: std::sync::Arc::new(SubqueryCache::default()),
-        ty: SqlType::Bool,
-    };
+    let sub = Expr::subquery(lat.plan, SubqueryKind::Rows, true, lat.refs, SqlType::Bool);
     let mut columns = left.columns;
     columns.extend(lat.columns);
     let plan = Plan::ProjectSet {
