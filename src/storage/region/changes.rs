@@ -48,7 +48,8 @@ impl Region {
                 Ids::Encoded(IdMap::newest(&new_keys, new_seq))
             }
         };
-        let new = crate::storage::version::filter(&new_all, ids.mask(new_all.num_rows()))?;
+        let new_mask = ids.mask(new_all.num_rows());
+        let new = crate::storage::version::filter(&new_all, new_mask.clone())?;
         // Earlier versions of the touched identities, as of `after`.
         let time = match self.layout.time_index {
             Some(ti) => time_bounds(new.column(ti))?.map(|(lo, hi)| (lo, hi.saturating_add(1))),
@@ -88,6 +89,10 @@ impl Region {
             _ => (self.snapshot(None, Some(after), time, true), None),
         };
         let mut f_old = RowFilter { seq_after: None, seq_upto: Some(after), time, ttl_cutoff: None, eq: vec![], times };
+        // Earlier rows found by seeking come with the changed row they are
+        // a version of (`seek_slots`, in new_all's numbering, for the rows
+        // after the first `old_batches` rows that are looked up by hash).
+        let mut seek_slots: Vec<u32> = Vec::new();
         let old_batches: Vec<RecordBatch> = if seek {
             let mut v: Vec<RecordBatch> = match mem_hits {
                 Some(hits) => hits
@@ -96,7 +101,15 @@ impl Region {
                     .collect::<std::result::Result<_, _>>()?,
                 None => self.read(&old_snap, &cols, &f_old, false)?.into_iter().flat_map(|s| s.batches).collect(),
             };
-            v.extend(self.seek_versions(&old_snap, &new, after, time)?);
+            let found = self.seek_versions(&old_snap, &new, after, time)?;
+            if !found.is_empty() {
+                // Row k of `new` is the k-th kept row of new_all.
+                let new_pos: Vec<u32> = new_mask.set_indices().map(|i| i as u32).collect();
+                for (b, probes) in found {
+                    seek_slots.extend(probes.iter().map(|&k| new_pos[k as usize]));
+                    v.push(b);
+                }
+            }
             v
         } else {
             // Probe with the time index and sequence only: new identities (plain
@@ -135,7 +148,10 @@ impl Region {
             // higher sequence; within one, the later row).
             let old_all = concat_all(&schema, &old_batches)?;
             let old_seq = old_all.column(self.layout.seq()).as_primitive::<UInt64Type>().values();
-            let old_id_cols = self.key_cols(&old_all, &cols);
+            // The rows before `hashed` are looked up by identity; the
+            // seeked ones after it already know their changed row.
+            let hashed = old_all.num_rows() - seek_slots.len();
+            let old_id_cols = self.key_cols(&old_all.slice(0, hashed), &cols);
             let mut best = vec![u32::MAX; new_all.num_rows()];
             let mut consider = |i: usize, slot: Option<u32>| {
                 if let Some(slot) = slot {
@@ -153,16 +169,21 @@ impl Region {
                         .map(|a| IdCol::new(a.as_ref()))
                         .collect::<Option<_>>()
                         .ok_or_else(|| crate::err!(Internal, "identity column types differ between versions"))?;
-                    for i in 0..old_all.num_rows() {
+                    for i in 0..hashed {
                         consider(i, m.get(&IdRow { cols: &c, i }).copied());
                     }
                 }
                 Ids::Encoded(m) => {
-                    let old_keys = self.keys.encode(&old_id_cols)?;
-                    for i in 0..old_all.num_rows() {
-                        consider(i, m.get(&old_keys, i));
+                    if hashed > 0 {
+                        let old_keys = self.keys.encode(&old_id_cols)?;
+                        for i in 0..hashed {
+                            consider(i, m.get(&old_keys, i));
+                        }
                     }
                 }
+            }
+            for (i, &slot) in seek_slots.iter().enumerate() {
+                consider(hashed + i, Some(slot));
             }
             let mut keep = vec![false; old_all.num_rows()];
             for &b in &best {
@@ -200,7 +221,13 @@ impl Region {
     /// probe mostly costs a search of the time index within its series'
     /// rows; 64-bit and string columns without NULLs compare without
     /// dynamic dispatch.
-    fn seek_versions(&self, snap: &Snapshot, probe: &RecordBatch, after: SeqNo, time: Option<(i64, i64)>) -> Result<Vec<RecordBatch>> {
+    fn seek_versions(
+        &self,
+        snap: &Snapshot,
+        probe: &RecordBatch,
+        after: SeqNo,
+        time: Option<(i64, i64)>,
+    ) -> Result<Vec<(RecordBatch, Vec<u32>)>> {
         use std::cmp::Ordering::{Equal, Greater, Less};
         let ids = &self.layout.identity;
         let opts = arrow::compute::SortOptions::default();
@@ -248,6 +275,8 @@ impl Region {
                 let hi = first_false(lo, nprobe, |j| cmp(n - 1, j) != Less);
                 let seq = b.column(self.layout.seq()).as_primitive::<UInt64Type>();
                 let mut rows: Vec<u32> = Vec::new();
+                // The probe (row of `probe`) each of `rows` is a version of.
+                let mut of: Vec<u32> = Vec::new();
                 // range[k]: the batch rows equal to the last probe on the
                 // identity columns before k (range[0]: all of them).
                 let mut range: Vec<(usize, usize)> = vec![(0, n); levels + 1];
@@ -280,11 +309,12 @@ impl Region {
                     for i in s..t {
                         if !check_seq || seq.value(i) <= after {
                             rows.push(i as u32);
+                            of.push(order.value(j));
                         }
                     }
                 }
                 if !rows.is_empty() {
-                    out.push(arrow::compute::take_record_batch(&b, &arrow::array::UInt32Array::from(rows))?);
+                    out.push((arrow::compute::take_record_batch(&b, &arrow::array::UInt32Array::from(rows))?, of));
                 }
             }
         }
