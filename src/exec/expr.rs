@@ -276,13 +276,7 @@ impl Expr {
     }
 
     /// A subquery over `plan` with a fresh (empty) result cache.
-    pub fn subquery(
-        plan: impl SubqueryPlan,
-        kind: SubqueryKind,
-        correlated: bool,
-        outer_refs: Vec<(usize, SqlType)>,
-        ty: SqlType,
-    ) -> Expr {
+    pub fn subquery(plan: impl SubqueryPlan, kind: SubqueryKind, correlated: bool, outer_refs: Vec<(usize, SqlType)>, ty: SqlType) -> Expr {
         Expr::Subquery { plan: SubPlan::new(plan), kind, correlated, outer_refs, cache: Arc::new(SubqueryCache::default()), ty }
     }
 

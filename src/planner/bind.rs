@@ -1,14 +1,12 @@
 //! Expression binding: names to column positions, literals and parameters
 //! to typed values, operators to PostgreSQL's coercions.
 
-use std::sync::Arc;
-
 use sqlparser::ast::{self, BinaryOperator as BO, UnaryOperator as UO};
 
 use super::logical::LogicalPlan;
 use super::{ident, Planner, Scope};
 use crate::error::Result;
-use crate::exec::expr::{parse_text_as, BinOp, Expr, SubPlan, SubqueryCache, SubqueryKind};
+use crate::exec::expr::{parse_text_as, BinOp, Expr, SubqueryKind};
 use crate::exec::plan::{AggCall, AggFunc};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
@@ -630,7 +628,13 @@ impl<'a> Planner<'a> {
                         .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
                 })?;
                 let plan = cast_plan_column(plan, ty);
-                Expr::subquery(plan, SubqueryKind::In { expr: Box::new(coerce(x, ty)?), negated: *negated }, correlated, outer_refs, SqlType::Bool)
+                Expr::subquery(
+                    plan,
+                    SubqueryKind::In { expr: Box::new(coerce(x, ty)?), negated: *negated },
+                    correlated,
+                    outer_refs,
+                    SqlType::Bool,
+                )
             }
             E::Exists { subquery, negated } => {
                 let (plan, correlated, outer_refs) = self.plan_subquery(subquery, scope)?;
@@ -659,7 +663,13 @@ impl<'a> Planner<'a> {
                             )
                         })?;
                         let plan = cast_plan_column(plan, ty);
-                        Expr::subquery(plan, SubqueryKind::Quantified { expr: Box::new(coerce(x, ty)?), op, all }, correlated, outer_refs, SqlType::Bool)
+                        Expr::subquery(
+                            plan,
+                            SubqueryKind::Quantified { expr: Box::new(coerce(x, ty)?), op, all },
+                            correlated,
+                            outer_refs,
+                            SqlType::Bool,
+                        )
                     }
                     // x = ANY (ARRAY[a, b]) is x IN (a, b); x <> ALL (...) is
                     // NOT IN (SQLAlchemy's catalog queries use them).

@@ -19,15 +19,13 @@
 //!
 //! Lives in the planner; reads the catalog.
 
-use std::sync::Arc;
-
 use sqlparser::ast;
 
 use super::logical::LogicalPlan;
 use super::{coerce, ident, Planner, Scope};
 use crate::catalog::FunctionDef;
 use crate::error::Result;
-use crate::exec::expr::{Expr, SubPlan, SubqueryCache, SubqueryKind};
+use crate::exec::expr::{Expr, SubqueryKind};
 use crate::exec::plan::PlanColumn;
 use crate::types::{SqlType, Value};
 use crate::{bail, err};

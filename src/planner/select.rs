@@ -44,7 +44,7 @@ impl Lateral {
 /// giving left's columns then the item's; `left_join` keeps rows the item
 /// gives nothing for, with NULLs.
 fn lateral_rel(left: Rel, lat: Lateral, left_join: bool) -> Rel {
-    use crate::exec::expr::{SubPlan, SubqueryCache, SubqueryKind};
+    use crate::exec::expr::SubqueryKind;
     use crate::exec::plan::{SrfCall, SrfKind};
     let out: Vec<(String, SqlType)> = lat.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
     let sub = Expr::subquery(lat.plan, SubqueryKind::Rows, true, lat.refs, SqlType::Bool);
