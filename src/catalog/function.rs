@@ -2,6 +2,9 @@
 //! LANGUAGE sql`): name, argument types, names and defaults, result, and the
 //! body as SQL text. Overloads of one name differ by argument types. Calls
 //! are bound by `planner/function.rs`; the statements are `sql/function.rs`.
+//! User-defined aggregates (`CREATE AGGREGATE`) are functions too, as in
+//! PostgreSQL's pg_proc: one name space, an [`AggregateDef`] naming their
+//! support functions (`sql/aggregate.rs`, `planner/user_agg.rs`).
 //!
 //! Imports `types` and `error` only (no `storage`, `exec`, `planner`, `sql`).
 
@@ -19,6 +22,10 @@ pub struct FunctionArg {
     pub ty: SqlType,
     /// `DEFAULT expr` / `= expr`, as SQL text.
     pub default: Option<String>,
+    /// `anyelement`: any type, the same for every such argument of a call
+    /// (`ty` is then `Unknown`).
+    #[serde(default)]
+    pub polymorphic: bool,
 }
 
 /// What a function returns.
@@ -34,6 +41,30 @@ pub struct FunctionReturns {
     /// `RETURNS trigger` (kept; weir has no triggers to call it).
     #[serde(default)]
     pub trigger: bool,
+    /// `RETURNS anyelement`: the type of the call's `anyelement` arguments.
+    #[serde(default)]
+    pub polymorphic: bool,
+}
+
+/// What `CREATE AGGREGATE` names: the support functions (user functions of
+/// the aggregate's database, found again by name and argument types when a
+/// call is bound) and the state types and initial conditions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AggregateDef {
+    /// SFUNC(state, args…) → state.
+    pub sfunc: String,
+    pub stype: SqlType,
+    /// FINALFUNC(state) → result; without it the state is the result.
+    pub finalfunc: Option<String>,
+    /// INITCOND as written (a literal of `stype`); None: a NULL state.
+    pub initcond: Option<String>,
+    /// The moving-aggregate support (window frames whose head moves):
+    /// MSFUNC, MINVFUNC (removes a row), MSTYPE, MFINALFUNC, MINITCOND.
+    pub msfunc: Option<String>,
+    pub minvfunc: Option<String>,
+    pub mstype: Option<SqlType>,
+    pub mfinalfunc: Option<String>,
+    pub minitcond: Option<String>,
 }
 
 /// A function's definition.
@@ -58,6 +89,10 @@ pub struct FunctionDef {
     pub volatility: char,
     /// STRICT: NULL in any argument gives NULL without running the body.
     pub strict: bool,
+    /// Set for an aggregate (`CREATE AGGREGATE`; `language` is `internal`
+    /// and there is no body).
+    #[serde(default)]
+    pub aggregate: Option<AggregateDef>,
 }
 
 impl FunctionDef {
@@ -73,11 +108,13 @@ impl FunctionDef {
 
     /// `name(type, …)` as PostgreSQL writes a function's signature.
     pub fn signature(&self) -> String {
-        signature(&self.name, &self.arg_types())
+        let names: Vec<&str> = self.args.iter().map(|a| if a.polymorphic { "anyelement" } else { a.ty.pg_name() }).collect();
+        format!("{}({})", self.name, names.join(", "))
     }
 
     pub(super) fn key(&self) -> String {
-        key(&self.database, &self.name, &self.arg_types())
+        let names: Vec<&str> = self.args.iter().map(|a| if a.polymorphic { "ANYELEMENT" } else { a.ty.sql_name() }).collect();
+        format!("{FUNCTION_PREFIX}{}/{}/{}", self.database, self.name, names.join(","))
     }
 }
 
@@ -85,11 +122,6 @@ impl FunctionDef {
 pub fn signature(name: &str, types: &[SqlType]) -> String {
     let names: Vec<&str> = types.iter().map(|t| t.pg_name()).collect();
     format!("{name}({})", names.join(", "))
-}
-
-fn key(database: &str, name: &str, types: &[SqlType]) -> String {
-    let names: Vec<&str> = types.iter().map(|t| t.sql_name()).collect();
-    format!("{FUNCTION_PREFIX}{database}/{name}/{}", names.join(","))
 }
 
 impl Catalog {
@@ -157,13 +189,14 @@ mod tests {
             id: 0,
             database: "public".into(),
             name: name.into(),
-            args: types.iter().map(|t| FunctionArg { name: None, ty: *t, default: None }).collect(),
-            returns: FunctionReturns { ty: Some(SqlType::Int4), set: false, columns: vec![], trigger: false },
+            args: types.iter().map(|t| FunctionArg { name: None, ty: *t, default: None, polymorphic: false }).collect(),
+            returns: FunctionReturns { ty: Some(SqlType::Int4), set: false, columns: vec![], trigger: false, polymorphic: false },
             language: "sql".into(),
             body: body.into(),
             source: body.into(),
             volatility: 'v',
             strict: false,
+            aggregate: None,
         }
     }
 

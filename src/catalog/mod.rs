@@ -8,13 +8,15 @@ pub mod function;
 pub mod partition;
 pub mod sequence;
 mod tdengine;
+pub mod user_type;
 
 pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
-pub use function::{FunctionArg, FunctionDef, FunctionReturns};
+pub use function::{AggregateDef, FunctionArg, FunctionDef, FunctionReturns};
 pub use sequence::{Identity, OwnedBy, SequenceDef, SequenceValue};
 pub use tdengine::{
     ChildTableDef, GroupProgress, RecalcRequest, SnodeDef, StreamDef, StreamState, StreamStateWrite, SuperTableDef, WindowMark,
 };
+pub use user_type::{DomainDef, TypeDef, TypeKind};
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -164,6 +166,8 @@ struct State {
     functions: BTreeMap<(String, String), Vec<FunctionDef>>,
     /// Sequences by (database, name) (`sequence.rs`).
     sequences: BTreeMap<(String, String), SequenceDef>,
+    /// User-defined types by (database, name) (`user_type.rs`).
+    types: BTreeMap<(String, String), TypeDef>,
 }
 
 thread_local! {
@@ -234,6 +238,9 @@ impl Catalog {
             } else if key.starts_with(FUNCTION_PREFIX) {
                 let f: FunctionDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.functions.entry((f.database.clone(), f.name.clone())).or_default().push(f);
+            } else if key.starts_with(user_type::TYPE_PREFIX) {
+                let t: TypeDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.types.insert((t.database.clone(), t.name.clone()), t);
             } else if key.starts_with(sequence::SEQUENCE_PREFIX) {
                 let s: SequenceDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.sequences.insert((s.database.clone(), s.name.clone()), s);
@@ -393,6 +400,12 @@ impl Catalog {
         for k in funcs {
             for f in st.functions.remove(&k).unwrap_or_default() {
                 self.del(f.key())?;
+            }
+        }
+        let types: Vec<(String, String)> = st.types.keys().filter(|k| k.0 == name).cloned().collect();
+        for k in types {
+            if let Some(t) = st.types.remove(&k) {
+                self.del(t.key())?;
             }
         }
         self.del(format!("{DB_PREFIX}{name}"))?;

@@ -67,6 +67,9 @@ enum State {
     /// variance / stddev returning numeric (over integers or numerics):
     /// N, sum(x), sum(x²).
     NumVar(Vec<(i64, Numeric, Numeric)>),
+    /// A user-defined aggregate: each group's rows of arguments, in input
+    /// order, folded through its transition function by `finish_in`.
+    User(Vec<Vec<Vec<Value>>>),
 }
 
 /// One row kept by `State::Collect`.
@@ -120,6 +123,7 @@ impl Accumulator {
                 State::ExtremeCount { vals: vec![], counts: vec![], is_min: call.func == AggFunc::MinCount }
             }
             AggFunc::SumExact => State::SumExact(vec![]),
+            AggFunc::User(_) => State::User(vec![]),
         };
         Accumulator { call: call.clone(), state, seen: Default::default(), distinct_rows: None }
     }
@@ -146,6 +150,7 @@ impl Accumulator {
             State::SumI128(v) => v.resize(groups, (0, 0)),
             State::Num(v) => v.resize(groups, (None, 0)),
             State::NumVar(v) => v.resize(groups, (0, Numeric::zero(), Numeric::zero())),
+            State::User(v) => v.resize_with(groups, Vec::new),
         }
     }
 
@@ -275,6 +280,20 @@ impl Accumulator {
                         v[g] += 1;
                     }
                 }
+            }
+            return Ok(());
+        }
+        if let State::User(rows) = &mut self.state {
+            for (i, &g) in groups.iter().enumerate() {
+                if !live(i) {
+                    continue;
+                }
+                let row: Vec<Value> = args.iter().map(|a| value_at(a.as_ref(), i)).collect();
+                // DISTINCT: each group's distinct argument rows once.
+                if self.call.distinct && !self.seen.entry(g).or_default().insert(format!("{row:?}").into_bytes().into()) {
+                    continue;
+                }
+                rows[g].push(row);
             }
             return Ok(());
         }
@@ -546,7 +565,7 @@ impl Accumulator {
                     }
                 }
             }
-            State::Collect(_) => unreachable!("collected above"),
+            State::Collect(_) | State::User(_) => unreachable!("collected above"),
             State::StringAgg(vals) => {
                 let s = cast_array(a, self.call.args[0].ty(), SqlType::Text)?;
                 let s = s.as_string::<i32>();
@@ -734,9 +753,32 @@ impl Accumulator {
         Ok(())
     }
 
+    /// `finish`, with the statement's context to run a user-defined
+    /// aggregate's transition and final functions.
+    pub fn finish_in(&self, ctx: &super::ExecCtx) -> Result<ArrayRef> {
+        let (State::User(groups), AggFunc::User(id)) = (&self.state, self.call.func) else { return self.finish() };
+        let agg = super::user_agg::get(id)?;
+        let mut out = Vec::with_capacity(groups.len());
+        for rows in groups {
+            if self.call.distinct {
+                // DISTINCT sorts its input, as PostgreSQL's does.
+                let mut sorted: Vec<&Vec<Value>> = rows.iter().collect();
+                sorted.sort_by(|x, y| {
+                    x.iter().zip(y.iter()).map(|(a, b)| a.total_cmp(b)).find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
+                });
+                let sorted: Vec<Vec<Value>> = sorted.into_iter().cloned().collect();
+                out.push(agg.fold(&sorted, ctx)?);
+            } else {
+                out.push(agg.fold(rows, ctx)?);
+            }
+        }
+        values_to_array(&out, self.call.ty)
+    }
+
     pub fn finish(&self) -> Result<ArrayRef> {
         let ty = self.call.ty;
         Ok(match &self.state {
+            State::User(_) => return Err(err!(Internal, "a user-defined aggregate finishes with its context")),
             State::Count(v) => Arc::new(Int64Array::from(v.clone())),
             State::SumI128(v) => {
                 let mut out = Vec::with_capacity(v.len());

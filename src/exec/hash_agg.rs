@@ -53,7 +53,7 @@ impl HashAggExecutor {
     fn parallel_safe(&self) -> bool {
         self.aggs.iter().all(|a| {
             !a.distinct
-                && !matches!(a.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg)
+                && !matches!(a.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg | super::plan::AggFunc::User(_))
                 && !a.args.iter().chain(a.filter.as_ref()).any(|e| e.has_subquery())
         }) && !self.group_by.iter().any(|e| e.has_subquery())
     }
@@ -162,7 +162,7 @@ impl HashAggExecutor {
             None => vec![],
         };
         for a in &accs {
-            cols.push(a.finish()?);
+            cols.push(a.finish_in(&self.ctx)?);
         }
         if helped && ngroups > 1 {
             // Groups in order of first sight in the input, as without help.
@@ -315,7 +315,7 @@ impl Partial {
         let use_runs = self.runs.len() * 4 <= n;
         for a in self.accs.iter_mut() {
             let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(batch, ctx)).collect::<Result<_>>()?;
-            if matches!(a.call.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg) {
+            if matches!(a.call.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg | super::plan::AggFunc::User(_)) {
                 // string_agg and array_agg keep every value they fold in.
                 ctx.charge(args.iter().map(|x| super::memory::array_bytes(x.as_ref())).sum(), "string_agg")?;
             }

@@ -12,6 +12,7 @@ pub mod expr;
 pub mod functions;
 pub mod memory;
 pub mod plan;
+pub mod user_agg;
 
 mod aggregate;
 mod distinct_on;

@@ -81,6 +81,9 @@ pub enum AggFunc {
     /// Internal (incremental flows): the exact sum of float8 x, as
     /// `exact_sum::ExactSum`'s text form (a state that subtracts exactly).
     SumExact,
+    /// A user-defined aggregate (`CREATE AGGREGATE`), by its number in
+    /// `user_agg`'s registry.
+    User(u32),
 }
 
 /// An aggregate call. For string_agg and array_agg, whose result follows

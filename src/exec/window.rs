@@ -199,6 +199,39 @@ impl WindowExecutor {
                         k = e;
                     }
                 }
+                WindowFunc::Agg(AggFunc::User(id)) => {
+                    let agg = super::user_agg::get(id)?;
+                    let nargs = agg.arg_types.len();
+                    let groups = Groups::new(rows, &peers);
+                    let m = rows.len();
+                    let frame_of = |k: usize| -> [(usize, usize); 3] {
+                        match frame.as_ref() {
+                            Some(f) => f.parts(k, rows, &groups),
+                            None if call.order_by.is_empty() => [(0, m), (m, m), (m, m)],
+                            None => {
+                                let e = groups.end[groups.of[k]];
+                                [(0, e), (e, e), (e, e)]
+                            }
+                        }
+                    };
+                    // A FILTER condition rides after the arguments.
+                    let row_args = |p: usize| -> (Vec<Value>, bool) {
+                        let r = rows[p];
+                        let pass = call.args.len() <= nargs || matches!(arg(r, nargs), Value::Bool(true));
+                        ((0..nargs).map(|j| arg(r, j)).collect(), pass)
+                    };
+                    let shape = match &call.frame {
+                        WindowFrame::General(g) => super::user_agg::FrameShape {
+                            end_current_or_unbounded: matches!(g.end, FrameBound::CurrentRow | FrameBound::UnboundedFollowing),
+                            exclusion: g.exclude != FrameExclude::NoOthers,
+                        },
+                        _ => super::user_agg::FrameShape { end_current_or_unbounded: true, exclusion: false },
+                    };
+                    let vals = super::user_agg::window_values(&agg, m, &row_args, &frame_of, shape, &self.ctx)?;
+                    for (k, v) in vals.into_iter().enumerate() {
+                        out[rows[k]] = v;
+                    }
+                }
                 WindowFunc::Agg(f) => {
                     let numeric = call.ty == crate::types::SqlType::Numeric;
                     let vals: Vec<Value> = rows.iter().map(|&r| if f == AggFunc::CountStar { Value::Int(1) } else { arg(r, 0) }).collect();

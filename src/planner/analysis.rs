@@ -750,6 +750,7 @@ pub fn decompose(call: &AggCall) -> std::result::Result<Decomposition, NotDecomp
             }
         }
         StringAgg => return no("string_agg concatenates in input order; partial strings cannot be merged in that order"),
+        User(_) => return no("a user-defined aggregate has no partial state weir can merge"),
         ArrayAgg => return no("array_agg collects in input order; partial arrays cannot be merged in that order"),
         First | Last => return no("first / last merge (time, value) pairs, which no single merge aggregate keeps"),
         MinCount | MaxCount | SumExact => return no("an internal aggregate of incremental flows"),

@@ -395,6 +395,10 @@ impl<'a> Planner<'a> {
                 self.infer_param(&inner, SqlType::Text);
                 self.bind_reg_cast(inner, kind, false)?
             }
+            E::Cast { expr, data_type, .. } if self.cast_user_type(data_type).is_some() => {
+                let def = self.cast_user_type(data_type).expect("checked");
+                self.bind_user_type_cast(expr, &def, scope, agg)?
+            }
             E::Cast { expr, data_type, .. } => {
                 let ty = sql_type(data_type)?;
                 let typmod = numeric_typmod(data_type)?;
@@ -1147,7 +1151,13 @@ impl<'a> Planner<'a> {
         if ordered && f.over.is_some() {
             bail!(FeatureNotSupported, "aggregate ORDER BY is not implemented for window functions");
         }
-        if ordered && agg_func(&name).is_none() {
+        // User-defined aggregates (`user_agg.rs`); built-in names win.
+        let user_aggs = if agg_func(&name).is_none() && f.over.is_none() && !crate::exec::functions::registry().exists(&name) {
+            self.user_aggregates(&f.name)
+        } else {
+            vec![]
+        };
+        if ordered && agg_func(&name).is_none() && user_aggs.is_empty() {
             bail!(WrongObjectType, "ORDER BY specified, but {name} is not an aggregate function");
         }
         if ordered && matches!(agg_func(&name), Some(AggFunc::First | AggFunc::Last)) {
@@ -1200,14 +1210,22 @@ impl<'a> Planner<'a> {
                 (args, distinct, star)
             }
         };
+        if !user_aggs.is_empty() {
+            return self.bind_user_aggregate(&name, user_aggs, &args, star, distinct, ordered, f.filter.as_deref(), scope, agg);
+        }
         if let Some(over) = &f.over {
-            return self.bind_window(&name, &args, star, distinct, over, scope, agg);
+            return self.bind_window(&name, &args, star, distinct, f.filter.as_deref(), over, scope, agg);
         }
         if matches!(name.as_str(), "to_regclass" | "to_regtype" | "to_regnamespace") && args.len() == 1 {
             return self.bind_reg_operand(&ast::Expr::Function(f.clone()), scope, agg, false);
         }
         if let Some(e) = self.bind_catalog_function(&name, &args, scope, agg)? {
             return Ok(e);
+        }
+        if name == "enum_range" {
+            if let Some(e) = self.bind_enum_range(&args)? {
+                return Ok(e);
+            }
         }
         if let Some(e) = self.bind_privilege_function(&name, &args, scope, agg)? {
             return Ok(e);
@@ -1269,7 +1287,9 @@ impl<'a> Planner<'a> {
                         arg_ty
                     }
                 }
-                AggFunc::MinCount | AggFunc::MaxCount | AggFunc::SumExact => unreachable!("internal aggregates have no name"),
+                AggFunc::MinCount | AggFunc::MaxCount | AggFunc::SumExact | AggFunc::User(_) => {
+                    unreachable!("internal and user-defined aggregates are not named by agg_func")
+                }
                 AggFunc::BoolAnd | AggFunc::BoolOr => {
                     if arg_ty != SqlType::Bool && arg_ty != SqlType::Unknown {
                         bail!(UndefinedFunction, "function {name}({arg_ty}) does not exist");
@@ -1419,6 +1439,7 @@ impl<'a> Planner<'a> {
         args: &[ast::Expr],
         star: bool,
         distinct: bool,
+        filter: Option<&ast::Expr>,
         over: &ast::WindowType,
         scope: &Scope,
         agg: Option<&AggCollector>,
@@ -1496,7 +1517,15 @@ impl<'a> Planner<'a> {
                 Some(a @ (AggFunc::BoolAnd | AggFunc::BoolOr)) if matches!(arg_ty, SqlType::Bool | SqlType::Unknown) => {
                     (WindowFunc::Agg(a), SqlType::Bool)
                 }
-                _ => bail!(UndefinedFunction, "window function {other} does not exist"),
+                _ => {
+                    // A user-defined aggregate over the frame (`user_agg.rs`).
+                    let defs = self.user_aggregates(&ast::ObjectName::from(vec![ast::Ident::new(other)]));
+                    if defs.is_empty() {
+                        bail!(UndefinedFunction, "window function {other} does not exist");
+                    }
+                    let (func, args, ty) = self.bind_user_window_aggregate(other, defs, bound, filter, &frame, scope, collector)?;
+                    return Ok(Expr::Window(Box::new(WindowCall { func: WindowFunc::Agg(func), args, partition_by, order_by, frame, ty })));
+                }
             },
         };
         if matches!(func, WindowFunc::Lag | WindowFunc::Lead | WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::Agg(_))

@@ -112,10 +112,35 @@ fn check_result_type(got: SqlType, want: SqlType, what: &str) -> Result<()> {
         .with_detail(format!("Actual return type is {}.", got.pg_name())))
 }
 
+/// `def` with its `anyelement` arguments and result made `ty` (the type
+/// a call resolved them to): a function bound like any other.
+pub fn specialize(def: &FunctionDef, ty: SqlType) -> FunctionDef {
+    let mut d = def.clone();
+    for a in d.args.iter_mut().filter(|a| a.polymorphic) {
+        a.ty = ty;
+        a.polymorphic = false;
+    }
+    if d.returns.polymorphic {
+        d.returns.ty = Some(ty);
+        d.returns.polymorphic = false;
+    }
+    d
+}
+
 impl<'a> Planner<'a> {
     /// The user-defined overloads a call of `name` may mean (`f`,
-    /// `public.f`, `pg_temp.f`); empty when it names none.
+    /// `public.f`, `pg_temp.f`); empty when it names none. Aggregates are
+    /// not among them (`user_aggregates`).
     pub(super) fn user_functions(&self, name: &ast::ObjectName) -> Vec<FunctionDef> {
+        self.user_routines(name).into_iter().filter(|f| f.aggregate.is_none()).collect()
+    }
+
+    /// The user-defined aggregates a call of `name` may mean.
+    pub(super) fn user_aggregates(&self, name: &ast::ObjectName) -> Vec<FunctionDef> {
+        self.user_routines(name).into_iter().filter(|f| f.aggregate.is_some()).collect()
+    }
+
+    fn user_routines(&self, name: &ast::ObjectName) -> Vec<FunctionDef> {
         let Ok((schema, fname)) = super::object_name(name) else { return vec![] };
         match schema.as_deref() {
             None | Some("public") | Some("pg_temp") => self.catalog.functions(&self.database, &fname),
@@ -126,8 +151,9 @@ impl<'a> Planner<'a> {
 
     /// Pick the overload for a call's bound arguments (`names[k]`: the
     /// k-th argument's name when written `name => x`), and coerce the
-    /// arguments to its parameter types, defaults filled in.
-    fn resolve_user_function(
+    /// arguments to its parameter types, defaults filled in. A polymorphic
+    /// overload comes back specialized to the call's `anyelement` type.
+    pub(super) fn resolve_user_function(
         &self,
         name: &str,
         defs: Vec<FunctionDef>,
@@ -143,6 +169,12 @@ impl<'a> Planner<'a> {
             let mut score = (0u32, 0u32);
             let mut ok = true;
             for (k, &slot) in slots.iter().enumerate() {
+                if def.args[slot].polymorphic {
+                    // Any type; all of a call's anyelement arguments agree.
+                    ok &= polymorphic_type(def, &slots, &types).is_some();
+                    score.0 += 1;
+                    continue;
+                }
                 match implicit_coercion(types[k], def.args[slot].ty) {
                     Some((0, _)) => score.0 += 1,
                     Some((_, preferred)) => score.1 += preferred as u32,
@@ -174,6 +206,10 @@ impl<'a> Planner<'a> {
                 .with_hint("Could not choose a best candidate function. You might need to add explicit type casts."));
         }
         let def = defs.into_iter().nth(d).expect("the chosen overload is one of them");
+        let def = match polymorphic_type(&def, &slots, &types) {
+            Some(t) if def.args.iter().any(|a| a.polymorphic) => specialize(&def, t),
+            _ => def,
+        };
         let mut given: Vec<Option<Expr>> = vec![None; def.args.len()];
         for (a, slot) in args.into_iter().zip(slots) {
             given[slot] = Some(a);
@@ -479,6 +515,19 @@ impl<'a> Planner<'a> {
         }
         Ok((plan, declared))
     }
+}
+
+/// The type a call gives `def`'s `anyelement` arguments: the common type
+/// of the arguments in those slots (text when all are untyped literals);
+/// None when they have none.
+fn polymorphic_type(def: &FunctionDef, slots: &[usize], types: &[SqlType]) -> Option<SqlType> {
+    let mut ty = SqlType::Unknown;
+    for (k, &slot) in slots.iter().enumerate() {
+        if def.args[slot].polymorphic {
+            ty = SqlType::common(ty, types[k])?;
+        }
+    }
+    Some(if ty == SqlType::Unknown { SqlType::Text } else { ty })
 }
 
 /// The parameter each call argument fills: positional ones first, then

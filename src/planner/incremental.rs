@@ -306,6 +306,7 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
                 }
             }
             AggFunc::MinCount | AggFunc::MaxCount | AggFunc::SumExact => return Err("an internal aggregate".into()),
+            AggFunc::User(_) => return Err("a user-defined aggregate has no partial state to merge".into()),
             AggFunc::StringAgg => {
                 return Err("string_agg concatenates in input order; partial strings cannot be merged in that order".into())
             }

@@ -11,6 +11,7 @@ mod bind;
 mod cte;
 pub use cte::{Cte, CteKind};
 pub mod function;
+pub use function::specialize;
 mod hop;
 pub mod incremental;
 pub mod logical;
@@ -26,6 +27,9 @@ pub use select::output_name;
 mod srf;
 pub mod system;
 mod tdengine;
+mod user_agg;
+mod user_type;
+pub use user_type::resolve_type;
 pub mod viewdef;
 
 use std::cell::RefCell;

@@ -211,7 +211,7 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
     for op in ops {
         match op {
             ast::AlterTableOperation::AddColumn { if_not_exists, column_def, .. } => {
-                let (c, pk) = super::ddl::sql_column(column_def)?;
+                let (c, pk) = super::ddl::sql_column(s, column_def)?;
                 if super::sequence::column_sequence(column_def)?.is_some() {
                     bail!(FeatureNotSupported, "ALTER TABLE … ADD COLUMN of a SERIAL or identity column is not supported");
                 }

@@ -41,6 +41,10 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
         Statement::Drop { object_type: ast::ObjectType::Sequence, if_exists, names, cascade, .. } => {
             super::sequence::drop_sequences(s, *if_exists, *cascade, names)
         }
+        Statement::CreateType { name, representation } => super::user_type::create_type(s, name, representation.as_ref()),
+        Statement::CreateDomain(cd) => super::user_type::create_domain(s, cd),
+        Statement::Drop { object_type: ast::ObjectType::Type, if_exists, names, .. } => super::user_type::drop(s, names, *if_exists, false),
+        Statement::DropDomain(d) => super::user_type::drop(s, std::slice::from_ref(&d.name), d.if_exists, true),
         Statement::CreateDatabase { db_name, if_not_exists, .. } => {
             let name = object_name(db_name)?.1;
             if cat.database_exists(&name) && *if_not_exists {
@@ -302,6 +306,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
         Statement::AlterTable(at) => super::alter_table::execute(s, at),
         Statement::CreateFunction(cf) => super::function::create(s, cf),
         Statement::DropFunction(d) => super::function::drop(s, d),
+        Statement::CreateAggregate(ca) => super::aggregate::create(s, ca),
         Statement::Analyze { .. } | Statement::Discard { .. } | Statement::Deallocate { .. } => {
             Ok(QueryResult::Command(statement_tag(stmt)))
         }
@@ -623,7 +628,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
     let mut primary_key: Vec<String> = Vec::new();
     let mut serials = Vec::new();
     for c in &ct.columns {
-        let (col, pk) = sql_column(c)?;
+        let (col, pk) = sql_column(s, c)?;
         serials.extend(super::sequence::column_sequence(c)?);
         if columns.iter().any(|x| x.name == col.name) {
             bail!(DuplicateColumn, "column \"{}\" specified more than once", col.name);
@@ -768,11 +773,11 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
 
 /// One column of a CREATE TABLE (or ALTER TABLE … ADD COLUMN): its definition and
 /// whether it says PRIMARY KEY.
-pub(super) fn sql_column(c: &ast::ColumnDef) -> Result<(ColumnDef, bool)> {
+pub(super) fn sql_column(s: &Session, c: &ast::ColumnDef) -> Result<(ColumnDef, bool)> {
     let cname = ident(&c.name);
     let ty = match super::sequence::column_type(c) {
         Some(serial) => serial,
-        None => crate::planner::sql_type(&c.data_type)?,
+        None => crate::planner::resolve_type(&s.engine.catalog, &s.database, &c.data_type)?,
     };
     let mut nullable = true;
     let mut default = None;

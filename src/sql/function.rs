@@ -14,13 +14,13 @@ use super::{QueryResult, Session};
 use crate::catalog::{FunctionArg, FunctionDef, FunctionReturns};
 use crate::error::Result;
 use crate::exec::expr::Expr;
-use crate::planner::{ident, object_name, sql_type, Scope};
+use crate::planner::{ident, object_name, Scope};
 use crate::types::{SqlType, Value};
 use crate::{bail, err};
 
 /// The database a function name lives in: unqualified, `public` and
 /// `pg_temp` are the session's.
-fn function_database(s: &Session, name: &ast::ObjectName) -> Result<(String, String)> {
+pub(super) fn function_database(s: &Session, name: &ast::ObjectName) -> Result<(String, String)> {
     let (schema, fname) = object_name(name)?;
     let db = match schema.as_deref() {
         None | Some("public") | Some("pg_temp") => s.database.clone(),
@@ -30,14 +30,21 @@ fn function_database(s: &Session, name: &ast::ObjectName) -> Result<(String, Str
     Ok((db, fname))
 }
 
-/// A parameter or result type; `void` is None.
-fn param_type(dt: &ast::DataType) -> Result<Option<SqlType>> {
+/// Whether a parameter or result type is `anyelement` (polymorphic: the
+/// call's argument type; `param_type` gives `Unknown` for it).
+pub(super) fn is_anyelement(dt: &ast::DataType) -> bool {
+    matches!(dt, ast::DataType::Custom(n, _) if n.to_string().eq_ignore_ascii_case("anyelement"))
+}
+
+/// A parameter or result type; `void` is None, `anyelement` Unknown.
+pub(super) fn param_type(s: &Session, dt: &ast::DataType) -> Result<Option<SqlType>> {
     match dt {
+        _ if is_anyelement(dt) => Ok(Some(SqlType::Unknown)),
         ast::DataType::Custom(n, _) if n.to_string().eq_ignore_ascii_case("void") => Ok(None),
         ast::DataType::Custom(n, _) if n.to_string().eq_ignore_ascii_case("record") => {
             bail!(FeatureNotSupported, "functions returning record are not supported")
         }
-        other => sql_type(other).map(Some),
+        other => crate::planner::resolve_type(&s.engine.catalog, &s.database, other).map(Some),
     }
 }
 
@@ -94,14 +101,14 @@ pub fn create(s: &mut Session, cf: &ast::CreateFunction) -> Result<QueryResult> 
         match &a.mode {
             None | Some(ArgMode::In) => {}
             Some(ArgMode::Out) => {
-                let ty = param_type(&a.data_type)?.ok_or_else(|| err!(InvalidFunctionDefinition, "an OUT parameter cannot be void"))?;
+                let ty = param_type(s, &a.data_type)?.ok_or_else(|| err!(InvalidFunctionDefinition, "an OUT parameter cannot be void"))?;
                 out_columns.push((pname.unwrap_or_else(|| format!("column{}", out_columns.len() + 1)), ty));
                 continue;
             }
             Some(m) => bail!(FeatureNotSupported, "{m} parameters are not supported"),
         }
-        let ty =
-            param_type(&a.data_type)?.ok_or_else(|| err!(InvalidFunctionDefinition, "SQL functions cannot have arguments of type void"))?;
+        let ty = param_type(s, &a.data_type)?
+            .ok_or_else(|| err!(InvalidFunctionDefinition, "SQL functions cannot have arguments of type void"))?;
         let default = a.default_expr.as_ref().map(|e| e.to_string());
         if default.is_none() && args.iter().any(|x: &FunctionArg| x.default.is_some()) {
             bail!(InvalidFunctionDefinition, "input parameters after one with a default value must also have defaults");
@@ -111,7 +118,7 @@ pub fn create(s: &mut Session, cf: &ast::CreateFunction) -> Result<QueryResult> 
                 bail!(InvalidFunctionDefinition, "parameter name \"{n}\" used more than once");
             }
         }
-        args.push(FunctionArg { name: pname, ty, default });
+        args.push(FunctionArg { name: pname, ty, default, polymorphic: is_anyelement(&a.data_type) });
     }
     let returns = match &cf.return_type {
         Some(FunctionReturnType::DataType(ast::DataType::Trigger)) => {
@@ -121,23 +128,36 @@ pub fn create(s: &mut Session, cf: &ast::CreateFunction) -> Result<QueryResult> 
             if !args.is_empty() {
                 bail!(InvalidFunctionDefinition, "trigger functions cannot have declared arguments");
             }
-            FunctionReturns { ty: None, set: false, columns: vec![], trigger: true }
+            FunctionReturns { ty: None, set: false, columns: vec![], trigger: true, polymorphic: false }
         }
         Some(FunctionReturnType::DataType(ast::DataType::Table(Some(cols)))) => {
-            let columns = cols.iter().map(|c| Ok((ident(&c.name), sql_type(&c.data_type)?))).collect::<Result<Vec<(String, SqlType)>>>()?;
-            FunctionReturns { ty: None, set: true, columns, trigger: false }
+            let columns = cols
+                .iter()
+                .map(|c| Ok((ident(&c.name), param_type(s, &c.data_type)?.unwrap_or(SqlType::Unknown))))
+                .collect::<Result<Vec<(String, SqlType)>>>()?;
+            FunctionReturns { ty: None, set: true, columns, trigger: false, polymorphic: false }
         }
         Some(FunctionReturnType::DataType(ast::DataType::Custom(n, _)))
             if n.to_string().eq_ignore_ascii_case("record") && !out_columns.is_empty() =>
         {
-            FunctionReturns { ty: None, set: false, columns: out_columns.clone(), trigger: false }
+            FunctionReturns { ty: None, set: false, columns: out_columns.clone(), trigger: false, polymorphic: false }
         }
-        Some(FunctionReturnType::DataType(dt)) => FunctionReturns { ty: param_type(dt)?, set: false, columns: vec![], trigger: false },
-        Some(FunctionReturnType::SetOf(dt)) => FunctionReturns { ty: param_type(dt)?, set: true, columns: vec![], trigger: false },
-        None if !out_columns.is_empty() => FunctionReturns { ty: None, set: false, columns: out_columns.clone(), trigger: false },
+        Some(FunctionReturnType::DataType(dt)) => {
+            FunctionReturns { ty: param_type(s, dt)?, set: false, columns: vec![], trigger: false, polymorphic: is_anyelement(dt) }
+        }
+        Some(FunctionReturnType::SetOf(dt)) => {
+            FunctionReturns { ty: param_type(s, dt)?, set: true, columns: vec![], trigger: false, polymorphic: is_anyelement(dt) }
+        }
+        None if !out_columns.is_empty() => {
+            FunctionReturns { ty: None, set: false, columns: out_columns.clone(), trigger: false, polymorphic: false }
+        }
         None => bail!(InvalidFunctionDefinition, "function result type must be specified"),
     };
     let mut returns = returns;
+    if returns.polymorphic && !args.iter().any(|a| a.polymorphic) {
+        return Err(err!(InvalidFunctionDefinition, "cannot determine result data type")
+            .with_detail("A result of type anyelement requires at least one input of type anyelement."));
+    }
     if let [(_, ty)] = returns.columns.as_slice() {
         // One column (one OUT parameter, a one-column TABLE): the function
         // returns that type; the column keeps its name.
@@ -163,7 +183,8 @@ fn create_def(
         _ => 'v',
     };
     let strict = matches!(cf.called_on_null, Some(ast::FunctionCalledOnNull::Strict | ast::FunctionCalledOnNull::ReturnsNullOnNullInput));
-    let def = FunctionDef { id: 0, database: database.clone(), name, args, returns, language, body, source, volatility, strict };
+    let def =
+        FunctionDef { id: 0, database: database.clone(), name, args, returns, language, body, source, volatility, strict, aggregate: None };
     validate(s, &def)?;
     s.engine.catalog.create_function(def, cf.or_replace)?;
     Ok(QueryResult::Command("CREATE FUNCTION".into()))
@@ -188,6 +209,8 @@ fn validate(s: &Session, def: &FunctionDef) -> Result<()> {
     let mut planner = s.planner(Default::default());
     planner.database = def.database.clone();
     planner.check_as.replace(None);
+    // A polymorphic function is checked as if called with text.
+    let def = &crate::planner::specialize(def, SqlType::Text);
     let args: Vec<Expr> = def.args.iter().map(|a| Expr::lit(Value::Null, a.ty)).collect();
     let empty = Scope::new(vec![], None);
     let r = if def.returns.set || !def.returns.columns.is_empty() || def.returns.ty.is_none() {
@@ -213,7 +236,7 @@ pub fn drop(s: &mut Session, d: &ast::DropFunction) -> Result<QueryResult> {
             Some(args) => {
                 let mut types = Vec::new();
                 for a in args.iter().filter(|a| !matches!(a.mode, Some(ArgMode::Out))) {
-                    match param_type(&a.data_type) {
+                    match param_type(s, &a.data_type) {
                         Ok(Some(t)) => types.push(t),
                         // A type weir does not have: no function of weir's takes it.
                         _ if d.if_exists => continue 'descs,
@@ -233,6 +256,11 @@ pub fn drop(s: &mut Session, d: &ast::DropFunction) -> Result<QueryResult> {
                 }
             },
         };
+        if overloads.iter().any(|f| f.aggregate.is_some() && f.arg_types() == types) {
+            return Err(
+                err!(WrongObjectType, "\"{name}\" is an aggregate function").with_hint("Use DROP AGGREGATE to drop aggregate functions.")
+            );
+        }
         if cat.drop_function(&database, &name, &types)?.is_none() && !d.if_exists {
             bail!(UndefinedFunction, "function {} does not exist", crate::catalog::function::signature(&name, &types));
         }

@@ -5,6 +5,7 @@
 //! May import `planner`, `exec`, `storage`, `catalog`, `types`, `error`;
 //! never `server`.
 
+mod aggregate;
 mod alter_table;
 pub mod copy;
 mod copy_binary;
@@ -24,6 +25,7 @@ pub mod stream;
 pub mod tdengine;
 pub mod temp;
 mod txn;
+mod user_type;
 pub mod wire;
 
 use std::collections::HashMap;

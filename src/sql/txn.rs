@@ -87,6 +87,18 @@ enum Created {
     },
     /// Roles and privileges a statement changed, with their earlier values.
     Auth(crate::catalog::roles::AuthUndo),
+    /// A type the block created, replaced or dropped: how it was before
+    /// (None: absent) and after.
+    Type {
+        before: Option<crate::catalog::TypeDef>,
+        after: Option<crate::catalog::TypeDef>,
+    },
+    /// A function (or aggregate) the block created.
+    Function {
+        database: String,
+        name: String,
+        types: Vec<crate::types::SqlType>,
+    },
 }
 
 /// The buffered writes of a block.
@@ -325,6 +337,18 @@ fn undo_created(s: &Session, created: &[Created]) {
             },
             Created::View { database, name } => s.engine.catalog.drop_view(database, name),
             Created::Auth(undo) => s.engine.catalog.undo_auth(undo),
+            Created::Type { before, after } => (|| {
+                if let Some(a) = after {
+                    if s.engine.catalog.user_type(&a.database, &a.name).is_some_and(|t| t.id == a.id) {
+                        s.engine.catalog.drop_type(&a.database, &a.name)?;
+                    }
+                }
+                match before {
+                    Some(b) => s.engine.catalog.restore_type(b.clone()),
+                    None => Ok(()),
+                }
+            })(),
+            Created::Function { database, name, types } => s.engine.catalog.drop_function(database, name, types).map(|_| ()),
         };
         if let Err(e) = r {
             tracing::warn!(error = %e, "undoing DDL of a rolled back transaction failed");
@@ -436,6 +460,8 @@ fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
         Statement::CreateTable(ct) => Some(create_in_block(s, &ct.name, true, |s| s.execute_sql_statement(stmt, Default::default()))),
         Statement::CreateView(cv) => Some(create_in_block(s, &cv.name, false, |s| s.execute_sql_statement(stmt, Default::default()))),
         Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => Some(drop_in_block(s, *if_exists, names)),
+        // A dropped type is put back by ROLLBACK (`user_type.rs`).
+        Statement::Drop { object_type: ast::ObjectType::Type, .. } => None,
         Statement::CreateDatabase { .. } | Statement::Drop { .. } | Statement::Truncate(_) | Statement::CreateIndex(_) => {
             let text = stmt.to_string();
             let word = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
@@ -479,6 +505,22 @@ fn create_in_block(
         b.created.push(c);
     }
     Ok(r)
+}
+
+/// A type a statement created, changed or dropped: put back as it was if
+/// the block does not commit. Nothing to record outside a block.
+pub(super) fn changed_type(s: &mut Session, before: Option<crate::catalog::TypeDef>, after: Option<crate::catalog::TypeDef>) {
+    if let Some(b) = s.block.as_mut() {
+        b.created.push(Created::Type { before, after });
+    }
+}
+
+/// A function or aggregate a statement created: dropped again if the
+/// block does not commit. Nothing to record outside a block.
+pub(super) fn created_function(s: &mut Session, database: &str, name: &str, types: &[crate::types::SqlType]) {
+    if let Some(b) = s.block.as_mut() {
+        b.created.push(Created::Function { database: database.to_string(), name: name.to_string(), types: types.to_vec() });
+    }
 }
 
 /// A statement that changes roles or privileges runs at once; what it

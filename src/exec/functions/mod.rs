@@ -843,6 +843,41 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
             let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
             return array::edit(name, &cols, ty.elem().unwrap_or(SqlType::Text), n);
         }
+        // A domain's constraint over a value cast to it (`planner/user_type.rs`):
+        // domain_check(value, ok, kind, message) is the value where ok is
+        // not false; kind 0 is NOT NULL (23502), 1 a CHECK (23514), 2 an
+        // enum's labels (22P02).
+        "domain_check" => {
+            let v = args[0].eval(batch, ctx)?;
+            let ok = args[1].eval(batch, ctx)?;
+            let failed = match ok.as_any().downcast_ref::<BooleanArray>() {
+                Some(b) => (0..b.len()).any(|i| b.is_valid(i) && !b.value(i)),
+                None => false,
+            };
+            if failed {
+                let lit = |k: usize| args.get(k).map(|a| a.eval(batch, ctx)).transpose();
+                let kind = lit(2)?.map(|a| value_at(a.as_ref(), 0));
+                let msg = match lit(3)?.map(|a| value_at(a.as_ref(), 0)) {
+                    Some(Value::Text(m)) => m,
+                    _ => "value violates a domain constraint".to_string(),
+                };
+                return Err(match kind {
+                    Some(Value::Int(0)) => crate::err!(NotNullViolation, "{msg}"),
+                    // An enum's label: the first value that is none.
+                    Some(Value::Int(2)) => {
+                        let b = ok.as_any().downcast_ref::<BooleanArray>().expect("checked boolean");
+                        let bad = (0..b.len()).find(|&i| b.is_valid(i) && !b.value(i)).map(|i| value_at(v.as_ref(), i));
+                        let shown = match bad {
+                            Some(Value::Text(t)) => t,
+                            _ => String::new(),
+                        };
+                        crate::err!(InvalidText, "{msg}: \"{shown}\"")
+                    }
+                    _ => crate::err!(CheckViolation, "{msg}"),
+                });
+            }
+            return Ok(v);
+        }
         // A record's text form from its fields (set-returning calls' records).
         "record_out" => {
             let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;

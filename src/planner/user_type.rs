@@ -1,0 +1,166 @@
+//! User-defined types in type names and casts (`CREATE TYPE`, `CREATE
+//! DOMAIN`; definitions in `catalog/user_type.rs`).
+//!
+//! A domain's values are its base type's: a type name naming a domain
+//! resolves to the base type, and a cast to the domain is a cast to the
+//! base type whose result must pass the domain's NOT NULL and CHECK
+//! constraints (`domain_check`, 23502 / 23514). Composite and enum values
+//! are carried as text (a record's text form `(1,x)`, an enum's label): a
+//! cast to a composite type casts `ROW(…)`'s fields to the field types, a
+//! cast to an enum checks the label (22P02); `enum_range(NULL::e)` is the
+//! array of e's labels. A shell type names no values yet.
+//!
+//! Lives in the planner; reads the catalog.
+
+use sqlparser::ast;
+
+use super::bind::AggCollector;
+use super::{coerce, Planner, Scope};
+use crate::catalog::{Catalog, TypeDef, TypeKind};
+use crate::error::Result;
+use crate::exec::expr::Expr;
+use crate::exec::plan::PlanColumn;
+use crate::types::{SqlType, Value};
+use crate::{bail, err};
+
+/// The user-defined type a type name names in `database` (unqualified,
+/// `public`, or another database as schema).
+pub fn user_type(catalog: &Catalog, database: &str, dt: &ast::DataType) -> Option<TypeDef> {
+    let ast::DataType::Custom(name, mods) = dt else { return None };
+    if !mods.is_empty() {
+        return None;
+    }
+    let (schema, n) = super::object_name(name).ok()?;
+    match schema.as_deref() {
+        None | Some("public") | Some("pg_temp") => catalog.user_type(database, &n),
+        Some(db) => catalog.user_type(db, &n),
+    }
+}
+
+/// How a user-defined type's values are carried.
+pub fn type_of(def: &TypeDef) -> Result<SqlType> {
+    match &def.kind {
+        TypeKind::Shell => bail!(UndefinedObject, "type \"{}\" is only a shell", def.name),
+        TypeKind::Composite(_) | TypeKind::Enum(_) => Ok(SqlType::Text),
+        TypeKind::Domain(d) => Ok(d.base),
+    }
+}
+
+/// A type name, user-defined types of `database` included.
+pub fn resolve_type(catalog: &Catalog, database: &str, dt: &ast::DataType) -> Result<SqlType> {
+    match super::sql_type(dt) {
+        Err(e) if e.kind == crate::error::ErrorKind::UndefinedObject => match user_type(catalog, database, dt) {
+            Some(def) => type_of(&def),
+            None => Err(e),
+        },
+        r => r,
+    }
+}
+
+impl<'a> Planner<'a> {
+    /// The user-defined type a cast's type names (None: a built-in type).
+    pub(super) fn cast_user_type(&self, dt: &ast::DataType) -> Option<TypeDef> {
+        if super::sql_type(dt).is_ok() {
+            return None;
+        }
+        user_type(self.catalog, &self.database, dt)
+    }
+
+    /// `expr::t` for a user-defined type t.
+    pub(super) fn bind_user_type_cast(&self, expr: &ast::Expr, def: &TypeDef, scope: &Scope, agg: Option<&AggCollector>) -> Result<Expr> {
+        let inner = self.bind_expr(expr, scope, agg)?;
+        self.cast_to_user_type(inner, def)
+    }
+
+    /// A bound value cast to a user-defined type.
+    pub fn cast_to_user_type(&self, inner: Expr, def: &TypeDef) -> Result<Expr> {
+        match &def.kind {
+            TypeKind::Shell => bail!(UndefinedObject, "type \"{}\" is only a shell", def.name),
+            TypeKind::Composite(fields) => match inner {
+                Expr::Func { name, args, .. } if name == "record_out" => {
+                    if args.len() != fields.len() {
+                        return Err(err!(CannotCoerce, "cannot cast type record to {}", def.name).with_detail(
+                            if args.len() < fields.len() { "Input has too few columns." } else { "Input has too many columns." },
+                        ));
+                    }
+                    let args = args.into_iter().zip(fields).map(|(a, (_, t))| explicit_cast(a, *t)).collect::<Result<Vec<_>>>()?;
+                    Ok(Expr::Func { name: "record_out".into(), args, ty: SqlType::Text })
+                }
+                // A record literal stays its text.
+                other if other.ty().is_text() => explicit_cast(other, SqlType::Text),
+                other => Err(err!(CannotCoerce, "cannot cast type {} to {}", other.ty(), def.name)),
+            },
+            TypeKind::Enum(labels) => {
+                if !inner.ty().is_text() {
+                    bail!(CannotCoerce, "cannot cast type {} to {}", inner.ty(), def.name);
+                }
+                let v = explicit_cast(inner, SqlType::Text)?;
+                let list: Vec<Expr> = labels.iter().map(|l| Expr::lit(Value::Text(l.clone()), SqlType::Text)).collect();
+                let ok = Expr::InList { expr: Box::new(v.clone()), list, negated: false };
+                Ok(Expr::Func {
+                    name: "domain_check".into(),
+                    args: vec![
+                        v,
+                        ok,
+                        Expr::lit(Value::Int(2), SqlType::Int4),
+                        Expr::lit(Value::Text(format!("invalid input value for enum {}", def.name)), SqlType::Text),
+                    ],
+                    ty: SqlType::Text,
+                })
+            }
+            TypeKind::Domain(d) => {
+                let mut v = explicit_cast(inner, d.base)?;
+                if d.not_null {
+                    let ok = Expr::IsNull { expr: Box::new(v.clone()), negated: true };
+                    v = domain_check(v, ok, 0, format!("domain {} does not allow null values", def.name));
+                }
+                for (cname, text) in &d.checks {
+                    let check = self.bind_domain_check(text, d.base)?;
+                    let value = v.clone();
+                    let ok = check.map(0, &|x, _| match x {
+                        Expr::Column { index: 0, .. } => Some(value.clone()),
+                        _ => None,
+                    });
+                    let ok = coerce(ok, SqlType::Bool)?;
+                    v = domain_check(v, ok, 1, format!("value for domain {} violates check constraint \"{cname}\"", def.name));
+                }
+                Ok(v)
+            }
+        }
+    }
+
+    /// A domain's CHECK expression bound over one column, VALUE.
+    fn bind_domain_check(&self, text: &str, base: SqlType) -> Result<Expr> {
+        let e = crate::parser::parse_expr(text)?;
+        let scope = Scope::new(vec![PlanColumn { name: "value".into(), qualifier: None, ty: base }], None);
+        self.bind_expr(&e, &scope, None)
+    }
+
+    /// `enum_range(NULL::e)`: e's labels as a text array (the argument's
+    /// value does not matter, its type does).
+    pub(super) fn bind_enum_range(&self, args: &[ast::Expr]) -> Result<Option<Expr>> {
+        let [ast::Expr::Cast { data_type, .. }] = args else { return Ok(None) };
+        let Some(def) = self.cast_user_type(data_type) else { return Ok(None) };
+        let labels = crate::catalog::user_type::enum_labels(&def)?;
+        let items: Vec<Option<String>> = labels.iter().map(|l| Some(l.clone())).collect();
+        Ok(Some(Expr::lit(Value::Text(crate::types::array::format_array(&items)), SqlType::Array(crate::types::Elem::Text))))
+    }
+}
+
+/// An explicit cast of a bound value (literals converted at once).
+fn explicit_cast(e: Expr, ty: SqlType) -> Result<Expr> {
+    match e {
+        Expr::Literal { .. } | Expr::Param { .. } => coerce(e, ty),
+        other if other.ty() == ty => Ok(other),
+        other => Ok(Expr::Cast { expr: Box::new(other), ty }),
+    }
+}
+
+fn domain_check(v: Expr, ok: Expr, kind: i64, message: String) -> Expr {
+    let ty = v.ty();
+    Expr::Func {
+        name: "domain_check".into(),
+        args: vec![v, ok, Expr::lit(Value::Int(kind), SqlType::Int4), Expr::lit(Value::Text(message), SqlType::Text)],
+        ty,
+    }
+}
