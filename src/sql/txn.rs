@@ -93,6 +93,11 @@ enum Created {
         before: Option<crate::catalog::TypeDef>,
         after: Option<crate::catalog::TypeDef>,
     },
+    /// An index the block created (catalog metadata: dropped again).
+    Index {
+        database: String,
+        name: String,
+    },
     /// A function (or aggregate) the block created.
     Function {
         database: String,
@@ -348,6 +353,7 @@ fn undo_created(s: &Session, created: &[Created]) {
                     None => Ok(()),
                 }
             })(),
+            Created::Index { database, name } => s.engine.catalog.drop_index(database, name),
             Created::Function { database, name, types } => s.engine.catalog.drop_function(database, name, types).map(|_| ()),
         };
         if let Err(e) = r {
@@ -441,7 +447,7 @@ fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
             let word = stmt.to_string().split_whitespace().next().unwrap_or("").to_ascii_uppercase();
             Some(Err(err!(ReadOnlySqlTransaction, "cannot execute {word} in a read-only transaction")))
         }
-        Statement::CreateTable(_) | Statement::CreateView(_) | Statement::Drop { .. } if read_only => {
+        Statement::CreateTable(_) | Statement::CreateView(_) | Statement::CreateIndex(_) | Statement::Drop { .. } if read_only => {
             let word = stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
             Some(Err(err!(ReadOnlySqlTransaction, "cannot execute {word} in a read-only transaction")))
         }
@@ -460,13 +466,14 @@ fn in_block(s: &mut Session, stmt: &Statement) -> Option<Result<QueryResult>> {
         Statement::CreateTable(ct) => Some(create_in_block(s, &ct.name, true, |s| s.execute_sql_statement(stmt, Default::default()))),
         Statement::CreateView(cv) => Some(create_in_block(s, &cv.name, false, |s| s.execute_sql_statement(stmt, Default::default()))),
         Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => Some(drop_in_block(s, *if_exists, names)),
+        Statement::CreateIndex(ci) => Some(create_index_in_block(s, &ci.table_name, stmt)),
         // A dropped type is put back by ROLLBACK (`user_type.rs`).
         Statement::Drop { object_type: ast::ObjectType::Type, .. } => None,
-        Statement::CreateDatabase { .. } | Statement::Drop { .. } | Statement::Truncate(_) | Statement::CreateIndex(_) => {
+        Statement::CreateDatabase { .. } | Statement::Drop { .. } | Statement::Truncate(_) => {
             let text = stmt.to_string();
             let word = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
             Some(Err(err!(ActiveSqlTransaction, "{word} cannot run inside a transaction block").with_detail(
-                "weir applies this statement at once and cannot roll it back; CREATE TABLE, CREATE VIEW and DROP TABLE are the DDL a block can undo",
+                "weir applies this statement at once and cannot roll it back; CREATE TABLE, CREATE VIEW, CREATE INDEX and DROP TABLE are the DDL a block can undo",
             )))
         }
         // Everything else runs as it would outside a block (reads, SET,
@@ -521,6 +528,20 @@ pub(super) fn created_function(s: &mut Session, database: &str, name: &str, type
     if let Some(b) = s.block.as_mut() {
         b.created.push(Created::Function { database: database.to_string(), name: name.to_string(), types: types.to_vec() });
     }
+}
+
+/// CREATE INDEX runs at once (an index is the catalog's description of one,
+/// nothing in storage); ROLLBACK drops the index it made.
+fn create_index_in_block(s: &mut Session, table: &ast::ObjectName, stmt: &Statement) -> Result<QueryResult> {
+    let (database, table) = resolve(s, table)?;
+    let names = |s: &Session| -> Vec<String> { s.engine.catalog.indexes(&database, &table).into_iter().map(|i| i.name).collect() };
+    let before = names(s);
+    let r = s.execute_sql_statement(stmt, Default::default())?;
+    let made: Vec<String> = names(s).into_iter().filter(|n| !before.contains(n)).collect();
+    if let Some(b) = s.block.as_mut() {
+        b.created.extend(made.into_iter().map(|name| Created::Index { database: database.clone(), name }));
+    }
+    Ok(r)
 }
 
 /// A statement that changes roles or privileges runs at once; what it
