@@ -145,6 +145,15 @@ impl<'a> Planner<'a> {
         let defs: Vec<FunctionDef> = self.catalog.functions(db, fname).into_iter().filter(|f| f.aggregate.is_none()).collect();
         let cols: Vec<Expr> =
             std::iter::once(stype).chain(arg_types.iter().copied()).enumerate().map(|(index, ty)| Expr::Column { index, ty }).collect();
+        if defs.is_empty() {
+            // A built-in function (int4pl): a call over the columns.
+            if let Some(def) = crate::exec::functions::registry().lookup(fname) {
+                let strict = def.strict;
+                let e = self.call(fname, cols)?;
+                let ty = e.ty();
+                return Ok((e, strict, ty));
+            }
+        }
         let names = vec![None; cols.len()];
         let (f, args) = self.resolve_user_function(fname, defs, cols, &names)?;
         let empty = Scope::new(vec![], None);

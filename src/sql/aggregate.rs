@@ -175,11 +175,39 @@ fn support(overloads: &[FunctionDef], name: &str, want: &[(SqlType, bool)]) -> R
     };
     match overloads.iter().find(|f| fits(f)) {
         Some(f) => Ok(f.clone()),
+        None if overloads.iter().all(|f| f.aggregate.is_some()) && builtin(name, want).is_some() => {
+            Ok(builtin(name, want).expect("checked"))
+        }
         None => {
             let names: Vec<&str> = want.iter().map(|&(t, poly)| if poly { "anyelement" } else { t.pg_name() }).collect();
             bail!(UndefinedFunction, "function {name}({}) does not exist", names.join(", "))
         }
     }
+}
+
+/// A built-in function taking exactly these argument types (PostgreSQL's
+/// `int4pl` and friends), described as a function definition.
+fn builtin(name: &str, want: &[(SqlType, bool)]) -> Option<FunctionDef> {
+    let types: Vec<SqlType> = want.iter().map(|&(t, _)| t).collect();
+    let reg = crate::exec::functions::registry();
+    let def = reg.lookup(name)?;
+    let r = reg.resolve(name, &types).ok()?;
+    if want.iter().any(|&(_, poly)| poly) || r.params.iter().zip(&types).any(|(p, t)| p.is_some_and(|p| p != *t)) {
+        return None;
+    }
+    Some(FunctionDef {
+        id: 0,
+        database: String::new(),
+        name: name.to_string(),
+        args: types.iter().map(|&ty| FunctionArg { name: None, ty, default: None, polymorphic: false }).collect(),
+        returns: FunctionReturns { ty: Some(r.ret), set: false, columns: vec![], trigger: false, polymorphic: false },
+        language: "internal".into(),
+        body: String::new(),
+        source: String::new(),
+        volatility: 'i',
+        strict: def.strict,
+        aggregate: None,
+    })
 }
 
 /// A transition function must return the state type.

@@ -222,6 +222,17 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             .alias(&["int2shr", "int4shr"]),
         Def::new("int8not", vec![s(&[Int2], Int2), s(&[Int4], Int4), s(&[Int8], Int8)], math::bitnot).alias(&["int2not", "int4not"]),
         Def::new("gcd", vec![s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::gcd_lcm),
+        // The integer operators' functions, which aggregates name as
+        // support functions (SFUNC = int4pl).
+        Def::new("int2pl", vec![s(&[Int2, Int2], Int2)], math::int_op),
+        Def::new("int4pl", vec![s(&[Int4, Int4], Int4)], math::int_op),
+        Def::new("int8pl", vec![s(&[Int8, Int8], Int8)], math::int_op),
+        Def::new("int2mi", vec![s(&[Int2, Int2], Int2)], math::int_op),
+        Def::new("int4mi", vec![s(&[Int4, Int4], Int4)], math::int_op),
+        Def::new("int8mi", vec![s(&[Int8, Int8], Int8)], math::int_op),
+        Def::new("int2mul", vec![s(&[Int2, Int2], Int2)], math::int_op),
+        Def::new("int4mul", vec![s(&[Int4, Int4], Int4)], math::int_op),
+        Def::new("int8mul", vec![s(&[Int8, Int8], Int8)], math::int_op),
         Def::new("lcm", vec![s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::gcd_lcm),
         Def::new("float4send", vec![s(&[Float4], Bytea)], math::float_send),
         Def::new("float8send", vec![s(&[Float8], Bytea)], math::float_send),
