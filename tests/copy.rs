@@ -39,6 +39,10 @@ async fn copy_text_and_csv_all_or_nothing() {
         .await
         .unwrap();
     assert_eq!(n, 1);
+    // PostgreSQL's grammar reads `FROM STDOUT` as the client's stream too.
+    let n = copy(&c, "COPY cp FROM STDOUT", "e\t2024-01-01 00:00:04\t2\n").await.unwrap();
+    assert_eq!(n, 1);
+    c.batch_execute("DELETE FROM cp WHERE host = 'e'").await.unwrap();
     assert_eq!(count(&c, "SELECT count(*) FROM cp").await, 3);
     let v: Option<f64> = c.query_one("SELECT v FROM cp WHERE host = 'b'", &[]).await.unwrap().get(0);
     assert_eq!(v, None);

@@ -88,7 +88,9 @@ pub(super) fn applies(parser: &Parser) -> bool {
         }
         n += 1;
     }
+    // `CREATE TABLE t (LIKE source …)` is sqlparser's.
     parser.peek_nth_token_ref(n).token == Token::LParen
+        && !matches!(&parser.peek_nth_token_ref(n + 1).token, Token::Word(w) if w.keyword == Keyword::LIKE)
 }
 
 pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {

@@ -346,6 +346,17 @@ pub fn parse_expr(sql: &str) -> Result<ast::Expr, WeirError> {
     }
 }
 
+/// Parse a type name (a column's type as `ColumnDef::type_name` writes it).
+pub fn parse_data_type(sql: &str) -> Result<ast::DataType, WeirError> {
+    let dialect = WeirDialect::default();
+    let mut p = new_parser(&dialect, sql)?;
+    let t = p.parse_data_type().map_err(|e| syntax_error(sql, e))?;
+    match &p.peek_token_ref().token {
+        Token::EOF => Ok(t),
+        _ => Err(syntax_error(sql, p.expected_ref::<()>("end of type name", p.peek_token_ref()).unwrap_err())),
+    }
+}
+
 /// Parse a (possibly qualified) object name, such as ADMIN's table
 /// argument `'db.cpu'`.
 pub fn parse_object_name(sql: &str) -> Result<ast::ObjectName, WeirError> {

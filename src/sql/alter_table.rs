@@ -1,5 +1,5 @@
-//! ALTER TABLE: add, drop and rename columns, and rename the table (OWNER TO is
-//! `privilege.rs`'s).
+//! ALTER TABLE: add, drop and rename columns (of a partitioned table: of every
+//! table of its tree), and rename the table (OWNER TO is `privilege.rs`'s).
 //!
 //! A column change rewrites the table, as TRUNCATE renews it: new regions under a
 //! new id receive the old rows in the new shape (kept columns copied, an added
@@ -56,8 +56,13 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
     match at.operations.as_slice() {
         [ast::AlterTableOperation::AttachPartitionOf { partition, for_values }] => super::partition::attach(s, &old, partition, for_values),
         [ast::AlterTableOperation::DetachPartitionOf { partition, mode: None }] => super::partition::detach(s, &old, partition),
-        ops if (old.partition.of.is_some() || !cat.partitions(&old.database, &old.name).is_empty()) && ops.iter().any(supported) => {
-            bail!(FeatureNotSupported, "ALTER TABLE … ADD / DROP / RENAME COLUMN of a partitioned table or a partition is not supported")
+        ops if !old.partition.is_none() && !ops.is_empty() && ops.iter().all(supported) => {
+            if s.block.is_some() {
+                return Err(err!(ActiveSqlTransaction, "ALTER TABLE cannot change columns inside a transaction block")
+                    .with_detail("weir rewrites the table and cannot roll that back"));
+            }
+            alter_tree_columns(s, &old, ops)?;
+            done()
         }
         [ast::AlterTableOperation::RenameTable { table_name: ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n) }] => {
             if s.block.is_some() {
@@ -110,8 +115,17 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
 
 /// A table storage parameter PostgreSQL knows (22023 otherwise).
 fn check_storage_parameter(name: &str) -> Result<()> {
+    if !storage_parameter(name) {
+        bail!(InvalidParameterValue, "unrecognized parameter \"{name}\"");
+    }
+    Ok(())
+}
+
+/// Whether PostgreSQL knows `name` as a table storage parameter (CREATE TABLE
+/// … WITH and ALTER TABLE … SET accept them and change nothing).
+pub(super) fn storage_parameter(name: &str) -> bool {
     let bare = name.strip_prefix("toast.").unwrap_or(name);
-    let known = matches!(
+    matches!(
         bare,
         "fillfactor"
             | "parallel_workers"
@@ -120,11 +134,7 @@ fn check_storage_parameter(name: &str) -> Result<()> {
             | "vacuum_index_cleanup"
             | "vacuum_truncate"
             | "log_autovacuum_min_duration"
-    ) || bare.starts_with("autovacuum_");
-    if !known {
-        bail!(InvalidParameterValue, "unrecognized parameter \"{name}\"");
-    }
-    Ok(())
+    ) || bare.starts_with("autovacuum_")
 }
 
 /// The names of relations a view's query reads, resolved to (database, name).
@@ -287,7 +297,7 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
     };
     // Writers are fenced off the old regions for the copy (40001, retry):
     // a row acknowledged there after the scan would be dropped with them.
-    let fenced = s.planner(Default::default()).regions(old)?;
+    let fenced = own_regions(s, old)?;
     let unfence = || fenced.iter().for_each(|r| r.unfence_writes());
     if let Err(e) = fenced.iter().try_for_each(|r| r.fence_writes()).and_then(|()| copy_rows(s, old, &def, &cols)) {
         unfence();
@@ -350,11 +360,108 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
     Ok(())
 }
 
+/// A column change of a partitioned table: PostgreSQL's partitions inherit
+/// every column, so the change is made to each table of the tree (by column
+/// name: partitions may order their columns differently), partitions first
+/// and the root last. A partition's own columns cannot change, and a column
+/// that a partition key of the tree uses cannot be dropped or renamed (keys
+/// are kept as SQL over column names). Not atomic across the tree: a table
+/// whose rewrite fails (ADD COLUMN … NOT NULL over stored rows) leaves the
+/// partitions before it changed.
+fn alter_tree_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperation]) -> Result<()> {
+    if old.partition.of.is_some() {
+        for op in ops {
+            match op {
+                ast::AlterTableOperation::AddColumn { .. } => bail!(WrongObjectType, "cannot add column to a partition"),
+                ast::AlterTableOperation::DropColumn { column_names, if_exists, .. } => {
+                    for n in column_names {
+                        let n = ident(n);
+                        if old.column_index(&n).is_some() {
+                            bail!(InvalidTableDefinition, "cannot drop inherited column \"{n}\"");
+                        }
+                        if !*if_exists {
+                            bail!(UndefinedColumn, "column \"{n}\" of relation \"{}\" does not exist", old.name);
+                        }
+                    }
+                }
+                ast::AlterTableOperation::RenameColumn { old_column_name, .. } => {
+                    let n = ident(old_column_name);
+                    if old.column_index(&n).is_none() {
+                        bail!(UndefinedColumn, "column \"{n}\" does not exist");
+                    }
+                    bail!(InvalidTableDefinition, "cannot rename inherited column \"{n}\"");
+                }
+                _ => unreachable!("checked by the caller"),
+            }
+        }
+        return Ok(());
+    }
+    let tree = super::partition::with_partitions(s, old);
+    for op in ops {
+        let (names, renaming): (Vec<String>, bool) = match op {
+            ast::AlterTableOperation::DropColumn { column_names, .. } => (column_names.iter().map(ident).collect(), false),
+            ast::AlterTableOperation::RenameColumn { old_column_name, .. } => (vec![ident(old_column_name)], true),
+            _ => continue,
+        };
+        for t in &tree {
+            let Some(key) = &t.partition.key else { continue };
+            for n in &names {
+                if key.exprs.iter().any(|e| key_uses(e, n)) {
+                    if renaming {
+                        bail!(
+                            FeatureNotSupported,
+                            "cannot rename column \"{n}\": it is part of the partition key of relation \"{}\"",
+                            t.name
+                        );
+                    }
+                    bail!(
+                        InvalidTableDefinition,
+                        "cannot drop column \"{n}\" because it is part of the partition key of relation \"{}\"",
+                        t.name
+                    );
+                }
+            }
+        }
+    }
+    // Depth first lists the root first; partitions change before it.
+    for t in tree.iter().rev() {
+        let Some(current) = s.engine.catalog.table(&t.database, &t.name) else { continue };
+        alter_columns(s, &current, ops)?;
+    }
+    Ok(())
+}
+
+/// Whether a partition key expression (SQL text) names column `n`.
+fn key_uses(expr: &str, n: &str) -> bool {
+    let Ok(e) = crate::parser::parse_expr(expr) else { return true };
+    let mut found = false;
+    let _ = ast::visit_expressions(&e, |x| {
+        let name = match x {
+            ast::Expr::Identifier(i) => Some(ident(i)),
+            ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident),
+            _ => None,
+        };
+        found |= name.as_deref() == Some(n);
+        ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
+/// A table's own regions: a partitioned table's stay empty (its rows are its
+/// partitions', which `Planner::regions` answers with).
+fn own_regions(s: &Session, def: &TableDef) -> Result<Vec<std::sync::Arc<crate::storage::Region>>> {
+    (0..def.regions.max(1))
+        .map(|n| {
+            s.engine.storage.region(region_id(def.id, n)).ok_or_else(|| err!(Internal, "region {n} of table {} is not open", def.name))
+        })
+        .collect()
+}
+
 /// Every row of `old` written to the regions of `def` in its shape.
 fn copy_rows(s: &Session, old: &TableDef, def: &TableDef, cols: &[(ColumnDef, Source)]) -> Result<()> {
     let planner = s.planner(Default::default());
-    let old_regions = planner.regions(old)?;
-    let new_regions = planner.regions(def)?;
+    let old_regions = own_regions(s, old)?;
+    let new_regions = own_regions(s, def)?;
     let schema = crate::planner::region_descriptor(def).schema;
     // An added column's default, evaluated once (as INSERT does for omitted columns).
     let mut defaults: Vec<Option<crate::types::Value>> = Vec::new();
@@ -468,4 +575,15 @@ fn add_unique(s: &mut Session, def: &TableDef, constraint: &ast::TableConstraint
         unique: true,
         id: 0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn key_uses_finds_columns_in_key_expressions() {
+        assert!(super::key_uses("\"a\"", "a"));
+        assert!(super::key_uses("(b + 0)", "b"));
+        assert!(!super::key_uses("(b + 0)", "a"));
+        assert!(super::key_uses("lower(t.c)", "c"));
+    }
 }

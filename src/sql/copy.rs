@@ -46,7 +46,8 @@ pub fn start(s: &mut Session, stmt: &ast::Statement) -> Result<QueryResult> {
     if *to {
         return copy_out(s, source, target, options, legacy_options);
     }
-    if !matches!(target, CopyTarget::Stdin) {
+    // PostgreSQL's grammar takes STDOUT after FROM as the client's stream too.
+    if !matches!(target, CopyTarget::Stdin | CopyTarget::Stdout) {
         bail!(FeatureNotSupported, "COPY FROM a file is not supported; use COPY FROM STDIN");
     }
     let CopySource::Table { table_name, columns } = source else { bail!(FeatureNotSupported, "COPY of a query is not supported") };

@@ -61,6 +61,16 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                 ast::ObjectType::Database => "DROP DATABASE",
                 other => bail!(FeatureNotSupported, "DROP {other} is not supported"),
             };
+            // Every table named must exist before any is dropped; one may then
+            // be gone with an earlier one's partitions (`DROP TABLE p, p1`).
+            if *object_type == ast::ObjectType::Table && !*if_exists {
+                for n in names {
+                    let rel = relation(cat, &s.database, n)?;
+                    if cat.table(&rel.database()?, &rel.name).is_none() {
+                        bail!(UndefinedTable, "table \"{}\" does not exist", rel.display());
+                    }
+                }
+            }
             for n in names {
                 let rel = relation(cat, &s.database, n)?;
                 let name = rel.name.clone();
@@ -70,12 +80,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                             Err(_) if *if_exists => continue,
                             r => r?,
                         };
-                        let Some(def) = cat.table(&db, &name) else {
-                            if *if_exists {
-                                continue;
-                            }
-                            bail!(UndefinedTable, "table \"{}\" does not exist", rel.display());
-                        };
+                        let Some(def) = cat.table(&db, &name) else { continue };
                         super::partition::drop_tree(s, &def)?;
                     }
                     ast::ObjectType::View => {
@@ -373,9 +378,15 @@ fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResul
         let names: Vec<String> = ct.columns.iter().map(|c| ident(&c.name)).collect();
         return create_table_as(s, &ct.name, ct.if_not_exists, &names, query);
     }
-    if ct.like.is_some() || ct.clone.is_some() {
-        bail!(FeatureNotSupported, "CREATE TABLE LIKE is not supported");
-    }
+    let columns = match &ct.like {
+        Some(ast::CreateTableLikeKind::Parenthesized(like)) if ct.clone.is_none() => {
+            let mut columns = like_columns(s, like)?;
+            columns.extend(ct.columns.iter().cloned());
+            columns
+        }
+        None if ct.clone.is_none() => ct.columns.clone(),
+        _ => bail!(FeatureNotSupported, "CREATE TABLE LIKE is not supported"),
+    };
     if ct.partition_of.is_some() {
         return super::partition::create_partition_of(s, ct);
     }
@@ -389,7 +400,7 @@ fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResul
         &CreateTable {
             if_not_exists: ct.if_not_exists,
             name: ct.name.clone(),
-            columns: ct.columns.clone(),
+            columns,
             constraints: ct.constraints.clone(),
             time_index: vec![],
             indexes: vec![],
@@ -399,6 +410,31 @@ fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResul
             options,
         },
     )
+}
+
+/// `CREATE TABLE t (LIKE source [INCLUDING | EXCLUDING DEFAULTS])`: the
+/// source table's column names, types and NOT NULL, and its defaults only
+/// when INCLUDING DEFAULTS says so (PostgreSQL's rules; its other INCLUDING
+/// options are not in sqlparser's grammar).
+fn like_columns(s: &Session, like: &ast::CreateTableLike) -> Result<Vec<ast::ColumnDef>> {
+    let source = s.planner(Params::default()).table_named(&like.name)?;
+    let defaults = matches!(like.defaults, Some(ast::CreateTableLikeDefaults::Including));
+    let mut columns = Vec::with_capacity(source.columns.len());
+    for c in &source.columns {
+        let mut options = Vec::new();
+        if !c.nullable {
+            options.push(ast::ColumnOptionDef { name: None, option: ast::ColumnOption::NotNull });
+        }
+        if let Some(d) = c.default.as_deref().filter(|_| defaults) {
+            options.push(ast::ColumnOptionDef { name: None, option: ast::ColumnOption::Default(crate::parser::parse_expr(d)?) });
+        }
+        columns.push(ast::ColumnDef {
+            name: ast::Ident::with_quote('"', c.name.clone()),
+            data_type: crate::parser::parse_data_type(&c.type_name())?,
+            options,
+        });
+    }
+    Ok(columns)
 }
 
 /// PARTITION BY: the new table (an ordinary one whose regions stay empty)
@@ -713,6 +749,8 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
                 }
             }
             other if greptime_tuning_option(other, &v)? => {}
+            // PostgreSQL's heap and vacuum parameters: accepted, nothing to tune.
+            other if super::alter_table::storage_parameter(other) => {}
             other => {
                 return Err(err!(InvalidParameterValue, "unrecognized table option \"{other}\"")
                     .with_hint("weir knows ttl, append_mode and regions, and accepts GreptimeDB's merge_mode, skip_wal, sst_format, storage, compaction.*, memtable.* and index.*"))
