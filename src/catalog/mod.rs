@@ -138,6 +138,9 @@ pub struct ViewDef {
     /// not know the query's shape (or the view predates it): the SQL is shown.
     #[serde(default)]
     pub definition: Option<(String, String)>,
+    /// `WITH (…)` options as `pg_class.reloptions` lists them (`name=value`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
 }
 
 /// An index: recorded; unique ones are enforced on plain tables.

@@ -1335,6 +1335,7 @@ pub fn ensure_child(catalog: &Catalog, db: &str, s: &SuperTableDef, name: &str, 
                 id: 0,
                 security_invoker: false,
                 definition: None,
+                options: Vec::new(),
             },
             false,
         )?;

@@ -212,6 +212,8 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
                 // character without a length: text here (no blank padding).
                 "bpchar" => SqlType::Text,
                 "numeric" | "decimal" => SqlType::Numeric,
+                // An untyped literal's pseudo-type (no column may have it).
+                "unknown" => SqlType::Unknown,
                 _ => bail!(UndefinedObject, "type \"{n}\" does not exist"),
             }
         }

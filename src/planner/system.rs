@@ -760,7 +760,11 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 rows.push(r);
             }
             for v in &p.catalog.views(db) {
-                rows.push(row(view_oid(v), &v.name, "v", false, &v.name));
+                let mut r = row(view_oid(v), &v.name, "v", false, &v.name);
+                if !v.options.is_empty() {
+                    r[19] = t(&format!("{{{}}}", v.options.join(",")));
+                }
+                rows.push(r);
             }
             for s in &p.catalog.sequences(db) {
                 rows.push(row(table_oid(s.id), &s.name, "S", false, &s.name));

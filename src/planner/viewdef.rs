@@ -41,7 +41,14 @@ impl Planner<'_> {
     /// names (they decide the `AS` labels of every SELECT of the query).
     pub fn view_text(&self, q: &ast::Query, columns: &[String]) -> Result<ViewText> {
         let text = |pretty: bool| -> Result<String> {
-            let d = Deparser { planner: self, pretty, refnames: Default::default(), taken: Default::default() };
+            let d = Deparser {
+                planner: self,
+                pretty,
+                refnames: Default::default(),
+                taken: Default::default(),
+                colnames: Default::default(),
+                using_names: Default::default(),
+            };
             let mut out = Out { buf: String::new(), indent: 0 };
             d.query(q, &[], Labels::View(columns), &mut out)?;
             Ok(format!("{};", out.buf))
@@ -76,6 +83,9 @@ enum Labels<'a> {
 struct Col {
     /// The name `col` and `q.col` match.
     name: String,
+    /// The name it prints under: `name`, or the alias ruleutils gave it to
+    /// keep names unique (`x_1`, see `Deparser::assign_column_names`).
+    shown: String,
     ty: Ty,
     /// How a reference to it prints (`t.a`, or `a` for a FULL JOIN's merged column).
     text: String,
@@ -536,6 +546,11 @@ struct Deparser<'p, 'c> {
     refnames: RefCell<HashMap<usize, String>>,
     /// The names taken at the query level whose FROM items are being named.
     taken: RefCell<Vec<String>>,
+    /// The column names each relation of the query prints its columns under
+    /// (by the AST node's address), when one differs from the column's own.
+    colnames: RefCell<HashMap<usize, Vec<String>>>,
+    /// The names a join's USING columns print under (by the `ast::Join`'s address).
+    using_names: RefCell<HashMap<usize, Vec<String>>>,
 }
 
 impl Deparser<'_, '_> {
@@ -735,6 +750,7 @@ impl Deparser<'_, '_> {
         }
         let mut level = Level::default();
         let saved = self.taken.take();
+        self.assign_column_names(&s.from, outer)?;
         for twj in &s.from {
             level.items.push(self.join_item(twj, outer)?);
         }
@@ -790,7 +806,7 @@ impl Deparser<'_, '_> {
         for (n, (e, col, alias)) in entries.iter().enumerate() {
             o.push(if n == 0 { " " } else { ", " });
             let (attname, default_name) = match (e, col) {
-                (_, Some(c)) => (Some(c.name.clone()), c.name.clone()),
+                (_, Some(c)) => (Some(c.shown.clone()), c.name.clone()),
                 (Some(e), None) => (self.attname(e, &scope), figure_colname(e)),
                 (None, None) => unreachable!("a select-list entry is an expression or a column"),
             };
@@ -876,7 +892,7 @@ impl Deparser<'_, '_> {
     /// reference's name), which decides whether `AS` is printed.
     fn attname(&self, e: &E, scope: &[Level]) -> Option<String> {
         match unnest(e) {
-            E::Identifier(_) | E::CompoundIdentifier(_) => self.resolve(e, scope).ok().map(|c| c.name),
+            E::Identifier(_) | E::CompoundIdentifier(_) => self.resolve(e, scope).ok().map(|c| c.shown),
             _ => None,
         }
     }
@@ -887,7 +903,7 @@ impl Deparser<'_, '_> {
         for j in &twj.joins {
             let right = self.factor_item(&j.relation, outer)?;
             let (kind, constraint) = join_kind(&j.join_operator)?;
-            left = merge_join(left, right, kind, constraint)?;
+            left = merge_join(left, right, kind, constraint, self.using_names.borrow().get(&key_of(j)).map(|v| v.as_slice()))?;
         }
         Ok(left)
     }
@@ -905,6 +921,7 @@ impl Deparser<'_, '_> {
                             if let Some(ac) = a.columns.get(i) {
                                 c.name = ident(&ac.name);
                             }
+                            c.shown = c.name.clone();
                             c.text = format!("{}.{}", quote(&q), quote(&c.name));
                         }
                         Item { written: Some(q.clone()), refname: Some(q), cols, inner: Vec::new() }
@@ -915,21 +932,167 @@ impl Deparser<'_, '_> {
                 let rel = super::relation(self.planner.catalog, &self.planner.database, name)?;
                 let q = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| rel.name.clone());
                 let rel_cols = self.planner.plan_factor_columns(f)?;
-                Ok(base_item(q.clone(), self.refname(f, q, outer), rel_cols, alias.as_ref()))
+                let shown = self.colnames.borrow().get(&key_of(f)).cloned();
+                Ok(base_item(q.clone(), self.refname(f, q, outer), rel_cols, alias.as_ref(), shown))
             }
             // A function in FROM: named by its alias or its own name.
             TableFactor::Table { name, alias, args: Some(_), with_ordinality: false, .. } => {
                 let (_, fname) = object_name(name)?;
                 let q = alias.as_ref().map(|a| ident(&a.name)).unwrap_or(fname);
                 let rel_cols = self.planner.plan_factor_columns(f)?;
-                Ok(base_item(q.clone(), self.refname(f, q, outer), rel_cols, None))
+                Ok(base_item(q.clone(), self.refname(f, q, outer), rel_cols, None, None))
             }
             TableFactor::Derived { lateral: false, alias: Some(a), .. } => {
                 let rel_cols = self.planner.plan_factor_columns(f)?;
-                Ok(base_item(ident(&a.name), self.refname(f, ident(&a.name), outer), rel_cols, None))
+                Ok(base_item(ident(&a.name), self.refname(f, ident(&a.name), outer), rel_cols, None, None))
             }
             _ => bail!(FeatureNotSupported, "view definition text: this FROM item is not deparsed"),
         }
+    }
+
+    /// The column names the relations of one FROM list print under, and the
+    /// names of its joins' USING columns: ruleutils' set_using_names and
+    /// set_relation_column_names. A USING column's name is pushed down to the
+    /// columns it merges; when some unnamed join's merged column is not simply
+    /// one input's (a FULL join's COALESCE, a cast), USING names are made
+    /// unique across the query level; and every relation's column names are
+    /// made unique against those and the USING names of the joins above it,
+    /// `x` becoming `x_1`. Kept in `colnames` / `using_names` for the items
+    /// and the FROM clause to use.
+    fn assign_column_names(&self, from: &[ast::TableWithJoins], outer: &[Level]) -> Result<()> {
+        let mut trees = Vec::with_capacity(from.len());
+        for twj in from {
+            trees.push(self.join_tree(twj, outer)?.0);
+        }
+        let mut st = UsingState { unique: trees.iter().any(JNode::dangerous), names: Vec::new() };
+        for t in &mut trees {
+            set_using_names(t, &[], &mut st);
+        }
+        for t in &trees {
+            self.set_relation_names(t, &st);
+        }
+        Ok(())
+    }
+
+    /// The join tree of a FROM entry, with its output columns' (name, type).
+    fn join_tree(&self, twj: &ast::TableWithJoins, outer: &[Level]) -> Result<(JNode, Vec<(String, Ty)>)> {
+        let (mut node, mut cols) = self.factor_tree(&twj.relation, outer)?;
+        for j in &twj.joins {
+            let (right, rcols) = self.factor_tree(&j.relation, outer)?;
+            let (kind, constraint) = join_kind(&j.join_operator)?;
+            let using: Vec<String> = match constraint {
+                ast::JoinConstraint::Using(ns) | ast::JoinConstraint::UsingAlias(ns, _) => {
+                    ns.iter().map(|n| object_name(n).map(|x| x.1)).collect::<Result<_>>()?
+                }
+                ast::JoinConstraint::Natural => cols.iter().filter(|c| rcols.iter().any(|r| r.0 == c.0)).map(|c| c.0.clone()).collect(),
+                _ => Vec::new(),
+            };
+            let mut map = Vec::new();
+            let mut out = Vec::new();
+            let mut dangerous = false;
+            let (mut used_l, mut used_r) = (vec![false; cols.len()], vec![false; rcols.len()]);
+            for n in &using {
+                let (Some(li), Some(ri)) = (cols.iter().position(|c| &c.0 == n), rcols.iter().position(|c| &c.0 == n)) else {
+                    bail!(UndefinedColumn, "column \"{n}\" specified in USING clause does not exist in one of the tables");
+                };
+                used_l[li] = true;
+                used_r[ri] = true;
+                let (ty, side) = merged_input(kind, cols[li].1, rcols[ri].1);
+                dangerous |= side.is_none();
+                map.push((Some(li), Some(ri)));
+                out.push((n.clone(), ty));
+            }
+            for (i, c) in cols.iter().enumerate().filter(|(i, _)| !used_l[*i]) {
+                map.push((Some(i), None));
+                out.push(c.clone());
+            }
+            for (i, c) in rcols.iter().enumerate().filter(|(i, _)| !used_r[*i]) {
+                map.push((None, Some(i)));
+                out.push(c.clone());
+            }
+            let n = out.len();
+            node = JNode::Join {
+                key: Some(key_of(j)),
+                left: Box::new(node),
+                right: Box::new(right),
+                using,
+                named: false,
+                dangerous,
+                map,
+                colnames: vec![None; n],
+                parent_using: Vec::new(),
+            };
+            cols = out;
+        }
+        Ok((node, cols))
+    }
+
+    fn factor_tree(&self, f: &TableFactor, outer: &[Level]) -> Result<(JNode, Vec<(String, Ty)>)> {
+        match f {
+            TableFactor::NestedJoin { table_with_joins, alias } => {
+                let (mut node, mut cols) = self.join_tree(table_with_joins, outer)?;
+                if let Some(a) = alias {
+                    for (c, ac) in cols.iter_mut().zip(&a.columns) {
+                        c.0 = ident(&ac.name);
+                    }
+                    if let JNode::Join { named, .. } = &mut node {
+                        *named = true;
+                    }
+                }
+                Ok((node, cols))
+            }
+            _ => {
+                let item = self.factor_item(f, outer)?;
+                let cols: Vec<(String, Ty)> = item.cols.iter().map(|c| (c.name.clone(), c.ty)).collect();
+                let table = matches!(f, TableFactor::Table { args: None, .. });
+                let n = cols.len();
+                let base = JNode::Base {
+                    key: key_of(f),
+                    table,
+                    written: cols.iter().map(|c| c.0.clone()).collect(),
+                    colnames: vec![None; n],
+                    parent_using: Vec::new(),
+                };
+                Ok((base, cols))
+            }
+        }
+    }
+
+    /// set_relation_column_names over a tree's relations; the USING names
+    /// chosen for its joins.
+    fn set_relation_names(&self, node: &JNode, st: &UsingState) {
+        match node {
+            JNode::Join { key, left, right, using, colnames, .. } => {
+                let chosen: Vec<String> = colnames.iter().take(using.len()).flatten().cloned().collect();
+                if let Some(k) = key.filter(|_| !using.is_empty() && &chosen != using) {
+                    self.using_names.borrow_mut().insert(k, chosen);
+                }
+                self.set_relation_names(left, st);
+                self.set_relation_names(right, st);
+            }
+            JNode::Base { key, table, written, colnames, parent_using, .. } => {
+                let mut names = colnames.clone();
+                for i in 0..names.len() {
+                    if names[i].is_none() {
+                        let n = make_colname_unique(&written[i], &names, st, parent_using);
+                        names[i] = Some(n);
+                    }
+                }
+                let names: Vec<String> = names.into_iter().flatten().collect();
+                // Only relations print column aliases of ruleutils' choosing.
+                if *table && &names != written {
+                    self.colnames.borrow_mut().insert(*key, names);
+                }
+            }
+        }
+    }
+
+    /// A relation's column names as written: its own, or its alias's.
+    fn written_names(&self, real: &[String], alias: Option<&ast::TableAlias>) -> Vec<String> {
+        real.iter()
+            .enumerate()
+            .map(|(i, n)| alias.and_then(|a| a.columns.get(i)).map(|c| ident(&c.name)).unwrap_or_else(|| n.clone()))
+            .collect()
     }
 
     /// The reference name of a relation: `wanted`, or `wanted_N` when an
@@ -968,7 +1131,7 @@ impl Deparser<'_, '_> {
         for jj in &twj.joins[..n - 1] {
             let right = self.factor_item(&jj.relation, outer)?;
             let (k, c) = join_kind(&jj.join_operator)?;
-            left = merge_join(left, right, k, c)?;
+            left = merge_join(left, right, k, c, self.using_names.borrow().get(&key_of(jj)).map(|v| v.as_slice()))?;
         }
         Ok((left, self.factor_item(&twj.joins[n - 1].relation, outer)?))
     }
@@ -985,10 +1148,12 @@ impl Deparser<'_, '_> {
         }
         self.from_join(twj, n - 1, outer, o)?;
         // The names NATURAL matched, as PostgreSQL stores them (none: a cross join).
+        let shown_using = self.using_names.borrow().get(&key_of(j)).cloned();
         let natural = match constraint {
             ast::JoinConstraint::Natural => {
                 let (left, right) = self.join_sides(twj, n, outer)?;
-                natural_names(&left, &right)
+                let names = natural_names(&left, &right);
+                shown_using.clone().filter(|s| s.len() == names.len()).unwrap_or(names)
             }
             _ => Vec::new(),
         };
@@ -1020,7 +1185,11 @@ impl Deparser<'_, '_> {
         }
         match constraint {
             ast::JoinConstraint::Using(names) | ast::JoinConstraint::UsingAlias(names, _) => {
-                let names: Vec<String> = names.iter().map(|n| object_name(n).map(|x| quote(&x.1))).collect::<Result<_>>()?;
+                let mut names: Vec<String> = names.iter().map(|n| object_name(n).map(|x| x.1)).collect::<Result<_>>()?;
+                if let Some(shown) = shown_using.filter(|s| s.len() == names.len()) {
+                    names = shown;
+                }
+                let names: Vec<String> = names.iter().map(|n| quote(n)).collect();
                 o.push(&format!(" USING ({})", names.join(", ")));
                 if let ast::JoinConstraint::UsingAlias(_, alias) = constraint {
                     o.push(&format!(" AS {}", quote(&ident(alias))));
@@ -1079,12 +1248,18 @@ impl Deparser<'_, '_> {
                 o.push(&quote(&rel.name));
                 let refname = self.refnames.borrow().get(&(f as *const TableFactor as usize)).cloned();
                 let refname = refname.unwrap_or_else(|| rel.name.clone());
-                if alias.is_some() || refname != rel.name {
+                // A relation's column aliases print when any differs from the
+                // column's real name (set_relation_column_names' printaliases).
+                let real: Vec<String> = self.planner.plan_factor_columns(&plain_table(f))?.into_iter().map(|c| c.0).collect();
+                let shown = self.colnames.borrow().get(&key_of(f)).cloned().unwrap_or_else(|| self.written_names(&real, alias.as_ref()));
+                let print_aliases = shown != real;
+                if alias.is_some() || refname != rel.name || print_aliases {
                     o.push(" ");
                     o.push(&quote(&refname));
                 }
-                if let Some(a) = alias {
-                    alias_columns(a, o);
+                if print_aliases {
+                    let names: Vec<String> = shown.iter().map(|c| quote(c)).collect();
+                    o.push(&format!("({})", names.join(", ")));
                 }
                 Ok(())
             }
@@ -1841,6 +2016,165 @@ fn join_kind(op: &ast::JoinOperator) -> Result<(JoinKind, &ast::JoinConstraint)>
     })
 }
 
+/// A FROM item's AST node as a map key (its address: the AST outlives the deparse).
+fn key_of<T>(x: &T) -> usize {
+    x as *const T as usize
+}
+
+/// A relation factor without its alias (its columns under their own names).
+fn plain_table(f: &TableFactor) -> TableFactor {
+    let mut f = f.clone();
+    if let TableFactor::Table { alias, .. } = &mut f {
+        *alias = None;
+    }
+    f
+}
+
+/// One query level's join tree as ruleutils names its columns.
+enum JNode {
+    Base {
+        key: usize,
+        /// A relation (whose column aliases print when they differ from `written`).
+        table: bool,
+        /// The names its columns have in the query (alias columns applied).
+        written: Vec<String>,
+        /// Names pushed down from the joins above (USING columns).
+        colnames: Vec<Option<String>>,
+        parent_using: Vec<String>,
+    },
+    Join {
+        key: Option<usize>,
+        left: Box<JNode>,
+        right: Box<JNode>,
+        using: Vec<String>,
+        /// `(…) AS j`: an alias stops names pushed from above.
+        named: bool,
+        /// A merged column that is not simply one input's column.
+        dangerous: bool,
+        /// Each output column's left and right input column.
+        map: Vec<(Option<usize>, Option<usize>)>,
+        colnames: Vec<Option<String>>,
+        parent_using: Vec<String>,
+    },
+}
+
+impl JNode {
+    /// has_dangerous_join_using.
+    fn dangerous(&self) -> bool {
+        match self {
+            JNode::Base { .. } => false,
+            JNode::Join { left, right, dangerous, named, using, .. } => {
+                (*dangerous && !*named && !using.is_empty()) || left.dangerous() || right.dangerous()
+            }
+        }
+    }
+
+    fn push_name(&mut self, i: usize, name: &str) {
+        let colnames = match self {
+            JNode::Base { colnames, .. } | JNode::Join { colnames, .. } => colnames,
+        };
+        if let Some(slot) = colnames.get_mut(i) {
+            *slot = Some(name.to_string());
+        }
+    }
+
+    fn set_parent_using(&mut self, names: &[String]) {
+        match self {
+            JNode::Base { parent_using, .. } | JNode::Join { parent_using, .. } => *parent_using = names.to_vec(),
+        }
+    }
+}
+
+/// dpns->unique_using and dpns->using_names.
+struct UsingState {
+    unique: bool,
+    names: Vec<String>,
+}
+
+/// set_using_names for one join tree node.
+fn set_using_names(node: &mut JNode, parent_using: &[String], st: &mut UsingState) {
+    let JNode::Join { left, right, using, named, map, colnames, parent_using: own_parent, .. } = node else { return };
+    if !*named {
+        for (i, c) in colnames.iter().enumerate() {
+            let Some(c) = c else { continue };
+            if let Some(l) = map[i].0 {
+                left.push_name(l, c);
+            }
+            if let Some(r) = map[i].1 {
+                right.push_name(r, c);
+            }
+        }
+    }
+    let mut below = parent_using.to_vec();
+    if !using.is_empty() {
+        for (i, n) in using.iter().enumerate() {
+            let name = match &colnames[i] {
+                Some(c) => c.clone(),
+                None => {
+                    let c = make_colname_unique(n, colnames, st, own_parent);
+                    if st.unique {
+                        st.names.push(c.clone());
+                    }
+                    colnames[i] = Some(c.clone());
+                    c
+                }
+            };
+            below.push(name.clone());
+            if let Some(l) = map[i].0 {
+                left.push_name(l, &name);
+            }
+            if let Some(r) = map[i].1 {
+                right.push_name(r, &name);
+            }
+        }
+    }
+    left.set_parent_using(&below);
+    right.set_parent_using(&below);
+    set_using_names(left, &below, st);
+    set_using_names(right, &below, st);
+}
+
+/// make_colname_unique: `name`, else `name_1`, `name_2`, … unused by the
+/// item's assigned names, the query level's unique USING names and the USING
+/// names of the joins above.
+fn make_colname_unique(name: &str, assigned: &[Option<String>], st: &UsingState, parent_using: &[String]) -> String {
+    let taken =
+        |c: &str| assigned.iter().flatten().any(|a| a == c) || st.names.iter().any(|a| a == c) || parent_using.iter().any(|a| a == c);
+    if !taken(name) {
+        return name.to_string();
+    }
+    let mut i = 1;
+    loop {
+        // NAMEDATALEN: the name is cut to keep every digit within 63 bytes.
+        let suffix = format!("_{i}");
+        let mut base = name.to_string();
+        while base.len() + suffix.len() > 63 {
+            base.pop();
+        }
+        let c = format!("{base}{suffix}");
+        if !taken(&c) {
+            return c;
+        }
+        i += 1;
+    }
+}
+
+/// buildMergedJoinVar's choice: the merged column's type, and the input it
+/// is (true: left) when it is simply that input's column.
+fn merged_input(kind: JoinKind, l: Ty, r: Ty) -> (Ty, Option<bool>) {
+    let rank_ty = |t: Ty| if t == Ty::Sql(SqlType::Numeric) { Ty::Numeric } else { t };
+    let (lt, rt) = (rank_ty(l), rank_ty(r));
+    let ty = common(lt, rt);
+    let side = match kind {
+        JoinKind::Inner if lt == ty => Some(true),
+        JoinKind::Inner if rt == ty => Some(false),
+        JoinKind::Left if lt == ty => Some(true),
+        JoinKind::Right if rt == ty => Some(false),
+        _ => None,
+    };
+    (ty, side)
+}
+
 /// The columns NATURAL matches: the left's visible names the right also has.
 fn natural_names(left: &Item, right: &Item) -> Vec<String> {
     left.cols.iter().filter(|c| right.cols.iter().any(|r| r.name == c.name)).map(|c| c.name.clone()).collect()
@@ -1850,7 +2184,7 @@ fn natural_names(left: &Item, right: &Item) -> Vec<String> {
 /// buildMergedJoinVar: an inner join's merged column is whichever side needs
 /// no cast, a LEFT / RIGHT join's is its outer side, a FULL join's or a cast
 /// one's is a COALESCE, printed by its bare name), then the other columns.
-fn merge_join(left: Item, right: Item, kind: JoinKind, constraint: &ast::JoinConstraint) -> Result<Item> {
+fn merge_join(left: Item, right: Item, kind: JoinKind, constraint: &ast::JoinConstraint, shown: Option<&[String]>) -> Result<Item> {
     let names: Vec<String> = match constraint {
         ast::JoinConstraint::Using(ns) | ast::JoinConstraint::UsingAlias(ns, _) => {
             ns.iter().map(|n| object_name(n).map(|x| x.1)).collect::<Result<_>>()?
@@ -1861,7 +2195,8 @@ fn merge_join(left: Item, right: Item, kind: JoinKind, constraint: &ast::JoinCon
     let mut cols = Vec::new();
     let mut used_l = vec![false; left.cols.len()];
     let mut used_r = vec![false; right.cols.len()];
-    for n in &names {
+    for (i, n) in names.iter().enumerate() {
+        let shown_name = shown.and_then(|s| s.get(i)).unwrap_or(n).clone();
         let li = left.cols.iter().position(|c| &c.name == n);
         let ri = right.cols.iter().position(|c| &c.name == n);
         let (Some(li), Some(ri)) = (li, ri) else {
@@ -1870,16 +2205,13 @@ fn merge_join(left: Item, right: Item, kind: JoinKind, constraint: &ast::JoinCon
         used_l[li] = true;
         used_r[ri] = true;
         let (l, r) = (&left.cols[li], &right.cols[ri]);
-        let ty = common(l.ty, r.ty);
-        let bare = Col { name: n.clone(), ty, text: quote(n) };
-        let c = match kind {
-            JoinKind::Inner if l.ty == ty => l.clone(),
-            JoinKind::Inner if r.ty == ty => r.clone(),
-            JoinKind::Left if l.ty == ty => l.clone(),
-            JoinKind::Right if r.ty == ty => r.clone(),
-            _ => bare,
+        let (ty, side) = merged_input(kind, l.ty, r.ty);
+        let c = match side {
+            Some(true) => l.clone(),
+            Some(false) => r.clone(),
+            None => Col { name: n.clone(), shown: shown_name.clone(), ty, text: quote(&shown_name) },
         };
-        cols.push(Col { name: n.clone(), ty, text: c.text });
+        cols.push(Col { name: n.clone(), shown: shown_name, ty, text: c.text });
     }
     cols.extend(left.cols.iter().zip(&used_l).filter(|(_, u)| !**u).map(|(c, _)| c.clone()));
     cols.extend(right.cols.iter().zip(&used_r).filter(|(_, u)| !**u).map(|(c, _)| c.clone()));
@@ -1887,13 +2219,21 @@ fn merge_join(left: Item, right: Item, kind: JoinKind, constraint: &ast::JoinCon
 }
 
 /// A relation's (or derived table's) item under its reference name.
-fn base_item(written: String, q: String, cols: Vec<(String, SqlType)>, alias: Option<&ast::TableAlias>) -> Item {
+/// `shown`: the names its columns print under, when ruleutils chose them.
+fn base_item(
+    written: String,
+    q: String,
+    cols: Vec<(String, SqlType)>,
+    alias: Option<&ast::TableAlias>,
+    shown: Option<Vec<String>>,
+) -> Item {
     let cols = cols
         .into_iter()
         .enumerate()
         .map(|(i, (name, ty))| {
             let name = alias.and_then(|a| a.columns.get(i)).map(|c| ident(&c.name)).unwrap_or(name);
-            Col { text: format!("{}.{}", quote(&q), quote(&name)), name, ty: Ty::Sql(ty) }
+            let shown = shown.as_ref().and_then(|s| s.get(i)).cloned().unwrap_or_else(|| name.clone());
+            Col { text: format!("{}.{}", quote(&q), quote(&shown)), name, shown, ty: Ty::Sql(ty) }
         })
         .collect();
     Item { written: Some(written), refname: Some(q), cols, inner: Vec::new() }
@@ -1945,6 +2285,28 @@ fn sort_class(e: &E) -> SortClass {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn column_names_are_made_unique_as_ruleutils_does() {
+        let st = UsingState { unique: true, names: vec!["x".into()] };
+        assert_eq!(make_colname_unique("x", &[], &st, &[]), "x_1");
+        assert_eq!(make_colname_unique("x", &[Some("x_1".into())], &st, &[]), "x_2");
+        assert_eq!(make_colname_unique("y", &[], &st, &["y".into()]), "y_1");
+        assert_eq!(make_colname_unique("z", &[None], &st, &[]), "z");
+        // NAMEDATALEN: the name gives way to the digits.
+        let long = "a".repeat(63);
+        let none = UsingState { unique: false, names: vec![] };
+        assert_eq!(make_colname_unique(&long, &[Some(long.clone())], &none, &[]), format!("{}_1", "a".repeat(61)));
+    }
+
+    #[test]
+    fn merged_columns_are_the_input_needing_no_cast() {
+        let t = Ty::Sql;
+        assert_eq!(merged_input(JoinKind::Inner, t(SqlType::Int4), t(SqlType::Numeric)), (Ty::Numeric, Some(false)));
+        assert_eq!(merged_input(JoinKind::Inner, t(SqlType::Int4), t(SqlType::Int2)), (t(SqlType::Int4), Some(true)));
+        assert_eq!(merged_input(JoinKind::Left, t(SqlType::Int2), t(SqlType::Int4)).1, None);
+        assert_eq!(merged_input(JoinKind::Full, t(SqlType::Int4), t(SqlType::Int4)).1, None);
+    }
 
     #[test]
     fn keywords_start_lines_at_the_context_indent() {

@@ -247,9 +247,9 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             // deparser does not know keeps the SQL text instead.
             let definition = planner.view_text(&cv.query, &columns).ok().map(|t| (t.pretty, t.plain));
             drop(planner);
-            let security_invoker = view_options(&cv.options)?;
+            let (security_invoker, options) = view_options(&cv.options)?;
             let sql = cv.query.to_string();
-            cat.create_view(ViewDef { database, name, sql, columns, id: 0, security_invoker, definition }, cv.or_replace)?;
+            cat.create_view(ViewDef { database, name, sql, columns, id: 0, security_invoker, definition, options }, cv.or_replace)?;
             Ok(QueryResult::Command("CREATE VIEW".into()))
         }
         Statement::CreateIndex(ci) => {
@@ -567,22 +567,25 @@ fn option_value(value: &ast::Expr) -> String {
 
 /// A view's `WITH (…)` options as PostgreSQL checks them; returns `security_invoker`
 /// (the view's relations are then checked as the user who reads it, not its
-/// owner). `security_barrier` is accepted with nothing to do: weir has no
+/// owner) and the options as `pg_class.reloptions` lists them (a bare name is
+/// `name=true`). `security_barrier` is accepted with nothing to do: weir has no
 /// user-defined functions a pushed-down predicate could leak rows through.
 /// `check_option` is accepted: weir's views are never written through.
-fn view_options(options: &ast::CreateTableOptions) -> Result<bool> {
+fn view_options(options: &ast::CreateTableOptions) -> Result<(bool, Vec<String>)> {
     let options = match options {
         ast::CreateTableOptions::With(v) => v.as_slice(),
         ast::CreateTableOptions::None => &[],
         _ => bail!(FeatureNotSupported, "these view options are not supported"),
     };
     let mut security_invoker = false;
+    let mut listed = Vec::with_capacity(options.len());
     for o in options {
         let (key, value) = match o {
             ast::SqlOption::Ident(k) => (option_key(k), None),
             ast::SqlOption::KeyValue { key, value } => (option_key(key), Some(option_value(value))),
             other => bail!(FeatureNotSupported, "view option {other} is not supported"),
         };
+        listed.push(format!("{key}={}", value.as_deref().unwrap_or("true")));
         match key.as_str() {
             "security_barrier" | "security_invoker" => {
                 let on = match value.as_deref().map(|v| v.to_ascii_lowercase()) {
@@ -609,7 +612,7 @@ fn view_options(options: &ast::CreateTableOptions) -> Result<bool> {
             other => bail!(InvalidParameterValue, "unrecognized parameter \"{other}\""),
         }
     }
-    Ok(security_invoker)
+    Ok((security_invoker, listed))
 }
 
 /// GreptimeDB's storage-tuning options: accepted, with no effect on weir's
@@ -817,6 +820,9 @@ pub(super) fn sql_column(s: &Session, c: &ast::ColumnDef) -> Result<(ColumnDef, 
         Some(serial) => serial,
         None => crate::planner::resolve_type(&s.engine.catalog, &s.database, &c.data_type)?,
     };
+    if ty == SqlType::Unknown {
+        bail!(InvalidTableDefinition, "column \"{cname}\" has pseudo-type unknown");
+    }
     let mut nullable = true;
     let mut default = None;
     let mut pk = false;
