@@ -77,6 +77,9 @@ pub struct Planner<'a> {
     pub catalog: &'a Catalog,
     pub storage: &'a StorageEngine,
     pub database: String,
+    /// The connection's database (`public` in `search_path`) when it is not
+    /// `database`: planning a view of another database (see [`Planner::lookup`]).
+    pub home: Option<String>,
     pub ctx: ExecCtx,
     pub params: RefCell<Params>,
     /// Seed 001 keys of this query, if any (the session parses them).
@@ -106,6 +109,7 @@ impl<'a> Planner<'a> {
             catalog,
             storage,
             database: database.to_string(),
+            home: None,
             ctx,
             params: RefCell::new(params),
             incremental: None,
@@ -148,13 +152,19 @@ impl<'a> Planner<'a> {
         if rel.written_schema.is_some() {
             return Ok(rel);
         }
+        let exists = |db: &str| self.catalog.table(db, &rel.name).is_some() || self.catalog.view(db, &rel.name).is_some();
+        // A view of another database reads that database's relations first.
+        let home = self.home.as_deref().unwrap_or(&self.database);
+        if home != self.database && exists(&self.database) {
+            return Ok(rel);
+        }
         for schema in self.search_path_schemas() {
             let db = match schema.as_str() {
-                "public" => self.database.clone(),
+                "public" => home.to_string(),
                 s if system::is_reserved_schema(s) => continue,
                 _ => schema,
             };
-            if self.catalog.table(&db, &rel.name).is_some() || self.catalog.view(&db, &rel.name).is_some() {
+            if exists(&db) {
                 return Ok(Relation { written_schema: None, schema: Some(SchemaRef::Database(db)), name: rel.name });
             }
         }

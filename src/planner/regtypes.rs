@@ -160,32 +160,38 @@ pub fn split_dotted(s: &str) -> Vec<String> {
 
 impl Planner<'_> {
     fn reg_entries(&self, kind: RegKind) -> Vec<Entry> {
-        let db = self.database.as_str();
         let entry = |oid: i64, name: &str| Entry { oid, name: quote_ident(name), inputs: vec![name.to_string()] };
         match kind {
             RegKind::Class => {
                 let mut v: Vec<Entry> = SYSTEM_RELATIONS.iter().map(|(oid, n)| entry(*oid, n)).collect();
-                for t in self.catalog.tables(db) {
-                    v.push(entry(table_oid(t.id), &t.name));
-                    if pk_columns(&t).is_some() {
-                        v.push(entry(index_oid(t.id), &format!("{}_pkey", t.name)));
+                let home = self.home.clone().unwrap_or_else(|| self.database.clone());
+                // The relations of search_path's databases, in its order (the
+                // first match wins), then the planner's own.
+                for db in self.search_databases() {
+                    let start = v.len();
+                    for t in self.catalog.tables(&db) {
+                        v.push(entry(table_oid(t.id), &t.name));
+                        if pk_columns(&t).is_some() {
+                            v.push(entry(index_oid(t.id), &format!("{}_pkey", t.name)));
+                        }
                     }
-                }
-                for idx in &self.catalog.database_indexes(db) {
-                    v.push(entry(user_index_oid(idx), &idx.name));
-                }
-                for view in &self.catalog.views(db) {
-                    v.push(entry(view_oid(view), &view.name));
-                }
-                for seq in &self.catalog.sequences(db) {
-                    v.push(entry(table_oid(seq.id), &seq.name));
-                }
-                // A user relation's schema-qualified text (pg_get_serial_sequence
-                // answers `public.s`) reaches it from a column too (literals drop
-                // the qualifier in `normalize`).
-                for e in v.iter_mut().filter(|e| e.oid >= table_oid(0)) {
-                    let qualified = format!("public.{}", e.name);
-                    e.inputs.push(qualified);
+                    for idx in &self.catalog.database_indexes(&db) {
+                        v.push(entry(user_index_oid(idx), &idx.name));
+                    }
+                    for view in &self.catalog.views(&db) {
+                        v.push(entry(view_oid(view), &view.name));
+                    }
+                    for seq in &self.catalog.sequences(&db) {
+                        v.push(entry(table_oid(seq.id), &seq.name));
+                    }
+                    // A user relation's schema-qualified text (pg_get_serial_sequence
+                    // answers `public.s`) reaches it from a column too (literals drop
+                    // the qualifier in `normalize`).
+                    let schema = if db == home { "public".to_string() } else { quote_ident(&db) };
+                    for e in &mut v[start..] {
+                        let qualified = format!("{schema}.{}", e.name);
+                        e.inputs.push(qualified);
+                    }
                 }
                 v
             }
@@ -425,10 +431,10 @@ impl Planner<'_> {
                     None => false,
                 };
                 let arms = self
-                    .catalog
-                    .views(&db)
+                    .search_databases()
                     .iter()
-                    .map(|v| (view_oid(v), Value::Text(super::viewdef::view_definition(v, pretty))))
+                    .flat_map(|d| self.catalog.views(d))
+                    .map(|v| (view_oid(&v), Value::Text(super::viewdef::view_definition(&v, pretty))))
                     .collect();
                 case(key, arms, SqlType::Text)
             }
@@ -506,7 +512,28 @@ impl Planner<'_> {
     /// The schemas of the session's search_path that exist, in order
     /// (quoted names keep their case). `"$user"` names none: weir has no
     /// per-user schemas (a database named like the user is not one).
-    pub(super) fn search_path_schemas(&self) -> Vec<String> {
+    /// The databases relation names are found in: `search_path`'s (`public`
+    /// is the connection's), then the planner's own if the path lacks it.
+    pub(super) fn search_databases(&self) -> Vec<String> {
+        let home = self.home.clone().unwrap_or_else(|| self.database.clone());
+        let mut out: Vec<String> = Vec::new();
+        for s in self.search_path_schemas() {
+            let db = match s.as_str() {
+                "public" => home.clone(),
+                s if super::system::is_reserved_schema(s) => continue,
+                _ => s,
+            };
+            if !out.contains(&db) {
+                out.push(db);
+            }
+        }
+        if !out.contains(&self.database) {
+            out.push(self.database.clone());
+        }
+        out
+    }
+
+    pub fn search_path_schemas(&self) -> Vec<String> {
         let path = self.ctx.settings.get("search_path").map_or("\"$user\", public", |v| v.as_str());
         let databases = self.catalog.databases();
         path.split(',')

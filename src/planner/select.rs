@@ -1273,6 +1273,7 @@ impl<'a> Planner<'a> {
                 // Another database's view: its unqualified names are that
                 // database's, so it is planned by a planner for it.
                 let mut other = super::Planner::new(self.catalog, self.storage, db, self.ctx.clone(), Default::default());
+                other.home = Some(self.home.clone().unwrap_or_else(|| self.database.clone()));
                 other.incremental = self.incremental.clone();
                 other.check_as = std::cell::RefCell::new(body_role);
                 let plan = other.plan_query(&q, None)?;

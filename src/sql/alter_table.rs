@@ -162,6 +162,7 @@ fn dependent_views(s: &Session, def: &TableDef) -> Vec<ViewDef> {
 fn view_plans(s: &Session, v: &ViewDef) -> bool {
     let Ok(q) = crate::parser::parse_query(&v.sql) else { return false };
     let mut planner = s.planner(Default::default());
+    planner.home = Some(planner.database.clone());
     planner.database = v.database.clone();
     planner.check_as.replace(None);
     planner.plan_query(&q, None).is_ok()
@@ -206,6 +207,7 @@ fn rename_table(s: &mut Session, old: &TableDef, new: &ast::ObjectName) -> Resul
 /// A view's pg_get_viewdef texts for `q`, planned in its own database.
 fn view_definition(s: &Session, database: &str, q: &ast::Query, columns: &[String]) -> Option<(String, String)> {
     let mut planner = s.planner(Default::default());
+    planner.home = Some(planner.database.clone());
     planner.database = database.to_string();
     planner.check_as.replace(None);
     planner.view_text(q, columns).ok().map(|t| (t.pretty, t.plain))

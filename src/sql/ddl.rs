@@ -212,6 +212,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             // Plan once to validate and learn the column names. A view's
             // unqualified names are its own database's (`CREATE VIEW db.v`).
             let mut planner = s.planner(Default::default());
+            planner.home = Some(planner.database.clone());
             planner.database = database.clone();
             // A view's relations are checked as its owner when it is read.
             planner.check_as.replace(None);

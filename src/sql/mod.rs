@@ -19,6 +19,7 @@ mod partition;
 pub mod privilege;
 pub mod roles;
 mod schema;
+mod search_path;
 pub mod sequence;
 mod session_vars;
 pub mod stream;
@@ -457,7 +458,7 @@ impl Session {
         // Described with the session's temporary names (run with them again
         // by execute_statement).
         let written = stmt.clone();
-        let stmt = match temp::rewrite(self, &stmt) {
+        let stmt = match temp::rewrite(self, &stmt)? {
             Some(r) if r.creates.is_none() => r.stmt,
             _ => stmt,
         };
@@ -577,11 +578,14 @@ impl Session {
             bail!(InFailedTransaction, "current transaction is aborted, commands ignored until end of transaction block");
         }
         // Names of temporary tables and views map to their private names.
-        let rewritten = temp::rewrite(self, stmt);
+        let rewritten = temp::rewrite(self, stmt)?;
         let (stmt, temp_created) = match &rewritten {
             Some(r) => (&r.stmt, r.creates.clone()),
             None => (stmt, None),
         };
+        // Unqualified CREATE / DROP / ALTER names go where search_path says.
+        let qualified = search_path::qualify(self, stmt, temp_created.is_some());
+        let stmt = qualified.as_ref().unwrap_or(stmt);
         privilege::check_statement(self, stmt)?;
         let created = privilege::new_objects(self, stmt);
         // Date/time input and output follow the session's TimeZone, DateStyle and IntervalStyle.

@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sqlparser::ast::{self, ObjectName, ObjectNamePart, Statement, TableFactor, Visit, VisitMut, Visitor, VisitorMut};
 
 use super::Session;
+use crate::bail;
+use crate::error::Result;
 use crate::parser::Statement as WeirStatement;
 use crate::planner::{ident, Params};
 
@@ -58,7 +60,9 @@ pub struct Rewritten {
 
 /// Map a statement's relation names through the session's temporary
 /// relations; make CREATE TEMP TABLE / VIEW private. None: nothing to change.
-pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Option<Rewritten> {
+/// A temporary view (or one over temporary relations) named in another schema
+/// is PostgreSQL's 42P16.
+pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Result<Option<Rewritten>> {
     let sql = match stmt {
         WeirStatement::Sql(sql) => sql,
         WeirStatement::Vacuum(v) if !s.temp.entries.is_empty() => {
@@ -67,9 +71,9 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Option<Rewritten> {
             for t in v.tables.iter_mut() {
                 mapper.map_name(&mut t.name);
             }
-            return mapper.mapped.then(|| Rewritten { stmt: WeirStatement::Vacuum(v), creates: None });
+            return Ok(mapper.mapped.then(|| Rewritten { stmt: WeirStatement::Vacuum(v), creates: None }));
         }
-        _ => return None,
+        _ => return Ok(None),
     };
     let temp_create = match sql {
         Statement::CreateTable(ct) => ct.temporary,
@@ -77,7 +81,7 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Option<Rewritten> {
         _ => false,
     };
     if s.temp.entries.is_empty() && !temp_create {
-        return None;
+        return Ok(None);
     }
     let mut out = sql.clone();
     // CTE names shadow temporary tables within the statement.
@@ -118,6 +122,9 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Option<Rewritten> {
                     let mut m = Mapper { temp: &s.temp, ctes: &HashSet::new(), mapped: false };
                     m.map_name(&mut cv.name);
                 } else {
+                    if plain(&cv.name).is_none() {
+                        bail!(InvalidTableDefinition, "cannot create temporary relation in non-temporary schema");
+                    }
                     creates = make_private(s, &mut cv.name, true);
                 }
             }
@@ -125,9 +132,9 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Option<Rewritten> {
         _ => {}
     }
     if !mapped && creates.is_none() {
-        return None;
+        return Ok(None);
     }
-    Some(Rewritten { stmt: WeirStatement::Sql(out), creates })
+    Ok(Some(Rewritten { stmt: WeirStatement::Sql(out), creates }))
 }
 
 /// Record a temporary relation a statement created.
