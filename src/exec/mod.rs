@@ -26,6 +26,7 @@ pub(crate) mod mock;
 mod narrow;
 pub mod numeric;
 mod partition;
+mod pg_qsort;
 mod project_set;
 mod projection;
 pub mod promql;

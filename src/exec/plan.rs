@@ -158,6 +158,7 @@ impl WindowFrame {
             start: bound(&g.start)?,
             end: bound(&g.end)?,
             range_key: g.range_key.as_ref().map(&m).transpose()?,
+            range_offsets: g.range_offsets,
             exclude: g.exclude,
         })))
     }
@@ -175,6 +176,10 @@ pub struct GeneralFrame {
     pub end: FrameBound,
     /// RANGE with offsets: the ORDER BY key in the bounds' type, compared with them.
     pub range_key: Option<Expr>,
+    /// RANGE on a number key (integers, floats, numeric): the bounds are the offsets
+    /// themselves, applied by PostgreSQL's in_range rules (no overflow, infinities, NaN);
+    /// otherwise (dates, times, intervals) each bound is the key plus or minus its offset.
+    pub range_offsets: bool,
     /// `EXCLUDE …`: rows of the current row's peer group taken out of the frame.
     pub exclude: FrameExclude,
 }

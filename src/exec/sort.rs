@@ -1,13 +1,17 @@
-//! `SortExecutor`: ORDER BY over the whole input; with a LIMIT (top-k) the
-//! input streams through a bounded heap of candidates instead: every few
-//! thousand rows the candidates are cut back to the best k, so memory and
-//! sort work follow k, not the input. Ties keep input order either way.
+//! `SortExecutor`: ORDER BY over the whole input, with PostgreSQL's quicksort
+//! (`pg_qsort`) on the keys' row encoding, so tied rows come out as PostgreSQL
+//! orders them. With a LIMIT (top-k) the input streams through a bounded heap of
+//! candidates instead: every few thousand rows the candidates are cut back to the
+//! best k, so memory and sort work follow k, not the input; ties keep input order
+//! there, except that an input of at most 2k rows is sorted whole, as PostgreSQL
+//! sorts it before its bounded heap would start.
 
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, UInt32Array, UInt64Array};
 use arrow::compute::{lexsort_to_indices, SortColumn, SortOptions};
 use arrow::datatypes::SchemaRef;
+use arrow::row::{RowConverter, SortField};
 
 use super::plan::SortKey;
 use super::{BatchExecutor, BatchResult, ExecCtx};
@@ -67,6 +71,7 @@ impl SortExecutor {
         let mut seen = 0u64;
         let chunk = (2 * k).max(4096);
         let mut drained = false;
+        let mut cut = false;
         while !drained {
             self.ctx.check()?;
             let r = self.child.next_batch(super::BATCH_ROWS)?;
@@ -91,6 +96,14 @@ impl SortExecutor {
                 let all_keys: Vec<ArrayRef> = (0..self.keys.len())
                     .map(|j| arrow::compute::concat(&keys.iter().map(|ks| ks[j].as_ref()).collect::<Vec<_>>()))
                     .collect::<std::result::Result<_, _>>()?;
+                if drained && !cut && all.num_rows() <= 2 * k {
+                    // All of a small input: PostgreSQL sorts it whole before keeping k.
+                    let mut order: Vec<usize> = (0..all.num_rows()).collect();
+                    pg_sort_positions(&all_keys, &self.options(), &mut order)?;
+                    order.truncate(k);
+                    return super::take_batch(&all, &UInt32Array::from_iter_values(order.iter().map(|&i| i as u32)));
+                }
+                cut = true;
                 let all_pos = arrow::compute::concat(&pos.iter().map(|p| p.as_ref()).collect::<Vec<_>>())?;
                 let idx = self.best(&all_keys, &all_pos, Some(k))?;
                 rows = vec![super::take_batch(&all, &idx)?];
@@ -116,21 +129,51 @@ impl SortExecutor {
         if all.num_rows() <= 1 || self.keys.is_empty() {
             return Ok(all);
         }
-        let mut cols = Vec::with_capacity(self.keys.len());
-        for k in &self.keys {
-            // PostgreSQL orders intervals by their 30-day-month value,
-            // numerics by value.
-            let values = super::expr::comparable_form(k.expr.eval(&all, &self.ctx)?, k.expr.ty())?;
-            cols.push(SortColumn {
-                values: super::keys::normalize_key(&values),
-                options: Some(SortOptions { descending: k.desc, nulls_first: k.nulls_first }),
-            });
+        // PostgreSQL orders intervals by their 30-day-month value, numerics by value.
+        let cols = self.sort_columns(&all)?;
+        let mut order: Vec<usize> = (0..all.num_rows()).collect();
+        pg_sort_positions(&cols, &self.options(), &mut order)?;
+        if let Some(k) = self.limit {
+            order.truncate(k);
         }
-        let idx = lexsort_to_indices(&cols, self.limit)?;
         // The sorted copy of the rows.
-        self.ctx.charge(super::memory::batch_bytes(&all) / all.num_rows() * idx.len(), "a sort")?;
-        super::take_batch(&all, &idx)
+        self.ctx.charge(super::memory::batch_bytes(&all) / all.num_rows() * order.len(), "a sort")?;
+        super::take_batch(&all, &UInt32Array::from_iter_values(order.iter().map(|&i| i as u32)))
     }
+
+    fn options(&self) -> Vec<SortOptions> {
+        self.keys.iter().map(|k| SortOptions { descending: k.desc, nulls_first: k.nulls_first }).collect()
+    }
+}
+
+/// Reorder `order` (row positions of `cols`) by the key columns as PostgreSQL's sort does:
+/// its quicksort, from this order, so ties come out where PostgreSQL puts them.
+pub(crate) fn pg_sort_positions(cols: &[ArrayRef], options: &[SortOptions], order: &mut [usize]) -> Result<()> {
+    if cols.is_empty() || order.len() < 2 {
+        return Ok(());
+    }
+    let fields = cols.iter().zip(options).map(|(c, o)| SortField::new_with_options(c.data_type().clone(), *o)).collect();
+    match RowConverter::new(fields) {
+        Ok(conv) => {
+            let rows = conv.convert_columns(cols)?;
+            super::pg_qsort::pg_qsort(order, |&a, &b| rows.row(a).cmp(&rows.row(b)));
+        }
+        Err(_) => {
+            // A type without a row encoding: arrow's sort of the positions given.
+            let idx = UInt32Array::from_iter_values(order.iter().map(|&i| i as u32));
+            let taken: Vec<SortColumn> = cols
+                .iter()
+                .zip(options)
+                .map(|(c, o)| Ok(SortColumn { values: arrow::compute::take(c.as_ref(), &idx, None)?, options: Some(*o) }))
+                .collect::<Result<_>>()?;
+            let sorted = lexsort_to_indices(&taken, None)?;
+            let before = order.to_vec();
+            for (slot, &j) in order.iter_mut().zip(sorted.values()) {
+                *slot = before[j as usize];
+            }
+        }
+    }
+    Ok(())
 }
 
 impl BatchExecutor for SortExecutor {

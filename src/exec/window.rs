@@ -1,9 +1,13 @@
-//! `WindowExecutor`: window functions over the whole input. Rows are
-//! ordered by (partition keys, order keys) with arrow's lexsort; each call
-//! walks the ordered rows once (moving frames look back at most n rows).
+//! `WindowExecutor`: window functions over the whole input. The calls run in
+//! the order the planner gives them (PostgreSQL's order of its WindowAgg nodes);
+//! before each, the rows are sorted by its (partition keys, order keys) with
+//! PostgreSQL's quicksort, starting from the previous call's order, and the
+//! output comes in the last order, as PostgreSQL's chain of sorts and windows
+//! leaves it: peers then sit where PostgreSQL puts them. Each call walks the
+//! ordered rows once (moving frames look back at most n rows).
 
-use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow::compute::{lexsort_to_indices, SortColumn, SortOptions};
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow::compute::SortOptions;
 use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, SortField};
 
@@ -13,6 +17,7 @@ use super::plan::{
 use super::{BatchExecutor, BatchResult, ExecCtx};
 use crate::err;
 use crate::error::Result;
+use crate::types::numeric::Numeric;
 use crate::types::{value_at, values_to_array, Value};
 
 pub struct WindowExecutor {
@@ -33,38 +38,49 @@ impl WindowExecutor {
         let in_schema = self.child.schema();
         let batches = super::drain(&mut self.child, &self.ctx)?;
         let input = super::concat(&self.ctx, &in_schema, &batches)?;
+        let mut order: Vec<usize> = (0..input.num_rows()).collect();
         let mut cols: Vec<ArrayRef> = input.columns().to_vec();
         for call in &self.calls {
-            cols.push(self.eval_call(call, &input)?);
+            cols.push(self.eval_call(call, &input, &mut order)?);
+        }
+        // The rows in the last call's order.
+        if order.iter().enumerate().any(|(i, &r)| i != r) {
+            let idx = UInt32Array::from_iter_values(order.iter().map(|&i| i as u32));
+            cols = cols.iter().map(|c| arrow::compute::take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
         }
         Ok(RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(input.num_rows())))?)
     }
 
-    fn eval_call(&self, call: &WindowCall, input: &RecordBatch) -> Result<ArrayRef> {
+    /// One call's column (indexed by input row); `order` comes in as the previous call's
+    /// order of the rows and goes out sorted by this call's partition and order keys.
+    fn eval_call(&self, call: &WindowCall, input: &RecordBatch, order: &mut [usize]) -> Result<ArrayRef> {
         let n = input.num_rows();
         if n == 0 {
             return Ok(arrow::array::new_empty_array(&call.ty.to_arrow()));
         }
         // The sort order, a boxed value per row and the output column.
         self.ctx.charge(n * (8 + 2 * std::mem::size_of::<Value>()), "a window partition")?;
-        // Numerics partition and sort by value.
+        // Numerics partition and sort by value, intervals by their comparison value.
         let key = |e: &super::expr::Expr| -> Result<ArrayRef> {
-            let a = e.eval(input, &self.ctx)?;
-            let a = if e.ty() == crate::types::SqlType::Numeric { super::numeric::sort_keys(a.as_ref())? } else { a };
+            let a = super::expr::comparable_form(e.eval(input, &self.ctx)?, e.ty())?;
             Ok(super::keys::normalize_key(&a))
         };
         let part: Vec<ArrayRef> = call.partition_by.iter().map(key).collect::<Result<_>>()?;
         let ord: Vec<ArrayRef> = call.order_by.iter().map(|k| key(&k.expr)).collect::<Result<_>>()?;
-        let mut sort_cols: Vec<SortColumn> =
-            part.iter().map(|a| SortColumn { values: a.clone(), options: Some(SortOptions::default()) }).collect();
-        for (k, a) in call.order_by.iter().zip(&ord) {
-            sort_cols.push(SortColumn { values: a.clone(), options: Some(SortOptions { descending: k.desc, nulls_first: k.nulls_first }) });
-        }
-        let order: Vec<usize> = if sort_cols.is_empty() {
-            (0..n).collect()
-        } else {
-            lexsort_to_indices(&sort_cols, None)?.values().iter().map(|&i| i as usize).collect()
-        };
+        // A partition key that is also an order key sorts in that key's direction (PostgreSQL
+        // takes the ORDER BY item's operator for it); others ASC NULLS LAST.
+        let mut options: Vec<SortOptions> = call
+            .partition_by
+            .iter()
+            .map(|e| {
+                let k = call.order_by.iter().find(|k| k.expr == *e);
+                SortOptions { descending: k.is_some_and(|k| k.desc), nulls_first: k.is_some_and(|k| k.nulls_first) }
+            })
+            .collect();
+        options.extend(call.order_by.iter().map(|k| SortOptions { descending: k.desc, nulls_first: k.nulls_first }));
+        let sort_cols: Vec<ArrayRef> = part.iter().chain(&ord).cloned().collect();
+        super::sort::pg_sort_positions(&sort_cols, &options, order)?;
+        let order: &[usize] = order;
         let part_rows = encode(&part)?;
         let ord_rows = encode(&ord)?;
         let same_part = |a: usize, b: usize| part_rows.as_ref().is_none_or(|r| r.row(a) == r.row(b));
@@ -234,6 +250,7 @@ impl WindowExecutor {
                 }
                 WindowFunc::Agg(f) => {
                     let numeric = call.ty == crate::types::SqlType::Numeric;
+                    let elem = call.args.first().map(|a| a.ty()).unwrap_or(crate::types::SqlType::Text);
                     let vals: Vec<Value> = rows.iter().map(|&r| if f == AggFunc::CountStar { Value::Int(1) } else { arg(r, 0) }).collect();
                     match &call.frame {
                         WindowFrame::General(_) => {
@@ -242,11 +259,11 @@ impl WindowExecutor {
                             for k in 0..rows.len() {
                                 self.ctx.check()?;
                                 let parts = f.parts(k, rows, &groups);
-                                out[rows[k]] = fold(agg, numeric, parts.iter().flat_map(|&(a, b)| &vals[a..b]))?;
+                                out[rows[k]] = fold(agg, numeric, elem, parts.iter().flat_map(|&(a, b)| &vals[a..b]))?;
                             }
                         }
                         WindowFrame::Default if call.order_by.is_empty() => {
-                            let v = fold(f, numeric, vals.iter())?;
+                            let v = fold(f, numeric, elem, vals.iter())?;
                             for &r in rows {
                                 out[r] = v.clone();
                             }
@@ -262,7 +279,7 @@ impl WindowExecutor {
                                 // Each peer group folds the prefix again
                                 // (quadratic): honour timeouts and cancels.
                                 self.ctx.check()?;
-                                let v = fold(f, numeric, vals[..e].iter())?;
+                                let v = fold(f, numeric, elem, vals[..e].iter())?;
                                 for &r in &rows[k..e] {
                                     out[r] = v.clone();
                                 }
@@ -273,7 +290,7 @@ impl WindowExecutor {
                             for k in 0..rows.len() {
                                 self.ctx.check()?;
                                 let from = p.map(|p| k.saturating_sub(p)).unwrap_or(0);
-                                out[rows[k]] = fold(f, numeric, vals[from..=k].iter())?;
+                                out[rows[k]] = fold(f, numeric, elem, vals[from..=k].iter())?;
                             }
                         }
                     }
@@ -317,6 +334,8 @@ struct Frame {
     start: Bound,
     end: Bound,
     key: Option<ArrayRef>,
+    /// The key as numbers, for `Bound::Offset`.
+    num_keys: Option<NumKeys>,
     desc: bool,
     nulls_first: bool,
     exclude: FrameExclude,
@@ -330,6 +349,11 @@ enum Bound {
     UnboundedFollowing,
     /// RANGE: the bound's value for each input row.
     Value(ArrayRef),
+    /// RANGE on a number key: the offset, applied by PostgreSQL's in_range rules.
+    Offset {
+        offset: NumOffset,
+        preceding: bool,
+    },
 }
 
 impl Frame {
@@ -339,6 +363,7 @@ impl Frame {
             start: p.map_or(Bound::UnboundedPreceding, Bound::Preceding),
             end: Bound::CurrentRow,
             key: None,
+            num_keys: None,
             desc: false,
             nulls_first: false,
             exclude: FrameExclude::NoOthers,
@@ -348,7 +373,7 @@ impl Frame {
             WindowFrame::RowsPreceding(p) => return Ok(Some(rows_from(*p))),
             WindowFrame::General(g) => g,
         };
-        let GeneralFrame { units, start, end, range_key, exclude } = g.as_ref();
+        let GeneralFrame { units, start, end, range_key, range_offsets, exclude } = g.as_ref();
         let bound = |b: &FrameBound| -> Result<Bound> {
             Ok(match b {
                 FrameBound::UnboundedPreceding => Bound::UnboundedPreceding,
@@ -356,7 +381,11 @@ impl Frame {
                 FrameBound::CurrentRow => Bound::CurrentRow,
                 FrameBound::Preceding(e) | FrameBound::Following(e) => {
                     let a = e.eval(input, ctx)?;
-                    if *units == FrameUnits::Range {
+                    let preceding = matches!(b, FrameBound::Preceding(_));
+                    if *range_offsets {
+                        let offset = NumOffset::new(value_at(a.as_ref(), 0), preceding)?;
+                        Bound::Offset { offset, preceding }
+                    } else if *units == FrameUnits::Range {
                         Bound::Value(a)
                     } else {
                         let n = match value_at(a.as_ref(), 0) {
@@ -373,8 +402,12 @@ impl Frame {
             })
         };
         let key = range_key.as_ref().map(|k| k.eval(input, ctx)).transpose()?;
+        let num_keys = match (&key, range_offsets) {
+            (Some(k), true) => Some(NumKeys::new(k)?),
+            _ => None,
+        };
         let (desc, nulls_first) = key_order.unwrap_or((false, false));
-        Ok(Some(Frame { units: *units, start: bound(start)?, end: bound(end)?, key, desc, nulls_first, exclude: *exclude }))
+        Ok(Some(Frame { units: *units, start: bound(start)?, end: bound(end)?, key, num_keys, desc, nulls_first, exclude: *exclude }))
     }
 
     /// The frame of the k-th row of a partition less its EXCLUDE clause: up to three runs of
@@ -410,6 +443,7 @@ impl Frame {
             (Bound::Preceding(n), _) => g.checked_sub(*n).map_or(0, |h| groups.start[h]),
             (Bound::Following(n), _) => groups.start.get(g + n).copied().unwrap_or(m),
             (Bound::Value(b), _) => self.range_edge(k, rows, groups, b, true),
+            (Bound::Offset { offset, preceding }, _) => self.offset_edge(k, rows, groups, offset, *preceding, true),
             (Bound::UnboundedFollowing, _) => m,
         };
         let hi = match (&self.end, self.units) {
@@ -427,9 +461,36 @@ impl Frame {
                 }
             }
             (Bound::Value(b), _) => self.range_edge(k, rows, groups, b, false),
+            (Bound::Offset { offset, preceding }, _) => self.offset_edge(k, rows, groups, offset, *preceding, false),
             (Bound::UnboundedPreceding, _) => 0,
         };
         (lo, hi)
+    }
+
+    /// RANGE with an offset on a number key, as PostgreSQL's nodeWindowAgg runs in_range: a
+    /// start is the first row in range of the current one, an end the first row past it.
+    /// A NULL key's frame is its peer group; NULL rows are before or after all others.
+    fn offset_edge(&self, k: usize, rows: &[usize], groups: &Groups, offset: &NumOffset, preceding: bool, start: bool) -> usize {
+        let keys = self.num_keys.as_ref().expect("an offset frame has number keys");
+        let base = rows[k];
+        if keys.is_null(base) {
+            let g = groups.of[k];
+            return if start { groups.start[g] } else { groups.end[g] };
+        }
+        // Subtract for PRECEDING, compare with >= for a start; both flip when descending.
+        let sub = preceding != self.desc;
+        let less = if start { self.desc } else { !self.desc };
+        let m = rows.len();
+        if start {
+            // NULLs first are skipped; NULLs last end the search.
+            (0..m)
+                .find(|&j| if keys.is_null(rows[j]) { !self.nulls_first } else { keys.in_range(rows[j], base, offset, sub, less) })
+                .unwrap_or(m)
+        } else {
+            (0..m)
+                .find(|&j| if keys.is_null(rows[j]) { !self.nulls_first } else { !keys.in_range(rows[j], base, offset, sub, less) })
+                .unwrap_or(m)
+        }
     }
 
     /// RANGE: the first position not before the bound (a start), or the first after it
@@ -464,6 +525,143 @@ impl Frame {
     }
 }
 
+/// A RANGE frame's number key, per input row, in the type its in_range function takes.
+enum NumKeys {
+    Int(Vec<Option<i128>>),
+    Float(Vec<Option<f64>>),
+    Numeric(Vec<Option<Numeric>>),
+}
+
+/// A RANGE offset (never negative nor NaN).
+#[derive(Debug)]
+enum NumOffset {
+    Int(i128),
+    Float(f64),
+    Numeric(Numeric),
+}
+
+impl NumOffset {
+    fn new(v: Value, preceding: bool) -> Result<NumOffset> {
+        let bad = || err!(InvalidPrecedingOrFollowingSize, "invalid preceding or following size in window function");
+        let o = match v {
+            Value::Null => {
+                return Err(err!(NullValueNotAllowed, "frame {} offset must not be null", if preceding { "starting" } else { "ending" }))
+            }
+            Value::Int(i) => NumOffset::Int(i as i128),
+            Value::Float(f) => NumOffset::Float(f),
+            Value::Text(t) => NumOffset::Numeric(Numeric::parse(&t)?),
+            other => return Err(err!(InvalidPrecedingOrFollowingSize, "invalid RANGE offset {other:?}")),
+        };
+        let negative = match &o {
+            NumOffset::Int(i) => *i < 0,
+            NumOffset::Float(f) => f.is_nan() || *f < 0.0,
+            NumOffset::Numeric(n) => n.is_nan() || n.signum() < 0,
+        };
+        if negative {
+            return Err(bad());
+        }
+        Ok(o)
+    }
+}
+
+impl NumKeys {
+    fn new(a: &ArrayRef) -> Result<NumKeys> {
+        let n = a.len();
+        let vals = (0..n).map(|i| value_at(a.as_ref(), i));
+        Ok(match a.data_type() {
+            arrow::datatypes::DataType::Float32 | arrow::datatypes::DataType::Float64 => NumKeys::Float(
+                vals.map(|v| match v {
+                    Value::Float(f) => Some(f),
+                    _ => None,
+                })
+                .collect(),
+            ),
+            arrow::datatypes::DataType::Utf8 => NumKeys::Numeric(
+                vals.map(|v| match v {
+                    Value::Text(t) => Numeric::parse(&t).map(Some),
+                    _ => Ok(None),
+                })
+                .collect::<Result<_>>()?,
+            ),
+            _ => NumKeys::Int(
+                vals.map(|v| match v {
+                    Value::Int(i) => Some(i as i128),
+                    _ => None,
+                })
+                .collect(),
+            ),
+        })
+    }
+
+    fn is_null(&self, i: usize) -> bool {
+        match self {
+            NumKeys::Int(v) => v[i].is_none(),
+            NumKeys::Float(v) => v[i].is_none(),
+            NumKeys::Numeric(v) => v[i].is_none(),
+        }
+    }
+
+    /// PostgreSQL's in_range(val, base, offset, sub, less): is row `val` on the right side
+    /// of `base ± offset` (`<=` when `less`, else `>=`)? NaN sorts above everything; a
+    /// bound that would be inf - inf is past every row; integers cannot overflow here.
+    fn in_range(&self, val: usize, base: usize, offset: &NumOffset, sub: bool, less: bool) -> bool {
+        use std::cmp::Ordering;
+        let side = |o: Ordering| if less { o.is_le() } else { o.is_ge() };
+        match (self, offset) {
+            (NumKeys::Int(v), NumOffset::Int(off)) => {
+                let (Some(x), Some(b)) = (v[val], v[base]) else { return false };
+                side(x.cmp(&if sub { b - off } else { b + off }))
+            }
+            (NumKeys::Float(v), off) => {
+                let (Some(x), Some(b)) = (v[val], v[base]) else { return false };
+                let off = match off {
+                    NumOffset::Float(f) => *f,
+                    NumOffset::Int(i) => *i as f64,
+                    NumOffset::Numeric(_) => return false,
+                };
+                if x.is_nan() {
+                    return b.is_nan() || !less;
+                }
+                if b.is_nan() {
+                    return less;
+                }
+                if off.is_infinite() && b.is_infinite() && (if sub { b > 0.0 } else { b < 0.0 }) {
+                    return true;
+                }
+                let sum = if sub { b - off } else { b + off };
+                if less {
+                    x <= sum
+                } else {
+                    x >= sum
+                }
+            }
+            (NumKeys::Numeric(v), off) => {
+                let (Some(x), Some(b)) = (v[val].as_ref(), v[base].as_ref()) else { return false };
+                let off = match off {
+                    NumOffset::Numeric(n) => n.clone(),
+                    NumOffset::Int(i) => Numeric::from_i128(*i),
+                    NumOffset::Float(_) => return false,
+                };
+                if x.is_nan() {
+                    return b.is_nan() || !less;
+                }
+                if b.is_nan() {
+                    return less;
+                }
+                let inf = |n: &Numeric, positive: bool| n.is_special() && n.signum() == if positive { 1 } else { -1 };
+                if off.is_special() && inf(b, sub) {
+                    return true;
+                }
+                match if sub { b.sub(&off) } else { b.add(&off) } {
+                    Ok(sum) => side(x.cmp_value(&sum)),
+                    Err(_) => false,
+                }
+            }
+            (NumKeys::Int(_), _) => false,
+        }
+    }
+}
+
 fn encode(cols: &[ArrayRef]) -> Result<Option<arrow::row::Rows>> {
     if cols.is_empty() {
         return Ok(None);
@@ -473,8 +671,24 @@ fn encode(cols: &[ArrayRef]) -> Result<Option<arrow::row::Rows>> {
 }
 
 /// One aggregate over a frame's values (NULLs ignored, as aggregates do).
-fn fold<'a>(f: AggFunc, numeric: bool, vals: impl Iterator<Item = &'a Value>) -> Result<Value> {
-    let live = vals.filter(|v| !v.is_null());
+fn fold<'a>(f: AggFunc, numeric: bool, elem: crate::types::SqlType, vals: impl Iterator<Item = &'a Value>) -> Result<Value> {
+    if f == AggFunc::ArrayAgg {
+        // array_agg keeps NULLs; no rows at all is NULL.
+        let items: Vec<Option<String>> = vals.map(|v| crate::types::array::elem_text(v, elem)).collect();
+        return Ok(if items.is_empty() { Value::Null } else { Value::Text(crate::types::array::format_array(&items)) });
+    }
+    let mut live = vals.filter(|v| !v.is_null()).peekable();
+    if matches!(f, AggFunc::Sum | AggFunc::Avg) && matches!(live.peek(), Some(Value::Interval(_))) {
+        // interval_accum / interval_avg: the sum, divided by the count for avg.
+        let (mut sum, mut count) = (crate::types::Interval::ZERO, 0u64);
+        for v in live {
+            if let Value::Interval(iv) = v {
+                sum = sum.checked_add(*iv)?;
+                count += 1;
+            }
+        }
+        return Ok(Value::Interval(if f == AggFunc::Avg { sum.div_f64(count as f64)? } else { sum }));
+    }
     if numeric && !matches!(f, AggFunc::Count | AggFunc::CountStar) {
         return super::aggregate::fold_numeric(f, live);
     }

@@ -11,6 +11,9 @@
 //! - A cast after a string offset (`'1 year'::interval PRECEDING`): sqlparser reads a frame
 //!   offset that starts with a string as an interval literal and stops at `::`; the offset is
 //!   put in parentheses, which sqlparser reads as an expression.
+//! - An offset that starts with the name `unbounded` (`unbounded(1) PRECEDING`, a function
+//!   or a column `unbounded.x`): sqlparser takes the keyword and then wants PRECEDING; the
+//!   name is quoted, as PostgreSQL's grammar reads it as an expression there.
 //!
 //! Imports only sqlparser (below `error`, like the rest of the parser).
 
@@ -50,7 +53,7 @@ enum Edit {
 /// The token stream with frame exclusions turned into markers and string offsets with a
 /// cast put in parentheses. Statements without `EXCLUDE` or `::` come back as they were.
 pub fn rewrite_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
-    let relevant = tokens.iter().any(|t| t.token == Token::DoubleColon || is_word(&t.token, "exclude"));
+    let relevant = tokens.iter().any(|t| t.token == Token::DoubleColon || is_word(&t.token, "exclude") || is_word(&t.token, "unbounded"));
     if !relevant {
         return tokens;
     }
@@ -69,6 +72,15 @@ pub fn rewrite_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 edits.push((sig[s], Edit::Insert(vec![Token::LParen])));
                 edits.push((sig[end], Edit::Insert(vec![Token::RParen])));
             }
+        }
+        // `unbounded(…)` / `unbounded.x` as an offset.
+        if is_word(tok(s), "unbounded")
+            && matches!(tok(s + 1), Token::LParen | Token::Period)
+            && s > 0
+            && ["between", "and", "rows", "range", "groups"].iter().any(|w| is_word(tok(s - 1), w))
+        {
+            edits.push((sig[s], Edit::Insert(vec![Token::make_word("unbounded", Some('"'))])));
+            edits.push((sig[s], Edit::Remove));
         }
         // `… {PRECEDING | FOLLOWING | ROW} EXCLUDE … )`.
         if is_word(tok(s), "exclude") && s > 0 && ["preceding", "following", "row"].iter().any(|w| is_word(tok(s - 1), w)) {
@@ -241,6 +253,14 @@ mod tests {
         // Other casts are untouched.
         let s = round_trip("select 'a'::text and 'b'::text, x between 'c'::text and 'd'::text from t");
         assert!(!s.contains("('"), "{s}");
+    }
+
+    #[test]
+    fn unbounded_as_a_name_is_an_offset() {
+        let s = round_trip("select sum(x) over (rows between unbounded(1) preceding and unbounded.x following) from t");
+        assert!(s.contains("BETWEEN \"unbounded\"(1) PRECEDING AND \"unbounded\".x FOLLOWING"), "{s}");
+        let s = round_trip("select sum(x) over (rows between unbounded preceding and unbounded following) from t");
+        assert!(s.contains("UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"), "{s}");
     }
 
     #[test]

@@ -1216,7 +1216,48 @@ impl<'a> Planner<'a> {
             return self.bind_user_aggregate(&name, user_aggs, &args, star, distinct, ordered, f.filter.as_deref(), scope, agg);
         }
         if let Some(over) = &f.over {
-            return self.bind_window(&name, &args, star, distinct, f.filter.as_deref(), over, scope, agg);
+            let (mut args, mut star, mut filter) = (args, star, f.filter.as_deref());
+            if let (Some(cond), Some(_)) = (filter, agg_func(&name)) {
+                // agg(x) FILTER (WHERE c) OVER w folds CASE WHEN c THEN x END: the rows the
+                // condition leaves out are NULLs, which aggregates skip (count(*) counts 1s).
+                let value = if star {
+                    ast::Expr::value(ast::Value::Number("1".into(), false))
+                } else {
+                    args.first().cloned().unwrap_or(ast::Expr::value(ast::Value::Null))
+                };
+                let case = ast::Expr::Case {
+                    case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                    end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                    operand: None,
+                    conditions: vec![ast::CaseWhen { condition: cond.clone(), result: value }],
+                    else_result: None,
+                };
+                if star || args.is_empty() {
+                    args = vec![case];
+                } else {
+                    args[0] = case;
+                }
+                star = false;
+                filter = None;
+            } else if filter.is_some()
+                && matches!(
+                    name.as_str(),
+                    "row_number"
+                        | "rank"
+                        | "dense_rank"
+                        | "percent_rank"
+                        | "cume_dist"
+                        | "ntile"
+                        | "lag"
+                        | "lead"
+                        | "first_value"
+                        | "last_value"
+                        | "nth_value"
+                )
+            {
+                bail!(FeatureNotSupported, "FILTER is not implemented for non-aggregate window functions");
+            }
+            return self.bind_window(&name, &args, star, distinct, filter, over, scope, agg);
         }
         if matches!(name.as_str(), "to_regclass" | "to_regtype" | "to_regnamespace") && args.len() == 1 {
             return self.bind_reg_operand(&ast::Expr::Function(f.clone()), scope, agg, false);
@@ -1505,19 +1546,28 @@ impl<'a> Planner<'a> {
                         AggFunc::Sum if arg_ty.is_integer() => SqlType::Int8,
                         AggFunc::Avg if arg_ty.is_integer() => SqlType::Numeric,
                         AggFunc::Sum | AggFunc::Avg if arg_ty == SqlType::Numeric => SqlType::Numeric,
+                        AggFunc::Sum | AggFunc::Avg if arg_ty == SqlType::Interval => SqlType::Interval,
                         AggFunc::Sum | AggFunc::Avg => SqlType::Float8,
                         _ => arg_ty,
                     };
                     (WindowFunc::Agg(a), ty)
                 }
-                // As the aggregates bind them: float8 (PostgreSQL: numeric for integers).
+                // As the aggregates bind them: numeric for integers and numerics, else float8.
                 Some(a @ (AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp))
                     if arg_ty.is_numeric() || arg_ty == SqlType::Unknown =>
                 {
-                    (WindowFunc::Agg(a), SqlType::Float8)
+                    let ty = if arg_ty.is_integer() || arg_ty == SqlType::Numeric { SqlType::Numeric } else { SqlType::Float8 };
+                    (WindowFunc::Agg(a), ty)
                 }
                 Some(a @ (AggFunc::BoolAnd | AggFunc::BoolOr)) if matches!(arg_ty, SqlType::Bool | SqlType::Unknown) => {
                     (WindowFunc::Agg(a), SqlType::Bool)
+                }
+                Some(AggFunc::ArrayAgg) if bound.len() == 1 => {
+                    let elem = if arg_ty == SqlType::Unknown { SqlType::Text } else { arg_ty };
+                    let ty = elem
+                        .array_of()
+                        .ok_or_else(|| err!(FeatureNotSupported, "array_agg over arrays (multidimensional arrays) is not supported"))?;
+                    (WindowFunc::Agg(AggFunc::ArrayAgg), ty)
                 }
                 _ => {
                     // A user-defined aggregate over the frame (`user_agg.rs`).
@@ -1543,6 +1593,7 @@ impl<'a> Planner<'a> {
         if let (WindowFunc::Agg(a), SqlType::Unknown) = (func, arg_ty) {
             match a {
                 AggFunc::BoolAnd | AggFunc::BoolOr => bound[0] = coerce(bound[0].clone(), SqlType::Bool)?,
+                AggFunc::ArrayAgg => bound[0] = coerce(bound[0].clone(), SqlType::Text)?,
                 AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp => {
                     bound[0] = coerce(bound[0].clone(), SqlType::Float8)?
                 }
@@ -1552,12 +1603,20 @@ impl<'a> Planner<'a> {
         if func == WindowFunc::Ntile {
             bound[0] = coerce(bound[0].clone(), SqlType::Int8)?;
         }
+        let mut ty = ty;
         if matches!(func, WindowFunc::Lag | WindowFunc::Lead) {
             if bound.len() > 1 {
                 bound[1] = coerce(bound[1].clone(), SqlType::Int8)?;
             }
             if bound.len() > 2 {
-                bound[2] = coerce(bound[2].clone(), arg_ty)?;
+                // lag(anycompatible, integer, anycompatible): the value and the default
+                // take their common type.
+                let common = SqlType::common(arg_ty, bound[2].ty())
+                    .ok_or_else(|| err!(UndefinedFunction, "function {name}({}, bigint, {}) does not exist", arg_ty, bound[2].ty()))?;
+                let common = if common == SqlType::Unknown { SqlType::Text } else { common };
+                bound[0] = coerce(bound[0].clone(), common)?;
+                bound[2] = coerce(bound[2].clone(), common)?;
+                ty = common;
             }
         }
         let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
@@ -1629,6 +1688,7 @@ impl<'a> Planner<'a> {
             return Ok(WindowFrame::Default);
         }
         let mut range_key = None;
+        let mut range_offsets = false;
         let mut bound = |b: &WB, start: bool| -> Result<FrameBound> {
             let (e, following) = match b {
                 WB::Preceding(None) => return Ok(FrameBound::UnboundedPreceding),
@@ -1641,45 +1701,74 @@ impl<'a> Planner<'a> {
                 let [key] = order_by else {
                     bail!(Windowing, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column");
                 };
-                let off = self.bind_expr(e, scope, None)?;
                 let kt = key.expr.ty();
                 let temporal = matches!(kt, SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz | SqlType::Interval);
+                // sqlparser reads a quoted offset as an interval literal: over a key that is
+                // not a date or time it is an untyped string ('inf' PRECEDING).
+                let off = match e.as_ref() {
+                    ast::Expr::Interval(iv)
+                        if !temporal
+                            && iv.leading_field.is_none()
+                            && iv.last_field.is_none()
+                            && iv.leading_precision.is_none()
+                            && iv.fractional_seconds_precision.is_none() =>
+                    {
+                        self.bind_expr(&iv.value, scope, None)?
+                    }
+                    _ => self.bind_expr(e, scope, None)?,
+                };
                 // An untyped offset takes the type PostgreSQL's in_range support gives it.
                 let off = match off.ty() {
                     SqlType::Unknown if temporal => coerce(off, SqlType::Interval)?,
+                    SqlType::Unknown if kt.is_float() => coerce(off, SqlType::Float8)?,
+                    SqlType::Unknown if kt.is_integer() => coerce(off, SqlType::Int8)?,
                     SqlType::Unknown => coerce(off, kt)?,
                     _ => off,
                 };
                 // PostgreSQL's in_range functions: integer keys with integer offsets, floats
-                // with float8 (or integer, cast implicitly), date and time keys and intervals
-                // with interval offsets.
+                // with float8 (or integer, cast implicitly), numerics with numeric (or integer),
+                // date and time keys and intervals with interval offsets.
                 let ot = off.ty();
-                let supported = (kt.is_integer() && ot.is_integer())
-                    || (kt.is_float() && (ot.is_float() || ot.is_integer()))
-                    || (temporal && ot == SqlType::Interval);
-                if !supported {
+                let number = if kt.is_integer() && ot.is_integer() {
+                    Some(SqlType::Int8)
+                } else if kt.is_float() && (ot.is_float() || ot.is_integer() || ot == SqlType::Numeric) {
+                    Some(SqlType::Float8)
+                } else if kt == SqlType::Numeric && (ot == SqlType::Numeric || ot.is_integer()) {
+                    Some(SqlType::Numeric)
+                } else {
+                    None
+                };
+                if number.is_none() && !(temporal && ot == SqlType::Interval) {
                     bail!(
                         FeatureNotSupported,
                         "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {kt} and offset type {ot}"
                     );
                 }
                 if let Ok(v) = self.eval_const(&off) {
-                    let negative = match v {
-                        Value::Int(i) => i < 0,
-                        Value::Float(f) => f < 0.0,
+                    let negative = match &v {
+                        Value::Int(i) => *i < 0,
+                        Value::Float(f) => *f < 0.0,
                         Value::Interval(iv) => iv.months < 0 || iv.days < 0 || iv.micros < 0,
+                        Value::Text(t) if ot == SqlType::Numeric => t.trim_start().starts_with('-'),
                         _ => false,
                     };
                     if negative {
                         bail!(InvalidPrecedingOrFollowingSize, "invalid preceding or following size in window function");
                     }
                 }
-                let add = following != key.desc;
-                let b = self.bind_binary(if add { &BO::Plus } else { &BO::Minus }, key.expr.clone(), off)?;
-                if range_key.is_none() {
-                    range_key = Some(coerce(key.expr.clone(), b.ty())?);
+                if let Some(t) = number {
+                    // The executor applies the offset with PostgreSQL's in_range rules.
+                    range_key = Some(key.expr.clone());
+                    range_offsets = true;
+                    coerce(off, t)?
+                } else {
+                    let add = following != key.desc;
+                    let b = self.bind_binary(if add { &BO::Plus } else { &BO::Minus }, key.expr.clone(), off)?;
+                    if range_key.is_none() {
+                        range_key = Some(coerce(key.expr.clone(), b.ty())?);
+                    }
+                    b
                 }
-                b
             } else {
                 Expr::lit(Value::Int(count(e, start)? as i64), SqlType::Int8)
             };
@@ -1687,7 +1776,7 @@ impl<'a> Planner<'a> {
         };
         let start = bound(&fr.start_bound, true)?;
         let end = bound(&end, false)?;
-        Ok(WindowFrame::General(Box::new(GeneralFrame { units, start, end, range_key, exclude })))
+        Ok(WindowFrame::General(Box::new(GeneralFrame { units, start, end, range_key, range_offsets, exclude })))
     }
 
     /// Plan a subquery in a nested scope; returns the plan, whether it is

@@ -31,6 +31,7 @@ mod user_agg;
 mod user_type;
 pub use user_type::resolve_type;
 pub mod viewdef;
+mod window_order;
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -101,6 +102,10 @@ pub struct Planner<'a> {
     pub check_as: RefCell<Option<String>>,
     /// User-defined functions whose bodies are being bound, innermost last.
     pub functions: RefCell<Vec<function::FnFrame>>,
+    /// The next SELECT planned is a branch of a set operation: its untyped literal
+    /// outputs (`SELECT NULL, 'x'`) stay untyped for the set operation to resolve, as
+    /// PostgreSQL resolves them with the other branches' types.
+    pub set_branch: std::cell::Cell<bool>,
 }
 
 impl<'a> Planner<'a> {
@@ -119,6 +124,7 @@ impl<'a> Planner<'a> {
             computed_ctes: RefCell::new(Vec::new()),
             check_as: RefCell::new(None),
             functions: RefCell::new(Vec::new()),
+            set_branch: std::cell::Cell::new(false),
         }
     }
 

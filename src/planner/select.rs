@@ -133,8 +133,14 @@ impl<'a> Planner<'a> {
             SetExpr::Query(q) => self.plan_query(q, outer),
             SetExpr::Values(v) => self.plan_values(v, outer),
             SetExpr::SetOperation { left, op, set_quantifier, right } => {
-                let l = self.plan_set_expr(left, outer)?;
-                let r = self.plan_set_expr(right, outer)?;
+                self.set_branch.set(matches!(left.as_ref(), SetExpr::Select(_)));
+                let l = self.plan_set_expr(left, outer);
+                self.set_branch.set(false);
+                let l = l?;
+                self.set_branch.set(matches!(right.as_ref(), SetExpr::Select(_)));
+                let r = self.plan_set_expr(right, outer);
+                self.set_branch.set(false);
+                let r = r?;
                 let (lc, rc) = (l.columns().to_vec(), r.columns().to_vec());
                 if lc.len() != rc.len() {
                     bail!(Syntax, "each {} query must have the same number of columns", op.to_string().to_uppercase());
@@ -209,9 +215,13 @@ impl<'a> Planner<'a> {
     }
 
     fn plan_select(&self, s: &ast::Select, order_by: &[ast::OrderByExpr], outer: Option<&Scope>) -> Result<Plan> {
+        // Taken at once: SELECTs nested in this one are no set operation's branch.
+        let branch = self.set_branch.replace(false);
         if let Some((s, order_by)) = super::named_window::resolve(s, order_by)? {
+            self.set_branch.set(branch);
             return self.plan_select(&s, &order_by, outer);
         }
+        let untyped_output = |e: &Expr| untyped_element(e) || (branch && matches!(e, Expr::Literal { ty: SqlType::Unknown, .. }));
         if !matches!(s.group_by, ast::GroupByExpr::Expressions(_, _)) {
             bail!(FeatureNotSupported, "GROUP BY ALL is not supported");
         }
@@ -440,6 +450,19 @@ impl<'a> Planner<'a> {
             distinct_on.iter().try_for_each(&mut collect)?;
         }
         if !calls.is_empty() {
+            // PostgreSQL's order of the windows (their sorts stack in it).
+            let mut sort_refs: Vec<Expr> = order_refs
+                .iter()
+                .zip(&order_exprs)
+                .filter_map(|((r, _), oe)| match r {
+                    OrderRef::Output(k) => proj.get(*k).cloned(),
+                    OrderRef::Expr(_) => oe.clone(),
+                })
+                .collect();
+            if aggregated {
+                sort_refs.extend(group_by.iter().enumerate().map(|(i, g)| Expr::Column { index: i, ty: g.ty() }));
+            }
+            super::window_order::order_calls(&mut calls, &sort_refs);
             let mut cols = plan.columns().to_vec();
             let base = cols.len();
             for (k, c) in calls.iter().enumerate() {
@@ -475,7 +498,7 @@ impl<'a> Planner<'a> {
             .iter()
             .zip(&proj)
             .map(|((_, n), e)| {
-                PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown && !untyped_element(e) { SqlType::Text } else { e.ty() })
+                PlanColumn::new(n.clone(), if e.ty() == SqlType::Unknown && !untyped_output(e) { SqlType::Text } else { e.ty() })
             })
             .collect();
         let visible = out_cols.len();
@@ -515,7 +538,7 @@ impl<'a> Planner<'a> {
         }
         let proj: Vec<Expr> = proj
             .into_iter()
-            .map(|e| if e.ty() == SqlType::Unknown && !untyped_element(&e) { super::coerce(e, SqlType::Text) } else { Ok(e) })
+            .map(|e| if e.ty() == SqlType::Unknown && !untyped_output(&e) { super::coerce(e, SqlType::Text) } else { Ok(e) })
             .collect::<Result<_>>()?;
         plan = Plan::Project { input: Box::new(plan), exprs: proj, columns: out_cols.clone() };
         match &s.distinct {
@@ -988,12 +1011,19 @@ impl<'a> Planner<'a> {
                 }
                 let scope = Scope::new(vec![], outer);
                 let mut exprs = Vec::new();
+                let mut asts = Vec::new();
                 for a in &args.args {
                     let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
                         bail!(FeatureNotSupported, "unsupported generate_series argument")
                     };
-                    exprs.push(super::coerce(self.bind_expr(e, &scope, None)?, SqlType::Int8)?);
+                    asts.push(e.clone());
+                    exprs.push(self.bind_expr(e, &scope, None)?);
                 }
+                if exprs.iter().any(|e| e.ty().is_timestamp()) {
+                    // Timestamps with an interval step: the set-returning function's binding.
+                    return self.plan_function_in_from(&fname, alias.as_ref(), &asts, false, outer);
+                }
+                let exprs = exprs.into_iter().map(|e| super::coerce(e, SqlType::Int8)).collect::<Result<Vec<_>>>()?;
                 if !(2..=3).contains(&exprs.len()) {
                     bail!(UndefinedFunction, "function generate_series needs 2 or 3 arguments");
                 }
