@@ -5,6 +5,7 @@
 //! speculative type-name parse, which builds and drops an error message per
 //! literal; the AST is the same (test `literal_cells_parse_as_before`).
 //!
+//! `supports_from_first_insert` is on, for the SEARCH / CYCLE marker (`search_cycle.rs`).
 //! Every method `PostgreSqlDialect` overrides is forwarded, and `dialect()`
 //! answers PostgreSQL's `TypeId`, so sqlparser's own `dialect_of!` checks
 //! treat weir as PostgreSQL. The methods it does not override keep the
@@ -105,6 +106,12 @@ impl WeirDialect {
 impl Dialect for WeirDialect {
     fn dialect(&self) -> TypeId {
         TypeId::of::<PostgreSqlDialect>()
+    }
+
+    /// Keeps `WITH q AS (…) FROM name` (its only use in sqlparser): where `search_cycle.rs`
+    /// puts the marker of a WITH query's SEARCH / CYCLE clauses.
+    fn supports_from_first_insert(&self) -> bool {
+        true
     }
 
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {

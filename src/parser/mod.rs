@@ -30,6 +30,8 @@ mod dialect;
 mod flow;
 mod nesting;
 pub mod plpgsql;
+mod recursive_view;
+mod search_cycle;
 mod tdengine;
 mod tql;
 mod vacuum;
@@ -50,6 +52,7 @@ pub use create_schema::CreateSchemaWith;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
 pub use flow::{CommentOnFlow, CreateFlow, DropFlow, FlowQuery, ShowCreateFlow, ShowFlows};
+pub use search_cycle::{cte_clauses, CycleClause, SearchClause, SearchCycle};
 pub use tdengine::{
     ChildSpec, CreateStable, CreateStream, Duration, InsertPart, Notify, OutputTag, StreamOption, StreamTrigger, TdStatement,
 };
@@ -215,6 +218,9 @@ fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, Wei
     let tokens = if sql.contains("%%") { tdengine::placeholder_tokens(tokens) } else { tokens };
     // Window frames' EXCLUDE and string offsets with a cast (`window_frame.rs`).
     let tokens = window_frame::rewrite_tokens(tokens);
+    // SEARCH / CYCLE clauses of WITH queries (`search_cycle.rs`), recursive views.
+    let tokens = search_cycle::rewrite_tokens(tokens);
+    let tokens = recursive_view::rewrite_tokens(tokens);
     Ok(Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).with_tokens_with_locations(tokens))
 }
 

@@ -36,7 +36,8 @@ pub enum CteKind {
     /// RECURSIVE, so it may read itself; `level`: how many queries enclose
     /// the WITH clause (its outer references resolve only where a reference
     /// sits at that same level).
-    Query { query: ast::Query, columns: Vec<String>, recursive: bool, level: usize },
+    /// `search_cycle`: its SEARCH / CYCLE clauses (`search_cycle.rs`).
+    Query { query: ast::Query, columns: Vec<String>, recursive: bool, level: usize, search_cycle: Option<crate::parser::SearchCycle> },
     /// While its recursive term is planned: the working table, and how
     /// many times the term read it.
     WorkTable { id: usize, columns: Vec<PlanColumn>, reads: usize },
@@ -117,18 +118,22 @@ impl Planner<'_> {
     /// the body is planned.
     pub(super) fn plan_with(&self, q: &ast::Query, with: &ast::With, outer: Option<&Scope>) -> Result<Plan> {
         let depth = self.ctes.borrow().len();
-        self.push_ctes(with, level(outer));
-        let r = self.plan_query_body(q, outer);
+        let r = self.push_ctes(with, level(outer)).and_then(|_| self.plan_query_body(q, outer));
         self.ctes.borrow_mut().truncate(depth);
         r
     }
 
-    fn push_ctes(&self, with: &ast::With, level: usize) {
+    fn push_ctes(&self, with: &ast::With, level: usize) -> Result<()> {
         for cte in &with.cte_tables {
             let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
-            let kind = CteKind::Query { query: (*cte.query).clone(), columns, recursive: with.recursive, level };
+            let search_cycle = crate::parser::cte_clauses(cte)?;
+            if search_cycle.is_some() && !with.recursive {
+                bail!(Syntax, "WITH query is not recursive");
+            }
+            let kind = CteKind::Query { query: (*cte.query).clone(), columns, recursive: with.recursive, level, search_cycle };
             self.ctes.borrow_mut().push(Cte { name: ident(&cte.alias.name), kind });
         }
+        Ok(())
     }
 
     /// A reference to the WITH query `name`, innermost first (None: no
@@ -146,12 +151,12 @@ impl Planner<'_> {
                 k @ CteKind::Query { .. } => k.clone(),
             }
         };
-        let CteKind::Query { query, columns, recursive, level: at } = kind else { unreachable!("matched above") };
+        let CteKind::Query { query, columns, recursive, level: at, search_cycle } = kind else { unreachable!("matched above") };
         // The WITH query's own outer query, when the reference sees the same one.
         let outer = outer.filter(|_| level(outer) == at);
         let saved: Vec<Cte> = self.ctes.borrow_mut().drain(i..).collect();
         let r = if recursive {
-            self.plan_recursive(name, &query, &columns, outer)
+            self.plan_recursive(name, &query, &columns, outer, search_cycle.as_ref())
         } else {
             self.plan_query(&query, outer).and_then(|p| renamed(p, &columns, name))
         };
@@ -169,7 +174,17 @@ impl Planner<'_> {
 
     /// A WITH RECURSIVE query (its name and every later WITH query are out
     /// of scope here).
-    fn plan_recursive(&self, name: &str, q: &ast::Query, names: &[String], outer: Option<&Scope>) -> Result<(Plan, Vec<PlanColumn>)> {
+    fn plan_recursive(
+        &self,
+        name: &str,
+        q: &ast::Query,
+        names: &[String],
+        outer: Option<&Scope>,
+        sc: Option<&crate::parser::SearchCycle>,
+    ) -> Result<(Plan, Vec<PlanColumn>)> {
+        if sc.is_some() {
+            super::search_cycle::terms(&q.body)?;
+        }
         let SetExpr::SetOperation { op: ast::SetOperator::Union, set_quantifier, left, right } = q.body.as_ref() else {
             // Not of the recursive form: fine as long as it does not read itself.
             let msg = format!("recursive query \"{name}\" does not have the form non-recursive-term UNION [ALL] recursive-term");
@@ -180,17 +195,33 @@ impl Planner<'_> {
         let base = self.ctes.borrow().len();
         let msg = format!("recursive reference to query \"{name}\" must not appear within its non-recursive term");
         self.ctes.borrow_mut().push(Cte { name: name.to_string(), kind: CteKind::Forbidden(msg) });
-        if let Some(w) = &q.with {
-            self.push_ctes(w, level(outer));
-        }
+        let pushed = match &q.with {
+            Some(w) => self.push_ctes(w, level(outer)),
+            None => Ok(()),
+        };
         let id = NEXT_WORK_TABLE.fetch_add(1, Ordering::Relaxed);
-        let terms = self.plan_set_expr(left, outer).and_then(|anchor| {
+        let terms = pushed.and_then(|_| self.plan_set_expr(left, outer)).and_then(|anchor| {
             let (_, mut columns) = renamed(anchor.clone(), names, name)?;
             for c in columns.iter_mut() {
                 c.qualifier = None;
             }
-            self.ctes.borrow_mut()[base].kind = CteKind::WorkTable { id, columns: columns.clone(), reads: 0 };
-            let rec = self.plan_set_expr(right, outer)?;
+            let Some(sc) = sc else {
+                self.ctes.borrow_mut()[base].kind = CteKind::WorkTable { id, columns: columns.clone(), reads: 0 };
+                let rec = self.plan_set_expr(right, outer)?;
+                return Ok((anchor, columns, rec));
+            };
+            // SEARCH / CYCLE: the added columns, hidden from `*` in the working table.
+            let all: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+            super::search_cycle::check(sc, &all)?;
+            let (anchor, columns) = self.search_cycle_anchor(anchor, &columns, sc)?;
+            let mut work = columns.clone();
+            for c in work.iter_mut().skip(all.len()) {
+                c.qualifier = super::system_qualifier(None);
+            }
+            self.ctes.borrow_mut()[base].kind = CteKind::WorkTable { id, columns: work, reads: 0 };
+            let right = self.search_cycle_recursive_select(right, name, sc)?;
+            let rec = self.plan_set_expr(&right, outer)?;
+            let rec = self.search_cycle_project(rec, &columns, sc)?;
             Ok((anchor, columns, rec))
         });
         let kind = self.ctes.borrow_mut()[base].kind.clone();
@@ -198,6 +229,9 @@ impl Planner<'_> {
         let (anchor, columns, rec) = terms?;
         let CteKind::WorkTable { reads, .. } = kind else { unreachable!("set before the recursive term") };
         if reads == 0 {
+            if sc.is_some() {
+                bail!(Syntax, "with a SEARCH or CYCLE clause, the query \"{name}\" must read itself");
+            }
             // A plain UNION that happens to sit in WITH RECURSIVE.
             return self.plan_query(q, outer).and_then(|p| renamed(p, names, name));
         }
@@ -275,6 +309,13 @@ impl Planner<'_> {
         };
         let all = matches!(set_quantifier, ast::SetQuantifier::All);
         let plan = Plan::RecursiveUnion { anchor: Box::new(anchor), recursive: Box::new(recursive), id, all, columns: columns.clone() };
+        if sc.is_some_and(super::search_cycle::has_depth) {
+            // The breadth-first depth only travels through the working table.
+            let keep = columns.len() - 1;
+            let exprs = (0..keep).map(|i| Expr::Column { index: i, ty: columns[i].ty }).collect();
+            let cols = columns[..keep].to_vec();
+            return Ok((Plan::Project { input: Box::new(plan), exprs, columns: cols.clone() }, cols));
+        }
         Ok((plan, columns))
     }
 }

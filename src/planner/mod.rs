@@ -22,6 +22,7 @@ pub mod physical;
 mod privilege;
 mod regtypes;
 pub mod rewrite;
+mod search_cycle;
 mod select;
 pub use select::output_name;
 mod srf;

@@ -75,7 +75,13 @@ pub fn execute(s: &mut Session, q: &ast::Query, params: Params) -> Result<QueryR
                 }
                 None => {
                     let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
-                    let kind = crate::planner::CteKind::Query { query: (*cte.query).clone(), columns, recursive: false, level: 0 };
+                    let kind = crate::planner::CteKind::Query {
+                        query: (*cte.query).clone(),
+                        columns,
+                        recursive: false,
+                        level: 0,
+                        search_cycle: None,
+                    };
                     scope.ctes.push(crate::planner::Cte { name, kind });
                 }
             }
