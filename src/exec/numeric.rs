@@ -201,18 +201,21 @@ pub fn unary(name: &str, a: &dyn Array) -> Result<ArrayRef> {
         "exp" => map(a, |n| n.exp()),
         "ln" => map(a, |n| n.ln()),
         "log" | "log10" => map(a, |n| Numeric::from_i64(10).log(n)),
+        "numeric_inc" => map(a, |n| n.add(&Numeric::from_i64(1))),
         "scale" => ints(&|n| n.scale()),
         "min_scale" => ints(&|n| n.min_scale()),
         other => Err(err!(Internal, "numeric function {other}")),
     }
 }
 
-/// div, mod, log(b, x) and power over numerics.
+/// div, mod, gcd, lcm, log(b, x) and power over numerics.
 pub fn binary_fn(name: &str, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
     if name == "mod" {
         return arith(BinOp::Mod, l, r);
     }
     zip_with(l, r, |a, b| match name {
+        "gcd" => Ok(a.gcd(&b)),
+        "lcm" => a.lcm(&b),
         "log" => a.log(&b),
         "power" => a.power(&b),
         _ => a.div_trunc(&b),

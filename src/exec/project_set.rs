@@ -16,6 +16,7 @@ use super::expr::cast_array;
 use super::plan::{arrow_schema, PlanColumn, SrfCall, SrfKind};
 use super::{BatchExecutor, BatchResult, ExecCtx};
 use crate::error::Result;
+use crate::types::numeric::Numeric;
 use crate::types::{value_at, values_to_array, Interval, SqlType, Value};
 use crate::{bail, err};
 
@@ -31,6 +32,13 @@ enum SetIter {
         stop: i64,
         step: Interval,
         tz: bool,
+    },
+    /// generate_series over numerics: each value is the previous plus the
+    /// step (display scale the larger of the two).
+    Numerics {
+        next: Option<Numeric>,
+        stop: Numeric,
+        step: Numeric,
     },
     /// Rows of values (one per output column of the call), in order.
     Rows(std::vec::IntoIter<Vec<Value>>),
@@ -54,10 +62,46 @@ impl SetIter {
                 }
                 _ => None,
             },
+            SetIter::Numerics { next, stop, step } => match next.take() {
+                Some(v) if (step.signum() > 0 && v.cmp_value(stop).is_le()) || (step.signum() < 0 && v.cmp_value(stop).is_ge()) => {
+                    *next = Some(v.add(step)?);
+                    Some(vec![Value::Text(v.to_string())])
+                }
+                _ => None,
+            },
             SetIter::Rows(it) => it.next(),
             SetIter::Empty => None,
         })
     }
+}
+
+/// generate_series(start, stop[, step]) over numerics, with PostgreSQL's
+/// refusals of NaN and infinite bounds and of a zero step.
+fn numeric_series(args: &[Value]) -> Result<SetIter> {
+    let num = |v: Option<&Value>| match v {
+        Some(Value::Text(s)) => Numeric::parse(s).map(Some),
+        _ => Ok(None),
+    };
+    let (Some(start), Some(stop)) = (num(args.first())?, num(args.get(1))?) else { return Ok(SetIter::Empty) };
+    let step = match args.get(2) {
+        None => Numeric::from_i64(1),
+        Some(_) => match num(args.get(2))? {
+            Some(s) => s,
+            None => return Ok(SetIter::Empty),
+        },
+    };
+    for (what, v) in [("start value", &start), ("stop value", &stop), ("step size", &step)] {
+        if v.is_nan() {
+            bail!(InvalidParameterValue, "{what} cannot be NaN");
+        }
+        if v.is_special() {
+            bail!(InvalidParameterValue, "{what} cannot be infinity");
+        }
+    }
+    if step.signum() == 0 {
+        bail!(InvalidParameterValue, "step size cannot equal zero");
+    }
+    Ok(SetIter::Numerics { next: Some(start), stop, step })
 }
 
 /// An interval's direction, comparing with 30-day months as PostgreSQL does.
@@ -160,7 +204,9 @@ fn start(call: &SrfCall, args: &[Value], ctx: &ExecCtx) -> Result<SetIter> {
     };
     Ok(match call.kind {
         SrfKind::GenerateSeries => {
-            if matches!(call.out[0].1, SqlType::Timestamp | SqlType::TimestampTz) {
+            if call.out[0].1 == SqlType::Numeric {
+                numeric_series(args)?
+            } else if matches!(call.out[0].1, SqlType::Timestamp | SqlType::TimestampTz) {
                 let (Some(Value::Timestamp(a)), Some(Value::Timestamp(b)), Some(Value::Interval(step))) =
                     (args.first(), args.get(1), args.get(2))
                 else {

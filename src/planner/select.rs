@@ -1010,20 +1010,20 @@ impl<'a> Planner<'a> {
                     bail!(FeatureNotSupported, "table function {fname} is not supported");
                 }
                 let scope = Scope::new(vec![], outer);
-                let mut exprs = Vec::new();
                 let mut asts = Vec::new();
+                let mut bound = Vec::new();
                 for a in &args.args {
                     let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
                         bail!(FeatureNotSupported, "unsupported generate_series argument")
                     };
                     asts.push(e.clone());
-                    exprs.push(self.bind_expr(e, &scope, None)?);
+                    bound.push(self.bind_expr(e, &scope, None)?);
                 }
-                if exprs.iter().any(|e| e.ty().is_timestamp()) {
-                    // Timestamps with an interval step: the set-returning function's binding.
+                // Timestamps and numerics go the general set-returning way.
+                if bound.iter().any(|b| !b.ty().is_integer() && b.ty() != SqlType::Unknown) {
                     return self.plan_function_in_from(&fname, alias.as_ref(), &asts, false, outer);
                 }
-                let exprs = exprs.into_iter().map(|e| super::coerce(e, SqlType::Int8)).collect::<Result<Vec<_>>>()?;
+                let exprs = bound.into_iter().map(|b| super::coerce(b, SqlType::Int8)).collect::<Result<Vec<_>>>()?;
                 if !(2..=3).contains(&exprs.len()) {
                     bail!(UndefinedFunction, "function generate_series needs 2 or 3 arguments");
                 }

@@ -123,6 +123,11 @@ impl<'a> Planner<'a> {
                     let b = coerce(it.next().unwrap(), ts)?;
                     let step = coerce(it.next().unwrap(), SqlType::Interval)?;
                     (vec![a, b, step], ts)
+                } else if types.contains(&SqlType::Numeric) {
+                    if types.iter().any(|t| !t.is_integer() && !matches!(t, SqlType::Unknown | SqlType::Numeric)) {
+                        return Err(no_such());
+                    }
+                    (bound.into_iter().map(|b| coerce(b, SqlType::Numeric)).collect::<Result<_>>()?, SqlType::Numeric)
                 } else {
                     if types.iter().any(|t| !t.is_integer() && *t != SqlType::Unknown) {
                         return Err(no_such());

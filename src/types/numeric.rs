@@ -452,6 +452,68 @@ impl Numeric {
         }
     }
 
+    /// gcd(x, y): the greatest common divisor at the larger display scale,
+    /// never negative; NaN when either is NaN or infinite.
+    pub fn gcd(&self, o: &Numeric) -> Numeric {
+        let (Numeric::Fin { m: a, scale: sa }, Numeric::Fin { m: b, scale: sb }) = (self, o) else { return Numeric::NaN };
+        let s = (*sa).max(*sb);
+        let (mut x, mut y) = (Self::rescaled(a, *sa, s).magnitude().clone(), Self::rescaled(b, *sb, s).magnitude().clone());
+        while y != num_bigint::BigUint::from(0u32) {
+            let r = &x % &y;
+            x = y;
+            y = r;
+        }
+        Numeric::Fin { m: BigInt::from(x), scale: s }
+    }
+
+    /// lcm(x, y): |x| / gcd(x, y) * |y| at the larger display scale (zero
+    /// when either is zero); NaN when either is NaN or infinite.
+    pub fn lcm(&self, o: &Numeric) -> Result<Numeric> {
+        let (Numeric::Fin { m: a, scale: sa }, Numeric::Fin { m: b, scale: sb }) = (self, o) else { return Ok(Numeric::NaN) };
+        let s = (*sa).max(*sb);
+        if a.sign() == Sign::NoSign || b.sign() == Sign::NoSign {
+            return Ok(Numeric::Fin { m: BigInt::from(0), scale: s });
+        }
+        let Numeric::Fin { m: g, .. } = self.gcd(o) else { return Ok(Numeric::NaN) };
+        let (x, y) = (Self::rescaled(a, *sa, s), Self::rescaled(b, *sb, s));
+        let r = Numeric::Fin { m: BigInt::from((x / g * y).magnitude().clone()), scale: s };
+        r.check_range()?;
+        Ok(r)
+    }
+
+    /// factorial(n) (numeric_fac): 1 up to n = 1; past 32177 the result
+    /// overflows numeric.
+    pub fn factorial(n: i64) -> Result<Numeric> {
+        if n < 0 {
+            bail!(NumericOutOfRange, "factorial of a negative number is undefined");
+        }
+        if n > 32177 {
+            bail!(NumericOutOfRange, "value overflows numeric format");
+        }
+        let mut m = BigInt::from(1);
+        for k in 2..=n {
+            m *= k;
+        }
+        Ok(Numeric::Fin { m, scale: 0 })
+    }
+
+    /// Scientific notation with `scale` digits after the point and an
+    /// exponent of at least two digits (numeric_out_sci: `1.235e-05`);
+    /// the significand is rounded half away from zero after the exponent
+    /// is chosen, as PostgreSQL does.
+    pub fn to_sci_string(&self, scale: u32) -> String {
+        let Numeric::Fin { m, scale: s } = self else { return self.to_string() };
+        let (exponent, sig_scale) = if m.sign() == Sign::NoSign {
+            (0, *s as i64)
+        } else {
+            let len = digits_len(m);
+            (len - 1 - *s as i64, len - 1)
+        };
+        let sig = Numeric::Fin { m: m.clone(), scale: sig_scale as u32 };
+        let sig = sig.round(scale as i64).unwrap_or(sig);
+        format!("{sig}e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.unsigned_abs())
+    }
+
     /// numeric → float8 (correctly rounded, as strtod).
     pub fn to_f64(&self) -> f64 {
         match self {
@@ -821,6 +883,13 @@ impl Numeric {
         }
         if x_zero {
             return Ok(Fin { m: BigInt::from(0), scale: MIN_SIG_DIGITS as u32 });
+        }
+        // A negative base with an integer exponent past int32 (power_var):
+        // |x| ^ y, negated when y is odd.
+        if self.signum() < 0 {
+            let odd = (ym / pow10(*ys)) % 2 != BigInt::from(0);
+            let r = self.abs().power(y)?;
+            return Ok(if odd { r.neg() } else { r });
         }
         // exp(y × ln x): the result's weight from a low-precision estimate.
         let ln_est = self.to_f64().ln() * y.to_f64();

@@ -432,7 +432,7 @@ fn numeric_call(a: &Args<'_>) -> Option<Result<ArrayRef>> {
     Some(match a.name {
         "round" => n::round(&a.cols, false),
         "trunc" => n::round(&a.cols, true),
-        "mod" | "div" | "power" => n::binary_fn(a.name, a.cols[0].as_ref(), a.cols[1].as_ref()),
+        "mod" | "div" | "power" | "gcd" | "lcm" => n::binary_fn(a.name, a.cols[0].as_ref(), a.cols[1].as_ref()),
         "log" if a.cols.len() == 2 => n::binary_fn(a.name, a.cols[0].as_ref(), a.cols[1].as_ref()),
         name => n::unary(name, a.cols[0].as_ref()),
     })
@@ -441,6 +441,18 @@ fn numeric_call(a: &Args<'_>) -> Option<Result<ArrayRef>> {
 /// width_bucket(operand, low, high, count): numeric or float8.
 pub fn width_bucket(a: &Args<'_>) -> Result<ArrayRef> {
     crate::exec::numeric::width_bucket(&a.cols, a.types[0] != crate::types::SqlType::Numeric)
+}
+
+/// factorial(int8) → numeric.
+pub fn factorial(a: &Args<'_>) -> Result<ArrayRef> {
+    let x = cast(&a.cols[0], &DataType::Int64)?;
+    let x = x.as_primitive::<Int64Type>();
+    let mut out = Vec::with_capacity(a.n);
+    for i in 0..a.n {
+        let k = if a.scalar[0] { 0 } else { i };
+        out.push(if x.is_null(k) { None } else { Some(crate::types::numeric::Numeric::factorial(x.value(k))?) });
+    }
+    Ok(crate::exec::numeric::array(out))
 }
 
 /// The numeric functions without a float form (scale, div, …).
@@ -625,6 +637,9 @@ pub fn bitnot(a: &Args<'_>) -> Result<ArrayRef> {
 /// gcd / lcm of int4 or int8, with PostgreSQL's out-of-range errors
 /// (gcd(min, 0), lcm beyond the type).
 pub fn gcd_lcm(a: &Args<'_>) -> Result<ArrayRef> {
+    if let Some(r) = numeric_call(a) {
+        return r;
+    }
     let lcm = a.name == "lcm";
     let (lo, hi, what) = match a.ret {
         SqlType::Int4 => (i32::MIN as i64, i32::MAX as i64, "integer"),

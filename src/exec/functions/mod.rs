@@ -9,6 +9,7 @@ pub mod array;
 pub mod bytea;
 pub mod datetime;
 pub mod math;
+pub mod num_format;
 pub mod regexp;
 pub mod registry;
 pub mod string;
@@ -221,7 +222,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("int8shr", vec![s(&[Int2, Int4], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int4], Int8)], |a| math::shift(a, false))
             .alias(&["int2shr", "int4shr"]),
         Def::new("int8not", vec![s(&[Int2], Int2), s(&[Int4], Int4), s(&[Int8], Int8)], math::bitnot).alias(&["int2not", "int4not"]),
-        Def::new("gcd", vec![s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::gcd_lcm),
+        Def::new("gcd", vec![s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8), s(&[Numeric, Numeric], Numeric)], math::gcd_lcm),
         // The integer operators' functions, which aggregates name as
         // support functions (SFUNC = int4pl).
         Def::new("int2pl", vec![s(&[Int2, Int2], Int2)], math::int_op),
@@ -233,7 +234,9 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("int2mul", vec![s(&[Int2, Int2], Int2)], math::int_op),
         Def::new("int4mul", vec![s(&[Int4, Int4], Int4)], math::int_op),
         Def::new("int8mul", vec![s(&[Int8, Int8], Int8)], math::int_op),
-        Def::new("lcm", vec![s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8)], math::gcd_lcm),
+        Def::new("lcm", vec![s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8), s(&[Numeric, Numeric], Numeric)], math::gcd_lcm),
+        Def::new("factorial", vec![s(&[Int8], Numeric)], math::factorial),
+        Def::new("numeric_inc", vec![s(&[Numeric], Numeric)], math::numeric_only),
         Def::new("float4send", vec![s(&[Float4], Bytea)], math::float_send),
         Def::new("float8send", vec![s(&[Float8], Bytea)], math::float_send),
         // Strings.
@@ -379,12 +382,15 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
                 s(&[Interval, Text], Text),
                 s(&[Int4, Text], Text),
                 s(&[Int8, Text], Text),
+                s(&[Float4, Text], Text),
                 s(&[Float8, Text], Text),
+                s(&[Numeric, Text], Text),
             ],
             to_char_impl,
         )
         // PostgreSQL: to_char of a timestamptz depends on the time zone.
         .stable(),
+        Def::new("to_number", vec![s(&[Text, Text], Numeric)], to_number_impl),
         // Date and time.
         Def::new("now", vec![s(&[], TimestampTz)], datetime::statement_timestamp)
             .alias(&["transaction_timestamp", "statement_timestamp"])
@@ -598,15 +604,33 @@ fn to_char_impl(a: &Args<'_>) -> Result<ArrayRef> {
                 b.append_null();
                 continue;
             }
+            // An infinite timestamp has no fields to show: NULL, as in PostgreSQL.
+            Value::Timestamp(us) if us == i64::MAX || us == i64::MIN => {
+                b.append_null();
+                continue;
+            }
             Value::Timestamp(us) => to_char::timestamp_to_char(us, t == SqlType::TimestampTz, f)?,
             Value::Interval(iv) => to_char::interval_to_char(iv, f)?,
-            Value::Int(k) => to_char::number_to_char(k as f64, f)?,
-            Value::Float(x) => to_char::number_to_char(x, f)?,
+            Value::Int(k) => num_format::int_to_char(k, t == SqlType::Int8, f)?,
+            Value::Float(x) => num_format::float_to_char(x, t == SqlType::Float4, f)?,
+            Value::Text(s) if t == SqlType::Numeric => num_format::numeric_to_char(&crate::types::numeric::Numeric::parse(&s)?, f)?,
             other => bail!(FeatureNotSupported, "to_char is not supported for {}", other.natural_type()),
         };
         b.append_value(s);
     }
     Ok(Arc::new(b.finish()))
+}
+
+fn to_number_impl(a: &Args<'_>) -> Result<ArrayRef> {
+    let (text, fmt) = (a.str(0)?, a.str(1)?);
+    let mut out = Vec::with_capacity(a.n);
+    for i in 0..a.n {
+        out.push(match (text.get(i), fmt.get(i)) {
+            (Some(t), Some(f)) => num_format::to_number(t, f)?,
+            _ => None,
+        });
+    }
+    Ok(super::numeric::array(out))
 }
 
 fn pg_typeof(a: &Args<'_>) -> Result<ArrayRef> {

@@ -1,13 +1,13 @@
-//! `to_char` with PostgreSQL's format templates, for timestamps,
-//! intervals and numbers. A template pattern weir does not implement is
-//! refused with 0A000, never ignored.
+//! `to_char` with PostgreSQL's date/time templates, for timestamps and
+//! intervals (numbers are `num_format`). A template pattern weir does not
+//! implement is refused with 0A000, never ignored.
 
 use chrono::{Datelike, Timelike};
 
 use crate::error::Result;
 use crate::types::interval::{USECS_PER_HOUR, USECS_PER_MINUTE, USECS_PER_SEC};
 use crate::types::Interval;
-use crate::{bail, err};
+use crate::err;
 
 const MONTHS: [&str; 12] =
     ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
@@ -207,7 +207,7 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
         let start = out.len();
         let upper = p.chars().next().unwrap().is_ascii_uppercase();
         let text_pattern = matches!(p.to_ascii_uppercase().as_str(), "MONTH" | "MON" | "DAY" | "DY" | "RM" | "AM" | "PM" | "A.M." | "P.M.");
-        if f.interval && text_pattern && !matches!(p.to_ascii_uppercase().as_str(), "AM" | "PM" | "A.M." | "P.M.") {
+        if f.interval && text_pattern && !matches!(p.to_ascii_uppercase().as_str(), "AM" | "PM" | "A.M." | "P.M." | "RM") {
             return Err(unsupported(p));
         }
         let mut numeric: Option<i64> = None;
@@ -266,6 +266,26 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
             "MM" => {
                 num(&mut out, f.month, 2, fm);
                 numeric = Some(f.month)
+            }
+            "RM" if f.interval => {
+                // An interval's months count as calendar months, full years as
+                // December (or January going back); nothing for no months.
+                if f.month == 0 && f.year == 0 {
+                    continue;
+                }
+                let month = match f.month {
+                    0 if f.year >= 0 => 12,
+                    0 => 1,
+                    m if m < 0 => 13 + m,
+                    m => m,
+                };
+                let r = ROMAN[(month - 1).clamp(0, 11) as usize];
+                let r = if *p == "rm" { r.to_lowercase() } else { r.to_string() };
+                if fm {
+                    out.push_str(&r);
+                } else {
+                    out.push_str(&format!("{r:<4}"));
+                }
             }
             "RM" => {
                 let r = ROMAN[(f.month - 1).clamp(0, 11) as usize];
@@ -351,242 +371,6 @@ pub fn interval_to_char(iv: Interval, fmt: &str) -> Result<String> {
     render(&interval_fields(iv), fmt)
 }
 
-/// A parsed numeric template.
-struct NumFormat {
-    pre: usize,
-    post: usize,
-    /// Digit position (counted from the left of the integer part) of the
-    /// first `0`: from there leading zeros are printed.
-    zero_start: Option<usize>,
-    fm: bool,
-    has_decimal: bool,
-    sign_explicit: bool,
-    /// `S` before the digits: the sign is anchored to the number.
-    sign_anchored: bool,
-}
-
-fn parse_num_format(fmt: &str) -> Result<NumFormat> {
-    let mut f = NumFormat { pre: 0, post: 0, zero_start: None, fm: false, has_decimal: false, sign_explicit: false, sign_anchored: false };
-    let up = fmt.to_ascii_uppercase();
-    let mut rest = up.as_str();
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix("FM") {
-            f.fm = true;
-            rest = r;
-            continue;
-        }
-        for bad in ["EEEE", "PR", "RN", "TH", "V", "L", "B"] {
-            if rest.starts_with(bad) {
-                return Err(unsupported(bad));
-            }
-        }
-        for sign in ["MI", "PL", "SG", "S"] {
-            if let Some(r) = rest.strip_prefix(sign) {
-                // PL adds a '+' and keeps the usual sign position.
-                f.sign_explicit |= sign != "PL";
-                if sign == "S" && f.pre == 0 && !f.has_decimal {
-                    f.sign_anchored = true;
-                }
-                rest = r;
-                break;
-            }
-        }
-        let Some(c) = rest.chars().next() else { break };
-        match c {
-            '9' | '0' => {
-                if f.has_decimal {
-                    f.post += 1;
-                } else {
-                    if c == '0' && f.zero_start.is_none() {
-                        f.zero_start = Some(f.pre);
-                    }
-                    f.pre += 1;
-                }
-            }
-            '.' | 'D' => {
-                if f.has_decimal {
-                    bail!(Syntax, "multiple decimal points");
-                }
-                f.has_decimal = true;
-            }
-            _ => {}
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    Ok(f)
-}
-
-/// to_char(number, template).
-pub fn number_to_char(v: f64, fmt: &str) -> Result<String> {
-    let f = parse_num_format(fmt)?;
-    let neg = v < 0.0 || (v == 0.0 && v.is_sign_negative());
-    let a = v.abs();
-    // Digits of the rounded absolute value.
-    let s = format!("{:.*}", f.post, a);
-    let (int_part, frac_part) = match s.split_once('.') {
-        Some((i, fr)) => (i.to_string(), fr.to_string()),
-        None => (s.clone(), String::new()),
-    };
-    let int_part = if int_part == "0" { String::new() } else { int_part };
-    let overflow = int_part.len() > f.pre || !a.is_finite();
-    let int_digits: Vec<char> = int_part.chars().collect();
-    let lead = f.pre.saturating_sub(int_digits.len());
-    // Integer position where printing starts (first significant digit or
-    // the first forced zero).
-    let mut first_print = match f.zero_start {
-        Some(z) => z.min(lead),
-        None => lead,
-    };
-    // A value below one still prints its ones digit as 0 when the format
-    // has no decimals (to_char(0, '999') is '   0').
-    if int_digits.is_empty() && first_print >= f.pre && f.pre > 0 && !f.has_decimal {
-        first_print = f.pre - 1;
-    }
-    let mut out = String::new();
-    let mut int_pos = 0usize;
-    let mut frac_pos = 0usize;
-    let mut after_decimal = false;
-    let mut sign_done = false;
-    let sign_char = if neg {
-        '-'
-    } else if f.sign_anchored {
-        '+'
-    } else {
-        ' '
-    };
-    let implicit_sign = !f.sign_explicit || f.sign_anchored;
-    let up = fmt.to_ascii_uppercase();
-    let bytes: Vec<char> = fmt.chars().collect();
-    let ub: Vec<char> = up.chars().collect();
-    let mut i = 0;
-    let mut fm = f.fm;
-    let mut frac_out_start = None;
-    while i < ub.len() {
-        let rest: String = ub[i..].iter().collect();
-        if rest.starts_with("FM") {
-            fm = true;
-            i += 2;
-            continue;
-        }
-        if rest.starts_with("MI") {
-            out.push(if neg {
-                '-'
-            } else if fm {
-                '\0'
-            } else {
-                ' '
-            });
-            i += 2;
-            continue;
-        }
-        if rest.starts_with("PL") {
-            out.push(if !neg {
-                '+'
-            } else if fm {
-                '\0'
-            } else {
-                ' '
-            });
-            i += 2;
-            continue;
-        }
-        if rest.starts_with("SG") || rest.starts_with('S') {
-            if !(f.sign_anchored && rest.starts_with('S') && !rest.starts_with("SG")) {
-                out.push(if neg { '-' } else { '+' });
-                sign_done = true;
-            }
-            i += if rest.starts_with("SG") { 2 } else { 1 };
-            continue;
-        }
-        let c = ub[i];
-        match c {
-            '9' | '0' if !after_decimal => {
-                if overflow {
-                    if !sign_done && implicit_sign {
-                        if neg || !fm {
-                            out.push(sign_char);
-                        }
-                        sign_done = true;
-                    }
-                    out.push('#');
-                } else if int_pos < first_print {
-                    if !fm {
-                        out.push(' ');
-                    }
-                } else {
-                    if !sign_done && implicit_sign {
-                        if neg || !fm || f.sign_anchored {
-                            out.push(sign_char);
-                        }
-                        sign_done = true;
-                    }
-                    let d = int_pos as isize - lead as isize;
-                    out.push(if d >= 0 { int_digits[d as usize] } else { '0' });
-                }
-                int_pos += 1;
-            }
-            '9' | '0' => {
-                if frac_out_start.is_none() {
-                    frac_out_start = Some((out.len(), c));
-                }
-                if overflow {
-                    out.push('#');
-                } else {
-                    out.push(frac_part.chars().nth(frac_pos).unwrap_or('0'));
-                }
-                if c == '0' {
-                    // Zeros are kept under FM: remember the last forced one.
-                    frac_out_start = Some((out.len(), '0'));
-                }
-                frac_pos += 1;
-            }
-            '.' | 'D' => {
-                if !sign_done && implicit_sign {
-                    if neg || !fm || f.sign_anchored {
-                        out.push(sign_char);
-                    }
-                    sign_done = true;
-                }
-                out.push('.');
-                after_decimal = true;
-            }
-            ',' | 'G' => {
-                if int_pos > first_print && !overflow {
-                    out.push(',');
-                } else if overflow {
-                    out.push(',');
-                } else if !fm {
-                    out.push(' ');
-                }
-            }
-            _ => out.push(bytes[i]),
-        }
-        i += 1;
-    }
-    // FM trims trailing zeros that came from 9s after the decimal point.
-    if fm && f.has_decimal && !overflow {
-        let keep = frac_out_start.filter(|(_, c)| *c == '0').map(|(p, _)| p).unwrap_or(0);
-        if let Some(dot) = out.rfind('.') {
-            let tail_start = dot + 1;
-            let mut end = out.len();
-            let b = out.as_bytes();
-            while end > tail_start.max(keep) && b[end - 1] == b'0' {
-                end -= 1;
-            }
-            out.truncate(end);
-        }
-    }
-    let mut out = out.replace('\0', "");
-    // FM leaves at least the ones digit of a zero: to_char(0.0, 'FM9.99') is '0.'.
-    if fm && !overflow && !out.chars().any(|c| c.is_ascii_digit()) {
-        match out.find('.') {
-            Some(p) => out.insert(p, '0'),
-            None => out.push('0'),
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -602,15 +386,6 @@ mod tests {
         assert_eq!(timestamp_to_char(t, false, "FMMonth FMDDth, YYYY HH12 pm").unwrap(), "March 4th, 2026 05 am");
         assert_eq!(timestamp_to_char(t, true, "TZ OF").unwrap(), "UTC +00");
         assert!(timestamp_to_char(t, false, "DDSP").is_err());
-    }
-
-    #[test]
-    fn number_templates() {
-        assert_eq!(number_to_char(1234.5, "9,999.99").unwrap(), " 1,234.50");
-        assert_eq!(number_to_char(-12.0, "FM9990").unwrap(), "-12");
-        assert_eq!(number_to_char(3.14159, "0.000").unwrap(), " 3.142");
-        assert_eq!(number_to_char(12345.0, "999").unwrap(), " ###");
-        assert!(number_to_char(1.0, "9.99EEEE").is_err());
     }
 
     #[test]
