@@ -511,7 +511,7 @@ fn const_f64(e: &Expr) -> Option<f64> {
 /// per unit of the result).
 fn epoch_units(e: &Expr) -> Option<(usize, f64)> {
     match e {
-        Expr::Func { name, args, .. } if name == "date_part" && args.len() == 2 => match const_value(&args[0])? {
+        Expr::Func { name, args, .. } if (name == "extract" || name == "date_part") && args.len() == 2 => match const_value(&args[0])? {
             Value::Text(f) if f.eq_ignore_ascii_case("epoch") => Some((column_of(&args[1])?, SECOND_US as f64)),
             _ => None,
         },
@@ -523,7 +523,7 @@ fn epoch_units(e: &Expr) -> Option<(usize, f64)> {
             };
             (k > 0.0).then(|| (inner.0, inner.1 / k))
         }
-        Expr::Cast { expr, ty } if ty.is_float() => epoch_units(expr),
+        Expr::Cast { expr, ty } if ty.is_float() || *ty == SqlType::Numeric => epoch_units(expr),
         _ => None,
     }
 }
@@ -532,7 +532,7 @@ fn epoch_units(e: &Expr) -> Option<(usize, f64)> {
 /// rounds float to integer casts, which moves boundaries by half a unit).
 fn epoch_value(e: &Expr) -> Option<(usize, f64, bool)> {
     match e {
-        Expr::Cast { expr, ty } if ty.is_integer() && expr.ty().is_float() => {
+        Expr::Cast { expr, ty } if ty.is_integer() && (expr.ty().is_float() || expr.ty() == SqlType::Numeric) => {
             let (c, u) = epoch_units(expr)?;
             Some((c, u, true))
         }

@@ -387,6 +387,13 @@ impl<'a> Planner<'a> {
                         crate::types::round_timestamp(us, (*p).min(6) as u32)
                             .ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?,
                     ),
+                    // `interval(p) '…'`, `interval '…'` cast to fields: the typmod applies.
+                    (Value::Interval(iv), dt) => match interval_cast_typmod(dt) {
+                        Some((range, precision)) => {
+                            Value::Interval(crate::types::interval_input::adjust_for_typmod(iv, range, precision))
+                        }
+                        None => Value::Interval(iv),
+                    },
                     (value, _) => value,
                 };
                 Expr::lit(value, ty)
@@ -428,7 +435,18 @@ impl<'a> Planner<'a> {
                         let cut = self.call("left", vec![cast, Expr::lit(Value::Int(n), SqlType::Int8)])?;
                         Expr::Cast { expr: Box::new(cut), ty }
                     }
-                    _ => with_numeric_typmod(cast, typmod),
+                    _ => match interval_cast_typmod(data_type) {
+                        // `x::INTERVAL DAY TO MINUTE`, `x::interval(2)`: fields dropped, seconds rounded.
+                        Some((range, precision)) => self.call(
+                            "interval_typmod",
+                            vec![
+                                cast,
+                                Expr::lit(Value::Int(range.0 as i64), SqlType::Int4),
+                                Expr::lit(Value::Int(precision.map_or(-1, |p| p as i64)), SqlType::Int4),
+                            ],
+                        )?,
+                        None => with_numeric_typmod(cast, typmod),
+                    },
                 }
             }
             // `|/` and `||/` are float8's operators (dsqrt, dcbrt): a numeric
@@ -799,7 +817,7 @@ impl<'a> Planner<'a> {
                 let x = self.bind_expr(expr, scope, agg)?;
                 let x = if x.ty() == SqlType::Unknown { coerce(x, SqlType::Timestamp)? } else { x };
                 let field = field.to_string().to_lowercase();
-                self.call("date_part", vec![Expr::lit(Value::Text(field), SqlType::Text), x])?
+                self.call("extract", vec![Expr::lit(Value::Text(field), SqlType::Text), x])?
             }
             E::Floor { expr, .. } | E::Ceil { expr, .. } => {
                 let x = self.bind_expr(expr, scope, agg)?;
@@ -1259,6 +1277,7 @@ impl<'a> Planner<'a> {
             }
             return self.bind_window(&name, &args, star, distinct, filter, over, scope, agg);
         }
+        let args = if name == "make_interval" { make_interval_args(f, args)? } else { args };
         if matches!(name.as_str(), "to_regclass" | "to_regtype" | "to_regnamespace") && args.len() == 1 {
             return self.bind_reg_operand(&ast::Expr::Function(f.clone()), scope, agg, false);
         }
@@ -1836,6 +1855,41 @@ impl<'a> Planner<'a> {
     }
 }
 
+/// make_interval's seven arguments in order: positional ones first, then
+/// the named ones (`years => 2`, `secs := 1.5`) in their places, zero for
+/// the rest (its declared defaults).
+fn make_interval_args(f: &ast::Function, args: Vec<ast::Expr>) -> Result<Vec<ast::Expr>> {
+    const PARAMS: [&str; 7] = ["years", "months", "weeks", "days", "hours", "mins", "secs"];
+    let names = arg_names(f);
+    if names.len() != args.len() || args.len() > PARAMS.len() {
+        return Ok(args);
+    }
+    let mut slots: Vec<Option<ast::Expr>> = vec![None; PARAMS.len()];
+    for (k, (name, arg)) in names.into_iter().zip(args).enumerate() {
+        let at = match name {
+            None => k,
+            Some(n) => PARAMS
+                .iter()
+                .position(|p| *p == n)
+                .ok_or_else(|| err!(UndefinedFunction, "function make_interval with an argument named \"{n}\" does not exist"))?,
+        };
+        if slots[at].is_some() {
+            bail!(Syntax, "argument name \"{}\" used more than once", PARAMS[at]);
+        }
+        slots[at] = Some(arg);
+    }
+    Ok(slots
+        .into_iter()
+        .enumerate()
+        .map(|(k, a)| {
+            a.unwrap_or_else(|| {
+                let zero = if k == 6 { "0.0" } else { "0" };
+                ast::Expr::Value(ast::Value::Number(zero.into(), false).into())
+            })
+        })
+        .collect())
+}
+
 /// The name of each argument of a call (`name => x`), None for positional
 /// ones, in the order the binder collects the arguments.
 pub(super) fn arg_names(f: &ast::Function) -> Vec<Option<String>> {
@@ -2005,6 +2059,39 @@ pub fn binop(op: &BO) -> Result<BinOp> {
         BO::StringConcat => BinOp::Concat,
         other => bail!(FeatureNotSupported, "operator {other} is not supported"),
     })
+}
+
+/// The typmod of an INTERVAL type name with fields or a precision
+/// (`INTERVAL DAY TO MINUTE`, `interval(2)`); None for a plain `interval`.
+fn interval_cast_typmod(dt: &ast::DataType) -> Option<(crate::types::interval_input::IntervalRange, Option<u32>)> {
+    use crate::types::interval_input::IntervalRange as M;
+    use ast::IntervalFields as F;
+    let ast::DataType::Interval { fields, precision } = dt else { return None };
+    if fields.is_none() && precision.is_none() {
+        return None;
+    }
+    let range = match fields {
+        None => M::FULL,
+        Some(f) => {
+            let (first, last) = match f {
+                F::Year => (M::YEAR, None),
+                F::Month => (M::MONTH, None),
+                F::Day => (M::DAY, None),
+                F::Hour => (M::HOUR, None),
+                F::Minute => (M::MINUTE, None),
+                F::Second => (M::SECOND, None),
+                F::YearToMonth => (M::YEAR, Some(M::MONTH)),
+                F::DayToHour => (M::DAY, Some(M::HOUR)),
+                F::DayToMinute => (M::DAY, Some(M::MINUTE)),
+                F::DayToSecond => (M::DAY, Some(M::SECOND)),
+                F::HourToMinute => (M::HOUR, Some(M::MINUTE)),
+                F::HourToSecond => (M::HOUR, Some(M::SECOND)),
+                F::MinuteToSecond => (M::MINUTE, Some(M::SECOND)),
+            };
+            M::between(first, last)
+        }
+    };
+    Some((range, precision.map(|p| p.min(6) as u32)))
 }
 
 /// The typmod of `INTERVAL '…' <fields> [(p)]`: the range of fields and

@@ -13,6 +13,7 @@ use super::registry::{arc, Args};
 use super::temporal::map_interval;
 use crate::error::Result;
 use crate::types::interval::{USECS_PER_DAY, USECS_PER_HOUR, USECS_PER_MINUTE, USECS_PER_SEC};
+use crate::types::numeric::Numeric;
 use crate::types::{interval_from_arrow, Interval, SqlType};
 use crate::{bail, err};
 
@@ -260,7 +261,12 @@ pub fn date_bin(a: &Args<'_>) -> Result<ArrayRef> {
     let bin = |t: i64, stride: i64, origin: i64| -> Result<i64> {
         let range = || err!(DatetimeFieldOverflow, "timestamp out of range");
         let diff = t.checked_sub(origin).ok_or_else(|| err!(DatetimeFieldOverflow, "interval out of range"))?;
-        diff.div_euclid(stride).checked_mul(stride).and_then(|d| origin.checked_add(d)).ok_or_else(range)
+        let r = diff.div_euclid(stride).checked_mul(stride).and_then(|d| origin.checked_add(d)).ok_or_else(range)?;
+        // PostgreSQL's timestamp range: Julian day 0 (4714-11-24 BC) up to 294277 AD.
+        if !(-210_866_803_200_000_000..9_223_371_331_200_000_000).contains(&r) {
+            return Err(range());
+        }
+        Ok(r)
     };
     let out: TimestampMicrosecondArray = match (strides.constant(), origin.as_ref().map(|o| o.constant()), ts.array()) {
         (Some(s), None | Some(Some(_)), Some(arr)) => {
@@ -536,6 +542,95 @@ pub fn date_part(a: &Args<'_>) -> Result<ArrayRef> {
     Ok(arc(b.finish()))
 }
 
+/// An integral field value (or ±infinity) as a numeric.
+fn whole_numeric(f: f64) -> Numeric {
+    if f.is_nan() {
+        Numeric::NaN
+    } else if f.is_infinite() {
+        if f > 0.0 {
+            Numeric::PInf
+        } else {
+            Numeric::NInf
+        }
+    } else {
+        Numeric::from_i64(f as i64)
+    }
+}
+
+/// `m / 10^scale` as a numeric of that display scale.
+fn scaled(m: i128, scale: u32) -> Numeric {
+    Numeric::Fin { m: num_bigint::BigInt::from(m), scale }
+}
+
+/// One field of a timestamp as extract's numeric: seconds at scale 6,
+/// milliseconds at 3, the epoch at 6, the Julian day with the time of day
+/// as a fraction, the rest whole numbers; ±Infinity or NULL for an
+/// infinite timestamp as for date_part.
+fn timestamp_numeric(field: &str, us: i64, ty: SqlType) -> Result<Option<Numeric>> {
+    if us == i64::MAX || us == i64::MIN {
+        return Ok(infinite_part(field, us == i64::MAX, ty)?.map(whole_numeric));
+    }
+    Ok(match field {
+        "epoch" => Some(scaled(us as i128, 6)),
+        "julian" => {
+            let local = if ty == SqlType::TimestampTz {
+                us.saturating_add(crate::types::zone::current().zone.offset_at(us) as i64 * USECS_PER_SEC)
+            } else {
+                us
+            };
+            // Julian day 2440588 is 1970-01-01.
+            let day = local.div_euclid(USECS_PER_DAY) + 2_440_588;
+            let time = Numeric::from_i64(local.rem_euclid(USECS_PER_DAY)).div(&Numeric::from_i64(USECS_PER_DAY))?;
+            Some(Numeric::from_i64(day).add(&time)?)
+        }
+        "second" | "milliseconds" | "microseconds" => {
+            let Some(secs) = timestamp_field("second", us, ty)? else { return Ok(None) };
+            let micros = (secs * 1e6).round() as i128;
+            Some(scaled(micros, if field == "second" { 6 } else if field == "milliseconds" { 3 } else { 0 }))
+        }
+        _ => timestamp_field(field, us, ty)?.map(whole_numeric),
+    })
+}
+
+/// One field of an interval as extract's numeric; the epoch counts a year
+/// as 365.25 days and a month as 30, exactly.
+fn interval_numeric(field: &str, iv: Interval) -> Result<Numeric> {
+    let sub_minute = (iv.micros % USECS_PER_MINUTE) as i128;
+    Ok(match field {
+        "epoch" => {
+            let m = iv.months as i128;
+            let secs = (m / 12) * 31_557_600 + (m % 12) * 30 * 86_400 + iv.days as i128 * 86_400;
+            scaled(secs * 1_000_000 + iv.micros as i128, 6)
+        }
+        "second" => scaled(sub_minute, 6),
+        "milliseconds" => scaled(sub_minute, 3),
+        "microseconds" => scaled(sub_minute, 0),
+        _ => whole_numeric(interval_part(field, iv)?),
+    })
+}
+
+/// extract(field from timestamp | timestamptz | date | interval) → numeric
+/// (PostgreSQL 14+; date_part stays float8).
+pub fn extract(a: &Args<'_>) -> Result<ArrayRef> {
+    let fields = a.str(0)?;
+    let ty = a.types[1];
+    let mut out = Vec::with_capacity(a.n);
+    for i in 0..a.n {
+        let Some(f) = fields.get(i) else {
+            out.push(None);
+            continue;
+        };
+        let field = normalize_unit(f).ok_or_else(|| not_recognized(f, ty))?;
+        out.push(match a.value(1, i) {
+            crate::types::Value::Timestamp(t) => timestamp_numeric(field, t, ty)?,
+            crate::types::Value::Interval(iv) => Some(interval_numeric(field, iv)?),
+            crate::types::Value::Date(d) => date_field(field, d)?.map(whole_numeric),
+            _ => None,
+        });
+    }
+    Ok(crate::exec::numeric::array(out))
+}
+
 /// isfinite(date | timestamp | timestamptz | interval): not ±infinity
 /// (every interval is finite in PostgreSQL 15).
 pub fn isfinite(a: &Args<'_>) -> Result<ArrayRef> {
@@ -597,6 +692,9 @@ pub fn to_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
     let mut b = TimestampMicrosecondBuilder::with_capacity(a.n);
     for i in 0..a.n {
         b.append_option(match x.get(i) {
+            // ±Infinity seconds are the infinite timestamps.
+            Some(f) if f.is_infinite() => Some(if f > 0.0 { i64::MAX } else { i64::MIN }),
+            Some(f) if f.is_nan() => bail!(DatetimeFieldOverflow, "timestamp cannot be NaN"),
             Some(f) => {
                 let us = (f * 1e6).round();
                 if !us.is_finite() || us.abs() >= 9.2e18 {
@@ -691,6 +789,43 @@ fn make_local(v: &[crate::types::Value]) -> Result<i64> {
         bail!(DatetimeFieldOverflow, "timestamp out of range: {y}-{mo:02}-{d:02} {h}:{mi:02}:{sec:02}");
     }
     Ok(us)
+}
+
+/// interval_typmod(x, range, precision): a cast to `INTERVAL <fields>(p)`
+/// (AdjustIntervalForTypmod; precision -1 for none). Internal: the binder
+/// writes it for such casts.
+pub fn interval_typmod(a: &Args<'_>) -> Result<ArrayRef> {
+    super::registry::rowwise(a, true, |v, _| {
+        let crate::types::Value::Interval(iv) = v[0] else { return Ok(crate::types::Value::Null) };
+        let range = crate::types::interval_input::IntervalRange(int_arg(&v[1]) as u8);
+        let precision = u32::try_from(int_arg(&v[2])).ok();
+        Ok(crate::types::Value::Interval(crate::types::interval_input::adjust_for_typmod(iv, range, precision)))
+    })
+}
+
+/// make_interval(years, months, weeks, days, hours, mins, secs): the binder
+/// fills the arguments a call leaves out (or names) with zeros. As in
+/// PostgreSQL 15 the integer fields wrap; seconds are rounded to
+/// microseconds and must be finite.
+pub fn make_interval(a: &Args<'_>) -> Result<ArrayRef> {
+    super::registry::rowwise(a, true, |v, _| {
+        let int = |i: usize| int_arg(&v[i]) as i32;
+        let secs = match &v[6] {
+            crate::types::Value::Float(f) => *f,
+            other => int_arg(other) as f64,
+        };
+        if !secs.is_finite() {
+            bail!(DatetimeFieldOverflow, "interval out of range");
+        }
+        let months = int(0).wrapping_mul(12).wrapping_add(int(1));
+        let days = int(2).wrapping_mul(7).wrapping_add(int(3));
+        let sec_us = (secs * USECS_PER_SEC as f64).round_ties_even();
+        if !(i64::MIN as f64..i64::MAX as f64).contains(&sec_us) {
+            bail!(DatetimeFieldOverflow, "interval out of range");
+        }
+        let micros = (int(4) as i64 * USECS_PER_HOUR).wrapping_add(int(5) as i64 * USECS_PER_MINUTE).wrapping_add(sec_us as i64);
+        Ok(crate::types::Value::Interval(Interval::try_new(months, days, micros)?))
+    })
 }
 
 /// make_timestamp(year, month, day, hour, min, sec).

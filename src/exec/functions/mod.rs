@@ -436,12 +436,23 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
                 v
             },
             datetime::date_part,
-        )
-        .alias(&["extract"]),
+        ),
+        Def::new(
+            "extract",
+            {
+                let mut v = ts_sigs(&[Text], false, Numeric);
+                v.push(s(&[Text, Interval], Numeric));
+                v.push(s(&[Text, Date], Numeric));
+                v
+            },
+            datetime::extract,
+        ),
         // AT TIME ZONE: timezone(zone, timestamptz) is wall-clock time there,
         // timezone(zone, timestamp) the instant of that wall-clock time there.
         Def::new("timezone", vec![s(&[Text, TimestampTz], Timestamp), s(&[Text, Timestamp], TimestampTz)], datetime::timezone),
         Def::new("make_date", vec![s(&[Int4, Int4, Int4], Date)], datetime::make_date),
+        Def::new("interval_typmod", vec![s(&[Interval, Int4, Int4], Interval)], datetime::interval_typmod),
+        Def::new("make_interval", vec![s(&[Int4, Int4, Int4, Int4, Int4, Int4, Float8], Interval)], datetime::make_interval),
         Def::new("make_timestamp", vec![s(&[Int4, Int4, Int4, Int4, Int4, Float8], Timestamp)], datetime::make_timestamp),
         Def::new(
             "make_timestamptz",
