@@ -1199,7 +1199,7 @@ fn parse_timestamp_text(t: &str, tz: bool) -> Result<i64> {
     let ty = if tz { "timestamp with time zone" } else { "timestamp without time zone" };
     let ctx = crate::types::zone::current();
     let s = t.trim();
-    let now = crate::exec::functions::now_micros();
+    let now = crate::types::zone::now_override().unwrap_or_else(crate::exec::functions::now_micros);
     match s.to_ascii_lowercase().as_str() {
         "now" => return Ok(if tz { now } else { ctx.zone.to_local(now) }),
         "epoch" => return Ok(0),

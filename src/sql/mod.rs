@@ -331,7 +331,7 @@ impl Session {
     pub fn exec_ctx(&self) -> ExecCtx {
         let timeout_ms: u64 = self.settings.get("statement_timeout").and_then(|s| session_vars::parse_ms(s)).unwrap_or(0);
         ExecCtx {
-            statement_ts: crate::exec::functions::now_micros(),
+            statement_ts: txn::transaction_ts(self),
             database: self.database.clone(),
             user: self.user.clone(),
             settings: Arc::new(self.settings.clone()),
@@ -590,7 +590,8 @@ impl Session {
         let created = privilege::new_objects(self, stmt);
         // Date/time input and output follow the session's TimeZone, DateStyle and IntervalStyle.
         let dt = crate::types::zone::DtCtx::from_settings(&self.settings);
-        let r = crate::types::zone::with_dt_ctx(dt, || self.dispatch_statement(stmt, params));
+        let now = txn::transaction_ts(self);
+        let r = crate::types::zone::with_dt_ctx(dt, || crate::types::zone::with_now(now, || self.dispatch_statement(stmt, params)));
         listen::statement_end(self, r.is_ok());
         if r.is_ok() {
             privilege::record_owners(self, &created, stmt)?;

@@ -139,6 +139,8 @@ pub struct Block {
     /// first statement (as PostgreSQL does), with versions held.
     snapshot: Option<Arc<HashMap<RegionId, SeqNo>>>,
     holder: String,
+    /// The transaction timestamp (now(), 'now'): when the block began.
+    start_us: i64,
 }
 
 impl Block {
@@ -152,8 +154,15 @@ impl Block {
             drops: Vec::new(),
             snapshot: None,
             holder: format!("txn-{pid}-{}", NEXT.fetch_add(1, Ordering::Relaxed)),
+            start_us: crate::exec::functions::now_micros(),
         }
     }
+}
+
+/// The transaction timestamp: when the open block began, else now (a
+/// statement outside a block is its own transaction).
+pub fn transaction_ts(s: &Session) -> i64 {
+    s.block.as_ref().map_or_else(crate::exec::functions::now_micros, |b| b.start_us)
 }
 
 /// Transaction control and DDL inside a block; None = not handled here.

@@ -333,6 +333,29 @@ pub fn current() -> DtCtx {
     CTX.with(|c| c.get())
 }
 
+thread_local! {
+    static NOW_US: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run `f` with `now_us` as the current transaction's start: the time the
+/// input word `now` (and `today` …) means, as in PostgreSQL, where it is
+/// the transaction timestamp and so one value through a block.
+pub fn with_now<R>(now_us: i64, f: impl FnOnce() -> R) -> R {
+    struct Reset(Option<i64>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            NOW_US.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(NOW_US.with(|c| c.replace(Some(now_us))));
+    f()
+}
+
+/// The transaction start `with_now` set on this thread, if any.
+pub fn now_override() -> Option<i64> {
+    NOW_US.with(|c| c.get())
+}
+
 const DOW: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
 const MON: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
