@@ -389,9 +389,7 @@ impl<'a> Planner<'a> {
                     ),
                     // `interval(p) '…'`, `interval '…'` cast to fields: the typmod applies.
                     (Value::Interval(iv), dt) => match interval_cast_typmod(dt) {
-                        Some((range, precision)) => {
-                            Value::Interval(crate::types::interval_input::adjust_for_typmod(iv, range, precision))
-                        }
+                        Some((range, precision)) => Value::Interval(crate::types::interval_input::adjust_for_typmod(iv, range, precision)),
                         None => Value::Interval(iv),
                     },
                     (value, _) => value,

@@ -586,7 +586,12 @@ fn timestamp_numeric(field: &str, us: i64, ty: SqlType) -> Result<Option<Numeric
         "second" | "milliseconds" | "microseconds" => {
             let Some(secs) = timestamp_field("second", us, ty)? else { return Ok(None) };
             let micros = (secs * 1e6).round() as i128;
-            Some(scaled(micros, if field == "second" { 6 } else if field == "milliseconds" { 3 } else { 0 }))
+            let scale = match field {
+                "second" => 6,
+                "milliseconds" => 3,
+                _ => 0,
+            };
+            Some(scaled(micros, scale))
         }
         _ => timestamp_field(field, us, ty)?.map(whole_numeric),
     })

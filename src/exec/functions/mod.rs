@@ -124,6 +124,13 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
             })
             .collect()
     };
+    // date_part / extract (field, timestamp | timestamptz | interval | date).
+    let part_sigs = |ret: SqlType| -> Vec<Signature> {
+        let mut v = ts_sigs(&[Text], false, ret);
+        v.push(s(&[Text, Interval], ret));
+        v.push(s(&[Text, Date], ret));
+        v
+    };
     let tumble_sigs: Vec<Signature> =
         [Timestamp, TimestampTz].iter().flat_map(|t| [s(&[*t, Interval], *t), s(&[*t, Interval, *t], *t)]).collect();
     let hop_sigs: Vec<Signature> = [Timestamp, TimestampTz]
@@ -427,26 +434,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("tumble_end", tumble_sigs, datetime::tumble_end),
         // Hopping (sliding) flow window: hop(ts, slide, size[, origin]).
         Def::new("hop", hop_sigs, datetime::hop),
-        Def::new(
-            "date_part",
-            {
-                let mut v = ts_sigs(&[Text], false, Float8);
-                v.push(s(&[Text, Interval], Float8));
-                v.push(s(&[Text, Date], Float8));
-                v
-            },
-            datetime::date_part,
-        ),
-        Def::new(
-            "extract",
-            {
-                let mut v = ts_sigs(&[Text], false, Numeric);
-                v.push(s(&[Text, Interval], Numeric));
-                v.push(s(&[Text, Date], Numeric));
-                v
-            },
-            datetime::extract,
-        ),
+        Def::new("date_part", part_sigs(Float8), datetime::date_part),
+        Def::new("extract", part_sigs(Numeric), datetime::extract),
         // AT TIME ZONE: timezone(zone, timestamptz) is wall-clock time there,
         // timezone(zone, timestamp) the instant of that wall-clock time there.
         Def::new("timezone", vec![s(&[Text, TimestampTz], Timestamp), s(&[Text, Timestamp], TimestampTz)], datetime::timezone),

@@ -201,24 +201,18 @@ impl Desc {
                     self.lsign_set = true;
                 }
             }
-            Key::Mi => {
+            Key::Mi | Key::Pl | Key::Sg => {
                 if self.lsign_set {
-                    return Err(syntax("cannot use \"S\" and \"MI\" together"));
+                    let name = match k {
+                        Key::Mi => "MI",
+                        Key::Pl => "PL",
+                        _ => "SG",
+                    };
+                    return Err(syntax(&format!("cannot use \"S\" and \"{name}\" together")));
                 }
-                self.minus = true;
-            }
-            Key::Pl => {
-                if self.lsign_set {
-                    return Err(syntax("cannot use \"S\" and \"PL\" together"));
-                }
-                self.plus = true;
-            }
-            Key::Sg => {
-                if self.lsign_set {
-                    return Err(syntax("cannot use \"S\" and \"SG\" together"));
-                }
-                self.minus = true;
-                self.plus = true;
+                // SG is both: a minus or a plus.
+                self.minus |= k != Key::Pl;
+                self.plus |= k != Key::Mi;
             }
             Key::Pr => {
                 if self.lsign_set || self.plus || self.minus {
@@ -238,9 +232,8 @@ impl Desc {
                     return Err(syntax("cannot use \"EEEE\" twice"));
                 }
                 if self.blank || self.fill || self.lsign_set || self.bracket || self.minus || self.plus || self.roman || self.shift {
-                    return Err(syntax("\"EEEE\" is incompatible with other formats").with_detail(
-                        "\"EEEE\" may only be used together with digit and decimal point patterns.".to_string(),
-                    ));
+                    return Err(syntax("\"EEEE\" is incompatible with other formats")
+                        .with_detail("\"EEEE\" may only be used together with digit and decimal point patterns.".to_string()));
                 }
                 self.eeee = true;
             }
@@ -411,8 +404,7 @@ pub fn int_to_char(v: i64, int8: bool, fmt: &str) -> Result<String> {
         let n = if i32::try_from(v).is_ok() { v } else { i32::MAX as i64 };
         NumStr { digits: roman(n), out_pre_spaces: 0, sign: 0 }
     } else if d.eeee {
-        let digits =
-            if int8 { sci_signed(Numeric::from_i64(v).to_sci_string(d.post.max(0) as u32)) } else { c_sci(v as f64, d.post) };
+        let digits = if int8 { sci_signed(Numeric::from_i64(v).to_sci_string(d.post.max(0) as u32)) } else { c_sci(v as f64, d.post) };
         NumStr { digits, out_pre_spaces: 0, sign: 0 }
     } else {
         let mut value = v;

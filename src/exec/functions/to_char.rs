@@ -4,10 +4,10 @@
 
 use chrono::{Datelike, Timelike};
 
+use crate::err;
 use crate::error::Result;
 use crate::types::interval::{USECS_PER_HOUR, USECS_PER_MINUTE, USECS_PER_SEC};
 use crate::types::Interval;
-use crate::err;
 
 const MONTHS: [&str; 12] =
     ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
