@@ -503,6 +503,8 @@ fn const_f64(e: &Expr) -> Option<f64> {
     match const_value(e)? {
         Value::Int(i) => Some(i as f64),
         Value::Float(f) => Some(f),
+        // A numeric constant travels as its text.
+        Value::Text(t) if e.ty() == SqlType::Numeric => t.parse().ok(),
         _ => None,
     }
 }

@@ -967,7 +967,7 @@ mod tests {
         assert_eq!(int_to_char(456, true, "L9999999999999999.000").unwrap().trim(), "456.000");
         assert_eq!(
             int_to_char(4567890123456789, true, "99999 \"text\" 9999 \"9999\" 999 \"\\\"text between quote marks\\\"\" 9999").unwrap(),
-            "45678 text 9012 9999 345 \"text between quote marks\" 6789"
+            " 45678 text 9012 9999 345 \"text between quote marks\" 6789"
         );
         assert_eq!(int_to_char(12, false, "99V9").unwrap(), " 120");
         assert_eq!(int_to_char(-12, false, "FM9990").unwrap(), "-12");

@@ -148,7 +148,9 @@ fn num(out: &mut String, v: i64, width: usize, fm: bool) {
     if fm {
         out.push_str(&v.to_string());
     } else if v < 0 {
-        out.push_str(&format!("-{:0w$}", -v, w = width.saturating_sub(1)));
+        // A negative value (an interval's, a BC century) keeps its digits'
+        // width after the sign, as PostgreSQL's "%0*d" with one more.
+        out.push_str(&format!("-{:0width$}", v.unsigned_abs()));
     } else {
         out.push_str(&format!("{v:0width$}"));
     }
@@ -211,6 +213,10 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
             return Err(unsupported(p));
         }
         let mut numeric: Option<i64> = None;
+        // Years print as BC years (1 BC is year 0 in the fields); an
+        // interval's years as they are.
+        let bc = |y: i64| if f.interval || y > 0 { y } else { 1 - y };
+        let (year, iso_year) = (bc(f.year), bc(f.iso_year));
         let h12 = || {
             let h = f.hour.rem_euclid(12);
             if h == 0 {
@@ -248,20 +254,17 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
             "AD" | "BC" => out.push_str(&cased(p, if f.year > 0 { "AD" } else { "BC" })),
             "A.D." | "B.C." => out.push_str(&cased(p, if f.year > 0 { "A.D." } else { "B.C." })),
             "Y,YYY" => {
-                let y = f.year.abs();
+                let y = year.abs();
                 out.push_str(&format!("{},{:03}", y / 1000, y % 1000));
+                numeric = Some(y)
             }
-            "YYYY" => {
-                num(&mut out, f.year, 4, fm);
-                numeric = Some(f.year)
+            "YYYY" | "YYY" | "YY" | "Y" | "IYYY" | "IYY" | "IY" | "I" => {
+                let y = if p.starts_with(['I', 'i']) { iso_year } else { year };
+                let digits = p.len();
+                let v = if digits == 4 { y } else { y % 10i64.pow(digits as u32) };
+                num(&mut out, v, digits, fm);
+                numeric = Some(v)
             }
-            "YYY" => num(&mut out, f.year % 1000, 3, fm),
-            "YY" => num(&mut out, f.year % 100, 2, fm),
-            "Y" => num(&mut out, f.year % 10, 1, fm),
-            "IYYY" => num(&mut out, f.iso_year, 4, fm),
-            "IYY" => num(&mut out, f.iso_year % 1000, 3, fm),
-            "IY" => num(&mut out, f.iso_year % 100, 2, fm),
-            "I" => num(&mut out, f.iso_year % 10, 1, fm),
             "MONTH" | "MON" => push_name(&mut out, p, MONTHS[(f.month - 1).clamp(0, 11) as usize], p.len() == 3, fm),
             "MM" => {
                 num(&mut out, f.month, 2, fm);
@@ -321,11 +324,20 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
                 num(&mut out, (f.month - 1) / 3 + 1, 1, fm)
             }
             "CC" => {
-                let c = if f.year > 0 { (f.year + 99) / 100 } else { -((99 - (f.year - 1)) / 100) };
-                num(&mut out, c, 2, fm);
+                let c = if f.interval {
+                    f.year / 100
+                } else if f.year > 0 {
+                    (f.year + 99) / 100
+                } else {
+                    -((99 - (f.year - 1)) / 100)
+                };
+                num(&mut out, c, if c < 0 { 3 } else { 2 }, fm);
                 numeric = Some(c)
             }
-            "J" => num(&mut out, f.julian, 0, true),
+            "J" => {
+                num(&mut out, f.julian, 0, true);
+                numeric = Some(f.julian)
+            }
             "TZ" => {
                 if let Some((z, _)) = &f.tz {
                     out.push_str(&cased(p, z))
@@ -349,7 +361,8 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
             _ => return Err(unsupported(p)),
         }
         // Ordinal suffix after a number: DDth, DDTH.
-        if let Some(n) = numeric {
+        // (Any number printed: PostgreSQL's str_numth reads the digits.)
+        if let Some(n) = numeric.or_else(|| out[start..].trim().parse::<i64>().ok()) {
             if let Some(r) = rest.strip_prefix("TH").or_else(|| rest.strip_prefix("th")) {
                 out.push_str(ordinal_suffix(n, rest.starts_with("TH")));
                 rest = r;
