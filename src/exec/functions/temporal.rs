@@ -64,6 +64,19 @@ fn tz_of(dt: &DataType) -> Option<Arc<str>> {
     }
 }
 
+/// timestamp(tz) + interval: for a timestamptz (`zone` given) the months
+/// and days are added to the wall-clock time there and the result is that
+/// local time's instant, then the time part is added (timestamptz_pl_interval).
+fn add_in_zone(t: i64, iv: Interval, zone: Option<crate::types::zone::Zone>) -> Result<i64> {
+    match zone {
+        Some(z) if (iv.months != 0 || iv.days != 0) && t != i64::MAX && t != i64::MIN => {
+            let local = add_to_timestamp(z.to_local(t), Interval::new(iv.months, iv.days, 0))?;
+            z.to_utc(local).checked_add(iv.micros).ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))
+        }
+        _ => add_to_timestamp(t, iv),
+    }
+}
+
 /// Whether a binary arithmetic operator on these arrow types is temporal.
 pub fn is_temporal(l: &DataType, r: &DataType) -> bool {
     let t = |d: &DataType| matches!(d, DataType::Timestamp(..) | DataType::Date32) || is_interval(d);
@@ -79,6 +92,9 @@ pub fn arith(op: char, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
             let ts = side::<TimestampMicrosecondType>(l, n);
             let iv = side::<IntervalMonthDayNanoType>(r, n);
             let neg = op == '-';
+            // timestamptz: months and days move the wall clock of the
+            // session's zone (across a DST change the UTC offset differs).
+            let zone = tz_of(&lt).map(|_| crate::types::zone::current().zone);
             let mut b = TimestampMicrosecondBuilder::with_capacity(n);
             // A constant interval without months is one addition per row.
             if let (Side::Scalar(Some(v)), Side::Array(a)) = (&iv, &ts) {
@@ -86,7 +102,7 @@ pub fn arith(op: char, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
                 if neg {
                     iv = iv.checked_neg()?;
                 }
-                if iv.months == 0 {
+                if iv.months == 0 && (zone.is_none() || iv.days == 0) {
                     let delta = (iv.days as i64).checked_mul(USECS_PER_DAY).and_then(|d| d.checked_add(iv.micros));
                     let delta = delta.ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?;
                     let out: TimestampMicrosecondArray =
@@ -101,7 +117,7 @@ pub fn arith(op: char, l: &dyn Array, r: &dyn Array) -> Result<ArrayRef> {
                         if neg {
                             iv = iv.checked_neg()?;
                         }
-                        b.append_value(add_to_timestamp(t, iv)?)
+                        b.append_value(add_in_zone(t, iv, zone)?)
                     }
                     _ => b.append_null(),
                 }
