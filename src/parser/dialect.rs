@@ -48,6 +48,36 @@ macro_rules! forward_flags {
     };
 }
 
+/// PostgreSQL's `interval(p) '…'`: a typed string whose type keeps its
+/// precision (sqlparser reads the type, then an INTERVAL literal without
+/// it). Not with a field after the string (`interval(2) '1' second`).
+fn interval_precision_literal(parser: &mut Parser) -> Option<Expr> {
+    let is = |k: usize, f: &dyn Fn(&Token) -> bool| f(&parser.peek_nth_token_ref(k).token);
+    if !is(0, &|t| matches!(t, Token::Word(w) if w.keyword == Keyword::INTERVAL))
+        || !is(1, &|t| *t == Token::LParen)
+        || !is(3, &|t| *t == Token::RParen)
+        || !is(
+            5,
+            &|t| !matches!(t, Token::Word(w) if matches!(w.keyword, Keyword::YEAR | Keyword::MONTH | Keyword::DAY | Keyword::HOUR | Keyword::MINUTE | Keyword::SECOND)),
+        )
+    {
+        return None;
+    }
+    let Token::Number(n, _) = &parser.peek_nth_token_ref(2).token else { return None };
+    let precision: u64 = n.parse().ok()?;
+    let t = parser.peek_nth_token_ref(4);
+    let Token::SingleQuotedString(v) = &t.token else { return None };
+    let value = Value::SingleQuotedString(v.clone()).with_span(t.span);
+    for _ in 0..5 {
+        parser.next_token();
+    }
+    Some(Expr::TypedString(ast::TypedString {
+        data_type: DataType::Interval { fields: None, precision: Some(precision) },
+        value,
+        uses_odbc_syntax: false,
+    }))
+}
+
 /// `SUBSTRING(x SIMILAR p ESCAPE e)` ahead: SUBSTRING, `(`, and a SIMILAR
 /// not followed by TO at the parentheses' own level (sqlparser has only the
 /// FROM / FOR forms).
@@ -117,6 +147,9 @@ impl Dialect for WeirDialect {
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
         if substring_similar_ahead(parser) {
             return Some(self.parse_substring_similar(parser));
+        }
+        if let Some(e) = interval_precision_literal(parser) {
+            return Some(Ok(e));
         }
         let t = parser.peek_token_ref();
         let value = match &t.token {
