@@ -641,45 +641,38 @@ pub fn gcd_lcm(a: &Args<'_>) -> Result<ArrayRef> {
         return r;
     }
     let lcm = a.name == "lcm";
-    let (lo, hi, what) = match a.ret {
-        SqlType::Int4 => (i32::MIN as i64, i32::MAX as i64, "integer"),
-        _ => (i64::MIN, i64::MAX, "bigint"),
-    };
-    let x = cast(&a.cols[0], &DataType::Int64)?;
-    let y = cast(&a.cols[1], &DataType::Int64)?;
-    let (x, y) = (x.as_primitive::<Int64Type>(), y.as_primitive::<Int64Type>());
-    let at = |arr: &Int64Array, s: bool, i: usize| -> Option<i64> {
-        let i = if s { 0 } else { i };
-        (!arr.is_null(i)).then(|| arr.value(i))
-    };
-    let mut b = Int64Builder::with_capacity(a.n);
-    for i in 0..a.n {
-        let (Some(p), Some(q)) = (at(x, a.scalar[0], i), at(y, a.scalar[1], i)) else {
-            b.append_null();
-            continue;
-        };
-        let (mut m, mut n) = ((p as i128).abs(), (q as i128).abs());
+    int_binary(a, |p, q| {
+        let (mut m, mut n) = (p.abs(), q.abs());
         while n != 0 {
             (m, n) = (n, m % n);
         }
-        let v: i128 = if !lcm {
+        if !lcm {
             m
         } else if p == 0 || q == 0 {
             0
         } else {
-            ((p as i128) / m * (q as i128)).abs()
-        };
-        if v < lo as i128 || v > hi as i128 {
-            bail!(NumericOutOfRange, "{what} out of range");
+            (p / m * q).abs()
         }
-        b.append_value(v as i64);
-    }
-    Ok(cast(&arc(b.finish()), &a.ret.to_arrow())?)
+    })
 }
 
 /// int2pl / int4pl / int8pl, …mi, …mul: `+`, `-` and `*` of two integers
 /// of the result's width; 22003 out of its range.
 pub fn int_op(a: &Args<'_>) -> Result<ArrayRef> {
+    let op: fn(i128, i128) -> i128 = if a.name.ends_with("pl") {
+        |p: i128, q: i128| p + q
+    } else if a.name.ends_with("mi") {
+        |p: i128, q: i128| p - q
+    } else {
+        |p: i128, q: i128| p * q
+    };
+    int_binary(a, op)
+}
+
+/// `f` over two integer arguments, row by row in i128 (NULL in, NULL
+/// out), each result checked against the range of the result type
+/// (22003 "smallint / integer / bigint out of range").
+fn int_binary(a: &Args<'_>, f: impl Fn(i128, i128) -> i128) -> Result<ArrayRef> {
     let (lo, hi, what) = match a.ret {
         SqlType::Int2 => (i16::MIN as i128, i16::MAX as i128, "smallint"),
         SqlType::Int4 => (i32::MIN as i128, i32::MAX as i128, "integer"),
@@ -698,14 +691,7 @@ pub fn int_op(a: &Args<'_>) -> Result<ArrayRef> {
             b.append_null();
             continue;
         };
-        let (p, q) = (p as i128, q as i128);
-        let v = if a.name.ends_with("pl") {
-            p + q
-        } else if a.name.ends_with("mi") {
-            p - q
-        } else {
-            p * q
-        };
+        let v = f(p as i128, q as i128);
         if v < lo || v > hi {
             bail!(NumericOutOfRange, "{what} out of range");
         }
