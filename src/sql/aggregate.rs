@@ -173,11 +173,12 @@ fn support(overloads: &[FunctionDef], name: &str, want: &[(SqlType, bool)]) -> R
                 p.polymorphic || (!poly && (p.ty == t || crate::exec::functions::registry::implicit_coercion(t, p.ty) == Some((0, false))))
             })
     };
-    match overloads.iter().find(|f| fits(f)) {
-        Some(f) => Ok(f.clone()),
-        None if overloads.iter().all(|f| f.aggregate.is_some()) && builtin(name, want).is_some() => {
-            Ok(builtin(name, want).expect("checked"))
-        }
+    if let Some(f) = overloads.iter().find(|f| fits(f)) {
+        return Ok(f.clone());
+    }
+    let b = if overloads.iter().all(|f| f.aggregate.is_some()) { builtin(name, want) } else { None };
+    match b {
+        Some(f) => Ok(f),
         None => {
             let names: Vec<&str> = want.iter().map(|&(t, poly)| if poly { "anyelement" } else { t.pg_name() }).collect();
             bail!(UndefinedFunction, "function {name}({}) does not exist", names.join(", "))
