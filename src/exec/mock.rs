@@ -149,6 +149,7 @@ pub(crate) fn shapes(rows: &[Vec<Value>], junk: &[Value]) -> Vec<Vec<Step>> {
 pub(crate) fn ctx() -> ExecCtx {
     ExecCtx {
         statement_ts: 1_700_000_000_000_000,
+        statement_start_ts: 1_700_000_000_000_000,
         database: "test".into(),
         user: "test".into(),
         settings: Arc::new(Default::default()),

@@ -57,8 +57,11 @@ pub const BATCH_ROWS: usize = 1024;
 /// What a statement's execution may consult: time, identity, limits.
 #[derive(Debug, Clone)]
 pub struct ExecCtx {
-    /// `now()` for the whole statement, microseconds since the epoch.
+    /// `now()` for the whole statement, microseconds since the epoch: the
+    /// transaction's start inside a block, as in PostgreSQL.
     pub statement_ts: i64,
+    /// `statement_timestamp()`: this statement's own start.
+    pub statement_start_ts: i64,
     pub database: String,
     pub user: String,
     pub settings: Arc<HashMap<String, String>>,

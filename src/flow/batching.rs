@@ -81,6 +81,7 @@ pub fn holder(flow: &str) -> String {
 pub(super) fn ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us: i64) -> ExecCtx {
     ExecCtx {
         statement_ts: now_us,
+        statement_start_ts: now_us,
         database: def.database.clone(),
         user: "flow".into(),
         settings: settings.clone(),

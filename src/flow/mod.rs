@@ -595,6 +595,7 @@ impl Drop for OwnWrites {
 fn batching_ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>) -> crate::exec::ExecCtx {
     crate::exec::ExecCtx {
         statement_ts: batching::now_ms() * 1000,
+        statement_start_ts: batching::now_ms() * 1000,
         database: def.database.clone(),
         user: "flow".into(),
         settings: settings.clone(),

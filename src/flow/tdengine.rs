@@ -179,6 +179,7 @@ pub fn time_value(planner: &Planner, e: &ast::Expr) -> Result<i64> {
 pub fn exec_ctx(database: &str, now_us: i64) -> ExecCtx {
     ExecCtx {
         statement_ts: now_us,
+        statement_start_ts: now_us,
         database: database.to_string(),
         user: "stream".into(),
         settings: Arc::new(HashMap::new()),

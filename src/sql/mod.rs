@@ -332,6 +332,7 @@ impl Session {
         let timeout_ms: u64 = self.settings.get("statement_timeout").and_then(|s| session_vars::parse_ms(s)).unwrap_or(0);
         ExecCtx {
             statement_ts: txn::transaction_ts(self),
+            statement_start_ts: crate::exec::functions::now_micros(),
             database: self.database.clone(),
             user: self.user.clone(),
             settings: Arc::new(self.settings.clone()),

@@ -681,6 +681,12 @@ pub fn statement_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
     })))
 }
 
+/// statement_timestamp(): the statement's start, also inside a block
+/// (where now() is the transaction's).
+pub fn statement_start(a: &Args<'_>) -> Result<ArrayRef> {
+    Ok(arc(TimestampMicrosecondArray::from(vec![a.ctx.statement_start_ts; a.n]).with_timezone(crate::types::UTC)))
+}
+
 pub fn clock_timestamp(a: &Args<'_>) -> Result<ArrayRef> {
     let v: TimestampMicrosecondArray = (0..a.n).map(|_| Some(super::now_micros())).collect();
     Ok(arc(v.with_timezone(crate::types::UTC)))

@@ -399,9 +399,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         .stable(),
         Def::new("to_number", vec![s(&[Text, Text], Numeric)], to_number_impl),
         // Date and time.
-        Def::new("now", vec![s(&[], TimestampTz)], datetime::statement_timestamp)
-            .alias(&["transaction_timestamp", "statement_timestamp"])
-            .stable(),
+        Def::new("now", vec![s(&[], TimestampTz)], datetime::statement_timestamp).alias(&["transaction_timestamp"]).stable(),
+        Def::new("statement_timestamp", vec![s(&[], TimestampTz)], datetime::statement_start).stable(),
         // CURRENT_TIMESTAMP(p) / LOCALTIMESTAMP(p): rounded to p fractional digits.
         Def::new("current_timestamp", vec![s(&[], TimestampTz), s(&[Int4], TimestampTz)], datetime::statement_timestamp).stable(),
         Def::new("localtimestamp", vec![s(&[], Timestamp), s(&[Int4], Timestamp)], datetime::statement_timestamp).stable(),

@@ -97,6 +97,7 @@ pub(crate) mod test_util {
     pub fn ctx() -> crate::exec::ExecCtx {
         crate::exec::ExecCtx {
             statement_ts: 0,
+            statement_start_ts: 0,
             database: "t".into(),
             user: "t".into(),
             settings: Default::default(),
