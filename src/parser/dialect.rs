@@ -81,6 +81,12 @@ fn interval_precision_literal(parser: &mut Parser) -> Option<Expr> {
 /// `SUBSTRING(x SIMILAR p ESCAPE e)` ahead: SUBSTRING, `(`, and a SIMILAR
 /// not followed by TO at the parentheses' own level (sqlparser has only the
 /// FROM / FOR forms).
+/// `(` then an unquoted `VALUES`: a parenthesized VALUES query.
+fn values_subquery_ahead(parser: &Parser) -> bool {
+    parser.peek_token_ref().token == Token::LParen
+        && matches!(&parser.peek_nth_token_ref(1).token, Token::Word(w) if w.keyword == Keyword::VALUES && w.quote_style.is_none())
+}
+
 fn substring_similar_ahead(parser: &Parser) -> bool {
     if !matches!(&parser.peek_token_ref().token, Token::Word(w) if w.keyword == Keyword::SUBSTRING)
         || parser.peek_nth_token_ref(1).token != Token::LParen
@@ -150,6 +156,15 @@ impl Dialect for WeirDialect {
         }
         if let Some(e) = interval_precision_literal(parser) {
             return Some(Ok(e));
+        }
+        if values_subquery_ahead(parser) {
+            // `(VALUES (1))`: VALUES is reserved in PostgreSQL, so this is a
+            // scalar subquery; sqlparser would read a call of a function `values`.
+            parser.next_token();
+            return Some(parser.parse_query().and_then(|q| {
+                parser.expect_token(&Token::RParen)?;
+                Ok(Expr::Subquery(q))
+            }));
         }
         let t = parser.peek_token_ref();
         let value = match &t.token {

@@ -82,6 +82,22 @@ fn literal_cells_parse_as_before() {
     }
 }
 
+/// `(VALUES (1))` in an expression is a scalar subquery (VALUES is reserved),
+/// and prints back as one.
+#[test]
+fn parenthesized_values_is_a_subquery() {
+    let Statement::Sql(ast::Statement::Query(q)) = one("SELECT (VALUES (1)), (VALUES (2) UNION VALUES (3))") else { panic!() };
+    let ast::SetExpr::Select(s) = q.body.as_ref() else { panic!() };
+    for item in &s.projection {
+        let ast::SelectItem::UnnamedExpr(e) = item else { panic!() };
+        assert!(matches!(e, ast::Expr::Subquery(_)), "{e:?}");
+    }
+    round_trip("SELECT (VALUES (1)), (VALUES (2) UNION VALUES (3)) FROM t WHERE x IN (VALUES (4))");
+    // A quoted "values" is a name: a function call stays one.
+    let Statement::Sql(ast::Statement::Query(q)) = one("SELECT (\"values\"(1))") else { panic!() };
+    assert!(q.to_string().contains("\"values\"(1)"), "{q}");
+}
+
 #[test]
 fn time_index_column_form() {
     let c = create("CREATE TABLE cpu (host STRING, ts TIMESTAMP TIME INDEX, v DOUBLE, PRIMARY KEY (host))");

@@ -1,5 +1,7 @@
 //! WITH queries. Each reference to a WITH query is planned inline, with
-//! only the WITH queries defined before it in scope. A WITH RECURSIVE query
+//! only the WITH queries defined before it in scope (under WITH RECURSIVE,
+//! the later queries of its list too, as PostgreSQL orders them by what they
+//! read; a cycle between two of them is 0A000). A WITH RECURSIVE query
 //! of the form `non-recursive-term UNION [ALL] recursive-term` whose
 //! recursive term reads it becomes a `RecursiveUnion` over a `WorkTable`,
 //! after PostgreSQL's checks (42P19: the recursive reference at most once,
@@ -11,6 +13,7 @@
 //! Part of the binder: imports what `select.rs` does, nothing of `sql` or
 //! `server`.
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sqlparser::ast::{self, SetExpr};
@@ -37,7 +40,16 @@ pub enum CteKind {
     /// the WITH clause (its outer references resolve only where a reference
     /// sits at that same level).
     /// `search_cycle`: its SEARCH / CYCLE clauses (`search_cycle.rs`).
-    Query { query: ast::Query, columns: Vec<String>, recursive: bool, level: usize, search_cycle: Option<crate::parser::SearchCycle> },
+    /// `group`: the WITH list it belongs to ([`next_group`]), whose later
+    /// queries a WITH RECURSIVE query also sees.
+    Query {
+        query: ast::Query,
+        columns: Vec<String>,
+        recursive: bool,
+        level: usize,
+        search_cycle: Option<crate::parser::SearchCycle>,
+        group: usize,
+    },
     /// While its recursive term is planned: the working table, and how
     /// many times the term read it.
     WorkTable { id: usize, columns: Vec<PlanColumn>, reads: usize },
@@ -48,6 +60,75 @@ pub enum CteKind {
 /// Working-table ids: unique in the process, so nested recursive queries
 /// never share one.
 static NEXT_WORK_TABLE: AtomicUsize = AtomicUsize::new(1);
+
+/// WITH-list ids, unique in the process.
+static NEXT_GROUP: AtomicUsize = AtomicUsize::new(1);
+
+/// A new id for the queries of one WITH list ([`CteKind::Query`]'s `group`).
+pub fn next_group() -> usize {
+    NEXT_GROUP.fetch_add(1, Ordering::Relaxed)
+}
+
+/// For each query of a WITH list, the other queries of the list it reads
+/// (relations named like them; a nested WITH of the same name is not told apart).
+fn sibling_reads(with: &ast::With) -> Vec<Vec<usize>> {
+    let names: Vec<String> = with.cte_tables.iter().map(|c| ident(&c.alias.name)).collect();
+    with.cte_tables
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut reads = Vec::new();
+            let _ = ast::visit_relations(&*c.query, |n| {
+                if let [ast::ObjectNamePart::Identifier(id)] = n.0.as_slice() {
+                    let n = ident(id);
+                    if let Some(j) = names.iter().position(|x| *x == n) {
+                        if j != i && !reads.contains(&j) {
+                            reads.push(j);
+                        }
+                    }
+                }
+                ControlFlow::<()>::Continue(())
+            });
+            reads
+        })
+        .collect()
+}
+
+/// The order WITH RECURSIVE's queries can be computed in: each after the
+/// queries of the list it reads, otherwise as written. Two queries reading
+/// each other (directly or through others) are PostgreSQL's 0A000.
+pub fn recursive_with_order(with: &ast::With) -> Result<Vec<usize>> {
+    let reads = sibling_reads(with);
+    // 0: not seen, 1: on the path, 2: placed.
+    let mut state = vec![0u8; reads.len()];
+    let mut order = Vec::with_capacity(reads.len());
+    for root in 0..reads.len() {
+        if state[root] != 0 {
+            continue;
+        }
+        // Depth-first without recursion: (query, next of its reads to visit).
+        let mut stack = vec![(root, 0usize)];
+        state[root] = 1;
+        while let Some(&mut (i, ref mut k)) = stack.last_mut() {
+            if let Some(&j) = reads[i].get(*k) {
+                *k += 1;
+                match state[j] {
+                    0 => {
+                        state[j] = 1;
+                        stack.push((j, 0));
+                    }
+                    1 => bail!(FeatureNotSupported, "mutual recursion between WITH items is not implemented"),
+                    _ => {}
+                }
+            } else {
+                state[i] = 2;
+                order.push(i);
+                stack.pop();
+            }
+        }
+    }
+    Ok(order)
+}
 
 /// How many queries enclose a query planned with `outer`.
 fn level(outer: Option<&Scope>) -> usize {
@@ -124,13 +205,17 @@ impl Planner<'_> {
     }
 
     fn push_ctes(&self, with: &ast::With, level: usize) -> Result<()> {
+        if with.recursive {
+            recursive_with_order(with)?;
+        }
+        let group = next_group();
         for cte in &with.cte_tables {
             let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
             let search_cycle = crate::parser::cte_clauses(cte)?;
             if search_cycle.is_some() && !with.recursive {
                 bail!(Syntax, "WITH query is not recursive");
             }
-            let kind = CteKind::Query { query: (*cte.query).clone(), columns, recursive: with.recursive, level, search_cycle };
+            let kind = CteKind::Query { query: (*cte.query).clone(), columns, recursive: with.recursive, level, search_cycle, group };
             self.ctes.borrow_mut().push(Cte { name: ident(&cte.alias.name), kind });
         }
         Ok(())
@@ -151,15 +236,22 @@ impl Planner<'_> {
                 k @ CteKind::Query { .. } => k.clone(),
             }
         };
-        let CteKind::Query { query, columns, recursive, level: at, search_cycle } = kind else { unreachable!("matched above") };
+        let CteKind::Query { query, columns, recursive, level: at, search_cycle, group } = kind else { unreachable!("matched above") };
         // The WITH query's own outer query, when the reference sees the same one.
         let outer = outer.filter(|_| level(outer) == at);
         let saved: Vec<Cte> = self.ctes.borrow_mut().drain(i..).collect();
+        if recursive {
+            // WITH RECURSIVE: the later queries of the same list are in scope
+            // too (push_ctes refused cycles between them).
+            let later = saved[1..].iter().filter(|c| matches!(c.kind, CteKind::Query { group: g, .. } if g == group));
+            self.ctes.borrow_mut().extend(later.cloned());
+        }
         let r = if recursive {
             self.plan_recursive(name, &query, &columns, outer, search_cycle.as_ref())
         } else {
             self.plan_query(&query, outer).and_then(|p| renamed(p, &columns, name))
         };
+        self.ctes.borrow_mut().truncate(i);
         self.ctes.borrow_mut().extend(saved);
         r.map(Some)
     }

@@ -9,7 +9,7 @@ pub mod analysis;
 mod array_ops;
 mod bind;
 mod cte;
-pub use cte::{Cte, CteKind};
+pub use cte::{next_group, recursive_with_order, Cte, CteKind};
 pub mod function;
 pub use function::specialize;
 mod hop;
@@ -107,6 +107,9 @@ pub struct Planner<'a> {
     /// outputs (`SELECT NULL, 'x'`) stay untyped for the set operation to resolve, as
     /// PostgreSQL resolves them with the other branches' types.
     pub set_branch: std::cell::Cell<bool>,
+    /// The session's temporary relations: (name as written, stored name of
+    /// the planner's database), for names in text (`'t'::regclass`).
+    pub temp_names: Vec<(String, String)>,
 }
 
 impl<'a> Planner<'a> {
@@ -126,6 +129,7 @@ impl<'a> Planner<'a> {
             check_as: RefCell::new(None),
             functions: RefCell::new(Vec::new()),
             set_branch: std::cell::Cell::new(false),
+            temp_names: Vec::new(),
         }
     }
 

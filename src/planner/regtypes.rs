@@ -193,6 +193,17 @@ impl Planner<'_> {
                         e.inputs.push(qualified);
                     }
                 }
+                // The session's temporary relations, under the names it wrote,
+                // first: they shadow the permanent ones (pg_temp leads the path).
+                let temps: Vec<Entry> = self
+                    .temp_names
+                    .iter()
+                    .filter_map(|(user, stored)| {
+                        let e = v.iter().find(|e| e.inputs.first() == Some(stored))?;
+                        Some(Entry { oid: e.oid, name: quote_ident(user), inputs: vec![user.clone(), format!("pg_temp.{user}")] })
+                    })
+                    .collect();
+                v.splice(0..0, temps);
                 v
             }
             RegKind::Type => TYPES

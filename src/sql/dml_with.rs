@@ -6,11 +6,17 @@
 //! statement; its RETURNING rows become a relation of that name for the
 //! rest of the statement (`Planner::materialized`). The other WITH queries
 //! stay in scope by name for the main statement (`Planner::ctes`), which then
-//! runs as a statement of its own. Unlike PostgreSQL, the main statement
+//! runs as a statement of its own. Under WITH RECURSIVE every query of the
+//! list is in scope from the start, and the data-modifying ones run in the
+//! order of what they read (`planner::recursive_with_order`: `t AS (INSERT …
+//! SELECT … FROM t2), t2 AS (UPDATE …)` runs t2 first); one may not read
+//! itself (42P19). Unlike PostgreSQL, the main statement
 //! sees the changes the WITH queries made (PostgreSQL runs all of them on one
 //! snapshot).
 //!
 //! Works on sqlparser's AST. May import `planner` (through the session).
+
+use std::ops::ControlFlow;
 
 use sqlparser::ast::{self, SetExpr, Statement};
 
@@ -47,13 +53,41 @@ pub fn applies(q: &ast::Query) -> bool {
 
 /// Run such a query.
 pub fn execute(s: &mut Session, q: &ast::Query, params: Params) -> Result<QueryResult> {
-    if q.with.as_ref().is_some_and(|w| w.recursive) {
-        bail!(FeatureNotSupported, "WITH RECURSIVE with data-modifying statements is not supported");
-    }
+    let recursive = q.with.as_ref().is_some_and(|w| w.recursive);
+    let group = crate::planner::next_group();
+    let query_cte = |cte: &ast::Cte| {
+        let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
+        let kind = crate::planner::CteKind::Query { query: (*cte.query).clone(), columns, recursive, level: 0, search_cycle: None, group };
+        crate::planner::Cte { name: ident(&cte.alias.name), kind }
+    };
+    // The order the WITH queries are taken in; under RECURSIVE the plain
+    // queries are all in scope first (they are planned where they are read).
+    let order: Vec<usize> = match &q.with {
+        Some(w) if recursive => crate::planner::recursive_with_order(w)?,
+        Some(w) => (0..w.cte_tables.len()).collect(),
+        None => vec![],
+    };
     let outer = s.with_scope.take();
     let mut scope = outer.clone().unwrap_or_default();
+    if let Some(w) = q.with.as_ref().filter(|_| recursive) {
+        for cte in &w.cte_tables {
+            let name = ident(&cte.alias.name);
+            if dml_of(&cte.query.body).is_some() {
+                let reads_itself = ast::visit_relations(&*cte.query, |n| match n.0.as_slice() {
+                    [ast::ObjectNamePart::Identifier(i)] if ident(i) == name => ControlFlow::Break(()),
+                    _ => ControlFlow::Continue(()),
+                });
+                if reads_itself.is_break() {
+                    bail!(InvalidRecursion, "recursive query \"{name}\" must not contain data-modifying statements");
+                }
+            } else {
+                scope.ctes.push(query_cte(cte));
+            }
+        }
+    }
     let r = (|| {
-        for cte in q.with.iter().flat_map(|w| &w.cte_tables) {
+        let ctes = q.with.as_ref().map(|w| w.cte_tables.as_slice()).unwrap_or_default();
+        for cte in order.iter().map(|&i| &ctes[i]) {
             let name = ident(&cte.alias.name);
             match dml_of(&cte.query.body) {
                 Some(stmt) => {
@@ -73,17 +107,8 @@ pub fn execute(s: &mut Session, q: &ast::Query, params: Params) -> Result<QueryR
                     }
                     scope.materialized.push((name, columns, batches));
                 }
-                None => {
-                    let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();
-                    let kind = crate::planner::CteKind::Query {
-                        query: (*cte.query).clone(),
-                        columns,
-                        recursive: false,
-                        level: 0,
-                        search_cycle: None,
-                    };
-                    scope.ctes.push(crate::planner::Cte { name, kind });
-                }
+                None if recursive => {}
+                None => scope.ctes.push(query_cte(cte)),
             }
         }
         let main = match dml_of(&q.body) {

@@ -564,6 +564,7 @@ impl Session {
         p.incremental = keys;
         // Every relation the statement reads is checked as the user.
         p.check_as = std::cell::RefCell::new(Some(self.user.clone()));
+        p.temp_names = self.temp.names();
         if let Some(w) = &self.with_scope {
             p.ctes = std::cell::RefCell::new(w.ctes.clone());
             p.materialized = w.materialized.clone();

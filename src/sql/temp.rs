@@ -38,6 +38,11 @@ pub struct TempRelations {
 }
 
 impl TempRelations {
+    /// (name as the user wrote it, stored name) of each temporary relation.
+    pub fn names(&self) -> Vec<(String, String)> {
+        self.entries.iter().map(|(n, s, _)| (n.clone(), s.clone())).collect()
+    }
+
     fn stored(&self, name: &str) -> Option<&str> {
         self.entries.iter().find(|(n, _, _)| n == name).map(|(_, s, _)| s.as_str())
     }
