@@ -6,12 +6,14 @@
 mod flow;
 pub mod function;
 pub mod partition;
+pub mod rule;
 pub mod sequence;
 mod tdengine;
 pub mod user_type;
 
 pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
 pub use function::{AggregateDef, FunctionArg, FunctionDef, FunctionReturns};
+pub use rule::{RuleDef, RuleEvent};
 pub use sequence::{Identity, OwnedBy, SequenceDef, SequenceValue};
 pub use tdengine::{
     ChildTableDef, GroupProgress, RecalcRequest, SnodeDef, StreamDef, StreamState, StreamStateWrite, SuperTableDef, WindowMark,
@@ -171,6 +173,8 @@ struct State {
     sequences: BTreeMap<(String, String), SequenceDef>,
     /// User-defined types by (database, name) (`user_type.rs`).
     types: BTreeMap<(String, String), TypeDef>,
+    /// Rules by (database, table, name) (`rule.rs`).
+    rules: BTreeMap<(String, String, String), rule::RuleDef>,
 }
 
 thread_local! {
@@ -244,6 +248,9 @@ impl Catalog {
             } else if key.starts_with(user_type::TYPE_PREFIX) {
                 let t: TypeDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.types.insert((t.database.clone(), t.name.clone()), t);
+            } else if key.starts_with(rule::RULE_PREFIX) {
+                let r: rule::RuleDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.rules.insert((r.database.clone(), r.table.clone(), r.name.clone()), r);
             } else if key.starts_with(sequence::SEQUENCE_PREFIX) {
                 let s: SequenceDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.sequences.insert((s.database.clone(), s.name.clone()), s);
@@ -459,6 +466,12 @@ impl Catalog {
             self.del(format!("{INDEX_PREFIX}{}/{}", k.0, k.1))?;
             st.indexes.remove(&k);
         }
+        // The table's rules go with it.
+        let rules: Vec<_> = st.rules.keys().filter(|k| k.0 == database && k.1 == name).cloned().collect();
+        for k in rules {
+            self.del(format!("{}{}/{}/{}", rule::RULE_PREFIX, k.0, k.1, k.2))?;
+            st.rules.remove(&k);
+        }
         Ok(def)
     }
 
@@ -482,6 +495,14 @@ impl Catalog {
         for ix in st.indexes.values_mut().filter(|i| i.database == database && i.table == old) {
             ix.table = new.to_string();
             self.put(format!("{INDEX_PREFIX}{}/{}", ix.database, ix.name), serde_json::to_vec(&*ix).unwrap())?;
+        }
+        let rules: Vec<_> = st.rules.keys().filter(|k| k.0 == database && k.1 == old).cloned().collect();
+        for k in rules {
+            let Some(mut r) = st.rules.remove(&k) else { continue };
+            self.del(format!("{}{}/{}/{}", rule::RULE_PREFIX, k.0, k.1, k.2))?;
+            r.table = new.to_string();
+            self.put(format!("{}{}/{}/{}", rule::RULE_PREFIX, r.database, r.table, r.name), serde_json::to_vec(&r).unwrap())?;
+            st.rules.insert((r.database.clone(), r.table.clone(), r.name.clone()), r);
         }
         let old_acl = acl::AclObject::Relation(database.to_string(), old.to_string()).key();
         if let Some(a) = st.acls.remove(&old_acl) {

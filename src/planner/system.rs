@@ -153,6 +153,7 @@ pub const SYSTEM_RELATIONS: &[(i64, &str)] = &[
     (826, "pg_default_acl"),
     (2615, "pg_namespace"),
     (3456, "pg_collation"),
+    (2618, "pg_rewrite"),
 ];
 
 /// The columns of a table's primary key as PostgreSQL tools see it: the
@@ -1495,6 +1496,73 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         }
         ("pg_catalog", "pg_inherits") => {
             table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], vec![])
+        }
+        ("pg_catalog", "pg_views") => {
+            let mut rows = Vec::new();
+            for v in p.catalog.views(db) {
+                // The session's temporary views under the names it wrote; other sessions' are not listed.
+                let (schema, name) = match p.temp_names.iter().find(|(_, stored)| *stored == v.name) {
+                    Some((user, _)) => ("pg_temp", user.as_str()),
+                    None if v.name.starts_with("pg_temp_") => continue,
+                    None => ("public", v.name.as_str()),
+                };
+                let owner = p.catalog.owner_of(&AclObject::Relation(db.to_string(), v.name.clone()));
+                let def = super::viewdef::view_definition(&v, false);
+                rows.push(vec![t(schema), t(name), t(&owner), t(&def)]);
+            }
+            table(&[("schemaname", Text), ("viewname", Text), ("viewowner", Text), ("definition", Text)], rows)
+        }
+        ("pg_catalog", "pg_rules") | ("pg_catalog", "pg_rewrite") => {
+            let mut rules = Vec::new();
+            let mut rewrite = Vec::new();
+            for r in p.catalog.database_rules(db) {
+                let (ev, ev_type) = match r.event {
+                    crate::catalog::RuleEvent::Update => ("UPDATE", "2"),
+                    crate::catalog::RuleEvent::Insert => ("INSERT", "3"),
+                    crate::catalog::RuleEvent::Delete => ("DELETE", "4"),
+                };
+                let actions = match r.actions.as_slice() {
+                    [] => "NOTHING".to_string(),
+                    [a] => a.clone(),
+                    many => format!("({})", many.join("; ")),
+                };
+                let cond = r.condition.as_ref().map(|c| format!(" WHERE {c}")).unwrap_or_default();
+                let def = format!(
+                    "CREATE RULE {} AS ON {ev} TO {}{cond} DO {}{actions};",
+                    quote_ident(&r.name),
+                    quote_ident(&r.table),
+                    if r.instead { "INSTEAD " } else { "" }
+                );
+                let ev_class = p.catalog.table(db, &r.table).map(|d| table_oid(d.id)).unwrap_or(0);
+                rules.push(vec![t("public"), t(&r.table), t(&r.name), t(&def)]);
+                rewrite.push(vec![
+                    Value::Int(table_oid(r.id)),
+                    t(&r.name),
+                    Value::Int(ev_class),
+                    t(ev_type),
+                    t("O"),
+                    Value::Bool(r.instead),
+                    r.condition.as_deref().map(t).unwrap_or(Value::Null),
+                    t(&r.actions.join("; ")),
+                ]);
+            }
+            if name == "pg_rules" {
+                table(&[("schemaname", Text), ("tablename", Text), ("rulename", Text), ("definition", Text)], rules)
+            } else {
+                table(
+                    &[
+                        ("oid", Oid),
+                        ("rulename", Text),
+                        ("ev_class", Oid),
+                        ("ev_type", Text),
+                        ("ev_enabled", Text),
+                        ("is_instead", Bool),
+                        ("ev_qual", Text),
+                        ("ev_action", Text),
+                    ],
+                    rewrite,
+                )
+            }
         }
         ("pg_catalog", "pg_description") => {
             table(&[("objoid", Int8), ("classoid", Int8), ("objsubid", Int4), ("description", Text)], vec![])

@@ -23,7 +23,7 @@ fn table_scope(def: &TableDef, alias: Option<&ast::TableAlias>) -> Vec<PlanColum
 }
 
 /// The alias of an UPDATE's or DELETE's target table, if it has one.
-fn target_alias(stmt: &Statement) -> Option<&ast::TableAlias> {
+pub(super) fn target_alias(stmt: &Statement) -> Option<&ast::TableAlias> {
     let f = match stmt {
         Statement::Delete(d) => match &d.from {
             ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => &v.first()?.relation,
@@ -38,7 +38,7 @@ fn target_alias(stmt: &Statement) -> Option<&ast::TableAlias> {
 }
 
 /// The target table's name as written (`t`, `public.t` or `db.t`).
-fn table_name_of(stmt: &Statement) -> Result<&ast::ObjectName> {
+pub(super) fn table_name_of(stmt: &Statement) -> Result<&ast::ObjectName> {
     Ok(match stmt {
         Statement::Insert(i) => match &i.table {
             ast::TableObject::TableName(n) => n,
@@ -266,8 +266,48 @@ fn insert(
         Some(ast::OnInsert::OnConflict(oc)) => Some(oc),
         Some(_) => bail!(FeatureNotSupported, "ON DUPLICATE KEY UPDATE is not supported; use ON CONFLICT"),
     };
+    let batch = insert_batch(planner, def, ins)?;
+    let nrows = batch.num_rows();
+    if nrows == 0 {
+        return Ok(0);
+    }
+    for (c, a) in def.columns.iter().zip(batch.columns()) {
+        if !c.nullable && a.null_count() > 0 {
+            return Err(err!(
+                NotNullViolation,
+                "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                c.name,
+                def.name
+            ));
+        }
+    }
+    if let Some(oc) = conflict {
+        let qual = ins.table_alias.as_ref().map(|a| crate::planner::ident(&a.alias)).unwrap_or_else(|| def.name.clone());
+        return upsert(s, planner, def, regions, &qual, oc, batch, changed);
+    }
+    check_unique(planner, def, regions, &batch)?;
+    super::partition::write(s, planner, def, regions, &batch)?;
+    if let Some(c) = changed {
+        c.push(batch);
+    }
+    Ok(nrows)
+}
+
+/// The rows an INSERT proposes, full width: its values or query cast to the
+/// columns' types, defaults for the columns it leaves out (`DEFAULT VALUES`:
+/// one row of defaults). NOT NULL is the writer's check (a rule may send the
+/// rows elsewhere).
+pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert) -> Result<RecordBatch> {
     let mut targets = target_columns(def, &ins.columns)?;
-    let Some(src) = &ins.source else { bail!(FeatureNotSupported, "INSERT needs VALUES or a query") };
+    let Some(src) = &ins.source else {
+        if !ins.assignments.is_empty() {
+            bail!(FeatureNotSupported, "INSERT … SET is not supported");
+        }
+        super::sequence::check_identity_insert(planner.catalog, def, &[], false)?;
+        let arrays = (0..def.columns.len()).map(|i| default_column(planner, def, i, 1)).collect::<Result<Vec<_>>>()?;
+        let batch = RecordBatch::try_new_with_options(region_schema(def), arrays, &RecordBatchOptions::new().with_row_count(Some(1)))?;
+        return apply_typmods(def, batch);
+    };
     let overriding = match ins.overriding {
         None => false,
         Some(ast::InsertOverriding::System) => true,
@@ -363,7 +403,7 @@ fn insert(
         }
     };
     if nrows == 0 {
-        return Ok(0);
+        return Ok(RecordBatch::new_empty(region_schema(def)));
     }
     // Full-width batch: defaults and NULLs for the rest.
     let mut full: Vec<Option<ArrayRef>> = vec![None; def.columns.len()];
@@ -371,33 +411,14 @@ fn insert(
         full[t] = Some(cols[k].clone());
     }
     let mut arrays = Vec::with_capacity(def.columns.len());
-    for (i, c) in def.columns.iter().enumerate() {
-        let a = match full[i].take() {
+    for (i, a) in full.iter_mut().enumerate() {
+        arrays.push(match a.take() {
             Some(a) => a,
             None => default_column(planner, def, i, nrows)?,
-        };
-        if !c.nullable && a.null_count() > 0 {
-            return Err(err!(
-                NotNullViolation,
-                "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                c.name,
-                def.name
-            ));
-        }
-        arrays.push(a);
+        });
     }
     let batch = RecordBatch::try_new_with_options(region_schema(def), arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
-    let batch = apply_typmods(def, batch)?;
-    if let Some(oc) = conflict {
-        let qual = ins.table_alias.as_ref().map(|a| crate::planner::ident(&a.alias)).unwrap_or_else(|| def.name.clone());
-        return upsert(s, planner, def, regions, &qual, oc, batch, changed);
-    }
-    check_unique(planner, def, regions, &batch)?;
-    super::partition::write(s, planner, def, regions, &batch)?;
-    if let Some(c) = changed {
-        c.push(batch);
-    }
-    Ok(nrows)
+    apply_typmods(def, batch)
 }
 
 /// The column sets that decide a conflict for `ON CONFLICT`: the unique

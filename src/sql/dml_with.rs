@@ -95,8 +95,10 @@ pub fn execute(s: &mut Session, q: &ast::Query, params: Params) -> Result<QueryR
                         bail!(FeatureNotSupported, "WITH inside a data-modifying WITH query is not supported");
                     }
                     s.with_scope = Some(scope.clone());
+                    s.rule_context.in_with_query = true;
                     // Through execute_statement: privileges, transaction blocks.
                     let r = s.execute_statement(&WeirStatement::Sql(stmt.clone()), params.clone());
+                    s.rule_context.in_with_query = false;
                     s.with_scope = None;
                     let (mut columns, batches) = match r? {
                         QueryResult::Returning { columns, batches, .. } => (columns, batches),
@@ -116,7 +118,11 @@ pub fn execute(s: &mut Session, q: &ast::Query, params: Params) -> Result<QueryR
             None => Statement::Query(Box::new(ast::Query { with: None, ..q.clone() })),
         };
         s.with_scope = Some(scope);
-        s.execute_statement(&WeirStatement::Sql(main), params.clone())
+        let modifying = ctes.iter().any(|c| dml_of(&c.query.body).is_some());
+        s.rule_context.under_modifying_with = modifying;
+        let r = s.execute_statement(&WeirStatement::Sql(main), params.clone());
+        s.rule_context.under_modifying_with = false;
+        r
     })();
     s.with_scope = outer;
     r

@@ -18,6 +18,7 @@ pub mod listen;
 mod partition;
 pub mod privilege;
 pub mod roles;
+mod rule;
 mod schema;
 mod search_path;
 pub mod sequence;
@@ -225,6 +226,8 @@ pub struct Session {
     /// WITH queries in scope of the statement running now, when it is a
     /// data-modifying WITH (`dml_with.rs`).
     with_scope: Option<dml_with::WithScope>,
+    /// Where the running statement sits, for the rules it meets (`rule.rs`).
+    rule_context: rule::RuleContext,
     /// Query strings parsed before (simple protocol): a repeated text is
     /// not parsed again.
     parse_cache: parser::ParseCache,
@@ -276,6 +279,7 @@ impl Session {
             local_settings: Vec::new(),
             temp: temp::TempRelations::default(),
             with_scope: None,
+            rule_context: Default::default(),
             parse_cache: Default::default(),
         }
     }
@@ -707,7 +711,9 @@ impl Session {
                 self.engine.activity.update(self.pid, |r| r.database = db);
                 Ok(QueryResult::Command("USE".into()))
             }
-            Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => dml::execute(self, stmt, params),
+            Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => rule::execute_dml(self, stmt, params),
+            Statement::CreateRule(r) => rule::create(self, r),
+            Statement::DropRule(r) => rule::drop(self, r),
             Statement::Set(_) | Statement::Reset(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => {
                 session_vars::execute(self, stmt)
             }
