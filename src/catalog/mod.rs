@@ -93,6 +93,27 @@ pub struct TableDef {
     /// an ordinary table.
     #[serde(default, skip_serializing_if = "partition::Partitioning::is_none")]
     pub partition: partition::Partitioning,
+    /// The parents a table inherits from (`INHERITS (p, …)`, `ALTER TABLE
+    /// … INHERIT p`), in order, by name in the table's database. A parent's
+    /// scan reads its descendants too (`planner/inherit.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inherits: Vec<String>,
+    /// CHECK constraints, checked on every write (`sql/check.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckDef>,
+}
+
+/// A CHECK constraint: its name and its expression as SQL text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckDef {
+    pub name: String,
+    pub expr: String,
+    /// `NO INHERIT`: children do not get it.
+    #[serde(default)]
+    pub no_inherit: bool,
+    /// Inherited from a parent (PostgreSQL's conislocal false).
+    #[serde(default)]
+    pub inherited: bool,
 }
 
 impl TableDef {
@@ -112,6 +133,8 @@ impl TableDef {
             ttl_text: None,
             regions: 1,
             partition: Default::default(),
+            inherits: vec![],
+            checks: vec![],
         }
     }
 
@@ -540,6 +563,21 @@ impl Catalog {
             .filter(|t| t.database == database && t.partition.of.as_ref().is_some_and(|o| o.parent == parent))
             .cloned()
             .collect()
+    }
+
+    /// The tables that inherit directly from a table, in creation order
+    /// (PostgreSQL's OID order).
+    pub fn inheritors(&self, database: &str, parent: &str) -> Vec<TableDef> {
+        let mut out: Vec<TableDef> = self
+            .state
+            .read()
+            .tables
+            .values()
+            .filter(|t| t.database == database && t.inherits.iter().any(|p| p == parent))
+            .cloned()
+            .collect();
+        out.sort_by_key(|t| t.id);
+        out
     }
 
     pub fn all_tables(&self) -> Vec<TableDef> {

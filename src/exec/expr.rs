@@ -1048,6 +1048,17 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
         }
         return parse_text_column(a, to);
     }
+    // Geometric values are their canonical text: text input is parsed
+    // (point_in …); to text is that text; nothing else casts either way.
+    if matches!(to, SqlType::Geo(_)) && from != to && a.data_type() != &DataType::Null {
+        if !from.is_text() {
+            bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+        }
+        return parse_text_column(a, to);
+    }
+    if matches!(from, SqlType::Geo(_)) && !to.is_text() && to != from && to != SqlType::Unknown {
+        bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+    }
     if from == SqlType::Bytea && !to.is_text() && to != SqlType::Bytea && to != SqlType::Unknown {
         bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
     }
@@ -1311,6 +1322,7 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
         }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
         SqlType::Bytea => Value::Text(crate::types::bytea::canonical(t)?),
+        SqlType::Geo(g) => Value::Text(g.canonical(t)?),
         SqlType::Numeric => Value::Text(crate::types::numeric::Numeric::parse(t)?.to_string()),
         // array_in: each element through its type's input, then the
         // canonical text form.

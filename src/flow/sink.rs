@@ -80,6 +80,8 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
         ttl_text: None,
         regions: 1,
         partition: Default::default(),
+        inherits: vec![],
+        checks: vec![],
     })
 }
 

@@ -6,7 +6,7 @@
 //!     ...
 //!     [TIME INDEX (column)], [PRIMARY KEY (...)], [INVERTED INDEX (...)], [constraints]
 //! )
-//! [PARTITION ON COLUMNS (...) (...)] [ENGINE [=] name] [WITH (options)]
+//! [INHERITS (parent, ...)] [PARTITION ON COLUMNS (...) (...)] [ENGINE [=] name] [WITH (options)]
 //! ```
 //!
 //! Columns, their options and table constraints are sqlparser's (its
@@ -41,6 +41,8 @@ pub struct CreateTable {
     pub partition_by: Option<ast::Expr>,
     pub engine: Option<Ident>,
     pub options: Vec<SqlOption>,
+    /// PostgreSQL's `INHERITS (parent, …)`.
+    pub inherits: Vec<ObjectName>,
 }
 
 /// `TIME INDEX`, written after a column's type or as a table constraint.
@@ -108,6 +110,7 @@ pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
         partition_by: None,
         engine: None,
         options: vec![],
+        inherits: vec![],
     };
     parser.expect_token(&Token::LParen)?;
     // `()` is a table without columns (PostgreSQL's grammar allows it); a
@@ -118,6 +121,11 @@ pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
             parser.expect_token(&Token::RParen)?;
             break;
         }
+    }
+    if parser.parse_keyword(Keyword::INHERITS) {
+        parser.expect_token(&Token::LParen)?;
+        ct.inherits = parser.parse_comma_separated(|p| p.parse_object_name(false))?;
+        parser.expect_token(&Token::RParen)?;
     }
     loop {
         if ct.partition.is_none() && parse_words(parser, &["PARTITION", "ON", "COLUMNS"]) {
@@ -232,6 +240,9 @@ impl fmt::Display for CreateTable {
         }
         elements.extend(self.constraints.iter().map(|c| c.to_string()));
         write!(f, "{})", elements.join(", "))?;
+        if !self.inherits.is_empty() {
+            write!(f, " INHERITS ({})", comma_separated(&self.inherits))?;
+        }
         if let Some(p) = &self.partition {
             write!(f, " PARTITION ON COLUMNS ({}) ({})", comma_separated(&p.columns), comma_separated(&p.rules))?;
         }

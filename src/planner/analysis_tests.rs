@@ -61,6 +61,8 @@ fn fixture() -> Fixture {
             ttl_text: None,
             regions: 1,
             partition: Default::default(),
+            inherits: vec![],
+            checks: vec![],
         };
         let fields: Vec<PlanColumn> = def.columns.iter().map(|c| PlanColumn::new(&c.name, c.ty)).collect();
         let desc = RegionDescriptor {

@@ -214,7 +214,10 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
                 "numeric" | "decimal" => SqlType::Numeric,
                 // An untyped literal's pseudo-type (no column may have it).
                 "unknown" => SqlType::Unknown,
-                _ => bail!(UndefinedObject, "type \"{n}\" does not exist"),
+                g => match crate::types::geo::Geo::from_name(g) {
+                    Some(g) => SqlType::Geo(g),
+                    None => bail!(UndefinedObject, "type \"{n}\" does not exist"),
+                },
             }
         }
         // reg* casts are bound by `bind_reg_cast`; elsewhere the name.

@@ -14,6 +14,7 @@ pub mod function;
 pub use function::specialize;
 mod hop;
 pub mod incremental;
+pub mod inherit;
 pub mod logical;
 mod named_window;
 mod narrow;

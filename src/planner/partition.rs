@@ -307,17 +307,23 @@ impl Planner<'_> {
     /// `tableoid`, appended in PostgreSQL's partition order.
     pub(super) fn plan_partitioned(&self, def: &TableDef) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
         let leaves = if def.partition.key.is_some() { self.partition_leaves(def)? } else { vec![def.clone()] };
+        let sources: Vec<TableDef> = if leaves.is_empty() { vec![def.clone()] } else { leaves };
+        self.plan_union_of(def, &sources)
+    }
+
+    /// The rows of `sources` (tables with `def`'s columns, and maybe more)
+    /// in `def`'s columns (by name) with each source's OID as `tableoid`,
+    /// appended in order.
+    pub(super) fn plan_union_of(&self, def: &TableDef, sources: &[TableDef]) -> Result<(LogicalPlan, Vec<PlanColumn>)> {
         let mut cols: Vec<PlanColumn> =
             def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: None, ty: c.ty }).collect();
         cols.push(PlanColumn { name: "tableoid".into(), qualifier: super::system_qualifier(None), ty: SqlType::Oid });
         let mut plan: Option<LogicalPlan> = None;
-        let sources: Vec<TableDef> = if leaves.is_empty() { vec![def.clone()] } else { leaves };
-        for leaf in &sources {
+        for leaf in sources {
             let (scan, _) = self.table_scan(leaf)?;
             let mut exprs = Vec::new();
             for c in &def.columns {
-                let i =
-                    leaf.column_index(&c.name).ok_or_else(|| err!(Internal, "partition \"{}\" has no column \"{}\"", leaf.name, c.name))?;
+                let i = leaf.column_index(&c.name).ok_or_else(|| err!(Internal, "table \"{}\" has no column \"{}\"", leaf.name, c.name))?;
                 let e = Expr::Column { index: i, ty: leaf.columns[i].ty };
                 exprs.push(if leaf.columns[i].ty == c.ty { e } else { coerce(e, c.ty)? });
             }
@@ -328,7 +334,8 @@ impl Planner<'_> {
                 Some(l) => LogicalPlan::SetOp { left: Box::new(l), right: Box::new(p), kind: SetOpKind::Union, all: true },
             });
         }
-        Ok((plan.expect("at least one source"), cols))
+        let plan = plan.ok_or_else(|| err!(Internal, "table \"{}\" has nothing to scan", def.name))?;
+        Ok((plan, cols))
     }
 
     /// The leaves of a partitioned table, in PostgreSQL's order.

@@ -1032,13 +1032,14 @@ impl<'a> Planner<'a> {
                 let cols = vec![PlanColumn { name: col_name, qualifier: Some(qual), ty: SqlType::Int8 }];
                 Ok(Rel { plan: Plan::Series { args: exprs, columns: cols.clone() }, columns: cols })
             }
-            TableFactor::Table { name, alias, .. } => {
+            TableFactor::Table { name, alias, inheritance, .. } => {
                 let rel = self.lookup(name)?;
+                let only = matches!(inheritance, Some(ast::TableInheritance::Only { .. }));
                 let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| rel.name.clone());
                 let found = if rel.written_schema.is_none() { self.plan_cte(&rel.name, outer)? } else { None };
                 let (plan, mut cols) = match found {
                     Some(cte) => cte,
-                    None => self.plan_relation(&rel)?,
+                    None => self.plan_relation_only(&rel, only)?,
                 };
                 for c in cols.iter_mut() {
                     c.qualifier = if super::is_system(c) { super::system_qualifier(Some(&qual)) } else { Some(qual.clone()) };
@@ -1219,6 +1220,12 @@ impl<'a> Planner<'a> {
     /// A resolved relation: a table or view of a database (`db.t` for
     /// another database's), or a system table.
     pub fn plan_relation(&self, rel: &super::Relation) -> Result<(Plan, Vec<PlanColumn>)> {
+        self.plan_relation_only(rel, false)
+    }
+
+    /// A relation; a table's descendants by inheritance too unless `only`
+    /// (`FROM ONLY t`).
+    pub fn plan_relation_only(&self, rel: &super::Relation, only: bool) -> Result<(Plan, Vec<PlanColumn>)> {
         let name = rel.name.as_str();
         if rel.written_schema.is_none() {
             if let Some(found) = self.plan_cte(name, None)? {
@@ -1247,6 +1254,12 @@ impl<'a> Planner<'a> {
             }
             if !def.partition.is_none() {
                 return self.plan_partitioned(&def);
+            }
+            if !only {
+                let descendants = self.descendants(&def);
+                if !descendants.is_empty() {
+                    return self.plan_inherited(&def, descendants);
+                }
             }
             return self.table_scan(&def);
         }

@@ -115,6 +115,26 @@ pub fn index_oid(id: u32) -> i64 {
     40000 + id as i64
 }
 
+/// OID of a table's i-th CHECK constraint.
+pub fn check_oid(id: u32, i: usize) -> i64 {
+    3_000_000 + id as i64 * 1000 + i as i64
+}
+
+/// Whether a CHECK expression (SQL text) reads a column.
+fn check_reads(expr: &str, column: &str) -> bool {
+    let Ok(e) = crate::parser::parse_expr(expr) else { return false };
+    let mut hit = false;
+    let _ = sqlparser::ast::visit_expressions(&e, |x| {
+        match x {
+            sqlparser::ast::Expr::Identifier(i) if super::ident(i) == column => hit = true,
+            sqlparser::ast::Expr::CompoundIdentifier(parts) if parts.last().is_some_and(|i| super::ident(i) == column) => hit = true,
+            _ => {}
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    hit
+}
+
 /// OID of a CREATE INDEX index: its id (drawn with the tables') past
 /// PostgreSQL's built-in range, as a table's.
 pub fn user_index_oid(idx: &crate::catalog::IndexDef) -> i64 {
@@ -209,7 +229,9 @@ fn type_len(ty: SqlType) -> i64 {
         Int4 | Float4 | Date | Oid => 4,
         Int8 | Float8 | Timestamp | TimestampTz => 8,
         Interval => 16,
-        Text | Varchar | Unknown | Array(_) | Bytea | Numeric => -1,
+        Geo(crate::types::geo::Geo::Point) => 16,
+        Geo(crate::types::geo::Geo::Box) | Geo(crate::types::geo::Geo::Lseg) => 32,
+        Text | Varchar | Unknown | Array(_) | Bytea | Numeric | Geo(_) => -1,
     }
 }
 
@@ -1132,6 +1154,40 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     Value::Null,
                 ]);
             }
+            for tdef in p.catalog.tables(db) {
+                for (i, c) in tdef.checks.iter().enumerate() {
+                    let keys: Vec<String> = tdef
+                        .columns
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, col)| check_reads(&c.expr, &col.name))
+                        .map(|(k, _)| (k + 1).to_string())
+                        .collect();
+                    rows.push(vec![
+                        Value::Int(check_oid(tdef.id, i)),
+                        t(&c.name),
+                        Value::Int(2200),
+                        t("c"),
+                        Value::Bool(false),
+                        Value::Bool(false),
+                        Value::Bool(true),
+                        Value::Int(table_oid(tdef.id)),
+                        Value::Int(0),
+                        Value::Int(0),
+                        Value::Int(0),
+                        Value::Int(0),
+                        t(" "),
+                        t(" "),
+                        t(" "),
+                        Value::Bool(!c.inherited),
+                        Value::Int(c.inherited as i64),
+                        Value::Bool(c.no_inherit),
+                        t(&format!("{{{}}}", keys.join(","))),
+                        Value::Null,
+                        t(&c.expr),
+                    ]);
+                }
+            }
             table(
                 &[
                     ("oid", Int8),
@@ -1495,7 +1551,22 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             )
         }
         ("pg_catalog", "pg_inherits") => {
-            table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], vec![])
+            // Parents by INHERITS and partitions' parents, as PostgreSQL lists both.
+            let mut rows = Vec::new();
+            for tdef in p.catalog.tables(db) {
+                let parents = tdef.inherits.iter().chain(tdef.partition.of.as_ref().map(|o| &o.parent));
+                for (i, parent) in parents.enumerate() {
+                    if let Some(pdef) = p.catalog.table(db, parent) {
+                        rows.push(vec![
+                            Value::Int(table_oid(tdef.id)),
+                            Value::Int(table_oid(pdef.id)),
+                            Value::Int(i as i64 + 1),
+                            Value::Bool(false),
+                        ]);
+                    }
+                }
+            }
+            table(&[("inhrelid", Int8), ("inhparent", Int8), ("inhseqno", Int4), ("inhdetachpending", Bool)], rows)
         }
         ("pg_catalog", "pg_views") => {
             let mut rows = Vec::new();

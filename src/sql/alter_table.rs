@@ -95,6 +95,10 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
             add_unique(s, &old, constraint)?;
             done()
         }
+        [ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Check(ck), .. }] => super::check::add(s, &old, ck),
+        [ast::AlterTableOperation::DropConstraint { if_exists, name, .. }] => super::check::drop(s, &old, name, *if_exists),
+        [ast::AlterTableOperation::Inherit { parent }] => super::inherit::add_parent(s, &old, parent),
+        [ast::AlterTableOperation::NoInherit { parent }] => super::inherit::remove_parent(s, &old, parent),
         ops if !ops.is_empty() && ops.iter().all(supported) => {
             if s.block.is_some() {
                 return Err(err!(ActiveSqlTransaction, "ALTER TABLE cannot change columns inside a transaction block")
@@ -178,6 +182,7 @@ fn rename_table(s: &mut Session, old: &TableDef, new: &ast::ObjectName) -> Resul
     let views = dependent_views(s, old);
     cat.rename_table(&old.database, &old.name, &new_name)?;
     super::partition::rename_parent(s, old, &new_name)?;
+    super::inherit::rename_parent(s, old, &new_name)?;
     // The views that named the table name the new one.
     let key = (old.database.clone(), old.name.clone());
     for v in views {
@@ -232,6 +237,9 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
                         continue;
                     }
                     bail!(DuplicateColumn, "column \"{}\" of relation \"{table}\" already exists", c.name);
+                }
+                if column_def.options.iter().any(|o| matches!(o.option, ast::ColumnOption::Check(_))) {
+                    bail!(FeatureNotSupported, "ALTER TABLE … ADD COLUMN with CHECK is not supported");
                 }
                 if pk || column_def.options.iter().any(|o| matches!(o.option, ast::ColumnOption::Unique(_))) {
                     bail!(FeatureNotSupported, "ALTER TABLE … ADD COLUMN with PRIMARY KEY or UNIQUE is not supported");

@@ -804,7 +804,7 @@ fn push_value(ty: SqlType, b: &mut dyn arrow::array::ArrayBuilder, v: Value) {
         T::Int8 | T::Oid => put!(Int64Builder, int(&v)),
         T::Float4 => put!(Float32Builder, if let Value::Float(x) = v { Some(x as f32) } else { None }),
         T::Float8 => put!(Float64Builder, if let Value::Float(x) = v { Some(x) } else { None }),
-        T::Text | T::Varchar | T::Unknown | T::Array(_) | T::Bytea | T::Numeric => {
+        T::Text | T::Varchar | T::Unknown | T::Array(_) | T::Bytea | T::Numeric | T::Geo(_) => {
             put!(StringBuilder, if let Value::Text(x) = v { Some(x) } else { None })
         }
         T::Timestamp | T::TimestampTz => put!(TimestampMicrosecondBuilder, if let Value::Timestamp(x) = v { Some(x) } else { None }),

@@ -53,7 +53,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             cat.create_database(&name)?;
             Ok(QueryResult::Command("CREATE DATABASE".into()))
         }
-        Statement::Drop { object_type, if_exists, names, .. } => {
+        Statement::Drop { object_type, if_exists, names, cascade, .. } => {
             let tag = match object_type {
                 ast::ObjectType::Table => "DROP TABLE",
                 ast::ObjectType::View => "DROP VIEW",
@@ -81,6 +81,10 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                             r => r?,
                         };
                         let Some(def) = cat.table(&db, &name) else { continue };
+                        let named: Vec<String> = names.iter().filter_map(|n| relation(cat, &s.database, n).ok()).map(|r| r.name).collect();
+                        for child in super::inherit::dependents(s, &def, *cascade, &named)?.into_iter().rev() {
+                            super::partition::drop_tree(s, &child)?;
+                        }
                         super::partition::drop_tree(s, &def)?;
                     }
                     ast::ObjectType::View => {
@@ -409,6 +413,7 @@ fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResul
             partition_by: ct.partition_by.as_deref().cloned(),
             engine: None,
             options,
+            inherits: ct.inherits.clone().unwrap_or_default(),
         },
     )
 }
@@ -678,6 +683,11 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         }
         columns.push(col);
     }
+    let parents = super::inherit::parents(s, &database, &ct.inherits)?;
+    if !parents.is_empty() {
+        columns = super::inherit::merge_columns(&parents, columns)?;
+    }
+    let checks = super::check::from_create(&name, &ct.columns, &ct.constraints, super::inherit::inherited_checks(&parents));
     if columns.is_empty() {
         bail!(Syntax, "a table needs at least one column");
     }
@@ -701,7 +711,8 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
                     });
                 }
             }
-            ast::TableConstraint::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
+            // Collected by `check::from_create`.
+            ast::TableConstraint::Check(_) => {}
             ast::TableConstraint::Unique(u) => {
                 unique_sets.push(u.columns.iter().map(|c| c.column.expr.to_string().to_lowercase()).collect())
             }
@@ -779,7 +790,10 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         ttl_text,
         regions,
         partition: Default::default(),
+        inherits: parents.iter().map(|p| p.name.clone()).collect(),
+        checks,
     };
+    super::check::validate(&s.planner(Params::default()), &def)?;
     // Regions first: a crash between the two leaves an orphan region
     // directory, never a catalog entry without storage.
     engine.open_table_regions(&def)?;
@@ -837,7 +851,9 @@ pub(super) fn sql_column(s: &Session, c: &ast::ColumnDef) -> Result<(ColumnDef, 
                 nullable = false;
             }
             ast::ColumnOption::Unique(_) => {}
-            ast::ColumnOption::Check(_) => bail!(FeatureNotSupported, "CHECK constraints are not supported"),
+            // Collected by `check::from_create` (CREATE TABLE) or refused by
+            // ADD COLUMN's caller.
+            ast::ColumnOption::Check(_) => {}
             _ => {}
         }
     }

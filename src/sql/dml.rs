@@ -37,6 +37,19 @@ pub(super) fn target_alias(stmt: &Statement) -> Option<&ast::TableAlias> {
     }
 }
 
+/// Whether an UPDATE / DELETE says `ONLY t` (its target's descendants by
+/// inheritance are left alone).
+fn target_only(stmt: &Statement) -> bool {
+    let f = match stmt {
+        Statement::Delete(d) => match &d.from {
+            ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v.first().map(|t| &t.relation),
+        },
+        Statement::Update(u) => Some(&u.table.relation),
+        _ => None,
+    };
+    matches!(f, Some(ast::TableFactor::Table { inheritance: Some(ast::TableInheritance::Only { .. }), .. }))
+}
+
 /// The target table's name as written (`t`, `public.t` or `db.t`).
 pub(super) fn table_name_of(stmt: &Statement) -> Result<&ast::ObjectName> {
     Ok(match stmt {
@@ -142,6 +155,7 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
             _ => unreachable!(),
         })
     };
+    let descendants = if matches!(stmt, Statement::Insert(_)) || target_only(stmt) { vec![] } else { planner.descendants(&def) };
     let (tag, n) = if def.partition.key.is_some() && !matches!(stmt, Statement::Insert(_)) {
         // DELETE / UPDATE of a partitioned table, leaf by leaf: each leaf
         // stands in for the target (its name and id, its own columns, bound
@@ -161,6 +175,26 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
             total += k;
             for b in mine {
                 let b = b.project(&(0..leaf.columns.len()).collect::<Vec<_>>())?;
+                changed.push(crate::planner::partition::reorder(&b, &as_target, &def)?);
+            }
+        }
+        (tag, total)
+    } else if !descendants.is_empty() {
+        // DELETE / UPDATE of a parent by inheritance: the parent, then each
+        // descendant under the parent's name (its own columns, bound by
+        // name), its changed rows given back in the parent's columns.
+        let mut total = 0;
+        let mut tag = if matches!(stmt, Statement::Update(_)) { "UPDATE" } else { "DELETE" };
+        for t in std::iter::once(def.clone()).chain(descendants) {
+            let tregions = planner.regions(&t)?;
+            let mut as_target = t.clone();
+            as_target.name = def.name.clone();
+            let mut mine = Vec::new();
+            let (g, k) = run(&as_target, &tregions, keep.then_some(&mut mine))?;
+            tag = g;
+            total += k;
+            for b in mine {
+                let b = b.project(&(0..t.columns.len()).collect::<Vec<_>>())?;
                 changed.push(crate::planner::partition::reorder(&b, &as_target, &def)?);
             }
         }

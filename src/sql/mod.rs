@@ -7,6 +7,7 @@
 
 mod aggregate;
 mod alter_table;
+mod check;
 pub mod copy;
 mod copy_binary;
 mod ddl;
@@ -14,6 +15,7 @@ mod dml;
 mod dml_with;
 mod flow_ddl;
 mod function;
+mod inherit;
 pub mod listen;
 mod partition;
 pub mod privilege;

@@ -374,6 +374,7 @@ pub fn rename_parent(s: &Session, old: &TableDef, new_name: &str) -> Result<()> 
 /// are written as they are.
 pub fn write(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batch: &RecordBatch) -> Result<()> {
     if def.partition.is_none() {
+        super::check::enforce(planner, def, batch)?;
         return super::txn::write_rows(s, def, regions, batch);
     }
     let (tree, at) = planner.partition_root(def)?;
@@ -396,6 +397,7 @@ pub fn write(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Regi
                 ));
             }
         }
+        super::check::enforce(planner, ldef, &part)?;
         let lregions = planner.regions(ldef)?;
         super::txn::write_rows(s, ldef, &lregions, &part)?;
     }

@@ -107,6 +107,12 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Result<Option<Rewritten
             }
         }
         Statement::Copy { source: ast::CopySource::Table { table_name, .. }, .. } => mapper.map_name(table_name),
+        // INHERITS names relations (a temporary parent's stored name).
+        Statement::CreateTable(ast::CreateTable { inherits: Some(parents), .. }) => {
+            for n in parents.iter_mut() {
+                mapper.map_name(n);
+            }
+        }
         _ => {}
     }
     let mapped = mapper.mapped;

@@ -76,6 +76,13 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
         }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(utf8(b)?.to_string()),
         SqlType::Bytea => Value::Text(crate::types::bytea::to_text(b)),
+        // point_recv: two float8s; the other geometric types only as text.
+        SqlType::Geo(crate::types::geo::Geo::Point) => {
+            need(16)?;
+            let f = |k: usize| f64::from_be_bytes([b[k], b[k + 1], b[k + 2], b[k + 3], b[k + 4], b[k + 5], b[k + 6], b[k + 7]]);
+            Value::Text(format!("({},{})", crate::types::format_f64(f(0)), crate::types::format_f64(f(8))))
+        }
+        SqlType::Geo(g) => bail!(FeatureNotSupported, "binary input of type {} is not supported", g.name()),
         SqlType::Array(e) => decode_array(b, e.ty())?,
         SqlType::Numeric => {
             // numeric_recv: ndigits, weight, sign, dscale, digits.
@@ -118,6 +125,7 @@ pub fn scalar_of_oid(oid: u32) -> Option<SqlType> {
         1082 => SqlType::Date,
         1186 => SqlType::Interval,
         1700 => SqlType::Numeric,
+        o @ 600..=603 => SqlType::Geo(crate::types::geo::Geo::from_oid(o)?),
         _ => return None,
     })
 }

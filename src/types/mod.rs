@@ -14,6 +14,7 @@ use crate::error::Result;
 pub mod array;
 pub mod bytea;
 pub mod datetime_input;
+pub mod geo;
 pub mod interval;
 pub mod interval_input;
 pub mod numeric;
@@ -58,6 +59,9 @@ pub enum SqlType {
     /// sorted and grouped by `numeric::Numeric::sort_key`. A column's
     /// NUMERIC(p, s) is its `ColumnDef::typmod`. Last, like `Bytea`.
     Numeric,
+    /// A geometric type (`point`, `path`, …), carried as its canonical
+    /// output text in a Utf8 column; see `geo.rs`. Last, like `Numeric`.
+    Geo(geo::Geo),
 }
 
 impl SqlType {
@@ -69,7 +73,13 @@ impl SqlType {
             SqlType::Int8 | SqlType::Oid => DataType::Int64,
             SqlType::Float4 => DataType::Float32,
             SqlType::Float8 => DataType::Float64,
-            SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) | SqlType::Bytea | SqlType::Numeric => DataType::Utf8,
+            SqlType::Text
+            | SqlType::Varchar
+            | SqlType::Unknown
+            | SqlType::Array(_)
+            | SqlType::Bytea
+            | SqlType::Numeric
+            | SqlType::Geo(_) => DataType::Utf8,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
             SqlType::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some(UTC.into())),
             SqlType::Date => DataType::Date32,
@@ -113,6 +123,7 @@ impl SqlType {
             SqlType::Date => 1082,
             SqlType::Interval => 1186,
             SqlType::Numeric => 1700,
+            SqlType::Geo(g) => g.oid(),
             SqlType::Array(e) => e.array_oid(),
         }
     }
@@ -135,6 +146,7 @@ impl SqlType {
             SqlType::Date => "date",
             SqlType::Interval => "interval",
             SqlType::Numeric => "numeric",
+            SqlType::Geo(g) => g.name(),
             SqlType::Array(e) => e.array_pg_name(),
         }
     }
@@ -157,6 +169,7 @@ impl SqlType {
             SqlType::Date => "DATE",
             SqlType::Interval => "INTERVAL",
             SqlType::Numeric => "NUMERIC",
+            SqlType::Geo(g) => g.sql_name(),
             SqlType::Array(e) => e.array_sql_name(),
         }
     }
@@ -420,7 +433,7 @@ pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
             }
             Arc::new(StringArray::from(out))
         }
-        SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) | SqlType::Bytea => Arc::new(
+        SqlType::Text | SqlType::Varchar | SqlType::Unknown | SqlType::Array(_) | SqlType::Bytea | SqlType::Geo(_) => Arc::new(
             values
                 .iter()
                 .map(|v| match v {

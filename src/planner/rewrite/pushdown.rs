@@ -411,6 +411,8 @@ pub(crate) mod tests {
             ttl_text: None,
             regions: 1,
             partition: Default::default(),
+            inherits: vec![],
+            checks: vec![],
         };
         let columns = table.columns.iter().map(|c| PlanColumn::new(c.name.clone(), c.ty)).collect();
         LogicalPlan::Scan(Scan {
