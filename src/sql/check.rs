@@ -170,8 +170,7 @@ pub fn add(s: &mut Session, def: &TableDef, ck: &ast::CheckConstraint) -> Result
     let local = CheckDef { name: name.clone(), expr: ck.expr.to_string(), no_inherit: ck.no_inherit, inherited: false };
     let mut targets = vec![(def.clone(), local.clone())];
     if !ck.no_inherit {
-        let planner = s.planner(Default::default());
-        for d in planner.descendants(def) {
+        for d in below(s, def) {
             if !d.checks.iter().any(|c| c.name == name) {
                 targets.push((d, CheckDef { inherited: true, ..local.clone() }));
             }
@@ -183,6 +182,10 @@ pub fn add(s: &mut Session, def: &TableDef, ck: &ast::CheckConstraint) -> Result
             planner.bind_check_over(&crate::parser::parse_expr(&c.expr)?, t)?;
             let mut with = t.clone();
             with.checks = vec![c.clone()];
+            // A partitioned table's rows are its leaves' (checked as themselves).
+            if t.partition.key.is_some() {
+                continue;
+            }
             for r in planner.regions(t)? {
                 for b in super::dml::scan_region(&planner, &r, crate::storage::ScanRequest::default())? {
                     if let Err(e) = enforce(&planner, &with, &b) {
@@ -204,6 +207,18 @@ pub fn add(s: &mut Session, def: &TableDef, ck: &ast::CheckConstraint) -> Result
         s.engine.catalog.replace_table(t)?;
     }
     Ok(QueryResult::Command("ALTER TABLE".into()))
+}
+
+/// The tables a constraint of `def` passes to: its descendants by
+/// inheritance and its partitions, each once.
+fn below(s: &Session, def: &TableDef) -> Vec<TableDef> {
+    let mut out = s.planner(Default::default()).descendants(def);
+    for p in super::partition::with_partitions(s, def).into_iter().skip(1) {
+        if !out.iter().any(|o| o.id == p.id) {
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// ALTER TABLE t DROP CONSTRAINT [IF EXISTS] name: a CHECK constraint (and
@@ -229,8 +244,7 @@ pub fn drop(s: &mut Session, def: &TableDef, name: &ast::Ident, if_exists: bool)
     let mut t = def.clone();
     t.checks.retain(|c| c.name != n);
     s.engine.catalog.replace_table(t)?;
-    let descendants = s.planner(Default::default()).descendants(def);
-    for d in descendants {
+    for d in below(s, def) {
         if d.checks.iter().any(|c| c.name == n && c.inherited) {
             let mut d = d.clone();
             d.checks.retain(|c| !(c.name == n && c.inherited));

@@ -688,7 +688,9 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         columns = super::inherit::merge_columns(&parents, columns)?;
     }
     let checks = super::check::from_create(&name, &ct.columns, &ct.constraints, super::inherit::inherited_checks(&parents));
-    if columns.is_empty() {
+    // A table without columns is PostgreSQL's too (`CREATE TABLE t ()`): its
+    // rows are only counted.
+    if columns.is_empty() && (ct.time_index.len() + ct.indexes.len() > 0 || ct.partition_by.is_some()) {
         bail!(Syntax, "a table needs at least one column");
     }
     let sequences = super::sequence::plan_column_sequences(s, &database, &name, &mut columns, serials)?;

@@ -141,6 +141,8 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
     };
     let returning = returning.map(|items| returning_list(&planner, &def, alias, items)).transpose()?;
     let mut changed: Vec<RecordBatch> = Vec::new();
+    // The table each changed batch is from, where the loop below knows it.
+    let mut changed_ids: Vec<Option<u32>> = Vec::new();
     let keep = returning.is_some();
     let run = |def: &TableDef, regions: &[Arc<Region>], changed: Option<&mut Vec<RecordBatch>>| -> Result<(&str, usize)> {
         Ok(match stmt {
@@ -156,39 +158,31 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
         })
     };
     let descendants = if matches!(stmt, Statement::Insert(_)) || target_only(stmt) { vec![] } else { planner.descendants(&def) };
-    let (tag, n) = if def.partition.key.is_some() && !matches!(stmt, Statement::Insert(_)) {
-        // DELETE / UPDATE of a partitioned table, leaf by leaf: each leaf
-        // stands in for the target (its name and id, its own columns, bound
-        // by name), so an UPDATE's new rows are routed from the target and
-        // a changed key moves them. Rows moved into a later leaf are not met
-        // again: the statement's read view is fixed at its first read.
-        let mut total = 0;
-        let mut tag = if matches!(stmt, Statement::Update(_)) { "UPDATE" } else { "DELETE" };
-        for leaf in planner.partition_leaves(&def)? {
-            let lregions = planner.regions(&leaf)?;
-            let mut as_target = leaf.clone();
-            as_target.name = def.name.clone();
-            as_target.id = def.id;
-            let mut mine = Vec::new();
-            let (t, k) = run(&as_target, &lregions, keep.then_some(&mut mine))?;
-            tag = t;
-            total += k;
-            for b in mine {
-                let b = b.project(&(0..leaf.columns.len()).collect::<Vec<_>>())?;
-                changed.push(crate::planner::partition::reorder(&b, &as_target, &def)?);
-            }
-        }
-        (tag, total)
+    // DELETE / UPDATE of a partitioned table run leaf by leaf: each leaf
+    // stands in for the target (its name and id, its own columns, bound by
+    // name), so an UPDATE's new rows are routed from the target and a
+    // changed key moves them. Rows moved into a later leaf are not met
+    // again: the statement's read view is fixed at its first read. A parent
+    // by inheritance runs itself, then each descendant, under its name (each
+    // keeps its id: its rows stay in it). Changed rows come back in the
+    // target's columns.
+    let members: Vec<(TableDef, bool)> = if def.partition.key.is_some() && !matches!(stmt, Statement::Insert(_)) {
+        planner.partition_leaves(&def)?.into_iter().map(|l| (l, true)).collect()
     } else if !descendants.is_empty() {
-        // DELETE / UPDATE of a parent by inheritance: the parent, then each
-        // descendant under the parent's name (its own columns, bound by
-        // name), its changed rows given back in the parent's columns.
+        std::iter::once(def.clone()).chain(descendants).map(|t| (t, false)).collect()
+    } else {
+        vec![]
+    };
+    let (tag, n) = if !members.is_empty() {
         let mut total = 0;
         let mut tag = if matches!(stmt, Statement::Update(_)) { "UPDATE" } else { "DELETE" };
-        for t in std::iter::once(def.clone()).chain(descendants) {
+        for (t, routed) in members {
             let tregions = planner.regions(&t)?;
             let mut as_target = t.clone();
             as_target.name = def.name.clone();
+            if routed {
+                as_target.id = def.id;
+            }
             let mut mine = Vec::new();
             let (g, k) = run(&as_target, &tregions, keep.then_some(&mut mine))?;
             tag = g;
@@ -196,6 +190,7 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
             for b in mine {
                 let b = b.project(&(0..t.columns.len()).collect::<Vec<_>>())?;
                 changed.push(crate::planner::partition::reorder(&b, &as_target, &def)?);
+                changed_ids.push((!routed).then_some(t.id));
             }
         }
         (tag, total)
@@ -207,7 +202,8 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
         Some((exprs, columns)) => {
             let schema = crate::exec::plan::arrow_schema(&columns);
             let mut batches = Vec::new();
-            for b in &changed {
+            for (k, b) in changed.iter().enumerate() {
+                let b = &with_tableoid(&planner, &def, b, changed_ids.get(k).copied().flatten())?;
                 let cols: Vec<ArrayRef> =
                     exprs.iter().map(|e| e.eval(b, &planner.ctx).and_then(|a| cast_array(&a, e.ty(), e.ty()))).collect::<Result<_>>()?;
                 batches.push(RecordBatch::try_new_with_options(
@@ -219,6 +215,38 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
             Ok(QueryResult::Returning { columns, batches, tag: tag.to_string() })
         }
     }
+}
+
+/// A changed batch in the target's columns plus `tableoid`: the table it
+/// is from when known (`id`), else the target's, or for a partitioned
+/// target (or a partition) each row's leaf, found by routing it.
+fn with_tableoid(planner: &Planner, def: &TableDef, b: &RecordBatch, id: Option<u32>) -> Result<RecordBatch> {
+    let n = def.columns.len().min(b.num_columns());
+    let b = b.project(&(0..n).collect::<Vec<_>>())?;
+    let oids: Vec<i64> = match id {
+        Some(id) => vec![crate::planner::system::table_oid(id); b.num_rows()],
+        None if def.partition.is_none() => vec![crate::planner::system::table_oid(def.id); b.num_rows()],
+        None => {
+            let (tree, at) = planner.partition_root(def)?;
+            let root = crate::planner::partition::reorder(&b, def, &tree.nodes[0].def)?;
+            let mut oids = vec![crate::planner::system::table_oid(def.id); b.num_rows()];
+            for (leaf, rows) in tree.route(at, &root, &planner.ctx)? {
+                for r in rows {
+                    oids[r as usize] = crate::planner::system::table_oid(tree.nodes[leaf].def.id);
+                }
+            }
+            oids
+        }
+    };
+    let mut cols = b.columns().to_vec();
+    cols.push(Arc::new(arrow::array::Int64Array::from(oids)));
+    let mut fields: Vec<arrow::datatypes::FieldRef> = b.schema().fields().iter().cloned().collect();
+    fields.push(Arc::new(arrow::datatypes::Field::new("tableoid", arrow::datatypes::DataType::Int64, true)));
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(arrow::datatypes::Schema::new(fields)),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+    )?)
 }
 
 /// The columns a DML statement's RETURNING list produces (None: no RETURNING),
@@ -245,8 +273,11 @@ fn returning_list(
     items: &[ast::SelectItem],
 ) -> Result<(Vec<Expr>, Vec<PlanColumn>)> {
     let cols = table_scope(def, alias);
-    let qual = cols.first().and_then(|c| c.qualifier.clone()).unwrap_or_default();
-    let scope = Scope::new(cols.clone(), None);
+    let qual = alias.map(|a| crate::planner::ident(&a.name)).unwrap_or_else(|| def.name.clone());
+    // The system column `tableoid` follows the table's columns (not in `*`).
+    let mut scope_cols = cols.clone();
+    scope_cols.push(PlanColumn { name: "tableoid".into(), qualifier: crate::planner::system_qualifier(Some(&qual)), ty: SqlType::Oid });
+    let scope = Scope::new(scope_cols, None);
     let mut exprs = Vec::new();
     let mut out = Vec::new();
     let all = |exprs: &mut Vec<Expr>, out: &mut Vec<PlanColumn>| {

@@ -47,43 +47,35 @@ pub fn merge_columns(parents: &[TableDef], own: Vec<ColumnDef>) -> Result<Vec<Co
     let mut out: Vec<ColumnDef> = Vec::new();
     for p in parents {
         for c in &p.columns {
-            match out.iter_mut().find(|x| x.name == c.name) {
-                Some(x) => {
-                    if x.ty != c.ty || x.typmod != c.typmod {
-                        return Err(err!(DatatypeMismatch, "inherited column \"{}\" has a type conflict", c.name).with_detail(format!(
-                            "{} versus {}",
-                            x.ty.pg_name(),
-                            c.ty.pg_name()
-                        )));
-                    }
-                    x.nullable &= c.nullable;
-                    if x.default.is_none() {
-                        x.default = c.default.clone();
-                    }
-                }
-                None => out.push(c.clone()),
-            }
+            merge_column(&mut out, c.clone(), true)?;
         }
     }
     for c in own {
-        match out.iter_mut().find(|x| x.name == c.name) {
-            Some(x) => {
-                if x.ty != c.ty || (c.typmod.is_some() && x.typmod != c.typmod) {
-                    return Err(err!(DatatypeMismatch, "column \"{}\" has a type conflict", c.name).with_detail(format!(
-                        "{} versus {}",
-                        x.ty.pg_name(),
-                        c.ty.pg_name()
-                    )));
-                }
-                x.nullable &= c.nullable;
-                if c.default.is_some() {
-                    x.default = c.default;
-                }
-            }
-            None => out.push(c),
-        }
+        merge_column(&mut out, c, false)?;
     }
     Ok(out)
+}
+
+/// One column into the merged list: new, or merged with the one of its
+/// name (an inherited one keeps the first default, a written one's wins).
+fn merge_column(out: &mut Vec<ColumnDef>, c: ColumnDef, inherited: bool) -> Result<()> {
+    let Some(x) = out.iter_mut().find(|x| x.name == c.name) else {
+        out.push(c);
+        return Ok(());
+    };
+    if x.ty != c.ty || (c.typmod.is_some() && x.typmod != c.typmod) {
+        let what = if inherited { "inherited column" } else { "column" };
+        return Err(err!(DatatypeMismatch, "{what} \"{}\" has a type conflict", c.name).with_detail(format!(
+            "{} versus {}",
+            x.ty.pg_name(),
+            c.ty.pg_name()
+        )));
+    }
+    x.nullable &= c.nullable;
+    if c.default.is_some() && (!inherited || x.default.is_none()) {
+        x.default = c.default;
+    }
+    Ok(())
 }
 
 /// The CHECK constraints children get from their parents (each name once).

@@ -236,6 +236,8 @@ pub fn create_partition_of(s: &mut Session, ct: &ast::CreateTable) -> Result<Que
     def.id = cat.next_table_id()?;
     def.name = name.clone();
     def.columns = columns;
+    def.inherits = vec![];
+    def.checks = super::inherit::inherited_checks(std::slice::from_ref(&parent));
     def.regions = 1;
     def.partition.key = match &ct.partition_by {
         Some(k) => Some(parse_key(k)?),
@@ -326,6 +328,12 @@ pub fn attach(s: &mut Session, parent: &TableDef, child: &ast::ObjectName, fv: &
     drop(planner);
     let mut new = def.clone();
     new.partition.of = Some(PartitionOf { parent: parent.name.clone(), bound: bound.clone() });
+    // The parent's CHECK constraints become the partition's too.
+    for c in super::inherit::inherited_checks(std::slice::from_ref(parent)) {
+        if !new.checks.iter().any(|x| x.name == c.name) {
+            new.checks.push(c);
+        }
+    }
     cat.replace_table(new.clone())?;
     let planner = s.planner(Default::default());
     let checked = check_rows(&planner, &new).map_err(|e| {
