@@ -113,6 +113,14 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Result<Option<Rewritten
                 mapper.map_name(n);
             }
         }
+        // So does ALTER TABLE … [NO] INHERIT.
+        Statement::AlterTable(at) => {
+            for op in at.operations.iter_mut() {
+                if let ast::AlterTableOperation::Inherit { parent } | ast::AlterTableOperation::NoInherit { parent } = op {
+                    mapper.map_name(parent);
+                }
+            }
+        }
         _ => {}
     }
     let mapped = mapper.mapped;
