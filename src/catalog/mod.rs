@@ -48,7 +48,8 @@ pub struct ColumnDef {
     #[serde(default)]
     pub precision: Option<u8>,
     /// A NUMERIC(p, s) column's typmod (PostgreSQL's encoding, see
-    /// `types::numeric::make_typmod`); None for every other column.
+    /// `types::numeric::make_typmod`), or a VARCHAR(n) / CHAR(n) column's n + 4 (a text
+    /// column with a typmod is CHAR(n), kept without trailing blanks); None for every other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typmod: Option<i32>,
 }
@@ -64,8 +65,13 @@ impl ColumnDef {
                     None => format!("{name}({p})"),
                 }
             }
-            _ => match self.typmod.and_then(crate::types::numeric::typmod_parts) {
-                Some((p, s)) if self.ty == SqlType::Numeric => format!("NUMERIC({p}, {s})"),
+            _ => match (self.ty, self.typmod) {
+                (SqlType::Numeric, Some(t)) => match crate::types::numeric::typmod_parts(t) {
+                    Some((p, s)) => format!("NUMERIC({p}, {s})"),
+                    None => self.ty.sql_name().to_string(),
+                },
+                (SqlType::Varchar, Some(t)) => format!("character varying({})", t - 4),
+                (SqlType::Text, Some(t)) => format!("character({})", t - 4),
                 _ => self.ty.sql_name().to_string(),
             },
         }

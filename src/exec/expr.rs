@@ -1291,11 +1291,18 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
                 }
             })
         }
-        SqlType::Bool => match s.to_ascii_lowercase().as_str() {
-            "t" | "true" | "yes" | "y" | "on" | "1" => Value::Bool(true),
-            "f" | "false" | "no" | "n" | "off" | "0" => Value::Bool(false),
-            _ => return Err(bad()),
-        },
+        // PostgreSQL's boolin: any prefix of true / false / yes / no, `on`, `of[f]`, 1, 0.
+        SqlType::Bool => {
+            let l = s.to_ascii_lowercase();
+            let prefix_of = |w: &str, min: usize| l.len() >= min && w.starts_with(l.as_str());
+            if prefix_of("true", 1) || prefix_of("yes", 1) || l == "on" || l == "1" {
+                Value::Bool(true)
+            } else if prefix_of("false", 1) || prefix_of("no", 1) || prefix_of("off", 2) || l == "0" {
+                Value::Bool(false)
+            } else {
+                return Err(bad());
+            }
+        }
         SqlType::Timestamp | SqlType::TimestampTz => Value::Timestamp(parse_timestamp_text(t, to == SqlType::TimestampTz)?),
         SqlType::Date => {
             use crate::types::datetime_input::DateInputError as E;

@@ -238,9 +238,19 @@ impl Dialect for WeirDialect {
         self.pg.is_custom_type_typed_string(first_keyword, qualified)
     }
 
+    /// `U&'…'` is read on the tokens (`pg_lexical.rs`), which also takes UESCAPE; sqlparser's
+    /// own U& literal cannot.
+    fn supports_unicode_string_literal(&self) -> bool {
+        false
+    }
+
+    /// `'a'` newline `'b'` is one string, as PostgreSQL's scanner has it.
+    fn supports_string_literal_concatenation_with_newline(&self) -> bool {
+        true
+    }
+
     forward_flags!(
         supports_cte_materialization,
-        supports_unicode_string_literal,
         supports_filter_during_aggregation,
         supports_group_by_expr,
         supports_drop_group,

@@ -29,6 +29,7 @@ mod create_user;
 mod dialect;
 mod flow;
 mod nesting;
+mod pg_lexical;
 pub mod plpgsql;
 mod recursive_view;
 mod search_cycle;
@@ -52,6 +53,7 @@ pub use create_schema::CreateSchemaWith;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
 pub use flow::{CommentOnFlow, CreateFlow, DropFlow, FlowQuery, ShowCreateFlow, ShowFlows};
+pub use pg_lexical::VARIADIC_MARKER;
 pub use search_cycle::{cte_clauses, CycleClause, SearchClause, SearchCycle};
 pub use tdengine::{
     ChildSpec, CreateStable, CreateStream, Duration, InsertPart, Notify, OutputTag, StreamOption, StreamTrigger, TdStatement,
@@ -221,6 +223,8 @@ fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, Wei
     // SEARCH / CYCLE clauses of WITH queries (`search_cycle.rs`), recursive views.
     let tokens = search_cycle::rewrite_tokens(tokens);
     let tokens = recursive_view::rewrite_tokens(tokens);
+    // U&'…' / U&"…" with UESCAPE, ORDER BY … USING <, VARIADIC arguments (`pg_lexical.rs`).
+    let tokens = pg_lexical::rewrite_tokens(tokens).map_err(|m| syntax_error(sql, ParserError::TokenizerError(m)))?;
     Ok(Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).with_tokens_with_locations(tokens))
 }
 

@@ -28,8 +28,8 @@ fn round_trip(sql: &str) {
 fn same_ast_as_postgres() {
     // The delegation must not change PostgreSQL's grammar.
     for sql in [
-        "SELECT a, b::int8, c->>'x', d ~ 'y', 5 ! FROM t WHERE x IS NOT NULL ORDER BY 1 USING <",
-        "SELECT $1 + $2, E'a\\nb', U&'d\\0061t', 0x1F, 1_000, x::timestamptz AT TIME ZONE 'UTC'",
+        "SELECT a, b::int8, c->>'x', d ~ 'y', 5 ! FROM t WHERE x IS NOT NULL ORDER BY 1",
+        "SELECT $1 + $2, E'a\\nb', 0x1F, 1_000, x::timestamptz AT TIME ZONE 'UTC'",
         "SELECT date_trunc('hour', ts) AS h, count(*) FILTER (WHERE v > 1) FROM cpu GROUP BY 1 HAVING count(*) > 2",
         "WITH RECURSIVE r(n) AS MATERIALIZED (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT * FROM r",
         "SELECT interval '1' day, extract(epoch FROM ts), trim(both 'x' from s), a << 2, b >> 1",
@@ -54,6 +54,20 @@ fn same_ast_as_postgres() {
             .collect();
         assert_eq!(pg, weir, "{sql}");
     }
+}
+
+#[test]
+fn deliberate_differences_from_sqlparsers_postgres() {
+    // `pg_lexical.rs`: ORDER BY … USING < / > is ASC / DESC, and U&'…' a plain string
+    // (so UESCAPE can apply); both as PostgreSQL means them.
+    let same = |a: &str, b: &str| assert_eq!(parse(a).unwrap(), parse(b).unwrap(), "{a} vs {b}");
+    same("SELECT a FROM t ORDER BY 1 USING <, a USING >", "SELECT a FROM t ORDER BY 1 ASC, a DESC");
+    same("SELECT U&'d\\0061t', U&'d!0061t' UESCAPE '!'", "SELECT 'dat', 'dat'");
+    same("SELECT concat(VARIADIC ARRAY[1])", "SELECT concat(weir_variadic(ARRAY[1]))");
+    same(
+        "CREATE FUNCTION f(VARIADIC a int[]) RETURNS int LANGUAGE sql AS 'SELECT 1'",
+        "CREATE FUNCTION f(VARIADIC a int[]) RETURNS int LANGUAGE sql AS 'SELECT 1'",
+    );
 }
 
 /// The dialect's literal shortcut (`dialect.rs`, `parse_prefix`) gives the

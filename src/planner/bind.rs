@@ -137,6 +137,30 @@ pub fn numeric_typmod(dt: &ast::DataType) -> Result<Option<i32>> {
     })
 }
 
+/// The typmod of `VARCHAR(n)` / `CHAR(n)` (n + 4, as PostgreSQL encodes it); `CHAR` alone is
+/// `CHAR(1)`. None for other types and for VARCHAR without a length.
+pub fn char_typmod(dt: &ast::DataType) -> Result<Option<i32>> {
+    use ast::CharacterLength as L;
+    use ast::DataType as D;
+    let (len, name) = match dt {
+        D::Varchar(l) | D::CharacterVarying(l) | D::CharVarying(l) => (l.as_ref(), "varchar"),
+        D::Char(l) | D::Character(l) => (Some(l.as_ref().unwrap_or(&L::IntegerLength { length: 1, unit: None })), "char"),
+        _ => return Ok(None),
+    };
+    match len {
+        Some(L::IntegerLength { length, .. }) => {
+            if *length < 1 {
+                bail!(InvalidParameterValue, "length for type {name} must be at least 1");
+            }
+            if *length > 10_485_760 {
+                bail!(InvalidParameterValue, "length for type {name} cannot exceed 10485760");
+            }
+            Ok(Some(*length as i32 + 4))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// `e` under a NUMERIC(p, s) typmod (rounded, 22003 past the precision).
 pub fn with_numeric_typmod(e: Expr, typmod: Option<i32>) -> Expr {
     match typmod {
@@ -426,17 +450,18 @@ impl<'a> Planner<'a> {
                         }
                     }
                 };
-                // An explicit cast to varchar(n) cuts the value to n characters.
-                match data_type {
-                    ast::DataType::Varchar(Some(ast::CharacterLength::IntegerLength { length, .. }))
-                    | ast::DataType::CharacterVarying(Some(ast::CharacterLength::IntegerLength { length, .. }))
-                    | ast::DataType::CharVarying(Some(ast::CharacterLength::IntegerLength { length, .. })) => {
-                        let n = i64::try_from(*length)
-                            .map_err(|_| err!(InvalidParameterValue, "length for type varchar cannot exceed 10485760"))?;
-                        let cut = self.call("left", vec![cast, Expr::lit(Value::Int(n), SqlType::Int8)])?;
-                        Expr::Cast { expr: Box::new(cut), ty }
+                // An explicit cast to varchar(n) / char(n) cuts the value to n characters;
+                // char(n) values are kept without their trailing blanks (`char_typmod`).
+                match char_typmod(data_type)? {
+                    Some(t) => {
+                        let cut = self.call("left", vec![cast, Expr::lit(Value::Int((t - 4) as i64), SqlType::Int8)])?;
+                        if ty == SqlType::Varchar {
+                            Expr::Cast { expr: Box::new(cut), ty }
+                        } else {
+                            self.call("rtrim", vec![cut, Expr::lit(Value::Text(" ".into()), SqlType::Text)])?
+                        }
                     }
-                    _ => match interval_cast_typmod(data_type) {
+                    None => match interval_cast_typmod(data_type) {
                         // `x::INTERVAL DAY TO MINUTE`, `x::interval(2)`: fields dropped, seconds rounded.
                         Some((range, precision)) => self.call(
                             "interval_typmod",
@@ -609,6 +634,11 @@ impl<'a> Planner<'a> {
             E::IsNotFalse(x) => {
                 Expr::IsBool { expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?), value: false, negated: true }
             }
+            // IS [NOT] UNKNOWN: IS [NOT] NULL of a boolean.
+            E::IsUnknown(x) | E::IsNotUnknown(x) => Expr::IsNull {
+                expr: Box::new(coerce(self.bind_expr(x, scope, agg)?, SqlType::Bool)?),
+                negated: matches!(e, E::IsNotUnknown(_)),
+            },
             E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
                 let (l, r) = self.unify(self.bind_expr(a, scope, agg)?, self.bind_expr(b, scope, agg)?, "IS DISTINCT FROM")?;
                 Expr::IsDistinct { left: Box::new(l), right: Box::new(r), negated: matches!(e, E::IsNotDistinctFrom(..)) }
@@ -1231,6 +1261,15 @@ impl<'a> Planner<'a> {
                 (args, distinct, star)
             }
         };
+        // `f(…, VARIADIC arr)`: the array's elements are the last arguments.
+        let args = match spread_variadic(args)? {
+            Spread::Args(args) => args,
+            // concat / concat_ws over a NULL array are NULL, as in PostgreSQL.
+            Spread::Null(_) if matches!(name.as_str(), "concat" | "concat_ws") => return Ok(Expr::lit(Value::Null, SqlType::Text)),
+            // format(f, VARIADIC NULL) formats with no arguments.
+            Spread::Null(args) if name == "format" => args,
+            Spread::Null(_) => return Err(err!(FeatureNotSupported, "VARIADIC NULL in {name}() is not supported")),
+        };
         if !user_aggs.is_empty() {
             return self.bind_user_aggregate(&name, user_aggs, &args, star, distinct, ordered, f.filter.as_deref(), scope, agg);
         }
@@ -1281,6 +1320,12 @@ impl<'a> Planner<'a> {
         let args = if name == "make_interval" { make_interval_args(f, args)? } else { args };
         if matches!(name.as_str(), "to_regclass" | "to_regtype" | "to_regnamespace") && args.len() == 1 {
             return self.bind_reg_operand(&ast::Expr::Function(f.clone()), scope, agg, false);
+        }
+        // The boolean comparison functions behind `=` / `<>` (booleq, boolne).
+        if let ("booleq" | "boolne", [a, b]) = (name.as_str(), args.as_slice()) {
+            let a = coerce(self.bind_expr(a, scope, agg)?, SqlType::Bool)?;
+            let b = coerce(self.bind_expr(b, scope, agg)?, SqlType::Bool)?;
+            return self.bind_binary(if name == "booleq" { &BO::Eq } else { &BO::NotEq }, a, b);
         }
         if let Some(e) = self.bind_catalog_function(&name, &args, scope, agg)? {
             return Ok(e);
@@ -1911,6 +1956,71 @@ pub(super) fn arg_names(f: &ast::Function) -> Vec<Option<String>> {
 
 /// The fields of a row constructor: `(a, b)` or `ROW(a, …)` with plain
 /// arguments.
+/// A call's arguments after spreading a `VARIADIC` array (the parser's marker call
+/// `weir_variadic(arr)` as the last argument).
+enum Spread {
+    Args(Vec<ast::Expr>),
+    /// The array is NULL (the arguments before it): `format` treats it as no arguments,
+    /// concat gives NULL.
+    Null(Vec<ast::Expr>),
+}
+
+/// Spread a constant VARIADIC array — `ARRAY[…]` (with a cast: each element cast), a
+/// string literal cast to an array type, NULL — into separate arguments. PostgreSQL passes
+/// the array whole to a variadic function; every built-in one weir has treats its elements as
+/// separate arguments, so spreading is the same. A computed array is refused (0A000).
+fn spread_variadic(mut args: Vec<ast::Expr>) -> Result<Spread> {
+    let Some(ast::Expr::Function(f)) = args.last() else { return Ok(Spread::Args(args)) };
+    if !f.name.to_string().eq_ignore_ascii_case(crate::parser::VARIADIC_MARKER) {
+        return Ok(Spread::Args(args));
+    }
+    let inner = match &f.args {
+        ast::FunctionArguments::List(l) if l.args.len() == 1 => match &l.args[0] {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => x.clone(),
+            _ => bail!(Syntax, "syntax error at or near \"VARIADIC\""),
+        },
+        _ => bail!(Syntax, "syntax error at or near \"VARIADIC\""),
+    };
+    args.pop();
+    let (value, elem_type) = match inner {
+        ast::Expr::Cast { expr, data_type: ast::DataType::Array(def), .. } => {
+            let elem = match def {
+                ast::ArrayElemTypeDef::SquareBracket(t, _)
+                | ast::ArrayElemTypeDef::AngleBracket(t)
+                | ast::ArrayElemTypeDef::Parenthesis(t) => Some(*t),
+                ast::ArrayElemTypeDef::Qualified(t, _) | ast::ArrayElemTypeDef::ParenthesisNotNull(t) => Some(*t),
+                ast::ArrayElemTypeDef::None => None,
+            };
+            (*expr, elem)
+        }
+        other => (other, None),
+    };
+    let cast = |e: ast::Expr| match &elem_type {
+        Some(t) => ast::Expr::Cast { kind: ast::CastKind::DoubleColon, expr: Box::new(e), data_type: t.clone(), format: None },
+        None => e,
+    };
+    match value {
+        ast::Expr::Array(a) => {
+            args.extend(a.elem.into_iter().map(cast));
+            Ok(Spread::Args(args))
+        }
+        ast::Expr::Value(v) if matches!(v.value, ast::Value::Null) => Ok(Spread::Null(args)),
+        ast::Expr::Value(v) if elem_type.is_some() => {
+            let ast::Value::SingleQuotedString(text) = &v.value else {
+                bail!(FeatureNotSupported, "VARIADIC argument must be a constant array in weir")
+            };
+            for item in crate::types::array::parse_array(text)? {
+                args.push(cast(match item {
+                    Some(t) => ast::Expr::value(ast::Value::SingleQuotedString(t)),
+                    None => ast::Expr::value(ast::Value::Null),
+                }));
+            }
+            Ok(Spread::Args(args))
+        }
+        _ => bail!(FeatureNotSupported, "VARIADIC argument must be a constant array in weir"),
+    }
+}
+
 fn row_items(e: &ast::Expr) -> Option<Vec<ast::Expr>> {
     match e {
         ast::Expr::Tuple(items) => Some(items.clone()),
@@ -2006,6 +2116,16 @@ fn row_comparison(e: &ast::Expr) -> Result<Option<ast::Expr>> {
             }
             let x = fold(any, BO::Or).expect("non-empty list");
             Some(if *negated { E::UnaryOp { op: ast::UnaryOperator::Not, expr: Box::new(x) } } else { x })
+        }
+        // `(a, b) IN (VALUES (1, 2), …)`: the rows are a list.
+        E::In { expr, target: ast::InTarget::Subquery(q), negated, .. } if row_items(expr).is_some() => {
+            let rows = match (q.body.as_ref(), &q.with, &q.order_by, &q.limit_clause) {
+                (ast::SetExpr::Values(v), None, None, None) => &v.rows,
+                _ => return Ok(None),
+            };
+            let list: Vec<ast::Expr> = rows.iter().map(|r| ast::Expr::Tuple(r.content.clone())).collect();
+            let inner = E::In { expr: expr.clone(), target: ast::InTarget::List(list), negated: *negated, global: false };
+            return row_comparison(&inner);
         }
         _ => None,
     })

@@ -47,7 +47,7 @@ use crate::types::{SqlType, Value};
 use crate::{bail, err};
 use logical::LogicalPlan;
 
-pub use bind::{coerce, numeric_typmod, sql_type, with_numeric_typmod};
+pub use bind::{char_typmod, coerce, numeric_typmod, sql_type, with_numeric_typmod};
 pub use regtypes::split_dotted;
 
 /// Columns visible at one query level, and a link to the enclosing level.

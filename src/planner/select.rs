@@ -162,6 +162,17 @@ impl<'a> Planner<'a> {
                 let all = matches!(set_quantifier, ast::SetQuantifier::All);
                 Ok(Plan::SetOp { left: Box::new(l), right: Box::new(r), kind, all })
             }
+            // `TABLE t` is `SELECT * FROM t`.
+            SetExpr::Table(t) => {
+                let Some(table) = &t.table_name else { bail!(Syntax, "syntax error at or near \"TABLE\"") };
+                let quote = |n: &ast::Ident| format!("\"{}\"", ident(n).replace('"', "\"\""));
+                let name = match &t.schema_name {
+                    Some(schema) => format!("{}.{}", quote(schema), quote(table)),
+                    None => quote(table),
+                };
+                let q = crate::parser::parse_query(&format!("SELECT * FROM {name}"))?;
+                self.plan_query(&q, outer)
+            }
             _ => bail!(FeatureNotSupported, "unsupported query form"),
         }
     }
@@ -535,6 +546,30 @@ impl<'a> Planner<'a> {
                 }
             };
             distinct_on_cols.push(Expr::Column { index: k, ty: out_cols[k].ty });
+        }
+        // PostgreSQL's rule: ORDER BY's leading keys are the DISTINCT ON expressions (in any
+        // order) until every one of them has appeared.
+        if !distinct_on_cols.is_empty() {
+            let mut left: HashSet<usize> =
+                distinct_on_cols.iter().filter_map(|e| if let Expr::Column { index, .. } = e { Some(*index) } else { None }).collect();
+            for k in &keys {
+                if left.is_empty() {
+                    break;
+                }
+                let Expr::Column { index, .. } = &k.expr else { break };
+                // The same expression in two output columns counts as one.
+                let same: Vec<usize> = left.iter().copied().filter(|&d| d == *index || proj.get(d) == proj.get(*index)).collect();
+                for d in &same {
+                    left.remove(d);
+                }
+                if same.is_empty()
+                    && !distinct_on_cols
+                        .iter()
+                        .any(|d| matches!(d, Expr::Column { index: i, .. } if i == index || proj.get(*i) == proj.get(*index)))
+                {
+                    bail!(InvalidColumnReference, "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+                }
+            }
         }
         let proj: Vec<Expr> = proj
             .into_iter()
@@ -1045,6 +1080,7 @@ impl<'a> Planner<'a> {
                     c.qualifier = if super::is_system(c) { super::system_qualifier(Some(&qual)) } else { Some(qual.clone()) };
                 }
                 if let Some(a) = alias {
+                    too_many_aliases(a, &cols)?;
                     for (c, ac) in cols.iter_mut().zip(&a.columns) {
                         c.name = ident(&ac.name);
                     }
@@ -1059,6 +1095,7 @@ impl<'a> Planner<'a> {
                     c.qualifier = qual.clone();
                 }
                 if let Some(a) = alias {
+                    too_many_aliases(a, &cols)?;
                     for (c, ac) in cols.iter_mut().zip(&a.columns) {
                         c.name = ident(&ac.name);
                     }
@@ -1564,4 +1601,19 @@ fn cast_columns(plan: Plan, types: &[SqlType]) -> Result<Plan> {
         cols.iter().enumerate().map(|(i, c)| super::coerce(Expr::Column { index: i, ty: c.ty }, types[i])).collect::<Result<_>>()?;
     let columns = cols.iter().zip(types).map(|(c, t)| PlanColumn { name: c.name.clone(), qualifier: None, ty: *t }).collect();
     Ok(Plan::Project { input: Box::new(plan), exprs, columns })
+}
+
+/// PostgreSQL's 42P10 for more column aliases than the relation has columns.
+fn too_many_aliases(a: &ast::TableAlias, cols: &[PlanColumn]) -> Result<()> {
+    let available = cols.iter().filter(|c| !super::is_system(c)).count();
+    if a.columns.len() > available {
+        bail!(
+            InvalidColumnReference,
+            "table \"{}\" has {} columns available but {} columns specified",
+            ident(&a.name),
+            available,
+            a.columns.len()
+        );
+    }
+    Ok(())
 }

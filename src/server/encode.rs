@@ -293,7 +293,7 @@ fn put_int_text(v: i64, out: &mut BytesMut) {
 /// infinities, zeros) takes `format_f64`.
 fn put_f64_text(f: f64, out: &mut BytesMut) {
     let abs = f.abs();
-    if (1e-4..1e15).contains(&abs) {
+    if (1e-4..1e15).contains(&abs) && zone::current().float_digits > 0 {
         // As `format_f64`: ryu writes plain decimals in this range,
         // integers with a `.0` that PostgreSQL leaves off.
         let mut b = ryu::Buffer::new();

@@ -865,7 +865,10 @@ pub(super) fn sql_column(s: &Session, c: &ast::ColumnDef) -> Result<(ColumnDef, 
         ast::DataType::Timestamp(Some(p), _) | ast::DataType::Datetime(Some(p)) if *p < 6 => Some(*p as u8),
         _ => None,
     };
-    let typmod = crate::planner::numeric_typmod(&c.data_type)?;
+    let typmod = match crate::planner::numeric_typmod(&c.data_type)? {
+        Some(t) => Some(t),
+        None => crate::planner::char_typmod(&c.data_type)?,
+    };
     Ok((ColumnDef { name: cname, ty, nullable, default, precision, typmod }, pk))
 }
 

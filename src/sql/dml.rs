@@ -856,9 +856,16 @@ pub(super) fn apply_typmods(def: &TableDef, batch: RecordBatch) -> Result<Record
     }
     let mut cols = batch.columns().to_vec();
     for (i, c) in def.columns.iter().enumerate() {
-        if let (Some(t), SqlType::Numeric) = (c.typmod, c.ty) {
-            cols[i] = crate::exec::numeric::apply_typmod(cols[i].as_ref(), t)?;
-            continue;
+        match (c.typmod, c.ty) {
+            (Some(t), SqlType::Numeric) => {
+                cols[i] = crate::exec::numeric::apply_typmod(cols[i].as_ref(), t)?;
+                continue;
+            }
+            (Some(t), SqlType::Varchar | SqlType::Text) => {
+                cols[i] = char_length_typmod(cols[i].as_ref(), (t - 4) as usize, c.ty == SqlType::Text)?;
+                continue;
+            }
+            _ => {}
         }
         let Some(p) = c.precision else { continue };
         let Some(ts) = cols[i].as_primitive_opt::<TimestampMicrosecondType>() else { continue };
@@ -870,6 +877,36 @@ pub(super) fn apply_typmods(def: &TableDef, batch: RecordBatch) -> Result<Record
         cols[i] = Arc::new(rounded);
     }
     Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())))?)
+}
+
+/// VARCHAR(n) / CHAR(n) on assignment, as PostgreSQL's varchar / bpchar input: a value
+/// longer than n characters is cut to n when only blanks are cut, else 22001; CHAR(n)
+/// values lose their trailing blanks (they are insignificant to CHAR and kept unpadded).
+fn char_length_typmod(a: &dyn Array, n: usize, blank_padded: bool) -> Result<arrow::array::ArrayRef> {
+    use arrow::array::{AsArray, StringBuilder};
+    let Some(s) = a.as_string_opt::<i32>() else { return Ok(arrow::array::make_array(a.to_data())) };
+    let fits = |v: &str| v.len() <= n || v.chars().count() <= n;
+    if s.iter().flatten().all(|v| fits(v) && !(blank_padded && v.ends_with(' '))) {
+        return Ok(arrow::array::make_array(a.to_data()));
+    }
+    let mut b = StringBuilder::with_capacity(s.len(), s.value_data().len());
+    for v in s.iter() {
+        let Some(v) = v else {
+            b.append_null();
+            continue;
+        };
+        let mut v = v;
+        if !fits(v) {
+            let cut = v.char_indices().nth(n).map_or(v.len(), |(i, _)| i);
+            if v[cut..].chars().any(|c| c != ' ') {
+                let ty = if blank_padded { "character" } else { "character varying" };
+                bail!(StringDataTooLong, "value too long for type {ty}({n})");
+            }
+            v = &v[..cut];
+        }
+        b.append_value(if blank_padded { v.trim_end_matches(' ') } else { v });
+    }
+    Ok(Arc::new(b.finish()))
 }
 
 fn region_schema(def: &TableDef) -> arrow::datatypes::SchemaRef {

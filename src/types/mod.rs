@@ -501,8 +501,37 @@ fn as_f64(v: &Value) -> Option<f64> {
     }
 }
 
-/// PostgreSQL's text output of a float8 (shortest round-trip form).
+/// C's `%.{precision}g` as PostgreSQL's float8out / float4out write it with
+/// `extra_float_digits` ≤ 0: `precision` significant digits, trailing zeros
+/// dropped, exponent form (two digits at least) below 1e-4 or from
+/// 10^precision. Finite, non-zero `f` only.
+fn format_g(f: f64, precision: usize) -> String {
+    let precision = precision.max(1);
+    let e = format!("{:.*e}", precision - 1, f);
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |m: &str| -> String {
+        if m.contains('.') {
+            m.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            m.to_string()
+        }
+    };
+    if exp < -4 || exp >= precision as i32 {
+        format!("{}e{}{:02}", trim(mant), if exp < 0 { '-' } else { '+' }, exp.abs())
+    } else {
+        let decimals = (precision as i32 - 1 - exp).max(0) as usize;
+        trim(&format!("{:.*}", decimals, f))
+    }
+}
+
+/// PostgreSQL's text output of a float8: the shortest round-trip form, or
+/// with `extra_float_digits` ≤ 0 in force `%.{15+n}g`.
 pub fn format_f64(f: f64) -> String {
+    let digits = zone::current().float_digits;
+    if digits <= 0 && f.is_finite() && f != 0.0 {
+        return format_g(f, (15 + digits as i32).max(1) as usize);
+    }
     if f.is_nan() {
         "NaN".into()
     } else if f.is_infinite() {
@@ -537,6 +566,10 @@ pub fn format_f64(f: f64) -> String {
 }
 
 pub fn format_f32(f: f32) -> String {
+    let digits = zone::current().float_digits;
+    if digits <= 0 && f.is_finite() && f != 0.0 {
+        return format_g(f as f64, (6 + digits as i32).max(1) as usize);
+    }
     if !f.is_finite() || f == 0.0 {
         return format_f64(f as f64);
     }

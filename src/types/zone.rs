@@ -261,11 +261,21 @@ pub struct DtCtx {
     /// `bytea_output = escape` (else hex): an output style that travels
     /// with the date/time ones to the row encoder.
     pub bytea_escape: bool,
+    /// `extra_float_digits` (-15..=3): above 0 floats print their
+    /// shortest round-trip form, else `%.{15+n}g` (float8) / `%.{6+n}g` (float4).
+    pub float_digits: i8,
 }
 
 impl Default for DtCtx {
     fn default() -> DtCtx {
-        DtCtx { zone: Zone::UTC, style: DateStyle::Iso, order: DateOrder::Mdy, interval: IntervalStyle::Postgres, bytea_escape: false }
+        DtCtx {
+            zone: Zone::UTC,
+            style: DateStyle::Iso,
+            order: DateOrder::Mdy,
+            interval: IntervalStyle::Postgres,
+            bytea_escape: false,
+            float_digits: 1,
+        }
     }
 }
 
@@ -307,6 +317,10 @@ impl DtCtx {
             order: DateOrder::from_datestyle(ds),
             interval: settings.get("intervalstyle").and_then(|v| interval_style(v)).unwrap_or(d.interval),
             bytea_escape: settings.get("bytea_output").is_some_and(|v| v.trim().eq_ignore_ascii_case("escape")),
+            float_digits: settings
+                .get("extra_float_digits")
+                .and_then(|v| v.trim().parse::<i8>().ok())
+                .map_or(d.float_digits, |n| n.clamp(-15, 3)),
         }
     }
 }
@@ -523,7 +537,14 @@ mod tests {
     use super::*;
 
     fn ctx(tz: &str, style: DateStyle) -> DtCtx {
-        DtCtx { zone: Zone::parse(tz).unwrap(), style, order: DateOrder::Mdy, interval: IntervalStyle::Postgres, bytea_escape: false }
+        DtCtx {
+            zone: Zone::parse(tz).unwrap(),
+            style,
+            order: DateOrder::Mdy,
+            interval: IntervalStyle::Postgres,
+            bytea_escape: false,
+            float_digits: 1,
+        }
     }
 
     #[test]
