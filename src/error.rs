@@ -21,6 +21,12 @@ pub enum ErrorKind {
     DuplicateDatabase,
     /// 42P06: CREATE SCHEMA of a name that exists.
     DuplicateSchema,
+    /// 42712: a table name twice in one FROM level.
+    DuplicateAlias,
+    /// 42P05: PREPARE of a name that exists.
+    DuplicatePreparedStatement,
+    /// 26000: EXECUTE / DEALLOCATE of a name that does not exist.
+    InvalidSqlStatementName,
     DuplicateColumn,
     InvalidColumnReference,
     InvalidTableDefinition,
@@ -156,6 +162,9 @@ impl ErrorKind {
             DuplicateObject => "42710",
             DuplicateDatabase => "42P04",
             DuplicateSchema => "42P06",
+            DuplicatePreparedStatement => "42P05",
+            DuplicateAlias => "42712",
+            InvalidSqlStatementName => "26000",
             DuplicateColumn => "42701",
             InvalidColumnReference => "42P10",
             InvalidTableDefinition => "42P16",

@@ -621,6 +621,17 @@ impl<'a> Planner<'a> {
             let plan = Plan::Values { rows: vec![vec![]], columns: vec![] };
             return Ok((plan, vec![]));
         }
+        // PostgreSQL's checkNameSpaceConflicts: one name per relation at this level.
+        let mut names = Vec::new();
+        for twj in from {
+            ref_names_of(twj, &mut names);
+        }
+        let mut seen = HashSet::new();
+        for n in &names {
+            if !seen.insert(n) {
+                bail!(DuplicateAlias, "table name \"{}\" specified more than once", n.rsplit('.').next().unwrap_or(n));
+            }
+        }
         // Relations of the top-level inner-join group, and extra ON conditions.
         let mut rels: Vec<Rel> = Vec::new();
         let mut on_conds: Vec<(ast::Expr, usize)> = Vec::new(); // (condition, rels needed so far)
@@ -1616,4 +1627,41 @@ fn too_many_aliases(a: &ast::TableAlias, cols: &[PlanColumn]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The names a FROM item puts in its query level's namespace: each relation's alias or
+/// (unaliased) its name with the schema written, a join's USING alias; an aliased nested
+/// join hides the names inside it. A subquery or function without an alias adds none.
+fn ref_names_of(twj: &ast::TableWithJoins, out: &mut Vec<String>) {
+    fn factor(f: &TableFactor, out: &mut Vec<String>) {
+        match f {
+            TableFactor::Table { name, alias, .. } => out.push(match alias {
+                Some(a) => ident(&a.name),
+                None => name.0.iter().map(|p| p.as_ident().map(ident).unwrap_or_default()).collect::<Vec<_>>().join("."),
+            }),
+            TableFactor::NestedJoin { alias: Some(a), .. }
+            | TableFactor::Derived { alias: Some(a), .. }
+            | TableFactor::Function { alias: Some(a), .. }
+            | TableFactor::UNNEST { alias: Some(a), .. } => out.push(ident(&a.name)),
+            TableFactor::NestedJoin { table_with_joins, alias: None } => ref_names_of(table_with_joins, out),
+            _ => {}
+        }
+    }
+    factor(&twj.relation, out);
+    for j in &twj.joins {
+        factor(&j.relation, out);
+        let constraint = match &j.join_operator {
+            ast::JoinOperator::Join(c)
+            | ast::JoinOperator::Inner(c)
+            | ast::JoinOperator::Left(c)
+            | ast::JoinOperator::LeftOuter(c)
+            | ast::JoinOperator::Right(c)
+            | ast::JoinOperator::RightOuter(c)
+            | ast::JoinOperator::FullOuter(c) => Some(c),
+            _ => None,
+        };
+        if let Some(ast::JoinConstraint::UsingAlias(_, a)) = constraint {
+            out.push(ident(a));
+        }
+    }
 }

@@ -18,6 +18,7 @@ mod function;
 mod inherit;
 pub mod listen;
 mod partition;
+mod prepare;
 pub mod privilege;
 pub mod roles;
 mod rule;
@@ -235,6 +236,8 @@ pub struct Session {
     parse_cache: parser::ParseCache,
     /// nextval and its family, with this session's currval / lastval.
     sequences: Arc<sequence::SessionSequences>,
+    /// SQL-level prepared statements by name (`prepare.rs`).
+    sql_prepared: HashMap<String, Prepared>,
 }
 
 /// A statement parsed for the extended protocol.
@@ -283,6 +286,7 @@ impl Session {
             with_scope: None,
             rule_context: Default::default(),
             parse_cache: Default::default(),
+            sql_prepared: HashMap::new(),
         }
     }
 
@@ -701,6 +705,13 @@ impl Session {
                 result
             }
             Statement::Copy { .. } => copy::start(self, stmt),
+            Statement::Prepare { name, data_types, statement } => prepare::prepare(self, name, data_types, statement),
+            Statement::Execute { name: Some(name), parameters, immediate: false, into, using, .. }
+                if into.is_empty() && using.is_empty() =>
+            {
+                prepare::execute(self, name, parameters)
+            }
+            Statement::Deallocate { name, .. } => prepare::deallocate(self, name),
             Statement::LISTEN { .. } | Statement::UNLISTEN { .. } | Statement::NOTIFY { .. } => listen::execute(self, stmt),
             // GreptimeDB's (and MySQL's) USE db: the connection's database
             // changes, as if it had connected to it.
