@@ -81,6 +81,11 @@ impl Catalog {
         self.state.read().rules.values().filter(|r| r.database == database && r.table == table).cloned().collect()
     }
 
+    /// Whether any table has a rule (writes skip looking for theirs when none does).
+    pub fn has_rules(&self) -> bool {
+        !self.state.read().rules.is_empty()
+    }
+
     /// Every rule of a database.
     pub fn database_rules(&self, database: &str) -> Vec<RuleDef> {
         self.state.read().rules.values().filter(|r| r.database == database).cloned().collect()

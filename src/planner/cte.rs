@@ -204,7 +204,7 @@ impl Planner<'_> {
         r
     }
 
-    fn push_ctes(&self, with: &ast::With, level: usize) -> Result<()> {
+    pub(super) fn push_ctes(&self, with: &ast::With, level: usize) -> Result<()> {
         if with.recursive {
             recursive_with_order(with)?;
         }
@@ -237,8 +237,11 @@ impl Planner<'_> {
             }
         };
         let CteKind::Query { query, columns, recursive, level: at, search_cycle, group } = kind else { unreachable!("matched above") };
-        // The WITH query's own outer query, when the reference sees the same one.
-        let outer = outer.filter(|_| level(outer) == at);
+        // The WITH query's own outer query, when the reference sees it: at
+        // the WITH's level, or deeper (`(WITH c AS (VALUES (f1)) SELECT (SELECT
+        // x FROM c))` — the outer column is then found through the scopes in
+        // between, at the depth the reference's position gives it).
+        let outer = outer.filter(|_| level(outer) >= at);
         let saved: Vec<Cte> = self.ctes.borrow_mut().drain(i..).collect();
         if recursive {
             // WITH RECURSIVE: the later queries of the same list are in scope

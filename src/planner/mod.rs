@@ -164,7 +164,11 @@ impl<'a> Planner<'a> {
         if rel.written_schema.is_some() {
             return Ok(rel);
         }
-        let exists = |db: &str| self.catalog.table(db, &rel.name).is_some() || self.catalog.view(db, &rel.name).is_some();
+        let exists = |db: &str| {
+            self.catalog.table(db, &rel.name).is_some()
+                || self.catalog.view(db, &rel.name).is_some()
+                || self.catalog.sequence(db, &rel.name).is_some()
+        };
         // A view of another database reads that database's relations first.
         let home = self.home.as_deref().unwrap_or(&self.database);
         if home != self.database && exists(&self.database) {

@@ -431,6 +431,32 @@ impl Planner<'_> {
                     .collect();
                 Expr::Case { operand: Some(Box::new(key)), whens, else_expr: None, ty: SqlType::Text }
             }
+            // pg_table_is_visible(oid): false for the relations of schemas off
+            // search_path and for other sessions' temporary ones; true else.
+            ("pg_table_is_visible", [a]) => {
+                let key = self.relation_arg(a, scope, agg)?;
+                let path = self.search_databases();
+                let mut hidden = Vec::new();
+                for d in self.catalog.databases() {
+                    let on_path = path.contains(&d);
+                    let off = |name: &str| {
+                        !on_path || (name.starts_with("pg_temp_") && !self.temp_names.iter().any(|(_, stored)| stored == name))
+                    };
+                    for t in self.catalog.tables(&d).into_iter().filter(|t| off(&t.name)) {
+                        hidden.push(table_oid(t.id));
+                        hidden.push(index_oid(t.id));
+                    }
+                    hidden.extend(self.catalog.database_indexes(&d).iter().filter(|i| off(&i.table)).map(user_index_oid));
+                    hidden.extend(self.catalog.views(&d).iter().filter(|v| off(&v.name)).map(view_oid));
+                    hidden.extend(self.catalog.sequences(&d).iter().filter(|q| off(&q.name)).map(|q| table_oid(q.id)));
+                }
+                let whens = hidden
+                    .into_iter()
+                    .map(|oid| (Expr::lit(Value::Int(oid), SqlType::Int8), Expr::lit(Value::Bool(false), SqlType::Bool)))
+                    .collect();
+                let otherwise = Expr::lit(Value::Bool(true), SqlType::Bool);
+                Expr::Case { operand: Some(Box::new(key)), whens, else_expr: Some(Box::new(otherwise)), ty: SqlType::Bool }
+            }
             ("pg_get_viewdef", [a, rest @ ..]) => {
                 let key = self.relation_arg(a, scope, agg)?;
                 // pretty: a constant true (a non-constant flag shows the plain form).

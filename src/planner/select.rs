@@ -1377,6 +1377,19 @@ impl<'a> Planner<'a> {
             }
             return Ok((plan, cols));
         }
+        if let Some(seq) = self.catalog.sequence(db, name) {
+            // A sequence reads as its one row, as PostgreSQL's does (log_cnt: 0,
+            // weir logs its values apart).
+            if let Some(role) = self.check_as.borrow().as_deref() {
+                self.catalog.check_relation(role, db, name, "sequence", crate::catalog::acl::SELECT)?;
+            }
+            let v = self.catalog.sequence_value(&seq);
+            use crate::types::{SqlType as T, Value as V};
+            return super::system::table(
+                &[("last_value", T::Int8), ("log_cnt", T::Int8), ("is_called", T::Bool)],
+                vec![vec![V::Int(v.last_value), V::Int(0), V::Bool(v.is_called)]],
+            );
+        }
         if rel.written_schema.is_none() {
             match super::system::system_table(self, "pg_catalog", name) {
                 Ok(r) => return Ok(r),

@@ -241,6 +241,10 @@ pub fn is_reserved_schema(name: &str) -> bool {
     matches!(name, "public" | "pg_catalog" | "information_schema")
 }
 
+/// OID of the session's temporary schema (`pg_temp_<n>`): each session sees
+/// only its own, so one OID serves them all.
+pub const TEMP_NAMESPACE_OID: i64 = 13900;
+
 /// OID of the namespace of the i-th database (in `databases()` order).
 pub fn database_namespace_oid(i: usize) -> i64 {
     14000 + i as i64
@@ -684,6 +688,11 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 vec![Value::Int(2200), t("public"), Value::Int(10), Value::Null],
                 vec![Value::Int(13000), t("information_schema"), Value::Int(10), Value::Null],
             ];
+            // The session's temporary schema, once it has made a temporary relation.
+            if let Some((_, stored)) = p.temp_names.first() {
+                let schema: String = stored.splitn(4, '_').take(3).collect::<Vec<_>>().join("_");
+                rows.push(vec![Value::Int(TEMP_NAMESPACE_OID), t(&schema), Value::Int(10), Value::Null]);
+            }
             for (i, d) in p.catalog.databases().iter().enumerate().filter(|(_, d)| !is_reserved_schema(d)) {
                 let owner = role_oid(p, &p.catalog.owner_of(&AclObject::Database(d.clone())));
                 rows.push(vec![Value::Int(database_namespace_oid(i)), t(d), Value::Int(owner), Value::Null]);
@@ -734,63 +743,92 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         }
         ("pg_catalog", "pg_class") => {
             let mut rows = Vec::new();
-            let row = |oid: i64, name: &str, kind: &str, has_index: bool, rel: &str| {
-                // An index has its table's owner and no ACL of its own.
-                let obj = AclObject::Relation(db.to_string(), rel.to_string());
-                let acl = if kind == "i" { None } else { p.catalog.acl_column(&obj) };
-                vec![
-                    Value::Int(oid),
-                    t(name),
-                    Value::Int(2200),
-                    t(kind),
-                    Value::Int(role_oid(p, &p.catalog.owner_of(&obj))),
-                    Value::Int(if kind == "r" { 2 } else { 0 }),
-                    Value::Int(0),
-                    Value::Bool(has_index),
-                    Value::Bool(false),
-                    Value::Bool(false),
-                    Value::Bool(false),
-                    Value::Bool(false),
-                    Value::Bool(false),
-                    Value::Int(0),
-                    Value::Int(0),
-                    t("p"),
-                    t("d"),
-                    Value::Int(0),
-                    Value::Float(-1.0),
-                    Value::Null,
-                    Value::Null,
-                    Value::Int(0),
-                    // relpages: no page estimate (as a never-analyzed relation).
-                    Value::Int(0),
-                    acl.map(Value::Text).unwrap_or(Value::Null),
-                ]
+            // The relations of the schemas on search_path: the connection's
+            // database is `public`, the session's temporary relations are in its
+            // pg_temp schema under the names it wrote (other sessions' keep
+            // their private names). Other databases stay out: weir's databases are its
+            // schemas, and a client of one database should not meet the
+            // relations of every other.
+            let path = p.search_databases();
+            let mut schemas = vec![(db.to_string(), 2200)];
+            for (i, d) in p.catalog.databases().iter().enumerate() {
+                if d != db && !is_reserved_schema(d) && path.contains(d) {
+                    schemas.push((d.clone(), database_namespace_oid(i)));
+                }
+            }
+            let placed = |d: &str, nsp: i64, name: &str| -> Option<(i64, String)> {
+                if d != db {
+                    return Some((nsp, name.to_string()));
+                }
+                match p.temp_names.iter().find(|(_, stored)| stored == name) {
+                    Some((user, _)) => Some((TEMP_NAMESPACE_OID, user.clone())),
+                    None => Some((nsp, name.to_string())),
+                }
             };
-            let indexes = p.catalog.database_indexes(db);
-            for tdef in p.catalog.tables(db) {
-                let pk = pk_columns(&tdef);
-                let has_index = pk.is_some() || indexes.iter().any(|i| i.table == tdef.name);
-                rows.push(row(table_oid(tdef.id), &tdef.name, "r", has_index, &tdef.name));
-                if pk.is_some() {
-                    let mut r = row(index_oid(tdef.id), &format!("{}_pkey", tdef.name), "i", false, &tdef.name);
-                    r[5] = Value::Int(403); // btree
-                    rows.push(r);
+            for (d, nsp) in &schemas {
+                let db = d.as_str();
+                let row = |oid: i64, name: &str, kind: &str, has_index: bool, rel: &str| -> Option<Vec<Value>> {
+                    // An index has its table's owner and no ACL of its own.
+                    let obj = AclObject::Relation(db.to_string(), rel.to_string());
+                    let acl = if kind == "i" { None } else { p.catalog.acl_column(&obj) };
+                    let (nsp, name) = placed(db, *nsp, name)?;
+                    Some(vec![
+                        Value::Int(oid),
+                        t(&name),
+                        Value::Int(nsp),
+                        t(kind),
+                        Value::Int(role_oid(p, &p.catalog.owner_of(&obj))),
+                        Value::Int(if kind == "r" { 2 } else { 0 }),
+                        Value::Int(0),
+                        Value::Bool(has_index),
+                        Value::Bool(false),
+                        Value::Bool(false),
+                        Value::Bool(false),
+                        Value::Bool(false),
+                        Value::Bool(false),
+                        Value::Int(0),
+                        Value::Int(0),
+                        t("p"),
+                        t("d"),
+                        Value::Int(0),
+                        Value::Float(-1.0),
+                        Value::Null,
+                        Value::Null,
+                        Value::Int(0),
+                        // relpages: no page estimate (as a never-analyzed relation).
+                        Value::Int(0),
+                        acl.map(Value::Text).unwrap_or(Value::Null),
+                    ])
+                };
+                let indexes = p.catalog.database_indexes(db);
+                for tdef in p.catalog.tables(db) {
+                    let pk = pk_columns(&tdef);
+                    let has_index = pk.is_some() || indexes.iter().any(|i| i.table == tdef.name);
+                    rows.extend(row(table_oid(tdef.id), &tdef.name, "r", has_index, &tdef.name));
+                    if pk.is_some() {
+                        if let Some(mut r) = row(index_oid(tdef.id), &format!("{}_pkey", tdef.name), "i", false, &tdef.name) {
+                            r[5] = Value::Int(403); // btree
+                            rows.push(r);
+                        }
+                    }
                 }
-            }
-            for idx in &indexes {
-                let mut r = row(user_index_oid(idx), &idx.name, "i", false, &idx.table);
-                r[5] = Value::Int(403);
-                rows.push(r);
-            }
-            for v in &p.catalog.views(db) {
-                let mut r = row(view_oid(v), &v.name, "v", false, &v.name);
-                if !v.options.is_empty() {
-                    r[19] = t(&format!("{{{}}}", v.options.join(",")));
+                for idx in &indexes {
+                    if let Some(mut r) = row(user_index_oid(idx), &idx.name, "i", false, &idx.table) {
+                        r[5] = Value::Int(403);
+                        rows.push(r);
+                    }
                 }
-                rows.push(r);
-            }
-            for s in &p.catalog.sequences(db) {
-                rows.push(row(table_oid(s.id), &s.name, "S", false, &s.name));
+                for v in &p.catalog.views(db) {
+                    if let Some(mut r) = row(view_oid(v), &v.name, "v", false, &v.name) {
+                        if !v.options.is_empty() {
+                            r[19] = t(&format!("{{{}}}", v.options.join(",")));
+                        }
+                        rows.push(r);
+                    }
+                }
+                for s in &p.catalog.sequences(db) {
+                    rows.extend(row(table_oid(s.id), &s.name, "S", false, &s.name));
+                }
             }
             table(
                 &[

@@ -8,8 +8,10 @@
 //! FROM items' columns as the planner binds them (names and types), and kept in
 //! the catalog: like PostgreSQL's stored rule, it does not change when a table
 //! gains columns later. Pretty (`pg_get_viewdef(v, true)`: fewer parentheses)
-//! and plain forms are both kept. A query shape this module does not know
-//! (WITH, functions in FROM, LATERAL, window clauses, ...) is an error here and
+//! and plain forms are both kept. WITH queries are put in the planner's scope
+//! while their query prints (get_with_clause, SEARCH / CYCLE included), and a
+//! temporary table prints under the name the session wrote. A query shape this
+//! module does not know (LATERAL, some FROM items, ...) is an error here and
 //! the caller keeps the query's own SQL text instead.
 //!
 //! Imports only the planner's binding helpers and sqlparser's AST.
@@ -557,8 +559,21 @@ impl Deparser<'_, '_> {
     /// get_query_def: one query level at `out`'s indentation. `names` are the
     /// output column names its SELECTs label with (the view's columns at the top).
     fn query(&self, q: &ast::Query, outer: &[Level], names: Labels, out: &mut Out) -> Result<()> {
-        if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() {
-            bail!(FeatureNotSupported, "view definition text: WITH, FETCH and locking clauses are not deparsed");
+        if q.fetch.is_some() || !q.locks.is_empty() {
+            bail!(FeatureNotSupported, "view definition text: FETCH and locking clauses are not deparsed");
+        }
+        if let Some(w) = &q.with {
+            // The WITH queries are in scope of the body and of each other as
+            // the planner binds them (FROM items read their columns there).
+            let depth = self.planner.ctes.borrow().len();
+            let body = ast::Query { with: None, ..q.clone() };
+            let r = self
+                .planner
+                .push_ctes(w, 0)
+                .and_then(|()| self.with_clause(w, outer, out))
+                .and_then(|()| self.query(&body, outer, names, out));
+            self.planner.ctes.borrow_mut().truncate(depth);
+            return r;
         }
         let mut o = Out { buf: String::new(), indent: out.indent };
         let (level, targets) = self.set_expr(&q.body, outer, names, &mut o)?;
@@ -607,6 +622,64 @@ impl Deparser<'_, '_> {
             }
         }
         out.push(&o.buf);
+        Ok(())
+    }
+
+    /// get_with_clause.
+    fn with_clause(&self, w: &ast::With, outer: &[Level], o: &mut Out) -> Result<()> {
+        o.indent += INDENT_STD;
+        o.push(" ");
+        let mut sep = if w.recursive { "WITH RECURSIVE " } else { "WITH " };
+        for cte in &w.cte_tables {
+            o.push(sep);
+            o.push(&quote(&ident(&cte.alias.name)));
+            if !cte.alias.columns.is_empty() {
+                let names: Vec<String> = cte.alias.columns.iter().map(|c| quote(&ident(&c.name))).collect();
+                o.push(&format!("({})", names.join(", ")));
+            }
+            o.push(" AS ");
+            match cte.materialized {
+                Some(ast::CteAsMaterialized::Materialized) => o.push("MATERIALIZED "),
+                Some(ast::CteAsMaterialized::NotMaterialized) => o.push("NOT MATERIALIZED "),
+                None => {}
+            }
+            o.push("(");
+            o.keyword("", 0, 0, 0);
+            let mut inner = Out { buf: String::new(), indent: o.indent };
+            self.query(&cte.query, outer, Labels::Derived, &mut inner)?;
+            o.push(&inner.buf);
+            o.keyword("", 0, 0, 0);
+            o.push(")");
+            let sc = crate::parser::cte_clauses(cte)?.unwrap_or_default();
+            if let Some(s) = &sc.search {
+                let by: Vec<String> = s.by.iter().map(|c| quote(c)).collect();
+                o.push(&format!(
+                    " SEARCH {} FIRST BY {} SET {}",
+                    if s.breadth_first { "BREADTH" } else { "DEPTH" },
+                    by.join(", "),
+                    quote(&s.set)
+                ));
+            }
+            if let Some(c) = &sc.cycle {
+                let cols: Vec<String> = c.columns.iter().map(|c| quote(c)).collect();
+                o.push(&format!(" CYCLE {} SET {}", cols.join(", "), quote(&c.mark)));
+                let is_bool = |e: &E, b: bool| matches!(unnest(e), E::Value(v) if v.value == Value::Boolean(b));
+                if !(is_bool(&c.value, true) && is_bool(&c.default, false)) {
+                    let scope = self.chain(outer, &Level::default());
+                    // An untyped literal mark is text, as the planner makes it.
+                    let text =
+                        |x: &E| (self.ty(x, &scope) == Ty::Unknown && self.literal(x) != Some(Lit::Null)).then_some(Ty::Sql(SqlType::Text));
+                    o.push(" TO ");
+                    self.expr(&c.value, &scope, text(&c.value), Parent::Top, o)?;
+                    o.push(" DEFAULT ");
+                    self.expr(&c.default, &scope, text(&c.default), Parent::Top, o)?;
+                }
+                o.push(&format!(" USING {}", quote(&c.path)));
+            }
+            sep = ", ";
+        }
+        o.indent -= INDENT_STD;
+        o.keyword("", 0, 0, 0);
         Ok(())
     }
 
@@ -1245,15 +1318,20 @@ impl Deparser<'_, '_> {
                     o.push(&quote(&s));
                     o.push(".");
                 }
-                o.push(&quote(&rel.name));
+                // A temporary relation under the name the session wrote (its
+                // stored name is private); `FROM t` keeps `t` as an implicit alias.
+                let temp = self.planner.temp_names.iter().find(|(_, stored)| *stored == rel.name).map(|(user, _)| user.clone());
+                let name = temp.clone().unwrap_or_else(|| rel.name.clone());
+                o.push(&quote(&name));
                 let refname = self.refnames.borrow().get(&(f as *const TableFactor as usize)).cloned();
-                let refname = refname.unwrap_or_else(|| rel.name.clone());
+                let refname = refname.unwrap_or_else(|| name.clone());
+                let implicit = temp.is_some() && alias.as_ref().is_some_and(|a| !a.explicit && ident(&a.name) == name);
                 // A relation's column aliases print when any differs from the
                 // column's real name (set_relation_column_names' printaliases).
                 let real: Vec<String> = self.planner.plan_factor_columns(&plain_table(f))?.into_iter().map(|c| c.0).collect();
                 let shown = self.colnames.borrow().get(&key_of(f)).cloned().unwrap_or_else(|| self.written_names(&real, alias.as_ref()));
                 let print_aliases = shown != real;
-                if alias.is_some() || refname != rel.name || print_aliases {
+                if (alias.is_some() && !implicit) || refname != name || print_aliases {
                     o.push(" ");
                     o.push(&quote(&refname));
                 }

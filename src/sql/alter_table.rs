@@ -8,7 +8,9 @@
 //! the price is a copy of the table (fine for PostgreSQL-style tables, heavy for a
 //! large time-series table). A rename of the table is a catalog change only
 //! (regions are by id); views that name the table have their query rewritten to
-//! the new name. Views are stored as SQL, so a column change that leaves a view
+//! the new name. Before a column change, a view reading the table has its `*`
+//! spelled out (its deparsed definition becomes its SQL, `frozen`), so an added
+//! column does not join it, as in PostgreSQL. Views are stored as SQL, so a column change that leaves a view
 //! unplannable is refused (2BP01 for DROP COLUMN, which CASCADE answers by dropping
 //! the views, as PostgreSQL does). Runs outside transaction blocks only. Writes to
 //! the table during the copy fail with 40001 (retry) instead of being lost.
@@ -164,12 +166,36 @@ fn dependent_views(s: &Session, def: &TableDef) -> Vec<ViewDef> {
 
 /// Whether a view still plans (against the catalog as it is now).
 fn view_plans(s: &Session, v: &ViewDef) -> bool {
-    let Ok(q) = crate::parser::parse_query(&v.sql) else { return false };
+    view_types(s, &v.database, &v.sql).is_some()
+}
+
+/// The column types a view's query plans to (None: it does not plan).
+fn view_types(s: &Session, database: &str, sql: &str) -> Option<Vec<crate::types::SqlType>> {
+    let q = crate::parser::parse_query(sql).ok()?;
     let mut planner = s.planner(Default::default());
     planner.home = Some(planner.database.clone());
-    planner.database = v.database.clone();
+    planner.database = database.to_string();
     planner.check_as.replace(None);
-    planner.plan_query(&q, None).is_ok()
+    let plan = planner.plan_query(&q, None).ok()?;
+    Some(crate::planner::output_columns(&plan).iter().map(|c| c.ty).collect())
+}
+
+/// A view with its `*` as it expands now: PostgreSQL keeps a view's columns as
+/// they were when it was made, so a column added to a table it reads with `*`
+/// does not join it (nor break a UNION of it). The view's deparsed definition
+/// is that query (columns spelled out); it replaces the SQL when it plans to
+/// the same column types. Temporary views (whose SQL names private relations)
+/// and views without a deparsed definition stay as they are.
+fn frozen(s: &Session, v: ViewDef) -> ViewDef {
+    let Some((_, plain)) = &v.definition else { return v };
+    let text = plain.trim().trim_end_matches(';').to_string();
+    if v.name.starts_with("pg_temp_") || text == v.sql.trim() {
+        return v;
+    }
+    match (view_types(s, &v.database, &v.sql), view_types(s, &v.database, &text)) {
+        (Some(a), Some(b)) if a == b => ViewDef { sql: text, ..v },
+        _ => v,
+    }
 }
 
 fn rename_table(s: &mut Session, old: &TableDef, new: &ast::ObjectName) -> Result<()> {
@@ -298,7 +324,9 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
     def.columns = cols.iter().map(|(c, _)| c.clone()).collect();
     def.time_index = old.time_index.map(new_pos);
     def.primary_key = old.primary_key.iter().map(|&o| new_pos(o)).collect();
-    let views = dependent_views(s, old);
+    let views: Vec<ViewDef> = dependent_views(s, old).into_iter().map(|v| frozen(s, v)).collect();
+    let frozen_views: Vec<ViewDef> =
+        views.iter().filter(|v| s.engine.catalog.view(&v.database, &v.name).is_some_and(|o| o.sql != v.sql)).cloned().collect();
     s.engine.open_table_regions(&def)?;
     let undo_regions = |s: &Session, def: &TableDef| {
         for r in 0..def.regions.max(1) {
@@ -342,6 +370,10 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
                 v.name
             );
         }
+    }
+    // The change stays: views keep their columns spelled out from now on.
+    for v in frozen_views.into_iter().filter(|v| !broken.iter().any(|b| b.name == v.name && b.database == v.database)) {
+        cat.create_view(v, true)?;
     }
     for r in 0..old.regions.max(1) {
         s.engine.storage.drop_region(region_id(old.id, r))?;

@@ -66,6 +66,18 @@ fn parse_query(sql: &str) -> Result<ast::Query> {
     }
 }
 
+/// A rule's condition, from its text.
+fn parse_condition(sql: &str) -> Result<ast::Expr> {
+    let q = parse_query(&format!("SELECT {sql}"))?;
+    match q.body.as_ref() {
+        ast::SetExpr::Select(sel) => match sel.projection.first() {
+            Some(ast::SelectItem::UnnamedExpr(e)) => Ok(e.clone()),
+            _ => bail!(Internal, "rule condition is not an expression: {sql}"),
+        },
+        _ => bail!(Internal, "rule condition is not an expression: {sql}"),
+    }
+}
+
 /// FROM items as the AST has them, from their text.
 fn from_items(text: &str) -> Result<Vec<ast::TableWithJoins>> {
     let q = parse_query(&format!("SELECT 1 FROM {text}"))?;
@@ -224,7 +236,7 @@ fn rule_table(s: &Session, name: &ast::ObjectName) -> Result<TableDef> {
 
 /// INSERT / UPDATE / DELETE: through the target's rules when it has some.
 pub fn execute_dml(s: &mut Session, stmt: &Statement, params: Params) -> Result<QueryResult> {
-    let Some(event) = event_of(stmt) else { return dml::execute(s, stmt, params) };
+    let Some(event) = event_of(stmt).filter(|_| s.engine.catalog.has_rules()) else { return dml::execute(s, stmt, params) };
     let def = {
         let planner = s.planner(params.clone());
         match dml::table_name_of(stmt).and_then(|n| planner.table_named(n)) {
@@ -282,7 +294,8 @@ type Pseudo = Vec<(String, Vec<PlanColumn>, Vec<RecordBatch>)>;
 fn with_row_numbers(def: &TableDef, name: &str, batch: &RecordBatch) -> Result<(String, Vec<PlanColumn>, Vec<RecordBatch>)> {
     let mut cols: Vec<PlanColumn> =
         def.columns.iter().map(|c| PlanColumn { name: c.name.clone(), qualifier: Some(name.to_string()), ty: c.ty }).collect();
-    cols.push(PlanColumn { name: ROW.into(), qualifier: Some(name.to_string()), ty: SqlType::Int8 });
+    // Hidden from `new.*` (a system column's mark), reachable as `new."?rule row?"`.
+    cols.push(PlanColumn { name: ROW.into(), qualifier: crate::planner::system_qualifier(Some(name)), ty: SqlType::Int8 });
     let n = batch.num_rows();
     let mut arrays: Vec<ArrayRef> = batch.columns().to_vec();
     arrays.push(Arc::new(Int64Array::from_iter_values(0..n as i64)));
@@ -473,7 +486,7 @@ fn restricted_original(stmt: &Statement, def: &TableDef, conditions: &[ast::Expr
         Statement::Insert(ins) => {
             // The computed rows go in as they are (identity values included).
             let cols: Vec<String> = def.columns.iter().map(|c| quoted(&c.name)).collect();
-            let mut sql = format!("SELECT {} FROM new", cols.join(", "));
+            let mut sql = format!("SELECT {} FROM \"new\"", cols.join(", "));
             let mut w: Option<ast::Expr> = None;
             for c in conditions {
                 w = Some(and(w, not_taken(c)));
@@ -524,27 +537,17 @@ fn apply(
 ) -> Result<QueryResult> {
     let pseudo = pseudo_relations(s, stmt, def, &params)?;
     let instead = rules.iter().any(|r| r.instead && r.condition.is_none());
-    let conditions: Vec<ast::Expr> = rules
-        .iter()
-        .filter(|r| r.instead)
-        .filter_map(|r| r.condition.as_deref())
-        .map(|c| match parse_query(&format!("SELECT {c}"))?.body.as_ref() {
-            ast::SetExpr::Select(sel) => match sel.projection.first() {
-                Some(ast::SelectItem::UnnamedExpr(e)) => Ok(e.clone()),
-                _ => bail!(Internal, "rule condition"),
-            },
-            _ => bail!(Internal, "rule condition"),
-        })
-        .collect::<Result<_>>()?;
+    let conditions: Vec<ast::Expr> =
+        rules.iter().filter(|r| r.instead).filter_map(|r| r.condition.as_deref()).map(parse_condition).collect::<Result<_>>()?;
     let has_where = match stmt {
         Statement::Update(u) => u.selection.is_some() || u.from.is_some(),
         Statement::Delete(d) => d.selection.is_some() || d.using.is_some(),
         _ => true,
     };
     let items = match event {
-        RuleEvent::Insert => "new".to_string(),
-        RuleEvent::Delete => "old".to_string(),
-        RuleEvent::Update => format!("old JOIN new ON old.{r} = new.{r}", r = quoted(ROW)),
+        RuleEvent::Insert => "\"new\"".to_string(),
+        RuleEvent::Delete => "\"old\"".to_string(),
+        RuleEvent::Update => format!("\"old\" JOIN \"new\" ON \"old\".{r} = \"new\".{r}", r = quoted(ROW)),
     };
     let run_original = |s: &mut Session| -> Result<Option<QueryResult>> {
         if instead {
@@ -559,16 +562,7 @@ fn apply(
     }
     let mut instead_result: Option<QueryResult> = None;
     for (rule, action) in actions {
-        let condition = rule.condition.as_deref().map(|c| -> Result<ast::Expr> {
-            match parse_query(&format!("SELECT {c}"))?.body.as_ref() {
-                ast::SetExpr::Select(sel) => match sel.projection.first() {
-                    Some(ast::SelectItem::UnnamedExpr(e)) => Ok(e.clone()),
-                    _ => bail!(Internal, "rule condition"),
-                },
-                _ => bail!(Internal, "rule condition"),
-            }
-        });
-        let condition = condition.transpose()?;
+        let condition = rule.condition.as_deref().map(parse_condition).transpose()?;
         let join = event == RuleEvent::Insert || has_where || mentions_new_or_old(action) || mentions_new_or_old(&condition);
         let bound = if matches!(action, Statement::NOTIFY { .. }) {
             action.clone()
