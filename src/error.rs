@@ -140,6 +140,8 @@ pub enum ErrorKind {
     SequenceGeneratorLimitExceeded,
     /// 428C9: a value for a GENERATED ALWAYS identity column.
     GeneratedAlways,
+    /// 42P21: two explicit, different COLLATE clauses meet.
+    CollationMismatch,
     Internal,
 }
 
@@ -231,6 +233,7 @@ impl ErrorKind {
             AmbiguousFunction => "42725",
             SequenceGeneratorLimitExceeded => "2200H",
             GeneratedAlways => "428C9",
+            CollationMismatch => "42P21",
             Internal => "XX000",
         }
     }

@@ -8,9 +8,11 @@ use arrow::array::*;
 use arrow::datatypes::*;
 
 use super::expr::cast_array;
-use super::plan::{AggCall, AggFunc};
+use super::float_stats;
+use super::plan::{AggCall, AggFunc, RegrFunc};
 use crate::err;
 use crate::error::Result;
+use crate::types::interval::Interval;
 use crate::types::numeric::Numeric;
 use crate::types::{value_at, values_to_array, SqlType, Value};
 
@@ -42,8 +44,18 @@ enum State {
     /// array_agg, and string_agg with ORDER BY: each group's rows in input
     /// order; `finish` sorts them by their keys (stably) and joins them.
     Collect(Vec<Vec<Collected>>),
-    /// Welford: (n, mean, m2).
-    Var(Vec<(i64, f64, f64)>),
+    /// PostgreSQL's float8_accum state (N, Sx, Sxx): Youngs-Cramer.
+    Var(Vec<[f64; 3]>),
+    /// PostgreSQL's float8_regr_accum state (N, Sx, Sxx, Sy, Syy, Sxy).
+    Regr(Vec<[f64; 6]>),
+    /// sum / avg of intervals: the sum and the count.
+    IntervalSum(Vec<(Interval, i64)>),
+    /// An ordered-set aggregate: each group's direct arguments (from its
+    /// first row) and its rows' ORDER BY keys, sorted by `finish`.
+    Ordered {
+        direct: Vec<Option<Vec<Value>>>,
+        rows: Vec<Vec<Vec<Value>>>,
+    },
     /// first / last: the (time, value) pair least (first) or greatest
     /// (last) in (time, value) order.
     FirstLast {
@@ -97,6 +109,7 @@ impl Accumulator {
             AggFunc::CountStar | AggFunc::Count => State::Count(vec![]),
             AggFunc::Sum | AggFunc::Avg if call.ty == SqlType::Numeric && input_ty.is_integer() => State::SumI128(vec![]),
             AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max if call.ty == SqlType::Numeric => State::Num(vec![]),
+            AggFunc::Sum | AggFunc::Avg if call.ty == SqlType::Interval => State::IntervalSum(vec![]),
             AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop if call.ty == SqlType::Numeric => {
                 State::NumVar(vec![])
             }
@@ -124,6 +137,8 @@ impl Accumulator {
             }
             AggFunc::SumExact => State::SumExact(vec![]),
             AggFunc::User(_) => State::User(vec![]),
+            AggFunc::Regr(_) => State::Regr(vec![]),
+            AggFunc::OrderedSet(_) => State::Ordered { direct: vec![], rows: vec![] },
         };
         Accumulator { call: call.clone(), state, seen: Default::default(), distinct_rows: None }
     }
@@ -140,7 +155,13 @@ impl Accumulator {
             State::Bool { vals, .. } => vals.resize(groups, None),
             State::StringAgg(v) => v.resize(groups, None),
             State::Collect(v) => v.resize_with(groups, Vec::new),
-            State::Var(v) => v.resize(groups, (0, 0.0, 0.0)),
+            State::Var(v) => v.resize(groups, [0.0; 3]),
+            State::Regr(v) => v.resize(groups, [0.0; 6]),
+            State::IntervalSum(v) => v.resize(groups, (Interval::ZERO, 0)),
+            State::Ordered { direct, rows } => {
+                direct.resize(groups, None);
+                rows.resize_with(groups, Vec::new);
+            }
             State::FirstLast { vals, .. } => vals.resize(groups, None),
             State::ExtremeCount { vals, counts, .. } => {
                 vals.resize(groups, Value::Null);
@@ -297,6 +318,26 @@ impl Accumulator {
             }
             return Ok(());
         }
+        if let (State::Ordered { direct, rows }, AggFunc::OrderedSet(f)) = (&mut self.state, self.call.func) {
+            let d = self.call.value_arity();
+            let keys: Vec<usize> = self.call.order_keys().iter().map(|k| k.0).collect();
+            for (i, &g) in groups.iter().enumerate() {
+                if !live(i) {
+                    continue;
+                }
+                let row: Vec<Value> = keys.iter().map(|&k| value_at(args[k].as_ref(), i)).collect();
+                // percentile and mode skip NULL inputs; a hypothetical
+                // set's rows sort with their NULLs.
+                if !f.hypothetical() && row[0].is_null() {
+                    continue;
+                }
+                if direct[g].is_none() {
+                    direct[g] = Some(args[..d].iter().map(|a| value_at(a.as_ref(), i)).collect());
+                }
+                rows[g].push(row);
+            }
+            return Ok(());
+        }
         let a = &args[0];
         if let State::Collect(rows) = &mut self.state {
             let string_agg = self.call.func == AggFunc::StringAgg;
@@ -310,7 +351,7 @@ impl Accumulator {
                     continue;
                 }
                 let val = match &text {
-                    Some(t) => Some(t.as_string::<i32>().value(i).to_string()),
+                    Some(t) => Some(bytes_of(t.as_string::<i32>().value(i), ety).to_string()),
                     None => crate::types::array::elem_text(&value_at(a.as_ref(), i), ety),
                 };
                 if self.call.distinct {
@@ -325,7 +366,8 @@ impl Accumulator {
                     // DISTINCT sorts its input, as PostgreSQL's does.
                     kv.push(value_at(a.as_ref(), i));
                 }
-                let sep = sep.as_ref().map(|d| d.as_string::<i32>()).filter(|d| d.is_valid(i)).map(|d| d.value(i).to_string());
+                let sep =
+                    sep.as_ref().map(|d| d.as_string::<i32>()).filter(|d| d.is_valid(i)).map(|d| bytes_of(d.value(i), ety).to_string());
                 rows[groups[i]].push(Collected { keys: kv, val, sep });
             }
             return Ok(());
@@ -489,14 +531,28 @@ impl Accumulator {
             State::Var(v) => {
                 let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
                 let c = c.as_primitive::<Float64Type>().values();
-                each!(i => {
-                    let s = &mut v[groups[i]];
-                    let x = c[i];
-                    s.0 += 1;
-                    let d = x - s.1;
-                    s.1 += d / s.0 as f64;
-                    s.2 += d * (x - s.1);
-                })
+                each!(i => { float_stats::accum(&mut v[groups[i]], c[i])?; })
+            }
+            State::IntervalSum(v) => {
+                let keep = keep.unwrap_or_else(|| vec![true; n]);
+                for i in 0..n {
+                    if let (true, Value::Interval(x)) = (keep[i], value_at(a.as_ref(), i)) {
+                        let s = &mut v[groups[i]];
+                        *s = (s.0.checked_add(x)?, s.1 + 1);
+                    }
+                }
+            }
+            State::Regr(v) => {
+                // Strict in both arguments: a row with either NULL is skipped.
+                let y = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
+                let x = cast_array(&args[1], self.call.args[1].ty(), SqlType::Float8)?;
+                let (y, x) = (y.as_primitive::<Float64Type>(), x.as_primitive::<Float64Type>());
+                let keep = keep.unwrap_or_else(|| vec![true; n]);
+                for i in 0..n {
+                    if keep[i] && x.is_valid(i) {
+                        float_stats::regr_accum(&mut v[groups[i]], y.value(i), x.value(i))?;
+                    }
+                }
             }
             State::MinMaxF64 { vals, is_min } => {
                 let c = cast_array(a, self.call.args[0].ty(), SqlType::Float8)?;
@@ -565,9 +621,10 @@ impl Accumulator {
                     }
                 }
             }
-            State::Collect(_) | State::User(_) => unreachable!("collected above"),
+            State::Collect(_) | State::User(_) | State::Ordered { .. } => unreachable!("collected above"),
             State::StringAgg(vals) => {
-                let s = cast_array(a, self.call.args[0].ty(), SqlType::Text)?;
+                let ety = self.call.args[0].ty();
+                let s = cast_array(a, ety, SqlType::Text)?;
                 let s = s.as_string::<i32>();
                 let sep = args.get(1).map(|d| cast_array(d, SqlType::Text, SqlType::Text)).transpose()?;
                 let keep = keep.unwrap_or_else(|| vec![true; n]);
@@ -577,13 +634,14 @@ impl Accumulator {
                             .as_ref()
                             .map(|d| d.as_string::<i32>())
                             .filter(|d| d.is_valid(i))
-                            .map(|d| d.value(i).to_string())
+                            .map(|d| bytes_of(d.value(i), ety).to_string())
                             .unwrap_or_default();
                         let cur = &mut vals[groups[i]];
+                        let v = bytes_of(s.value(i), ety);
                         match cur {
-                            None => *cur = Some(s.value(i).to_string()),
+                            None => *cur = Some(v.to_string()),
                             Some(c) => {
-                                let more = sep.len() + s.value(i).len();
+                                let more = sep.len() + v.len();
                                 if c.len() + more > super::memory::MAX_VALUE_BYTES {
                                     // PostgreSQL's words for a string buffer past 1 GB.
                                     return Err(err!(ProgramLimitExceeded, "out of memory").with_detail(format!(
@@ -592,7 +650,7 @@ impl Accumulator {
                                     )));
                                 }
                                 c.push_str(&sep);
-                                c.push_str(s.value(i));
+                                c.push_str(v);
                             }
                         }
                     }
@@ -634,16 +692,18 @@ impl Accumulator {
                 }
             }
             (State::Var(v), State::Var(o)) => {
-                // Chan et al.'s pairwise combination of (n, mean, m2).
                 for (g, &m) in map.iter().enumerate() {
-                    let (nb, mb, m2b) = o[g];
-                    if nb == 0 {
-                        continue;
-                    }
-                    let (na, ma, m2a) = v[m];
-                    let n = na + nb;
-                    let d = mb - ma;
-                    v[m] = (n, ma + d * nb as f64 / n as f64, m2a + m2b + d * d * na as f64 * nb as f64 / n as f64);
+                    v[m] = float_stats::combine(&v[m], &o[g])?;
+                }
+            }
+            (State::IntervalSum(v), State::IntervalSum(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    v[m] = (v[m].0.checked_add(o[g].0)?, v[m].1 + o[g].1);
+                }
+            }
+            (State::Regr(v), State::Regr(o)) => {
+                for (g, &m) in map.iter().enumerate() {
+                    v[m] = float_stats::regr_combine(&v[m], &o[g])?;
                 }
             }
             (State::MinMaxF64 { vals, is_min }, State::MinMaxF64 { vals: o, .. }) => {
@@ -812,35 +872,56 @@ impl Accumulator {
             }
             State::Var(v) => {
                 let f = self.call.func;
-                let a: Float64Array = v
+                let sample = matches!(f, AggFunc::StddevSamp | AggFunc::VarSamp);
+                let stddev = matches!(f, AggFunc::StddevSamp | AggFunc::StddevPop);
+                Arc::new(v.iter().map(|s| float_stats::variance(s, sample, stddev)).collect::<Float64Array>())
+            }
+            // regr_count counts the pairs: 0, not NULL, over none.
+            State::Regr(v) if self.call.func == AggFunc::Regr(RegrFunc::Count) => {
+                Arc::new(v.iter().map(|s| s[0] as i64).collect::<Int64Array>())
+            }
+            // interval_avg: the sum divided by the count (interval_div).
+            State::IntervalSum(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                for &(sum, count) in v {
+                    out.push(match (count, self.call.func) {
+                        (0, _) => Value::Null,
+                        (_, AggFunc::Avg) => Value::Interval(sum.div_f64(count as f64)?),
+                        _ => Value::Interval(sum),
+                    });
+                }
+                values_to_array(&out, ty)?
+            }
+            State::Ordered { direct, rows } => {
+                let AggFunc::OrderedSet(f) = self.call.func else {
+                    return Err(err!(Internal, "an ordered-set state of {:?}", self.call.func));
+                };
+                let keys: Vec<super::ordered_set::Key> = self
+                    .call
+                    .order_keys()
                     .iter()
-                    .map(|(n, _, m2)| {
-                        let (n, m2) = (*n as f64, *m2);
-                        let var = match f {
-                            AggFunc::VarPop | AggFunc::StddevPop => {
-                                if n < 1.0 {
-                                    return None;
-                                } else {
-                                    m2 / n
-                                }
-                            }
-                            _ => {
-                                if n < 2.0 {
-                                    return None;
-                                } else {
-                                    m2 / (n - 1.0)
-                                }
-                            }
-                        };
-                        Some(if matches!(f, AggFunc::StddevPop | AggFunc::StddevSamp) { var.sqrt() } else { var })
-                    })
+                    .map(|&(k, desc, nulls_first)| super::ordered_set::Key { ty: self.call.args[k].ty(), desc, nulls_first })
                     .collect();
-                Arc::new(a)
+                let mut out = Vec::with_capacity(rows.len());
+                for (d, r) in direct.iter().zip(rows) {
+                    let mut r = r.clone();
+                    out.push(super::ordered_set::finish(f, d.as_deref(), &mut r, &keys, ty)?);
+                }
+                values_to_array(&out, ty)?
+            }
+            State::Regr(v) => {
+                let AggFunc::Regr(f) = self.call.func else { return Err(err!(Internal, "a regression state of {:?}", self.call.func)) };
+                Arc::new(v.iter().map(|s| float_stats::regr_final(f, s)).collect::<Float64Array>())
             }
             State::MinMaxF64 { vals, .. } => cast_array(&(Arc::new(Float64Array::from(vals.clone())) as ArrayRef), SqlType::Float8, ty)?,
             State::MinMaxI64 { vals, .. } => i64_array(vals, ty)?,
             State::MinMax { vals, .. } => values_to_array(vals, ty)?,
             State::Bool { vals, .. } => Arc::new(BooleanArray::from(vals.clone())),
+            // string_agg(bytea, bytea) joined the hex digits: the result
+            // takes its `\x` back.
+            State::StringAgg(v) if ty == SqlType::Bytea => {
+                Arc::new(v.iter().map(|s| s.as_ref().map(|s| format!("\\x{s}"))).collect::<StringArray>())
+            }
             State::StringAgg(v) => Arc::new(StringArray::from(v.clone())),
             State::Collect(groups) => {
                 let mut dirs: Vec<(bool, bool)> = self.call.order_keys().iter().map(|&(_, d, n)| (d, n)).collect();
@@ -867,7 +948,7 @@ impl Accumulator {
                                 return Err(err!(ProgramLimitExceeded, "out of memory"));
                             }
                         }
-                        out.push(Some(s));
+                        out.push(Some(if ty == SqlType::Bytea { format!("\\x{s}") } else { s }));
                     }
                 }
                 Arc::new(StringArray::from(out))
@@ -881,7 +962,16 @@ impl Accumulator {
     }
 }
 
-/// Compare two rows' ORDER BY keys: (desc, nulls first) per key.
+/// string_agg's piece of a value: a bytea's hex digits without their
+/// `\x` (joined, they are the concatenated bytes' digits), else the text.
+fn bytes_of(s: &str, ty: SqlType) -> &str {
+    if ty == SqlType::Bytea {
+        s.strip_prefix("\\x").unwrap_or(s)
+    } else {
+        s
+    }
+}
+
 /// Fold `x` (standing for `count` rows) into a numeric sum / avg / min /
 /// max state.
 fn num_fold(func: AggFunc, state: &mut (Option<Numeric>, i64), x: &Numeric, count: i64) -> Result<()> {
@@ -952,6 +1042,7 @@ pub(super) fn fold_numeric<'a>(func: AggFunc, vals: impl Iterator<Item = &'a Val
     })
 }
 
+/// Compare two rows' ORDER BY keys: (desc, nulls first) per key.
 fn cmp_keys(a: &[Value], b: &[Value], dirs: &[(bool, bool)]) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     for ((x, y), &(desc, nulls_first)) in a.iter().zip(b).zip(dirs) {

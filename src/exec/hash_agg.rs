@@ -53,7 +53,14 @@ impl HashAggExecutor {
     fn parallel_safe(&self) -> bool {
         self.aggs.iter().all(|a| {
             !a.distinct
-                && !matches!(a.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg | super::plan::AggFunc::User(_))
+                && !matches!(
+                    a.func,
+                    super::plan::AggFunc::StringAgg
+                        | super::plan::AggFunc::ArrayAgg
+                        | super::plan::AggFunc::User(_)
+                        | super::plan::AggFunc::OrderedSet(_)
+                        | super::plan::AggFunc::Regr(_)
+                )
                 && !a.args.iter().chain(a.filter.as_ref()).any(|e| e.has_subquery())
         }) && !self.group_by.iter().any(|e| e.has_subquery())
     }
@@ -314,13 +321,31 @@ impl Partial {
         }
         let use_runs = self.runs.len() * 4 <= n;
         for a in self.accs.iter_mut() {
+            let filter = a.call.filter.as_ref().map(|f| f.eval(batch, ctx)).transpose()?;
+            let filter = filter.as_ref().map(|f| f.as_any().downcast_ref::<BooleanArray>().expect("filter is boolean"));
+            // FILTER comes first, as in PostgreSQL: the arguments are
+            // evaluated over the rows it keeps only (`sum(1/x) FILTER
+            // (WHERE x > 0)` divides by no zero).
+            if let Some(f) = filter.filter(|f| f.true_count() < n) {
+                let mask = if arrow::array::Array::null_count(f) > 0 { arrow::compute::prep_null_mask_filter(f) } else { f.clone() };
+                let kept = arrow::compute::filter_record_batch(batch, &mask)?;
+                let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(&kept, ctx)).collect::<Result<_>>()?;
+                if keeps_values(a.call.func) {
+                    ctx.charge(args.iter().map(|x| super::memory::array_bytes(x.as_ref())).sum(), "string_agg")?;
+                }
+                if self.groups.is_none() {
+                    a.update_single(&args, None, kept.num_rows())?;
+                } else {
+                    let groups: Vec<usize> = self.group_idx.iter().zip(mask.values().iter()).filter(|(_, k)| *k).map(|(g, _)| *g).collect();
+                    a.update(&groups, &args, None)?;
+                }
+                continue;
+            }
             let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(batch, ctx)).collect::<Result<_>>()?;
-            if matches!(a.call.func, super::plan::AggFunc::StringAgg | super::plan::AggFunc::ArrayAgg | super::plan::AggFunc::User(_)) {
+            if keeps_values(a.call.func) {
                 // string_agg and array_agg keep every value they fold in.
                 ctx.charge(args.iter().map(|x| super::memory::array_bytes(x.as_ref())).sum(), "string_agg")?;
             }
-            let filter = a.call.filter.as_ref().map(|f| f.eval(batch, ctx)).transpose()?;
-            let filter = filter.as_ref().map(|f| f.as_any().downcast_ref::<BooleanArray>().expect("filter is boolean"));
             if self.groups.is_none() {
                 a.update_single(&args, filter, n)?;
             } else if !(use_runs && a.update_runs(&self.runs, &args, filter)?) {
@@ -373,3 +398,11 @@ impl BatchExecutor for HashAggExecutor {
 #[cfg(test)]
 #[path = "hash_agg_tests.rs"]
 mod tests;
+
+/// Aggregates that keep every value they fold in (charged to the
+/// statement's memory): string_agg, array_agg, user-defined and
+/// ordered-set aggregates.
+fn keeps_values(f: super::plan::AggFunc) -> bool {
+    use super::plan::AggFunc;
+    matches!(f, AggFunc::StringAgg | AggFunc::ArrayAgg | AggFunc::User(_) | AggFunc::OrderedSet(_))
+}

@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod exact_sum;
 pub mod expr;
+pub mod float_stats;
 pub mod functions;
 pub mod memory;
 pub mod plan;
@@ -25,6 +26,7 @@ mod limit;
 pub(crate) mod mock;
 mod narrow;
 pub mod numeric;
+mod ordered_set;
 mod partition;
 mod pg_qsort;
 mod project_set;

@@ -84,6 +84,96 @@ pub enum AggFunc {
     /// A user-defined aggregate (`CREATE AGGREGATE`), by its number in
     /// `user_agg`'s registry.
     User(u32),
+    /// The two-argument statistics `f(y, x)` over float8 (regr_*, covar_*,
+    /// corr), from PostgreSQL's float8_regr_accum state.
+    Regr(RegrFunc),
+    /// An ordered-set or hypothetical-set aggregate,
+    /// `f(direct args) WITHIN GROUP (ORDER BY keys)`.
+    OrderedSet(OrderedSetFunc),
+}
+
+/// PostgreSQL's built-in ordered-set aggregates (percentile_cont /
+/// percentile_disc of one fraction or an array of them, mode) and
+/// hypothetical-set aggregates (rank … cume_dist of a hypothetical row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OrderedSetFunc {
+    PercentileCont,
+    PercentileDisc,
+    Mode,
+    Rank,
+    DenseRank,
+    PercentRank,
+    CumeDist,
+}
+
+impl OrderedSetFunc {
+    pub fn from_name(name: &str) -> Option<OrderedSetFunc> {
+        Some(match name {
+            "percentile_cont" => OrderedSetFunc::PercentileCont,
+            "percentile_disc" => OrderedSetFunc::PercentileDisc,
+            "mode" => OrderedSetFunc::Mode,
+            "rank" => OrderedSetFunc::Rank,
+            "dense_rank" => OrderedSetFunc::DenseRank,
+            "percent_rank" => OrderedSetFunc::PercentRank,
+            "cume_dist" => OrderedSetFunc::CumeDist,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OrderedSetFunc::PercentileCont => "percentile_cont",
+            OrderedSetFunc::PercentileDisc => "percentile_disc",
+            OrderedSetFunc::Mode => "mode",
+            OrderedSetFunc::Rank => "rank",
+            OrderedSetFunc::DenseRank => "dense_rank",
+            OrderedSetFunc::PercentRank => "percent_rank",
+            OrderedSetFunc::CumeDist => "cume_dist",
+        }
+    }
+
+    /// A hypothetical-set aggregate: as many direct arguments as keys.
+    pub fn hypothetical(self) -> bool {
+        matches!(self, OrderedSetFunc::Rank | OrderedSetFunc::DenseRank | OrderedSetFunc::PercentRank | OrderedSetFunc::CumeDist)
+    }
+}
+
+/// The aggregates of PostgreSQL's float8_regr_accum state
+/// (N, Sx, Sxx, Sy, Syy, Sxy), each with its final function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RegrFunc {
+    Count,
+    Sxx,
+    Syy,
+    Sxy,
+    Avgx,
+    Avgy,
+    R2,
+    Slope,
+    Intercept,
+    CovarPop,
+    CovarSamp,
+    Corr,
+}
+
+impl RegrFunc {
+    pub fn from_name(name: &str) -> Option<RegrFunc> {
+        Some(match name {
+            "regr_count" => RegrFunc::Count,
+            "regr_sxx" => RegrFunc::Sxx,
+            "regr_syy" => RegrFunc::Syy,
+            "regr_sxy" => RegrFunc::Sxy,
+            "regr_avgx" => RegrFunc::Avgx,
+            "regr_avgy" => RegrFunc::Avgy,
+            "regr_r2" => RegrFunc::R2,
+            "regr_slope" => RegrFunc::Slope,
+            "regr_intercept" => RegrFunc::Intercept,
+            "covar_pop" => RegrFunc::CovarPop,
+            "covar_samp" => RegrFunc::CovarSamp,
+            "corr" => RegrFunc::Corr,
+            _ => return None,
+        })
+    }
 }
 
 /// An aggregate call. For string_agg and array_agg, whose result follows
@@ -302,14 +392,19 @@ impl AggCall {
     pub fn value_arity(&self) -> usize {
         match self.func {
             AggFunc::CountStar => 0,
-            AggFunc::StringAgg => 2.min(self.args.len()),
+            AggFunc::StringAgg | AggFunc::Regr(_) => 2.min(self.args.len()),
+            // Direct arguments, then (key, direction) pairs: a
+            // hypothetical-set call has one direct argument per key.
+            AggFunc::OrderedSet(OrderedSetFunc::Mode) => 0,
+            AggFunc::OrderedSet(f) if f.hypothetical() => self.args.len() / 3,
+            AggFunc::OrderedSet(_) => 1.min(self.args.len()),
             _ => 1.min(self.args.len()),
         }
     }
 
     /// The ORDER BY keys: (argument position, desc, nulls first).
     pub fn order_keys(&self) -> Vec<(usize, bool, bool)> {
-        if !matches!(self.func, AggFunc::StringAgg | AggFunc::ArrayAgg) {
+        if !matches!(self.func, AggFunc::StringAgg | AggFunc::ArrayAgg | AggFunc::OrderedSet(_)) {
             return vec![];
         }
         let first = self.value_arity();

@@ -756,6 +756,8 @@ pub fn decompose(call: &AggCall) -> std::result::Result<Decomposition, NotDecomp
         ArrayAgg => return no("array_agg collects in input order; partial arrays cannot be merged in that order"),
         First | Last => return no("first / last merge (time, value) pairs, which no single merge aggregate keeps"),
         MinCount | MaxCount | SumExact => return no("an internal aggregate of incremental flows"),
+        OrderedSet(_) => return no("an ordered-set aggregate sorts all of its group's rows; partial sorts are not merged"),
+        Regr(_) => return no("the regression aggregates keep a six-value state no single merge aggregate keeps"),
     })
 }
 

@@ -38,7 +38,7 @@ pub fn agg_func(name: &str) -> Option<AggFunc> {
         "var_pop" => AggFunc::VarPop,
         "first" => AggFunc::First,
         "last" => AggFunc::Last,
-        _ => return None,
+        other => AggFunc::Regr(crate::exec::plan::RegrFunc::from_name(other)?),
     })
 }
 
@@ -1208,7 +1208,7 @@ impl<'a> Planner<'a> {
         } else {
             vec![]
         };
-        if ordered && agg_func(&name).is_none() && user_aggs.is_empty() {
+        if ordered && agg_func(&name).is_none() && user_aggs.is_empty() && f.within_group.is_empty() {
             bail!(WrongObjectType, "ORDER BY specified, but {name} is not an aggregate function");
         }
         if ordered && matches!(agg_func(&name), Some(AggFunc::First | AggFunc::Last)) {
@@ -1273,6 +1273,11 @@ impl<'a> Planner<'a> {
         if !user_aggs.is_empty() {
             return self.bind_user_aggregate(&name, user_aggs, &args, star, distinct, ordered, f.filter.as_deref(), scope, agg);
         }
+        if !f.within_group.is_empty() && f.over.is_none() {
+            let call = super::ordered_set::CallParts { args: &args, distinct, ordered, filter: f.filter.as_deref() };
+            return self.bind_ordered_set(&name, call, &f.within_group, scope, agg);
+        }
+        super::ordered_set::check_needs_within_group(&name, f)?;
         if let Some(over) = &f.over {
             let (mut args, mut star, mut filter) = (args, star, f.filter.as_deref());
             if let (Some(cond), Some(_)) = (filter, agg_func(&name)) {
@@ -1371,11 +1376,12 @@ impl<'a> Planner<'a> {
                             SqlType::Float8
                         }
                     } else if arg_ty == SqlType::Interval {
-                        bail!(FeatureNotSupported, "sum(interval) is not supported")
+                        SqlType::Interval
                     } else {
                         return Err(crate::exec::functions::registry::no_such_function("sum", &[arg_ty]));
                     }
                 }
+                AggFunc::Avg if arg_ty == SqlType::Interval => SqlType::Interval,
                 AggFunc::Avg | AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::VarPop | AggFunc::VarSamp => {
                     if !arg_ty.is_numeric() && arg_ty != SqlType::Unknown {
                         return Err(crate::exec::functions::registry::no_such_function(&name, &[arg_ty]));
@@ -1395,8 +1401,23 @@ impl<'a> Planner<'a> {
                         arg_ty
                     }
                 }
-                AggFunc::MinCount | AggFunc::MaxCount | AggFunc::SumExact | AggFunc::User(_) => {
-                    unreachable!("internal and user-defined aggregates are not named by agg_func")
+                AggFunc::MinCount | AggFunc::MaxCount | AggFunc::SumExact | AggFunc::User(_) | AggFunc::OrderedSet(_) => {
+                    unreachable!("internal, user-defined and ordered-set aggregates are not named by agg_func")
+                }
+                AggFunc::Regr(r) => {
+                    // f(float8, float8): numbers and unknown literals are cast.
+                    let tys: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
+                    if tys.len() != 2 || tys.iter().any(|t| !t.is_numeric() && *t != SqlType::Unknown) {
+                        return Err(crate::exec::functions::registry::no_such_function(&name, &tys));
+                    }
+                    for b in bound.iter_mut() {
+                        *b = coerce(b.clone(), SqlType::Float8)?;
+                    }
+                    if r == crate::exec::plan::RegrFunc::Count {
+                        SqlType::Int8
+                    } else {
+                        SqlType::Float8
+                    }
                 }
                 AggFunc::BoolAnd | AggFunc::BoolOr => {
                     if arg_ty != SqlType::Bool && arg_ty != SqlType::Unknown {
@@ -1413,18 +1434,22 @@ impl<'a> Planner<'a> {
                         .ok_or_else(|| err!(FeatureNotSupported, "array_agg over arrays (multidimensional arrays) is not supported"))?
                 }
                 AggFunc::StringAgg => {
-                    // string_agg(text, text): other types have no such function.
+                    // string_agg(text, text) and string_agg(bytea, bytea):
+                    // other types have no such function.
                     let tys: Vec<SqlType> = bound.iter().map(|b| b.ty()).collect();
-                    if tys.len() != 2 || tys.iter().any(|t| !t.is_text() && *t != SqlType::Unknown) {
+                    let bytea = tys.contains(&SqlType::Bytea);
+                    let fits = |t: &SqlType| *t == SqlType::Unknown || if bytea { *t == SqlType::Bytea } else { t.is_text() };
+                    if tys.len() != 2 || !tys.iter().all(fits) {
                         let names: Vec<String> = tys.iter().map(|t| t.to_string()).collect();
                         bail!(UndefinedFunction, "function {name}({}) does not exist", names.join(", "));
                     }
+                    let ty = if bytea { SqlType::Bytea } else { SqlType::Text };
                     for b in bound.iter_mut() {
                         if b.ty() == SqlType::Unknown {
-                            *b = coerce(b.clone(), SqlType::Text)?;
+                            *b = coerce(b.clone(), ty)?;
                         }
                     }
-                    SqlType::Text
+                    ty
                 }
             };
             if matches!(func, AggFunc::BoolAnd | AggFunc::BoolOr) && arg_ty == SqlType::Unknown {
@@ -1440,10 +1465,16 @@ impl<'a> Planner<'a> {
             // only (the others answer the same in any order): its keys
             // follow the arguments, each with its direction (`AggCall`).
             if ordered && matches!(func, AggFunc::StringAgg | AggFunc::ArrayAgg) {
+                let value_args = bound.len();
                 for o in order_by {
                     let k = self.bind_expr(&o.expr, scope, None)?;
                     super::srf::refuse_in_call(std::slice::from_ref(&k), "aggregate")?;
                     let k = if k.ty() == SqlType::Unknown { coerce(k, SqlType::Text)? } else { k };
+                    // With DISTINCT the rows are the distinct arguments: a key
+                    // must be one of them.
+                    if distinct && !bound[..value_args].contains(&k) {
+                        bail!(InvalidColumnReference, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list");
+                    }
                     let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
                     let nulls_first = o.options.nulls_first.unwrap_or(desc);
                     bound.push(k);

@@ -307,11 +307,14 @@ pub fn delta_plan(plan: &LogicalPlan) -> std::result::Result<DeltaPlan, String> 
             }
             AggFunc::MinCount | AggFunc::MaxCount | AggFunc::SumExact => return Err("an internal aggregate".into()),
             AggFunc::User(_) => return Err("a user-defined aggregate has no partial state to merge".into()),
+            AggFunc::OrderedSet(_) => {
+                return Err("an ordered-set aggregate sorts all of its group's rows; there is no partial state".into())
+            }
             AggFunc::StringAgg => {
                 return Err("string_agg concatenates in input order; partial strings cannot be merged in that order".into())
             }
             AggFunc::ArrayAgg => return Err("array_agg collects in input order; partial arrays cannot be merged in that order".into()),
-            AggFunc::VarPop | AggFunc::VarSamp | AggFunc::StddevPop | AggFunc::StddevSamp => {
+            AggFunc::VarPop | AggFunc::VarSamp | AggFunc::StddevPop | AggFunc::StddevSamp | AggFunc::Regr(_) => {
                 return Err(format!("{name} is not kept incrementally: its merged formula rounds differently from the direct one"))
             }
         };

@@ -18,6 +18,7 @@ pub mod inherit;
 pub mod logical;
 mod named_window;
 mod narrow;
+mod ordered_set;
 pub mod partition;
 pub mod physical;
 mod privilege;

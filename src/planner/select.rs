@@ -426,6 +426,15 @@ impl<'a> Planner<'a> {
             for (i, a) in aggs.iter().enumerate() {
                 agg_cols.push(PlanColumn::new(format!("agg{i}"), a.ty));
             }
+            // An ordered-set aggregate's direct arguments are evaluated once
+            // per group: they may use grouped columns only.
+            for a in &aggs {
+                if let crate::exec::plan::AggFunc::OrderedSet(_) = a.func {
+                    for d in &a.args[..a.value_arity()] {
+                        post_agg(d, &group_by, &[])?;
+                    }
+                }
+            }
             let rewrite = |e: &Expr| post_agg(e, &group_by, &aggs);
             proj = proj.iter().map(rewrite).collect::<Result<_>>()?;
             having = having.as_ref().map(rewrite).transpose()?;

@@ -718,3 +718,97 @@ pub fn float_send(a: &Args<'_>) -> Result<ArrayRef> {
     }
     Ok(arc(b.finish()))
 }
+
+/// An (N, Sx, …) statistics state given as a float8[] (float8_accum and
+/// friends): exactly `N` elements, no NULLs, as PostgreSQL's check_float8_array.
+fn float8_state<const N: usize>(text: &str, caller: &str) -> Result<[f64; N]> {
+    let items = crate::types::array::parse_array(text)?;
+    let bad = || err!(Internal, "{caller}: expected {N}-element float8 array");
+    if items.len() != N {
+        return Err(bad());
+    }
+    let mut out = [0.0; N];
+    for (o, item) in out.iter_mut().zip(&items) {
+        let t = item.as_deref().ok_or_else(bad)?;
+        *o = parse_float8(t)?;
+    }
+    Ok(out)
+}
+
+fn parse_float8(t: &str) -> Result<f64> {
+    match crate::exec::expr::parse_text_as(t, SqlType::Float8)? {
+        crate::types::Value::Float(f) => Ok(f),
+        _ => Err(err!(Internal, "float8 input gave another type")),
+    }
+}
+
+fn float8_array_text(vals: &[f64]) -> String {
+    crate::types::array::format_array(&vals.iter().map(|v| Some(crate::types::format_f64(*v))).collect::<Vec<_>>())
+}
+
+/// PostgreSQL's float8 statistics support functions, callable from SQL:
+/// float8_accum(float8[], float8), float8_regr_accum(float8[], float8,
+/// float8), float8_combine(float8[], float8[]) and
+/// float8_regr_combine(float8[], float8[]) (`exec::float_stats`).
+pub fn float8_stats(a: &Args<'_>) -> Result<ArrayRef> {
+    use crate::exec::float_stats as fs;
+    let texts: Vec<ArrayRef> = a.cols.iter().map(|c| cast(c, &DataType::Utf8)).collect::<std::result::Result<_, _>>()?;
+    let at = |j: usize, i: usize| -> Option<&str> {
+        let c = texts[j].as_string::<i32>();
+        let k = if a.scalar[j] { 0 } else { i };
+        c.is_valid(k).then(|| c.value(k))
+    };
+    let num = |j: usize, i: usize| -> Result<Option<f64>> { at(j, i).map(parse_float8).transpose() };
+    let mut b = StringBuilder::with_capacity(a.n, a.n * 24);
+    for i in 0..a.n {
+        let out = match (a.name, at(0, i)) {
+            (_, None) => None,
+            ("float8_accum", Some(s)) => match num(1, i)? {
+                Some(x) => {
+                    let mut st = float8_state::<3>(s, a.name)?;
+                    fs::accum(&mut st, x)?;
+                    Some(float8_array_text(&st))
+                }
+                None => None,
+            },
+            ("float8_regr_accum", Some(s)) => match (num(1, i)?, num(2, i)?) {
+                (Some(y), Some(x)) => {
+                    let mut st = float8_state::<6>(s, a.name)?;
+                    fs::regr_accum(&mut st, y, x)?;
+                    Some(float8_array_text(&st))
+                }
+                _ => None,
+            },
+            ("float8_combine", Some(s)) => match at(1, i) {
+                Some(t) => Some(float8_array_text(&fs::combine(&float8_state::<3>(s, a.name)?, &float8_state::<3>(t, a.name)?)?)),
+                None => None,
+            },
+            (_, Some(s)) => match at(1, i) {
+                Some(t) => Some(float8_array_text(&fs::regr_combine(&float8_state::<6>(s, a.name)?, &float8_state::<6>(t, a.name)?)?)),
+                None => None,
+            },
+        };
+        b.append_option(out);
+    }
+    Ok(arc(b.finish()))
+}
+
+/// booland_statefunc / boolor_statefunc (bool_and's and bool_or's
+/// transition functions, strict): AND / OR of two booleans.
+pub fn bool_statefunc(a: &Args<'_>) -> Result<ArrayRef> {
+    let and = a.name == "booland_statefunc";
+    let col = |j: usize| a.cols[j].as_boolean_opt().ok_or_else(|| err!(Internal, "{} over a non-boolean column", a.name));
+    let (x, y) = (col(0)?, col(1)?);
+    let mut b = BooleanBuilder::with_capacity(a.n);
+    for i in 0..a.n {
+        let (kx, ky) = (if a.scalar[0] { 0 } else { i }, if a.scalar[1] { 0 } else { i });
+        if x.is_null(kx) || y.is_null(ky) {
+            b.append_null();
+        } else if and {
+            b.append_value(x.value(kx) && y.value(ky));
+        } else {
+            b.append_value(x.value(kx) || y.value(ky));
+        }
+    }
+    Ok(arc(b.finish()))
+}

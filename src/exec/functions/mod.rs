@@ -139,6 +139,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         .collect();
     let any_t = Arg::Any;
     let text_arr = SqlType::Array(crate::types::Elem::Text);
+    let f8_arr = SqlType::Array(crate::types::Elem::Float8);
     let defs = vec![
         // Conditional expressions: evaluated lazily by the binder/evaluator.
         Def::new("coalesce", vec![var(&[], any_t, Unknown)], unsupported_special).special(),
@@ -245,6 +246,13 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("factorial", vec![s(&[Int8], Numeric)], math::factorial),
         Def::new("numeric_inc", vec![s(&[Numeric], Numeric)], math::numeric_only),
         Def::new("float4send", vec![s(&[Float4], Bytea)], math::float_send),
+        // The statistics aggregates' support functions (`exec::float_stats`).
+        Def::new("float8_accum", vec![s(&[f8_arr, Float8], f8_arr)], math::float8_stats),
+        Def::new("float8_regr_accum", vec![s(&[f8_arr, Float8, Float8], f8_arr)], math::float8_stats),
+        Def::new("float8_combine", vec![s(&[f8_arr, f8_arr], f8_arr)], math::float8_stats),
+        Def::new("float8_regr_combine", vec![s(&[f8_arr, f8_arr], f8_arr)], math::float8_stats),
+        Def::new("booland_statefunc", vec![s(&[Bool, Bool], Bool)], math::bool_statefunc),
+        Def::new("boolor_statefunc", vec![s(&[Bool, Bool], Bool)], math::bool_statefunc),
         Def::new("float8send", vec![s(&[Float8], Bytea)], math::float_send),
         // Strings.
         Def::new("translate", vec![s(&[Text, Text, Text], Text)], string::translate),

@@ -191,6 +191,21 @@ const AGGREGATES: &[&str] = &[
     "variance",
     "var_samp",
     "var_pop",
+    "regr_count",
+    "regr_sxx",
+    "regr_syy",
+    "regr_sxy",
+    "regr_avgx",
+    "regr_avgy",
+    "regr_r2",
+    "regr_slope",
+    "regr_intercept",
+    "covar_pop",
+    "covar_samp",
+    "corr",
+    "percentile_cont",
+    "percentile_disc",
+    "mode",
 ];
 
 /// The process-wide registry.
