@@ -329,6 +329,9 @@ impl Partial {
             if let Some(f) = filter.filter(|f| f.true_count() < n) {
                 let mask = if arrow::array::Array::null_count(f) > 0 { arrow::compute::prep_null_mask_filter(f) } else { f.clone() };
                 let kept = arrow::compute::filter_record_batch(batch, &mask)?;
+                if kept.num_rows() == 0 {
+                    continue;
+                }
                 let args: Vec<ArrayRef> = a.call.args.iter().map(|e| e.eval(&kept, ctx)).collect::<Result<_>>()?;
                 if keeps_values(a.call.func) {
                     ctx.charge(args.iter().map(|x| super::memory::array_bytes(x.as_ref())).sum(), "string_agg")?;

@@ -39,7 +39,8 @@ pub fn sort_keys(a: &dyn Array) -> Result<ArrayRef> {
 /// value); NULL where either is.
 fn zip_with(l: &dyn Array, r: &dyn Array, f: impl Fn(Numeric, Numeric) -> Result<Numeric>) -> Result<ArrayRef> {
     let (lv, rv) = (values(l)?, values(r)?);
-    let n = lv.len().max(rv.len());
+    // One side may be a single value; no rows on either side is no rows.
+    let n = if lv.is_empty() || rv.is_empty() { 0 } else { lv.len().max(rv.len()) };
     let at = |v: &Vec<Option<Numeric>>, i: usize| if v.len() == 1 { v[0].clone() } else { v[i].clone() };
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
@@ -336,4 +337,20 @@ fn bucket_f64(x: f64, lo: f64, hi: f64, count: i64) -> Result<i32> {
     };
     let r = (r as i64).min(count - 1);
     Ok(r as i32 + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A single value against no rows is no rows (an empty batch after a
+    /// FILTER), not a read past the end.
+    #[test]
+    fn one_value_against_no_rows() {
+        let one = array(vec![Some(Numeric::from_i64(10))]);
+        let none = array(vec![]);
+        assert_eq!(binary_fn("power", one.as_ref(), none.as_ref()).unwrap().len(), 0);
+        assert_eq!(arith(BinOp::Add, none.as_ref(), one.as_ref()).unwrap().len(), 0);
+        assert_eq!(binary_fn("power", one.as_ref(), one.as_ref()).unwrap().len(), 1);
+    }
 }
