@@ -20,6 +20,7 @@
 //! use it).
 
 mod admin;
+mod aggregate_options;
 mod alter_sequence;
 mod cache;
 mod create_database;
@@ -225,6 +226,8 @@ fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, Wei
     let tokens = recursive_view::rewrite_tokens(tokens);
     // U&'…' / U&"…" with UESCAPE, ORDER BY … USING <, VARIADIC arguments (`pg_lexical.rs`).
     let tokens = pg_lexical::rewrite_tokens(tokens).map_err(|m| syntax_error(sql, ParserError::TokenizerError(m)))?;
+    // CREATE AGGREGATE's `SFUNC = f(argtypes)` (`aggregate_options.rs`).
+    let tokens = aggregate_options::rewrite_tokens(tokens);
     Ok(Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).with_tokens_with_locations(tokens))
 }
 

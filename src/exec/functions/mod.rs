@@ -234,6 +234,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         // The integer operators' functions, which aggregates name as
         // support functions (SFUNC = int4pl).
         Def::new("int2pl", vec![s(&[Int2, Int2], Int2)], math::int_op),
+        Def::new("int4_sum", vec![s(&[Int8, Int4], Int8)], math::int_sum_transition).lenient(),
+        Def::new("int2_sum", vec![s(&[Int8, Int2], Int8)], math::int_sum_transition).lenient(),
         Def::new("int4pl", vec![s(&[Int4, Int4], Int4)], math::int_op),
         Def::new("int8pl", vec![s(&[Int8, Int8], Int8)], math::int_op),
         Def::new("int2mi", vec![s(&[Int2, Int2], Int2)], math::int_op),
