@@ -370,7 +370,20 @@ impl<'a> Planner<'a> {
 
         // DISTINCT ON keys, bound like ORDER BY keys.
         let mut distinct_on: Vec<Expr> = match &s.distinct {
-            Some(ast::Distinct::On(exprs)) => exprs.iter().map(|e| self.bind_expr(e, &scope, Some(&collector))).collect::<Result<_>>()?,
+            // `DISTINCT ON (1)` is the first output column, as in ORDER BY.
+            Some(ast::Distinct::On(exprs)) => exprs
+                .iter()
+                .map(|e| match e {
+                    ast::Expr::Value(v) if matches!(&v.value, ast::Value::Number(..)) => {
+                        let ast::Value::Number(n, _) = &v.value else { unreachable!() };
+                        match n.parse::<usize>() {
+                            Ok(k) if (1..=items.len()).contains(&k) => Ok(items[k - 1].0.clone()),
+                            _ => bail!(InvalidColumnReference, "SELECT DISTINCT ON position {n} is not in select list"),
+                        }
+                    }
+                    _ => self.bind_expr(e, &scope, Some(&collector)),
+                })
+                .collect::<Result<_>>()?,
             _ => vec![],
         };
         // hop(ts, slide, size) as a key: each row joins every window holding it.
