@@ -225,7 +225,7 @@ fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, Wei
     let tokens = search_cycle::rewrite_tokens(tokens);
     let tokens = recursive_view::rewrite_tokens(tokens);
     // U&'…' / U&"…" with UESCAPE, ORDER BY … USING <, VARIADIC arguments (`pg_lexical.rs`).
-    let tokens = pg_lexical::rewrite_tokens(tokens).map_err(|m| syntax_error(sql, ParserError::TokenizerError(m)))?;
+    let tokens = pg_lexical::rewrite_tokens(tokens).map_err(|e| syntax_error(sql, e))?;
     // CREATE AGGREGATE's `SFUNC = f(argtypes)` (`aggregate_options.rs`).
     let tokens = aggregate_options::rewrite_tokens(tokens);
     Ok(Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).with_tokens_with_locations(tokens))

@@ -13,6 +13,7 @@
 //!
 //! Imports only sqlparser (below `error`, like the rest of the parser).
 
+use sqlparser::parser::ParserError;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
 /// The VARIADIC marker function's name (lowercase, unquoted).
@@ -89,14 +90,48 @@ fn valid_uescape(s: &str) -> Option<char> {
     Some(c)
 }
 
-/// The token stream with the forms above rewritten; Err(message) for a malformed Unicode
-/// escape (a syntax error in PostgreSQL). Streams without them come back as they were.
-pub fn rewrite_tokens(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>, String> {
+/// A comment between two string constants continued across a newline: PostgreSQL's
+/// scanner ends the first constant there, so the second is a syntax error (sqlparser would
+/// join them, as it skips comments with white space).
+fn comment_in_continuation(tokens: &[TokenWithSpan]) -> Result<(), ParserError> {
+    for (i, t) in tokens.iter().enumerate() {
+        if !matches!(t.token, Token::SingleQuotedString(_)) {
+            continue;
+        }
+        let (mut newline, mut comment) = (false, false);
+        for next in &tokens[i + 1..] {
+            match &next.token {
+                Token::Whitespace(Whitespace::Newline) => newline = true,
+                Token::Whitespace(Whitespace::SingleLineComment { .. }) => {
+                    comment = true;
+                    newline = true;
+                }
+                Token::Whitespace(Whitespace::MultiLineComment(_)) => comment = true,
+                Token::Whitespace(_) => {}
+                Token::SingleQuotedString(_) if newline && comment => {
+                    let at = next.span.start;
+                    return Err(ParserError::ParserError(format!(
+                        "string constants continued across a comment at Line: {}, Column: {}",
+                        at.line, at.column
+                    )));
+                }
+                _ => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The token stream with the forms above rewritten; Err for a malformed Unicode escape or a
+/// comment inside a string continuation (syntax errors in PostgreSQL). Streams without them
+/// come back as they were.
+pub fn rewrite_tokens(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>, ParserError> {
+    comment_in_continuation(&tokens)?;
     let relevant = tokens.iter().any(|t| is_word(&t.token, "u") || is_word(&t.token, "using") || is_word(&t.token, "variadic"));
     if !relevant {
         return Ok(tokens);
     }
-    let tokens = unicode_escapes(tokens)?;
+    let tokens = unicode_escapes(tokens).map_err(ParserError::TokenizerError)?;
     let sig: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
     let tok = |s: usize| -> &Token { sig.get(s).map(|&i| &tokens[i].token).unwrap_or(&Token::EOF) };
     // (token index, replacement tokens); an empty replacement removes the token.
