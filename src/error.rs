@@ -142,6 +142,15 @@ pub enum ErrorKind {
     GeneratedAlways,
     /// 42P21: two explicit, different COLLATE clauses meet.
     CollationMismatch,
+    /// P0001: PL/pgSQL's RAISE EXCEPTION.
+    RaiseException,
+    /// 20000: a PL/pgSQL CASE with no matching branch and no ELSE.
+    CaseNotFound,
+    /// P0002 / P0003: SELECT … INTO STRICT found no row / more than one.
+    NoDataFound,
+    TooManyRows,
+    /// 2F005: a PL/pgSQL function ended without RETURN.
+    FunctionExecutedNoReturn,
     Internal,
 }
 
@@ -234,6 +243,11 @@ impl ErrorKind {
             SequenceGeneratorLimitExceeded => "2200H",
             GeneratedAlways => "428C9",
             CollationMismatch => "42P21",
+            RaiseException => "P0001",
+            CaseNotFound => "20000",
+            NoDataFound => "P0002",
+            TooManyRows => "P0003",
+            FunctionExecutedNoReturn => "2F005",
             Internal => "XX000",
         }
     }

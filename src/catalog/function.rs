@@ -26,6 +26,10 @@ pub struct FunctionArg {
     /// (`ty` is then `Unknown`).
     #[serde(default)]
     pub polymorphic: bool,
+    /// The composite type (`CREATE TYPE … AS (…)`, or a table's row type)
+    /// an argument is declared as: PL/pgSQL sees it as a record of its fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
 }
 
 /// What a function returns.
@@ -189,7 +193,7 @@ mod tests {
             id: 0,
             database: "public".into(),
             name: name.into(),
-            args: types.iter().map(|t| FunctionArg { name: None, ty: *t, default: None, polymorphic: false }).collect(),
+            args: types.iter().map(|t| FunctionArg { name: None, ty: *t, default: None, polymorphic: false, type_name: None }).collect(),
             returns: FunctionReturns { ty: Some(SqlType::Int4), set: false, columns: vec![], trigger: false, polymorphic: false },
             language: "sql".into(),
             body: body.into(),

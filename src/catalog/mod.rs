@@ -9,6 +9,7 @@ pub mod partition;
 pub mod rule;
 pub mod sequence;
 mod tdengine;
+pub mod trigger;
 pub mod user_type;
 
 pub use flow::{FlowDef, FlowProgress, FlowStatistics, WriteClock};
@@ -107,6 +108,9 @@ pub struct TableDef {
     /// CHECK constraints, checked on every write (`sql/check.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckDef>,
+    /// Its triggers, in creation order (they fire in name order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<trigger::TriggerDef>,
 }
 
 /// A CHECK constraint: its name and its expression as SQL text.
@@ -141,6 +145,7 @@ impl TableDef {
             partition: Default::default(),
             inherits: vec![],
             checks: vec![],
+            triggers: Vec::new(),
         }
     }
 

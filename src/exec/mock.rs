@@ -161,6 +161,7 @@ pub(crate) fn ctx() -> ExecCtx {
         view: None,
         set_configs: Default::default(),
         sequences: None,
+        routines: None,
         notifies: Default::default(),
     }
 }

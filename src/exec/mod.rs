@@ -87,6 +87,16 @@ pub struct ExecCtx {
     /// What nextval, currval, setval and lastval reach: the session's
     /// sequences (None where there is no session: flows, planning).
     pub sequences: Option<Arc<dyn SequenceAccess>>,
+    /// What a call of a PL/pgSQL function reaches: the session's
+    /// interpreter (`sql/plpgsql.rs`; None where there is no session).
+    pub routines: Option<Arc<dyn RoutineAccess>>,
+}
+
+/// Calls of user functions the planner cannot inline (PL/pgSQL): `key`
+/// names the function (`database/name/oid`), `args` are one row of
+/// arguments with their types; the answer is one value of `ret`.
+pub trait RoutineAccess: std::fmt::Debug + Send + Sync {
+    fn call(&self, ctx: &ExecCtx, key: &str, args: Vec<(ArrayRef, crate::types::SqlType)>, ret: crate::types::SqlType) -> Result<ArrayRef>;
 }
 
 /// The sequence functions' side of a session (`sql/sequence.rs`). A

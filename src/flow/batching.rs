@@ -92,6 +92,7 @@ pub(super) fn ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>, now_us
         view: None,
         set_configs: Default::default(),
         sequences: None,
+        routines: None,
         notifies: Default::default(),
         // Flow queries have no session: the default per-query budget.
         memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),

@@ -606,6 +606,7 @@ fn batching_ctx(def: &FlowDef, settings: &Arc<HashMap<String, String>>) -> crate
         view: None,
         set_configs: Default::default(),
         sequences: None,
+        routines: None,
         notifies: Default::default(),
         memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),
     }

@@ -82,6 +82,7 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
         partition: Default::default(),
         inherits: vec![],
         checks: vec![],
+        triggers: Vec::new(),
     })
 }
 

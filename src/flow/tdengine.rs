@@ -190,6 +190,7 @@ pub fn exec_ctx(database: &str, now_us: i64) -> ExecCtx {
         view: None,
         set_configs: Default::default(),
         sequences: None,
+        routines: None,
         notifies: Default::default(),
         memory: Arc::new(crate::exec::memory::MemoryBudget::new(crate::exec::memory::QUERY_MEMORY_BYTES_DEFAULT)),
     }

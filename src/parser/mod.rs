@@ -29,7 +29,7 @@ mod create_table;
 mod create_user;
 mod dialect;
 mod flow;
-mod nesting;
+pub(crate) mod nesting;
 mod pg_lexical;
 pub mod plpgsql;
 mod recursive_view;

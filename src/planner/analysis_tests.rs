@@ -63,6 +63,7 @@ fn fixture() -> Fixture {
             partition: Default::default(),
             inherits: vec![],
             checks: vec![],
+            triggers: Vec::new(),
         };
         let fields: Vec<PlanColumn> = def.columns.iter().map(|c| PlanColumn::new(&c.name, c.ty)).collect();
         let desc = RegionDescriptor {

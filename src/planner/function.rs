@@ -396,6 +396,15 @@ impl<'a> Planner<'a> {
     /// scalar subquery of its first row. Checks the result's type.
     pub fn bind_body(&self, def: &FunctionDef, args: Vec<Expr>, scope: &Scope) -> Result<Expr> {
         let ret = def.returns.ty.unwrap_or(SqlType::Unknown);
+        // PL/pgSQL beyond `RETURN expr` is interpreted when it runs; so is
+        // `RETURN expr` over a composite argument (its fields are the
+        // interpreter's) or calling itself (inlining would not end).
+        let interpreted = def.body.is_empty()
+            || def.args.iter().any(|a| a.type_name.is_some())
+            || self.functions.borrow().iter().any(|f| f.name == def.name);
+        if def.language == "plpgsql" && interpreted && !def.returns.trigger && !def.returns.set && def.returns.columns.is_empty() {
+            return Ok(Expr::Func { name: format!("plpgsql:{}/{}/{}", def.database, def.name, def.id), args, ty: ret });
+        }
         let q = body_query(def)?;
         let params = def.args.iter().map(|a| a.name.clone()).zip(args).collect();
         let frame = FnFrame { name: def.name.clone(), params, barrier: addr(scope), base: 0 };

@@ -675,16 +675,35 @@ impl SimpleQueryHandler for Connection {
         r
     }
 
-    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let query = query.to_string();
-        self.with_session_guarded(|s| {
+        let mut notices = Vec::new();
+        let r = self.with_session_guarded(|s| {
+            let r = Self::simple_results(s, &query);
+            notices = s.take_notices();
+            r
+        });
+        // Notices raised while the statements ran (PL/pgSQL's RAISE) go
+        // before their results, as PostgreSQL sends them.
+        for (severity, message) in notices {
+            let info = ErrorInfo::new(severity, "00000".to_string(), message);
+            client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
+        }
+        r
+    }
+}
+
+impl Connection {
+    /// The simple protocol's responses to a query string.
+    fn simple_results(s: &mut Session, query: &str) -> PgWireResult<Vec<Response>> {
+        {
             let before = s.tx;
-            let (results, err) = s.execute_sql(&query);
+            let (results, err) = s.execute_sql(query);
             let mut out = Vec::new();
             let mut tx = before;
             let n = results.len();
@@ -707,7 +726,7 @@ impl SimpleQueryHandler for Connection {
                 out.push(Response::Error(Box::new(pg_error(&e))));
             }
             Ok(out)
-        })
+        }
     }
 }
 
@@ -803,16 +822,24 @@ impl ExtendedQueryHandler for Connection {
             values.push(v);
         }
         let formats = portal.result_column_format.clone();
-        self.with_session_guarded(|s| {
+        let mut notices = Vec::new();
+        let r = self.with_session_guarded(|s| {
             let before = s.tx;
-            match s.execute_prepared(prepared, values) {
+            let r = match s.execute_prepared(prepared, values) {
                 Ok(r) => {
                     let after = s.tx;
                     response(r, &formats, before, after, DtCtx::from_settings(&s.settings))
                 }
                 Err(e) => Err(user_error(&e)),
-            }
-        })
+            };
+            notices = s.take_notices();
+            r
+        });
+        for (severity, message) in notices {
+            let info = ErrorInfo::new(severity, "00000".to_string(), message);
+            _client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
+        }
+        r
     }
 }
 

@@ -28,7 +28,13 @@ pub fn create(s: &mut Session, ca: &ast::CreateAggregate) -> Result<QueryResult>
                 }
                 let ty =
                     param_type(s, &a.data_type)?.ok_or_else(|| err!(InvalidFunctionDefinition, "aggregates cannot accept type void"))?;
-                args.push(FunctionArg { name: a.name.as_ref().map(ident), ty, default: None, polymorphic: is_anyelement(&a.data_type) });
+                args.push(FunctionArg {
+                    name: a.name.as_ref().map(ident),
+                    ty,
+                    default: None,
+                    polymorphic: is_anyelement(&a.data_type),
+                    type_name: None,
+                });
             }
         }
         CreateAggregateArgs::Star => {}
@@ -200,7 +206,7 @@ fn builtin(name: &str, want: &[(SqlType, bool)]) -> Option<FunctionDef> {
         id: 0,
         database: String::new(),
         name: name.to_string(),
-        args: types.iter().map(|&ty| FunctionArg { name: None, ty, default: None, polymorphic: false }).collect(),
+        args: types.iter().map(|&ty| FunctionArg { name: None, ty, default: None, polymorphic: false, type_name: None }).collect(),
         returns: FunctionReturns { ty: Some(r.ret), set: false, columns: vec![], trigger: false, polymorphic: false },
         language: "internal".into(),
         body: String::new(),

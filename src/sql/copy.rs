@@ -201,12 +201,13 @@ impl CopyIn {
         let schema = crate::planner::region_descriptor(def).schema;
         let batch = RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(nrows)))?;
         let batch = super::dml::apply_typmods(def, batch)?;
-        if !def.partition.is_none() {
+        if !def.partition.is_none() || !def.triggers.is_empty() {
             // A partitioned table's rows go to their partitions, a
-            // partition's are checked (row by row through the write path).
+            // partition's are checked (row by row through the write path),
+            // and row triggers fire there.
             let planner = s.planner(crate::planner::Params::default());
-            super::partition::write(s, &planner, def, &self.regions, &batch)?;
-            self.rows += nrows;
+            let written = super::partition::write(s, &planner, def, &self.regions, &batch, super::partition::Cause::Insert)?;
+            self.rows += written.map_or(nrows, |b| b.num_rows());
             return Ok(());
         }
         if s.block.is_some() {

@@ -317,6 +317,8 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
         Statement::CreateFunction(cf) => super::function::create(s, cf),
         Statement::DropFunction(d) => super::function::drop(s, d),
         Statement::CreateAggregate(ca) => super::aggregate::create(s, ca),
+        Statement::CreateTrigger(ct) => super::trigger::create_trigger(s, ct),
+        Statement::DropTrigger(dt) => super::trigger::drop_trigger(s, dt),
         Statement::Analyze { .. } | Statement::Discard { .. } | Statement::Deallocate { .. } => {
             Ok(QueryResult::Command(statement_tag(stmt)))
         }
@@ -794,6 +796,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         partition: Default::default(),
         inherits: parents.iter().map(|p| p.name.clone()).collect(),
         checks,
+        triggers: Vec::new(),
     };
     super::check::validate(&s.planner(Params::default()), &def)?;
     // Regions first: a crash between the two leaves an orphan region

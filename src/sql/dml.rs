@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array};
 use sqlparser::ast::{self, Statement};
 
+use super::partition::{table_of, Cause};
 use super::{QueryResult, Session};
+use crate::catalog::trigger::{TriggerOp, TriggerTiming};
 use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::exec::expr::{cast_array, Expr};
@@ -143,7 +145,17 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
     let mut changed: Vec<RecordBatch> = Vec::new();
     // The table each changed batch is from, where the loop below knows it.
     let mut changed_ids: Vec<Option<u32>> = Vec::new();
-    let keep = returning.is_some();
+    let op = match stmt {
+        Statement::Insert(_) => TriggerOp::Insert,
+        Statement::Delete(_) => TriggerOp::Delete,
+        _ => TriggerOp::Update,
+    };
+    // Statement triggers fire on the table the statement names; AFTER
+    // ones with transition tables need the statement's rows.
+    super::trigger::statement(s, &def, TriggerTiming::Before, op, &[], &[])?;
+    let keep = returning.is_some() || super::trigger::wants_rows(&def, op);
+    super::trigger::keep_old(s, &def, op);
+    let mut old_rows: Vec<RecordBatch> = Vec::new();
     let run = |def: &TableDef, regions: &[Arc<Region>], changed: Option<&mut Vec<RecordBatch>>| -> Result<(&str, usize)> {
         Ok(match stmt {
             Statement::Insert(ins) => ("INSERT 0", insert(s, &planner, def, regions, ins, changed)?),
@@ -184,6 +196,7 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
                 as_target.id = def.id;
             }
             let mut mine = Vec::new();
+            let kept_before = super::trigger::kept_old_len(s);
             let (g, k) = run(&as_target, &tregions, keep.then_some(&mut mine))?;
             tag = g;
             total += k;
@@ -192,11 +205,19 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
                 changed.push(crate::planner::partition::reorder(&b, &as_target, &def)?);
                 changed_ids.push((!routed).then_some(t.id));
             }
+            for b in super::trigger::kept_old(s, kept_before, false) {
+                old_rows.push(crate::planner::partition::reorder(&b, &as_target, &def)?);
+            }
         }
         (tag, total)
     } else {
         run(&def, &regions, keep.then_some(&mut changed))?
     };
+    old_rows.extend(super::trigger::kept_old(s, 0, true));
+    match op {
+        TriggerOp::Delete => super::trigger::statement(s, &def, TriggerTiming::After, op, &changed, &[])?,
+        _ => super::trigger::statement(s, &def, TriggerTiming::After, op, &old_rows, &changed)?,
+    }
     match returning {
         None => Ok(QueryResult::Command(format!("{tag} {n}"))),
         Some((exprs, columns)) => {
@@ -351,7 +372,9 @@ fn insert(
         return upsert(s, planner, def, regions, &qual, oc, batch, changed);
     }
     check_unique(planner, def, regions, &batch)?;
-    super::partition::write(s, planner, def, regions, &batch)?;
+    // Triggers may change or skip rows: the rows written are what counts.
+    let batch = super::partition::write(s, planner, def, regions, &batch, Cause::Insert)?.unwrap_or(batch);
+    let nrows = batch.num_rows();
     if let Some(c) = changed {
         c.push(batch);
     }
@@ -632,7 +655,7 @@ fn upsert(
     let mut n = inserts.num_rows();
     if n > 0 {
         check_unique(planner, def, regions, &inserts)?;
-        super::partition::write(s, planner, def, regions, &inserts)?;
+        super::partition::write(s, planner, def, regions, &inserts, Cause::Insert)?;
         out.push(inserts);
     }
     if let Some(u) = update {
@@ -682,7 +705,7 @@ fn upsert(
             let new = updated_rows(planner, def, &old.columns()[..width], &pair, &sets)?;
             n += new.num_rows();
             super::txn::delete_rows(s, &regions[ri], &old)?;
-            super::partition::write(s, planner, def, regions, &new)?;
+            super::partition::write(s, planner, def, regions, &new, Cause::Update { from: table_of(&regions[ri]) })?;
             out.push(new);
         }
     }
@@ -1037,8 +1060,17 @@ fn delete_where(
     let mut n = 0;
     for r in regions {
         for b in matching_rows(planner, r, pred.as_ref())? {
+            // BEFORE DELETE row triggers returning NULL keep their rows.
+            let b = match super::trigger::before_row(s, def, TriggerOp::Delete, Some(&b), None)? {
+                Some((kept, _)) => arrow::compute::take_record_batch(&b, &UInt32Array::from(kept))?,
+                None => b,
+            };
+            if b.num_rows() == 0 {
+                continue;
+            }
             n += b.num_rows();
             super::txn::delete_rows(s, r, &b)?;
+            super::trigger::after_row(s, def, TriggerOp::Delete, Some(&b), None)?;
             if let Some(c) = changed.as_deref_mut() {
                 c.push(b);
             }
@@ -1149,6 +1181,7 @@ fn joined_change(
             }
             n += old.num_rows();
             super::txn::delete_rows(s, region, &old)?;
+            super::trigger::note_old(s, def, &old)?;
             if set_cols.is_empty() {
                 if let Some(c) = changed.as_deref_mut() {
                     c.push(old);
@@ -1183,7 +1216,7 @@ fn joined_change(
                 &RecordBatchOptions::new().with_row_count(Some(old.num_rows())),
             )?;
             let new = apply_typmods(def, new)?;
-            super::partition::write(s, planner, def, regions, &new)?;
+            super::partition::write(s, planner, def, regions, &new, Cause::Update { from: table_of(region) })?;
             if let Some(c) = changed.as_deref_mut() {
                 c.push(new);
             }
@@ -1218,14 +1251,40 @@ fn update(
         }
     }
     for (r, old) in found {
-        {
-            let new = updated_rows(planner, def, &old.columns()[..def.columns.len()], &old, &sets)?;
-            n += old.num_rows();
-            super::txn::delete_rows(s, r, &old)?;
-            super::partition::write(s, planner, def, regions, &new)?;
-            if let Some(c) = changed.as_deref_mut() {
-                c.push(new);
+        let new = updated_rows(planner, def, &old.columns()[..def.columns.len()], &old, &sets)?;
+        // BEFORE UPDATE row triggers may skip rows or change the new ones.
+        let (old, new) = match super::trigger::before_row(s, def, TriggerOp::Update, Some(&old), Some(&new))? {
+            Some((kept, Some(b))) => (arrow::compute::take_record_batch(&old, &UInt32Array::from(kept))?, b),
+            _ => (old, new),
+        };
+        // A row the UPDATE moves to another partition is deleted from its
+        // own first: BEFORE DELETE row triggers there may keep it (then it
+        // is not moved either).
+        let (old, new) = if !def.partition.is_none() && super::trigger::has_before_row(def, TriggerOp::Delete) {
+            let moved = super::partition::moved_rows(planner, def, &new, table_of(r))?;
+            let moved_old = arrow::compute::take_record_batch(&old, &UInt32Array::from(moved.clone()))?;
+            match super::trigger::before_row(s, def, TriggerOp::Delete, Some(&moved_old), None)? {
+                Some((kept, _)) => {
+                    let skipped: std::collections::HashSet<u32> =
+                        moved.iter().enumerate().filter(|(k, _)| !kept.contains(&(*k as u32))).map(|(_, &row)| row).collect();
+                    let rest = UInt32Array::from((0..old.num_rows() as u32).filter(|i| !skipped.contains(i)).collect::<Vec<_>>());
+                    (arrow::compute::take_record_batch(&old, &rest)?, arrow::compute::take_record_batch(&new, &rest)?)
+                }
+                None => (old, new),
             }
+        } else {
+            (old, new)
+        };
+        if old.num_rows() == 0 {
+            continue;
+        }
+        n += old.num_rows();
+        super::txn::delete_rows(s, r, &old)?;
+        super::trigger::note_old(s, def, &old)?;
+        let new = super::partition::write(s, planner, def, regions, &new, Cause::Update { from: table_of(r) })?.unwrap_or(new);
+        super::trigger::after_row(s, def, TriggerOp::Update, Some(&old), Some(&new))?;
+        if let Some(c) = changed.as_deref_mut() {
+            c.push(new);
         }
     }
     Ok(n)

@@ -36,6 +36,16 @@ pub(super) fn is_anyelement(dt: &ast::DataType) -> bool {
     matches!(dt, ast::DataType::Custom(n, _) if n.to_string().eq_ignore_ascii_case("anyelement"))
 }
 
+/// The name of the composite type (a `CREATE TYPE … AS (…)` or a table) a
+/// parameter is declared as, if it is one.
+fn composite_name(s: &Session, dt: &ast::DataType) -> Option<String> {
+    let ast::DataType::Custom(n, _) = dt else { return None };
+    let name = crate::planner::object_name(n).ok()?.1;
+    let cat = &s.engine.catalog;
+    let composite = cat.user_type(&s.database, &name).is_some_and(|t| matches!(t.kind, crate::catalog::user_type::TypeKind::Composite(_)));
+    (composite || cat.table(&s.database, &name).is_some()).then_some(name)
+}
+
 /// A parameter or result type; `void` is None, `anyelement` Unknown.
 pub(super) fn param_type(s: &Session, dt: &ast::DataType) -> Result<Option<SqlType>> {
     match dt {
@@ -118,7 +128,8 @@ pub fn create(s: &mut Session, cf: &ast::CreateFunction) -> Result<QueryResult> 
                 bail!(InvalidFunctionDefinition, "parameter name \"{n}\" used more than once");
             }
         }
-        args.push(FunctionArg { name: pname, ty, default, polymorphic: is_anyelement(&a.data_type) });
+        let type_name = composite_name(s, &a.data_type);
+        args.push(FunctionArg { name: pname, ty, default, polymorphic: is_anyelement(&a.data_type), type_name });
     }
     let returns = match &cf.return_type {
         Some(FunctionReturnType::DataType(ast::DataType::Trigger)) => {

@@ -18,6 +18,7 @@ mod function;
 mod inherit;
 pub mod listen;
 mod partition;
+mod plpgsql;
 mod prepare;
 pub mod privilege;
 pub mod roles;
@@ -29,6 +30,7 @@ mod session_vars;
 pub mod stream;
 pub mod tdengine;
 pub mod temp;
+mod trigger;
 mod txn;
 mod user_type;
 pub mod wire;
@@ -238,6 +240,12 @@ pub struct Session {
     sequences: Arc<sequence::SessionSequences>,
     /// SQL-level prepared statements by name (`prepare.rs`).
     sql_prepared: HashMap<String, Prepared>,
+    /// Notices raised while a statement ran (PL/pgSQL's RAISE NOTICE …):
+    /// (severity, message), for the server to send before the result.
+    pub notices: Arc<std::sync::Mutex<Vec<(String, String)>>>,
+    /// The rows an UPDATE replaced, kept while it runs when a statement
+    /// trigger's OLD TABLE needs them (`trigger.rs`).
+    pub(crate) transition_old: std::sync::Mutex<Option<Vec<RecordBatch>>>,
 }
 
 /// A statement parsed for the extended protocol.
@@ -287,7 +295,29 @@ impl Session {
             rule_context: Default::default(),
             parse_cache: Default::default(),
             sql_prepared: HashMap::new(),
+            notices: Default::default(),
+            transition_old: Default::default(),
         }
+    }
+
+    /// Queue a notice for the client (severity NOTICE, WARNING, INFO …).
+    pub fn notice(&self, severity: &str, message: &str) {
+        if let Ok(mut n) = self.notices.lock() {
+            n.push((severity.to_string(), message.to_string()));
+        }
+    }
+
+    /// The notices queued since the last call.
+    pub fn take_notices(&self) -> Vec<(String, String)> {
+        self.notices.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default()
+    }
+
+    /// 57014 when a cancel request came for the statement running.
+    pub fn cancel_check(&self) -> Result<()> {
+        if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            bail!(QueryCanceled, "canceling statement due to user request");
+        }
+        Ok(())
     }
 
     /// Enter the session in pg_stat_activity under `pid`.
@@ -355,6 +385,7 @@ impl Session {
             set_configs: self.set_configs.clone(),
             notifies: self.notifies.clone(),
             sequences: Some(self.sequences.clone()),
+            routines: Some(Arc::new(plpgsql::Routines::new(self.engine.clone(), self.notices.clone()))),
         }
     }
 

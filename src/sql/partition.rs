@@ -15,6 +15,7 @@ use sqlparser::ast;
 
 use super::{QueryResult, Session};
 use crate::catalog::partition::{Bound, PartitionKey, PartitionOf, RangeDatum, Strategy};
+use crate::catalog::trigger::TriggerOp;
 use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::planner::partition::{empty_range, overlapping, reorder, EvalBound};
@@ -379,22 +380,57 @@ pub fn rename_parent(s: &Session, old: &TableDef, new_name: &str) -> Result<()> 
 
 /// Write rows into a table: a partitioned table's rows go to their leaves,
 /// a partition's are checked against its constraint; an ordinary table's
-/// are written as they are.
-pub fn write(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Region>], batch: &RecordBatch) -> Result<()> {
+/// are written as they are. Row triggers for INSERT fire on the table the
+/// rows land in (a leaf's own, after routing; for an UPDATE, on a leaf
+/// other than the one the rows came from: they moved). Returns the rows
+/// written, in `def`'s columns, when triggers changed or skipped any.
+pub fn write(
+    s: &Session,
+    planner: &Planner,
+    def: &TableDef,
+    regions: &[Arc<Region>],
+    batch: &RecordBatch,
+    cause: Cause,
+) -> Result<Option<RecordBatch>> {
+    let fires = |ldef: &TableDef| match cause {
+        Cause::Insert => true,
+        Cause::Update { from } => ldef.id != from,
+    };
     if def.partition.is_none() {
-        super::check::enforce(planner, def, batch)?;
-        return super::txn::write_rows(s, def, regions, batch);
+        if !fires(def) || def.triggers.is_empty() {
+            super::check::enforce(planner, def, batch)?;
+            super::txn::write_rows(s, def, regions, batch)?;
+            return Ok(None);
+        }
+        // CHECK constraints hold for the rows BEFORE triggers made.
+        let changed = super::trigger::before_row(s, def, TriggerOp::Insert, None, Some(batch))?.and_then(|(_, b)| b);
+        let rows = changed.as_ref().unwrap_or(batch);
+        super::check::enforce(planner, def, rows)?;
+        super::txn::write_rows(s, def, regions, rows)?;
+        super::trigger::after_row(s, def, TriggerOp::Insert, None, Some(rows))?;
+        return Ok(changed);
     }
     let (tree, at) = planner.partition_root(def)?;
     let batch = batch.project(&(0..def.columns.len()).collect::<Vec<_>>())?;
     // Routed in the root's column order, written in each leaf's.
     let root = &tree.nodes[0].def;
     let batch = reorder(&batch, def, root)?;
+    let mut written: Vec<RecordBatch> = Vec::new();
+    let mut triggered = false;
     for (leaf, rows) in tree.route(at, &batch, &planner.ctx)? {
         let ldef = &tree.nodes[leaf].def;
         let idx = UInt32Array::from(rows);
         let part = arrow::compute::take_record_batch(&batch, &idx)?;
-        let part = reorder(&part, root, ldef)?;
+        let mut part = reorder(&part, root, ldef)?;
+        let fire = fires(ldef) && !ldef.triggers.is_empty();
+        if fire {
+            if let Some((_, Some(b))) = super::trigger::before_row(s, ldef, TriggerOp::Insert, None, Some(&part))? {
+                // A trigger's change must keep the row in its partition.
+                tree.route(leaf, &reorder(&b, ldef, root)?, &planner.ctx)?;
+                part = b;
+                triggered = true;
+            }
+        }
         for (i, c) in ldef.columns.iter().enumerate() {
             if !c.nullable && part.column(i).null_count() > 0 {
                 return Err(err!(
@@ -408,6 +444,57 @@ pub fn write(s: &Session, planner: &Planner, def: &TableDef, regions: &[Arc<Regi
         super::check::enforce(planner, ldef, &part)?;
         let lregions = planner.regions(ldef)?;
         super::txn::write_rows(s, ldef, &lregions, &part)?;
+        if fire {
+            super::trigger::after_row(s, ldef, TriggerOp::Insert, None, Some(&part))?;
+        }
+        written.push(reorder(&part, ldef, def)?);
     }
-    Ok(())
+    if !triggered {
+        return Ok(None);
+    }
+    let schema = crate::planner::region_descriptor(def).schema;
+    let written: Vec<RecordBatch> = written
+        .into_iter()
+        .map(|b| {
+            RecordBatch::try_new_with_options(
+                schema.clone(),
+                b.columns().to_vec(),
+                &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+            )
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    Ok(Some(arrow::compute::concat_batches(&schema, &written)?))
+}
+
+/// The rows of `batch` (new rows of an UPDATE of `def`, whose old rows were
+/// in table `from`) that route to another partition.
+pub fn moved_rows(planner: &Planner, def: &TableDef, batch: &RecordBatch, from: u32) -> Result<Vec<u32>> {
+    let (tree, at) = planner.partition_root(def)?;
+    let batch = batch.project(&(0..def.columns.len()).collect::<Vec<_>>())?;
+    let root = &tree.nodes[0].def;
+    let batch = reorder(&batch, def, root)?;
+    let mut moved = Vec::new();
+    for (leaf, rows) in tree.route(at, &batch, &planner.ctx)? {
+        if tree.nodes[leaf].def.id != from {
+            moved.extend(rows);
+        }
+    }
+    moved.sort_unstable();
+    Ok(moved)
+}
+
+/// Why rows are written (which row triggers fire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    Insert,
+    /// The new rows of an UPDATE whose old rows were in table `from`.
+    Update {
+        from: u32,
+    },
+}
+
+/// The table a region belongs to (a region id is the table id, then the
+/// region's number).
+pub fn table_of(region: &Region) -> u32 {
+    (region.id >> 32) as u32
 }

@@ -121,6 +121,8 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Result<Option<Rewritten
                 }
             }
         }
+        Statement::CreateTrigger(ct) => mapper.map_name(&mut ct.table_name),
+        Statement::DropTrigger(ast::DropTrigger { table_name: Some(t), .. }) => mapper.map_name(t),
         _ => {}
     }
     let mapped = mapper.mapped;

@@ -864,6 +864,22 @@ pub fn eval_function(name: &str, args: &[Expr], ty: SqlType, batch: &RecordBatch
         let ety = args[0].ty().elem().or(args[1].ty().elem()).unwrap_or(SqlType::Text);
         return array::compare(&l, &r, ety, op, n);
     }
+    // A PL/pgSQL function, row by row through the session (`RoutineAccess`).
+    if let Some(key) = name.strip_prefix("plpgsql:") {
+        let routines = ctx.routines.as_ref().ok_or_else(|| crate::err!(FeatureNotSupported, "PL/pgSQL functions cannot run here"))?;
+        let cols: Vec<ArrayRef> = args.iter().map(|a| a.eval(batch, ctx)).collect::<Result<_>>()?;
+        let mut out: Vec<ArrayRef> = Vec::with_capacity(n);
+        for i in 0..n {
+            ctx.check()?;
+            let row = cols.iter().zip(args).map(|(c, a)| (c.slice(if c.len() == 1 { 0 } else { i }, 1), a.ty())).collect();
+            out.push(routines.call(ctx, key, row, ty)?);
+        }
+        if out.is_empty() {
+            return Ok(arrow::array::new_empty_array(&ty.to_arrow()));
+        }
+        let parts: Vec<&dyn arrow::array::Array> = out.iter().map(|a| a.as_ref()).collect();
+        return Ok(arrow::compute::concat(&parts)?);
+    }
     match name {
         // ARRAY[...]: the array's text form, `{a,"b c",NULL}`.
         "array_text" => {

@@ -58,7 +58,8 @@ pub fn is_volatile(e: &Expr) -> bool {
     let mut v = false;
     e.walk(&mut |x| {
         if let Expr::Func { name, .. } = x {
-            v |= crate::exec::functions::registry().volatility(name) == Some(Volatility::Volatile);
+            // A PL/pgSQL call runs at execution (it may read tables).
+            v |= name.starts_with("plpgsql:") || crate::exec::functions::registry().volatility(name) == Some(Volatility::Volatile);
         }
     });
     v
@@ -109,6 +110,7 @@ pub(crate) mod test_util {
             view: None,
             set_configs: Default::default(),
             sequences: None,
+            routines: None,
             notifies: Default::default(),
         }
     }

@@ -413,6 +413,7 @@ pub(crate) mod tests {
             partition: Default::default(),
             inherits: vec![],
             checks: vec![],
+            triggers: Vec::new(),
         };
         let columns = table.columns.iter().map(|c| PlanColumn::new(c.name.clone(), c.ty)).collect();
         LogicalPlan::Scan(Scan {
