@@ -6,14 +6,11 @@
 //!
 //! Imports only sqlparser's tokens.
 
+use super::is_word;
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 /// The options whose value names a function.
 const FUNCTION_OPTIONS: &[&str] = &["sfunc", "finalfunc", "combinefunc", "serialfunc", "deserialfunc", "msfunc", "minvfunc", "mfinalfunc"];
-
-fn is_word(t: &Token, w: &str) -> bool {
-    matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
-}
 
 /// Drop `( … )` after `OPTION = name[.name]` inside a CREATE [OR REPLACE]
 /// AGGREGATE statement.

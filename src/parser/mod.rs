@@ -209,6 +209,11 @@ fn parse_statements(parser: &mut Parser) -> Result<Vec<Statement>, ParserError> 
     }
 }
 
+/// Token `t` is the unquoted word `w` (any case): the token rewrites' keyword test.
+fn is_word(t: &Token, w: &str) -> bool {
+    matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
+}
+
 fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, WeirError> {
     // One tokenization serves the nesting check and the parser.
     let tokens = sqlparser::tokenizer::Tokenizer::new(dialect, sql)

@@ -13,15 +13,12 @@
 //!
 //! Imports only sqlparser (below `error`, like the rest of the parser).
 
+use super::is_word;
 use sqlparser::parser::ParserError;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
 /// The VARIADIC marker function's name (lowercase, unquoted).
 pub const VARIADIC_MARKER: &str = "weir_variadic";
-
-fn is_word(t: &Token, w: &str) -> bool {
-    matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
-}
 
 /// A PostgreSQL Unicode-escaped body decoded with escape character `esc`; Err is
 /// PostgreSQL's message.

@@ -11,11 +11,8 @@
 //!
 //! Imports only sqlparser.
 
+use super::is_word;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
-
-fn is_word(t: &Token, w: &str) -> bool {
-    matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
-}
 
 /// The token stream with each recursive view definition written as an ordinary one.
 pub fn rewrite_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {

@@ -20,6 +20,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
+use super::is_word;
 use crate::error::{Result, WeirError};
 use crate::{bail, err};
 
@@ -50,10 +51,6 @@ pub struct CycleClause {
 pub struct SearchCycle {
     pub search: Option<SearchClause>,
     pub cycle: Option<CycleClause>,
-}
-
-fn is_word(t: &Token, w: &str) -> bool {
-    matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
 }
 
 fn is_name(t: &Token) -> bool {

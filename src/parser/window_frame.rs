@@ -17,6 +17,7 @@
 //!
 //! Imports only sqlparser (below `error`, like the rest of the parser).
 
+use super::is_word;
 use sqlparser::ast;
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
@@ -39,10 +40,6 @@ impl FrameExclusion {
             FrameExclusion::Ties => "ties",
         }
     }
-}
-
-fn is_word(t: &Token, w: &str) -> bool {
-    matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
 }
 
 enum Edit {

@@ -885,7 +885,7 @@ pub(super) fn apply_typmods(def: &TableDef, batch: RecordBatch) -> Result<Record
                 continue;
             }
             (Some(t), SqlType::Varchar | SqlType::Text) => {
-                cols[i] = char_length_typmod(cols[i].as_ref(), (t - 4) as usize, c.ty == SqlType::Text)?;
+                cols[i] = char_length_typmod(&cols[i], (t - 4) as usize, c.ty == SqlType::Text)?;
                 continue;
             }
             _ => {}
@@ -905,12 +905,12 @@ pub(super) fn apply_typmods(def: &TableDef, batch: RecordBatch) -> Result<Record
 /// VARCHAR(n) / CHAR(n) on assignment, as PostgreSQL's varchar / bpchar input: a value
 /// longer than n characters is cut to n when only blanks are cut, else 22001; CHAR(n)
 /// values lose their trailing blanks (they are insignificant to CHAR and kept unpadded).
-fn char_length_typmod(a: &dyn Array, n: usize, blank_padded: bool) -> Result<arrow::array::ArrayRef> {
+fn char_length_typmod(a: &arrow::array::ArrayRef, n: usize, blank_padded: bool) -> Result<arrow::array::ArrayRef> {
     use arrow::array::{AsArray, StringBuilder};
-    let Some(s) = a.as_string_opt::<i32>() else { return Ok(arrow::array::make_array(a.to_data())) };
+    let Some(s) = a.as_string_opt::<i32>() else { return Ok(a.clone()) };
     let fits = |v: &str| v.len() <= n || v.chars().count() <= n;
     if s.iter().flatten().all(|v| fits(v) && !(blank_padded && v.ends_with(' '))) {
-        return Ok(arrow::array::make_array(a.to_data()));
+        return Ok(a.clone());
     }
     let mut b = StringBuilder::with_capacity(s.len(), s.value_data().len());
     for v in s.iter() {

@@ -59,8 +59,10 @@ pub fn deallocate(s: &mut Session, name: &ast::Ident) -> Result<QueryResult> {
     let n = crate::planner::ident(name);
     if name.quote_style.is_none() && n == "all" {
         s.sql_prepared.clear();
-    } else if s.sql_prepared.remove(&n).is_none() {
+        return Ok(QueryResult::Command("DEALLOCATE ALL".into()));
+    }
+    if s.sql_prepared.remove(&n).is_none() {
         bail!(InvalidSqlStatementName, "prepared statement \"{n}\" does not exist");
     }
-    Ok(QueryResult::Command(if name.quote_style.is_none() && n == "all" { "DEALLOCATE ALL".into() } else { "DEALLOCATE".into() }))
+    Ok(QueryResult::Command("DEALLOCATE".into()))
 }
