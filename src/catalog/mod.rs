@@ -53,6 +53,11 @@ pub struct ColumnDef {
     /// column with a typmod is CHAR(n), kept without trailing blanks); None for every other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typmod: Option<i32>,
+    /// The user-defined type the column was declared with (a composite type or a
+    /// domain, `name[]` for an array of one), whose values `ty` carries; None for a
+    /// built-in type. INSERT's `(f3.if1, f4[1].if2)` targets read its fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_type: Option<String>,
 }
 
 impl ColumnDef {

@@ -33,6 +33,10 @@ pub enum TypeKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DomainDef {
     pub base: SqlType,
+    /// The user-defined type the base is (a composite type: `(VALUE).field` in a
+    /// CHECK reads its fields), as `ColumnDef::user_type` names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_type: Option<String>,
     pub not_null: bool,
     /// DEFAULT expr, as SQL text.
     pub default: Option<String>,

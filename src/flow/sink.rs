@@ -39,7 +39,7 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
             bail!(FeatureNotSupported, "flow output column \"{}\" is an interval; tables cannot store intervals yet", c.name);
         }
         let ty = if c.ty == SqlType::Unknown { SqlType::Text } else { c.ty };
-        columns.push(ColumnDef { name: c.name.clone(), ty, nullable: true, default: None, precision: None, typmod: None });
+        columns.push(ColumnDef { name: c.name.clone(), ty, nullable: true, default: None, precision: None, typmod: None, user_type: None });
     }
     if !columns.iter().any(|c| c.name == UPDATE_AT) {
         columns.push(ColumnDef {
@@ -49,6 +49,7 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
             default: None,
             precision: Some(3),
             typmod: None,
+            user_type: None,
         });
     }
     let time_index = match shape.time_output {
@@ -64,6 +65,7 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
                 default: None,
                 precision: Some(3),
                 typmod: None,
+                user_type: None,
             });
             columns.len() - 1
         }

@@ -3232,7 +3232,15 @@ pub fn output_table_def(
             bail!(DuplicateColumn, "Duplicated column names: \"{}\"", col.name);
         }
         let ty = if col.ty == SqlType::Unknown { SqlType::Text } else { col.ty };
-        columns.push(ColumnDef { name: col.name.clone(), ty, nullable: true, default: None, precision: None, typmod: None });
+        columns.push(ColumnDef {
+            name: col.name.clone(),
+            ty,
+            nullable: true,
+            default: None,
+            precision: None,
+            typmod: None,
+            user_type: None,
+        });
     }
     columns[0].nullable = false;
     let mut primary_key = Vec::new();
@@ -3244,13 +3252,22 @@ pub fn output_table_def(
             default: None,
             precision: None,
             typmod: None,
+            user_type: None,
         });
         primary_key.push(columns.len() - 1);
         for (n, ty) in tag_types {
             if columns.iter().any(|x| x.name == *n) {
                 bail!(DuplicateColumn, "Duplicated column names: \"{n}\"");
             }
-            columns.push(ColumnDef { name: n.clone(), ty: *ty, nullable: true, default: None, precision: None, typmod: None });
+            columns.push(ColumnDef {
+                name: n.clone(),
+                ty: *ty,
+                nullable: true,
+                default: None,
+                precision: None,
+                typmod: None,
+                user_type: None,
+            });
             primary_key.push(columns.len() - 1);
         }
         Some(SuperTableDef {

@@ -29,6 +29,7 @@ mod create_table;
 mod create_user;
 mod dialect;
 mod flow;
+mod insert_targets;
 pub(crate) mod nesting;
 mod pg_lexical;
 pub mod plpgsql;
@@ -54,6 +55,7 @@ pub use create_schema::CreateSchemaWith;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
 pub use dialect::WeirDialect;
 pub use flow::{CommentOnFlow, CreateFlow, DropFlow, FlowQuery, ShowCreateFlow, ShowFlows};
+pub use insert_targets::subscript_part;
 pub use pg_lexical::VARIADIC_MARKER;
 pub use search_cycle::{cte_clauses, CycleClause, SearchClause, SearchCycle};
 pub use tdengine::{
@@ -233,6 +235,8 @@ fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, Wei
     let tokens = pg_lexical::rewrite_tokens(tokens).map_err(|e| syntax_error(sql, e))?;
     // CREATE AGGREGATE's `SFUNC = f(argtypes)` (`aggregate_options.rs`).
     let tokens = aggregate_options::rewrite_tokens(tokens);
+    // INSERT target columns with subscripts, `(f2[1], f3.if2[2])` (`insert_targets.rs`).
+    let tokens = insert_targets::rewrite_tokens(tokens);
     Ok(Parser::new(dialect).with_recursion_limit(RECURSION_LIMIT).with_tokens_with_locations(tokens))
 }
 

@@ -30,7 +30,15 @@ fn fixture() -> Fixture {
     let tuning = StorageTuning { background_interval_ms: 0, ..Default::default() };
     let storage =
         StorageEngine::open_tuned(&dir.path().join("regions"), StorageConfig { wal_fsync: false, ..Default::default() }, tuning).unwrap();
-    let c = |name: &str, ty: SqlType| ColumnDef { name: name.into(), ty, nullable: true, default: None, precision: None, typmod: None };
+    let c = |name: &str, ty: SqlType| ColumnDef {
+        name: name.into(),
+        ty,
+        nullable: true,
+        default: None,
+        precision: None,
+        typmod: None,
+        user_type: None,
+    };
     let tables = [
         (
             "cpu",

@@ -620,6 +620,12 @@ impl<'a> Planner<'a> {
                 }
                 _ => bail!(FeatureNotSupported, "field access is not supported"),
             },
+            // `(x).f[1]`, `(x).f.g`: one access at a time, left to right.
+            E::CompoundFieldAccess { root, access_chain } if access_chain.len() > 1 => {
+                let (last, init) = access_chain.split_last().expect("more than one access");
+                let inner = E::CompoundFieldAccess { root: root.clone(), access_chain: init.to_vec() };
+                self.bind_expr(&E::CompoundFieldAccess { root: Box::new(inner), access_chain: vec![last.clone()] }, scope, agg)?
+            }
             E::IsNull(x) => Expr::IsNull { expr: Box::new(self.bind_expr(x, scope, agg)?), negated: false },
             E::IsNotNull(x) => Expr::IsNull { expr: Box::new(self.bind_expr(x, scope, agg)?), negated: true },
             E::IsTrue(x) => {

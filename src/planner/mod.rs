@@ -32,7 +32,7 @@ pub mod system;
 mod tdengine;
 mod user_agg;
 mod user_type;
-pub use user_type::resolve_type;
+pub use user_type::{declared_user_type, resolve_type, Shape};
 pub mod viewdef;
 mod window_order;
 

@@ -37,6 +37,92 @@ pub fn user_type(catalog: &Catalog, database: &str, dt: &ast::DataType) -> Optio
     }
 }
 
+/// The user-defined type a column or domain is declared with, as
+/// `ColumnDef::user_type` keeps it: a composite type or domain by name, an array
+/// of one as `name[]`; None for built-in types, enums and unknown names.
+pub fn declared_user_type(catalog: &Catalog, database: &str, dt: &ast::DataType) -> Option<String> {
+    let (dt, array) = match dt {
+        ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(e, _)) => (e.as_ref(), true),
+        other => (other, false),
+    };
+    let def = user_type(catalog, database, dt)?;
+    if !matches!(def.kind, TypeKind::Composite(_) | TypeKind::Domain(_)) {
+        return None;
+    }
+    Some(if array { format!("{}[]", def.name) } else { def.name })
+}
+
+/// A value's structure as assignment through fields and subscripts sees it
+/// (INSERT's `(f3.if1, f4[1].if2[2])` targets).
+#[derive(Debug, Clone)]
+pub enum Shape {
+    Scalar(SqlType),
+    /// An array (carried as its text, of type `ty`) of elements of a shape.
+    Array {
+        ty: SqlType,
+        elem: Box<Shape>,
+    },
+    /// A composite type's record text: its name and fields.
+    Record {
+        name: String,
+        fields: Vec<(String, Shape)>,
+    },
+    /// A domain: its constraints hold for the finished value of the inner shape.
+    Domain {
+        def: Box<TypeDef>,
+        inner: Box<Shape>,
+    },
+}
+
+impl Shape {
+    /// The shape of a value of type `ty` declared as `user_type`
+    /// (`ColumnDef::user_type`) in `database`.
+    pub fn of(catalog: &Catalog, database: &str, ty: SqlType, user_type: Option<&str>) -> Shape {
+        if let Some(name) = user_type {
+            if let Some(elem) = name.strip_suffix("[]") {
+                let ety = ty.elem().unwrap_or(SqlType::Text);
+                return Shape::Array { ty, elem: Box::new(Shape::of(catalog, database, ety, Some(elem))) };
+            }
+            match catalog.user_type(database, name) {
+                Some(def) => match &def.kind {
+                    TypeKind::Composite(fields) => {
+                        let fields = fields.iter().map(|(f, t)| (f.clone(), Shape::of(catalog, database, *t, None))).collect();
+                        return Shape::Record { name: def.name.clone(), fields };
+                    }
+                    TypeKind::Domain(d) => {
+                        let inner = Shape::of(catalog, database, d.base, d.base_type.as_deref());
+                        return Shape::Domain { def: Box::new(def.clone()), inner: Box::new(inner) };
+                    }
+                    _ => {}
+                },
+                None => {}
+            }
+        }
+        match ty.elem() {
+            Some(e) if ty.is_array() => Shape::Array { ty, elem: Box::new(Shape::Scalar(e)) },
+            _ => Shape::Scalar(ty),
+        }
+    }
+
+    /// The type the shape's values are carried as.
+    pub fn ty(&self) -> SqlType {
+        match self {
+            Shape::Scalar(t) | Shape::Array { ty: t, .. } => *t,
+            Shape::Record { .. } => SqlType::Text,
+            Shape::Domain { inner, .. } => inner.ty(),
+        }
+    }
+
+    /// The type's name in messages.
+    pub fn name(&self) -> String {
+        match self {
+            Shape::Scalar(t) | Shape::Array { ty: t, .. } => t.to_string(),
+            Shape::Record { name, .. } => name.clone(),
+            Shape::Domain { def, .. } => def.name.clone(),
+        }
+    }
+}
+
 /// How a user-defined type's values are carried.
 pub fn type_of(def: &TypeDef) -> Result<SqlType> {
     match &def.kind {
@@ -115,7 +201,7 @@ impl<'a> Planner<'a> {
                     v = domain_check(v, ok, 0, format!("domain {} does not allow null values", def.name));
                 }
                 for (cname, text) in &d.checks {
-                    let check = self.bind_domain_check(text, d.base)?;
+                    let check = self.bind_domain_check(text, d)?;
                     let value = v.clone();
                     let ok = check.map(0, &|x, _| match x {
                         Expr::Column { index: 0, .. } => Some(value.clone()),
@@ -130,9 +216,13 @@ impl<'a> Planner<'a> {
     }
 
     /// A domain's CHECK expression bound over one column, VALUE.
-    fn bind_domain_check(&self, text: &str, base: SqlType) -> Result<Expr> {
+    fn bind_domain_check(&self, text: &str, d: &crate::catalog::DomainDef) -> Result<Expr> {
         let e = crate::parser::parse_expr(text)?;
-        let scope = Scope::new(vec![PlanColumn { name: "value".into(), qualifier: None, ty: base }], None);
+        let scope = Scope::new(vec![PlanColumn { name: "value".into(), qualifier: None, ty: d.base }], None);
+        // Over a composite type, `(VALUE).field` reads the record's fields.
+        if let Shape::Record { fields, .. } = Shape::of(self.catalog, &self.database, d.base, d.base_type.as_deref()) {
+            scope.records.borrow_mut().push((0, fields.iter().map(|(n, s)| (n.clone(), s.ty())).collect()));
+        }
         self.bind_expr(&e, &scope, None)
     }
 

@@ -872,7 +872,8 @@ pub(super) fn sql_column(s: &Session, c: &ast::ColumnDef) -> Result<(ColumnDef, 
         Some(t) => Some(t),
         None => crate::planner::char_typmod(&c.data_type)?,
     };
-    Ok((ColumnDef { name: cname, ty, nullable, default, precision, typmod }, pk))
+    let user_type = crate::planner::declared_user_type(&s.engine.catalog, &s.database, &c.data_type);
+    Ok((ColumnDef { name: cname, ty, nullable, default, precision, typmod, user_type }, pk))
 }
 
 pub fn show_create(t: &TableDef) -> String {

@@ -80,7 +80,8 @@ pub(super) fn table_name_of(stmt: &Statement) -> Result<&ast::ObjectName> {
 pub fn infer_params(s: &Session, stmt: &Statement, types: &mut Vec<Option<SqlType>>) -> Result<()> {
     if let Statement::Insert(ins) = stmt {
         let def = s.planner(Params::default()).table_named(table_name_of(stmt)?)?;
-        let targets = target_columns(&def, &ins.columns)?;
+        // Targets with indirection take their types from the source.
+        let Ok(targets) = target_columns(&def, &ins.columns) else { return Ok(()) };
         if let Some(src) = &ins.source {
             if let ast::SetExpr::Values(v) = src.body.as_ref() {
                 for row in &v.rows {
@@ -386,6 +387,10 @@ fn insert(
 /// one row of defaults). NOT NULL is the writer's check (a rule may send the
 /// rows elsewhere).
 pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert) -> Result<RecordBatch> {
+    if let Some((targets, cols, nrows)) = super::insert_targets::indirect_insert(planner, def, ins)? {
+        super::sequence::check_identity_insert(planner.catalog, def, &targets, false)?;
+        return full_width(planner, def, &targets, cols, nrows);
+    }
     let mut targets = target_columns(def, &ins.columns)?;
     let Some(src) = &ins.source else {
         if !ins.assignments.is_empty() {
@@ -490,10 +495,15 @@ pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert)
             (out, all.num_rows())
         }
     };
+    full_width(planner, def, &targets, cols, nrows)
+}
+
+/// The full-width batch of an INSERT's rows: the targets' columns, defaults and
+/// NULLs for the rest.
+fn full_width(planner: &Planner, def: &TableDef, targets: &[usize], cols: Vec<ArrayRef>, nrows: usize) -> Result<RecordBatch> {
     if nrows == 0 {
         return Ok(RecordBatch::new_empty(region_schema(def)));
     }
-    // Full-width batch: defaults and NULLs for the rest.
     let mut full: Vec<Option<ArrayRef>> = vec![None; def.columns.len()];
     for (k, &t) in targets.iter().enumerate() {
         full[t] = Some(cols[k].clone());
@@ -795,7 +805,7 @@ fn assignable(from: SqlType, to: SqlType) -> bool {
         || (from == SqlType::Bool && to.is_integer())
 }
 
-fn assign_coerce(e: Expr, ty: SqlType, col: &str) -> Result<Expr> {
+pub(super) fn assign_coerce(e: Expr, ty: SqlType, col: &str) -> Result<Expr> {
     if !assignable(e.ty(), ty) {
         bail!(DatatypeMismatch, "column \"{col}\" is of type {} but expression is of type {}", ty, e.ty());
     }

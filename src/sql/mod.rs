@@ -16,6 +16,7 @@ mod dml_with;
 mod flow_ddl;
 mod function;
 mod inherit;
+mod insert_targets;
 pub mod listen;
 mod partition;
 mod plpgsql;

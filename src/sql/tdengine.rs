@@ -416,7 +416,7 @@ fn column_defs(v: &[ast::ColumnDef]) -> Result<Vec<ColumnDef>> {
         if ty == SqlType::Interval {
             bail!(FeatureNotSupported, "column \"{name}\" cannot be of type interval");
         }
-        out.push(ColumnDef { name, ty, nullable: true, default: None, precision: None, typmod: None });
+        out.push(ColumnDef { name, ty, nullable: true, default: None, precision: None, typmod: None, user_type: None });
     }
     Ok(out)
 }
@@ -440,7 +440,15 @@ pub fn stable_table(db: &str, name: &str, cols: Vec<ColumnDef>, tags: Vec<Column
     let mut columns = cols;
     columns[0].nullable = false;
     let mut primary_key = vec![columns.len()];
-    columns.push(ColumnDef { name: TBNAME.into(), ty: SqlType::Varchar, nullable: false, default: None, precision: None, typmod: None });
+    columns.push(ColumnDef {
+        name: TBNAME.into(),
+        ty: SqlType::Varchar,
+        nullable: false,
+        default: None,
+        precision: None,
+        typmod: None,
+        user_type: None,
+    });
     for t in tags {
         primary_key.push(columns.len());
         columns.push(t);

@@ -77,7 +77,8 @@ pub fn create_domain(s: &mut Session, cd: &ast::CreateDomain) -> Result<QueryRes
             other => bail!(FeatureNotSupported, "domain constraint {other} is not supported"),
         }
     }
-    let domain = DomainDef { base, not_null: false, default: cd.default.as_ref().map(|e| e.to_string()), checks };
+    let base_type = crate::planner::declared_user_type(&s.engine.catalog, &database, &cd.data_type);
+    let domain = DomainDef { base, base_type, not_null: false, default: cd.default.as_ref().map(|e| e.to_string()), checks };
     let def = TypeDef { id: 0, database, name, kind: TypeKind::Domain(domain) };
     // The CHECK expressions must bind over VALUE of the base type.
     let planner = s.planner(Default::default());

@@ -335,3 +335,56 @@ mod tests {
         assert_eq!(s, vec![Some("{b,c,d}"), Some("{}"), None]);
     }
 }
+
+/// `arr[k] := v` on an array's text form (one dimension): a NULL array becomes
+/// one holding just element k (lower bound k, as PostgreSQL makes it), a
+/// subscript past either end extends the array with NULLs.
+pub fn assign(arr: Option<&str>, k: i64, v: Option<String>) -> Result<String> {
+    let (mut lower, mut items) = match arr {
+        None => (k, Vec::new()),
+        Some(s) => {
+            let t = s.trim();
+            // An explicit lower bound, `[2:3]={a,b}`.
+            let lower = match (t.strip_prefix('['), t.find(':')) {
+                (Some(rest), Some(_)) => rest.split(':').next().and_then(|x| x.trim().parse::<i64>().ok()).unwrap_or(1),
+                _ => 1,
+            };
+            let items = parse_array(t)?;
+            (if items.is_empty() { k } else { lower }, items)
+        }
+    };
+    if k < lower {
+        let pad = usize::try_from(lower - k).map_err(|_| crate::err!(ProgramLimitExceeded, "array size exceeds the maximum allowed"))?;
+        if pad > 1 << 20 {
+            crate::bail!(ProgramLimitExceeded, "array size exceeds the maximum allowed");
+        }
+        let mut v2 = vec![None; pad];
+        v2.append(&mut items);
+        items = v2;
+        lower = k;
+    }
+    let i = usize::try_from(k - lower).map_err(|_| crate::err!(ProgramLimitExceeded, "array size exceeds the maximum allowed"))?;
+    if i > items.len() + (1 << 20) {
+        crate::bail!(ProgramLimitExceeded, "array size exceeds the maximum allowed");
+    }
+    if i >= items.len() {
+        items.resize(i + 1, None);
+    }
+    items[i] = v;
+    let body = format_array(&items);
+    Ok(if lower == 1 { body } else { format!("[{lower}:{}]={body}", lower + items.len() as i64 - 1) })
+}
+
+#[cfg(test)]
+mod assign_tests {
+    use super::assign;
+
+    #[test]
+    fn assign_sets_and_extends() {
+        assert_eq!(assign(None, 1, Some("a".into())).unwrap(), "{a}");
+        assert_eq!(assign(Some("{a}"), 2, Some("b c".into())).unwrap(), "{a,\"b c\"}");
+        assert_eq!(assign(Some("{a}"), 3, None).unwrap(), "{a,NULL,NULL}");
+        assert_eq!(assign(None, 2, Some("x".into())).unwrap(), "[2:2]={x}");
+        assert_eq!(assign(Some("[2:2]={x}"), 1, Some("w".into())).unwrap(), "{w,x}");
+    }
+}

@@ -537,6 +537,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         ),
         Def::new("array_position", vec![any(2, Int4)], array::array_position).lenient(),
         Def::new("array_subscript", vec![s(&[Text, Int8], Unknown)], info).lenient(),
+        // `a[k] := v` (INSERT targets with subscripts): the array with element k set.
+        Def::new("array_assign", vec![s(&[Text, Int8, Text], Text)], info).lenient(),
         Def::new("array_any_eq", vec![s(&[Text, Text], Bool)], info).lenient(),
         Def::new("array_all_eq", vec![s(&[Text, Text], Bool)], info).lenient(),
     ];
@@ -730,6 +732,10 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
                 _ => Value::Null,
             }
         }
+        "array_assign" => match a.get(1).and_then(as_i) {
+            Some(k) => Value::Text(array::assign(s0().as_deref(), k, a.get(2).and_then(as_s))?),
+            None => bail!(ArraySubscriptError, "array subscript in assignment must not be null"),
+        },
         "array_any_eq" | "array_all_eq" => {
             let x = s0().unwrap_or_default();
             let arr = a.get(1).and_then(as_s).unwrap_or_default();

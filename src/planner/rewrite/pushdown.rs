@@ -398,7 +398,8 @@ pub(crate) mod tests {
     /// A scan of cpu(host TEXT tag, ts TIMESTAMP time index, v INT8).
     pub(crate) fn cpu_scan() -> LogicalPlan {
         use crate::catalog::{ColumnDef, TableDef};
-        let c = |n: &str, ty| ColumnDef { name: n.into(), ty, nullable: true, default: None, precision: None, typmod: None };
+        let c =
+            |n: &str, ty| ColumnDef { name: n.into(), ty, nullable: true, default: None, precision: None, typmod: None, user_type: None };
         let table = TableDef {
             id: 1,
             database: "d".into(),
