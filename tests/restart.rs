@@ -359,3 +359,31 @@ async fn sequences_never_repeat_after_kill9() {
         eprintln!("round {round}: {round_vals} nextvals, next after restart {next}");
     }
 }
+
+/// A view printed again after a column rename under it (`sql/alter_table.rs`,
+/// `reprinted`) keeps its new SQL and definition across a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn view_rewritten_by_column_rename_survives_restart() {
+    if common::external_url().is_some() {
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    let mut s = TestServer::spawn(data.path()).unwrap();
+    let c = fresh_db(&s, "restart_view").await;
+    c.batch_execute(
+        "CREATE TABLE a (x int, k int); CREATE TABLE b (k int, y int); \
+         CREATE VIEW v AS SELECT * FROM a JOIN b USING (k); \
+         INSERT INTO a VALUES (1, 2); INSERT INTO b VALUES (2, 3); \
+         ALTER TABLE b RENAME k TO kk; ALTER TABLE a RENAME x TO xx",
+    )
+    .await
+    .unwrap();
+    drop(c);
+    let definition = " SELECT a.k,\n    a.xx AS x,\n    b.y\n   FROM a\n     JOIN b b(k, y) USING (k);";
+    for _ in 0..2 {
+        restart(&mut s, data.path());
+        let c = s.connect(Some("restart_view")).await.unwrap();
+        assert_eq!(rows(&c, "SELECT pg_get_viewdef('v', true)").await, vec![vec![Some(definition.to_string())]]);
+        assert_eq!(rows(&c, "SELECT k, x, y FROM v").await, vec![vec![Some("2".into()), Some("1".into()), Some("3".into())]]);
+    }
+}

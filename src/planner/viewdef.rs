@@ -7,7 +7,8 @@
 //! The text is computed once, when the view is created, from its AST and the
 //! FROM items' columns as the planner binds them (names and types), and kept in
 //! the catalog: like PostgreSQL's stored rule, it does not change when a table
-//! gains columns later. Pretty (`pg_get_viewdef(v, true)`: fewer parentheses)
+//! gains columns later; a column change under it prints it again (`Altered`).
+//! Pretty (`pg_get_viewdef(v, true)`: fewer parentheses)
 //! and plain forms are both kept. WITH queries are put in the planner's scope
 //! while their query prints (get_with_clause, SEARCH / CYCLE included), and a
 //! temporary table prints under the name the session wrote. A query shape this
@@ -38,13 +39,50 @@ pub struct ViewText {
     pub plain: String,
 }
 
+/// A relation whose columns changed (ALTER TABLE, ALTER VIEW … RENAME COLUMN)
+/// under a view whose SQL still names them as they were: PostgreSQL's stored
+/// rule refers to columns by number, so the view keeps reading the same
+/// columns; printing it again names them as they are now (`t.x AS a`), or
+/// gives the relation column aliases where the query needs the old names
+/// (a USING column: `t t(a, b)`). New columns are not the view's; a dropped
+/// one must not be used by it.
+pub struct Altered {
+    pub database: String,
+    pub name: String,
+    /// The relation's columns as the view's SQL names them, in order.
+    pub old: Vec<String>,
+    /// Each column it has now: its index in `old`, or None for one added since.
+    pub now: Vec<Option<usize>>,
+}
+
+/// Query-name prefixes of relation columns the view's SQL cannot name: one
+/// added since the view was made, one dropped since (kept for positions:
+/// a join alias list maps the view's columns by position).
+const NEW_COL: char = '\u{1}';
+const DROPPED_COL: char = '\u{2}';
+
+fn is_dropped(name: &str) -> bool {
+    name.starts_with(DROPPED_COL)
+}
+
+/// Whether a column is one the view's SQL knows (not added or dropped since).
+fn is_known(name: &str) -> bool {
+    !name.starts_with([NEW_COL, DROPPED_COL])
+}
+
 impl Planner<'_> {
     /// The view's definition in both forms; `columns` are the view's column
     /// names (they decide the `AS` labels of every SELECT of the query).
     pub fn view_text(&self, q: &ast::Query, columns: &[String]) -> Result<ViewText> {
+        self.view_text_altered(q, columns, None)
+    }
+
+    /// `view_text` of a view whose SQL was written before `altered` changed.
+    pub fn view_text_altered(&self, q: &ast::Query, columns: &[String], altered: Option<&Altered>) -> Result<ViewText> {
         let text = |pretty: bool| -> Result<String> {
             let d = Deparser {
                 planner: self,
+                altered,
                 pretty,
                 refnames: Default::default(),
                 taken: Default::default(),
@@ -541,6 +579,7 @@ fn operand_casts(op: &str, l: Ty, r: Ty) -> (Option<Ty>, Option<Ty>) {
 
 struct Deparser<'p, 'c> {
     planner: &'p Planner<'c>,
+    altered: Option<&'p Altered>,
     pretty: bool,
     /// The reference name each relation of the query got (by the AST node's
     /// address): its alias or name, made unique against the enclosing
@@ -857,7 +896,7 @@ impl Deparser<'_, '_> {
                         bail!(FeatureNotSupported, "view definition text: wildcard options");
                     }
                     for it in &level.items {
-                        for c in &it.cols {
+                        for c in it.cols.iter().filter(|c| is_known(&c.name)) {
                             entries.push((None, Some(c.clone()), None));
                         }
                     }
@@ -869,7 +908,7 @@ impl Deparser<'_, '_> {
                     let (_, q) = object_name(name)?;
                     let it = level.items.iter().find_map(|i| i.find(&q));
                     let Some(it) = it else { bail!(UndefinedTable, "missing FROM-clause entry for table \"{q}\"") };
-                    for c in &it.cols {
+                    for c in it.cols.iter().filter(|c| is_known(&c.name)) {
                         entries.push((None, Some(c.clone()), None));
                     }
                 }
@@ -990,12 +1029,27 @@ impl Deparser<'_, '_> {
                     Some(a) => {
                         let q = ident(&a.name);
                         let mut cols = item.cols;
-                        for (i, c) in cols.iter_mut().enumerate() {
-                            if let Some(ac) = a.columns.get(i) {
-                                c.name = ident(&ac.name);
+                        let names: Vec<String> = cols.iter().map(|c| c.name.clone()).collect();
+                        let aliases = join_aliases(&names, a);
+                        // A column takes the alias's name, else its input's
+                        // (as that prints now: `j.x AS a` after a rename). One
+                        // added under the join since the view was made keeps its
+                        // own name, made unique among the join's.
+                        for (c, al) in cols.iter_mut().zip(&aliases) {
+                            if let Some(al) = al {
+                                c.shown = al.clone();
+                                c.name = if is_dropped(&c.name) { format!("{DROPPED_COL}{al}") } else { al.clone() };
                             }
-                            c.shown = c.name.clone();
-                            c.text = format!("{}.{}", quote(&q), quote(&c.name));
+                        }
+                        let mut taken: Vec<Option<String>> =
+                            cols.iter().filter(|c| is_known(&c.name)).map(|c| Some(c.shown.clone())).collect();
+                        let st = UsingState { unique: false, names: Vec::new() };
+                        for c in cols.iter_mut() {
+                            if c.name.starts_with(NEW_COL) {
+                                c.shown = make_colname_unique(&c.shown, &taken, &st, &[]);
+                                taken.push(Some(c.shown.clone()));
+                            }
+                            c.text = format!("{}.{}", quote(&q), quote(&c.shown));
                         }
                         Item { written: Some(q.clone()), refname: Some(q), cols, inner: Vec::new() }
                     }
@@ -1004,20 +1058,20 @@ impl Deparser<'_, '_> {
             TableFactor::Table { name, alias, args: None, .. } => {
                 let rel = super::relation(self.planner.catalog, &self.planner.database, name)?;
                 let q = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| rel.name.clone());
-                let rel_cols = self.planner.plan_factor_columns(f)?;
+                let cols = self.relation_columns(f)?;
                 let shown = self.colnames.borrow().get(&key_of(f)).cloned();
-                Ok(base_item(q.clone(), self.refname(f, q, outer), rel_cols, alias.as_ref(), shown))
+                Ok(relation_item(q.clone(), self.refname(f, q, outer), cols, shown))
             }
             // A function in FROM: named by its alias or its own name.
             TableFactor::Table { name, alias, args: Some(_), with_ordinality: false, .. } => {
                 let (_, fname) = object_name(name)?;
                 let q = alias.as_ref().map(|a| ident(&a.name)).unwrap_or(fname);
                 let rel_cols = self.planner.plan_factor_columns(f)?;
-                Ok(base_item(q.clone(), self.refname(f, q, outer), rel_cols, None, None))
+                Ok(base_item(q.clone(), self.refname(f, q, outer), rel_cols))
             }
             TableFactor::Derived { lateral: false, alias: Some(a), .. } => {
                 let rel_cols = self.planner.plan_factor_columns(f)?;
-                Ok(base_item(ident(&a.name), self.refname(f, ident(&a.name), outer), rel_cols, None, None))
+                Ok(base_item(ident(&a.name), self.refname(f, ident(&a.name), outer), rel_cols))
             }
             _ => bail!(FeatureNotSupported, "view definition text: this FROM item is not deparsed"),
         }
@@ -1057,7 +1111,9 @@ impl Deparser<'_, '_> {
                 ast::JoinConstraint::Using(ns) | ast::JoinConstraint::UsingAlias(ns, _) => {
                     ns.iter().map(|n| object_name(n).map(|x| x.1)).collect::<Result<_>>()?
                 }
-                ast::JoinConstraint::Natural => cols.iter().filter(|c| rcols.iter().any(|r| r.0 == c.0)).map(|c| c.0.clone()).collect(),
+                ast::JoinConstraint::Natural => {
+                    cols.iter().filter(|c| is_known(&c.0) && rcols.iter().any(|r| r.0 == c.0)).map(|c| c.0.clone()).collect()
+                }
                 _ => Vec::new(),
             };
             let mut map = Vec::new();
@@ -1105,8 +1161,11 @@ impl Deparser<'_, '_> {
             TableFactor::NestedJoin { table_with_joins, alias } => {
                 let (mut node, mut cols) = self.join_tree(table_with_joins, outer)?;
                 if let Some(a) = alias {
-                    for (c, ac) in cols.iter_mut().zip(&a.columns) {
-                        c.0 = ident(&ac.name);
+                    let names: Vec<String> = cols.iter().map(|c| c.0.clone()).collect();
+                    for (c, al) in cols.iter_mut().zip(join_aliases(&names, a)) {
+                        if let Some(al) = al {
+                            c.0 = if is_dropped(&c.0) { format!("{DROPPED_COL}{al}") } else { al };
+                        }
                     }
                     if let JNode::Join { named, .. } = &mut node {
                         *named = true;
@@ -1118,14 +1177,12 @@ impl Deparser<'_, '_> {
                 let item = self.factor_item(f, outer)?;
                 let cols: Vec<(String, Ty)> = item.cols.iter().map(|c| (c.name.clone(), c.ty)).collect();
                 let table = matches!(f, TableFactor::Table { args: None, .. });
-                let n = cols.len();
-                let base = JNode::Base {
-                    key: key_of(f),
-                    table,
-                    written: cols.iter().map(|c| c.0.clone()).collect(),
-                    colnames: vec![None; n],
-                    parent_using: Vec::new(),
+                let written = match table {
+                    true => self.relation_columns(f)?.into_iter().map(|c| c.1).collect(),
+                    false => cols.iter().map(|c| c.0.clone()).collect(),
                 };
+                let n = cols.len();
+                let base = JNode::Base { key: key_of(f), table, written, colnames: vec![None; n], parent_using: Vec::new() };
                 Ok((base, cols))
             }
         }
@@ -1146,7 +1203,9 @@ impl Deparser<'_, '_> {
             JNode::Base { key, table, written, colnames, parent_using, .. } => {
                 let mut names = colnames.clone();
                 for i in 0..names.len() {
-                    if names[i].is_none() {
+                    if is_dropped(&written[i]) {
+                        names[i] = Some(written[i].clone());
+                    } else if names[i].is_none() {
                         let n = make_colname_unique(&written[i], &names, st, parent_using);
                         names[i] = Some(n);
                     }
@@ -1160,12 +1219,46 @@ impl Deparser<'_, '_> {
         }
     }
 
-    /// A relation's column names as written: its own, or its alias's.
-    fn written_names(&self, real: &[String], alias: Option<&ast::TableAlias>) -> Vec<String> {
-        real.iter()
-            .enumerate()
-            .map(|(i, n)| alias.and_then(|a| a.columns.get(i)).map(|c| ident(&c.name)).unwrap_or_else(|| n.clone()))
-            .collect()
+    /// A relation's columns in the order the view's SQL knows them: the name
+    /// the query uses, the name it prints under unless ruleutils picks
+    /// another (its alias, else its real name), and its type. Under
+    /// `altered`, a dropped column keeps its place under a `DROPPED_COL`
+    /// name and the columns added since follow under `NEW_COL` names.
+    fn relation_columns(&self, f: &TableFactor) -> Result<Vec<(String, String, Ty)>> {
+        let TableFactor::Table { name, alias, args: None, .. } = f else {
+            bail!(FeatureNotSupported, "view definition text: this FROM item is not deparsed");
+        };
+        let real = self.planner.plan_factor_columns(&plain_table(f))?;
+        let alias_at = |i: usize| alias.as_ref().and_then(|a| a.columns.get(i)).map(|c| ident(&c.name));
+        let rel = super::relation(self.planner.catalog, &self.planner.database, name)?;
+        let altered = self
+            .altered
+            .filter(|a| a.name == rel.name && rel.database().ok().as_deref() == Some(a.database.as_str()) && a.now.len() == real.len());
+        let Some(a) = altered else {
+            return Ok(real
+                .into_iter()
+                .enumerate()
+                .map(|(i, (n, ty))| {
+                    let w = alias_at(i).unwrap_or(n);
+                    (w.clone(), w, Ty::Sql(ty))
+                })
+                .collect());
+        };
+        let mut out = Vec::with_capacity(a.old.len() + real.len());
+        for (o, old) in a.old.iter().enumerate() {
+            let q = alias_at(o).unwrap_or_else(|| old.clone());
+            match a.now.iter().position(|x| *x == Some(o)) {
+                Some(j) => {
+                    let (n, ty) = &real[j];
+                    out.push((q, alias_at(o).unwrap_or_else(|| n.clone()), Ty::Sql(*ty)));
+                }
+                None => out.push((format!("{DROPPED_COL}{q}"), format!("{DROPPED_COL}{q}"), Ty::Any)),
+            }
+        }
+        for ((n, ty), _) in real.iter().zip(&a.now).filter(|(_, o)| o.is_none()) {
+            out.push((format!("{NEW_COL}{n}"), n.clone(), Ty::Sql(*ty)));
+        }
+        Ok(out)
     }
 
     /// The reference name of a relation: `wanted`, or `wanted_N` when an
@@ -1329,7 +1422,11 @@ impl Deparser<'_, '_> {
                 // A relation's column aliases print when any differs from the
                 // column's real name (set_relation_column_names' printaliases).
                 let real: Vec<String> = self.planner.plan_factor_columns(&plain_table(f))?.into_iter().map(|c| c.0).collect();
-                let shown = self.colnames.borrow().get(&key_of(f)).cloned().unwrap_or_else(|| self.written_names(&real, alias.as_ref()));
+                let shown = match self.colnames.borrow().get(&key_of(f)).cloned() {
+                    Some(names) => names,
+                    None => self.relation_columns(f)?.into_iter().map(|c| c.1).collect(),
+                };
+                let shown: Vec<String> = shown.into_iter().filter(|n| !is_dropped(n)).collect();
                 let print_aliases = shown != real;
                 if (alias.is_some() && !implicit) || refname != name || print_aliases {
                     o.push(" ");
@@ -1394,7 +1491,22 @@ impl Deparser<'_, '_> {
                         }
                         o.push(" ");
                         o.push(&quote(&ident(&a.name)));
-                        alias_columns(a, o);
+                        let inner = self.join_item(table_with_joins, outer)?;
+                        if inner.cols.iter().any(|c| !is_known(&c.name)) {
+                            // Columns added or dropped under it since the view
+                            // was made: the names as set_join_column_names
+                            // assigns them, printed when any differs from its
+                            // input column's.
+                            let item = self.factor_item(f, outer)?;
+                            let pairs: Vec<(&Col, &Col)> =
+                                item.cols.iter().zip(&inner.cols).filter(|(c, _)| !is_dropped(&c.name)).collect();
+                            if pairs.iter().any(|(c, ic)| c.shown != ic.shown) {
+                                let names: Vec<String> = pairs.iter().map(|(c, _)| quote(&c.shown)).collect();
+                                o.push(&format!("({})", names.join(", ")));
+                            }
+                        } else {
+                            alias_columns(a, o);
+                        }
                     }
                 }
                 Ok(())
@@ -2255,7 +2367,7 @@ fn merged_input(kind: JoinKind, l: Ty, r: Ty) -> (Ty, Option<bool>) {
 
 /// The columns NATURAL matches: the left's visible names the right also has.
 fn natural_names(left: &Item, right: &Item) -> Vec<String> {
-    left.cols.iter().filter(|c| right.cols.iter().any(|r| r.name == c.name)).map(|c| c.name.clone()).collect()
+    left.cols.iter().filter(|c| is_known(&c.name) && right.cols.iter().any(|r| r.name == c.name)).map(|c| c.name.clone()).collect()
 }
 
 /// A join's scope item: USING / NATURAL columns merged first (PostgreSQL's
@@ -2296,25 +2408,39 @@ fn merge_join(left: Item, right: Item, kind: JoinKind, constraint: &ast::JoinCon
     Ok(Item { written: None, refname: None, cols, inner: vec![left, right] })
 }
 
-/// A relation's (or derived table's) item under its reference name.
-/// `shown`: the names its columns print under, when ruleutils chose them.
-fn base_item(
-    written: String,
-    q: String,
-    cols: Vec<(String, SqlType)>,
-    alias: Option<&ast::TableAlias>,
-    shown: Option<Vec<String>>,
-) -> Item {
+/// A function's or derived table's item under its reference name.
+fn base_item(written: String, q: String, cols: Vec<(String, SqlType)>) -> Item {
+    relation_item(written, q, cols.into_iter().map(|(n, ty)| (n.clone(), n, Ty::Sql(ty))).collect(), None)
+}
+
+/// A relation's item under its reference name: `cols` from
+/// `Deparser::relation_columns`, `shown` the names ruleutils chose for them.
+fn relation_item(written: String, q: String, cols: Vec<(String, String, Ty)>, shown: Option<Vec<String>>) -> Item {
     let cols = cols
         .into_iter()
         .enumerate()
-        .map(|(i, (name, ty))| {
-            let name = alias.and_then(|a| a.columns.get(i)).map(|c| ident(&c.name)).unwrap_or(name);
-            let shown = shown.as_ref().and_then(|s| s.get(i)).cloned().unwrap_or_else(|| name.clone());
-            Col { text: format!("{}.{}", quote(&q), quote(&shown)), name, shown, ty: Ty::Sql(ty) }
+        .map(|(i, (name, default, ty))| {
+            let shown = shown.as_ref().and_then(|s| s.get(i)).cloned().unwrap_or(default);
+            Col { text: format!("{}.{}", quote(&q), quote(&shown)), name, shown, ty }
         })
         .collect();
     Item { written: Some(written), refname: Some(q), cols, inner: Vec::new() }
+}
+
+/// The alias names a join's columns take, by position over the columns the
+/// view's SQL knows (a column added under it since has none).
+fn join_aliases(names: &[String], a: &ast::TableAlias) -> Vec<Option<String>> {
+    let mut pos = 0;
+    names
+        .iter()
+        .map(|n| {
+            if n.starts_with(NEW_COL) {
+                return None;
+            }
+            pos += 1;
+            a.columns.get(pos - 1).map(|c| ident(&c.name))
+        })
+        .collect()
 }
 
 /// ` alias(a, b)` column list, when one was written.
@@ -2375,6 +2501,24 @@ mod tests {
         let long = "a".repeat(63);
         let none = UsingState { unique: false, names: vec![] };
         assert_eq!(make_colname_unique(&long, &[Some(long.clone())], &none, &[]), format!("{}_1", "a".repeat(61)));
+    }
+
+    #[test]
+    fn join_aliases_skip_columns_added_since() {
+        // (t5 CROSS JOIN t6) j(aa, bb, cc, dd) after t5 gained c: the alias
+        // names stay on the columns the view knew, a dropped one keeps its place.
+        let a = ast::TableAlias {
+            explicit: false,
+            name: ast::Ident::new("j"),
+            columns: ["aa", "bb", "cc", "dd"].iter().map(|n| ast::TableAliasColumnDef::from_name(*n)).collect(),
+            at: None,
+        };
+        let names: Vec<String> = ["a", "b", &format!("{NEW_COL}c"), "c", "d"].iter().map(|n| n.to_string()).collect();
+        let got = join_aliases(&names, &a);
+        assert_eq!(got, vec![Some("aa".into()), Some("bb".into()), None, Some("cc".into()), Some("dd".into())]);
+        let names: Vec<String> = ["a", &format!("{DROPPED_COL}b"), "c", "d"].iter().map(|n| n.to_string()).collect();
+        assert_eq!(join_aliases(&names, &a)[2], Some("cc".into()));
+        assert!(!is_known(&names[1]) && is_dropped(&names[1]) && is_known("a"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! ALTER TABLE: add, drop and rename columns (of a partitioned table: of every
-//! table of its tree), and rename the table (OWNER TO is `privilege.rs`'s).
+//! table of its tree), and rename the table (OWNER TO is `privilege.rs`'s);
+//! ALTER VIEW … RENAME COLUMN.
 //!
 //! A column change rewrites the table, as TRUNCATE renews it: new regions under a
 //! new id receive the old rows in the new shape (kept columns copied, an added
@@ -8,10 +9,12 @@
 //! the price is a copy of the table (fine for PostgreSQL-style tables, heavy for a
 //! large time-series table). A rename of the table is a catalog change only
 //! (regions are by id); views that name the table have their query rewritten to
-//! the new name. Before a column change, a view reading the table has its `*`
-//! spelled out (its deparsed definition becomes its SQL, `frozen`), so an added
-//! column does not join it, as in PostgreSQL. Views are stored as SQL, so a column change that leaves a view
-//! unplannable is refused (2BP01 for DROP COLUMN, which CASCADE answers by dropping
+//! the new name. After a column change, a view reading the table is deparsed
+//! again from its definition over the new columns (`reprinted`: renamed ones
+//! under their new names or as column aliases, added ones left out, as
+//! PostgreSQL's rule keeps column numbers) and that text becomes its SQL; failing
+//! that, its deparsed definition as it was becomes its SQL (`frozen`). Views are
+//! stored as SQL, so a column change that leaves a view unplannable is refused (2BP01 for DROP COLUMN, which CASCADE answers by dropping
 //! the views, as PostgreSQL does). Runs outside transaction blocks only. Writes to
 //! the table during the copy fail with 40001 (retry) instead of being lost.
 //! Imports `sql` siblings, `planner`, `exec` values and `storage` regions.
@@ -24,6 +27,7 @@ use sqlparser::ast;
 use super::{dml, QueryResult, Session};
 use crate::catalog::{ColumnDef, TableDef, ViewDef};
 use crate::error::Result;
+use crate::planner::viewdef::Altered;
 use crate::planner::{ident, object_name, relation};
 use crate::storage::{region_id, ScanRequest};
 use crate::{bail, err};
@@ -235,6 +239,93 @@ fn rename_table(s: &mut Session, old: &TableDef, new: &ast::ObjectName) -> Resul
     Ok(())
 }
 
+/// A view printed again after `altered` changed a relation it reads, or with
+/// new column names: its deparsed definition (the query as it was, every
+/// column spelled out) is deparsed once more with the relation's columns as
+/// they are now, and that text becomes its SQL and its definition. As
+/// PostgreSQL's stored rule refers to columns by number, the view keeps
+/// reading the same columns: a renamed one prints as `t.x AS a`, or the
+/// relation gets column aliases where the old name is needed (`JOIN t t(a, b)
+/// USING (a)`), and an added one stays out. None when the view has no
+/// deparsed definition (or is temporary) or names a dropped column.
+fn reprinted(s: &Session, v: &ViewDef, columns: &[String], altered: Option<&Altered>) -> Option<ViewDef> {
+    if v.name.starts_with("pg_temp_") {
+        return None;
+    }
+    let (_, plain) = v.definition.as_ref()?;
+    let q = crate::parser::parse_query(plain.trim().trim_end_matches(';')).ok()?;
+    let mut planner = s.planner(Default::default());
+    planner.home = Some(planner.database.clone());
+    planner.database = v.database.clone();
+    planner.check_as.replace(None);
+    let t = planner.view_text_altered(&q, columns, altered).ok()?;
+    let sql = t.plain.trim().trim_end_matches(';').to_string();
+    Some(ViewDef { sql, definition: Some((t.pretty, t.plain)), columns: columns.to_vec(), ..v.clone() })
+}
+
+/// ALTER VIEW v RENAME [COLUMN] a TO b. The view's definition prints its new
+/// label (`t.a AS b`) and the views that read it keep the old name as theirs
+/// (`v.b AS a`).
+pub fn alter_view(s: &mut Session, av: &ast::AlterView) -> Result<QueryResult> {
+    let ast::AlterViewOperation::RenameColumn { old_column_name, new_column_name } = &av.operation else {
+        let text = av.operation.to_string();
+        let words: Vec<&str> = text.split_whitespace().take(2).collect();
+        bail!(FeatureNotSupported, "ALTER VIEW … {} is not supported", words.join(" "));
+    };
+    if av.materialized {
+        bail!(FeatureNotSupported, "materialized views are flows in weir: use CREATE FLOW");
+    }
+    if s.block.is_some() {
+        bail!(ActiveSqlTransaction, "ALTER VIEW … RENAME cannot run inside a transaction block");
+    }
+    let engine = s.engine.clone();
+    let cat = &engine.catalog;
+    let rel = relation(cat, &s.database, &av.name)?;
+    let Some(v) = rel.database().ok().and_then(|db| cat.view(&db, &rel.name)) else {
+        if av.if_exists {
+            return Ok(QueryResult::Command("ALTER VIEW".into()));
+        }
+        bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display());
+    };
+    let (from, to) = (ident(old_column_name), ident(new_column_name));
+    let Some(i) = v.columns.iter().position(|c| *c == from) else {
+        bail!(UndefinedColumn, "column \"{from}\" does not exist");
+    };
+    if from == to {
+        return Ok(QueryResult::Command("ALTER VIEW".into()));
+    }
+    if v.columns.contains(&to) {
+        bail!(DuplicateColumn, "column \"{to}\" of relation \"{}\" already exists", v.name);
+    }
+    let key = (v.database.clone(), v.name.clone());
+    let readers: Vec<ViewDef> = cat.views(&v.database).into_iter().filter(|r| view_reads(s, r).contains(&key)).collect();
+    let mut columns = v.columns.clone();
+    columns[i] = to;
+    let renamed = reprinted(s, &v, &columns, None).unwrap_or_else(|| ViewDef { columns: columns.clone(), ..v.clone() });
+    cat.create_view(renamed, true)?;
+    let altered =
+        Altered { database: v.database.clone(), name: v.name.clone(), old: v.columns.clone(), now: (0..columns.len()).map(Some).collect() };
+    let mut changed = Vec::new();
+    for r in readers {
+        match reprinted(s, &r, &r.columns, Some(&altered)).filter(|n| view_plans(s, n)) {
+            Some(n) => changed.push(n),
+            None => {
+                cat.create_view(v, true)?;
+                bail!(
+                    FeatureNotSupported,
+                    "cannot rename a column of view \"{}\": view \"{}\" would no longer work (weir keeps views as SQL)",
+                    key.1,
+                    r.name
+                );
+            }
+        }
+    }
+    for n in changed {
+        cat.create_view(n, true)?;
+    }
+    Ok(QueryResult::Command("ALTER VIEW".into()))
+}
+
 /// A view's pg_get_viewdef texts for `q`, planned in its own database.
 fn view_definition(s: &Session, database: &str, q: &ast::Query, columns: &[String]) -> Option<(String, String)> {
     let mut planner = s.planner(Default::default());
@@ -324,9 +415,21 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
     def.columns = cols.iter().map(|(c, _)| c.clone()).collect();
     def.time_index = old.time_index.map(new_pos);
     def.primary_key = old.primary_key.iter().map(|&o| new_pos(o)).collect();
-    let views: Vec<ViewDef> = dependent_views(s, old).into_iter().map(|v| frozen(s, v)).collect();
-    let frozen_views: Vec<ViewDef> =
-        views.iter().filter(|v| s.engine.catalog.view(&v.database, &v.name).is_some_and(|o| o.sql != v.sql)).cloned().collect();
+    let dependents = dependent_views(s, old);
+    let types: Vec<_> = dependents.iter().map(|v| view_types(s, &v.database, &v.sql)).collect();
+    let views: Vec<ViewDef> = dependents.iter().cloned().map(|v| frozen(s, v)).collect();
+    let altered = Altered {
+        database: old.database.clone(),
+        name: old.name.clone(),
+        old: old.columns.iter().map(|c| c.name.clone()).collect(),
+        now: cols
+            .iter()
+            .map(|(_, src)| match src {
+                Source::Old(i) => Some(*i),
+                Source::Default => None,
+            })
+            .collect(),
+    };
     s.engine.open_table_regions(&def)?;
     let undo_regions = |s: &Session, def: &TableDef| {
         for r in 0..def.regions.max(1) {
@@ -348,8 +451,19 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
         undo_regions(s, &def);
         return Err(e);
     }
-    // Views that no longer plan: CASCADE drops them, otherwise the change is undone.
-    let broken: Vec<ViewDef> = views.into_iter().filter(|v| !view_plans(s, v)).collect();
+    // Each view printed again over the new columns (else with its `*` spelled
+    // out as it was); one that no longer plans: CASCADE drops it, otherwise
+    // the change is undone.
+    let views: Vec<ViewDef> = views
+        .into_iter()
+        .zip(&dependents)
+        .zip(types)
+        .map(|((fallback, v), types)| match reprinted(s, v, &v.columns, Some(&altered)) {
+            Some(r) if types.is_some() && view_types(s, &r.database, &r.sql) == types => r,
+            _ => fallback,
+        })
+        .collect();
+    let broken: Vec<ViewDef> = views.iter().filter(|v| !view_plans(s, v)).cloned().collect();
     if let Some(v) = broken.first() {
         if cascade && !dropped.is_empty() {
             for v in &broken {
@@ -372,8 +486,11 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
         }
     }
     // The change stays: views keep their columns spelled out from now on.
-    for v in frozen_views.into_iter().filter(|v| !broken.iter().any(|b| b.name == v.name && b.database == v.database)) {
-        cat.create_view(v, true)?;
+    for v in views.into_iter().filter(|v| !broken.iter().any(|b| b.name == v.name && b.database == v.database)) {
+        let stored = cat.view(&v.database, &v.name);
+        if stored.is_some_and(|o| o.sql != v.sql || o.definition != v.definition) {
+            cat.create_view(v, true)?;
+        }
     }
     for r in 0..old.regions.max(1) {
         s.engine.storage.drop_region(region_id(old.id, r))?;

@@ -314,6 +314,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
             bail!(FeatureNotSupported, "EXPLAIN supports queries only")
         }
         Statement::AlterTable(at) => super::alter_table::execute(s, at),
+        Statement::AlterView(av) => super::alter_table::alter_view(s, av),
         Statement::CreateFunction(cf) => super::function::create(s, cf),
         Statement::DropFunction(d) => super::function::drop(s, d),
         Statement::CreateAggregate(ca) => super::aggregate::create(s, ca),
