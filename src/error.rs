@@ -74,6 +74,8 @@ pub enum ErrorKind {
     DatetimeFieldOverflow,
     /// 22015: an interval field beyond its range.
     IntervalFieldOverflow,
+    /// 22009: a time zone offset beyond ±15:59:59.
+    InvalidTimeZoneDisplacement,
     /// 42809: e.g. DISTINCT or ORDER BY in a call of a function that is not
     /// an aggregate.
     WrongObjectType,
@@ -205,6 +207,7 @@ impl ErrorKind {
             InvalidDatetime => "22007",
             DatetimeFieldOverflow => "22008",
             IntervalFieldOverflow => "22015",
+            InvalidTimeZoneDisplacement => "22009",
             WrongObjectType => "42809",
             InvalidRegularExpression => "2201B",
             SubstringError => "22011",

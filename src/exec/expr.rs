@@ -1160,6 +1160,12 @@ pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> 
     if from.is_timestamp() && to.is_timestamp() {
         return Ok(cast_with_options(a, &target, &CastOptions { safe: false, ..Default::default() })?);
     }
+    if let Some(r) = cast_time(a, from, to) {
+        return r;
+    }
+    if matches!(from, SqlType::Time | SqlType::TimeTz) || matches!(to, SqlType::Time | SqlType::TimeTz) {
+        bail!(CannotCoerce, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
+    }
     if from == SqlType::Interval || to == SqlType::Interval {
         bail!(FeatureNotSupported, "cannot cast type {} to {}", from.pg_name(), to.pg_name());
     }
@@ -1219,18 +1225,23 @@ fn parse_timestamp_text(t: &str, tz: bool) -> Result<i64> {
         _ => {}
     }
     let today = ctx.zone.to_local(now).div_euclid(86_400_000_000) as i32;
-    // PostgreSQL's first timestamp is Julian day 0 (4714-11-24 BC).
+    // PostgreSQL's first timestamp is Julian day 0 (4714-11-24 BC). Its end,
+    // 294277-01-01, is past i64 microseconds counted from 1970 (weir's epoch;
+    // PostgreSQL counts from 2000): weir ends at the same count, in 294247,
+    // below i64::MAX, which is `infinity`.
     const MIN_US: i64 = -2_440_588 * 86_400_000_000;
+    const END_US: i64 = 9_223_371_331_200_000_000;
     let out_of_range = || err!(DatetimeFieldOverflow, "timestamp out of range: \"{t}\"");
     match crate::types::datetime_input::parse_timestamp_pg(s, ctx.order, today) {
         Ok((local, zone)) if tz => match zone.unwrap_or(ctx.zone).to_utc(local) {
-            us if us < MIN_US => Err(out_of_range()),
+            us if !(MIN_US..END_US).contains(&us) => Err(out_of_range()),
             us => Ok(us),
         },
-        Ok((local, _)) if local < MIN_US => Err(out_of_range()),
+        Ok((local, _)) if !(MIN_US..END_US).contains(&local) => Err(out_of_range()),
         Ok((local, _)) => Ok(local),
-        Err(e) => match crate::types::parse_timestamp(s) {
-            // weir's older forms (RFC 3339 and friends) stay accepted.
+        Err(e) => match crate::types::parse_timestamp(s).filter(|_| e == E::BadFormat) {
+            // weir's older forms (RFC 3339 and friends) stay accepted; a value
+            // PostgreSQL's decoder found out of range stays refused.
             Some(us) => Ok(us),
             None => Err(match e {
                 E::BadFormat => err!(InvalidDatetime, "invalid input syntax for type {ty}: \"{t}\""),
@@ -1241,6 +1252,82 @@ fn parse_timestamp_text(t: &str, tz: bool) -> Result<i64> {
             }),
         },
     }
+}
+
+/// time_in / timetz_in: a time of day, and for a timetz the zone the text
+/// names or else the session zone's offset on the text's date (today).
+fn parse_time_text(t: &str, to: SqlType) -> Result<Value> {
+    use crate::types::time::{self, TimeInputError as E};
+    let ctx = crate::types::zone::current();
+    let now = crate::types::zone::now_override().unwrap_or_else(crate::exec::functions::now_micros);
+    let today = ctx.zone.to_local(now).div_euclid(crate::types::interval::USECS_PER_DAY) as i32;
+    let (us, zone, days) = time::parse_time(t, today).map_err(|e| match e {
+        E::BadFormat => err!(
+            InvalidDatetime,
+            "invalid input syntax for type {}: \"{t}\"",
+            if to == SqlType::Time { "time" } else { "time with time zone" }
+        ),
+        E::FieldOverflow => err!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\""),
+    })?;
+    if !(0..=crate::types::interval::USECS_PER_DAY).contains(&us) {
+        bail!(DatetimeFieldOverflow, "date/time field value out of range: \"{t}\"");
+    }
+    if to == SqlType::Time {
+        return Ok(Value::Time(us));
+    }
+    // The zone's offset at that wall-clock time of that day.
+    let zone = zone.unwrap_or(ctx.zone);
+    let local = days as i64 * crate::types::interval::USECS_PER_DAY + us;
+    let east = zone.offset_at(zone.to_utc(local));
+    if !time::zone_ok(-east) {
+        bail!(InvalidTimeZoneDisplacement, "time zone displacement out of range: \"{t}\"");
+    }
+    Ok(Value::TimeTz(time::timetz_pack(us, -east)))
+}
+
+/// Casts between time, timetz and the other date/time types, row by row
+/// (timestamp_time, timestamptz_time, timestamptz_timetz, time_timetz,
+/// timetz_time, time_interval, interval_time); None for a pair that is not
+/// one of them.
+fn cast_time(a: &ArrayRef, from: SqlType, to: SqlType) -> Option<Result<ArrayRef>> {
+    use crate::types::interval::USECS_PER_DAY;
+    use crate::types::time::{timetz_pack, timetz_unpack};
+    use SqlType as T;
+    let zone = crate::types::zone::current().zone;
+    let conv: Box<dyn Fn(Value) -> Result<Value>> = match (from, to) {
+        (T::Timestamp, T::Time) => Box::new(|v| Ok(if let Value::Timestamp(t) = v { Value::Time(t.rem_euclid(USECS_PER_DAY)) } else { v })),
+        (T::TimestampTz, T::Time) => {
+            Box::new(move |v| Ok(if let Value::Timestamp(t) = v { Value::Time(zone.to_local(t).rem_euclid(USECS_PER_DAY)) } else { v }))
+        }
+        (T::TimestampTz, T::TimeTz) => Box::new(move |v| {
+            Ok(if let Value::Timestamp(t) = v {
+                Value::TimeTz(timetz_pack(zone.to_local(t).rem_euclid(USECS_PER_DAY), -zone.offset_at(t)))
+            } else {
+                v
+            })
+        }),
+        (T::Time, T::TimeTz) => {
+            // The session zone's offset now (time_timetz uses today's date).
+            let now = crate::types::zone::now_override().unwrap_or_else(crate::exec::functions::now_micros);
+            let west = -zone.offset_at(now);
+            Box::new(move |v| Ok(if let Value::Time(t) = v { Value::TimeTz(timetz_pack(t, west)) } else { v }))
+        }
+        (T::TimeTz, T::Time) => Box::new(|v| Ok(if let Value::TimeTz(p) = v { Value::Time(timetz_unpack(p).0) } else { v })),
+        (T::Time, T::Interval) => {
+            Box::new(|v| Ok(if let Value::Time(t) = v { Value::Interval(crate::types::Interval::from_micros(t)) } else { v }))
+        }
+        (T::Interval, T::Time) => {
+            Box::new(|v| Ok(if let Value::Interval(iv) = v { Value::Time(iv.micros.rem_euclid(USECS_PER_DAY)) } else { v }))
+        }
+        _ => return None,
+    };
+    Some((|| {
+        let mut out = Vec::with_capacity(a.len());
+        for i in 0..a.len() {
+            out.push(conv(value_at(a.as_ref(), i))?);
+        }
+        values_to_array(&out, to)
+    })())
 }
 
 /// Parse one text value as a type, with PostgreSQL's errors.
@@ -1327,6 +1414,7 @@ pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
                 }
             })?)
         }
+        SqlType::Time | SqlType::TimeTz => parse_time_text(t, to)?,
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(t.to_string()),
         SqlType::Bytea => Value::Text(crate::types::bytea::canonical(t)?),
         SqlType::Geo(g) => Value::Text(g.canonical(t)?),
@@ -1364,7 +1452,7 @@ impl From<&Value> for Key {
         match v {
             Value::Null => Key::Null,
             Value::Bool(b) => Key::Bool(*b),
-            Value::Int(i) | Value::Timestamp(i) => Key::Int(*i),
+            Value::Int(i) | Value::Timestamp(i) | Value::Time(i) | Value::TimeTz(i) => Key::Int(*i),
             Value::Interval(iv) => Key::Wide(iv.cmp_key()),
             Value::Date(d) => Key::Int(*d as i64),
             Value::Float(f) => {

@@ -316,6 +316,14 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
             out.extend(iv.days.to_le_bytes());
             out.extend(iv.micros.to_le_bytes())
         }
+        Value::Time(t) => {
+            out.push(8);
+            out.extend(t.to_le_bytes())
+        }
+        Value::TimeTz(t) => {
+            out.push(9);
+            out.extend(t.to_le_bytes())
+        }
     }
 }
 
@@ -353,6 +361,8 @@ impl Reader<'_> {
                 let days = self.u32()? as i32;
                 Value::Interval(crate::types::Interval { months, days, micros: self.i64()? })
             }
+            8 => Value::Time(self.i64()?),
+            9 => Value::TimeTz(self.i64()?),
             t => return Err(err!(Corrupt, "flow state has an unknown value tag {t}")),
         })
     }

@@ -196,6 +196,10 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
             _ => SqlType::Timestamp,
         },
         D::Datetime(_) => SqlType::Timestamp,
+        D::Time(_, tz) => match tz {
+            ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => SqlType::TimeTz,
+            _ => SqlType::Time,
+        },
         D::Date => SqlType::Date,
         D::Interval { .. } => SqlType::Interval,
         D::Bytea => SqlType::Bytea,
@@ -222,6 +226,7 @@ pub fn sql_type(dt: &ast::DataType) -> Result<SqlType> {
             let n = n.trim_matches('"').to_string();
             match n.as_str() {
                 "timestamptz" => SqlType::TimestampTz,
+                "timetz" => SqlType::TimeTz,
                 "int" | "int4" => SqlType::Int4,
                 "int2" => SqlType::Int2,
                 "int8" => SqlType::Int8,
@@ -414,6 +419,11 @@ impl<'a> Planner<'a> {
                         crate::types::round_timestamp(us, (*p).min(6) as u32)
                             .ok_or_else(|| err!(DatetimeFieldOverflow, "timestamp out of range"))?,
                     ),
+                    (Value::Time(us), ast::DataType::Time(Some(p), _)) => Value::Time(crate::types::time::round_time(us, *p as u32)),
+                    (Value::TimeTz(v), ast::DataType::Time(Some(p), _)) => {
+                        let (us, zone) = crate::types::time::timetz_unpack(v);
+                        Value::TimeTz(crate::types::time::timetz_pack(crate::types::time::round_time(us, *p as u32), zone))
+                    }
                     // `interval(p) '…'`, `interval '…'` cast to fields: the typmod applies.
                     (Value::Interval(iv), dt) => match interval_cast_typmod(dt) {
                         Some((range, precision)) => Value::Interval(crate::types::interval_input::adjust_for_typmod(iv, range, precision)),
@@ -471,7 +481,13 @@ impl<'a> Planner<'a> {
                                 Expr::lit(Value::Int(precision.map_or(-1, |p| p as i64)), SqlType::Int4),
                             ],
                         )?,
-                        None => with_numeric_typmod(cast, typmod),
+                        None => match data_type {
+                            // `x::time(p)`: rounded to p fractional digits.
+                            ast::DataType::Time(Some(p), _) => {
+                                self.call("time_typmod", vec![cast, Expr::lit(Value::Int((*p).min(6) as i64), SqlType::Int4)])?
+                            }
+                            _ => with_numeric_typmod(cast, typmod),
+                        },
                     },
                 }
             }
@@ -1101,6 +1117,8 @@ impl<'a> Planner<'a> {
                     || rt == SqlType::Interval
                     || lt == SqlType::Date
                     || rt == SqlType::Date
+                    || matches!(lt, SqlType::Time | SqlType::TimeTz)
+                    || matches!(rt, SqlType::Time | SqlType::TimeTz)
                 {
                     return self.bind_temporal(bop, l, r);
                 }
@@ -1156,6 +1174,25 @@ impl<'a> Planner<'a> {
             (BinOp::Add | BinOp::Sub, Date, Unknown) => {
                 // PostgreSQL resolves date ± unknown as date ± integer.
                 bin(op, l, coerce(r, Int4)?, Date)
+            }
+            // time ± interval wraps around midnight; time - time is an interval;
+            // date + time is a timestamp.
+            (BinOp::Sub, Time, Time) => self.call("time_mi_time", vec![l, r]),
+            (BinOp::Add | BinOp::Sub, Time | TimeTz, Interval | Unknown) => {
+                let f = match (lt, op) {
+                    (Time, BinOp::Add) => "time_pl_interval",
+                    (Time, _) => "time_mi_interval",
+                    (_, BinOp::Add) => "timetz_pl_interval",
+                    _ => "timetz_mi_interval",
+                };
+                self.call(f, vec![l, coerce(r, Interval)?])
+            }
+            (BinOp::Add, Interval | Unknown, Time | TimeTz) => {
+                self.call(if rt == Time { "time_pl_interval" } else { "timetz_pl_interval" }, vec![r, coerce(l, Interval)?])
+            }
+            (BinOp::Add, Date, Time) | (BinOp::Add, Time, Date) => {
+                let (d, t) = if lt == Date { (l, r) } else { (r, l) };
+                bin(op, Expr::Cast { expr: Box::new(d), ty: Timestamp }, Expr::Cast { expr: Box::new(t), ty: Interval }, Timestamp)
             }
             (BinOp::Mul | BinOp::Div, Interval, x) if x.is_numeric() || x == Unknown => bin(op, l, coerce(r, Float8)?, Interval),
             (BinOp::Mul, x, Interval) if x.is_numeric() || x == Unknown => bin(op, r, coerce(l, Float8)?, Interval),
@@ -1804,7 +1841,10 @@ impl<'a> Planner<'a> {
                     bail!(Windowing, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column");
                 };
                 let kt = key.expr.ty();
-                let temporal = matches!(kt, SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz | SqlType::Interval);
+                let temporal = matches!(
+                    kt,
+                    SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz | SqlType::Interval | SqlType::Time | SqlType::TimeTz
+                );
                 // sqlparser reads a quoted offset as an interval literal: over a key that is
                 // not a date or time it is an untyped string ('inf' PRECEDING).
                 let off = match e.as_ref() {
@@ -1858,7 +1898,15 @@ impl<'a> Planner<'a> {
                         bail!(InvalidPrecedingOrFollowingSize, "invalid preceding or following size in window function");
                     }
                 }
-                if let Some(t) = number {
+                if matches!(kt, SqlType::Time | SqlType::TimeTz) && ot == SqlType::Interval {
+                    // in_range_time(tz)_interval: base ± the offset's time part without
+                    // wrapping at midnight, so the key and the offset become integers on
+                    // one ordered scale (the executor's integer in_range).
+                    range_key = Some(self.call("time_range_key", vec![key.expr.clone()])?);
+                    range_offsets = true;
+                    let tz = Expr::lit(Value::Bool(kt == SqlType::TimeTz), SqlType::Bool);
+                    self.call("time_range_offset", vec![off, tz])?
+                } else if let Some(t) = number {
                     // The executor applies the offset with PostgreSQL's in_range rules.
                     range_key = Some(key.expr.clone());
                     range_offsets = true;

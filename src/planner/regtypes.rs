@@ -107,6 +107,8 @@ const TYPES: &[(i64, &str, &[&str])] = &[
     (1114, "timestamp without time zone", &["timestamp"]),
     (1184, "timestamp with time zone", &["timestamptz"]),
     (1186, "interval", &[]),
+    (1083, "time without time zone", &["time"]),
+    (1266, "time with time zone", &["timetz"]),
     (1700, "numeric", &["decimal"]),
     (2205, "regclass", &[]),
     (2206, "regtype", &[]),

@@ -1617,6 +1617,16 @@ pub fn output_name(e: &ast::Expr) -> String {
                 .replace("boolean", "bool"),
         },
         ast::Expr::Nested(inner) => output_name(inner),
+        // `time '10:00'`: the type's name, as for a cast (FigureColname).
+        ast::Expr::TypedString(ts) => match super::bind::sql_type(&ts.data_type) {
+            Ok(SqlType::Time) => "time".into(),
+            Ok(SqlType::TimeTz) => "timetz".into(),
+            Ok(SqlType::Timestamp) => "timestamp".into(),
+            Ok(SqlType::TimestampTz) => "timestamptz".into(),
+            Ok(SqlType::Date) => "date".into(),
+            Ok(SqlType::Interval) => "interval".into(),
+            _ => "?column?".into(),
+        },
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Extract { .. } => "extract".into(),
         ast::Expr::Exists { .. } => "exists".into(),

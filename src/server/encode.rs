@@ -37,6 +37,14 @@ impl ToSql for Cell {
                 out.put_i32(iv.days);
                 out.put_i32(iv.months);
             }
+            // time_send: microseconds; timetz_send: microseconds, then the
+            // zone in seconds west of UTC.
+            (Value::Time(t), _) => out.put_i64(*t),
+            (Value::TimeTz(p), _) => {
+                let (t, zone_west) = crate::types::time::timetz_unpack(*p);
+                out.put_i64(t);
+                out.put_i32(zone_west);
+            }
             (Value::Text(s), SqlType::Array(e)) => encode_array(s, e.ty(), out)?,
             (Value::Text(s), SqlType::Bytea) => out.put_slice(&crate::types::bytea::from_text(s)?),
             (Value::Text(s), SqlType::Numeric) => put_numeric_binary(s, out),

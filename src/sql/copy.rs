@@ -813,6 +813,8 @@ fn push_value(ty: SqlType, b: &mut dyn arrow::array::ArrayBuilder, v: Value) {
         T::Interval => {
             put!(IntervalMonthDayNanoBuilder, if let Value::Interval(x) = v { Some(crate::types::interval_to_arrow(x)) } else { None })
         }
+        T::Time => put!(Time64MicrosecondBuilder, if let Value::Time(x) = v { Some(x) } else { None }),
+        T::TimeTz => put!(Time64NanosecondBuilder, if let Value::TimeTz(x) = v { Some(x) } else { None }),
     }
 }
 

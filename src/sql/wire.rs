@@ -74,6 +74,23 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
             let months = i32::from_be_bytes(b[12..].try_into().unwrap());
             Value::Interval(crate::types::Interval::try_new(months, days, micros)?)
         }
+        // time_recv / timetz_recv: microseconds (and seconds west), checked.
+        SqlType::Time | SqlType::TimeTz => {
+            need(if ty == SqlType::Time { 8 } else { 12 })?;
+            let t = i64::from_be_bytes(b[..8].try_into().unwrap());
+            if !(0..=crate::types::interval::USECS_PER_DAY).contains(&t) {
+                bail!(InvalidBinaryRepresentation, "time out of range");
+            }
+            if ty == SqlType::Time {
+                Value::Time(t)
+            } else {
+                let zone_west = i32::from_be_bytes(b[8..].try_into().unwrap());
+                if !crate::types::time::zone_ok(zone_west) {
+                    bail!(InvalidTimeZoneDisplacement, "time zone displacement out of range");
+                }
+                Value::TimeTz(crate::types::time::timetz_pack(t, zone_west))
+            }
+        }
         SqlType::Text | SqlType::Varchar | SqlType::Unknown => Value::Text(utf8(b)?.to_string()),
         SqlType::Bytea => Value::Text(crate::types::bytea::to_text(b)),
         // point_recv: two float8s; the other geometric types only as text.
@@ -124,6 +141,8 @@ pub fn scalar_of_oid(oid: u32) -> Option<SqlType> {
         1184 => SqlType::TimestampTz,
         1082 => SqlType::Date,
         1186 => SqlType::Interval,
+        1083 => SqlType::Time,
+        1266 => SqlType::TimeTz,
         1700 => SqlType::Numeric,
         o @ 600..=603 => SqlType::Geo(crate::types::geo::Geo::from_oid(o)?),
         _ => return None,

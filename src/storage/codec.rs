@@ -5,7 +5,7 @@
 //! Layout: `nrows u32, ncols u32`, then per column a type tag, a null flag
 //! with an optional bitmap, and the values (little-endian buffers, booleans
 //! as a bitmap, strings as rebased i32 offsets plus bytes; an interval is
-//! 16 bytes: months i32, days i32, nanoseconds i64). Whole buffers are
+//! 16 bytes: months i32, days i32, nanoseconds i64; a time or timetz 8 bytes). Whole buffers are
 //! copied, never one value at a time, except when offsets must be rebased.
 
 use std::sync::Arc;
@@ -14,7 +14,8 @@ use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray, Recor
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
-    IntervalMonthDayNanoType, IntervalUnit, SchemaRef, TimeUnit, TimestampMicrosecondType, UInt64Type, UInt8Type,
+    IntervalMonthDayNanoType, IntervalUnit, SchemaRef, Time64MicrosecondType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType,
+    UInt64Type, UInt8Type,
 };
 
 use crate::error::Result;
@@ -34,6 +35,8 @@ fn type_tag(dt: &DataType) -> Result<u8> {
         DataType::Timestamp(TimeUnit::Microsecond, _) => 11,
         DataType::Date32 => 12,
         DataType::Interval(IntervalUnit::MonthDayNano) => 13,
+        DataType::Time64(TimeUnit::Microsecond) => 14,
+        DataType::Time64(TimeUnit::Nanosecond) => 15,
         other => crate::bail!(FeatureNotSupported, "storage cannot encode column type {other}"),
     })
 }
@@ -81,6 +84,8 @@ pub fn encode_batch(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
             DataType::Timestamp(..) => out.extend_from_slice(prim_bytes::<TimestampMicrosecondType>(col)),
             DataType::Date32 => out.extend_from_slice(prim_bytes::<Date32Type>(col)),
             DataType::Interval(_) => out.extend_from_slice(prim_bytes::<IntervalMonthDayNanoType>(col)),
+            DataType::Time64(TimeUnit::Microsecond) => out.extend_from_slice(prim_bytes::<Time64MicrosecondType>(col)),
+            DataType::Time64(_) => out.extend_from_slice(prim_bytes::<Time64NanosecondType>(col)),
             DataType::Utf8 => {
                 let s = col.as_string::<i32>();
                 let offs = s.value_offsets();
@@ -169,6 +174,8 @@ pub fn decode_batch(schema: &SchemaRef, buf: &[u8]) -> Result<RecordBatch> {
             DataType::Timestamp(..) => dec_prim::<TimestampMicrosecondType>(&mut r, n, nulls, dt)?,
             DataType::Date32 => dec_prim::<Date32Type>(&mut r, n, nulls, dt)?,
             DataType::Interval(_) => dec_prim::<IntervalMonthDayNanoType>(&mut r, n, nulls, dt)?,
+            DataType::Time64(TimeUnit::Microsecond) => dec_prim::<Time64MicrosecondType>(&mut r, n, nulls, dt)?,
+            DataType::Time64(_) => dec_prim::<Time64NanosecondType>(&mut r, n, nulls, dt)?,
             DataType::Utf8 => {
                 let total = r.u32()? as usize;
                 let ob = r.take((n + 1) * 4)?;

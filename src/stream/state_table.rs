@@ -108,6 +108,8 @@ const T_TEXT: u8 = 0x04;
 const T_TIMESTAMP: u8 = 0x05;
 const T_DATE: u8 = 0x06;
 const T_INTERVAL: u8 = 0x07;
+const T_TIME: u8 = 0x08;
+const T_TIMETZ: u8 = 0x09;
 /// NULL sorts after every value (PostgreSQL's default ASC NULLS LAST).
 const T_NULL: u8 = 0x7F;
 
@@ -164,6 +166,14 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
             out.push(T_DATE);
             out.extend_from_slice(&flip(*d as i64));
         }
+        Value::Time(t) => {
+            out.push(T_TIME);
+            out.extend_from_slice(&flip(*t));
+        }
+        Value::TimeTz(t) => {
+            out.push(T_TIMETZ);
+            out.extend_from_slice(&flip(*t));
+        }
         Value::Interval(iv) => {
             out.push(T_INTERVAL);
             let total = (iv.months as i128 * 30 + iv.days as i128) * 86_400_000_000 + iv.micros as i128;
@@ -191,6 +201,8 @@ pub fn decode_value(b: &[u8], pos: &mut usize) -> Result<Value> {
         T_INT => Value::Int(unflip(take(8)?)),
         T_TIMESTAMP => Value::Timestamp(unflip(take(8)?)),
         T_DATE => Value::Date(unflip(take(8)?) as i32),
+        T_TIME => Value::Time(unflip(take(8)?)),
+        T_TIMETZ => Value::TimeTz(unflip(take(8)?)),
         T_FLOAT => {
             let enc = u64::from_be_bytes(take(8)?.try_into().expect("8 bytes"));
             let bits = if enc >> 63 == 1 { enc & !(1 << 63) } else { !enc };

@@ -450,10 +450,39 @@ fn decode_date(
     Ok(())
 }
 
-/// Days since 2000-01-01 → days since 1970-01-01 helpers.
+/// Days since 1970-01-01 of a proleptic Gregorian date (astronomical
+/// year: 0 is 1 BC), for any year PostgreSQL has (chrono stops at 262142).
+/// Howard Hinnant's days_from_civil.
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The (astronomical year, month, day) of days since 1970-01-01; the
+/// inverse of [`days_from_civil`].
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Days since 1970-01-01 of a valid date (None past i32).
 fn days_from_ymd(y: i64, m: i64, d: i64) -> Option<i32> {
-    let date = NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, u32::try_from(m).ok()?, u32::try_from(d).ok()?)?;
-    Some(date.num_days_from_ce() - 719_163)
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || y.abs() > 10_000_000 {
+        return None;
+    }
+    i32::try_from(days_from_civil(y, m, d)).ok()
 }
 
 fn is_leap(y: i64) -> bool {
@@ -462,7 +491,7 @@ fn is_leap(y: i64) -> bool {
 
 /// PostgreSQL's last valid date is 5874897-12-31 and its first 4714-11-24 BC.
 const MIN_DAYS: i64 = -2_440_588; // 4714-11-24 BC (Julian day 0)
-const MAX_DAYS: i64 = 2_145_031_948; // 5874897-12-31 (outside chrono's range: checked as a number)
+const MAX_DAYS: i64 = 2_145_042_905; // 5874897-12-31 (Julian day 2147483493)
 
 /// Parse a date the way PostgreSQL's `date_in` does, as days since
 /// 1970-01-01. `today_days` answers `today` / `tomorrow` / `yesterday`.
@@ -473,7 +502,10 @@ pub fn parse_date_pg(input: &str, order: DateOrder, today_days: i32) -> Result<i
         "-infinity" => return Ok(i32::MIN),
         _ => {}
     }
-    decode_datetime(input, order, today_days).map(|d| d.days)
+    match decode_datetime(input, order, today_days)?.days {
+        d if (d as i64) < MIN_DAYS => Err(DateInputError::OutOfRange),
+        d => Ok(d),
+    }
 }
 
 /// A decoded date and time: the date, the time of day (microseconds) and
@@ -723,10 +755,15 @@ fn decode_datetime(input: &str, order: DateOrder, today_days: i32) -> Result<Dat
     if tm.mday > max {
         return Err(DateInputError::FieldOverflow);
     }
-    if tm.year < -4713 || (tm.year == -4713 && tm.mon < 11) || (tm.year == -4713 && tm.mon == 11 && tm.mday < 24) {
+    // IS_VALID_JULIAN: whole months from November 4714 BC; the days before
+    // Julian day 0 there are refused by each type's own range check.
+    if tm.year < -4713 || (tm.year == -4713 && tm.mon < 11) {
         return Err(DateInputError::OutOfRange);
     }
-    done(days_from_ymd(tm.year, tm.mon, tm.mday).ok_or(DateInputError::OutOfRange)?)
+    match days_from_ymd(tm.year, tm.mon, tm.mday) {
+        Some(d) if (d as i64) <= MAX_DAYS => done(d),
+        _ => Err(DateInputError::OutOfRange),
+    }
 }
 
 /// `hh:mm[:ss[.ffffff]]` with hours < 24 (or exactly 24:00:00).
@@ -748,10 +785,11 @@ pub fn format_date_iso(days: i32) -> String {
         i32::MIN => return "-infinity".into(),
         _ => {}
     }
-    match NaiveDate::from_num_days_from_ce_opt(days.wrapping_add(719_163)) {
-        Some(d) if d.year() <= 0 => format!("{:04}-{:02}-{:02} BC", 1 - d.year(), d.month(), d.day()),
-        Some(d) => format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day()),
-        None => days.to_string(),
+    let (y, m, d) = civil_from_days(days as i64);
+    if y <= 0 {
+        format!("{:04}-{m:02}-{d:02} BC", 1 - y)
+    } else {
+        format!("{y:04}-{m:02}-{d:02}")
     }
 }
 
@@ -783,6 +821,8 @@ mod tests {
             ("1/8/1999", "1999-01-08"),
             ("1999-01-08 04:05:06", "1999-01-08"),
             ("epoch", "1970-01-01"),
+            ("5874897-12-31", "5874897-12-31"),
+            ("4714-11-24 BC", "4714-11-24 BC"),
         ] {
             assert_eq!(p(s, Mdy).as_deref(), Ok(want), "{s}");
         }
@@ -796,6 +836,17 @@ mod tests {
         assert_eq!(p("bogus", Mdy), Err(BadFormat));
         assert_eq!(p("", Mdy), Err(BadFormat));
         assert_eq!(p("1999-01-08x", Mdy), Err(BadFormat));
+    }
+
+    #[test]
+    fn civil_days_match_chrono_and_reach_postgres_range() {
+        for days in [-2_440_588i64, -719_468, -1, 0, 1, 10_957, 11_016, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m as i64, d as i64), days);
+            let c = NaiveDate::from_num_days_from_ce_opt(days as i32 + 719_163).unwrap();
+            assert_eq!((y, m, d), (c.year() as i64, c.month(), c.day()), "{days}");
+        }
+        assert_eq!(civil_from_days(MAX_DAYS), (5_874_897, 12, 31));
     }
 
     #[test]

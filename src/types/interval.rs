@@ -16,9 +16,11 @@ pub const USECS_PER_MINUTE: i64 = 60 * USECS_PER_SEC;
 pub const USECS_PER_HOUR: i64 = 60 * USECS_PER_MINUTE;
 pub const USECS_PER_DAY: i64 = 24 * USECS_PER_HOUR;
 const DAYS_PER_MONTH: i64 = 30;
-/// The largest time part weir keeps: arrow's month-day-nano type holds
-/// nanoseconds in an i64, about 292 years (PostgreSQL allows 292,000).
-pub const TIME_MICROS_MAX: i64 = i64::MAX / 1000;
+/// The largest time part that arrow's month-day-nano value holds as plain
+/// nanoseconds (about 292 years). Larger ones (PostgreSQL keeps any i64 of
+/// microseconds, about 292,000 years) take the nanosecond values that are not
+/// multiples of 1,000: see [`time_to_nanos_field`].
+const PLAIN_MICROS_MAX: i64 = i64::MAX / 1000;
 
 /// An interval as PostgreSQL stores it. Fields are independent: `1 mon`
 /// is not `30 days` until compared or justified.
@@ -33,12 +35,52 @@ fn out_of_range() -> crate::error::WeirError {
     err!(DatetimeFieldOverflow, "interval out of range")
 }
 
-/// Check the time part fits arrow's nanoseconds.
+/// Every interval weir computes is one PostgreSQL keeps: the time part is any
+/// i64 of microseconds (the arithmetic checks its own overflow).
 fn checked(iv: Interval) -> Result<Interval> {
-    if iv.micros.unsigned_abs() > TIME_MICROS_MAX as u64 {
-        return Err(out_of_range());
-    }
     Ok(iv)
+}
+
+/// The time part as the `nanoseconds` field of arrow's month-day-nano value.
+///
+/// Up to [`PLAIN_MICROS_MAX`] it is the plain nanosecond count, a multiple of
+/// 1,000: what weir has always written, so stored data reads unchanged. Beyond,
+/// the i64 has room left exactly for the rest: there are as many non-multiples
+/// of 1,000 among the positive (negative) i64s as microsecond counts above
+/// (below) the plain range, so the k-th larger count takes the k-th non-multiple.
+/// The encoding is a bijection, so equal fields mean equal intervals; ordering
+/// always goes through [`Interval::cmp_key`], never the raw field.
+pub fn time_to_nanos_field(micros: i64) -> i64 {
+    if micros.unsigned_abs() <= PLAIN_MICROS_MAX as u64 {
+        return micros * 1000;
+    }
+    // k: 0 for the first count beyond the plain range, on either side.
+    let k = micros.unsigned_abs() - PLAIN_MICROS_MAX as u64 - 1;
+    let field = (k / 999) * 1000 + k % 999 + 1;
+    if micros > 0 {
+        field as i64
+    } else {
+        // field <= 2^63 here, so the negation fits (i64::MIN is 2^63).
+        (field as i64).wrapping_neg()
+    }
+}
+
+/// The inverse of [`time_to_nanos_field`]. A field written by something else
+/// than weir (nanoseconds that are not whole microseconds) reads as its
+/// microseconds truncated, as it always did, unless it falls in the escape
+/// range, which weir never wrote before that range existed.
+pub fn time_from_nanos_field(field: i64) -> i64 {
+    if field % 1000 == 0 {
+        return field / 1000;
+    }
+    let f = field.unsigned_abs();
+    let k = (f / 1000) * 999 + f % 1000 - 1;
+    let magnitude = k + PLAIN_MICROS_MAX as u64 + 1;
+    if field > 0 {
+        magnitude as i64
+    } else {
+        (magnitude as i64).wrapping_neg()
+    }
 }
 
 fn to_i32(v: i64) -> Result<i32> {
@@ -543,9 +585,27 @@ mod tests {
         assert_eq!(iv("1 mon").mul_f64(1.5).unwrap(), Interval::new(1, 15, 0));
         assert_eq!(iv("1 day").div_f64(2.0).unwrap(), Interval::new(0, 0, 12 * USECS_PER_HOUR));
         assert!(iv("1 day").div_f64(0.0).is_err());
-        // Beyond arrow's nanoseconds: an error, never a saturated value.
-        assert!(iv("1 hour").mul_f64(1e9).is_err());
-        assert!(Interval::try_new(0, 0, i64::MAX).is_err());
+        // PostgreSQL's range: any i64 of microseconds, beyond it an error.
+        assert_eq!(iv("1 hour").mul_f64(1e9).unwrap(), Interval::new(0, 0, 1_000_000_000 * USECS_PER_HOUR));
+        assert!(iv("1 hour").mul_f64(1e13).is_err());
+        assert!(Interval::try_new(0, 0, i64::MAX).is_ok());
+    }
+
+    #[test]
+    fn nanos_field_round_trips_the_whole_range() {
+        let plain = PLAIN_MICROS_MAX;
+        for m in
+            [0, 1, -1, 999, plain, -plain, plain + 1, -plain - 1, plain + 998, plain + 999, plain + 1000, i64::MAX, i64::MIN, i64::MIN + 1]
+        {
+            let f = time_to_nanos_field(m);
+            assert_eq!(time_from_nanos_field(f), m, "micros {m} field {f}");
+            // Plain values are nanoseconds; the rest never are whole microseconds.
+            assert_eq!(m.unsigned_abs() <= plain as u64, f % 1000 == 0, "micros {m} field {f}");
+        }
+        assert_eq!(time_to_nanos_field(plain + 1), 1);
+        assert_eq!(time_to_nanos_field(-plain - 1), -1);
+        assert_eq!(time_to_nanos_field(i64::MAX), i64::MAX);
+        assert_eq!(time_to_nanos_field(i64::MIN), i64::MIN);
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod geo;
 pub mod interval;
 pub mod interval_input;
 pub mod numeric;
+pub mod time;
 pub mod zone;
 pub use array::Elem;
 pub use interval::Interval;
@@ -62,6 +63,12 @@ pub enum SqlType {
     /// A geometric type (`point`, `path`, …), carried as its canonical
     /// output text in a Utf8 column; see `geo.rs`. Last, like `Numeric`.
     Geo(geo::Geo),
+    /// `time` (without time zone): microseconds since midnight, 24:00:00
+    /// included; see `time.rs`. Last, for saved catalogs.
+    Time,
+    /// `time with time zone`: a time and its zone, packed into one ordered
+    /// i64 (`time::timetz_pack`). Last, for saved catalogs.
+    TimeTz,
 }
 
 impl SqlType {
@@ -85,6 +92,9 @@ impl SqlType {
             SqlType::Date => DataType::Date32,
             // Months, days and nanoseconds kept apart, as PostgreSQL does.
             SqlType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
+            SqlType::Time => DataType::Time64(TimeUnit::Microsecond),
+            // Not nanoseconds: the packed timetz of `time.rs`.
+            SqlType::TimeTz => DataType::Time64(TimeUnit::Nanosecond),
         }
     }
 
@@ -100,6 +110,8 @@ impl SqlType {
             DataType::Timestamp(_, None) => SqlType::Timestamp,
             DataType::Date32 => SqlType::Date,
             DataType::Duration(_) | DataType::Interval(_) => SqlType::Interval,
+            DataType::Time64(TimeUnit::Nanosecond) => SqlType::TimeTz,
+            DataType::Time64(_) | DataType::Time32(_) => SqlType::Time,
             DataType::Null => SqlType::Unknown,
             _ => SqlType::Text,
         }
@@ -122,6 +134,8 @@ impl SqlType {
             SqlType::TimestampTz => 1184,
             SqlType::Date => 1082,
             SqlType::Interval => 1186,
+            SqlType::Time => 1083,
+            SqlType::TimeTz => 1266,
             SqlType::Numeric => 1700,
             SqlType::Geo(g) => g.oid(),
             SqlType::Array(e) => e.array_oid(),
@@ -145,6 +159,8 @@ impl SqlType {
             SqlType::TimestampTz => "timestamp with time zone",
             SqlType::Date => "date",
             SqlType::Interval => "interval",
+            SqlType::Time => "time without time zone",
+            SqlType::TimeTz => "time with time zone",
             SqlType::Numeric => "numeric",
             SqlType::Geo(g) => g.name(),
             SqlType::Array(e) => e.array_pg_name(),
@@ -168,6 +184,8 @@ impl SqlType {
             SqlType::TimestampTz => "TIMESTAMP WITH TIME ZONE",
             SqlType::Date => "DATE",
             SqlType::Interval => "INTERVAL",
+            SqlType::Time => "TIME",
+            SqlType::TimeTz => "TIME WITH TIME ZONE",
             SqlType::Numeric => "NUMERIC",
             SqlType::Geo(g) => g.sql_name(),
             SqlType::Array(e) => e.array_sql_name(),
@@ -240,6 +258,7 @@ impl SqlType {
             (Timestamp, TimestampTz) | (TimestampTz, Timestamp) => Some(TimestampTz),
             (Date, Timestamp) | (Timestamp, Date) => Some(Timestamp),
             (Date, TimestampTz) | (TimestampTz, Date) => Some(TimestampTz),
+            (Time, TimeTz) | (TimeTz, Time) => Some(TimeTz),
             (Array(x), Array(y)) => SqlType::common(x.ty(), y.ty()).and_then(SqlType::array_of),
             _ => None,
         }
@@ -266,6 +285,10 @@ pub enum Value {
     Date(i32),
     /// Months, days and microseconds, kept apart.
     Interval(Interval),
+    /// A time of day: microseconds since midnight.
+    Time(i64),
+    /// A time with its zone, packed (`time::timetz_pack`).
+    TimeTz(i64),
 }
 
 /// Structural equality, so plans holding literals compare and hash
@@ -281,6 +304,7 @@ impl PartialEq for Value {
             (Value::Timestamp(a), Value::Timestamp(b)) => a == b,
             (Value::Date(a), Value::Date(b)) => a == b,
             (Value::Interval(a), Value::Interval(b)) => a == b,
+            (Value::Time(a), Value::Time(b)) | (Value::TimeTz(a), Value::TimeTz(b)) => a == b,
             _ => false,
         }
     }
@@ -294,7 +318,7 @@ impl std::hash::Hash for Value {
         match self {
             Value::Null => {}
             Value::Bool(b) => b.hash(h),
-            Value::Int(i) | Value::Timestamp(i) => i.hash(h),
+            Value::Int(i) | Value::Timestamp(i) | Value::Time(i) | Value::TimeTz(i) => i.hash(h),
             Value::Interval(iv) => iv.hash(h),
             Value::Float(f) => f.to_bits().hash(h),
             Value::Text(s) => s.hash(h),
@@ -325,6 +349,8 @@ impl Value {
             Value::Timestamp(_) => SqlType::Timestamp,
             Value::Date(_) => SqlType::Date,
             Value::Interval(_) => SqlType::Interval,
+            Value::Time(_) => SqlType::Time,
+            Value::TimeTz(_) => SqlType::TimeTz,
         }
     }
 
@@ -344,6 +370,7 @@ impl Value {
             (Timestamp(a), Timestamp(b)) => a.cmp(b),
             (Date(a), Date(b)) => a.cmp(b),
             (Interval(a), Interval(b)) => a.cmp(b),
+            (Time(a), Time(b)) | (TimeTz(a), TimeTz(b)) => a.cmp(b),
             _ => format!("{self:?}").cmp(&format!("{other:?}")),
         }
     }
@@ -399,11 +426,13 @@ pub fn value_at(array: &dyn Array, i: usize) -> Value {
         DataType::Date32 => Value::Date(array.as_primitive::<arrow::datatypes::Date32Type>().value(i)),
         DataType::Interval(IntervalUnit::MonthDayNano) => {
             let v = array.as_primitive::<arrow::datatypes::IntervalMonthDayNanoType>().value(i);
-            Value::Interval(Interval::new(v.months, v.days, v.nanoseconds / 1000))
+            Value::Interval(interval_from_arrow(v))
         }
         DataType::Duration(TimeUnit::Microsecond) => {
             Value::Interval(Interval::from_micros(array.as_primitive::<arrow::datatypes::DurationMicrosecondType>().value(i)))
         }
+        DataType::Time64(TimeUnit::Microsecond) => Value::Time(array.as_primitive::<arrow::datatypes::Time64MicrosecondType>().value(i)),
+        DataType::Time64(TimeUnit::Nanosecond) => Value::TimeTz(array.as_primitive::<arrow::datatypes::Time64NanosecondType>().value(i)),
         DataType::Null => Value::Null,
         other => Value::Text(format!("<{other}>")),
     }
@@ -479,6 +508,24 @@ pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
                     _ => None,
                 })
                 .collect::<IntervalMonthDayNanoArray>(),
+        ),
+        SqlType::Time => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    Value::Time(t) => Some(*t),
+                    _ => None,
+                })
+                .collect::<Time64MicrosecondArray>(),
+        ),
+        SqlType::TimeTz => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    Value::TimeTz(t) => Some(*t),
+                    _ => None,
+                })
+                .collect::<Time64NanosecondArray>(),
         ),
     };
     Ok(arr)
@@ -605,15 +652,16 @@ pub fn format_date(days: i32) -> String {
     datetime_input::format_date_iso(days)
 }
 
-/// An interval as arrow's month-day-nano value.
+/// An interval as arrow's month-day-nano value: nanoseconds where they fit
+/// (±292 years), PostgreSQL's whole range through the encoding of
+/// `interval::time_to_nanos_field`.
 pub fn interval_to_arrow(iv: Interval) -> IntervalMonthDayNano {
-    IntervalMonthDayNano::new(iv.months, iv.days, iv.micros.saturating_mul(1000))
+    IntervalMonthDayNano::new(iv.months, iv.days, interval::time_to_nanos_field(iv.micros))
 }
 
-/// An arrow month-day-nano value as an interval (nanoseconds truncated to
-/// PostgreSQL's microseconds).
+/// An arrow month-day-nano value as an interval.
 pub fn interval_from_arrow(v: IntervalMonthDayNano) -> Interval {
-    Interval::new(v.months, v.days, v.nanoseconds / 1000)
+    Interval::new(v.months, v.days, interval::time_from_nanos_field(v.nanoseconds))
 }
 
 /// PostgreSQL's interval output in the IntervalStyle in force.
@@ -649,6 +697,8 @@ pub fn format_value(v: &Value) -> String {
         Value::Timestamp(t) => zone::format_timestamp_ctx(*t, &zone::current()),
         Value::Date(d) => zone::format_date_in(*d, &zone::current()),
         Value::Interval(i) => format_interval(*i),
+        Value::Time(t) => time::format_time(*t),
+        Value::TimeTz(t) => time::format_timetz(*t),
     }
 }
 

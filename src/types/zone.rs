@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use chrono::{Datelike, Offset, TimeZone, Timelike};
+use chrono::{Offset, TimeZone};
 use chrono_tz::{OffsetName, Tz};
 
 use super::datetime_input::DateOrder;
@@ -159,7 +159,7 @@ impl Zone {
         match self {
             Zone::Fixed(s) => *s,
             Zone::Named(Tz::UTC) => 0,
-            Zone::Named(tz) => match chrono::DateTime::from_timestamp_micros(utc_us) {
+            Zone::Named(tz) => match chrono::DateTime::from_timestamp_micros(equivalent_instant(utc_us)) {
                 Some(d) => tz.offset_from_utc_datetime(&d.naive_utc()).fix().local_minus_utc(),
                 None => 0,
             },
@@ -174,7 +174,7 @@ impl Zone {
             Zone::Fixed(_) => None,
             Zone::Abbrev(_, abbrev) => Some(abbrev.to_string()),
             Zone::Named(tz) => {
-                let d = chrono::DateTime::from_timestamp_micros(utc_us)?;
+                let d = chrono::DateTime::from_timestamp_micros(equivalent_instant(utc_us))?;
                 let off = tz.offset_from_utc_datetime(&d.naive_utc());
                 off.abbreviation().map(|a| a.to_string())
             }
@@ -192,6 +192,11 @@ impl Zone {
     pub fn to_utc(&self, local_us: i64) -> i64 {
         match self {
             Zone::Fixed(s) => local_us.saturating_sub(*s as i64 * US_PER_SEC),
+            Zone::Named(_) if equivalent_instant(local_us) != local_us => {
+                // Past the years chrono-tz lists: resolved in the equivalent year.
+                let moved = equivalent_instant(local_us);
+                local_us.saturating_sub(moved - self.to_utc(moved))
+            }
             Zone::Named(tz) => {
                 let Some(d) = chrono::DateTime::from_timestamp_micros(local_us) else { return local_us };
                 match tz.from_local_datetime(&d.naive_utc()) {
@@ -210,6 +215,30 @@ impl Zone {
                 local_us.saturating_sub(abbrev_offset(*tz, abbrev, probe) as i64 * US_PER_SEC)
             }
         }
+    }
+}
+
+/// An instant after the years chrono-tz lists transitions for (through
+/// 2099) moved to the same date and time of an earlier year that starts on
+/// the same weekday and is as long: a zone's rules after its last listed
+/// change repeat every year (its POSIX rule, which PostgreSQL applies to any
+/// later year), so the offset there is the offset here. Earlier instants
+/// are returned as they are.
+fn equivalent_instant(us: i64) -> i64 {
+    use super::datetime_input::{civil_from_days, days_from_civil};
+    const FIRST_LATER_US: i64 = 4_070_908_800 * US_PER_SEC; // 2099-01-01
+    if us < FIRST_LATER_US {
+        return us;
+    }
+    let days = us.div_euclid(US_PER_DAY);
+    let (y, m, d) = civil_from_days(days);
+    let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let jan1_dow = |y: i64| (days_from_civil(y, 1, 1) + 4).rem_euclid(7);
+    // 28 consecutive years without a skipped leap day hold every
+    // (weekday of January 1st, leap) pair.
+    match (2070..2098).find(|&t| leap(t) == leap(y) && jan1_dow(t) == jan1_dow(y)) {
+        Some(t) => days_from_civil(t, m as i64, d as i64) * US_PER_DAY + us.rem_euclid(US_PER_DAY),
+        None => us,
     }
 }
 
@@ -385,19 +414,28 @@ struct Parts {
     frac: i64,
 }
 
+/// The calendar fields of wall-clock microseconds, over PostgreSQL's whole
+/// range (294276 AD is past chrono's last year).
 fn parts(local_us: i64) -> Option<Parts> {
-    let d = chrono::DateTime::from_timestamp_micros(local_us)?.naive_utc();
-    let y = d.year();
+    parts_of_day(local_us.div_euclid(US_PER_DAY), local_us.rem_euclid(US_PER_DAY))
+}
+
+/// The calendar fields of a day (since 1970-01-01) and a time in it.
+fn parts_of_day(days: i64, time_us: i64) -> Option<Parts> {
+    let secs = time_us / US_PER_SEC;
+    let (y, mon, day) = super::datetime_input::civil_from_days(days);
+    let y = i32::try_from(y).ok()?;
     Some(Parts {
         year: if y <= 0 { 1 - y } else { y },
         bc: y <= 0,
-        mon: d.month(),
-        day: d.day(),
-        dow: d.weekday().num_days_from_sunday() as usize,
-        hour: d.hour(),
-        min: d.minute(),
-        sec: d.second(),
-        frac: local_us.rem_euclid(US_PER_SEC),
+        mon,
+        day,
+        // 1970-01-01 was a Thursday.
+        dow: (days + 4).rem_euclid(7) as usize,
+        hour: (secs / 3600) as u32,
+        min: (secs / 60 % 60) as u32,
+        sec: (secs % 60) as u32,
+        frac: time_us % US_PER_SEC,
     })
 }
 
@@ -442,7 +480,8 @@ pub fn format_date_in(days: i32, ctx: &DtCtx) -> String {
         i32::MIN => return "-infinity".into(),
         _ => {}
     }
-    match (days as i64).checked_mul(US_PER_DAY).and_then(parts) {
+    // By days, not microseconds: dates go 20 times further than timestamps.
+    match parts_of_day(days as i64, 0) {
         Some(p) => {
             let mut s = date_part(&p, ctx.style, ctx.order);
             if p.bc {
@@ -545,6 +584,19 @@ mod tests {
             bytea_escape: false,
             float_digits: 1,
         }
+    }
+
+    #[test]
+    fn far_future_instants_keep_daylight_saving_time() {
+        let la = Zone::parse("america/los_angeles").unwrap();
+        // 10000-03-12 21:58:48 UTC (a Sunday; DST began at 2 am): PDT, as PostgreSQL says.
+        let days = super::super::datetime_input::days_from_civil(10_000, 3, 12);
+        let utc = days * US_PER_DAY + (21 * 3600 + 58 * 60 + 48) * US_PER_SEC;
+        assert_eq!(la.offset_at(utc), -7 * 3600);
+        assert_eq!(la.abbrev_at(utc).as_deref(), Some("PDT"));
+        assert_eq!(la.to_utc(la.to_local(utc)), utc);
+        let winter = super::super::datetime_input::days_from_civil(10_000, 12, 1) * US_PER_DAY;
+        assert_eq!(la.offset_at(winter), -8 * 3600);
     }
 
     #[test]

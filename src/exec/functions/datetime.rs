@@ -500,6 +500,17 @@ pub fn date_part(a: &Args<'_>) -> Result<ArrayRef> {
     let fields = a.str(0)?;
     let ty = a.types[1];
     let field_of = |f: &str| normalize_unit(f).ok_or_else(|| not_recognized(f, ty));
+    if matches!(ty, SqlType::Time | SqlType::TimeTz) {
+        let mut b = Float64Builder::with_capacity(a.n);
+        for i in 0..a.n {
+            let v = match fields.get(i) {
+                Some(f) => time_value_field(field_of(f)?, &a.value(1, i))?,
+                None => None,
+            };
+            b.append_option(v.map(|(m, scale)| m as f64 / 10f64.powi(scale as i32)));
+        }
+        return Ok(arc(b.finish()));
+    }
     if ty == SqlType::Date {
         let days = a.prim::<Date32Type>(1)?;
         let mut b = Float64Builder::with_capacity(a.n);
@@ -630,6 +641,7 @@ pub fn extract(a: &Args<'_>) -> Result<ArrayRef> {
             crate::types::Value::Timestamp(t) => timestamp_numeric(field, t, ty)?,
             crate::types::Value::Interval(iv) => Some(interval_numeric(field, iv)?),
             crate::types::Value::Date(d) => date_field(field, d)?.map(whole_numeric),
+            v @ (crate::types::Value::Time(_) | crate::types::Value::TimeTz(_)) => time_value_field(field, &v)?.map(|(m, s)| scaled(m, s)),
             _ => None,
         });
     }
@@ -897,5 +909,146 @@ pub fn make_timestamptz(a: &Args<'_>) -> Result<ArrayRef> {
             _ => session,
         };
         Ok(crate::types::Value::Timestamp(zone.to_utc(local)))
+    })
+}
+
+/// interval_hash(interval): hashint8 of the low 64 bits of the comparison
+/// value, so intervals that compare equal (`1 mon`, `30 days`) hash alike.
+pub fn interval_hash(a: &Args<'_>) -> Result<ArrayRef> {
+    let x = a.prim::<IntervalMonthDayNanoType>(0)?;
+    let out: Int32Array = (0..a.n).map(|i| x.get(i).map(|v| super::math::hash_int8(interval_from_arrow(v).cmp_key() as i64))).collect();
+    Ok(arc(out))
+}
+
+/// CURRENT_TIME[(p)] (timetz in the session's zone) and LOCALTIME[(p)]
+/// (time): the statement's timestamp, rounded to p fractional digits.
+pub fn current_time(a: &Args<'_>) -> Result<ArrayRef> {
+    use crate::types::{time, Value};
+    let zone = crate::types::zone::current().zone;
+    let ts = a.ctx.statement_ts;
+    let precision = match a.cols.first() {
+        Some(_) => match a.prim::<Int32Type>(0)?.get(0) {
+            Some(p) if p < 0 => bail!(InvalidParameterValue, "{}({p}) precision must not be negative", a.name.to_uppercase()),
+            p => p.map(|p| p.min(6) as u32),
+        },
+        None => None,
+    };
+    let t = zone.to_local(ts).rem_euclid(USECS_PER_DAY);
+    let t = precision.map_or(t, |p| time::round_time(t, p));
+    let v = match a.ret {
+        SqlType::TimeTz => Value::TimeTz(time::timetz_pack(t, -zone.offset_at(ts))),
+        _ => Value::Time(t),
+    };
+    crate::types::values_to_array(&vec![v; a.n], a.ret)
+}
+
+/// make_time(hour, min, sec): 22008 outside 00:00:00 .. 24:00:00.
+pub fn make_time(a: &Args<'_>) -> Result<ArrayRef> {
+    super::registry::rowwise(a, true, |v, _| {
+        let (h, m) = (int_arg(&v[0]), int_arg(&v[1]));
+        let sec = match &v[2] {
+            crate::types::Value::Float(f) => *f,
+            other => int_arg(other) as f64,
+        };
+        let us = ((h * 60 + m) * 60) as f64 * 1e6 + (sec * 1e6).round_ties_even();
+        let ok = (0..=24).contains(&h) && (0..60).contains(&m) && (0.0..=60.0).contains(&sec) && us <= USECS_PER_DAY as f64;
+        if !ok {
+            bail!(DatetimeFieldOverflow, "time field value out of range: {h}:{m:02}:{sec:02}");
+        }
+        Ok(crate::types::Value::Time(us as i64))
+    })
+}
+
+/// `time(p)` / `timetz(p)` of a value: rounded to p fractional digits.
+pub fn time_typmod(a: &Args<'_>) -> Result<ArrayRef> {
+    use crate::types::{time, Value};
+    super::registry::rowwise(a, true, |v, _| {
+        let p = int_arg(&v[1]).clamp(0, 6) as u32;
+        Ok(match v[0] {
+            Value::Time(t) => Value::Time(time::round_time(t, p)),
+            Value::TimeTz(x) => {
+                let (t, zone) = time::timetz_unpack(x);
+                Value::TimeTz(time::timetz_pack(time::round_time(t, p), zone))
+            }
+            ref other => other.clone(),
+        })
+    })
+}
+
+/// time / timetz ± interval (wrapping at midnight) and time - time.
+pub fn time_arith(a: &Args<'_>) -> Result<ArrayRef> {
+    use crate::types::{time, Value};
+    let name = a.name;
+    super::registry::rowwise(a, true, |v, _| {
+        let neg = |iv: Interval| if name.ends_with("mi_interval") { iv.checked_neg() } else { Ok(iv) };
+        Ok(match (&v[0], &v[1]) {
+            (Value::Time(t), Value::Interval(iv)) => Value::Time(time::time_add(*t, neg(*iv)?)),
+            (Value::TimeTz(t), Value::Interval(iv)) => Value::TimeTz(time::timetz_add(*t, neg(*iv)?)),
+            (Value::Time(x), Value::Time(y)) => Value::Interval(Interval::from_micros(x - y)),
+            _ => Value::Null,
+        })
+    })
+}
+
+/// A time or timetz as an integer of the executor's RANGE offset scale: a
+/// time's microseconds, a timetz's packed value (ordered as timetz_cmp).
+pub fn time_range_key(a: &Args<'_>) -> Result<ArrayRef> {
+    use crate::types::Value;
+    super::registry::rowwise(a, true, |v, _| {
+        Ok(match v[0] {
+            Value::Time(t) | Value::TimeTz(t) => Value::Int(t),
+            _ => Value::Null,
+        })
+    })
+}
+
+/// A RANGE offset over a time (tz when the flag is set) on the scale of
+/// `time_range_key`: the interval's time part (months and days are ignored,
+/// as in_range_time_interval does), shifted past a timetz's zone bits.
+pub fn time_range_offset(a: &Args<'_>) -> Result<ArrayRef> {
+    use crate::types::Value;
+    super::registry::rowwise(a, true, |v, _| {
+        let (Value::Interval(iv), Value::Bool(tz)) = (&v[0], &v[1]) else { return Ok(Value::Null) };
+        if iv.micros < 0 {
+            bail!(InvalidPrecedingOrFollowingSize, "invalid preceding or following size in window function");
+        }
+        // The packed scale: timetz_pack(t + d, z) - timetz_pack(t, z) for any t, z.
+        let off = if *tz { crate::types::time::timetz_pack(iv.micros, 0) - crate::types::time::timetz_pack(0, 0) } else { iv.micros };
+        Ok(Value::Int(off))
+    })
+}
+
+/// A field of a time (zone None) or timetz (zone seconds west) as an
+/// integer and its decimal scale (time_part / timetz_part).
+fn time_field(field: &str, t: i64, zone: Option<i32>) -> Result<(i128, u32)> {
+    let sub_minute = (t % USECS_PER_MINUTE) as i128;
+    Ok(match (field, zone) {
+        ("microseconds", _) => (sub_minute, 0),
+        ("milliseconds", _) => (sub_minute, 3),
+        ("second", _) => (sub_minute, 6),
+        ("minute", _) => ((t / USECS_PER_MINUTE % 60) as i128, 0),
+        ("hour", _) => ((t / USECS_PER_HOUR) as i128, 0),
+        ("epoch", z) => (t as i128 + z.unwrap_or(0) as i128 * USECS_PER_SEC as i128, 6),
+        ("timezone", Some(z)) => (-z as i128, 0),
+        ("timezone_h", Some(z)) => ((-z / 3600) as i128, 0),
+        ("timezone_m", Some(z)) => ((-z / 60 % 60) as i128, 0),
+        (other, z) => bail!(
+            FeatureNotSupported,
+            "unit \"{other}\" not supported for type {}",
+            if z.is_some() { "time with time zone" } else { "time without time zone" }
+        ),
+    })
+}
+
+/// A time or timetz value's field, for date_part (float8) or extract (numeric).
+fn time_value_field(field: &str, v: &crate::types::Value) -> Result<Option<(i128, u32)>> {
+    use crate::types::Value;
+    Ok(match v {
+        Value::Time(t) => Some(time_field(field, *t, None)?),
+        Value::TimeTz(p) => {
+            let (t, z) = crate::types::time::timetz_unpack(*p);
+            Some(time_field(field, t, Some(z))?)
+        }
+        _ => None,
     })
 }

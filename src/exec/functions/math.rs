@@ -833,3 +833,43 @@ pub fn int_sum_transition(a: &Args<'_>) -> Result<ArrayRef> {
     }
     Ok(arc(b.finish()))
 }
+
+/// PostgreSQL's hash_uint32 (Bob Jenkins' lookup3 `final` mix over one
+/// word), so hashint4 / hashint8 / interval_hash give PostgreSQL's values.
+pub fn hash_uint32(k: u32) -> u32 {
+    let init = 0x9e37_79b9u32.wrapping_add(4).wrapping_add(3_923_095);
+    // [a, b, c]; `final(a, b, c)`: seven steps of x ^= y; x -= rot(y, r).
+    let mut v = [init.wrapping_add(k), init, init];
+    for (x, y, r) in [(2, 1, 14), (0, 2, 11), (1, 0, 25), (2, 1, 16), (0, 2, 4), (1, 0, 14), (2, 1, 24)] {
+        v[x] ^= v[y];
+        v[x] = v[x].wrapping_sub(v[y].rotate_left(r));
+    }
+    v[2]
+}
+
+/// hashint8: the low word folded with the high one (complemented for
+/// negatives, so -1 and 0 hash alike as int4 values would).
+pub fn hash_int8(v: i64) -> i32 {
+    let hi = (v >> 32) as u32;
+    let lo = (v as u32) ^ if v >= 0 { hi } else { !hi };
+    hash_uint32(lo) as i32
+}
+
+/// hashint2 / hashint4 / hashint8(int) → int4.
+pub fn hash_int(a: &Args<'_>) -> Result<ArrayRef> {
+    let out: Int32Array = match a.types[0] {
+        SqlType::Int8 => {
+            let x = a.prim::<Int64Type>(0)?;
+            (0..a.n).map(|i| x.get(i).map(hash_int8)).collect()
+        }
+        SqlType::Int2 => {
+            let x = a.prim::<Int16Type>(0)?;
+            (0..a.n).map(|i| x.get(i).map(|v| hash_uint32(v as i32 as u32) as i32)).collect()
+        }
+        _ => {
+            let x = a.prim::<Int32Type>(0)?;
+            (0..a.n).map(|i| x.get(i).map(|v| hash_uint32(v as u32) as i32)).collect()
+        }
+    };
+    Ok(arc(out))
+}

@@ -129,6 +129,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         let mut v = ts_sigs(&[Text], false, ret);
         v.push(s(&[Text, Interval], ret));
         v.push(s(&[Text, Date], ret));
+        v.push(s(&[Text, Time], ret));
+        v.push(s(&[Text, TimeTz], ret));
         v
     };
     let tumble_sigs: Vec<Signature> =
@@ -230,6 +232,10 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("int8shr", vec![s(&[Int2, Int4], Int2), s(&[Int4, Int4], Int4), s(&[Int8, Int4], Int8)], |a| math::shift(a, false))
             .alias(&["int2shr", "int4shr"]),
         Def::new("int8not", vec![s(&[Int2], Int2), s(&[Int4], Int4), s(&[Int8], Int8)], math::bitnot).alias(&["int2not", "int4not"]),
+        // The hash opclass support functions, with PostgreSQL's values.
+        Def::new("hashint2", vec![s(&[Int2], Int4)], math::hash_int),
+        Def::new("hashint4", vec![s(&[Int4], Int4)], math::hash_int),
+        Def::new("hashint8", vec![s(&[Int8], Int4)], math::hash_int),
         Def::new("gcd", vec![s(&[Int4, Int4], Int4), s(&[Int8, Int8], Int8), s(&[Numeric, Numeric], Numeric)], math::gcd_lcm),
         // The integer operators' functions, which aggregates name as
         // support functions (SFUNC = int4pl).
@@ -415,6 +421,20 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("current_timestamp", vec![s(&[], TimestampTz), s(&[Int4], TimestampTz)], datetime::statement_timestamp).stable(),
         Def::new("localtimestamp", vec![s(&[], Timestamp), s(&[Int4], Timestamp)], datetime::statement_timestamp).stable(),
         Def::new("current_date", vec![s(&[], Date)], datetime::current_date).stable(),
+        // CURRENT_TIME(p) / LOCALTIME(p): rounded to p fractional digits.
+        Def::new("current_time", vec![s(&[], TimeTz), s(&[Int4], TimeTz)], datetime::current_time).stable(),
+        Def::new("localtime", vec![s(&[], Time), s(&[Int4], Time)], datetime::current_time).stable(),
+        Def::new("make_time", vec![s(&[Int4, Int4, Float8], Time)], datetime::make_time),
+        Def::new("time_typmod", vec![s(&[Time, Int4], Time), s(&[TimeTz, Int4], TimeTz)], datetime::time_typmod),
+        // The functions of the time operators (`+`, `-`).
+        Def::new("time_pl_interval", vec![s(&[Time, Interval], Time)], datetime::time_arith),
+        Def::new("time_mi_interval", vec![s(&[Time, Interval], Time)], datetime::time_arith),
+        Def::new("timetz_pl_interval", vec![s(&[TimeTz, Interval], TimeTz)], datetime::time_arith),
+        Def::new("timetz_mi_interval", vec![s(&[TimeTz, Interval], TimeTz)], datetime::time_arith),
+        Def::new("time_mi_time", vec![s(&[Time, Time], Interval)], datetime::time_arith),
+        // A window's RANGE offset over a time or timetz key (the binder's).
+        Def::new("time_range_key", vec![s(&[Time], Int8), s(&[TimeTz], Int8)], datetime::time_range_key),
+        Def::new("time_range_offset", vec![s(&[Interval, Bool], Int8)], datetime::time_range_offset),
         Def::new("clock_timestamp", vec![s(&[], TimestampTz)], datetime::clock_timestamp).volatile(),
         Def::new("to_timestamp", vec![f8(1).with_ret(TimestampTz)], datetime::to_timestamp),
         Def::new(
@@ -466,6 +486,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("justify_days", vec![s(&[Interval], Interval)], datetime::justify_days),
         Def::new("justify_hours", vec![s(&[Interval], Interval)], datetime::justify_hours),
         Def::new("justify_interval", vec![s(&[Interval], Interval)], datetime::justify_interval),
+        Def::new("interval_hash", vec![s(&[Interval], Int4)], datetime::interval_hash),
         // Session and catalog information (stable, row at a time).
         Def::new("version", vec![s(&[], Text)], info).stable(),
         Def::new("current_database", vec![s(&[], Text)], info).alias(&["current_catalog"]).stable(),

@@ -331,7 +331,7 @@ fn render(f: &Fields, fmt: &str) -> Result<String> {
                 } else {
                     -((99 - (f.year - 1)) / 100)
                 };
-                num(&mut out, c, if c < 0 { 3 } else { 2 }, fm);
+                num(&mut out, c, 2, fm);
                 numeric = Some(c)
             }
             "J" => {
