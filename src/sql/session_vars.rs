@@ -394,7 +394,7 @@ fn timezone_value(value: &str) -> Result<String> {
     match Zone::parse(v) {
         Some(Zone::Named(tz)) => Ok(tz.name().to_string()),
         Some(Zone::Fixed(east)) if v.parse::<f64>().is_ok() => Ok(format!("<{}>{}", format_offset(east), format_offset(-east))),
-        Some(Zone::Fixed(_) | Zone::Abbrev(..)) => Ok(v.to_string()),
+        Some(Zone::Fixed(_) | Zone::Abbrev(..) | Zone::Posix(_)) => Ok(v.to_string()),
         None => bail!(InvalidParameterValue, "invalid value for parameter \"TimeZone\": \"{value}\""),
     }
 }

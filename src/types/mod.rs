@@ -18,6 +18,7 @@ pub mod geo;
 pub mod interval;
 pub mod interval_input;
 pub mod numeric;
+pub mod posix_zone;
 pub mod time;
 pub mod zone;
 pub use array::Elem;

@@ -26,6 +26,8 @@ pub enum Zone {
     /// One of PostgreSQL's dynamic abbreviations (`MSK`): the offset the
     /// abbreviation (upper case) stood for in the zone at the time.
     Abbrev(Tz, &'static str),
+    /// A POSIX TZ string with daylight saving time (`PST8PDT,M3.2.0,M11.1.0`).
+    Posix(super::posix_zone::PosixZone),
 }
 
 /// PostgreSQL's `Default` abbreviations whose offset changed over the
@@ -145,6 +147,9 @@ impl Zone {
         }) {
             return Some(Zone::Fixed(-west));
         }
+        if let Some(p) = super::posix_zone::PosixZone::parse(n) {
+            return Some(Zone::Posix(p));
+        }
         // POSIX: letters, then an offset in hours west of UTC (`UTC+3`, `<-03>+3`).
         let letters = lower.trim_start_matches(|c: char| c.is_ascii_alphabetic());
         if letters.len() < lower.len() && lower.len() - letters.len() >= 3 && !letters.is_empty() {
@@ -164,6 +169,7 @@ impl Zone {
                 None => 0,
             },
             Zone::Abbrev(tz, abbrev) => abbrev_offset(*tz, abbrev, utc_us),
+            Zone::Posix(p) => p.offset_at(utc_us),
         }
     }
 
@@ -171,7 +177,8 @@ impl Zone {
     /// fixed offset, which prints as a number.
     pub fn abbrev_at(&self, utc_us: i64) -> Option<String> {
         match self {
-            Zone::Fixed(_) => None,
+            // A POSIX string's own names are not kept: its offset is printed.
+            Zone::Fixed(_) | Zone::Posix(_) => None,
             Zone::Abbrev(_, abbrev) => Some(abbrev.to_string()),
             Zone::Named(tz) => {
                 let d = chrono::DateTime::from_timestamp_micros(equivalent_instant(utc_us))?;
@@ -192,6 +199,7 @@ impl Zone {
     pub fn to_utc(&self, local_us: i64) -> i64 {
         match self {
             Zone::Fixed(s) => local_us.saturating_sub(*s as i64 * US_PER_SEC),
+            Zone::Posix(p) => p.to_utc(local_us),
             Zone::Named(_) if equivalent_instant(local_us) != local_us => {
                 // Past the years chrono-tz lists: resolved in the equivalent year.
                 let moved = equivalent_instant(local_us);
