@@ -1028,6 +1028,12 @@ fn parse_text_column(a: &ArrayRef, to: SqlType) -> Result<ArrayRef> {
 
 /// Cast between SQL types with PostgreSQL's rules and error codes.
 pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> {
+    if to == SqlType::Oid && from == SqlType::Int8 {
+        // i8tooid: an oid is unsigned 32-bit.
+        if a.as_primitive_opt::<Int64Type>().is_some_and(|i| i.iter().flatten().any(|v| !(0..=u32::MAX as i64).contains(&v))) {
+            bail!(NumericOutOfRange, "OID out of range");
+        }
+    }
     let target = to.to_arrow();
     // Arrays are text in batches: a cast to another array type (or from
     // text) parses and re-forms each value; nothing else casts to an array.

@@ -26,6 +26,8 @@ use sqlparser::tokenizer::Token;
 #[derive(Debug, Default)]
 pub struct WeirDialect {
     pg: PostgreSqlDialect,
+    /// `standard_conforming_strings = off`: a backslash escapes in ordinary `'…'` strings.
+    backslash_strings: bool,
 }
 
 /// GreptimeDB's timestamp names with a unit, as PostgreSQL's
@@ -110,6 +112,15 @@ fn substring_similar_ahead(parser: &Parser) -> bool {
 }
 
 impl WeirDialect {
+    /// The dialect for a session with `standard_conforming_strings = off`.
+    pub fn with_backslash_strings() -> WeirDialect {
+        WeirDialect { backslash_strings: true, ..WeirDialect::default() }
+    }
+
+    pub fn backslash_strings(&self) -> bool {
+        self.backslash_strings
+    }
+
     /// `SUBSTRING(x SIMILAR p ESCAPE e)` as a call of `substring_similar(x, p, e)`.
     fn parse_substring_similar(&self, parser: &mut Parser) -> Result<Expr, ParserError> {
         parser.next_token();
@@ -242,6 +253,11 @@ impl Dialect for WeirDialect {
     /// own U& literal cannot.
     fn supports_unicode_string_literal(&self) -> bool {
         false
+    }
+
+    /// Off unless the session turned `standard_conforming_strings` off.
+    fn supports_string_literal_backslash_escape(&self) -> bool {
+        self.backslash_strings
     }
 
     /// `'a'` newline `'b'` is one string, as PostgreSQL's scanner has it.

@@ -217,6 +217,15 @@ fn is_word(t: &Token, w: &str) -> bool {
 }
 
 fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, WeirError> {
+    if dialect.backslash_strings() {
+        // PostgreSQL refuses `U&'…'` when backslashes escape (its scanner sees the U& prefix
+        // before reading the string): looked for on the standard tokens, when they tokenize.
+        if let Ok(t) = sqlparser::tokenizer::Tokenizer::new(&WeirDialect::default(), sql).tokenize_with_location() {
+            if pg_lexical::has_unicode_string(&t) {
+                return Err(WeirError::new(ErrorKind::FeatureNotSupported, "unsafe use of string constant with Unicode escapes"));
+            }
+        }
+    }
     // One tokenization serves the nesting check and the parser.
     let tokens = sqlparser::tokenizer::Tokenizer::new(dialect, sql)
         .tokenize_with_location()
@@ -242,22 +251,28 @@ fn new_parser<'a>(dialect: &'a WeirDialect, sql: &str) -> Result<Parser<'a>, Wei
 
 /// Parse a query string into its statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>, WeirError> {
+    parse_with(sql, true)
+}
+
+/// Parse a query string into its statements, reading `'…'` strings as a session with
+/// `standard_conforming_strings` set to `standard_strings` does.
+pub fn parse_with(sql: &str, standard_strings: bool) -> Result<Vec<Statement>, WeirError> {
     // A bulk loader's multi-row INSERT of literals (`values.rs`); TDengine's
     // `%%` placeholders are rewritten at the token level, so not there.
-    if sql.len() >= values::MIN_BYTES && !sql.contains("%%") {
-        if let Some(s) = values::bulk_insert(sql, |head| parse_standard(head).ok()) {
+    if standard_strings && sql.len() >= values::MIN_BYTES && !sql.contains("%%") {
+        if let Some(s) = values::bulk_insert(sql, |head| parse_standard(head, true).ok()) {
             return Ok(vec![s]);
         }
     }
-    parse_standard(sql)
+    parse_standard(sql, standard_strings)
 }
 
 /// Parse a query string into its statements with sqlparser and weir's
 /// grammar.
-fn parse_standard(sql: &str) -> Result<Vec<Statement>, WeirError> {
+fn parse_standard(sql: &str, standard_strings: bool) -> Result<Vec<Statement>, WeirError> {
     // Deep nesting is refused before sqlparser's recursive descent (slow on
     // it: `new_parser`) and after it, before anything else recurses over the AST.
-    let dialect = WeirDialect::default();
+    let dialect = if standard_strings { WeirDialect::default() } else { WeirDialect::with_backslash_strings() };
     let mut p = new_parser(&dialect, sql)?;
     let mut stmts = parse_statements(&mut p).map_err(|e| syntax_error(sql, e))?;
     for s in &mut stmts {

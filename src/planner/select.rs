@@ -68,6 +68,7 @@ impl<'a> Planner<'a> {
 
     /// A query without its WITH clause (CTEs are in scope by name).
     pub(super) fn plan_query_body(&self, q: &ast::Query, outer: Option<&Scope>) -> Result<Plan> {
+        check_locking(q, self.ctes.borrow().iter().map(|c| c.name.clone()).collect())?;
         let order_by: Vec<ast::OrderByExpr> = match &q.order_by {
             None => vec![],
             Some(ob) => match &ob.kind {
@@ -123,6 +124,8 @@ impl<'a> Planner<'a> {
             vec![],
             &arrow::array::RecordBatchOptions::new().with_row_count(Some(1)),
         )?;
+        // An uncorrelated subquery (`ROWS (SELECT …) PRECEDING`, `LIMIT (SELECT …)`) runs now.
+        let e = super::physical::physical_expr(e, &self.ctx)?;
         let a = e.eval(&unit, &self.ctx)?;
         Ok(crate::types::value_at(a.as_ref(), 0))
     }
@@ -1674,6 +1677,121 @@ fn too_many_aliases(a: &ast::TableAlias, cols: &[PlanColumn]) -> Result<()> {
     Ok(())
 }
 
+/// What a name in `FOR UPDATE OF name` may denote (PostgreSQL's range table entries).
+#[derive(Clone, Copy, PartialEq)]
+enum LockTarget {
+    Relation,
+    Subquery,
+    Join,
+    Function,
+    Values,
+}
+
+/// Every range-table name of a FROM item for `FOR UPDATE OF`: relations and subqueries by
+/// alias or name, joins by alias (or USING alias), also inside aliased joins (PostgreSQL
+/// looks at the whole range table of the level).
+fn lock_names_of(twj: &ast::TableWithJoins, out: &mut Vec<(String, LockTarget)>) {
+    fn factor(f: &TableFactor, out: &mut Vec<(String, LockTarget)>) {
+        match f {
+            TableFactor::Table { name, alias, .. } => out.push((
+                match alias {
+                    Some(a) => ident(&a.name),
+                    None => name.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default(),
+                },
+                LockTarget::Relation,
+            )),
+            TableFactor::NestedJoin { table_with_joins, alias } => {
+                let mut inner = Vec::new();
+                lock_names_of(table_with_joins, &mut inner);
+                if let Some(a) = alias {
+                    // The alias names the join; a USING alias of that same join is not a name.
+                    if let Some(ast::JoinConstraint::UsingAlias(_, u)) = table_with_joins.joins.last().and_then(|j| join_constraint(j)) {
+                        let u = ident(u);
+                        if let Some(at) = inner.iter().rposition(|(n, k)| *n == u && *k == LockTarget::Join) {
+                            inner.remove(at);
+                        }
+                    }
+                    out.push((ident(&a.name), LockTarget::Join));
+                }
+                out.extend(inner);
+            }
+            TableFactor::Derived { alias: Some(a), subquery, .. } => {
+                let values = matches!(subquery.body.as_ref(), SetExpr::Values(_)) && subquery.with.is_none();
+                out.push((ident(&a.name), if values { LockTarget::Values } else { LockTarget::Subquery }));
+            }
+            TableFactor::Function { alias: Some(a), .. }
+            | TableFactor::TableFunction { alias: Some(a), .. }
+            | TableFactor::UNNEST { alias: Some(a), .. } => out.push((ident(&a.name), LockTarget::Function)),
+            _ => {}
+        }
+    }
+    factor(&twj.relation, out);
+    for j in &twj.joins {
+        factor(&j.relation, out);
+        if let Some(ast::JoinConstraint::UsingAlias(_, a)) = join_constraint(j) {
+            out.push((ident(a), LockTarget::Join));
+        }
+    }
+}
+
+/// A join's ON / USING constraint, for the join kinds that have one.
+fn join_constraint(j: &ast::Join) -> Option<&ast::JoinConstraint> {
+    match &j.join_operator {
+        ast::JoinOperator::Join(c)
+        | ast::JoinOperator::Inner(c)
+        | ast::JoinOperator::Left(c)
+        | ast::JoinOperator::LeftOuter(c)
+        | ast::JoinOperator::Right(c)
+        | ast::JoinOperator::RightOuter(c)
+        | ast::JoinOperator::FullOuter(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// PostgreSQL's checks of a locking clause (`FOR UPDATE [OF …]`): where it may stand and
+/// what its names denote. weir takes no row locks (every statement sees one snapshot and
+/// writes are serialized per region), so a valid clause changes nothing else.
+fn check_locking(q: &ast::Query, ctes: Vec<String>) -> Result<()> {
+    let Some(first) = q.locks.first() else { return Ok(()) };
+    let what = |l: &ast::LockClause| format!("FOR {}", l.lock_type);
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        bail!(FeatureNotSupported, "{} is not allowed with UNION/INTERSECT/EXCEPT", what(first));
+    };
+    if s.distinct.is_some() {
+        bail!(FeatureNotSupported, "{} is not allowed with DISTINCT clause", what(first));
+    }
+    if !matches!(&s.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty()) {
+        bail!(FeatureNotSupported, "{} is not allowed with GROUP BY clause", what(first));
+    }
+    if s.having.is_some() {
+        bail!(FeatureNotSupported, "{} is not allowed with HAVING clause", what(first));
+    }
+    let mut names = Vec::new();
+    for twj in &s.from {
+        lock_names_of(twj, &mut names);
+    }
+    for l in &q.locks {
+        let Some(of) = &l.of else { continue };
+        let [part] = of.0.as_slice() else {
+            bail!(Syntax, "{} must specify unqualified relation names", what(l));
+        };
+        let name = part.as_ident().map(ident).unwrap_or_default();
+        let kind = match names.iter().find(|(n, _)| *n == name) {
+            Some((_, k)) => *k,
+            None => bail!(UndefinedTable, "relation \"{name}\" in {} clause not found in FROM clause", what(l)),
+        };
+        let refused = match kind {
+            LockTarget::Relation if ctes.contains(&name) => "a WITH query",
+            LockTarget::Relation | LockTarget::Subquery => continue,
+            LockTarget::Join => "a join",
+            LockTarget::Function => "a function",
+            LockTarget::Values => "VALUES",
+        };
+        bail!(FeatureNotSupported, "{} cannot be applied to {refused}", what(l));
+    }
+    Ok(())
+}
+
 /// The names a FROM item puts in its query level's namespace: each relation's alias or
 /// (unaliased) its name with the schema written, a join's USING alias; an aliased nested
 /// join hides the names inside it. A subquery or function without an alias adds none.
@@ -1695,17 +1813,7 @@ fn ref_names_of(twj: &ast::TableWithJoins, out: &mut Vec<String>) {
     factor(&twj.relation, out);
     for j in &twj.joins {
         factor(&j.relation, out);
-        let constraint = match &j.join_operator {
-            ast::JoinOperator::Join(c)
-            | ast::JoinOperator::Inner(c)
-            | ast::JoinOperator::Left(c)
-            | ast::JoinOperator::LeftOuter(c)
-            | ast::JoinOperator::Right(c)
-            | ast::JoinOperator::RightOuter(c)
-            | ast::JoinOperator::FullOuter(c) => Some(c),
-            _ => None,
-        };
-        if let Some(ast::JoinConstraint::UsingAlias(_, a)) = constraint {
+        if let Some(ast::JoinConstraint::UsingAlias(_, a)) = join_constraint(j) {
             out.push(ident(a));
         }
     }

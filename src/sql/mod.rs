@@ -415,8 +415,16 @@ impl Session {
         r
     }
 
+    /// `standard_conforming_strings` is on: a backslash in `'…'` is an ordinary character.
+    fn standard_strings(&self) -> bool {
+        self.settings
+            .get("standard_conforming_strings")
+            .is_none_or(|v| !matches!(v.to_ascii_lowercase().as_str(), "off" | "false" | "no" | "0"))
+    }
+
     fn execute_sql_inner(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
-        let stmts = match self.parse_cache.parse(sql) {
+        let standard_strings = self.standard_strings();
+        let stmts = match self.parse_cache.parse(sql, standard_strings) {
             Ok(s) => s,
             Err(e) => {
                 self.fail();
@@ -491,7 +499,7 @@ impl Session {
     }
 
     fn prepare_inner(&mut self, sql: &str, client_types: &[Option<SqlType>]) -> Result<Prepared> {
-        let mut stmts = parser::parse(sql)?;
+        let mut stmts = parser::parse_with(sql, self.standard_strings())?;
         if stmts.len() > 1 {
             bail!(Syntax, "cannot insert multiple commands into a prepared statement");
         }

@@ -92,6 +92,11 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Result<Option<Rewritten
     // CTE names shadow temporary tables within the statement.
     let mut ctes = CteNames::default();
     let _ = Visit::visit(sql, &mut ctes);
+    // So do the WITH queries of a statement this one is the main part of (`dml_with.rs`).
+    if let Some(w) = &s.with_scope {
+        ctes.0.extend(w.ctes.iter().map(|c| c.name.clone()));
+        ctes.0.extend(w.materialized.iter().map(|m| m.0.clone()));
+    }
     let mut mapper = Mapper { temp: &s.temp, ctes: &ctes.0, mapped: false };
     // The name a CREATE makes is not a reference: keep it as written.
     let created_name = match &out {
@@ -285,6 +290,21 @@ impl VisitorMut for Mapper<'_> {
 
     fn pre_visit_relation(&mut self, name: &mut ObjectName) -> ControlFlow<()> {
         self.map_name(name);
+        ControlFlow::Continue(())
+    }
+
+    /// CTE names do not hide tables from a data-modifying statement's target (`WITH t AS
+    /// (…) INSERT INTO t SELECT * FROM t` writes the table t, reading the CTE t).
+    fn pre_visit_statement(&mut self, stmt: &mut Statement) -> ControlFlow<()> {
+        let target = match stmt {
+            Statement::Insert(ast::Insert { table: ast::TableObject::TableName(n), .. }) => Some(n),
+            _ => None,
+        };
+        if let Some(n) = target {
+            let mut all = Mapper { temp: self.temp, ctes: &HashSet::new(), mapped: false };
+            all.map_name(n);
+            self.mapped |= all.mapped;
+        }
         ControlFlow::Continue(())
     }
 }

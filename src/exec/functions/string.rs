@@ -164,6 +164,11 @@ pub fn format(a: &Args<'_>) -> Result<ArrayRef> {
                 let wpos = match number(&mut k) {
                     Some(nv) if k < chars.len() && chars[k] == '$' => {
                         k += 1;
+                        if nv == 0 {
+                            return Err(bad("format specifies argument 0, but arguments are numbered from 1"));
+                        }
+                        // A positional width also moves the next argument past it (text_format).
+                        next_arg = nv;
                         nv - 1
                     }
                     Some(_) => return Err(bad("unterminated format() type specifier")),
