@@ -116,6 +116,42 @@ pub struct TableDef {
     /// Its triggers, in creation order (they fire in name order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub triggers: Vec<trigger::TriggerDef>,
+    /// Row-level security: whether it is on and the table's policies.
+    #[serde(default, skip_serializing_if = "RowSecurity::is_default")]
+    pub row_security: RowSecurity,
+}
+
+/// A table's row-level security (`ALTER TABLE … ENABLE / FORCE ROW LEVEL SECURITY`,
+/// `CREATE POLICY`), applied by `planner/row_security.rs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowSecurity {
+    pub enabled: bool,
+    /// FORCE: the owner is subject to the policies too.
+    #[serde(default)]
+    pub forced: bool,
+    #[serde(default)]
+    pub policies: Vec<PolicyDef>,
+}
+
+impl RowSecurity {
+    pub fn is_default(&self) -> bool {
+        *self == RowSecurity::default()
+    }
+}
+
+/// One policy (`CREATE POLICY name ON t [AS PERMISSIVE | RESTRICTIVE] [FOR cmd]
+/// [TO roles] [USING (…)] [WITH CHECK (…)]`), its expressions as SQL text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyDef {
+    pub name: String,
+    pub permissive: bool,
+    /// `all`, `select`, `insert`, `update` or `delete`.
+    pub command: String,
+    /// The roles it applies to; empty means PUBLIC.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    pub using: Option<String>,
+    pub check: Option<String>,
 }
 
 /// A CHECK constraint: its name and its expression as SQL text.
@@ -151,6 +187,7 @@ impl TableDef {
             inherits: vec![],
             checks: vec![],
             triggers: Vec::new(),
+            row_security: RowSecurity::default(),
         }
     }
 

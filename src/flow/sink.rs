@@ -85,6 +85,7 @@ pub fn auto_sink(shape: &FlowShape, database: &str, name: &str) -> Result<TableD
         inherits: vec![],
         checks: vec![],
         triggers: Vec::new(),
+        row_security: Default::default(),
     })
 }
 

@@ -257,8 +257,8 @@ mod tests {
             ("INSERT\nINTO\tcpu\r\nVALUES\n", " ;  \n"),
         ] {
             let sql = big(&rows, head, tail);
-            let want = crate::parser::parse_standard(&sql).unwrap();
-            let got = bulk_insert(&sql, |p| crate::parser::parse_standard(p).ok()).expect("fast path taken");
+            let want = crate::parser::parse_standard(&sql, true).unwrap();
+            let got = bulk_insert(&sql, |p| crate::parser::parse_standard(p, true).ok()).expect("fast path taken");
             assert_eq!(vec![got], want, "{head}");
             assert_eq!(crate::parser::parse(&sql).unwrap(), want);
         }
@@ -292,10 +292,10 @@ mod tests {
             let mut rows = vec![row, cell];
             rows.reverse();
             let sql = big(&rows, head, tail);
-            assert!(bulk_insert(&sql, |p| crate::parser::parse_standard(p).ok()).is_none(), "{head}…{cell}…{tail}");
+            assert!(bulk_insert(&sql, |p| crate::parser::parse_standard(p, true).ok()).is_none(), "{head}…{cell}…{tail}");
         }
         // Errors are the parser's.
         let sql = big(&[row, "('x', 'h', 1 +)"], "INSERT INTO cpu VALUES ", "");
-        assert_eq!(crate::parser::parse(&sql).unwrap_err().message, crate::parser::parse_standard(&sql).unwrap_err().message);
+        assert_eq!(crate::parser::parse(&sql).unwrap_err().message, crate::parser::parse_standard(&sql, true).unwrap_err().message);
     }
 }

@@ -72,6 +72,7 @@ fn fixture() -> Fixture {
             inherits: vec![],
             checks: vec![],
             triggers: Vec::new(),
+            row_security: Default::default(),
         };
         let fields: Vec<PlanColumn> = def.columns.iter().map(|c| PlanColumn::new(&c.name, c.ty)).collect();
         let desc = RegionDescriptor {

@@ -23,6 +23,7 @@ pub mod partition;
 pub mod physical;
 mod privilege;
 mod regtypes;
+pub mod row_security;
 pub mod rewrite;
 mod search_cycle;
 mod select;

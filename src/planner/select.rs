@@ -1325,16 +1325,19 @@ impl<'a> Planner<'a> {
             if let Some(role) = self.check_as.borrow().as_deref() {
                 self.catalog.check_relation(role, db, name, "table", crate::catalog::acl::SELECT)?;
             }
-            if !def.partition.is_none() {
-                return self.plan_partitioned(&def);
-            }
-            if !only {
-                let descendants = self.descendants(&def);
-                if !descendants.is_empty() {
-                    return self.plan_inherited(&def, descendants);
+            let (plan, cols) = if !def.partition.is_none() {
+                self.plan_partitioned(&def)?
+            } else {
+                match self.descendants(&def) {
+                    d if !only && !d.is_empty() => self.plan_inherited(&def, d)?,
+                    _ => self.table_scan(&def)?,
                 }
-            }
-            return self.table_scan(&def);
+            };
+            // Row-level security: only the rows the user's policies let through.
+            return Ok(match self.policy_filter(&def, super::row_security::PolicyCommand::Select)? {
+                Some(predicate) => (Plan::Filter { input: Box::new(plan), predicate }, cols),
+                None => (plan, cols),
+            });
         }
         self.plan_view_or_system(rel, db, name)
     }

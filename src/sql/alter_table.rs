@@ -103,6 +103,10 @@ pub fn execute(s: &mut Session, at: &ast::AlterTable) -> Result<QueryResult> {
         }
         [ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Check(ck), .. }] => super::check::add(s, &old, ck),
         [ast::AlterTableOperation::DropConstraint { if_exists, name, .. }] => super::check::drop(s, &old, name, *if_exists),
+        [op @ (ast::AlterTableOperation::EnableRowLevelSecurity
+        | ast::AlterTableOperation::DisableRowLevelSecurity
+        | ast::AlterTableOperation::ForceRowLevelSecurity
+        | ast::AlterTableOperation::NoForceRowLevelSecurity)] => super::policy::set_row_security(s, &old, op),
         [ast::AlterTableOperation::Inherit { parent }] => super::inherit::add_parent(s, &old, parent),
         [ast::AlterTableOperation::NoInherit { parent }] => super::inherit::remove_parent(s, &old, parent),
         ops if !ops.is_empty() && ops.iter().all(supported) => {

@@ -318,6 +318,9 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
         Statement::CreateFunction(cf) => super::function::create(s, cf),
         Statement::DropFunction(d) => super::function::drop(s, d),
         Statement::CreateAggregate(ca) => super::aggregate::create(s, ca),
+        Statement::CreatePolicy(cp) => super::policy::create(s, cp),
+        Statement::AlterPolicy(ap) => super::policy::alter(s, ap),
+        Statement::DropPolicy(dp) => super::policy::drop(s, dp),
         Statement::CreateTrigger(ct) => super::trigger::create_trigger(s, ct),
         Statement::DropTrigger(dt) => super::trigger::drop_trigger(s, dt),
         Statement::Analyze { .. } | Statement::Discard { .. } | Statement::Deallocate { .. } => {
@@ -798,6 +801,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         inherits: parents.iter().map(|p| p.name.clone()).collect(),
         checks,
         triggers: Vec::new(),
+        row_security: Default::default(),
     };
     super::check::validate(&s.planner(Params::default()), &def)?;
     // Regions first: a crash between the two leaves an orphan region

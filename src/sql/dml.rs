@@ -13,6 +13,7 @@ use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::exec::expr::{cast_array, Expr};
 use crate::exec::plan::PlanColumn;
+use crate::planner::row_security::PolicyCommand;
 use crate::planner::{coerce, object_name, Params, Planner, Scope};
 use crate::storage::{Region, ScanRequest};
 use crate::types::{SqlType, Value};
@@ -193,6 +194,8 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
             let tregions = planner.regions(&t)?;
             let mut as_target = t.clone();
             as_target.name = def.name.clone();
+            // The target's row-level security applies to every member.
+            as_target.row_security = def.row_security.clone();
             if routed {
                 as_target.id = def.id;
             }
@@ -793,7 +796,7 @@ fn literal_rows(def: &TableDef, targets: &[usize], rows: &[ast::Parens<Vec<ast::
 }
 
 /// Whether a value of type `from` may be stored in a column of type `to`.
-fn assignable(from: SqlType, to: SqlType) -> bool {
+pub(super) fn assignable(from: SqlType, to: SqlType) -> bool {
     from == to
         || from == SqlType::Unknown
         || (from.is_numeric() && to.is_numeric())
@@ -942,7 +945,7 @@ fn char_length_typmod(a: &arrow::array::ArrayRef, n: usize, blank_padded: bool) 
     Ok(Arc::new(b.finish()))
 }
 
-fn region_schema(def: &TableDef) -> arrow::datatypes::SchemaRef {
+pub(super) fn region_schema(def: &TableDef) -> arrow::datatypes::SchemaRef {
     crate::planner::region_descriptor(def).schema
 }
 
@@ -1024,7 +1027,7 @@ fn updated_rows(planner: &Planner, def: &TableDef, base: &[ArrayRef], input: &Re
 }
 
 /// Rows of a region matching a predicate, with their row ids.
-fn matching_rows(planner: &Planner, region: &Region, pred: Option<&Expr>) -> Result<Vec<RecordBatch>> {
+pub(super) fn matching_rows(planner: &Planner, region: &Region, pred: Option<&Expr>) -> Result<Vec<RecordBatch>> {
     let batches = scan_region(planner, region, ScanRequest { with_rowid: true, ..Default::default() })?;
     let mut out = Vec::new();
     for b in batches {
@@ -1057,6 +1060,19 @@ fn bind_where(planner: &Planner, def: &TableDef, alias: Option<&ast::TableAlias>
     .transpose()
 }
 
+/// Row-level security's filter on the rows an UPDATE or DELETE changes: the command's
+/// policies and, as the statement reads them, the SELECT ones (`planner/row_security.rs`).
+fn policy_where(planner: &Planner, def: &TableDef, cmd: PolicyCommand) -> Result<Option<Expr>> {
+    let quals: Vec<Expr> =
+        [planner.policy_filter(def, cmd)?, planner.policy_filter(def, PolicyCommand::Select)?].into_iter().flatten().collect();
+    Ok(crate::planner::rewrite::and_all(quals))
+}
+
+/// `a AND b` of two optional predicates.
+fn and_opt(a: Option<Expr>, b: Option<Expr>) -> Option<Expr> {
+    crate::planner::rewrite::and_all(a.into_iter().chain(b).collect())
+}
+
 fn delete_where(
     s: &Session,
     planner: &Planner,
@@ -1066,7 +1082,7 @@ fn delete_where(
     w: Option<&ast::Expr>,
     mut changed: Option<&mut Vec<RecordBatch>>,
 ) -> Result<usize> {
-    let pred = bind_where(planner, def, alias, w)?;
+    let pred = and_opt(bind_where(planner, def, alias, w)?, policy_where(planner, def, PolicyCommand::Delete)?);
     let mut n = 0;
     for r in regions {
         for b in matching_rows(planner, r, pred.as_ref())? {
@@ -1177,8 +1193,9 @@ fn joined_change(
         return Ok(0);
     }
     let mut n = 0;
+    let pred = policy_where(planner, def, if set_cols.is_empty() { PolicyCommand::Delete } else { PolicyCommand::Update })?;
     for region in regions {
-        for b in matching_rows(planner, region, None)? {
+        for b in matching_rows(planner, region, pred.as_ref())? {
             let keep: arrow::array::BooleanArray = (0..b.num_rows())
                 .map(|i| {
                     let key: Vec<Key> = (0..nc).map(|c| Key::from(&crate::types::value_at(b.column(c).as_ref(), i))).collect();
@@ -1249,7 +1266,7 @@ fn update(
     }
     let scope = Scope::new(table_scope(def, alias), None);
     let sets = bind_sets(planner, def, &scope, &u.assignments)?;
-    let pred = bind_where(planner, def, alias, u.selection.as_ref())?;
+    let pred = and_opt(bind_where(planner, def, alias, u.selection.as_ref())?, policy_where(planner, def, PolicyCommand::Update)?);
     let sets = physical_sets(planner, sets)?;
     let mut n = 0;
     // Every region's matching rows first: a row an UPDATE moves to another
@@ -1303,7 +1320,7 @@ fn update(
 /// The column an UPDATE / DO UPDATE assignment sets (after tuple assignments
 /// are expanded) and its name; 42703 for an unknown column, 42601 for one
 /// `taken` already.
-fn set_column(def: &TableDef, a: &ast::Assignment, taken: impl Fn(usize) -> bool) -> Result<(usize, String)> {
+pub(super) fn set_column(def: &TableDef, a: &ast::Assignment, taken: impl Fn(usize) -> bool) -> Result<(usize, String)> {
     let col = match &a.target {
         ast::AssignmentTarget::ColumnName(n) => object_name(n)?.1,
         _ => bail!(FeatureNotSupported, "tuple assignment is not supported"),

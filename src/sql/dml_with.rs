@@ -36,7 +36,7 @@ pub struct WithScope {
 
 fn dml_of(body: &SetExpr) -> Option<&Statement> {
     match body {
-        SetExpr::Insert(s) | SetExpr::Update(s) | SetExpr::Delete(s) => Some(s),
+        SetExpr::Insert(s) | SetExpr::Update(s) | SetExpr::Delete(s) | SetExpr::Merge(s) => Some(s),
         _ => None,
     }
 }
@@ -54,6 +54,9 @@ pub fn applies(q: &ast::Query) -> bool {
 /// Run such a query.
 pub fn execute(s: &mut Session, q: &ast::Query, params: Params) -> Result<QueryResult> {
     let recursive = q.with.as_ref().is_some_and(|w| w.recursive);
+    if recursive && matches!(q.body.as_ref(), SetExpr::Merge(_)) {
+        bail!(FeatureNotSupported, "WITH RECURSIVE is not supported for MERGE statement");
+    }
     let group = crate::planner::next_group();
     let query_cte = |cte: &ast::Cte| {
         let columns = cte.alias.columns.iter().map(|c| ident(&c.name)).collect();

@@ -18,8 +18,10 @@ mod function;
 mod inherit;
 mod insert_targets;
 pub mod listen;
+mod merge;
 mod partition;
 mod plpgsql;
+mod policy;
 mod prepare;
 pub mod privilege;
 pub mod roles;
@@ -199,7 +201,12 @@ fn bootstrap_superuser(catalog: &Catalog, config: &Config) -> Result<()> {
 pub struct Session {
     pub engine: Arc<Engine>,
     pub database: String,
+    /// The current user (`current_user`): the role privileges are checked as.
     pub user: String,
+    /// The user the client authenticated as, and the session user it set
+    /// (`SET SESSION AUTHORIZATION`, superusers only); `SET ROLE` changes `user` alone.
+    pub auth_user: String,
+    pub session_user: String,
     pub settings: HashMap<String, String>,
     pub tx: TxState,
     pub cancel: Arc<AtomicBool>,
@@ -278,6 +285,8 @@ impl Session {
             engine,
             database: database.to_string(),
             user: user.to_string(),
+            auth_user: user.to_string(),
+            session_user: user.to_string(),
             settings: session_vars::defaults(),
             startup_settings: HashMap::new(),
             tx: TxState::Idle,
@@ -765,6 +774,7 @@ impl Session {
                 Ok(QueryResult::Command("USE".into()))
             }
             Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => rule::execute_dml(self, stmt, params),
+            Statement::Merge(m) => merge::execute(self, m, params),
             Statement::CreateRule(r) => rule::create(self, r),
             Statement::DropRule(r) => rule::drop(self, r),
             Statement::Set(_) | Statement::Reset(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => {

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{RecordBatch, UInt32Array};
+use arrow::array::{Array, AsArray, RecordBatch, UInt32Array};
 use sqlparser::ast;
 
 use super::{QueryResult, Session};
@@ -19,6 +19,7 @@ use crate::catalog::trigger::TriggerOp;
 use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::planner::partition::{empty_range, overlapping, reorder, EvalBound};
+use crate::planner::row_security::{PolicyCheck, PolicyCommand};
 use crate::planner::{ident, Planner};
 use crate::storage::Region;
 use crate::{bail, err};
@@ -378,6 +379,25 @@ pub fn rename_parent(s: &Session, old: &TableDef, new_name: &str) -> Result<()> 
     Ok(())
 }
 
+/// 42501 unless every row passes the row-level security checks (rows in `def`'s columns).
+fn enforce_policies(planner: &Planner, def: &TableDef, checks: &[PolicyCheck], rows: &RecordBatch) -> Result<()> {
+    if rows.num_rows() == 0 {
+        return Ok(());
+    }
+    for c in checks {
+        let a = c.expr.eval(rows, &planner.ctx)?;
+        let Some(b) = a.as_boolean_opt() else { continue };
+        // NULL fails, as a WITH CHECK OPTION does.
+        if (0..b.len()).any(|i| !b.is_valid(i) || !b.value(i)) {
+            return Err(match &c.policy {
+                Some(p) => err!(InsufficientPrivilege, "new row violates row-level security policy \"{p}\" for table \"{}\"", def.name),
+                None => err!(InsufficientPrivilege, "new row violates row-level security policy for table \"{}\"", def.name),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Write rows into a table: a partitioned table's rows go to their leaves,
 /// a partition's are checked against its constraint; an ordinary table's
 /// are written as they are. Row triggers for INSERT fire on the table the
@@ -396,8 +416,15 @@ pub fn write(
         Cause::Insert => true,
         Cause::Update { from } => ldef.id != from,
     };
+    // Row-level security's WITH CHECK, on the rows BEFORE triggers made.
+    let policy_cmd = match cause {
+        Cause::Insert => PolicyCommand::Insert,
+        Cause::Update { .. } => PolicyCommand::Update,
+    };
+    let policies = planner.policy_checks(def, policy_cmd)?;
     if def.partition.is_none() {
         if !fires(def) || def.triggers.is_empty() {
+            enforce_policies(planner, def, &policies, batch)?;
             super::check::enforce(planner, def, batch)?;
             super::txn::write_rows(s, def, regions, batch)?;
             return Ok(None);
@@ -405,6 +432,7 @@ pub fn write(
         // CHECK constraints hold for the rows BEFORE triggers made.
         let changed = super::trigger::before_row(s, def, TriggerOp::Insert, None, Some(batch))?.and_then(|(_, b)| b);
         let rows = changed.as_ref().unwrap_or(batch);
+        enforce_policies(planner, def, &policies, rows)?;
         super::check::enforce(planner, def, rows)?;
         super::txn::write_rows(s, def, regions, rows)?;
         super::trigger::after_row(s, def, TriggerOp::Insert, None, Some(rows))?;
@@ -440,6 +468,9 @@ pub fn write(
                     ldef.name
                 ));
             }
+        }
+        if !policies.is_empty() {
+            enforce_policies(planner, def, &policies, &reorder(&part, ldef, def)?)?;
         }
         super::check::enforce(planner, ldef, &part)?;
         let lregions = planner.regions(ldef)?;

@@ -403,6 +403,10 @@ pub fn check_statement(s: &Session, stmt: &WeirStatement) -> Result<()> {
                 ast::TableObject::TableName(n) => need(n, acl::INSERT),
                 _ => Ok(()),
             },
+            Statement::Merge(m) => match super::merge::target_name(m) {
+                Some(n) => need(n, super::merge::privileges(m)),
+                None => Ok(()),
+            },
             Statement::Update(u) => match &u.table.relation {
                 ast::TableFactor::Table { name, .. } => {
                     need(name, acl::UPDATE)?;

@@ -180,6 +180,11 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                 }
                 ast::Reset::SessionAuthorization => {
                     s.settings.remove("session_authorization");
+                    s.session_user = s.auth_user.clone();
+                    s.user = s.auth_user.clone();
+                }
+                ast::Reset::ConfigurationParameter(name) if setting_name(name) == "role" => {
+                    s.user = s.session_user.clone();
                 }
                 ast::Reset::ConfigurationParameter(name) => {
                     let name = setting_name(name);
@@ -281,11 +286,39 @@ fn set_statement(s: &mut Session, set: &ast::Set) -> Result<()> {
         }
         ast::Set::SetNames { charset_name, .. } => assign(s, "client_encoding".into(), Some(charset_name.value.clone())),
         ast::Set::SetNamesDefault {} => assign(s, "client_encoding".into(), None),
+        // The session user becomes another role: only for a superuser who logged in.
         ast::Set::SetSessionAuthorization(p) => {
-            s.settings.insert("session_authorization".into(), p.to_string());
+            let role = match &p.kind {
+                ast::SetSessionAuthorizationParamKind::Default => s.auth_user.clone(),
+                ast::SetSessionAuthorizationParamKind::User(u) => crate::planner::ident(u),
+            };
+            if role != s.auth_user && !s.engine.catalog.is_superuser(&s.auth_user) {
+                bail!(InsufficientPrivilege, "permission denied to set session authorization");
+            }
+            if s.engine.catalog.role(&role).is_none() && !s.engine.catalog.is_superuser(&role) {
+                bail!(UndefinedObject, "role \"{role}\" does not exist");
+            }
+            s.settings.insert("session_authorization".into(), role.clone());
+            s.session_user = role.clone();
+            s.user = role;
             Ok(())
         }
-        ast::Set::SetRole { .. } => Ok(()),
+        // The current user becomes a role the session user is a member of (NONE: itself).
+        ast::Set::SetRole { role_name, .. } => {
+            let role = match role_name {
+                None => s.session_user.clone(),
+                Some(r) => crate::planner::ident(r),
+            };
+            if s.engine.catalog.role(&role).is_none() && !s.engine.catalog.is_superuser(&role) {
+                bail!(UndefinedObject, "role \"{role}\" does not exist");
+            }
+            let cat = &s.engine.catalog;
+            if role != s.session_user && !cat.is_superuser(&s.session_user) && !cat.role_closure(&s.session_user, false).contains(&role) {
+                bail!(InsufficientPrivilege, "permission denied to set role \"{role}\"");
+            }
+            s.user = role;
+            Ok(())
+        }
         other => bail!(FeatureNotSupported, "{other} is not supported"),
     }
 }

@@ -415,6 +415,7 @@ pub(crate) mod tests {
             inherits: vec![],
             checks: vec![],
             triggers: Vec::new(),
+            row_security: Default::default(),
         };
         let columns = table.columns.iter().map(|c| PlanColumn::new(c.name.clone(), c.ty)).collect();
         LogicalPlan::Scan(Scan {
