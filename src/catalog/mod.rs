@@ -3,6 +3,7 @@
 //! Knows names and definitions only; it opens no region. May import
 //! `error` and `types`, never `storage`, `exec`, `planner`, `sql`.
 
+pub mod comment;
 mod flow;
 pub mod function;
 pub mod partition;
@@ -251,6 +252,8 @@ struct State {
     types: BTreeMap<(String, String), TypeDef>,
     /// Rules by (database, table, name) (`rule.rs`).
     rules: BTreeMap<(String, String, String), rule::RuleDef>,
+    /// Comments on relations and columns (`comment.rs`).
+    comments: BTreeMap<comment::CommentKey, comment::CommentDef>,
 }
 
 thread_local! {
@@ -324,6 +327,9 @@ impl Catalog {
             } else if key.starts_with(user_type::TYPE_PREFIX) {
                 let t: TypeDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.types.insert((t.database.clone(), t.name.clone()), t);
+            } else if key.starts_with(comment::COMMENT_PREFIX) {
+                let c: comment::CommentDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.comments.insert(c.key(), c);
             } else if key.starts_with(rule::RULE_PREFIX) {
                 let r: rule::RuleDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.rules.insert((r.database.clone(), r.table.clone(), r.name.clone()), r);
@@ -473,6 +479,10 @@ impl Catalog {
             st.views.remove(&k);
         }
         self.forget_acl(&mut st, &acl::AclObject::Database(name.to_string()))?;
+        let commented: Vec<String> = st.comments.keys().filter(|k| k.0 == name).map(|k| k.1.clone()).collect();
+        for rel in commented {
+            self.forget_comments(&mut st, name, &rel)?;
+        }
         let idx: Vec<(String, String)> = st.indexes.keys().filter(|k| k.0 == name).cloned().collect();
         for k in idx {
             self.del(format!("{INDEX_PREFIX}{}/{}", k.0, k.1))?;
@@ -535,6 +545,7 @@ impl Catalog {
         };
         self.del(format!("{TABLE_PREFIX}{database}/{name}"))?;
         self.forget_acl(&mut st, &acl::AclObject::Relation(database.to_string(), name.to_string()))?;
+        self.forget_comments(&mut st, database, name)?;
         self.drop_owned_sequences(&mut st, database, name)?;
         let idx: Vec<(String, String)> =
             st.indexes.iter().filter(|(k, v)| k.0 == database && v.table == name).map(|(k, _)| k.clone()).collect();
@@ -568,6 +579,7 @@ impl Catalog {
         self.del(format!("{TABLE_PREFIX}{database}/{old}"))?;
         st.tables.insert(key, def);
         self.rename_owner_table(&mut st, database, old, new)?;
+        self.rename_comments(&mut st, database, old, new)?;
         for ix in st.indexes.values_mut().filter(|i| i.database == database && i.table == old) {
             ix.table = new.to_string();
             self.put(format!("{INDEX_PREFIX}{}/{}", ix.database, ix.name), serde_json::to_vec(&*ix).unwrap())?;
@@ -659,6 +671,7 @@ impl Catalog {
             bail!(UndefinedTable, "view \"{name}\" does not exist");
         }
         self.forget_acl(&mut st, &acl::AclObject::Relation(database.to_string(), name.to_string()))?;
+        self.forget_comments(&mut st, database, name)?;
         self.del(format!("{VIEW_PREFIX}{database}/{name}"))
     }
 

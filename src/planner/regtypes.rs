@@ -459,6 +459,49 @@ impl Planner<'_> {
                 let otherwise = Expr::lit(Value::Bool(true), SqlType::Bool);
                 Expr::Case { operand: Some(Box::new(key)), whens, else_expr: Some(Box::new(otherwise)), ty: SqlType::Bool }
             }
+            // COMMENT ON's texts (`catalog/comment.rs`) by relation OID, and
+            // by column number within it.
+            ("obj_description", [a, ..]) => {
+                let mut arms = Vec::new();
+                for d in self.search_databases() {
+                    for c in self.catalog.comments(&d).into_iter().filter(|c| c.column.is_none()) {
+                        if let Some(oid) = self.relation_oid(&d, &c.relation) {
+                            arms.push((oid, Value::Text(c.text)));
+                        }
+                    }
+                }
+                let key = self.relation_arg(a, scope, agg)?;
+                case(key, arms, SqlType::Text)
+            }
+            ("col_description", [a, n]) => {
+                let key = self.relation_arg(a, scope, agg)?;
+                let n = super::coerce(self.bind_expr(n, scope, agg)?, SqlType::Int8)?;
+                let mut by_rel: std::collections::BTreeMap<i64, Vec<(Expr, Expr)>> = Default::default();
+                for d in self.search_databases() {
+                    for c in self.catalog.comments(&d) {
+                        let Some(col) = &c.column else { continue };
+                        let Some(oid) = self.relation_oid(&d, &c.relation) else { continue };
+                        let columns: Vec<String> = match (self.catalog.table(&d, &c.relation), self.catalog.view(&d, &c.relation)) {
+                            (Some(t), _) => t.columns.iter().map(|c| c.name.clone()).collect(),
+                            (None, Some(v)) => v.columns,
+                            (None, None) => continue,
+                        };
+                        let Some(i) = columns.iter().position(|x| x == col) else { continue };
+                        by_rel
+                            .entry(oid)
+                            .or_default()
+                            .push((Expr::lit(Value::Int(i as i64 + 1), SqlType::Int8), Expr::lit(Value::Text(c.text), SqlType::Text)));
+                    }
+                }
+                let whens = by_rel
+                    .into_iter()
+                    .map(|(oid, arms)| {
+                        let inner = Expr::Case { operand: Some(Box::new(n.clone())), whens: arms, else_expr: None, ty: SqlType::Text };
+                        (Expr::lit(Value::Int(oid), SqlType::Int8), inner)
+                    })
+                    .collect();
+                Expr::Case { operand: Some(Box::new(key)), whens, else_expr: None, ty: SqlType::Text }
+            }
             ("pg_get_viewdef", [a, rest @ ..]) => {
                 let key = self.relation_arg(a, scope, agg)?;
                 // pretty: a constant true (a non-constant flag shows the plain form).
@@ -553,6 +596,15 @@ impl Planner<'_> {
     /// per-user schemas (a database named like the user is not one).
     /// The databases relation names are found in: `search_path`'s (`public`
     /// is the connection's), then the planner's own if the path lacks it.
+    /// A table's or view's OID.
+    fn relation_oid(&self, database: &str, name: &str) -> Option<i64> {
+        match (self.catalog.table(database, name), self.catalog.view(database, name)) {
+            (Some(t), _) => Some(table_oid(t.id)),
+            (None, Some(v)) => Some(view_oid(&v)),
+            (None, None) => None,
+        }
+    }
+
     pub(super) fn search_databases(&self) -> Vec<String> {
         let home = self.home.clone().unwrap_or_else(|| self.database.clone());
         let mut out: Vec<String> = Vec::new();

@@ -346,6 +346,12 @@ impl<'a> Planner<'a> {
             }
             group_by.push(e);
         }
+        // Grouping by a table's primary key groups by its other columns too
+        // (PostgreSQL's functional dependency): they may appear ungrouped.
+        if let [twj] = s.from.as_slice() {
+            let dependent = self.dependent_group_columns(twj, &columns, &group_by);
+            group_by.extend(dependent);
+        }
         let having = s.having.as_ref().map(|h| self.bind_expr(h, &scope, Some(&collector))).transpose()?;
         having.iter().try_for_each(|h| super::srf::refuse_in(h, "HAVING"))?;
 
@@ -1030,6 +1036,32 @@ impl<'a> Planner<'a> {
 
     /// A FROM item's columns (names and types, `*`'s columns only), for
     /// the view deparser.
+    /// The columns a GROUP BY of one table's primary key groups too: the
+    /// table's other columns, once every key column is grouped (a plain
+    /// table's PRIMARY KEY, its `_pkey` index; FROM a single table only).
+    fn dependent_group_columns(&self, twj: &ast::TableWithJoins, columns: &[PlanColumn], group_by: &[Expr]) -> Vec<Expr> {
+        let TableFactor::Table { name, args: None, .. } = &twj.relation else { return vec![] };
+        if !twj.joins.is_empty() || group_by.is_empty() {
+            return vec![];
+        }
+        let Some((db, rel)) = super::relation(self.catalog, &self.database, name).ok().and_then(|r| Some((r.database().ok()?, r.name)))
+        else {
+            return vec![];
+        };
+        let Some(def) = self.catalog.table(&db, &rel) else { return vec![] };
+        let Some(pk) = self.catalog.index(&db, &format!("{rel}_pkey")).filter(|i| i.table == rel && i.unique) else { return vec![] };
+        let visible: Vec<usize> =
+            (0..columns.len()).filter(|&i| !super::is_hidden(&columns[i]) && !super::is_system(&columns[i])).collect();
+        if visible.len() != def.columns.len() {
+            return vec![];
+        }
+        let grouped = |i: usize| group_by.iter().any(|g| matches!(g, Expr::Column { index, .. } if *index == i));
+        if !pk.columns.iter().all(|c| def.column_index(c).is_some_and(|k| grouped(visible[k]))) {
+            return vec![];
+        }
+        visible.iter().filter(|&&i| !grouped(i)).map(|&i| Expr::Column { index: i, ty: columns[i].ty }).collect()
+    }
+
     pub(super) fn plan_factor_columns(&self, f: &TableFactor) -> Result<Vec<(String, SqlType)>> {
         let rel = self.plan_factor(f, None)?;
         Ok(rel.columns.iter().filter(|c| !super::is_hidden(c)).map(|c| (c.name.clone(), c.ty)).collect())
@@ -1370,6 +1402,12 @@ impl<'a> Planner<'a> {
 
     fn plan_view_or_system(&self, rel: &super::Relation, db: &str, name: &str) -> Result<(Plan, Vec<PlanColumn>)> {
         if let Some(v) = self.catalog.view(db, name) {
+            // restrict_nonsystem_relation_kind: every catalog view is a user's.
+            let restricted = self.ctx.settings.get("restrict_nonsystem_relation_kind");
+            if restricted.is_some_and(|kinds| kinds.split(',').any(|k| k.trim().trim_matches('\'').eq_ignore_ascii_case("view"))) {
+                let shown = self.temp_names.iter().find(|(_, stored)| *stored == v.name).map_or(v.name.as_str(), |(user, _)| user.as_str());
+                bail!(FeatureNotSupported, "access to non-system view \"{shown}\" is restricted");
+            }
             let q = crate::parser::parse_query(&v.sql)?;
             // The view is read as the user; its relations as its owner.
             let body_role = match self.check_as.borrow().as_deref() {

@@ -1611,16 +1611,27 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         }
         ("pg_catalog", "pg_views") => {
             let mut rows = Vec::new();
-            for v in p.catalog.views(db) {
-                // The session's temporary views under the names it wrote; other sessions' are not listed.
-                let (schema, name) = match p.temp_names.iter().find(|(_, stored)| *stored == v.name) {
-                    Some((user, _)) => ("pg_temp", user.as_str()),
-                    None if v.name.starts_with("pg_temp_") => continue,
-                    None => ("public", v.name.as_str()),
-                };
-                let owner = p.catalog.owner_of(&AclObject::Relation(db.to_string(), v.name.clone()));
-                let def = super::viewdef::view_definition(&v, false);
-                rows.push(vec![t(schema), t(name), t(&owner), t(&def)]);
+            // The views of the schemas on search_path, as pg_class lists them.
+            let path = p.search_databases();
+            let mut schemas = vec![(db.to_string(), "public")];
+            for d in p.catalog.databases() {
+                if d != db && !is_reserved_schema(&d) && path.contains(&d) {
+                    schemas.push((d, ""));
+                }
+            }
+            for (d, label) in &schemas {
+                for v in p.catalog.views(d) {
+                    // The session's temporary views under the names it wrote; other sessions' are not listed.
+                    let (schema, name) = match p.temp_names.iter().find(|(_, stored)| *stored == v.name) {
+                        Some((user, _)) if d == db => ("pg_temp", user.as_str()),
+                        _ if v.name.starts_with("pg_temp_") => continue,
+                        _ if label.is_empty() => (d.as_str(), v.name.as_str()),
+                        _ => (*label, v.name.as_str()),
+                    };
+                    let owner = p.catalog.owner_of(&AclObject::Relation(d.to_string(), v.name.clone()));
+                    let def = super::viewdef::view_definition(&v, false);
+                    rows.push(vec![t(schema), t(name), t(&owner), t(&def)]);
+                }
             }
             table(&[("schemaname", Text), ("viewname", Text), ("viewowner", Text), ("definition", Text)], rows)
         }

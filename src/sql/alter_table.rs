@@ -167,13 +167,13 @@ fn view_reads(s: &Session, v: &ViewDef) -> Vec<(String, String)> {
 }
 
 /// The views of the table's database that read it.
-fn dependent_views(s: &Session, def: &TableDef) -> Vec<ViewDef> {
+pub(super) fn dependent_views(s: &Session, def: &TableDef) -> Vec<ViewDef> {
     let key = (def.database.clone(), def.name.clone());
     s.engine.catalog.views(&def.database).into_iter().filter(|v| view_reads(s, v).contains(&key)).collect()
 }
 
 /// Whether a view still plans (against the catalog as it is now).
-fn view_plans(s: &Session, v: &ViewDef) -> bool {
+pub(super) fn view_plans(s: &Session, v: &ViewDef) -> bool {
     view_types(s, &v.database, &v.sql).is_some()
 }
 
@@ -499,9 +499,13 @@ fn alter_columns(s: &mut Session, old: &TableDef, ops: &[ast::AlterTableOperatio
     for r in 0..old.regions.max(1) {
         s.engine.storage.drop_region(region_id(old.id, r))?;
     }
-    // Sequences follow their renamed columns.
+    // Sequences and comments follow their renamed columns; dropped columns' comments go.
     for (from, to) in &renamed {
         cat.rename_owner_column(&old.database, &old.name, from, to)?;
+        cat.rename_column_comment(&old.database, &old.name, from, to)?;
+    }
+    for c in &dropped {
+        cat.set_comment(&old.database, &old.name, Some(c), None)?;
     }
     // Indexes follow renamed columns and go with dropped ones.
     for mut ix in cat.indexes(&old.database, &old.name) {

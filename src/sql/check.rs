@@ -229,8 +229,20 @@ pub fn drop(s: &mut Session, def: &TableDef, name: &ast::Ident, if_exists: bool)
     let done = Ok(QueryResult::Command("ALTER TABLE".into()));
     let Some(c) = def.checks.iter().find(|c| c.name == n) else {
         let cat = &s.engine.catalog;
-        if cat.index(&def.database, &n).is_some_and(|i| i.table == def.name) {
+        if let Some(ix) = cat.index(&def.database, &n).filter(|i| i.table == def.name) {
             cat.drop_index(&def.database, &n)?;
+            // A view grouping by the primary key may use the table's other
+            // columns ungrouped (functional dependency): it depends on the key.
+            if let Some(v) = super::alter_table::dependent_views(s, def).into_iter().find(|v| !super::alter_table::view_plans(s, v)) {
+                cat.create_index(ix)?;
+                return Err(err!(
+                    DependentObjectsStillExist,
+                    "cannot drop constraint {n} on table {} because other objects depend on it",
+                    def.name
+                )
+                .with_detail(format!("view {} depends on constraint {n} on table {}", v.name, def.name))
+                .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            }
             return done;
         }
         if if_exists {

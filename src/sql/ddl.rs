@@ -315,6 +315,7 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
         }
         Statement::AlterTable(at) => super::alter_table::execute(s, at),
         Statement::AlterView(av) => super::alter_table::alter_view(s, av),
+        Statement::Comment { object_type, object_name, comment, .. } => super::comment::comment(s, object_type, object_name, comment),
         Statement::CreateFunction(cf) => super::function::create(s, cf),
         Statement::DropFunction(d) => super::function::drop(s, d),
         Statement::CreateAggregate(ca) => super::aggregate::create(s, ca),

@@ -8,6 +8,7 @@
 mod aggregate;
 mod alter_table;
 mod check;
+mod comment;
 pub mod copy;
 mod copy_binary;
 mod ddl;

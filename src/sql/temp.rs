@@ -1,5 +1,6 @@
-//! Temporary tables and views (`CREATE TEMP TABLE`, `CREATE TEMP VIEW`, and
-//! a view over a temporary table, which PostgreSQL makes temporary too).
+//! Temporary tables, views and sequences (`CREATE TEMP TABLE`, `CREATE TEMP
+//! VIEW`, `CREATE TEMP SEQUENCE`, and a view over a temporary relation, which
+//! PostgreSQL makes temporary too).
 //!
 //! A temporary relation is an ordinary catalog table or view of the
 //! session's database stored under a name private to the session
@@ -83,6 +84,7 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Result<Option<Rewritten
     let temp_create = match sql {
         Statement::CreateTable(ct) => ct.temporary,
         Statement::CreateView(cv) => cv.temporary,
+        Statement::CreateSequence { temporary, .. } => *temporary,
         _ => false,
     };
     if s.temp.entries.is_empty() && !temp_create {
@@ -102,11 +104,12 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Result<Option<Rewritten
     let created_name = match &out {
         Statement::CreateTable(ct) => Some(ct.name.clone()),
         Statement::CreateView(cv) => Some(cv.name.clone()),
+        Statement::CreateSequence { name, .. } => Some(name.clone()),
         _ => None,
     };
     let _ = VisitMut::visit(&mut out, &mut mapper);
     match &mut out {
-        Statement::Drop { object_type: ast::ObjectType::Table | ast::ObjectType::View, names, .. } => {
+        Statement::Drop { object_type: ast::ObjectType::Table | ast::ObjectType::View | ast::ObjectType::Sequence, names, .. } => {
             for n in names.iter_mut() {
                 mapper.map_name(n);
             }
@@ -137,6 +140,13 @@ pub fn rewrite(s: &mut Session, stmt: &WeirStatement) -> Result<Option<Rewritten
             ct.name = name;
             if ct.temporary {
                 creates = make_private(s, &mut ct.name, false);
+            }
+        }
+        (Statement::CreateSequence { name, temporary, .. }, Some(written)) => {
+            *name = written;
+            if *temporary {
+                creates = make_private(s, name, false);
+                *temporary = false;
             }
         }
         (Statement::CreateView(cv), Some(name)) => {
@@ -176,7 +186,9 @@ pub fn prune(s: &mut Session) {
     }
     let cat = &s.engine.catalog;
     let db = s.database.clone();
-    s.temp.entries.retain(|(_, stored, _)| cat.table(&db, stored).is_some() || cat.view(&db, stored).is_some());
+    s.temp.entries.retain(|(_, stored, _)| {
+        cat.table(&db, stored).is_some() || cat.view(&db, stored).is_some() || cat.sequence(&db, stored).is_some()
+    });
 }
 
 /// Drop every temporary relation of the session (it is ending).
@@ -191,7 +203,12 @@ pub fn drop_all(s: &mut Session) {
 }
 
 fn drop_stored(s: &mut Session, stored: &str, is_view: bool) {
-    let ddl = format!("DROP {} IF EXISTS \"{}\"", if is_view { "VIEW" } else { "TABLE" }, stored.replace('"', "\"\""));
+    let kind = match is_view {
+        true => "VIEW",
+        false if s.engine.catalog.sequence(&s.database, stored).is_some() => "SEQUENCE",
+        false => "TABLE",
+    };
+    let ddl = format!("DROP {kind} IF EXISTS \"{}\"", stored.replace('"', "\"\""));
     if let Ok(stmts) = crate::parser::parse(&ddl) {
         for st in stmts {
             let _ = s.guard(|sess| sess.execute_statement(&st, Params::default()));
@@ -223,7 +240,11 @@ fn make_private(s: &mut Session, name: &mut ObjectName, is_view: bool) -> Option
     // A leftover of a server that stopped before the session ended.
     let known = s.temp.entries.iter().any(|(_, st, _)| *st == stored);
     if !known {
-        let (t, v) = (s.engine.catalog.table(&s.database, &stored).is_some(), s.engine.catalog.view(&s.database, &stored).is_some());
+        let cat = &s.engine.catalog;
+        let (t, v) = (
+            cat.table(&s.database, &stored).is_some() || cat.sequence(&s.database, &stored).is_some(),
+            cat.view(&s.database, &stored).is_some(),
+        );
         if t || v {
             drop_stored(s, &stored, v);
         }
