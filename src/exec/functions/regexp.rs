@@ -4,9 +4,10 @@
 //! and SQL's `SIMILAR TO` patterns.
 //!
 //! PostgreSQL's patterns are Spencer ARE; weir runs them on the `regex`
-//! crate. `translate` maps the ARE forms the two spell differently
-//! (`\m \M \y \Y \Z`, flags as inline groups) and refuses, with 2201B, what
-//! the crate lacks (back references, lookaround). Positions are counted in
+//! crate, or on `fancy_regex` (backtracking, with a step limit) when they have
+//! back references (`(.)\1`). `translate` maps the ARE forms the two spell
+//! differently (`\m \M \y \Y \Z`, flags as inline groups) and refuses, with
+//! 2201B, what neither takes (lookaround). Positions are counted in
 //! characters, as PostgreSQL does; a match loop advances as PostgreSQL's
 //! `setup_regexp_matches` does (one character past an empty match).
 //!
@@ -22,9 +23,42 @@ use crate::error::{Result, WeirError};
 use crate::types::array::format_array;
 use crate::{bail, err};
 
+/// A compiled pattern: on the `regex` crate, or on `fancy_regex` (a backtracking matcher
+/// over it) when the pattern has back references, which the `regex` crate lacks.
+pub enum Re {
+    Fast(Regex),
+    Backtracking(fancy_regex::Regex),
+}
+
+impl Re {
+    /// The first match at or after byte `at`: the spans of the match and its groups.
+    fn spans_at(&self, s: &str, at: usize) -> Result<Option<Spans>> {
+        Ok(match self {
+            Re::Fast(re) => re.captures_at(s, at).map(|c| (0..c.len()).map(|k| c.get(k).map(|g| (g.start(), g.end()))).collect()),
+            Re::Backtracking(re) => re
+                .captures_from_pos(s, at)
+                .map_err(backtrack_error)?
+                .map(|c| (0..c.len()).map(|k| c.get(k).map(|g| (g.start(), g.end()))).collect()),
+        })
+    }
+
+    pub fn is_match(&self, s: &str) -> Result<bool> {
+        match self {
+            Re::Fast(re) => Ok(re.is_match(s)),
+            Re::Backtracking(re) => re.is_match(s).map_err(backtrack_error),
+        }
+    }
+}
+
+/// A backtracking match that ran out of steps (PostgreSQL's 2201B for a too complex
+/// regular expression).
+fn backtrack_error(e: fancy_regex::Error) -> WeirError {
+    invalid(&format!("regular expression failed: {e}"))
+}
+
 /// A compiled pattern and the options of its flags string.
 pub struct Pattern {
-    pub re: Regex,
+    pub re: Re,
     /// 'g': every match (only where a function takes it).
     pub global: bool,
 }
@@ -80,7 +114,7 @@ fn invalid(what: &str) -> WeirError {
 }
 
 /// An ARE pattern in the `regex` crate's syntax.
-fn translate(p: &str) -> Result<String> {
+fn translate(p: &str, backrefs: &mut bool) -> Result<String> {
     let mut out = String::with_capacity(p.len() + 8);
     let chars: Vec<char> = p.chars().collect();
     let mut i = 0;
@@ -198,7 +232,11 @@ fn translate(p: &str) -> Result<String> {
                     'y' => out.push_str(r"\b"),
                     'Y' => out.push_str(r"\B"),
                     'Z' => out.push_str(r"\z"),
-                    '1'..='9' => bail!(FeatureNotSupported, "regular expression back references are not supported"),
+                    '1'..='9' => {
+                        out.push('\\');
+                        out.push(e);
+                        *backrefs = true;
+                    }
                     _ => {
                         out.push('\\');
                         out.push(e);
@@ -221,7 +259,8 @@ fn translate(p: &str) -> Result<String> {
 /// matches newlines, '^' and '$' only at the ends).
 pub fn compile(pattern: &str, flags: &str) -> Result<Pattern> {
     let f = parse_flags(flags)?;
-    let body = if f.quote { regex::escape(pattern) } else { translate(pattern)? };
+    let mut backrefs = false;
+    let body = if f.quote { regex::escape(pattern) } else { translate(pattern, &mut backrefs)? };
     let mut inline = String::new();
     if f.icase {
         inline.push('i');
@@ -236,11 +275,20 @@ pub fn compile(pattern: &str, flags: &str) -> Result<Pattern> {
         inline.push('x');
     }
     let full = if inline.is_empty() { body } else { format!("(?{inline}){body}") };
+    if backrefs {
+        // fancy_regex spells word starts and ends as lookarounds.
+        let full = full.replace(r"\b{start}", r"\b(?=\w)").replace(r"\b{end}", r"\b(?<=\w)");
+        let re = fancy_regex::RegexBuilder::new(&full)
+            .backtrack_limit(1_000_000)
+            .build()
+            .map_err(|e| invalid(&e.to_string().lines().last().unwrap_or("syntax error").trim().to_string()))?;
+        return Ok(Pattern { re: Re::Backtracking(re), global: f.global });
+    }
     let re = regex::RegexBuilder::new(&full).size_limit(1 << 24).build().map_err(|e| match e {
         regex::Error::CompiledTooBig(_) => invalid("regular expression is too complex"),
         other => invalid(&other.to_string().lines().last().unwrap_or("syntax error").trim().to_string()),
     })?;
-    Ok(Pattern { re, global: f.global })
+    Ok(Pattern { re: Re::Fast(re), global: f.global })
 }
 
 /// Patterns compiled for one call: a constant pattern once, a column's
@@ -272,31 +320,29 @@ type Spans = Vec<Option<(usize, usize)>>;
 /// them: each search starts where the last match ended, one character
 /// further after an empty match. `degenerate`: drop empty matches at the
 /// start, at the end and right after a match (the split functions).
-fn matches(re: &Regex, s: &str, start: usize, global: bool, degenerate: bool, mut each: impl FnMut(&Spans) -> bool) {
+fn matches(re: &Re, s: &str, start: usize, global: bool, degenerate: bool, mut each: impl FnMut(&Spans) -> bool) -> Result<()> {
     let mut at = start;
     let mut prev_end = start;
     while at <= s.len() {
-        let Some(c) = re.captures_at(s, at) else { break };
-        let m = c.get(0).expect("group 0 is the match");
-        let keep = !degenerate || (m.start() < s.len() && m.end() > prev_end);
-        if keep {
-            let spans: Spans = (0..c.len()).map(|k| c.get(k).map(|g| (g.start(), g.end()))).collect();
-            if !each(&spans) {
-                return;
-            }
+        let Some(spans) = re.spans_at(s, at)? else { break };
+        let Some(Some((m_start, m_end))) = spans.first().copied() else { break };
+        let keep = !degenerate || (m_start < s.len() && m_end > prev_end);
+        if keep && !each(&spans) {
+            return Ok(());
         }
-        prev_end = m.end();
+        prev_end = m_end;
         if !global {
             break;
         }
-        at = m.end();
-        if m.start() == m.end() {
+        at = m_end;
+        if m_start == m_end {
             match s[at..].chars().next() {
                 Some(ch) => at += ch.len_utf8(),
                 None => break,
             }
         }
     }
+    Ok(())
 }
 
 /// Byte offset of character `k` (0-based), or None past the end.
@@ -430,7 +476,7 @@ pub fn regexp_replace(a: &Args<'_>) -> Result<ArrayRef> {
             expand(rep, s, spans, &mut out);
             pos = eo;
             global && nth == 0
-        });
+        })?;
         out.push_str(&s[pos..]);
         a.ctx.check_alloc(out.len(), "regexp_replace()")?;
         b.append_value(out);
@@ -461,7 +507,7 @@ pub fn regexp_count(a: &Args<'_>) -> Result<ArrayRef> {
             matches(&pat.re, s, from, true, false, |_| {
                 n += 1;
                 true
-            });
+            })?;
         }
         out.append_value(n);
     }
@@ -476,7 +522,7 @@ pub fn regex_match(a: &Args<'_>, case_insensitive: bool) -> Result<ArrayRef> {
     let mut out = BooleanBuilder::with_capacity(a.n);
     for i in 0..a.n {
         match (s.get(i), p.get(i)) {
-            (Some(s), Some(p)) => out.append_value(cache.get(p, flags)?.re.is_match(s)),
+            (Some(s), Some(p)) => out.append_value(cache.get(p, flags)?.re.is_match(s)?),
             _ => out.append_null(),
         }
     }
@@ -496,14 +542,14 @@ pub fn regexp_like(a: &Args<'_>) -> Result<ArrayRef> {
         if pat.global {
             return Err(no_global("regexp_like"));
         }
-        out.append_value(pat.re.is_match(s));
+        out.append_value(pat.re.is_match(s)?);
     }
     Ok(arc(out.finish()))
 }
 
 /// The `n`-th match from character `start`, for regexp_instr / regexp_substr.
-fn nth_match(re: &Regex, s: &str, start: i64, n: i64) -> Option<Spans> {
-    let from = byte_at(s, start as usize - 1)?;
+fn nth_match(re: &Re, s: &str, start: i64, n: i64) -> Result<Option<Spans>> {
+    let Some(from) = byte_at(s, start as usize - 1) else { return Ok(None) };
     let mut k = 0;
     let mut found = None;
     matches(re, s, from, true, false, |spans| {
@@ -513,8 +559,8 @@ fn nth_match(re: &Regex, s: &str, start: i64, n: i64) -> Option<Spans> {
             return false;
         }
         true
-    });
-    found
+    })?;
+    Ok(found)
 }
 
 /// The byte span of group `sub` (0: the whole match) of the `n`-th match
@@ -549,7 +595,7 @@ fn nth_group(
     if pat.global {
         return Err(no_global(function));
     }
-    Ok(nth_match(&pat.re, s, start, n).and_then(|spans| spans.get(sub as usize).copied().flatten()))
+    Ok(nth_match(&pat.re, s, start, n)?.and_then(|spans| spans.get(sub as usize).copied().flatten()))
 }
 
 /// regexp_instr(string, pattern [, start [, n [, endoption [, flags [, subexpr]]]]]).
@@ -638,7 +684,7 @@ pub fn regexp_match(a: &Args<'_>) -> Result<ArrayRef> {
         matches(&pat.re, s, 0, false, false, |spans| {
             found = Some(match_array(s, spans));
             false
-        });
+        })?;
         Ok(found)
     })
 }
@@ -651,7 +697,7 @@ pub fn regexp_matches_all(a: &Args<'_>) -> Result<ArrayRef> {
         matches(&pat.re, s, 0, pat.global, false, |spans| {
             rows.push(Some(match_array(s, spans)));
             true
-        });
+        })?;
         let text = format_array(&rows);
         a.ctx.check_alloc(text.len(), "regexp_matches()")?;
         Ok(Some(text))
@@ -673,7 +719,7 @@ pub fn regexp_split_to_array(a: &Args<'_>) -> Result<ArrayRef> {
             parts.push(Some(s[pos..so].to_string()));
             pos = eo;
             true
-        });
+        })?;
         parts.push(Some(s[pos..].to_string()));
         let text = format_array(&parts);
         a.ctx.check_alloc(text.len(), "regexp_split_to_array()")?;
@@ -689,7 +735,7 @@ pub fn substring_regex(a: &Args<'_>) -> Result<ArrayRef> {
         matches(&pat.re, s, 0, false, false, |spans| {
             found = if spans.len() > 1 { spans[1] } else { spans[0] };
             false
-        });
+        })?;
         Ok(found.map(|(so, eo)| s[so..eo].to_string()))
     })
 }
@@ -797,9 +843,9 @@ pub fn substring_similar(a: &Args<'_>) -> Result<ArrayRef> {
         };
         let re = similar_to_regex(p, similar_escape(e)?)?;
         let pat = cache.get(&re, "")?;
-        match pat.re.captures(s) {
-            Some(c) => match c.get(1).or_else(|| c.get(0)) {
-                Some(m) => out.append_value(m.as_str()),
+        match pat.re.spans_at(s, 0)? {
+            Some(sp) => match sp.get(1).copied().flatten().or_else(|| sp.first().copied().flatten()) {
+                Some((a, b)) => out.append_value(&s[a..b]),
                 None => out.append_null(),
             },
             None => out.append_null(),
@@ -818,7 +864,7 @@ mod tests {
         matches(&pat.re, s, 0, pat.global, false, |sp| {
             v.push(match_array(s, sp));
             true
-        });
+        }).unwrap();
         v
     }
 
@@ -831,9 +877,9 @@ mod tests {
         assert_eq!(compile("(a", "").err().unwrap().kind.sqlstate(), "2201B");
         assert_eq!(compile("(a){2,1}", "").err().unwrap().message, "invalid regular expression: invalid repetition count(s)");
         // PostgreSQL's '.' matches a newline unless 'n' is given.
-        assert!(compile("a.d", "").unwrap().re.is_match("a\nd"));
-        assert!(!compile("a.d", "n").unwrap().re.is_match("a\nd"));
-        assert!(compile(r"\mfoo\M", "").unwrap().re.is_match("a foo b"));
+        assert!(compile("a.d", "").unwrap().re.is_match("a\nd").unwrap());
+        assert!(!compile("a.d", "n").unwrap().re.is_match("a\nd").unwrap());
+        assert!(compile(r"\mfoo\M", "").unwrap().re.is_match("a foo b").unwrap());
     }
 
     #[test]
