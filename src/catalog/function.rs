@@ -48,6 +48,10 @@ pub struct FunctionReturns {
     /// `RETURNS anyelement`: the type of the call's `anyelement` arguments.
     #[serde(default)]
     pub polymorphic: bool,
+    /// `RETURNS [SETOF] t` for a composite type or a table's row type: t, whose
+    /// fields are the function's columns in FROM (each value is t's record text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
 }
 
 /// What `CREATE AGGREGATE` names: the support functions (user functions of
@@ -194,7 +198,14 @@ mod tests {
             database: "public".into(),
             name: name.into(),
             args: types.iter().map(|t| FunctionArg { name: None, ty: *t, default: None, polymorphic: false, type_name: None }).collect(),
-            returns: FunctionReturns { ty: Some(SqlType::Int4), set: false, columns: vec![], trigger: false, polymorphic: false },
+            returns: FunctionReturns {
+                ty: Some(SqlType::Int4),
+                set: false,
+                columns: vec![],
+                trigger: false,
+                polymorphic: false,
+                type_name: None,
+            },
             language: "sql".into(),
             body: body.into(),
             source: body.into(),

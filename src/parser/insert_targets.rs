@@ -63,47 +63,23 @@ pub fn rewrite_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             s = k;
             continue;
         }
+        let Some(close) = matching_close(&tok, k, &Token::LParen, &Token::RParen) else { break };
         let mut depth = 0usize;
-        let mut j = k;
-        while j < sig.len() {
+        let mut j = k + 1;
+        while j < close {
             match tok(j) {
                 Token::LParen => depth += 1,
-                Token::RParen => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                Token::LBracket if depth == 1 => {
-                    // To the matching bracket.
-                    let mut b = 0usize;
-                    let mut e = j;
-                    while e < sig.len() {
-                        match tok(e) {
-                            Token::LBracket => b += 1,
-                            Token::RBracket => {
-                                b -= 1;
-                                if b == 0 {
-                                    break;
-                                }
-                            }
-                            Token::SemiColon | Token::EOF => break,
-                            _ => {}
-                        }
-                        e += 1;
-                    }
-                    if *tok(e) != Token::RBracket {
-                        break;
-                    }
+                Token::RParen => depth = depth.saturating_sub(1),
+                Token::LBracket if depth == 0 => {
+                    let Some(e) = matching_close(&tok, j, &Token::LBracket, &Token::RBracket) else { break };
                     spans.push((sig[j], sig[e]));
                     j = e;
                 }
-                Token::SemiColon | Token::EOF => break,
                 _ => {}
             }
             j += 1;
         }
-        s = j + 1;
+        s = close + 1;
     }
     if spans.is_empty() {
         return tokens;
@@ -126,6 +102,27 @@ pub fn rewrite_tokens(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         }
     }
     out
+}
+
+/// The significant token closing the `open` at `at` (nested pairs skipped);
+/// None when the statement ends first.
+fn matching_close<'a>(tok: &impl Fn(usize) -> &'a Token, at: usize, open: &Token, close: &Token) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut k = at;
+    loop {
+        match tok(k) {
+            t if t == open => depth += 1,
+            t if t == close => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            Token::SemiColon | Token::EOF => return None,
+            _ => {}
+        }
+        k += 1;
+    }
 }
 
 #[cfg(test)]

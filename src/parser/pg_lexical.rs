@@ -10,6 +10,7 @@
 //!   default btree class, the only ones weir sorts by).
 //! - `f(a, VARIADIC arr)`: the last argument is wrapped as `weir_variadic(arr)`, a marker
 //!   the binder spreads into separate arguments (`bind.rs`).
+//! - `t.*::type`: a cast of t's whole row, written `t::type` (t's name alone is its row).
 //!
 //! Imports only sqlparser (below `error`, like the rest of the parser).
 
@@ -124,6 +125,7 @@ fn comment_in_continuation(tokens: &[TokenWithSpan]) -> Result<(), ParserError> 
 /// come back as they were.
 pub fn rewrite_tokens(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>, ParserError> {
     comment_in_continuation(&tokens)?;
+    let tokens = whole_row_casts(tokens);
     let relevant = tokens.iter().any(|t| is_word(&t.token, "u") || is_word(&t.token, "using") || is_word(&t.token, "variadic"));
     if !relevant {
         return Ok(tokens);
@@ -173,6 +175,31 @@ pub fn rewrite_tokens(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>, 
         }
     }
     Ok(out)
+}
+
+/// `t.*::type` (a cast of t's whole row, which sqlparser cannot parse) becomes
+/// `t::type`: a relation's name alone is its whole row too.
+fn whole_row_casts(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    if !tokens.iter().any(|t| t.token == Token::DoubleColon) {
+        return tokens;
+    }
+    let sig: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
+    let tok = |s: usize| -> &Token { sig.get(s).map(|&i| &tokens[i].token).unwrap_or(&Token::EOF) };
+    let mut drop = vec![false; tokens.len()];
+    for s in 0..sig.len() {
+        if matches!(tok(s), Token::Word(_))
+            && *tok(s + 1) == Token::Period
+            && *tok(s + 2) == Token::Mul
+            && *tok(s + 3) == Token::DoubleColon
+        {
+            drop[sig[s + 1]] = true;
+            drop[sig[s + 2]] = true;
+        }
+    }
+    if !drop.contains(&true) {
+        return tokens;
+    }
+    tokens.into_iter().zip(drop).filter(|(_, d)| !d).map(|(t, _)| t).collect()
 }
 
 /// Whether the name at `name` is a routine being declared or named by its signature

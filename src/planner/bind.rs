@@ -974,6 +974,11 @@ impl<'a> Planner<'a> {
             }
             // A row value: its text form, as a set-returning call's record.
             E::Tuple(items) => self.bind_row(items, scope, agg)?,
+            // `t.*` as a value (`VALUES (t.*)`, `t.* IN (…)`): t's whole row.
+            E::QualifiedWildcard(name, _) if name.0.len() == 1 => match name.0[0].as_ident() {
+                Some(i) => self.bind_expr(&E::Identifier(i.clone()), scope, agg)?,
+                None => bail!(FeatureNotSupported, "expression {e} is not supported"),
+            },
             other => bail!(FeatureNotSupported, "expression {other} is not supported"),
         })
     }
@@ -1233,6 +1238,23 @@ impl<'a> Planner<'a> {
                     }
                 }
                 return self.bind_row(&items, scope, agg);
+            }
+        }
+        // row_to_json(t.*): t's columns by name (a record's text has no field names).
+        if name == "row_to_json" && f.over.is_none() {
+            if let ast::FunctionArguments::List(l) = &f.args {
+                if let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::QualifiedWildcard(q))] = l.args.as_slice() {
+                    let mut args = Vec::new();
+                    for c in self.star_columns(q, scope)? {
+                        let field = match &c {
+                            ast::Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()).unwrap_or_default(),
+                            _ => String::new(),
+                        };
+                        args.push(Expr::lit(Value::Text(field), SqlType::Text));
+                        args.push(self.bind_expr(&c, scope, agg)?);
+                    }
+                    return self.call("row_to_json_fields", args);
+                }
             }
         }
         // ORDER BY inside the call's parentheses; other clauses sqlparser

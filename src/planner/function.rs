@@ -417,7 +417,10 @@ impl<'a> Planner<'a> {
                     }
                 }
             }
-            let (plan, correlated, outer_refs) = self.plan_subquery(&q, scope)?;
+            let (mut plan, correlated, outer_refs) = self.plan_subquery(&q, scope)?;
+            if plan.columns().len() > 1 && def.returns.type_name.is_some() {
+                plan = one_record(plan, &def.name);
+            }
             let cols = plan.columns();
             if cols.len() != 1 {
                 return Err(err!(InvalidFunctionDefinition, "return type mismatch in function declared to return {}", ret.pg_name())
@@ -452,11 +455,36 @@ impl<'a> Planner<'a> {
         let scope = Scope::new(vec![], Some(outer));
         let bound: Vec<Expr> = asts.iter().map(|e| self.bind_expr(e, &scope, None)).collect::<Result<_>>()?;
         let (def, args) = self.resolve_user_function(fname, defs, bound, names)?;
-        let (plan, declared) = self.plan_set_body(&def, args, outer, 1)?;
+        let (mut plan, mut declared) = self.plan_set_body(&def, args, outer, 1)?;
+        // A composite result (RETURNS t for a composite type or a table's row
+        // type) gives t's fields as columns, read from each value's record text.
+        let fields = def
+            .returns
+            .type_name
+            .as_deref()
+            .and_then(|n| super::user_type::named_type(self.catalog, &def.database, n))
+            .and_then(|t| match t.kind {
+                crate::catalog::TypeKind::Composite(f) => Some(f),
+                _ => None,
+            })
+            .filter(|_| declared.len() == 1);
+        let composite = fields.is_some();
+        if let Some(fields) = fields {
+            let exprs = (0..fields.len())
+                .map(|k| Expr::Func {
+                    name: "record_field".into(),
+                    args: vec![Expr::Column { index: 0, ty: SqlType::Text }, Expr::lit(crate::types::Value::Int(k as i64), SqlType::Int4)],
+                    ty: fields[k].1,
+                })
+                .collect();
+            let columns = fields.iter().map(|(n, t)| PlanColumn { name: n.clone(), qualifier: None, ty: *t }).collect();
+            plan = LogicalPlan::Project { input: Box::new(plan), exprs, columns };
+            declared = fields;
+        }
         let qual = alias.map(|a| ident(&a.name)).unwrap_or_else(|| fname.to_string());
         // A function of a scalar type gives one column named after the
         // alias, or its OUT parameter, or itself; a composite result its fields.
-        let scalar = def.returns.ty.is_some();
+        let scalar = def.returns.ty.is_some() && !composite;
         let cols: Vec<PlanColumn> = declared
             .iter()
             .enumerate()
@@ -503,6 +531,10 @@ impl<'a> Planner<'a> {
             def.returns.columns.clone()
         };
         let what = if def.returns.columns.is_empty() { def.returns.ty.map_or("void", |t| t.pg_name()) } else { "record" };
+        let mut plan = plan;
+        if declared.len() == 1 && plan.columns().len() > 1 && def.returns.type_name.is_some() {
+            plan = one_record(plan, &def.name);
+        }
         let cols = plan.columns().to_vec();
         if cols.len() != declared.len() {
             let detail = if declared.len() == 1 {
@@ -518,12 +550,22 @@ impl<'a> Planner<'a> {
             exprs.push(coerce(Expr::Column { index: i, ty: c.ty }, *want)?);
         }
         let columns: Vec<PlanColumn> = declared.iter().map(|(n, t)| PlanColumn { name: n.clone(), qualifier: None, ty: *t }).collect();
-        let mut plan = LogicalPlan::Project { input: Box::new(plan), exprs, columns };
+        plan = LogicalPlan::Project { input: Box::new(plan), exprs, columns };
         if !def.returns.set {
             plan = LogicalPlan::Limit { input: Box::new(plan), limit: Some(1), offset: 0 };
         }
         Ok((plan, declared))
     }
+}
+
+/// A composite result written as its fields (`SELECT 1, 2` in a function
+/// returning a composite type): the fields as one record, named `name`.
+fn one_record(plan: LogicalPlan, name: &str) -> LogicalPlan {
+    let cols = plan.columns();
+    let args = (0..cols.len()).map(|i| Expr::Column { index: i, ty: cols[i].ty }).collect();
+    let c = PlanColumn { name: name.to_string(), qualifier: None, ty: SqlType::Text };
+    let e = Expr::Func { name: "record_out".into(), args, ty: SqlType::Text };
+    LogicalPlan::Project { input: Box::new(plan), exprs: vec![e], columns: vec![c] }
 }
 
 /// The type a call gives `def`'s `anyelement` arguments: the common type

@@ -176,17 +176,26 @@ impl<'a> Planner<'a> {
         if home != self.database && exists(&self.database) {
             return Ok(rel);
         }
-        for schema in self.search_path_schemas() {
-            let db = match schema.as_str() {
-                "public" => home.to_string(),
-                s if system::is_reserved_schema(s) => continue,
-                _ => schema,
-            };
+        for db in self.search_path_databases() {
             if exists(&db) {
                 return Ok(Relation { written_schema: None, schema: Some(SchemaRef::Database(db)), name: rel.name });
             }
         }
         Ok(rel)
+    }
+
+    /// The databases `search_path` names, in its order (`public` is the
+    /// connection's database; system schemas left out).
+    pub fn search_path_databases(&self) -> Vec<String> {
+        let home = self.home.as_deref().unwrap_or(&self.database);
+        self.search_path_schemas()
+            .into_iter()
+            .filter_map(|s| match s.as_str() {
+                "public" => Some(home.to_string()),
+                x if system::is_reserved_schema(x) => None,
+                _ => Some(s),
+            })
+            .collect()
     }
 
     /// A table by its possibly qualified name (`t`, `public.t`, `db.t`),

@@ -184,7 +184,19 @@ impl<'a> Planner<'a> {
         let scope = Scope::new(vec![], outer);
         let mut rows: Vec<Vec<Expr>> = Vec::new();
         for r in &v.rows {
-            rows.push(r.content.iter().map(|e| self.bind_expr(e, &scope, None)).collect::<Result<_>>()?);
+            // `t.*` in a VALUES list stands for t's columns.
+            let mut row = Vec::with_capacity(r.content.len());
+            for e in &r.content {
+                match e {
+                    ast::Expr::QualifiedWildcard(q, _) => {
+                        for c in self.star_columns(q, &scope)? {
+                            row.push(self.bind_expr(&c, &scope, None)?);
+                        }
+                    }
+                    _ => row.push(self.bind_expr(e, &scope, None)?),
+                }
+            }
+            rows.push(row);
         }
         let width = rows.first().map(|r| r.len()).unwrap_or(0);
         if rows.iter().any(|r| r.len() != width) {

@@ -31,10 +31,22 @@ pub fn user_type(catalog: &Catalog, database: &str, dt: &ast::DataType) -> Optio
         return None;
     }
     let (schema, n) = super::object_name(name).ok()?;
-    match schema.as_deref() {
-        None | Some("public") | Some("pg_temp") => catalog.user_type(database, &n),
-        Some(db) => catalog.user_type(db, &n),
+    let db = match schema.as_deref() {
+        None | Some("public") | Some("pg_temp") => database,
+        Some(db) => db,
+    };
+    named_type(catalog, db, &n)
+}
+
+/// A user-defined type by name, or a table's row type: as in PostgreSQL, every
+/// table has a composite type of its name whose fields are its columns.
+pub fn named_type(catalog: &Catalog, database: &str, name: &str) -> Option<TypeDef> {
+    if let Some(t) = catalog.user_type(database, name) {
+        return Some(t);
     }
+    let t = catalog.table(database, name)?;
+    let fields = t.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
+    Some(TypeDef { id: t.id, database: database.to_string(), name: t.name, kind: TypeKind::Composite(fields) })
 }
 
 /// The user-defined type a column or domain is declared with, as
@@ -83,7 +95,7 @@ impl Shape {
                 let ety = ty.elem().unwrap_or(SqlType::Text);
                 return Shape::Array { ty, elem: Box::new(Shape::of(catalog, database, ety, Some(elem))) };
             }
-            match catalog.user_type(database, name) {
+            match named_type(catalog, database, name) {
                 Some(def) => match &def.kind {
                     TypeKind::Composite(fields) => {
                         let fields = fields.iter().map(|(f, t)| (f.clone(), Shape::of(catalog, database, *t, None))).collect();
@@ -149,7 +161,12 @@ impl<'a> Planner<'a> {
         if super::sql_type(dt).is_ok() {
             return None;
         }
-        user_type(self.catalog, &self.database, dt)
+        if let Some(t) = user_type(self.catalog, &self.database, dt) {
+            return Some(t);
+        }
+        // An unqualified name through `search_path`, as relations are found
+        // (`public` is the connection's database).
+        self.search_path_databases().into_iter().find_map(|db| user_type(self.catalog, &db, dt))
     }
 
     /// `expr::t` for a user-defined type t.

@@ -139,28 +139,38 @@ pub fn create(s: &mut Session, cf: &ast::CreateFunction) -> Result<QueryResult> 
             if !args.is_empty() {
                 bail!(InvalidFunctionDefinition, "trigger functions cannot have declared arguments");
             }
-            FunctionReturns { ty: None, set: false, columns: vec![], trigger: true, polymorphic: false }
+            FunctionReturns { ty: None, set: false, columns: vec![], trigger: true, polymorphic: false, type_name: None }
         }
         Some(FunctionReturnType::DataType(ast::DataType::Table(Some(cols)))) => {
             let columns = cols
                 .iter()
                 .map(|c| Ok((ident(&c.name), param_type(s, &c.data_type)?.unwrap_or(SqlType::Unknown))))
                 .collect::<Result<Vec<(String, SqlType)>>>()?;
-            FunctionReturns { ty: None, set: true, columns, trigger: false, polymorphic: false }
+            FunctionReturns { ty: None, set: true, columns, trigger: false, polymorphic: false, type_name: None }
         }
         Some(FunctionReturnType::DataType(ast::DataType::Custom(n, _)))
             if n.to_string().eq_ignore_ascii_case("record") && !out_columns.is_empty() =>
         {
-            FunctionReturns { ty: None, set: false, columns: out_columns.clone(), trigger: false, polymorphic: false }
+            FunctionReturns { ty: None, set: false, columns: out_columns.clone(), trigger: false, polymorphic: false, type_name: None }
         }
-        Some(FunctionReturnType::DataType(dt)) => {
-            FunctionReturns { ty: param_type(s, dt)?, set: false, columns: vec![], trigger: false, polymorphic: is_anyelement(dt) }
-        }
-        Some(FunctionReturnType::SetOf(dt)) => {
-            FunctionReturns { ty: param_type(s, dt)?, set: true, columns: vec![], trigger: false, polymorphic: is_anyelement(dt) }
-        }
+        Some(FunctionReturnType::DataType(dt)) => FunctionReturns {
+            ty: param_type(s, dt)?,
+            set: false,
+            columns: vec![],
+            trigger: false,
+            polymorphic: is_anyelement(dt),
+            type_name: composite_name(s, dt),
+        },
+        Some(FunctionReturnType::SetOf(dt)) => FunctionReturns {
+            ty: param_type(s, dt)?,
+            set: true,
+            columns: vec![],
+            trigger: false,
+            polymorphic: is_anyelement(dt),
+            type_name: composite_name(s, dt),
+        },
         None if !out_columns.is_empty() => {
-            FunctionReturns { ty: None, set: false, columns: out_columns.clone(), trigger: false, polymorphic: false }
+            FunctionReturns { ty: None, set: false, columns: out_columns.clone(), trigger: false, polymorphic: false, type_name: None }
         }
         None => bail!(InvalidFunctionDefinition, "function result type must be specified"),
     };

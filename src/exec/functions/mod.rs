@@ -536,6 +536,8 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("pg_function_is_visible", vec![any(1, Bool)], info).stable(),
         Def::new("pg_get_serial_sequence", vec![any(2, Text)], info).lenient().stable(),
         Def::new("json_build_object", (0..=16).step_by(2).map(|n| any(n, Text)).collect(), info).lenient().stable(),
+        // row_to_json(t.*) as the binder writes it: (name, value) pairs, compact.
+        Def::new("row_to_json_fields", (0..=64).step_by(2).map(|n| any(n, Text)).collect(), info).lenient().stable(),
         Def::new("has_table_privilege", vec![any(2, Bool), any(3, Bool)], info).stable(),
         Def::new("has_schema_privilege", vec![any(2, Bool), any(3, Bool)], info).stable(),
         Def::new("has_database_privilege", vec![any(2, Bool), any(3, Bool)], info).stable(),
@@ -813,7 +815,7 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
         }
         "pg_collation_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => Value::Bool(true),
         "pg_get_serial_sequence" => Value::Null,
-        "json_build_object" => {
+        "json_build_object" | "row_to_json_fields" => {
             let json = |v: &Value| match v {
                 Value::Null => "null".to_string(),
                 Value::Bool(b) => b.to_string(),
@@ -835,8 +837,11 @@ fn info_value(name: &str, a: &[Value], ctx: &ExecCtx) -> Result<Value> {
                     out
                 }
             };
-            let pairs: Vec<String> = a.chunks(2).map(|kv| format!("\"{}\" : {}", as_s(&kv[0]).unwrap_or_default(), json(&kv[1]))).collect();
-            Value::Text(format!("{{{}}}", pairs.join(", ")))
+            // json_build_object spaces its pairs, row_to_json does not.
+            let (colon, comma) = if name == "json_build_object" { (" : ", ", ") } else { (":", ",") };
+            let pairs: Vec<String> =
+                a.chunks(2).map(|kv| format!("\"{}\"{colon}{}", as_s(&kv[0]).unwrap_or_default(), json(&kv[1]))).collect();
+            Value::Text(format!("{{{}}}", pairs.join(comma)))
         }
         "format_type" => match a.first() {
             None | Some(Value::Null) => Value::Null,
