@@ -6,6 +6,7 @@
 pub mod comment;
 mod flow;
 pub mod function;
+pub mod operator;
 pub mod partition;
 pub mod rule;
 pub mod sequence;
@@ -254,6 +255,8 @@ struct State {
     rules: BTreeMap<(String, String, String), rule::RuleDef>,
     /// Comments on relations and columns (`comment.rs`).
     comments: BTreeMap<comment::CommentKey, comment::CommentDef>,
+    /// Operators, operator classes and casts by key (`operator.rs`).
+    operators: BTreeMap<String, operator::OperatorObject>,
 }
 
 thread_local! {
@@ -330,6 +333,9 @@ impl Catalog {
             } else if key.starts_with(comment::COMMENT_PREFIX) {
                 let c: comment::CommentDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.comments.insert(c.key(), c);
+            } else if key.starts_with(operator::OPERATOR_PREFIX) {
+                let o: operator::OperatorObject = serde_json::from_slice(&v).map_err(corrupt)?;
+                state.operators.insert(key.clone(), o);
             } else if key.starts_with(rule::RULE_PREFIX) {
                 let r: rule::RuleDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.rules.insert((r.database.clone(), r.table.clone(), r.name.clone()), r);
@@ -504,6 +510,7 @@ impl Catalog {
                 self.del(t.key())?;
             }
         }
+        self.drop_database_operators(&mut st, name)?;
         self.del(format!("{DB_PREFIX}{name}"))?;
         st.databases.remove(name);
         Ok(tables)

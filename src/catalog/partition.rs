@@ -41,6 +41,17 @@ pub struct PartitionKey {
     pub strategy: Strategy,
     /// Each key column or expression as SQL text.
     pub exprs: Vec<String>,
+    /// Each key element's operator class when one was named (`PARTITION BY
+    /// HASH (a my_ops)`); empty when none was, the type's default class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opclasses: Vec<Option<String>>,
+}
+
+impl PartitionKey {
+    /// The operator class named for key element `i`.
+    pub fn opclass(&self, i: usize) -> Option<&str> {
+        self.opclasses.get(i).and_then(|c| c.as_deref())
+    }
 }
 
 /// One datum of a range bound.
@@ -119,6 +130,15 @@ impl Bound {
 impl PartitionKey {
     /// As `pg_get_partkeydef` prints it.
     pub fn sql(&self) -> String {
-        format!("{} ({})", self.strategy.name().to_uppercase(), self.exprs.join(", "))
+        let elements: Vec<String> = self
+            .exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match self.opclass(i) {
+                Some(c) => format!("{e} {c}"),
+                None => e.clone(),
+            })
+            .collect();
+        format!("{} ({})", self.strategy.name().to_uppercase(), elements.join(", "))
     }
 }

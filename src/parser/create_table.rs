@@ -39,6 +39,9 @@ pub struct CreateTable {
     /// PostgreSQL's `PARTITION BY RANGE | LIST | HASH (key)`, as
     /// sqlparser parses it (a call of `range`, `list` or `hash`).
     pub partition_by: Option<ast::Expr>,
+    /// Each key element's operator class (`PARTITION BY HASH (a my_ops)`),
+    /// one per argument of `partition_by`'s call, or empty when none names one.
+    pub partition_opclasses: Vec<Option<ObjectName>>,
     pub engine: Option<Ident>,
     pub options: Vec<SqlOption>,
     /// PostgreSQL's `INHERITS (parent, …)`.
@@ -108,6 +111,7 @@ pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
         indexes: vec![],
         partition: None,
         partition_by: None,
+        partition_opclasses: vec![],
         engine: None,
         options: vec![],
         inherits: vec![],
@@ -142,7 +146,9 @@ pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
             };
             ct.partition = Some(Partition { columns, rules });
         } else if ct.partition_by.is_none() && ct.partition.is_none() && parse_words(parser, &["PARTITION", "BY"]) {
-            ct.partition_by = Some(parser.parse_expr()?);
+            let (key, opclasses) = partition_key(parser)?;
+            ct.partition_by = Some(key);
+            ct.partition_opclasses = opclasses;
         } else if ct.engine.is_none() && parser.parse_keyword(Keyword::ENGINE) {
             let _ = parser.consume_token(&Token::Eq);
             ct.engine = Some(parser.parse_identifier()?);
@@ -153,6 +159,41 @@ pub(super) fn parse(parser: &mut Parser) -> Result<Statement, ParserError> {
         }
     }
     Ok(Statement::CreateTable(Box::new(ct)))
+}
+
+/// `PARTITION BY strategy (element [opclass], …)`: the key as a call of
+/// the strategy over the elements (how sqlparser reads the clause), and each
+/// element's operator class.
+fn partition_key(parser: &mut Parser) -> Result<(ast::Expr, Vec<Option<ObjectName>>), ParserError> {
+    let strategy = parser.parse_identifier()?;
+    parser.expect_token(&Token::LParen)?;
+    let mut args = Vec::new();
+    let mut opclasses = Vec::new();
+    loop {
+        args.push(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(parser.parse_expr()?)));
+        opclasses.push(match &parser.peek_token_ref().token {
+            Token::Word(_) => Some(parser.parse_object_name(false)?),
+            _ => None,
+        });
+        if !parser.consume_token(&Token::Comma) {
+            parser.expect_token(&Token::RParen)?;
+            break;
+        }
+    }
+    let key = ast::Expr::Function(ast::Function {
+        name: ObjectName::from(vec![strategy]),
+        uses_odbc_syntax: false,
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList { duplicate_treatment: None, args, clauses: vec![] }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    });
+    if opclasses.iter().all(Option::is_none) {
+        opclasses.clear();
+    }
+    Ok((key, opclasses))
 }
 
 /// One element of the parenthesised list: a weir clause, a table
@@ -246,8 +287,22 @@ impl fmt::Display for CreateTable {
         if let Some(p) = &self.partition {
             write!(f, " PARTITION ON COLUMNS ({}) ({})", comma_separated(&p.columns), comma_separated(&p.rules))?;
         }
-        if let Some(e) = &self.partition_by {
-            write!(f, " PARTITION BY {e}")?;
+        match &self.partition_by {
+            Some(ast::Expr::Function(call)) if self.partition_opclasses.iter().any(Option::is_some) => {
+                let ast::FunctionArguments::List(list) = &call.args else { return write!(f, " PARTITION BY {call}") };
+                let elements: Vec<String> = list
+                    .args
+                    .iter()
+                    .zip(self.partition_opclasses.iter().chain(std::iter::repeat(&None)))
+                    .map(|(a, c)| match c {
+                        Some(c) => format!("{a} {c}"),
+                        None => a.to_string(),
+                    })
+                    .collect();
+                write!(f, " PARTITION BY {} ({})", call.name, elements.join(", "))?;
+            }
+            Some(e) => write!(f, " PARTITION BY {e}")?,
+            None => {}
         }
         if let Some(e) = &self.engine {
             write!(f, " ENGINE = {e}")?;

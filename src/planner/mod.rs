@@ -33,7 +33,8 @@ pub mod system;
 mod tdengine;
 mod user_agg;
 mod user_type;
-pub use user_type::{declared_user_type, resolve_type, Shape};
+pub use srf::contains_srf;
+pub use user_type::{declared_user_type, resolve_type, support_function, type_ref, type_ref_type, Shape};
 pub mod viewdef;
 mod window_order;
 

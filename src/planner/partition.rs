@@ -45,6 +45,38 @@ pub struct BoundKey {
     pub strategy: Strategy,
     pub exprs: Vec<Expr>,
     pub text: Vec<String>,
+    /// HASH: each key element's seeded 64-bit hash (its operator class's
+    /// support function 2 called with `HASH_PARTITION_SEED`), as int8.
+    pub hashes: Vec<Expr>,
+}
+
+/// PostgreSQL's seed of the partition hash functions (partition.h).
+const HASH_PARTITION_SEED: u64 = 0x7A5B_2236_7996_DCFD;
+
+/// PostgreSQL's hash_combine64.
+fn hash_combine64(a: u64, b: u64) -> u64 {
+    a ^ b.wrapping_add(0x49a0_f4dd_15e5_a8e3).wrapping_add(a << 54).wrapping_add(a >> 7)
+}
+
+/// A row's partition hash (compute_partition_hash_value): the elements'
+/// hashes combined in key order, NULLs left out.
+fn row_hash(hashes: &[ArrayRef], row: usize) -> u64 {
+    hashes.iter().fold(0u64, |acc, a| match crate::types::value_at(a.as_ref(), row) {
+        Value::Int(h) => hash_combine64(acc, h as u64),
+        _ => acc,
+    })
+}
+
+/// The built-in hash operator class of a type: its extended hash function.
+fn default_hash(e: Expr, seed: Expr) -> Option<Expr> {
+    let name = match e.ty() {
+        SqlType::Int2 => "hashint2extended",
+        SqlType::Int4 => "hashint4extended",
+        SqlType::Int8 => "hashint8extended",
+        SqlType::Text | SqlType::Varchar => "hashtextextended",
+        _ => return None,
+    };
+    Some(Expr::Func { name: name.into(), args: vec![e, seed], ty: SqlType::Int8 })
 }
 
 impl BoundKey {
@@ -75,6 +107,22 @@ pub struct Tree {
 enum Routed {
     Leaf(usize, bool),
     NoPartition(usize, bool),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// insert.sql's hash_parted: its opclass hashes a to a + seed, and the
+    /// combined hash of one key is then a (mod 4) apart from a constant
+    /// that is 0 mod 4, so a row goes to partition a % 4.
+    #[test]
+    fn partition_hash_combines_as_postgresql() {
+        for a in 0..20u64 {
+            let h = hash_combine64(0, a.wrapping_add(HASH_PARTITION_SEED));
+            assert_eq!(h % 4, a % 4);
+        }
+    }
 }
 
 fn cmp_values(a: &Value, b: &Value) -> Ordering {
@@ -139,8 +187,8 @@ impl EvalBound {
                     && cmp_key_bound(key, from) != Ordering::Less
                     && cmp_key_bound(key, to) == Ordering::Less
             }
-            // Refused when created (hash partitions need PostgreSQL's hash functions).
-            EvalBound::Hash { .. } => false,
+            // The key is the row's partition hash.
+            EvalBound::Hash { modulus, remainder } => matches!(key.first(), Some(Value::Int(h)) if (*h as u64) % modulus == *remainder),
         }
     }
 
@@ -161,7 +209,7 @@ impl EvalBound {
                 }
             }
             (Range { from: a, .. }, Range { from: b, .. }) => cmp_bounds(a, b),
-            (Hash { remainder: a, .. }, Hash { remainder: b, .. }) => a.cmp(b),
+            (Hash { modulus: m1, remainder: a }, Hash { modulus: m2, remainder: b }) => (m1, a).cmp(&(m2, b)),
             _ => Ordering::Equal,
         }
     }
@@ -203,7 +251,45 @@ impl Planner<'_> {
             let e = crate::parser::parse_expr(t)?;
             exprs.push(self.bind_expr(&e, &scope, None)?);
         }
-        Ok(Some(BoundKey { strategy: k.strategy, exprs, text: k.exprs.clone() }))
+        let hashes = if k.strategy == Strategy::Hash { self.partition_hashes(def, k, &exprs, &scope)? } else { vec![] };
+        Ok(Some(BoundKey { strategy: k.strategy, exprs, text: k.exprs.clone(), hashes }))
+    }
+
+    /// Each hash key element's hash call: its operator class's support
+    /// function 2 (a user function) or the type's built-in one.
+    fn partition_hashes(
+        &self,
+        def: &TableDef,
+        key: &crate::catalog::partition::PartitionKey,
+        exprs: &[Expr],
+        scope: &Scope,
+    ) -> Result<Vec<Expr>> {
+        let seed = Expr::lit(Value::Int(HASH_PARTITION_SEED as i64), SqlType::Int8);
+        let mut out = Vec::with_capacity(exprs.len());
+        for (i, e) in exprs.iter().enumerate() {
+            let call = match key.opclass(i) {
+                Some(name) => {
+                    let class = self
+                        .catalog
+                        .opclass(&def.database, "hash", name)
+                        .ok_or_else(|| err!(UndefinedObject, "operator class \"{name}\" does not exist for access method \"hash\""))?;
+                    if super::user_type::type_ref_type(self.catalog, &def.database, &class.for_type)? != e.ty() {
+                        bail!(DatatypeMismatch, "operator class \"{name}\" does not accept data type {}", e.ty().pg_name());
+                    }
+                    let f = class
+                        .support(2)
+                        .ok_or_else(|| err!(UndefinedObject, "operator class \"{name}\" of access method hash lacks support function 2"))?;
+                    let (fname, defs) = super::user_type::support_function(self.catalog, &def.database, f)?;
+                    self.bind_user_call(&fname, defs, vec![e.clone(), seed.clone()], &[None, None], scope)?
+                }
+                None => default_hash(e.clone(), seed.clone()).ok_or_else(|| {
+                    err!(UndefinedObject, "data type {} has no default operator class for access method \"hash\"", e.ty().pg_name())
+                        .with_hint("You must specify a hash operator class or define a default hash operator class for the data type.")
+                })?,
+            };
+            out.push(coerce(call, SqlType::Int8)?);
+        }
+        Ok(out)
     }
 
     /// One constant of a bound, in the key column's type.
@@ -360,14 +446,16 @@ impl Tree {
     /// partition constraint; rows no partition below it takes find none.
     pub fn route(&self, target: usize, batch: &RecordBatch, ctx: &crate::exec::ExecCtx) -> Result<Vec<(usize, Vec<u32>)>> {
         let mut keys: Vec<Option<Vec<ArrayRef>>> = vec![None; self.nodes.len()];
+        let mut hashes: Vec<Vec<ArrayRef>> = vec![vec![]; self.nodes.len()];
         for (i, n) in self.nodes.iter().enumerate() {
             if let Some(k) = &n.key {
                 keys[i] = Some(k.exprs.iter().map(|e| e.eval(batch, ctx)).collect::<Result<_>>()?);
+                hashes[i] = k.hashes.iter().map(|e| e.eval(batch, ctx)).collect::<Result<_>>()?;
             }
         }
         let mut out: Vec<(usize, Vec<u32>)> = Vec::new();
         for row in 0..batch.num_rows() {
-            match self.route_row(target, &keys, row) {
+            match self.route_row(target, &keys, &hashes, row) {
                 Routed::Leaf(leaf, true) => match out.iter_mut().find(|(l, _)| *l == leaf) {
                     Some((_, rows)) => rows.push(row as u32),
                     None => out.push((leaf, vec![row as u32])),
@@ -400,14 +488,18 @@ impl Tree {
         Ok(out)
     }
 
-    fn route_row(&self, target: usize, keys: &[Option<Vec<ArrayRef>>], row: usize) -> Routed {
+    fn route_row(&self, target: usize, keys: &[Option<Vec<ArrayRef>>], hashes: &[Vec<ArrayRef>], row: usize) -> Routed {
         let mut at = 0;
         let mut inside = target == 0;
         loop {
             let n = &self.nodes[at];
             let Some(arrays) = &keys[at] else { return Routed::Leaf(at, inside) };
             let types = n.key.as_ref().map(|k| k.types()).unwrap_or_default();
-            let key: Vec<Value> = arrays.iter().zip(types).map(|(a, ty)| comparable(crate::types::value_at(a.as_ref(), row), ty)).collect();
+            let key: Vec<Value> = if n.key.as_ref().is_some_and(|k| k.strategy == Strategy::Hash) {
+                vec![Value::Int(row_hash(&hashes[at], row) as i64)]
+            } else {
+                arrays.iter().zip(types).map(|(a, ty)| comparable(crate::types::value_at(a.as_ref(), row), ty)).collect()
+            };
             let next = n
                 .children
                 .iter()
@@ -458,6 +550,12 @@ pub fn overlapping<'a>(new: &EvalBound, siblings: &'a [(String, EvalBound)]) -> 
             }
             (EvalBound::Range { from: f1, to: t1 }, EvalBound::Range { from: f2, to: t2 }) => {
                 cmp_bounds(f1, t2) == Ordering::Less && cmp_bounds(f2, t1) == Ordering::Less
+            }
+            // Moduli divide one another (checked first): the smaller one
+            // decides which hashes both take.
+            (EvalBound::Hash { modulus: m1, remainder: r1 }, EvalBound::Hash { modulus: m2, remainder: r2 }) => {
+                let m = (*m1).min(*m2);
+                r1 % m == r2 % m
             }
             _ => false,
         };

@@ -16,7 +16,8 @@ use sqlparser::ast;
 
 use super::bind::AggCollector;
 use super::{coerce, Planner, Scope};
-use crate::catalog::{Catalog, TypeDef, TypeKind};
+use crate::catalog::operator::{FunctionRef, TypeRef};
+use crate::catalog::{Catalog, FunctionDef, TypeDef, TypeKind};
 use crate::error::Result;
 use crate::exec::expr::Expr;
 use crate::exec::plan::PlanColumn;
@@ -153,6 +154,42 @@ pub fn resolve_type(catalog: &Catalog, database: &str, dt: &ast::DataType) -> Re
         },
         r => r,
     }
+}
+
+/// A type name as operators, operator classes and casts record it: a
+/// built-in type, or a user-defined one by name (a domain stays itself).
+pub fn type_ref(catalog: &Catalog, database: &str, dt: &ast::DataType) -> Result<TypeRef> {
+    match super::sql_type(dt) {
+        Err(e) if e.kind == crate::error::ErrorKind::UndefinedObject => match user_type(catalog, database, dt) {
+            Some(def) => Ok(TypeRef::User(def.name)),
+            None => Err(e),
+        },
+        r => r.map(TypeRef::Builtin),
+    }
+}
+
+/// How a recorded type's values are carried.
+pub fn type_ref_type(catalog: &Catalog, database: &str, t: &TypeRef) -> Result<SqlType> {
+    match t {
+        TypeRef::Builtin(t) => Ok(*t),
+        TypeRef::User(n) => match catalog.user_type(database, n) {
+            Some(def) => type_of(&def),
+            None => Err(err!(UndefinedObject, "type \"{n}\" does not exist")),
+        },
+    }
+}
+
+/// The user function a recorded reference names (by name and argument
+/// types): its name and the one overload, as the binder takes them.
+pub fn support_function(catalog: &Catalog, database: &str, f: &FunctionRef) -> Result<(String, Vec<FunctionDef>)> {
+    let types = f.args.iter().map(|t| type_ref_type(catalog, database, t)).collect::<Result<Vec<_>>>()?;
+    let defs: Vec<FunctionDef> =
+        catalog.functions(database, &f.name).into_iter().filter(|d| d.aggregate.is_none() && d.arg_types() == types).collect();
+    if defs.is_empty() {
+        let names: Vec<String> = f.args.iter().map(TypeRef::name).collect();
+        bail!(UndefinedFunction, "function {}({}) does not exist", f.name, names.join(", "));
+    }
+    Ok((f.name.clone(), defs))
 }
 
 impl<'a> Planner<'a> {

@@ -418,6 +418,7 @@ fn create_sql_table(s: &mut Session, ct: &ast::CreateTable) -> Result<QueryResul
             indexes: vec![],
             partition: None,
             partition_by: ct.partition_by.as_deref().cloned(),
+            partition_opclasses: vec![],
             engine: None,
             options,
             inherits: ct.inherits.clone().unwrap_or_default(),
@@ -665,7 +666,7 @@ pub fn create_weir_table(s: &mut Session, ct: &CreateTable) -> Result<QueryResul
         return Err(err!(FeatureNotSupported, "PARTITION ON COLUMNS is not supported")
             .with_hint("WITH (regions = n) splits a table by its primary key"));
     }
-    let key = ct.partition_by.as_ref().map(super::partition::parse_key).transpose()?;
+    let key = ct.partition_by.as_ref().map(|k| super::partition::parse_key(k, &ct.partition_opclasses)).transpose()?;
     if ct.time_index.len() > 1 {
         bail!(InvalidTableDefinition, "multiple TIME INDEX columns for table \"{name}\" are not allowed");
     }

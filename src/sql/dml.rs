@@ -389,6 +389,30 @@ fn insert(
 /// columns' types, defaults for the columns it leaves out (`DEFAULT VALUES`:
 /// one row of defaults). NOT NULL is the writer's check (a rule may send the
 /// rows elsewhere).
+/// PostgreSQL reads the one row of an INSERT's VALUES as a select list
+/// (transformInsertStmt), so a set-returning function there makes rows:
+/// such a row becomes `SELECT cells`.
+fn values_row_as_select(planner: &Planner, src: &ast::Query) -> Option<ast::Query> {
+    let ast::SetExpr::Values(v) = src.body.as_ref() else { return None };
+    let [row] = v.rows.as_slice() else { return None };
+    if src.order_by.is_some() || src.limit_clause.is_some() {
+        return None;
+    }
+    let scope = Scope::new(vec![], None);
+    let default =
+        |e: &ast::Expr| matches!(e, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none());
+    if row.content.iter().any(default)
+        || !row.content.iter().any(|e| planner.bind_expr(e, &scope, None).is_ok_and(|b| crate::planner::contains_srf(&b)))
+    {
+        return None;
+    }
+    let cells: Vec<String> = row.content.iter().map(|e| e.to_string()).collect();
+    match crate::parser::parse(&format!("SELECT {}", cells.join(", "))).ok()?.pop()? {
+        crate::parser::Statement::Sql(ast::Statement::Query(q)) => Some(*q),
+        _ => None,
+    }
+}
+
 pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert) -> Result<RecordBatch> {
     if let Some((targets, cols, nrows)) = super::insert_targets::indirect_insert(planner, def, ins)? {
         super::sequence::check_identity_insert(planner.catalog, def, &targets, false)?;
@@ -404,6 +428,8 @@ pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert)
         let batch = RecordBatch::try_new_with_options(region_schema(def), arrays, &RecordBatchOptions::new().with_row_count(Some(1)))?;
         return apply_typmods(def, batch);
     };
+    let selected = values_row_as_select(planner, src);
+    let src: &ast::Query = selected.as_ref().unwrap_or(src);
     let overriding = match ins.overriding {
         None => false,
         Some(ast::InsertOverriding::System) => true,

@@ -20,6 +20,7 @@ mod inherit;
 mod insert_targets;
 pub mod listen;
 mod merge;
+mod operator;
 mod partition;
 mod plpgsql;
 mod policy;
@@ -777,6 +778,10 @@ impl Session {
             Statement::Insert(_) | Statement::Delete(_) | Statement::Update(_) => rule::execute_dml(self, stmt, params),
             Statement::Merge(m) => merge::execute(self, m, params),
             Statement::CreateRule(r) => rule::create(self, r),
+            Statement::CreateOperator(o) => operator::create_operator(self, o),
+            Statement::DropOperator(d) => operator::drop_operator(self, d),
+            Statement::CreateOperatorClass(c) => operator::create_opclass(self, c),
+            Statement::DropOperatorClass(d) => operator::drop_opclass(self, d),
             Statement::DropRule(r) => rule::drop(self, r),
             Statement::Set(_) | Statement::Reset(_) | Statement::ShowVariable { .. } | Statement::ShowVariables { .. } => {
                 session_vars::execute(self, stmt)

@@ -25,8 +25,8 @@ use crate::storage::Region;
 use crate::{bail, err};
 
 /// `PARTITION BY RANGE (…)` as sqlparser gives it (a call of `range`,
-/// `list` or `hash`) → the key.
-pub fn parse_key(e: &ast::Expr) -> Result<PartitionKey> {
+/// `list` or `hash`) and each element's operator class → the key.
+pub fn parse_key(e: &ast::Expr, opclasses: &[Option<ast::ObjectName>]) -> Result<PartitionKey> {
     let ast::Expr::Function(f) = e else { bail!(Syntax, "syntax error at or near \"{e}\"") };
     let strategy = match f.name.to_string().to_lowercase().as_str() {
         "range" => Strategy::Range,
@@ -51,10 +51,14 @@ pub fn parse_key(e: &ast::Expr) -> Result<PartitionKey> {
     if strategy == Strategy::List && exprs.len() > 1 {
         bail!(InvalidTableDefinition, "cannot use \"list\" partition strategy with more than one column");
     }
-    if strategy == Strategy::Hash {
-        bail!(FeatureNotSupported, "hash partitioning is not supported; use PARTITION BY RANGE or LIST, or WITH (regions = n)");
+    let mut classes = Vec::new();
+    for c in opclasses {
+        classes.push(match c {
+            Some(n) => Some(crate::planner::object_name(n)?.1),
+            None => None,
+        });
     }
-    Ok(PartitionKey { strategy, exprs })
+    Ok(PartitionKey { strategy, exprs, opclasses: classes })
 }
 
 /// The key's check at CREATE: its columns exist, its expressions bind.
@@ -73,6 +77,9 @@ pub fn parse_bound(parent: &TableDef, child: &str, fv: &ast::ForValues) -> Resul
     let key = parent.partition.key.as_ref().ok_or_else(|| err!(WrongObjectType, "table \"{}\" is not partitioned", parent.name))?;
     let wrong = |what: &str| err!(InvalidTableDefinition, "invalid bound specification for a {what} partition");
     Ok(match fv {
+        ast::ForValues::Default if key.strategy == Strategy::Hash => {
+            bail!(InvalidTableDefinition, "a hash-partitioned table may not have a default partition")
+        }
         ast::ForValues::Default => Bound::Default,
         ast::ForValues::In(v) => {
             if key.strategy != Strategy::List {
@@ -114,7 +121,18 @@ pub fn parse_bound(parent: &TableDef, child: &str, fv: &ast::ForValues) -> Resul
             let _ = child;
             Bound::Range { from: datums(from, "FROM")?, to: datums(to, "TO")? }
         }
-        ast::ForValues::With { .. } => return Err(wrong(key.strategy.name())),
+        ast::ForValues::With { modulus, remainder } => {
+            if key.strategy != Strategy::Hash {
+                return Err(wrong(key.strategy.name()));
+            }
+            if *modulus == 0 {
+                bail!(InvalidTableDefinition, "modulus for hash partition must be an integer value greater than zero");
+            }
+            if remainder >= modulus {
+                bail!(InvalidTableDefinition, "remainder for hash partition must be less than modulus");
+            }
+            Bound::Hash { modulus: *modulus, remainder: *remainder }
+        }
     })
 }
 
@@ -143,11 +161,57 @@ pub fn check_bound(planner: &Planner, parent: &TableDef, child: &str, bound: &Bo
         let b = c.partition.of.as_ref().map(|o| o.bound.clone()).unwrap_or(Bound::Default);
         siblings.push((c.name.clone(), planner.eval_bound(&key, &b)?));
     }
+    if let EvalBound::Hash { modulus, remainder } = new {
+        check_hash_modulus(modulus, remainder, &siblings)?;
+    }
     if let Some(other) = overlapping(&new, &siblings) {
         if matches!(new, EvalBound::Default) {
             bail!(InvalidObjectDefinition, "partition \"{child}\" conflicts with existing default partition \"{other}\"");
         }
         bail!(InvalidObjectDefinition, "partition \"{child}\" would overlap partition \"{other}\"");
+    }
+    Ok(())
+}
+
+/// PostgreSQL's rule for the moduli of a hash-partitioned table's
+/// partitions: each one divides the next larger one, so every row's hash
+/// picks one partition.
+fn check_hash_modulus(modulus: u64, remainder: u64, siblings: &[(String, EvalBound)]) -> Result<()> {
+    // In PostgreSQL's bound order (modulus, then remainder): the bound at or
+    // before the new one and the next one of a larger modulus.
+    let mut bounds: Vec<(u64, u64, &str)> = siblings
+        .iter()
+        .filter_map(|(n, b)| match b {
+            EvalBound::Hash { modulus, remainder } => Some((*modulus, *remainder, n.as_str())),
+            _ => None,
+        })
+        .collect();
+    bounds.sort_by_key(|(m, r, _)| (*m, *r));
+    let fail = |detail: String| {
+        err!(InvalidObjectDefinition, "every hash partition modulus must be a factor of the next larger modulus").with_detail(detail)
+    };
+    let not_factor =
+        |m: u64, n: &str| fail(format!("The new modulus {modulus} is not a factor of {m}, the modulus of existing partition \"{n}\"."));
+    let at = bounds.iter().rposition(|(m, r, _)| (*m, *r) <= (modulus, remainder));
+    match at {
+        None => {
+            if let Some((m, _, n)) = bounds.first() {
+                if m % modulus != 0 {
+                    return Err(not_factor(*m, n));
+                }
+            }
+        }
+        Some(i) => {
+            let (m, _, n) = bounds[i];
+            if modulus % m != 0 {
+                return Err(fail(format!("The new modulus {modulus} is not divisible by {m}, the modulus of existing partition \"{n}\".")));
+            }
+            if let Some((m, _, n)) = bounds.get(i + 1) {
+                if m % modulus != 0 {
+                    return Err(not_factor(*m, n));
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -242,7 +306,7 @@ pub fn create_partition_of(s: &mut Session, ct: &ast::CreateTable) -> Result<Que
     def.checks = super::inherit::inherited_checks(std::slice::from_ref(&parent));
     def.regions = 1;
     def.partition.key = match &ct.partition_by {
-        Some(k) => Some(parse_key(k)?),
+        Some(k) => Some(parse_key(k, &[])?),
         None => None,
     };
     def.partition.of = Some(PartitionOf { parent: parent.name.clone(), bound: bound.clone() });

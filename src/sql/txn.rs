@@ -98,6 +98,12 @@ enum Created {
         database: String,
         name: String,
     },
+    /// An operator, operator class or cast the block created, replaced or
+    /// dropped: the catalog key and what it held before (None: nothing).
+    Operator {
+        key: String,
+        before: Option<crate::catalog::operator::OperatorObject>,
+    },
     /// A function (or aggregate) the block created.
     Function {
         database: String,
@@ -363,6 +369,13 @@ fn undo_created(s: &Session, created: &[Created]) {
                 }
             })(),
             Created::Index { database, name } => s.engine.catalog.drop_index(database, name),
+            Created::Operator { key, before } => (|| {
+                s.engine.catalog.drop_operator_object(key)?;
+                match before {
+                    Some(b) => s.engine.catalog.put_operator_object(b.clone()).map(|_| ()),
+                    None => Ok(()),
+                }
+            })(),
             Created::Function { database, name, types } => s.engine.catalog.drop_function(database, name, types).map(|_| ()),
         };
         if let Err(e) = r {
@@ -528,6 +541,14 @@ fn create_in_block(
 pub(super) fn changed_type(s: &mut Session, before: Option<crate::catalog::TypeDef>, after: Option<crate::catalog::TypeDef>) {
     if let Some(b) = s.block.as_mut() {
         b.created.push(Created::Type { before, after });
+    }
+}
+
+/// An operator object a statement created, replaced or dropped (`key`,
+/// `before` what it held): put back if the block does not commit.
+pub(super) fn changed_operator_object(s: &mut Session, key: String, before: Option<crate::catalog::operator::OperatorObject>) {
+    if let Some(b) = s.block.as_mut() {
+        b.created.push(Created::Operator { key, before });
     }
 }
 
