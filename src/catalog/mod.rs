@@ -21,7 +21,7 @@ pub use sequence::{Identity, OwnedBy, SequenceDef, SequenceValue};
 pub use tdengine::{
     ChildTableDef, GroupProgress, RecalcRequest, SnodeDef, StreamDef, StreamState, StreamStateWrite, SuperTableDef, WindowMark,
 };
-pub use user_type::{DomainDef, TypeDef, TypeKind};
+pub use user_type::{BaseDef, DomainDef, TypeDef, TypeKind};
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -329,6 +329,7 @@ impl Catalog {
                 state.functions.entry((f.database.clone(), f.name.clone())).or_default().push(f);
             } else if key.starts_with(user_type::TYPE_PREFIX) {
                 let t: TypeDef = serde_json::from_slice(&v).map_err(corrupt)?;
+                t.register();
                 state.types.insert((t.database.clone(), t.name.clone()), t);
             } else if key.starts_with(comment::COMMENT_PREFIX) {
                 let c: comment::CommentDef = serde_json::from_slice(&v).map_err(corrupt)?;

@@ -27,6 +27,18 @@ pub enum TypeKind {
     Enum(Vec<String>),
     /// `CREATE DOMAIN name AS base …`.
     Domain(DomainDef),
+    /// `CREATE TYPE name (INPUT = f, OUTPUT = g, …)`: a base type whose
+    /// input and output functions are built-in ones (`int4in`, …).
+    Base(BaseDef),
+}
+
+/// A base type: its values are `repr`'s; `input` / `output` name its
+/// functions (user functions of LANGUAGE internal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaseDef {
+    pub repr: crate::types::Elem,
+    pub input: String,
+    pub output: String,
 }
 
 /// A domain's base type and constraints.
@@ -55,6 +67,21 @@ pub struct TypeDef {
 }
 
 impl TypeDef {
+    /// A base type's SQL type (None for other kinds).
+    pub fn base_type(&self) -> Option<SqlType> {
+        match &self.kind {
+            TypeKind::Base(b) => Some(SqlType::Base { oid: self.id, repr: b.repr }),
+            _ => None,
+        }
+    }
+
+    /// Make a base type's name known to `SqlType::pg_name`.
+    pub(super) fn register(&self) {
+        if let TypeKind::Base(_) = self.kind {
+            crate::types::register_base_name(self.id, &self.name);
+        }
+    }
+
     pub(super) fn key(&self) -> String {
         format!("{TYPE_PREFIX}{}/{}", self.database, self.name)
     }
@@ -85,6 +112,7 @@ impl Catalog {
             }
         }
         self.put(def.key(), serde_json::to_vec(&def).expect("a type definition serializes"))?;
+        def.register();
         st.types.insert(k, def.clone());
         Ok(def)
     }
@@ -93,6 +121,7 @@ impl Catalog {
     pub fn restore_type(&self, def: TypeDef) -> Result<()> {
         let mut st = self.state.write();
         self.put(def.key(), serde_json::to_vec(&def).expect("a type definition serializes"))?;
+        def.register();
         st.types.insert((def.database.clone(), def.name.clone()), def);
         Ok(())
     }

@@ -1026,8 +1026,37 @@ fn parse_text_column(a: &ArrayRef, to: SqlType) -> Result<ArrayRef> {
     values_to_array(&vals, to)
 }
 
+/// The same bits as another arrow type of their width (PostgreSQL's binary
+/// coercion: `CREATE CAST … WITHOUT FUNCTION`).
+fn relabel(a: &ArrayRef, target: DataType) -> Result<ArrayRef> {
+    if a.data_type() == &target {
+        return Ok(a.clone());
+    }
+    if a.data_type() == &DataType::Null {
+        return Ok(new_null_array(&target, a.len()));
+    }
+    let width = a.data_type().primitive_width();
+    if width.is_none() || width != target.primitive_width() {
+        bail!(CannotCoerce, "cannot reinterpret {} as {}", a.data_type(), target);
+    }
+    let data = a.to_data().into_builder().data_type(target).build()?;
+    Ok(make_array(data))
+}
+
 /// Cast between SQL types with PostgreSQL's rules and error codes.
 pub fn cast_array(a: &ArrayRef, from: SqlType, to: SqlType) -> Result<ArrayRef> {
+    // A base type (`SqlType::Base`): text in and out through its
+    // representation; any other cast to or from it keeps the bits (the
+    // binder makes one only for `CREATE CAST … WITHOUT FUNCTION`).
+    if from.is_base() || to.is_base() {
+        if from == SqlType::Unknown || from.is_text() {
+            return cast_array(a, from, to.physical());
+        }
+        if to.is_text() {
+            return cast_array(a, from.physical(), to);
+        }
+        return relabel(a, to.to_arrow());
+    }
     if to == SqlType::Oid && from == SqlType::Int8 {
         // i8tooid: an oid is unsigned 32-bit.
         if a.as_primitive_opt::<Int64Type>().is_some_and(|i| i.iter().flatten().any(|v| !(0..=u32::MAX as i64).contains(&v))) {
@@ -1338,9 +1367,14 @@ fn cast_time(a: &ArrayRef, from: SqlType, to: SqlType) -> Option<Result<ArrayRef
 
 /// Parse one text value as a type, with PostgreSQL's errors.
 pub fn parse_text_as(t: &str, to: SqlType) -> Result<Value> {
+    // A base type's input is its representation's (`int4in`).
+    if to.is_base() {
+        return parse_text_as(t, to.physical());
+    }
     let bad = || err!(InvalidText, "invalid input syntax for type {}: \"{}\"", to.pg_name(), t);
     let s = t.trim();
     Ok(match to {
+        SqlType::Base { .. } => unreachable!("a base type parses as its representation"),
         SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid => {
             let v: i64 = s.parse().map_err(|_| {
                 if !s.is_empty() && s.trim_start_matches(['-', '+']).chars().all(|c| c.is_ascii_digit()) {

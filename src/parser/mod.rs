@@ -23,6 +23,7 @@ mod admin;
 mod aggregate_options;
 mod alter_sequence;
 mod cache;
+mod create_cast;
 mod create_database;
 mod create_schema;
 mod create_table;
@@ -50,6 +51,7 @@ use sqlparser::tokenizer::Token;
 pub use admin::Admin;
 pub use alter_sequence::AlterSequence;
 pub use cache::ParseCache;
+pub use create_cast::{CastMethod, CreateCast, DropCast};
 pub use create_database::CreateDatabase;
 pub use create_schema::CreateSchemaWith;
 pub use create_table::{CreateTable, IndexHint, Partition, TimeIndex};
@@ -102,6 +104,10 @@ pub enum Statement {
     CreateSchemaWith(CreateSchemaWith),
     /// TDengine's supertables, snodes and streams (`tdengine.rs`).
     Tdengine(Box<TdStatement>),
+    /// PostgreSQL's `CREATE CAST` (sqlparser has none).
+    CreateCast(CreateCast),
+    /// PostgreSQL's `DROP CAST`.
+    DropCast(DropCast),
 }
 
 impl fmt::Display for Statement {
@@ -122,6 +128,8 @@ impl fmt::Display for Statement {
             Statement::AlterSequence(a) => write!(f, "{a}"),
             Statement::CreateSchemaWith(c) => write!(f, "{c}"),
             Statement::Tdengine(t) => write!(f, "{t}"),
+            Statement::CreateCast(c) => write!(f, "{c}"),
+            Statement::DropCast(c) => write!(f, "{c}"),
         }
     }
 }
@@ -159,6 +167,8 @@ const WEIR_STATEMENTS: &[WeirStatement] = &[
     WeirStatement { words: &["VACUUM"], applies: |_| true, parse: vacuum::parse },
     WeirStatement { words: &["ALTER", "SEQUENCE"], applies: |_| true, parse: alter_sequence::parse },
     WeirStatement { words: &["CREATE", "SCHEMA"], applies: create_schema::applies, parse: create_schema::parse },
+    WeirStatement { words: &["CREATE", "CAST"], applies: |_| true, parse: create_cast::parse_create },
+    WeirStatement { words: &["DROP", "CAST"], applies: |_| true, parse: create_cast::parse_drop },
 ];
 
 /// Whether the next tokens are these words (unquoted, any case).
@@ -316,7 +326,9 @@ fn parse_standard(sql: &str, standard_strings: bool) -> Result<Vec<Statement>, W
             | Statement::ShowCreateFlow(_)
             | Statement::CommentOnFlow(_)
             | Statement::Vacuum(_)
-            | Statement::AlterSequence(_) => {}
+            | Statement::AlterSequence(_)
+            | Statement::CreateCast(_)
+            | Statement::DropCast(_) => {}
             Statement::CreateSchemaWith(c) => nesting::check(&c.elements)?,
             Statement::Tdengine(t) => {
                 if let TdStatement::CreateStream(c) = t.as_ref() {
@@ -442,7 +454,9 @@ pub fn max_param(stmt: &Statement) -> usize {
         | Statement::ShowCreateFlow(_)
         | Statement::CommentOnFlow(_)
         | Statement::Vacuum(_)
-        | Statement::AlterSequence(_) => std::ops::ControlFlow::Continue(()),
+        | Statement::AlterSequence(_)
+        | Statement::CreateCast(_)
+        | Statement::DropCast(_) => std::ops::ControlFlow::Continue(()),
         Statement::CreateSchemaWith(c) => ast::visit_expressions(&c.elements, &mut see),
         Statement::Tdengine(_) => std::ops::ControlFlow::Continue(()),
         Statement::Tql(t) => {

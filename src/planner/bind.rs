@@ -77,6 +77,13 @@ pub fn coerce(e: Expr, ty: SqlType) -> Result<Expr> {
     if e.ty() == ty {
         return Ok(e);
     }
+    // A base type's input is its representation's (`int4in` for myint).
+    if ty.is_base() && (e.ty() == SqlType::Unknown || e.ty().is_text()) {
+        return Ok(match coerce(e, ty.physical())? {
+            Expr::Literal { value, .. } => Expr::lit(value, ty),
+            other => Expr::Cast { expr: Box::new(other), ty },
+        });
+    }
     match e {
         Expr::Literal { value: Value::Null, .. } => Ok(Expr::lit(Value::Null, ty)),
         Expr::Literal { value: Value::Text(s), ty: from } if from.is_text() => {
@@ -447,6 +454,10 @@ impl<'a> Planner<'a> {
                 let ty = sql_type(data_type)?;
                 let typmod = numeric_typmod(data_type)?;
                 let inner = self.bind_reg_operand(expr, scope, agg, ty.is_integer())?;
+                if inner.ty().is_base() {
+                    // Only the casts CREATE CAST made (and output as text).
+                    return self.user_cast(inner, crate::catalog::operator::TypeRef::Builtin(ty), ty, scope);
+                }
                 self.infer_param(&inner, ty);
                 let cast = match inner {
                     Expr::Literal { .. } | Expr::Param { .. } => {
@@ -550,6 +561,12 @@ impl<'a> Planner<'a> {
             E::BinaryOp { left, op, right } => {
                 let l = self.bind_reg_operand(left, scope, agg, true)?;
                 let r = self.bind_reg_operand(right, scope, agg, true)?;
+                if l.ty().is_base() || r.ty().is_base() {
+                    let Some(symbol) = super::user_type::operator_symbol(op) else {
+                        bail!(UndefinedFunction, "operator does not exist: {} {op} {}", l.ty(), r.ty());
+                    };
+                    return self.bind_user_operator(&symbol, l, r, scope);
+                }
                 let regex = match op {
                     BO::PGRegexMatch => Some((false, false)),
                     BO::PGRegexIMatch => Some((false, true)),
@@ -680,6 +697,10 @@ impl<'a> Planner<'a> {
             }
             E::In { expr, target: ast::InTarget::List(list), negated, .. } => {
                 let x = self.bind_expr(expr, scope, agg)?;
+                if x.ty().is_base() {
+                    let items: Vec<Expr> = list.iter().map(|i| self.bind_expr(i, scope, agg)).collect::<Result<_>>()?;
+                    return self.bind_user_in(x, items, *negated, scope);
+                }
                 // `oid IN ('t'::regclass, …)`: the items are OIDs, as in `oid = 't'::regclass`.
                 let want_oid = x.ty().is_integer();
                 let items: Vec<Expr> = list.iter().map(|i| self.bind_reg_operand(i, scope, agg, want_oid)).collect::<Result<_>>()?;
@@ -839,6 +860,10 @@ impl<'a> Planner<'a> {
                 }
                 if ty == SqlType::Unknown {
                     ty = SqlType::Text;
+                }
+                if op_ty.is_some_and(SqlType::is_base) {
+                    // Its WHENs would compare by the representation, not by the type's `=`.
+                    bail!(FeatureNotSupported, "CASE over a value of a user-defined base type is not supported");
                 }
                 let op = match (op, op_ty) {
                     (Some(o), Some(t)) => Some(Box::new(coerce(o, t)?)),

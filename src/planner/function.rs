@@ -396,6 +396,9 @@ impl<'a> Planner<'a> {
     /// scalar subquery of its first row. Checks the result's type.
     pub fn bind_body(&self, def: &FunctionDef, args: Vec<Expr>, scope: &Scope) -> Result<Expr> {
         let ret = def.returns.ty.unwrap_or(SqlType::Unknown);
+        if def.language == "internal" {
+            return self.bind_internal(def, args);
+        }
         // PL/pgSQL beyond `RETURN expr` is interpreted when it runs; so is
         // `RETURN expr` over a composite argument (its fields are the
         // interpreter's) or calling itself (inlining would not end).
@@ -434,6 +437,27 @@ impl<'a> Planner<'a> {
             return Ok(e);
         }
         check_result_type(e.ty(), ret, ret.pg_name())?;
+        coerce(e, ret)
+    }
+
+    /// A call of a LANGUAGE internal function: the built-in it names over the
+    /// arguments' values (a base type's are its representation's).
+    fn bind_internal(&self, def: &FunctionDef, args: Vec<Expr>) -> Result<Expr> {
+        if super::user_type::io_function(&def.source).is_some() || def.args.iter().any(|a| a.type_name.is_some()) {
+            bail!(FeatureNotSupported, "calling function {} (the built-in {}) is not supported", def.name, def.source);
+        }
+        let args: Vec<Expr> = args
+            .into_iter()
+            .map(|a| match a.ty() {
+                t @ SqlType::Base { .. } => Expr::Cast { expr: Box::new(a), ty: t.physical() },
+                _ => a,
+            })
+            .collect();
+        let e = self.call(&def.source, args)?;
+        let ret = def.returns.ty.unwrap_or(SqlType::Unknown);
+        if ret.is_base() {
+            return Ok(Expr::Cast { expr: Box::new(e), ty: ret });
+        }
         coerce(e, ret)
     }
 

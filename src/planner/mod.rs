@@ -34,7 +34,7 @@ mod tdengine;
 mod user_agg;
 mod user_type;
 pub use srf::contains_srf;
-pub use user_type::{declared_user_type, resolve_type, support_function, type_ref, type_ref_type, Shape};
+pub use user_type::{declared_user_type, io_function, resolve_type, support_function, type_ref, type_ref_type, Shape};
 pub mod viewdef;
 mod window_order;
 

@@ -224,6 +224,7 @@ pub fn quote_ident(n: &str) -> String {
 fn type_len(ty: SqlType) -> i64 {
     use SqlType::*;
     match ty {
+        Base { repr, .. } => type_len(repr.ty()),
         Bool => 1,
         Int2 => 2,
         Int4 | Float4 | Date | Oid => 4,

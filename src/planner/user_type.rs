@@ -21,7 +21,7 @@ use crate::catalog::{Catalog, FunctionDef, TypeDef, TypeKind};
 use crate::error::Result;
 use crate::exec::expr::Expr;
 use crate::exec::plan::PlanColumn;
-use crate::types::{SqlType, Value};
+use crate::types::{Elem, SqlType, Value};
 use crate::{bail, err};
 
 /// The user-defined type a type name names in `database` (unqualified,
@@ -142,7 +142,57 @@ pub fn type_of(def: &TypeDef) -> Result<SqlType> {
         TypeKind::Shell => bail!(UndefinedObject, "type \"{}\" is only a shell", def.name),
         TypeKind::Composite(_) | TypeKind::Enum(_) => Ok(SqlType::Text),
         TypeKind::Domain(d) => Ok(d.base),
+        TypeKind::Base(b) => Ok(SqlType::Base { oid: def.id, repr: b.repr }),
     }
+}
+
+/// The built-in input and output functions a base type may name
+/// (`CREATE FUNCTION … LANGUAGE internal AS 'int4in'`): the type whose
+/// values they read or write, and whether it is the input one.
+pub fn io_function(source: &str) -> Option<(Elem, bool)> {
+    let (ty, input) = match source.strip_suffix("in") {
+        Some(t) => (t, true),
+        None => (source.strip_suffix("out")?, false),
+    };
+    let e = match ty {
+        "int2" => Elem::Int2,
+        "int4" => Elem::Int4,
+        "int8" => Elem::Int8,
+        "float4" => Elem::Float4,
+        "float8" => Elem::Float8,
+        "bool" => Elem::Bool,
+        "text" => Elem::Text,
+        "varchar" => Elem::Varchar,
+        "date" => Elem::Date,
+        "timestamp" => Elem::Timestamp,
+        "timestamptz" => Elem::TimestampTz,
+        "interval" => Elem::Interval,
+        "numeric" => Elem::Numeric,
+        "oid" => Elem::Oid,
+        _ => return None,
+    };
+    Some((e, input))
+}
+
+/// An operator's symbol, as CREATE OPERATOR names it (None: no operator
+/// of a user type can be meant).
+pub fn operator_symbol(op: &ast::BinaryOperator) -> Option<String> {
+    use ast::BinaryOperator as BO;
+    Some(match op {
+        BO::Eq => "=".into(),
+        BO::NotEq => "<>".into(),
+        BO::Lt => "<".into(),
+        BO::LtEq => "<=".into(),
+        BO::Gt => ">".into(),
+        BO::GtEq => ">=".into(),
+        BO::Plus => "+".into(),
+        BO::Minus => "-".into(),
+        BO::Multiply => "*".into(),
+        BO::Divide => "/".into(),
+        BO::Modulo => "%".into(),
+        BO::PGCustomBinaryOperator(parts) => parts.last()?.clone(),
+        _ => return None,
+    })
 }
 
 /// A type name, user-defined types of `database` included.
@@ -193,6 +243,94 @@ pub fn support_function(catalog: &Catalog, database: &str, f: &FunctionRef) -> R
 }
 
 impl<'a> Planner<'a> {
+    /// A value's type as operators and casts record it.
+    fn type_ref_of(&self, t: SqlType) -> TypeRef {
+        match t {
+            SqlType::Base { oid, .. } => match self.catalog.user_type_by_id(oid) {
+                Some(def) => TypeRef::User(def.name),
+                None => TypeRef::Builtin(t),
+            },
+            t => TypeRef::Builtin(t),
+        }
+    }
+
+    /// A cast the catalog may hold (`CREATE CAST`), from a value to a type
+    /// (`target_ref` as casts record it); where none is recorded, a base
+    /// type still reads and writes text through its representation.
+    pub(super) fn user_cast(&self, inner: Expr, target_ref: TypeRef, target: SqlType, scope: &Scope) -> Result<Expr> {
+        let from = inner.ty();
+        if from == target {
+            return Ok(inner);
+        }
+        let source_ref = self.type_ref_of(from);
+        let Some(cast) = self.catalog.cast(&self.database, &source_ref, &target_ref) else {
+            if (target.is_text() && from.is_base()) || (from.is_text() && target.is_base()) {
+                return Ok(Expr::Cast { expr: Box::new(inner), ty: target });
+            }
+            bail!(CannotCoerce, "cannot cast type {} to {}", source_ref.name(), target_ref.name());
+        };
+        match cast.function {
+            Some(f) => {
+                let (name, defs) = support_function(self.catalog, &self.database, &f)?;
+                let e = self.bind_user_call(&name, defs, vec![inner], &[None], scope)?;
+                if e.ty() == target {
+                    Ok(e)
+                } else {
+                    Ok(Expr::Cast { expr: Box::new(e), ty: target })
+                }
+            }
+            // Through text: the source's output read by the target's input.
+            None if cast.inout => Ok(Expr::Cast { expr: Box::new(Expr::Cast { expr: Box::new(inner), ty: SqlType::Text }), ty: target }),
+            // WITHOUT FUNCTION: the bits are the value.
+            None => Ok(Expr::Cast { expr: Box::new(inner), ty: target }),
+        }
+    }
+
+    /// `l op r` where an operand is of a base type: the user operator
+    /// declared for exactly these types (an untyped literal takes the other
+    /// operand's type), as a call of its function.
+    pub(super) fn bind_user_operator(&self, symbol: &str, l: Expr, r: Expr, scope: &Scope) -> Result<Expr> {
+        let untyped = |e: Expr, t: SqlType| -> Result<Expr> {
+            if e.ty() == SqlType::Unknown && t.is_base() {
+                super::coerce(e, t)
+            } else {
+                Ok(e)
+            }
+        };
+        let (lt, rt) = (l.ty(), r.ty());
+        let l = untyped(l, rt)?;
+        let r = untyped(r, lt)?;
+        let (lref, rref) = (self.type_ref_of(l.ty()), self.type_ref_of(r.ty()));
+        let op = self
+            .catalog
+            .operators_named(&self.database, symbol)
+            .into_iter()
+            .find(|o| o.left.as_ref() == Some(&lref) && o.right == rref)
+            .ok_or_else(|| {
+                err!(UndefinedFunction, "operator does not exist: {} {symbol} {}", lref.name(), rref.name())
+                    .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+            })?;
+        let (name, defs) = support_function(self.catalog, &self.database, &FunctionRef { name: op.function, args: vec![lref, rref] })?;
+        self.bind_user_call(&name, defs, vec![l, r], &[None, None], scope)
+    }
+
+    /// `x [NOT] IN (items)` for a base type: `x = item` ORed (NOT IN: `x <>
+    /// item` ANDed, PostgreSQL's `<> ALL`), each through the user operator,
+    /// so a function that is not strict sees the NULLs.
+    pub(super) fn bind_user_in(&self, x: Expr, items: Vec<Expr>, negated: bool, scope: &Scope) -> Result<Expr> {
+        let symbol = if negated { "<>" } else { "=" };
+        let op = if negated { crate::exec::expr::BinOp::And } else { crate::exec::expr::BinOp::Or };
+        let mut acc: Option<Expr> = None;
+        for item in items {
+            let c = self.bind_user_operator(symbol, x.clone(), item, scope)?;
+            acc = Some(match acc {
+                None => c,
+                Some(a) => Expr::Binary { op, left: Box::new(a), right: Box::new(c), ty: SqlType::Bool },
+            });
+        }
+        acc.ok_or_else(|| err!(Syntax, "syntax error at or near \")\""))
+    }
+
     /// The user-defined type a cast's type names (None: a built-in type).
     pub(super) fn cast_user_type(&self, dt: &ast::DataType) -> Option<TypeDef> {
         if super::sql_type(dt).is_ok() {
@@ -247,6 +385,15 @@ impl<'a> Planner<'a> {
                     ],
                     ty: SqlType::Text,
                 })
+            }
+            TypeKind::Base(b) => {
+                let target = SqlType::Base { oid: def.id, repr: b.repr };
+                match inner.ty() {
+                    t if t == target => Ok(inner),
+                    // The type's input function: its representation's.
+                    SqlType::Unknown => super::coerce(inner, target),
+                    _ => self.user_cast(inner, TypeRef::User(def.name.clone()), target, &Scope::new(vec![], None)),
+                }
             }
             TypeKind::Domain(d) => {
                 let mut v = explicit_cast(inner, d.base)?;

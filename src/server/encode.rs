@@ -133,6 +133,8 @@ pub enum CellRef<'a> {
 impl<'a> CellRef<'a> {
     pub fn at(array: &'a dyn arrow::array::Array, i: usize, ty: SqlType) -> CellRef<'a> {
         use arrow::array::AsArray;
+        // A base type's values are its representation's (`SqlType::Base`).
+        let ty = ty.physical();
         if array.is_null(i) {
             return CellRef::Null;
         }
@@ -387,7 +389,10 @@ pub fn encode_batch(
         .iter()
         .zip(types)
         .zip(fields)
-        .map(|((a, ty), f)| (ColWriter::new(a.as_ref(), *ty), *ty, f.datatype(), f.format() == FieldFormat::Binary, a.null_count() > 0))
+        .map(|((a, ty), f)| {
+            let ty = ty.physical();
+            (ColWriter::new(a.as_ref(), ty), ty, f.datatype(), f.format() == FieldFormat::Binary, a.null_count() > 0)
+        })
         .collect();
     let n = batch.num_rows();
     let mut rows = Vec::with_capacity(n);

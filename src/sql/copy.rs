@@ -791,6 +791,10 @@ impl ColumnBuilder {
 fn push_value(ty: SqlType, b: &mut dyn arrow::array::ArrayBuilder, v: Value) {
     use crate::types::SqlType as T;
     use arrow::array::*;
+    // A base type's values are its representation's.
+    if let T::Base { repr, .. } = ty {
+        return push_value(repr.ty(), b, v);
+    }
     let b = b.as_any_mut();
     macro_rules! put {
         ($builder:ty, $val:expr) => {
@@ -799,6 +803,7 @@ fn push_value(ty: SqlType, b: &mut dyn arrow::array::ArrayBuilder, v: Value) {
     }
     let int = |v: &Value| if let Value::Int(i) = v { Some(*i) } else { None };
     match ty {
+        T::Base { .. } => {}
         T::Bool => put!(BooleanBuilder, if let Value::Bool(x) = v { Some(x) } else { None }),
         T::Int2 => put!(Int16Builder, int(&v).map(|i| i as i16)),
         T::Int4 => put!(Int32Builder, int(&v).map(|i| i as i32)),

@@ -101,7 +101,8 @@ pub fn create(s: &mut Session, cf: &ast::CreateFunction) -> Result<QueryResult> 
     let language = cf.language.as_ref().map(ident).unwrap_or_else(|| "sql".to_string());
     match language.as_str() {
         "sql" | "plpgsql" => {}
-        "c" | "internal" => bail!(FeatureNotSupported, "LANGUAGE {language} functions are not supported"),
+        "internal" => return create_internal(s, cf, database, name),
+        "c" => bail!(FeatureNotSupported, "LANGUAGE {language} functions are not supported"),
         other => bail!(UndefinedObject, "language \"{other}\" does not exist"),
     }
     let mut args = Vec::new();
@@ -185,6 +186,79 @@ pub fn create(s: &mut Session, cf: &ast::CreateFunction) -> Result<QueryResult> 
         returns.ty = Some(*ty);
     }
     create_def(s, cf, database, name, language, args, returns)
+}
+
+/// CREATE FUNCTION … LANGUAGE internal AS 'name': a built-in function under
+/// a user's name and types. `name` is an input or output function a base
+/// type names (`int4in`, `int4out`, …; `cstring` and shell types allowed,
+/// recorded by name until CREATE TYPE fills the shell in) or a function of
+/// weir's registry (`hashint4`), called with the arguments' values.
+fn create_internal(s: &mut Session, cf: &ast::CreateFunction, database: String, name: String) -> Result<QueryResult> {
+    let source = match &cf.function_body {
+        Some(CreateFunctionBody::AsBeforeOptions { body, .. } | CreateFunctionBody::AsAfterOptions(body)) => match body {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(t) | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: t, .. }) => {
+                    t.trim().to_string()
+                }
+                _ => bail!(InvalidFunctionDefinition, "a function body must be a string constant"),
+            },
+            _ => bail!(InvalidFunctionDefinition, "a function body must be a string constant"),
+        },
+        _ => bail!(InvalidFunctionDefinition, "no function body specified"),
+    };
+    let io = crate::planner::io_function(&source).is_some();
+    if !io && crate::exec::functions::registry().lookup(&source).is_none() {
+        bail!(UndefinedFunction, "there is no built-in function named \"{source}\"");
+    }
+    // cstring and shell types: a placeholder (Unknown) with the type's name.
+    let typ = |dt: &ast::DataType| -> Result<(SqlType, Option<String>)> {
+        if let ast::DataType::Custom(n, _) = dt {
+            let tname = object_name(n)?.1;
+            let shell = s.engine.catalog.user_type(&s.database, &tname).is_some_and(|t| t.kind == crate::catalog::TypeKind::Shell);
+            if tname == "cstring" || shell {
+                return Ok((SqlType::Unknown, Some(tname)));
+            }
+        }
+        let ty = param_type(s, dt)?.ok_or_else(|| err!(InvalidFunctionDefinition, "internal functions cannot take or return void here"))?;
+        Ok((ty, None))
+    };
+    let mut args = Vec::new();
+    for a in cf.args.iter().flatten() {
+        if !matches!(a.mode, None | Some(ArgMode::In)) {
+            bail!(FeatureNotSupported, "OUT parameters of internal functions are not supported");
+        }
+        let (ty, type_name) = typ(&a.data_type)?;
+        if type_name.is_some() && !io && type_name.as_deref() == Some("cstring") {
+            bail!(FeatureNotSupported, "cstring arguments are for input and output functions");
+        }
+        args.push(FunctionArg { name: a.name.as_ref().map(ident), ty, default: None, polymorphic: false, type_name });
+    }
+    let ret = match &cf.return_type {
+        Some(FunctionReturnType::DataType(dt)) => typ(dt)?.0,
+        _ => bail!(InvalidFunctionDefinition, "function result type must be specified"),
+    };
+    let returns = FunctionReturns { ty: Some(ret), set: false, columns: vec![], trigger: false, polymorphic: false };
+    let volatility = match cf.behavior {
+        Some(ast::FunctionBehavior::Immutable) => 'i',
+        Some(ast::FunctionBehavior::Stable) => 's',
+        _ => 'v',
+    };
+    let strict = matches!(cf.called_on_null, Some(ast::FunctionCalledOnNull::Strict | ast::FunctionCalledOnNull::ReturnsNullOnNullInput));
+    let def = FunctionDef {
+        id: 0,
+        database,
+        name,
+        args,
+        returns,
+        language: "internal".into(),
+        body: String::new(),
+        source,
+        volatility,
+        strict,
+        aggregate: None,
+    };
+    s.engine.catalog.create_function(def, cf.or_replace)?;
+    Ok(QueryResult::Command("CREATE FUNCTION".into()))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -705,6 +705,8 @@ impl Session {
             WeirStatement::Vacuum(v) => ddl::vacuum(self, v),
             WeirStatement::AlterSequence(a) => sequence::alter(self, a),
             WeirStatement::CreateSchemaWith(c) => schema::create_with(self, c),
+            WeirStatement::CreateCast(c) => operator::create_cast(self, c),
+            WeirStatement::DropCast(d) => operator::drop_cast(self, d),
         }
     }
 

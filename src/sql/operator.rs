@@ -151,6 +151,78 @@ pub fn create_opclass(s: &mut Session, c: &ast::CreateOperatorClass) -> Result<Q
     Ok(QueryResult::Command("CREATE OPERATOR CLASS".into()))
 }
 
+/// CREATE CAST (source AS target) WITH FUNCTION f | WITHOUT FUNCTION |
+/// WITH INOUT [AS ASSIGNMENT | AS IMPLICIT]. One of the types must be a
+/// user-defined one (the binder asks for casts where a base type is cast);
+/// WITHOUT FUNCTION needs values of one width (the bits are the value).
+pub fn create_cast(s: &mut Session, c: &crate::parser::CreateCast) -> Result<QueryResult> {
+    use crate::catalog::operator::{CastContext, CastDef};
+    let database = s.database.clone();
+    let cat = &s.engine.catalog;
+    let source = type_ref(cat, &database, &c.source)?;
+    let target = type_ref(cat, &database, &c.target)?;
+    if source == target {
+        bail!(InvalidObjectDefinition, "source data type and target data type are the same");
+    }
+    if matches!((&source, &target), (TypeRef::Builtin(_), TypeRef::Builtin(_))) {
+        bail!(FeatureNotSupported, "casts between built-in types are weir's own");
+    }
+    let (sty, tty) = (crate::planner::type_ref_type(cat, &database, &source)?, crate::planner::type_ref_type(cat, &database, &target)?);
+    let key = crate::catalog::operator::cast_key(&database, &source, &target);
+    if cat.operator_object(&key).is_some() {
+        bail!(DuplicateObject, "cast from type {} to type {} already exists", source.name(), target.name());
+    }
+    let (function, inout) = match &c.method {
+        crate::parser::CastMethod::Binary => {
+            let (a, b) = (sty.physical().to_arrow(), tty.physical().to_arrow());
+            if a.primitive_width().is_none() || a.primitive_width() != b.primitive_width() {
+                bail!(InvalidObjectDefinition, "source and target data types are not physically compatible");
+            }
+            (None, false)
+        }
+        crate::parser::CastMethod::InOut => (None, true),
+        crate::parser::CastMethod::Function(f, types) => {
+            let args = match types {
+                Some(t) => t.iter().map(|t| type_ref(cat, &database, t)).collect::<Result<Vec<_>>>()?,
+                None => vec![source.clone()],
+            };
+            let f = function_ref(s, &database, f, args)?;
+            let (_, defs) = crate::planner::support_function(&s.engine.catalog, &database, &f)?;
+            if defs[0].returns.ty != Some(tty) {
+                bail!(InvalidObjectDefinition, "return data type of cast function must match or be binary-coercible to target data type");
+            }
+            (Some(f), false)
+        }
+    };
+    let context = match c.context.as_deref() {
+        Some("IMPLICIT") => CastContext::Implicit,
+        Some(_) => CastContext::Assignment,
+        None => CastContext::Explicit,
+    };
+    let def = CastDef { id: 0, database, source, target, function, inout, context };
+    let (_, old) = s.engine.catalog.put_operator_object(OperatorObject::Cast(def))?;
+    record(s, key, old);
+    Ok(QueryResult::Command("CREATE CAST".into()))
+}
+
+/// DROP CAST [IF EXISTS] (source AS target).
+pub fn drop_cast(s: &mut Session, d: &crate::parser::DropCast) -> Result<QueryResult> {
+    let database = s.database.clone();
+    let cat = &s.engine.catalog;
+    let (source, target) = match (type_ref(cat, &database, &d.source), type_ref(cat, &database, &d.target)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(_), _) | (_, Err(_)) if d.if_exists => return Ok(QueryResult::Command("DROP CAST".into())),
+        (Err(e), _) | (_, Err(e)) => return Err(e),
+    };
+    let key = crate::catalog::operator::cast_key(&database, &source, &target);
+    match s.engine.catalog.drop_operator_object(&key)? {
+        Some(old) => record(s, key, Some(old)),
+        None if d.if_exists => {}
+        None => bail!(UndefinedObject, "cast from type {} to type {} does not exist", source.name(), target.name()),
+    }
+    Ok(QueryResult::Command("DROP CAST".into()))
+}
+
 /// DROP OPERATOR CLASS [IF EXISTS] name, … USING method: refused while a
 /// partitioned table's key uses it.
 pub fn drop_opclass(s: &mut Session, d: &ast::DropOperatorClass) -> Result<QueryResult> {

@@ -192,6 +192,8 @@ pub fn intercept(s: &mut Session, stmt: &WeirStatement) -> Option<Result<QueryRe
         // A sequence's values are not transactional; ALTER SEQUENCE applies at once.
         WeirStatement::AlterSequence(_) => return None,
         WeirStatement::CreateSchemaWith(_) => return None,
+        // Recorded for ROLLBACK where they run (`operator.rs`).
+        WeirStatement::CreateCast(_) | WeirStatement::DropCast(_) => return None,
         // TDengine's statements (engineer tdengine) write through, like flows.
         WeirStatement::Tdengine(_) if s.block.is_some() => {
             return Some(Err(err!(ActiveSqlTransaction, "TDengine statements cannot run inside a transaction block")));

@@ -41,13 +41,87 @@ pub fn create_type(s: &mut Session, name: &ast::ObjectName, rep: Option<&Rep>) -
             }
             TypeKind::Enum(labels)
         }
-        Some(Rep::SqlDefinition { .. }) => {
-            bail!(FeatureNotSupported, "base types (CREATE TYPE … (INPUT = …, OUTPUT = …)) are not supported")
-        }
+        Some(Rep::SqlDefinition { options }) => base_type(s, &database, &tname, options)?,
         Some(Rep::Range { .. }) => bail!(FeatureNotSupported, "range types are not supported"),
     };
-    create(s, TypeDef { id: 0, database, name: tname, kind })?;
+    let base = matches!(kind, TypeKind::Base(_));
+    let def = create(s, TypeDef { id: 0, database, name: tname, kind })?;
+    if base {
+        fill_in_functions(s, &def)?;
+    }
     Ok(QueryResult::Command("CREATE TYPE".into()))
+}
+
+/// `CREATE TYPE name (INPUT = f, OUTPUT = g [, LIKE = t, …])`: f and g must
+/// be LANGUAGE internal functions naming one built-in type's input and
+/// output (`int4in`, `int4out`): the new type's values are that type's.
+/// Storage options (LIKE, INTERNALLENGTH, ALIGNMENT, …) describe the bits,
+/// which are the representation's here.
+fn base_type(s: &Session, database: &str, name: &str, options: &[ast::UserDefinedTypeSqlDefinitionOption]) -> Result<TypeKind> {
+    use ast::UserDefinedTypeSqlDefinitionOption as O;
+    let mut input = None;
+    let mut output = None;
+    for o in options {
+        match o {
+            O::Input(f) => input = Some(f),
+            O::Output(f) => output = Some(f),
+            O::Like(t) => {
+                resolve_type(&s.engine.catalog, database, &ast::DataType::Custom(t.clone(), vec![]))?;
+            }
+            O::Receive(_)
+            | O::Send(_)
+            | O::InternalLength(_)
+            | O::PassedByValue
+            | O::Alignment(_)
+            | O::Storage(_)
+            | O::Category(_)
+            | O::Preferred(_)
+            | O::Delimiter(_)
+            | O::Collatable(_) => {}
+            other => bail!(FeatureNotSupported, "CREATE TYPE option {other} is not supported"),
+        }
+    }
+    let Some(input) = input else { bail!(InvalidObjectDefinition, "type input function must be specified") };
+    let Some(output) = output else { bail!(InvalidObjectDefinition, "type output function must be specified") };
+    let io = |f: &ast::ObjectName, want_input: bool| -> Result<(String, crate::types::Elem)> {
+        let fname = crate::planner::object_name(f)?.1;
+        let found = s.engine.catalog.functions(database, &fname).into_iter().find_map(|d| {
+            let (repr, is_input) = crate::planner::io_function(&d.source).filter(|_| d.language == "internal")?;
+            (is_input == want_input).then_some(repr)
+        });
+        match found {
+            Some(repr) => Ok((fname, repr)),
+            None if want_input => Err(err!(UndefinedFunction, "function {fname}(cstring) does not exist")),
+            None => Err(err!(UndefinedFunction, "function {fname}({name}) does not exist")),
+        }
+    };
+    let (input, repr) = io(input, true)?;
+    let (output, out_repr) = io(output, false)?;
+    if repr != out_repr {
+        bail!(FeatureNotSupported, "a base type's input and output functions must be those of one built-in type");
+    }
+    Ok(TypeKind::Base(crate::catalog::BaseDef { repr, input, output }))
+}
+
+/// The functions declared over the shell a base type filled in take the
+/// type now (their arguments were recorded by its name).
+fn fill_in_functions(s: &mut Session, def: &TypeDef) -> Result<()> {
+    let Some(ty) = def.base_type() else { return Ok(()) };
+    let cat = &s.engine.catalog;
+    for f in cat.database_functions(&def.database) {
+        if !f.args.iter().any(|a| a.type_name.as_deref() == Some(def.name.as_str())) {
+            continue;
+        }
+        let old_types = f.arg_types();
+        let mut new = f.clone();
+        for a in new.args.iter_mut().filter(|a| a.type_name.as_deref() == Some(def.name.as_str())) {
+            a.ty = ty;
+            a.type_name = None;
+        }
+        cat.drop_function(&def.database, &f.name, &old_types)?;
+        cat.create_function(new, false)?;
+    }
+    Ok(())
 }
 
 /// CREATE DOMAIN name AS type [DEFAULT expr] [CONSTRAINT n] CHECK (…) ….
@@ -89,11 +163,11 @@ pub fn create_domain(s: &mut Session, cd: &ast::CreateDomain) -> Result<QueryRes
     Ok(QueryResult::Command("CREATE DOMAIN".into()))
 }
 
-fn create(s: &mut Session, def: TypeDef) -> Result<()> {
+fn create(s: &mut Session, def: TypeDef) -> Result<TypeDef> {
     let existed = s.engine.catalog.user_type(&def.database, &def.name);
     let def = s.engine.catalog.create_type(def)?;
-    super::txn::changed_type(s, existed, Some(def));
-    Ok(())
+    super::txn::changed_type(s, existed, Some(def.clone()));
+    Ok(def)
 }
 
 /// DROP TYPE / DROP DOMAIN [IF EXISTS] name, … [CASCADE | RESTRICT].

@@ -17,6 +17,10 @@ pub const PG_EPOCH_DAYS: i32 = 10_957;
 /// Decode a Bind parameter.
 pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Value> {
     let Some(b) = raw else { return Ok(Value::Null) };
+    // A base type's values are its representation's.
+    if let SqlType::Base { repr, .. } = ty {
+        return decode_param(raw, repr.ty(), binary);
+    }
     if !binary {
         return parse_text_as(utf8(b)?, ty);
     }
@@ -31,6 +35,7 @@ pub fn decode_param(raw: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<Val
         Ok(())
     };
     Ok(match ty {
+        SqlType::Base { repr, .. } => return decode_param(raw, repr.ty(), binary),
         SqlType::Bool => {
             need(1)?;
             Value::Bool(b[0] != 0)

@@ -87,7 +87,7 @@ impl Elem {
             SqlType::Interval => Elem::Interval,
             SqlType::Oid => Elem::Oid,
             SqlType::Numeric => Elem::Numeric,
-            SqlType::Array(_) | SqlType::Bytea | SqlType::Geo(_) | SqlType::Time | SqlType::TimeTz => return None,
+            SqlType::Array(_) | SqlType::Bytea | SqlType::Geo(_) | SqlType::Time | SqlType::TimeTz | SqlType::Base { .. } => return None,
         })
     }
 

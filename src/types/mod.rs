@@ -70,6 +70,32 @@ pub enum SqlType {
     /// `time with time zone`: a time and its zone, packed into one ordered
     /// i64 (`time::timetz_pack`). Last, for saved catalogs.
     TimeTz,
+    /// A user-defined base type (`CREATE TYPE t (INPUT = f, OUTPUT = g, …)`
+    /// over built-in input / output functions such as `int4in`): its values
+    /// are `repr`'s (stored, computed and printed as those), but it is a type
+    /// of its own for casts, operators and functions. `oid` is its catalog
+    /// id. A cast to or from it (`Expr::Cast`) keeps the bits, but for text
+    /// in and out: the binder makes one only for `CREATE CAST … WITHOUT
+    /// FUNCTION` and for input and output. Last, for saved catalogs.
+    Base {
+        oid: u32,
+        repr: Elem,
+    },
+}
+
+/// The names of base types by OID, for `pg_name` (registered by the catalog
+/// as it creates or loads them; a name lives as long as the process, and
+/// there are as many as CREATE TYPE statements made).
+static BASE_NAMES: std::sync::LazyLock<parking_lot::RwLock<std::collections::HashMap<u32, &'static str>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Record a base type's name.
+pub fn register_base_name(oid: u32, name: &str) {
+    let mut names = BASE_NAMES.write();
+    if names.get(&oid).is_some_and(|n| *n == name) {
+        return;
+    }
+    names.insert(oid, Box::leak(name.to_string().into_boxed_str()));
 }
 
 impl SqlType {
@@ -96,7 +122,21 @@ impl SqlType {
             SqlType::Time => DataType::Time64(TimeUnit::Microsecond),
             // Not nanoseconds: the packed timetz of `time.rs`.
             SqlType::TimeTz => DataType::Time64(TimeUnit::Nanosecond),
+            SqlType::Base { repr, .. } => repr.ty().to_arrow(),
         }
+    }
+
+    /// The type whose values these are: a base type's representation,
+    /// any other type itself.
+    pub fn physical(self) -> SqlType {
+        match self {
+            SqlType::Base { repr, .. } => repr.ty(),
+            t => t,
+        }
+    }
+
+    pub fn is_base(self) -> bool {
+        matches!(self, SqlType::Base { .. })
     }
 
     pub fn from_arrow(dt: &DataType) -> SqlType {
@@ -140,6 +180,7 @@ impl SqlType {
             SqlType::Numeric => 1700,
             SqlType::Geo(g) => g.oid(),
             SqlType::Array(e) => e.array_oid(),
+            SqlType::Base { oid, .. } => oid,
         }
     }
 
@@ -165,6 +206,7 @@ impl SqlType {
             SqlType::Numeric => "numeric",
             SqlType::Geo(g) => g.name(),
             SqlType::Array(e) => e.array_pg_name(),
+            SqlType::Base { oid, .. } => BASE_NAMES.read().get(&oid).copied().unwrap_or("unknown"),
         }
     }
 
@@ -190,6 +232,7 @@ impl SqlType {
             SqlType::Numeric => "NUMERIC",
             SqlType::Geo(g) => g.sql_name(),
             SqlType::Array(e) => e.array_sql_name(),
+            t @ SqlType::Base { .. } => t.pg_name(),
         }
     }
 
@@ -442,6 +485,8 @@ pub fn value_at(array: &dyn Array, i: usize) -> Value {
 /// Build an array of the given type from values (values must already fit).
 pub fn values_to_array(values: &[Value], ty: SqlType) -> Result<ArrayRef> {
     let arr: ArrayRef = match ty {
+        // A base type's values are its representation's.
+        SqlType::Base { repr, .. } => return values_to_array(values, repr.ty()),
         SqlType::Bool => Arc::new(
             values
                 .iter()

@@ -1,5 +1,6 @@
-//! PostgreSQL's hash support functions (`hashint4`, `hashtext`, and the
-//! seeded 64-bit `…extended` forms that hash partitioning calls), bit for
+//! PostgreSQL's hash support functions (`hashtext` and the seeded 64-bit
+//! `…extended` forms that hash partitioning calls; `hashint4` is
+//! `math.rs`'s), bit for
 //! bit: Bob Jenkins' lookup3 as src/common/hashfn.c has it (little-endian
 //! words, the last 11 bytes folded in with c's lowest byte left for the
 //! length, the final mix applied even to an empty tail), so a row lands in
@@ -121,15 +122,6 @@ fn int_key(a: &Args<'_>, i: usize) -> Result<Option<u32>> {
         SqlType::Int4 => a.prim::<Int32Type>(0)?.get(i).map(|v| v as u32),
         _ => a.prim::<Int64Type>(0)?.get(i).map(fold8),
     })
-}
-
-/// hashint2 / hashint4 / hashint8 (int) → int4.
-pub fn hash_int(a: &Args<'_>) -> Result<ArrayRef> {
-    let mut out = Vec::with_capacity(a.n);
-    for i in 0..a.n {
-        out.push(int_key(a, i)?.map(|k| uint32(k, 0).1 as i32));
-    }
-    Ok(Arc::new(Int32Array::from(out)))
 }
 
 /// hashint2extended / hashint4extended / hashint8extended (int, seed int8) → int8.

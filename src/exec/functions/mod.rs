@@ -319,10 +319,7 @@ pub(crate) fn builtins() -> Vec<FuncDef> {
         Def::new("byteacat", vec![s(&[Bytea, Bytea], Bytea)], bytea::concat),
         Def::new("bytea_latin1", vec![s(&[Bytea], Text)], bytea::as_latin1),
         Def::new("md5", vec![s(&[Text], Text), s(&[Bytea], Text)], bytea::md5),
-        // PostgreSQL's hash support functions (`hash.rs`), bit for bit.
-        Def::new("hashint2", vec![s(&[Int2], Int4)], hash::hash_int),
-        Def::new("hashint4", vec![s(&[Int4], Int4)], hash::hash_int),
-        Def::new("hashint8", vec![s(&[Int8], Int4)], hash::hash_int),
+        // PostgreSQL's seeded hash support functions (`hash.rs`), bit for bit.
         Def::new("hashtext", vec![s(&[Text], Int4)], hash::hash_text),
         Def::new("hashint2extended", vec![s(&[Int2, Int8], Int8)], hash::hash_int_extended),
         Def::new("hashint4extended", vec![s(&[Int4, Int8], Int8)], hash::hash_int_extended),
