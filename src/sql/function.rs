@@ -237,7 +237,7 @@ fn create_internal(s: &mut Session, cf: &ast::CreateFunction, database: String, 
         Some(FunctionReturnType::DataType(dt)) => typ(dt)?.0,
         _ => bail!(InvalidFunctionDefinition, "function result type must be specified"),
     };
-    let returns = FunctionReturns { ty: Some(ret), set: false, columns: vec![], trigger: false, polymorphic: false };
+    let returns = FunctionReturns { ty: Some(ret), set: false, columns: vec![], trigger: false, polymorphic: false, type_name: None };
     let volatility = match cf.behavior {
         Some(ast::FunctionBehavior::Immutable) => 'i',
         Some(ast::FunctionBehavior::Stable) => 's',
