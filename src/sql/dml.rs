@@ -822,7 +822,7 @@ fn literal_rows(def: &TableDef, targets: &[usize], rows: &[ast::Parens<Vec<ast::
 }
 
 /// Whether a value of type `from` may be stored in a column of type `to`.
-pub(super) fn assignable(from: SqlType, to: SqlType) -> bool {
+fn assignable(from: SqlType, to: SqlType) -> bool {
     from == to
         || from == SqlType::Unknown
         || (from.is_numeric() && to.is_numeric())
@@ -832,6 +832,29 @@ pub(super) fn assignable(from: SqlType, to: SqlType) -> bool {
         || to.is_text()
         || (from == SqlType::Date && to.is_timestamp())
         || (from == SqlType::Bool && to.is_integer())
+}
+
+/// 42804 unless a value of type `from` may be stored in column `i` of `def`.
+pub(super) fn check_assignable(def: &TableDef, i: usize, from: SqlType) -> Result<()> {
+    if !assignable(from, def.columns[i].ty) {
+        bail!(DatatypeMismatch, "column \"{}\" is of type {} but expression is of type {}", def.columns[i].name, def.columns[i].ty, from);
+    }
+    Ok(())
+}
+
+/// The expression a query computes for `SET col = value` (UPDATE … FROM, MERGE): DEFAULT is
+/// the column's default; an identity column refuses other values as PostgreSQL does.
+pub(super) fn assigned_value(planner: &Planner, def: &TableDef, i: usize, col: &str, value: &ast::Expr) -> Result<ast::Expr> {
+    Ok(match value {
+        ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => match &def.columns[i].default {
+            Some(text) => crate::parser::parse_expr(text)?,
+            None => ast::Expr::Value(ast::Value::Null.into()),
+        },
+        v => {
+            super::sequence::check_identity_update(planner.catalog, def, col)?;
+            v.clone()
+        }
+    })
 }
 
 pub(super) fn assign_coerce(e: Expr, ty: SqlType, col: &str) -> Result<Expr> {
@@ -1168,18 +1191,7 @@ fn joined_change(
     let mut set_cols: Vec<usize> = Vec::new();
     for a in &expand_tuple_assignments(assignments)? {
         let (i, col) = set_column(def, a, |j| set_cols.contains(&j))?;
-        let value = match &a.value {
-            ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
-                match &def.columns[i].default {
-                    Some(text) => crate::parser::parse_expr(text)?,
-                    None => ast::Expr::Value(ast::Value::Null.into()),
-                }
-            }
-            v => {
-                super::sequence::check_identity_update(planner.catalog, def, &col)?;
-                v.clone()
-            }
-        };
+        let value = assigned_value(planner, def, i, &col, &a.value)?;
         set_cols.push(i);
         projection.push(ast::SelectItem::UnnamedExpr(value));
     }
@@ -1196,16 +1208,7 @@ fn joined_change(
     let plan = planner.plan(&q)?;
     let out_types: Vec<SqlType> = plan.columns().iter().map(|c| c.ty).collect();
     for (k, &i) in set_cols.iter().enumerate() {
-        let from_ty = out_types[def.columns.len() + k];
-        if !assignable(from_ty, def.columns[i].ty) {
-            bail!(
-                DatatypeMismatch,
-                "column \"{}\" is of type {} but expression is of type {}",
-                def.columns[i].name,
-                def.columns[i].ty,
-                from_ty
-            );
-        }
+        check_assignable(def, i, out_types[def.columns.len() + k])?;
     }
     let rows = crate::exec::collect_rows(&plan, &planner.ctx, None)?;
     let nc = def.columns.len();

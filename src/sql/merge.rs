@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use sqlparser::ast;
 
-use super::dml::{apply_typmods, assignable, default_column, matching_rows, region_schema, set_column};
+use super::dml::{apply_typmods, assigned_value, check_assignable, default_column, matching_rows, region_schema, set_column};
 use super::partition::{table_of, Cause};
 use super::{QueryResult, Session};
 use crate::catalog::TableDef;
@@ -111,18 +111,7 @@ pub fn execute(s: &mut Session, m: &ast::Merge, params: Params) -> Result<QueryR
                 let mut at = None;
                 for a in &super::dml::expand_tuple_assignments(assignments)? {
                     let (i, col) = set_column(&def, a, |j| columns.contains(&j))?;
-                    let value = match &a.value {
-                        ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
-                            match &def.columns[i].default {
-                                Some(text) => crate::parser::parse_expr(text)?,
-                                None => ast::Expr::Value(ast::Value::Null.into()),
-                            }
-                        }
-                        v => {
-                            super::sequence::check_identity_update(planner.catalog, &def, &col)?;
-                            v.clone()
-                        }
-                    };
+                    let value = assigned_value(&planner, &def, i, &col, &a.value)?;
                     columns.push(i);
                     let k = push(&mut projection, value);
                     at.get_or_insert(k);
@@ -211,16 +200,7 @@ pub fn execute(s: &mut Session, m: &ast::Merge, params: Params) -> Result<QueryR
             _ => continue,
         };
         for (k, &i) in cols.iter().enumerate() {
-            let from = types[at + k];
-            if !assignable(from, def.columns[i].ty) {
-                bail!(
-                    DatatypeMismatch,
-                    "column \"{}\" is of type {} but expression is of type {}",
-                    def.columns[i].name,
-                    def.columns[i].ty,
-                    from
-                );
-            }
+            check_assignable(&def, i, types[at + k])?;
         }
     }
     let rows = crate::exec::collect_rows(&plan, &planner.ctx, None)?;

@@ -100,16 +100,24 @@ fn and(a: Option<ast::Expr>, b: ast::Expr) -> ast::Expr {
 
 /// Whether an expression or statement mentions `new` or `old` (`new.a`, `old`, `new.*`).
 fn mentions_new_or_old<V: ast::Visit>(v: &V) -> bool {
-    fn pseudo(i: &ast::Ident) -> bool {
-        i.quote_style.is_none() && matches!(i.value.to_lowercase().as_str(), "new" | "old")
+    mentions_pseudo(v, &["new", "old"])
+}
+
+/// Whether `v` reads one of the pseudo-relations `names` (lowercase): `name.col`, `name`
+/// or `name.*`.
+fn mentions_pseudo<V: ast::Visit>(v: &V, names: &[&str]) -> bool {
+    struct Finder<'a>(&'a [&'a str]);
+    impl Finder<'_> {
+        fn pseudo(&self, i: &ast::Ident) -> bool {
+            i.quote_style.is_none() && self.0.contains(&i.value.to_lowercase().as_str())
+        }
     }
-    struct Finder;
-    impl ast::Visitor for Finder {
+    impl ast::Visitor for Finder<'_> {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
             match e {
-                ast::Expr::CompoundIdentifier(parts) if parts.first().is_some_and(pseudo) => ControlFlow::Break(()),
-                ast::Expr::Identifier(i) if pseudo(i) => ControlFlow::Break(()),
+                ast::Expr::CompoundIdentifier(parts) if parts.first().is_some_and(|i| self.pseudo(i)) => ControlFlow::Break(()),
+                ast::Expr::Identifier(i) if self.pseudo(i) => ControlFlow::Break(()),
                 _ => ControlFlow::Continue(()),
             }
         }
@@ -118,7 +126,7 @@ fn mentions_new_or_old<V: ast::Visit>(v: &V) -> bool {
             let ast::SetExpr::Select(s) = q.body.as_ref() else { return ControlFlow::Continue(()) };
             for item in &s.projection {
                 if let ast::SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) = item {
-                    if matches!(n.0.as_slice(), [ast::ObjectNamePart::Identifier(i)] if pseudo(i)) {
+                    if matches!(n.0.as_slice(), [ast::ObjectNamePart::Identifier(i)] if self.pseudo(i)) {
                         return ControlFlow::Break(());
                     }
                 }
@@ -126,7 +134,7 @@ fn mentions_new_or_old<V: ast::Visit>(v: &V) -> bool {
             ControlFlow::Continue(())
         }
     }
-    v.visit(&mut Finder).is_break()
+    v.visit(&mut Finder(names)).is_break()
 }
 
 fn event_of(stmt: &Statement) -> Option<RuleEvent> {
@@ -179,6 +187,18 @@ pub fn create(s: &mut Session, r: &ast::CreateRule) -> Result<QueryResult> {
         }
         hit
     };
+    // A WITH query of an action is planned on its own: it cannot read OLD or NEW.
+    for a in &actions {
+        if let Statement::Query(q) = a {
+            for cte in q.with.iter().flat_map(|w| &w.cte_tables) {
+                for (name, upper) in [("old", "OLD"), ("new", "NEW")] {
+                    if mentions_pseudo(&*cte.query, &[name]) {
+                        bail!(FeatureNotSupported, "cannot refer to {upper} within WITH query");
+                    }
+                }
+            }
+        }
+    }
     match event {
         RuleEvent::Insert if pseudo("old") => bail!(InvalidObjectDefinition, "ON INSERT rule cannot use OLD"),
         RuleEvent::Delete if pseudo("new") => bail!(InvalidObjectDefinition, "ON DELETE rule cannot use NEW"),
