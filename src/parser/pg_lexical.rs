@@ -245,9 +245,9 @@ fn argument_end<'a>(tok: &impl Fn(usize) -> &'a Token, mut s: usize) -> Option<u
 /// `U&'…'` / `U&"…"` [UESCAPE '…'] written without spaces: one string or quoted identifier.
 /// Whether the tokens hold a `U&'…'` string constant (not a `U&"…"` identifier).
 pub fn has_unicode_string(tokens: &[TokenWithSpan]) -> bool {
-    tokens.windows(3).any(|w| {
-        is_word(&w[0].token, "u") && w[1].token == Token::Ampersand && matches!(w[2].token, Token::SingleQuotedString(_))
-    })
+    tokens
+        .windows(3)
+        .any(|w| is_word(&w[0].token, "u") && w[1].token == Token::Ampersand && matches!(w[2].token, Token::SingleQuotedString(_)))
 }
 
 fn unicode_escapes(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>, String> {

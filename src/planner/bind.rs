@@ -1128,9 +1128,8 @@ impl<'a> Planner<'a> {
                 // booleans or dates have no such operator.
                 let plain = |t: SqlType| t.is_numeric() || t == SqlType::Bool || t == SqlType::Date || t.is_timestamp();
                 if plain(l.ty()) && plain(r.ty()) {
-                    return Err(err!(UndefinedFunction, "operator does not exist: {} || {}", l.ty(), r.ty()).with_hint(
-                        "No operator matches the given name and argument types. You might need to add explicit type casts.",
-                    ));
+                    return Err(err!(UndefinedFunction, "operator does not exist: {} || {}", l.ty(), r.ty())
+                        .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
                 }
                 let l = coerce(l, SqlType::Text)?;
                 let r = coerce(r, SqlType::Text)?;

@@ -846,10 +846,12 @@ pub(super) fn check_assignable(def: &TableDef, i: usize, from: SqlType) -> Resul
 /// the column's default; an identity column refuses other values as PostgreSQL does.
 pub(super) fn assigned_value(planner: &Planner, def: &TableDef, i: usize, col: &str, value: &ast::Expr) -> Result<ast::Expr> {
     Ok(match value {
-        ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => match &def.columns[i].default {
-            Some(text) => crate::parser::parse_expr(text)?,
-            None => ast::Expr::Value(ast::Value::Null.into()),
-        },
+        ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none() => {
+            match &def.columns[i].default {
+                Some(text) => crate::parser::parse_expr(text)?,
+                None => ast::Expr::Value(ast::Value::Null.into()),
+            }
+        }
         v => {
             super::sequence::check_identity_update(planner.catalog, def, col)?;
             v.clone()

@@ -151,7 +151,8 @@ pub fn execute(s: &mut Session, m: &ast::Merge, params: Params) -> Result<QueryR
                         let mut kept = Vec::new();
                         for (k, e) in row.iter().enumerate() {
                             // DEFAULT leaves the column to its default.
-                            if matches!(e, ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none()) {
+                            if matches!(e, ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("default") && id.quote_style.is_none())
+                            {
                                 continue;
                             }
                             let p = push(&mut projection, e.clone());
@@ -210,8 +211,7 @@ pub fn execute(s: &mut Session, m: &ast::Merge, params: Params) -> Result<QueryR
     let mut n = 0usize;
     for r in &rows {
         let matched = matches!(r[nc], Value::Bool(true));
-        let Some((ci, c)) = clauses.iter().enumerate().find(|(_, c)| c.matched == matched && matches!(r[c.cond], Value::Bool(true)))
-        else {
+        let Some((ci, c)) = clauses.iter().enumerate().find(|(_, c)| c.matched == matched && matches!(r[c.cond], Value::Bool(true))) else {
             continue;
         };
         if matches!(c.action, Action::Nothing) {
@@ -229,9 +229,8 @@ pub fn execute(s: &mut Session, m: &ast::Merge, params: Params) -> Result<QueryR
                     _ => None,
                 };
                 if updates.insert(key, change).is_some() {
-                    return Err(err!(CardinalityViolation, "MERGE command cannot affect row a second time").with_hint(
-                        "Ensure that not more than one source row matches any one target row.",
-                    ));
+                    return Err(err!(CardinalityViolation, "MERGE command cannot affect row a second time")
+                        .with_hint("Ensure that not more than one source row matches any one target row."));
                 }
             }
         }

@@ -864,7 +864,8 @@ mod tests {
         matches(&pat.re, s, 0, pat.global, false, |sp| {
             v.push(match_array(s, sp));
             true
-        }).unwrap();
+        })
+        .unwrap();
         v
     }
 
