@@ -360,11 +360,11 @@ impl<'a> Planner<'a> {
         if !def.strict || nullable.is_empty() {
             return Ok(body);
         }
-        let any_null = nullable
-            .into_iter()
-            .map(|a| Expr::IsNull { expr: Box::new(a), negated: false })
-            .reduce(|a, b| Expr::Binary { op: crate::exec::expr::BinOp::Or, left: Box::new(a), right: Box::new(b), ty: SqlType::Bool })
-            .expect("at least one argument");
+        let Some(any_null) =
+            super::rewrite::or_all(nullable.into_iter().map(|a| Expr::IsNull { expr: Box::new(a), negated: false }).collect())
+        else {
+            return Ok(body);
+        };
         Ok(Expr::Case { operand: None, whens: vec![(any_null, Expr::lit(Value::Null, ret))], else_expr: Some(Box::new(body)), ty: ret })
     }
 

@@ -20,7 +20,7 @@ use super::{Planner, Scope};
 use crate::catalog::acl::AclObject;
 use crate::catalog::{PolicyDef, TableDef};
 use crate::error::Result;
-use crate::exec::expr::{BinOp, Expr};
+use crate::exec::expr::Expr;
 use crate::exec::plan::PlanColumn;
 use crate::types::{SqlType, Value};
 
@@ -49,12 +49,6 @@ impl PolicyCommand {
 pub struct PolicyCheck {
     pub policy: Option<String>,
     pub expr: Expr,
-}
-
-fn or_all(v: Vec<Expr>) -> Option<Expr> {
-    let mut it = v.into_iter();
-    let first = it.next()?;
-    Some(it.fold(first, |acc, e| Expr::Binary { op: BinOp::Or, left: Box::new(acc), right: Box::new(e), ty: SqlType::Bool }))
 }
 
 impl Planner<'_> {
@@ -117,7 +111,7 @@ impl Planner<'_> {
             }
         }
         let deny = Expr::lit(Value::Bool(false), SqlType::Bool);
-        let mut all = vec![or_all(permissive).unwrap_or(deny)];
+        let mut all = vec![super::rewrite::or_all(permissive).unwrap_or(deny)];
         all.extend(restrictive);
         Ok(super::rewrite::and_all(all))
     }
@@ -139,7 +133,7 @@ impl Planner<'_> {
             }
         }
         let deny = Expr::lit(Value::Bool(false), SqlType::Bool);
-        out.insert(0, PolicyCheck { policy: None, expr: or_all(permissive).unwrap_or(deny) });
+        out.insert(0, PolicyCheck { policy: None, expr: super::rewrite::or_all(permissive).unwrap_or(deny) });
         Ok(out)
     }
 }

@@ -184,6 +184,7 @@ pub fn execute(s: &mut Session, m: &ast::Merge, params: Params) -> Result<QueryR
     if let ast::TableFactor::Derived { alias: Some(a), .. } = &mut tgt {
         a.name = qual.clone();
     }
+    let sel_len = projection.len();
     sel.projection = projection;
     sel.from = vec![ast::TableWithJoins {
         relation: m.source.clone(),
@@ -195,6 +196,9 @@ pub fn execute(s: &mut Session, m: &ast::Merge, params: Params) -> Result<QueryR
     }];
     let plan = planner.plan(&q)?;
     let types: Vec<SqlType> = plan.columns().iter().map(|c| c.ty).collect();
+    if types.len() != sel_len {
+        bail!(Internal, "MERGE: the query has {} columns, not {sel_len}", types.len());
+    }
     for c in &clauses {
         let (cols, at) = match &c.action {
             Action::Update { columns, at } | Action::Insert { columns, at } => (columns, *at),

@@ -430,7 +430,7 @@ impl Session {
     fn standard_strings(&self) -> bool {
         self.settings
             .get("standard_conforming_strings")
-            .is_none_or(|v| !matches!(v.to_ascii_lowercase().as_str(), "off" | "false" | "no" | "0"))
+            .is_none_or(|v| !["off", "false", "no", "0"].iter().any(|x| v.eq_ignore_ascii_case(x)))
     }
 
     fn execute_sql_inner(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {

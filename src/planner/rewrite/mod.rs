@@ -51,6 +51,11 @@ pub fn and_all(v: Vec<Expr>) -> Option<Expr> {
     Some(it.fold(first, |acc, e| Expr::Binary { op: BinOp::And, left: Box::new(acc), right: Box::new(e), ty: SqlType::Bool }))
 }
 
+/// The OR of a list of predicates (None for an empty list).
+pub fn or_all(v: Vec<Expr>) -> Option<Expr> {
+    v.into_iter().reduce(|acc, e| Expr::Binary { op: BinOp::Or, left: Box::new(acc), right: Box::new(e), ty: SqlType::Bool })
+}
+
 /// Functions whose value changes from one call to the next: never folded,
 /// never moved. The function registry says which these are.
 pub fn is_volatile(e: &Expr) -> bool {
