@@ -80,6 +80,15 @@ impl ColumnCache {
         self.budget > 0
     }
 
+    /// Whether a read of about `bytes` decoded bytes may fill the cache: at
+    /// most half the budget, so one large scan (a whole-table result
+    /// streamed to a client) neither flushes the hot columns nor holds
+    /// memory beyond its batches; it reads past the cache, taking the
+    /// entries it finds.
+    pub fn admits(&self, bytes: usize) -> bool {
+        self.enabled() && bytes <= self.budget / 2
+    }
+
     /// The arrays of every column in `columns` of one row group, or None
     /// (counted as a miss) unless all are cached.
     pub fn get_all(&self, base: &ColumnKey, columns: &[usize]) -> Option<Vec<ArrayRef>> {

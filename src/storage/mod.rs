@@ -230,7 +230,7 @@ impl Default for StorageTuning {
             compaction_file_bytes_max: 32 << 20,
             compaction_files_min: 4,
             background_interval_ms: 1000,
-            decoded_cache_bytes_max: 256 << 20,
+            decoded_cache_bytes_max: 1 << 30,
         }
     }
 }

@@ -425,6 +425,9 @@ pub struct SstScan {
     /// Row groups served from the cache and decoded into it, counted for
     /// the reader's region.
     cache_counts: Option<Arc<[AtomicU64; 2]>>,
+    /// Whether row groups not in the cache are decoded whole into it (see
+    /// [`SstScan::without_fill`]); otherwise they are only looked up.
+    fill: bool,
     /// Whole row groups being decoded, to go into the cache at their end:
     /// the row group and the batches so far.
     filling: Option<(usize, Vec<RecordBatch>)>,
@@ -489,6 +492,27 @@ fn equal_runs(a: &dyn Array, values: &[PruneValue]) -> Option<Vec<(usize, usize)
     Some(runs)
 }
 
+/// About how many bytes `cols` of the row groups of `f` that may match `p`
+/// take decoded, from the metadata alone: the column chunks' uncompressed
+/// sizes, but at least the type's width a row (delta-encoded integers are
+/// smaller on disk than in memory), 16 bytes for strings (dictionary pages
+/// and codes on disk).
+pub fn decoded_estimate(f: &SstFile, cols: &[usize], p: &SstPredicate<'_>) -> usize {
+    let md = f.reader_meta.metadata();
+    let schema = f.reader_meta.schema();
+    let mut total = 0usize;
+    for rg in (0..md.num_row_groups()).map(|i| md.row_group(i)).filter(|rg| rg_may_match(rg, p)) {
+        let rows = rg.num_rows().max(0) as usize;
+        for &c in cols.iter().filter(|&&c| c < rg.num_columns()) {
+            let disk = rg.column(c).uncompressed_size().max(0) as usize;
+            let width = schema.fields().get(c).map_or(0, |f| f.data_type().primitive_width().unwrap_or(16));
+            let floor = rows.saturating_mul(width);
+            total = total.saturating_add(disk.max(floor));
+        }
+    }
+    total
+}
+
 /// Plan a read of `cols` of the row groups and pages of `f` that may match
 /// `p` (statistics and page index); nothing is fetched yet.
 pub fn scan_sst(f: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> SstScan {
@@ -518,6 +542,7 @@ pub fn scan_sst(f: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> SstSc
         pruned: md.num_row_groups() - read,
         cache: None,
         cache_counts: None,
+        fill: true,
         filling: None,
         seek: None,
         pending: Default::default(),
@@ -531,6 +556,13 @@ impl SstScan {
             self.cache = Some(cache.clone());
             self.cache_counts = Some(counts.clone());
         }
+        self
+    }
+
+    /// Take row groups from the cache but put none in it: the scan is too
+    /// large for it (see [`ColumnCache::admits`]).
+    pub fn without_fill(mut self) -> SstScan {
+        self.fill = false;
         self
     }
 
@@ -642,6 +674,16 @@ impl SstScan {
         for (i, c) in self.group_cols().into_iter().enumerate() {
             let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
             let a = if parts.len() == 1 { batches[0].column(i).clone() } else { arrow::compute::concat(&parts)? };
+            // A small row group decoded into buffers sized for a whole batch
+            // is copied to its own size before it is kept.
+            let data = a.to_data();
+            let a = if a.get_array_memory_size() > 2 * data.get_slice_memory_size()? + 256 {
+                let mut m = arrow::array::MutableArrayData::new(vec![&data], false, data.len());
+                m.extend(0, 0, data.len());
+                arrow::array::make_array(m.freeze())
+            } else {
+                a
+            };
             cache.insert(ColumnKey { column: c, ..base.clone() }, a);
         }
         Ok(())
@@ -688,12 +730,11 @@ impl SstScan {
                         None => continue,
                     }
                 }
-                // A row group whose time slice keeps most of it is decoded
-                // whole (and cached, then filtered); a narrow slice decodes
-                // just its pages.
-                let rows = self.file.reader_meta.metadata().row_group(rg).num_rows() as usize;
-                let kept = sel.as_ref().map_or(rows, |s| s.iter().filter(|x| !x.skip).map(|x| x.row_count).sum());
-                if kept * 4 >= rows * 3 {
+                // A scan the cache admits decodes its row groups whole into
+                // it (then filters them): a narrow time slice or one series
+                // costs a whole row group once, and the next query that
+                // reads any part of it decodes nothing.
+                if self.fill {
                     self.count(1);
                     self.filling = Some((rg, Vec::new()));
                     self.current = Some(self.open_whole(rg)?);

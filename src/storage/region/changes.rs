@@ -259,7 +259,7 @@ impl Region {
             }
             // Rows newer than `after` only in a file flushed since.
             let check_seq = file.meta.seq_range.1 > after;
-            let Some(mut scan) = self.open_sst(file, &cols, &p_rg) else { continue };
+            let Some(mut scan) = self.open_sst(file, &cols, &p_rg, true) else { continue };
             while let Some(b) = scan.next_batch()? {
                 let n = b.num_rows();
                 if n == 0 {

@@ -85,6 +85,7 @@ impl Region {
         filter: &RowFilter,
         opos: usize,
         out_cols: &[usize],
+        fill: bool,
     ) -> Result<MergeRead> {
         // The caller reads the sort columns; a missing one is a bug, answered
         // as an internal error rather than a panic.
@@ -131,7 +132,7 @@ impl Region {
         let eq = super::read::prune_eq(filter);
         let p = self.sst_predicate(filter, &eq);
         for f in files {
-            let Some(scan) = self.open_sst(&f, cols, &p) else { continue };
+            let Some(scan) = self.open_sst(&f, cols, &p, fill) else { continue };
             cursors.push(Cursor { input: Input::Sst(scan), batch: None, keys: None, pos: 0, done: false });
         }
         let ncursors = cursors.len();

@@ -2,7 +2,7 @@
 //! version merge and scans. Imports only what the region module does.
 
 use super::*;
-use crate::storage::sst::{scan_sst, SstScan};
+use crate::storage::sst::{decoded_estimate, scan_sst, SstScan};
 
 /// What a read sees, taken under the lock in one step.
 pub(super) struct Snapshot {
@@ -225,7 +225,7 @@ impl Region {
                     self.counters.ssts_pruned.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                let Some(mut scan) = self.open_sst(file, cols, &p) else { continue };
+                let Some(mut scan) = self.open_sst(file, cols, &p, true) else { continue };
                 // Sequence bounds the whole file meets are not checked row by row.
                 let (lo, hi) = file.meta.seq_range;
                 let ff = RowFilter { seq_after: f.seq_after.filter(|&a| lo <= a), seq_upto: f.seq_upto.filter(|&u| hi > u), ..f.clone() };
@@ -244,11 +244,11 @@ impl Region {
         self.layout.identity.iter().map(|c| batch.column(cols.iter().position(|x| x == c).expect("identity is read")).clone()).collect()
     }
 
-    /// The file and row-group pruning predicate of a row filter.
-    /// An SST's scan through the decoded-column cache, counted in the
-    /// region's statistics; None when pruning leaves it no row group.
-    pub(super) fn open_sst(&self, file: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> Option<SstScan> {
-        let scan = self.seek_leading(scan_sst(file, cols, p).with_cache(&self.shared.column_cache, &self.cache_counts), p.eq);
+    /// An SST's scan through the decoded-column cache (filling it when
+    /// `fill`), counted in the region's statistics; None when pruning leaves
+    /// it no row group.
+    pub(super) fn open_sst(&self, file: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>, fill: bool) -> Option<SstScan> {
+        let scan = self.seek_leading(self.cached_scan(scan_sst(file, cols, p), fill), p.eq);
         self.counters.row_groups_read.fetch_add(scan.read as u64, Ordering::Relaxed);
         self.counters.row_groups_pruned.fetch_add(scan.pruned as u64, Ordering::Relaxed);
         if scan.read == 0 {
@@ -257,6 +257,26 @@ impl Region {
         }
         self.counters.ssts_read.fetch_add(1, Ordering::Relaxed);
         Some(scan)
+    }
+
+    fn cached_scan(&self, scan: SstScan, fill: bool) -> SstScan {
+        let scan = scan.with_cache(&self.shared.column_cache, &self.cache_counts);
+        if fill {
+            scan
+        } else {
+            scan.without_fill()
+        }
+    }
+
+    /// Whether a scan of `cols` over `files` may fill the decoded-column
+    /// cache: its row groups that may match take at most half the budget
+    /// decoded (`ColumnCache::admits`).
+    fn admits(&self, files: &[Arc<SstFile>], cols: &[usize], f: &RowFilter) -> bool {
+        let eq = prune_eq(f);
+        let p = self.sst_predicate(f, &eq);
+        let bytes =
+            files.iter().filter(|x| file_may_match(&x.meta, &p)).map(|x| decoded_estimate(x, cols, &p)).fold(0usize, usize::saturating_add);
+        self.shared.column_cache.admits(bytes)
     }
 
     /// An equality on the first column of the SSTs' sort order (the first
@@ -318,6 +338,7 @@ impl Region {
         f: &RowFilter,
         with_rowid: bool,
         chunk: Option<(usize, usize)>,
+        fill: bool,
     ) -> Result<Option<IsolatedRead>> {
         let m = &file.meta;
         let seq_after = f.seq_after.filter(|&a| m.seq_range.0 <= a);
@@ -353,7 +374,7 @@ impl Region {
         }
         let eq = prune_eq(f);
         let p = SstPredicate { seq_after, seq_upto, time, ts_col: self.layout.time_index, eq: &eq, seq_col };
-        let mut scan = self.seek_leading(scan_sst(file, &cols, &p).with_cache(&self.shared.column_cache, &self.cache_counts), &eq);
+        let mut scan = self.seek_leading(self.cached_scan(scan_sst(file, &cols, &p), fill), &eq);
         if let Some((k, n)) = chunk {
             scan = scan.keep_chunk(k, n);
         }
@@ -530,6 +551,7 @@ impl Region {
             merge_time: None,
             with_rowid: req.with_rowid,
             with_ssts: !memtable_only,
+            fill: false,
         };
         if self.desc.ttl_ms == Some(0) {
             return Ok(scan);
@@ -537,6 +559,14 @@ impl Region {
         // A part of a scan split between threads (see `ScanRequest::part`).
         let part = req.part.filter(|&(k, n)| k < n && n > 1);
         if !memtable_only {
+            // The whole scan's columns the query needs (not the version
+            // columns a merge adds), over every file it may read.
+            let mut needed = scan.proj.clone();
+            needed.extend(scan.filter.eq.iter().map(|e| e.0));
+            needed.extend(self.layout.time_index.filter(|_| scan.filter.time.is_some()));
+            needed.sort_unstable();
+            needed.dedup();
+            scan.fill = self.admits(&snap.files, &needed, &scan.filter);
             let (isolated, rest) = self.split_isolated(&snap, &scan.filter);
             scan.work.extend(isolated.into_iter().enumerate().map(|(i, f)| Work::Isolated(f, part.map(|(k, n)| ((k + i) % n, n)))));
             snap.files = Arc::new(rest);
@@ -682,6 +712,8 @@ pub struct RegionScan {
     merge_time: Option<(i64, i64)>,
     with_rowid: bool,
     with_ssts: bool,
+    /// Whether the scan's SST reads fill the decoded-column cache.
+    fill: bool,
 }
 
 impl RegionScan {
@@ -703,6 +735,7 @@ impl RegionScan {
             merge_time: None,
             with_rowid: false,
             with_ssts: false,
+            fill: false,
         }
     }
 
@@ -735,7 +768,7 @@ impl RegionScan {
             match self.work.pop_front() {
                 None => return Ok(None),
                 Some(Work::Isolated(file, chunk)) => {
-                    self.isolated = region.open_isolated(&file, &self.proj, &self.filter, self.with_rowid, chunk)?
+                    self.isolated = region.open_isolated(&file, &self.proj, &self.filter, self.with_rowid, chunk, self.fill)?
                 }
                 Some(Work::Group(group)) => {
                     let with_mem = group.iter().any(|s| matches!(s, Spec::Mem));
@@ -756,6 +789,7 @@ impl RegionScan {
                         &self.merge_filter(),
                         self.opos,
                         &self.out_cols,
+                        self.fill,
                     )?;
                     self.merge = Some(m);
                 }

@@ -1081,6 +1081,48 @@ fn decoded_column_cache_serves_repeated_reads() {
     }
 }
 
+/// A scan larger than half the cache reads past it: it takes what is
+/// cached and adds nothing, so one large read neither flushes hot columns
+/// nor holds memory; a narrow time slice of a small scan fills the cache
+/// with its whole row group, and the next slice of it decodes nothing.
+#[test]
+fn decoded_column_cache_admits_only_scans_within_half_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = desc(false, None);
+    // 500 row groups of 4 rows: a budget of 64 KiB admits a slice of a
+    // few row groups, not the whole table.
+    let e = StorageEngine::open_tuned(
+        dir.path(),
+        StorageConfig { wal_fsync: false, ..Default::default() },
+        StorageTuning { decoded_cache_bytes_max: 64 << 10, ..tuning() },
+    )
+    .unwrap();
+    let r = e.open_region(1, d.clone()).unwrap();
+    let rows: Vec<(String, i64, Option<i64>)> = (0..2000).map(|i| (format!("h{}", i % 3), i * 1000, Some(i))).collect();
+    let refs: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
+    r.write(&batch(&d, &refs)).unwrap();
+    r.flush().unwrap();
+    assert_eq!(scan_all(&r).len(), 2000);
+    assert_eq!(r.stats().decoded_cache_fills, 0, "too large for the cache: nothing kept");
+    assert_eq!(e.column_cache_stats().bytes, 0);
+    let slice = |lo: i64, hi: i64| -> usize {
+        let req = ScanRequest { time_range: Some((lo, hi)), projection: Some(vec![0, 2]), ..Default::default() };
+        r.scan(&req).unwrap().iter().map(|b| b.num_rows()).sum()
+    };
+    assert_eq!(slice(10_000, 12_000), 2);
+    let filled = r.stats().decoded_cache_fills;
+    assert!(filled > 0, "a small slice fills the cache");
+    assert_eq!(slice(11_000, 12_000), 1);
+    assert_eq!(r.stats().decoded_cache_fills, filled, "the next slice decodes nothing: {:?}", e.column_cache_stats());
+    assert!(e.column_cache_stats().bytes <= 64 << 10);
+    // The whole time range of those columns: the cached row groups are
+    // hits, nothing is added.
+    let hits = r.stats().decoded_cache_hits;
+    assert_eq!(slice(0, 2_000_000), 2000);
+    assert_eq!(r.stats().decoded_cache_fills, filled);
+    assert!(r.stats().decoded_cache_hits > hits);
+}
+
 /// Overlapping SSTs (every flush rewrites the same times) are merged a row
 /// group at a time: the rows held stay near one row group per file, not
 /// the group's rows, and the newest version of each identity wins.
