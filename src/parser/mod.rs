@@ -65,6 +65,7 @@ pub use tdengine::{
 };
 pub use tql::{Tql, TqlArgs, TqlCte, TqlKind, TqlWith, TqlWithExplain};
 pub use vacuum::{Vacuum, VacuumTable};
+pub use values::{Literal, LiteralRows};
 pub use window_frame::{frame_exclusion, marker_expr, FrameExclusion};
 
 use crate::error::{ErrorKind, WeirError};
@@ -275,6 +276,17 @@ pub fn parse_with(sql: &str, standard_strings: bool) -> Result<Vec<Statement>, W
         }
     }
     parse_standard(sql, standard_strings)
+}
+
+/// A query string that is one large `INSERT ... VALUES` of literal rows
+/// (what [`parse_with`] reads with `values.rs`'s scanner), as the statement
+/// with its first row only and the other rows compact; None for anything
+/// else (parse it with [`parse_with`]).
+pub fn parse_literal_insert(sql: &str, standard_strings: bool) -> Option<(Statement, LiteralRows)> {
+    if !standard_strings || sql.len() < values::MIN_BYTES || sql.contains("%%") {
+        return None;
+    }
+    values::literal_insert(sql, |head| parse_standard(head, true).ok())
 }
 
 /// Parse a query string into its statements with sqlparser and weir's

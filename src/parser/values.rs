@@ -22,10 +22,121 @@ use super::Statement;
 /// with many rows).
 pub(super) const MIN_BYTES: usize = 4096;
 
+/// The rows after the first of a scanned `INSERT ... VALUES`, compact:
+/// one small [`Cell`] per cell pointing into the statement's text, instead
+/// of an AST node (and a `String`) each. [`LiteralRows::exprs`] gives the
+/// AST rows the parser would have built, for whatever needs them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiteralRows {
+    text: String,
+    cells: Vec<Cell>,
+    /// Each row's end in `cells`.
+    ends: Vec<u32>,
+}
+
+/// One literal cell of [`LiteralRows`]: its kind and its text's bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Cell {
+    kind: CellKind,
+    start: u32,
+    end: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CellKind {
+    Null,
+    True,
+    False,
+    /// `'…'` without `''` (the text between the quotes).
+    Str,
+    /// `'…'` with `''` (the text between the quotes, still doubled).
+    StrQuoted,
+    /// Digits (`-` excluded: `start` is after it).
+    Number,
+    NegNumber,
+}
+
+/// A cell of [`LiteralRows`] as its value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal<'a> {
+    Null,
+    Bool(bool),
+    Str(std::borrow::Cow<'a, str>),
+    /// A number's text (digits, `.`, exponent) and whether `-` preceded it.
+    Number(&'a str, bool),
+}
+
+impl LiteralRows {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Cells of the longest row.
+    pub fn max_width(&self) -> usize {
+        let mut from = 0;
+        let mut w = 0;
+        for &e in &self.ends {
+            w = w.max(e - from);
+            from = e;
+        }
+        w as usize
+    }
+
+    /// Row `i`'s cells, in order.
+    pub fn row(&self, i: usize) -> impl ExactSizeIterator<Item = Literal<'_>> + '_ {
+        let from = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        self.cells[from..self.ends[i] as usize].iter().map(|c| {
+            let t = &self.text[c.start as usize..c.end as usize];
+            match c.kind {
+                CellKind::Null => Literal::Null,
+                CellKind::True => Literal::Bool(true),
+                CellKind::False => Literal::Bool(false),
+                CellKind::Str => Literal::Str(t.into()),
+                CellKind::StrQuoted => Literal::Str(t.replace("''", "'").into()),
+                CellKind::Number => Literal::Number(t, false),
+                CellKind::NegNumber => Literal::Number(t, true),
+            }
+        })
+    }
+
+    /// The rows as the parser's AST rows.
+    pub fn exprs(&self) -> Vec<Parens<Vec<Expr>>> {
+        (0..self.len()).map(|i| Parens::with_empty_span(self.row(i).map(literal_expr).collect())).collect()
+    }
+}
+
+fn literal_expr(l: Literal<'_>) -> Expr {
+    let lit = |v: Value| Expr::Value(v.with_empty_span());
+    match l {
+        Literal::Null => lit(Value::Null),
+        Literal::Bool(b) => lit(Value::Boolean(b)),
+        Literal::Str(t) => lit(Value::SingleQuotedString(t.into_owned())),
+        Literal::Number(n, false) => lit(Value::Number(n.to_string(), false)),
+        Literal::Number(n, true) => {
+            Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr: Box::new(lit(Value::Number(n.to_string(), false))) }
+        }
+    }
+}
+
 /// Parse `sql` as one `INSERT ... VALUES` of literal rows, with `parse`
 /// (the regular parser) for the text up to the end of the first row; None
 /// when the statement is anything else.
 pub(super) fn bulk_insert(sql: &str, parse: impl FnOnce(&str) -> Option<Vec<Statement>>) -> Option<Statement> {
+    let (mut stmt, rows) = literal_insert(sql, parse)?;
+    let Statement::Sql(ast::Statement::Insert(ins)) = &mut stmt else { return None };
+    let SetExpr::Values(v) = ins.source.as_mut()?.body.as_mut() else { return None };
+    v.rows.extend(rows.exprs());
+    Some(stmt)
+}
+
+/// As [`bulk_insert`], with the rows after the first kept apart as
+/// [`LiteralRows`]: the statement holds only the first row.
+pub(super) fn literal_insert(sql: &str, parse: impl FnOnce(&str) -> Option<Vec<Statement>>) -> Option<(Statement, LiteralRows)> {
     let b = sql.as_bytes();
     let mut at = skip_ws(b, 0);
     // The head: words, dots, commas and parentheses, up to VALUES at depth 0.
@@ -55,17 +166,21 @@ pub(super) fn bulk_insert(sql: &str, parse: impl FnOnce(&str) -> Option<Vec<Stat
         }
         at = skip_ws(b, at);
     }
-    let mut rows: Vec<Parens<Vec<Expr>>> = Vec::new();
+    // Offsets are u32: a longer text is parsed as usual.
+    u32::try_from(sql.len()).ok()?;
+    let mut rows = LiteralRows { text: String::new(), cells: Vec::new(), ends: Vec::new() };
     let mut first_end = 0;
     loop {
         at = skip_ws(b, at);
         if b.get(at) != Some(&b'(') {
             return None;
         }
-        let (row, end) = row(sql, at + 1)?;
-        rows.push(Parens::with_empty_span(row));
+        let end = row(sql, at + 1, &mut rows.cells)?;
+        rows.ends.push(rows.cells.len() as u32);
         if first_end == 0 {
             first_end = end;
+            // About as many cells as the text holds rows this long.
+            rows.cells.reserve(rows.cells.len() * (b.len() / (end - at).max(1)));
         }
         at = skip_ws(b, end);
         match b.get(at) {
@@ -83,6 +198,7 @@ pub(super) fn bulk_insert(sql: &str, parse: impl FnOnce(&str) -> Option<Vec<Stat
     if rows.len() < 2 {
         return None;
     }
+    rows.text = sql.to_string();
     let mut stmts = parse(&sql[..first_end])?;
     if stmts.len() != 1 {
         return None;
@@ -98,11 +214,16 @@ pub(super) fn bulk_insert(sql: &str, parse: impl FnOnce(&str) -> Option<Vec<Stat
     }
     let SetExpr::Values(v) = src.body.as_mut() else { return None };
     // The parser's first row is the scanner's (else the scanner misread).
-    if v.explicit_row || v.value_keyword || v.rows.len() != 1 || v.rows[0].content != rows[0].content {
+    if v.explicit_row || v.value_keyword || v.rows.len() != 1 || !rows.row(0).map(literal_expr).eq(v.rows[0].content.iter().cloned()) {
         return None;
     }
-    v.rows.extend(rows.drain(1..));
-    Some(stmt)
+    let width = rows.ends[0] as usize;
+    rows.cells.drain(..width);
+    rows.ends.remove(0);
+    for e in &mut rows.ends {
+        *e -= width as u32;
+    }
+    Some((stmt, rows))
 }
 
 fn skip_ws(b: &[u8], mut at: usize) -> usize {
@@ -127,18 +248,18 @@ fn word_end(b: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// One row's cells after its `(`; returns them and the offset after `)`.
-fn row(sql: &str, mut at: usize) -> Option<(Vec<Expr>, usize)> {
+/// One row's cells after its `(`, appended to `cells`; returns the offset
+/// after `)`.
+fn row(sql: &str, mut at: usize, cells: &mut Vec<Cell>) -> Option<usize> {
     let b = sql.as_bytes();
-    let mut cells = Vec::new();
     loop {
         at = skip_ws(b, at);
-        let (e, end) = cell(sql, at)?;
-        cells.push(e);
+        let (c, end) = cell(sql, at)?;
+        cells.push(c);
         at = skip_ws(b, end);
         match *b.get(at)? {
             b',' => at += 1,
-            b')' => return Some((cells, at + 1)),
+            b')' => return Some(at + 1),
             _ => return None,
         }
     }
@@ -146,57 +267,53 @@ fn row(sql: &str, mut at: usize) -> Option<(Vec<Expr>, usize)> {
 
 /// A literal cell: `'text'` (with `''`), a number, `-` and a number, NULL,
 /// TRUE or FALSE. The byte after it must end a token.
-fn cell(sql: &str, at: usize) -> Option<(Expr, usize)> {
+fn cell(sql: &str, at: usize) -> Option<(Cell, usize)> {
     let b = sql.as_bytes();
-    let lit = |v: Value| Expr::Value(v.with_empty_span());
-    let (e, end) = match *b.get(at)? {
+    let span = |kind, start: usize, end: usize| Cell { kind, start: start as u32, end: end as u32 };
+    let (c, end) = match *b.get(at)? {
         b'\'' => {
-            let mut text = String::new();
-            let mut from = at + 1;
-            let mut i = from;
+            let mut doubled = false;
+            let mut i = at + 1;
             loop {
                 match *b.get(i)? {
                     b'\'' if b.get(i + 1) == Some(&b'\'') => {
-                        text.push_str(&sql[from..=i]);
+                        doubled = true;
                         i += 2;
-                        from = i;
                     }
                     b'\'' => break,
                     b'\\' => return None,
                     _ => i += 1,
                 }
             }
-            text.push_str(&sql[from..i]);
-            (lit(Value::SingleQuotedString(text)), i + 1)
+            (span(if doubled { CellKind::StrQuoted } else { CellKind::Str }, at + 1, i), i + 1)
         }
         b'-' => {
             let end = number(b, at + 1)?;
-            let n = lit(Value::Number(sql[at + 1..end].to_string(), false));
-            (Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr: Box::new(n) }, end)
+            (span(CellKind::NegNumber, at + 1, end), end)
         }
         c if c.is_ascii_digit() => {
             let end = number(b, at)?;
-            (lit(Value::Number(sql[at..end].to_string(), false)), end)
+            (span(CellKind::Number, at, end), end)
         }
         c if is_word_start(c) => {
             let end = word_end(b, at);
             let w = &sql[at..end];
-            let v = if w.eq_ignore_ascii_case("null") {
-                Value::Null
+            let kind = if w.eq_ignore_ascii_case("null") {
+                CellKind::Null
             } else if w.eq_ignore_ascii_case("true") {
-                Value::Boolean(true)
+                CellKind::True
             } else if w.eq_ignore_ascii_case("false") {
-                Value::Boolean(false)
+                CellKind::False
             } else {
                 return None;
             };
-            (lit(v), end)
+            (span(kind, at, end), end)
         }
         _ => return None,
     };
     // A cell is followed by white space, `,` or `)` only.
     match b.get(end) {
-        Some(b' ' | b'\t' | b'\n' | b'\r' | b',' | b')') => Some((e, end)),
+        Some(b' ' | b'\t' | b'\n' | b'\r' | b',' | b')') => Some((c, end)),
         _ => None,
     }
 }

@@ -13,6 +13,7 @@ use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::exec::expr::{cast_array, Expr};
 use crate::exec::plan::PlanColumn;
+use crate::parser::{Literal, LiteralRows};
 use crate::planner::row_security::PolicyCommand;
 use crate::planner::{coerce, object_name, Params, Planner, Scope};
 use crate::storage::{Region, ScanRequest};
@@ -131,6 +132,10 @@ pub fn execute(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
 }
 
 fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<QueryResult> {
+    // A scanned bulk INSERT's other rows (`Session::literal_rows`) are this
+    // statement's: taken before anything (a trigger, a default) runs other
+    // statements.
+    let literal = if matches!(stmt, Statement::Insert(_)) { s.literal_rows.take() } else { None };
     let name = table_name_of(stmt)?;
     let planner = s.planner(params);
     let def = planner.table_named(name)?;
@@ -160,7 +165,7 @@ fn execute_one(s: &mut Session, stmt: &Statement, params: Params) -> Result<Quer
     let mut old_rows: Vec<RecordBatch> = Vec::new();
     let run = |def: &TableDef, regions: &[Arc<Region>], changed: Option<&mut Vec<RecordBatch>>| -> Result<(&str, usize)> {
         Ok(match stmt {
-            Statement::Insert(ins) => ("INSERT 0", insert(s, &planner, def, regions, ins, changed)?),
+            Statement::Insert(ins) => ("INSERT 0", insert(s, &planner, def, regions, ins, literal.as_ref(), changed)?),
             Statement::Delete(d) => match (&d.using, &d.from) {
                 (Some(using), ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t)) if !t.is_empty() => {
                     ("DELETE", joined_change(s, &planner, def, regions, &t[0], using, d.selection.as_ref(), &[], changed)?)
@@ -349,6 +354,7 @@ fn insert(
     def: &TableDef,
     regions: &[Arc<Region>],
     ins: &ast::Insert,
+    literal: Option<&LiteralRows>,
     changed: Option<&mut Vec<RecordBatch>>,
 ) -> Result<usize> {
     let conflict = match &ins.on {
@@ -356,7 +362,7 @@ fn insert(
         Some(ast::OnInsert::OnConflict(oc)) => Some(oc),
         Some(_) => bail!(FeatureNotSupported, "ON DUPLICATE KEY UPDATE is not supported; use ON CONFLICT"),
     };
-    let batch = insert_batch(planner, def, ins)?;
+    let batch = insert_batch(planner, def, ins, literal)?;
     let nrows = batch.num_rows();
     if nrows == 0 {
         return Ok(0);
@@ -413,7 +419,30 @@ fn values_row_as_select(planner: &Planner, src: &ast::Query) -> Option<ast::Quer
     }
 }
 
-pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert) -> Result<RecordBatch> {
+/// An INSERT whose VALUES holds its first row, with `rows` after it, as
+/// the parser would have built it.
+pub(super) fn with_literal_rows(ins: &ast::Insert, rows: &LiteralRows) -> ast::Insert {
+    let mut ins = ins.clone();
+    if let Some(ast::SetExpr::Values(v)) = ins.source.as_mut().map(|q| q.body.as_mut()) {
+        v.rows.extend(rows.exprs());
+    }
+    ins
+}
+
+/// `literal`: rows after the ones in `ins`'s VALUES (a scanned bulk INSERT,
+/// `parser::LiteralRows`), read straight into the columns when every cell
+/// is a literal the column takes as it is (`literal_rows`); anything else
+/// gets the AST rows and the general path.
+pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert, literal: Option<&LiteralRows>) -> Result<RecordBatch> {
+    if let Some(rows) = literal {
+        let plain_values = ins.columns.iter().all(|c| c.0.len() == 1)
+            && ins.source.as_ref().is_some_and(|q| {
+                matches!(q.body.as_ref(), ast::SetExpr::Values(v) if v.rows.len() == 1) && q.order_by.is_none() && q.limit_clause.is_none()
+            });
+        if !plain_values {
+            return insert_batch(planner, def, &with_literal_rows(ins, rows), None);
+        }
+    }
     if let Some((targets, cols, nrows)) = super::insert_targets::indirect_insert(planner, def, ins)? {
         super::sequence::check_identity_insert(planner.catalog, def, &targets, false)?;
         return full_width(planner, def, &targets, cols, nrows);
@@ -428,7 +457,7 @@ pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert)
         let batch = RecordBatch::try_new_with_options(region_schema(def), arrays, &RecordBatchOptions::new().with_row_count(Some(1)))?;
         return apply_typmods(def, batch);
     };
-    let selected = values_row_as_select(planner, src);
+    let selected = if literal.is_some() { None } else { values_row_as_select(planner, src) };
     let src: &ast::Query = selected.as_ref().unwrap_or(src);
     let overriding = match ins.overriding {
         None => false,
@@ -439,7 +468,7 @@ pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert)
     // columns and the rest take their defaults, as in PostgreSQL.
     if ins.columns.is_empty() {
         if let ast::SetExpr::Values(v) = src.body.as_ref() {
-            let width = v.rows.iter().map(|r| r.content.len()).max().unwrap_or(0);
+            let width = v.rows.iter().map(|r| r.content.len()).chain(literal.map(|x| x.max_width())).max().unwrap_or(0);
             targets.truncate(width.max(1));
         }
     }
@@ -450,7 +479,9 @@ pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert)
         ast::SetExpr::Values(v) => targets
             .iter()
             .enumerate()
-            .filter(|(k, _)| v.rows.iter().any(|r| r.content.get(*k).is_some_and(|e| !is_default(e))))
+            .filter(|(k, _)| {
+                v.rows.iter().any(|r| r.content.get(*k).is_some_and(|e| !is_default(e))) || literal.is_some_and(|x| x.max_width() > *k)
+            })
             .map(|(_, &t)| t)
             .collect(),
         _ => targets.clone(),
@@ -461,9 +492,12 @@ pub(super) fn insert_batch(planner: &Planner, def: &TableDef, ins: &ast::Insert)
     let plain_values = src.order_by.is_none() && src.limit_clause.is_none();
     // Source rows as arrays per target column.
     let fast = match src.body.as_ref() {
-        ast::SetExpr::Values(v) if plain_values => literal_rows(def, &targets, &v.rows),
+        ast::SetExpr::Values(v) if plain_values => literal_rows(def, &targets, &v.rows, literal),
         _ => None,
     };
+    if let (None, Some(rows)) = (&fast, literal) {
+        return insert_batch(planner, def, &with_literal_rows(ins, rows), None);
+    }
     let (cols, nrows): (Vec<ArrayRef>, usize) = match src.body.as_ref() {
         _ if fast.is_some() => fast.expect("checked"),
         ast::SetExpr::Values(v) if plain_values => {
@@ -769,9 +803,15 @@ fn upsert(
 /// builders, with no bound expression or `Value` per cell. None when any
 /// cell is something else or fails to parse: the general path then binds
 /// the statement and reports the error as usual.
-fn literal_rows(def: &TableDef, targets: &[usize], rows: &[ast::Parens<Vec<ast::Expr>>]) -> Option<(Vec<ArrayRef>, usize)> {
+fn literal_rows(
+    def: &TableDef,
+    targets: &[usize],
+    rows: &[ast::Parens<Vec<ast::Expr>>],
+    more: Option<&LiteralRows>,
+) -> Option<(Vec<ArrayRef>, usize)> {
     use super::copy::ColumnBuilder;
-    if rows.is_empty() {
+    let nrows = rows.len() + more.map_or(0, |m| m.len());
+    if nrows == 0 {
         return None;
     }
     let types: Vec<SqlType> = targets.iter().map(|&t| def.columns[t].ty).collect();
@@ -784,41 +824,72 @@ fn literal_rows(def: &TableDef, targets: &[usize], rows: &[ast::Parens<Vec<ast::
             return None;
         }
         for (k, e) in row.content.iter().enumerate() {
-            let ty = types[k];
-            let (neg, v) = match e {
-                ast::Expr::Value(v) => (false, &v.value),
+            let lit = match e {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Null => Literal::Null,
+                    ast::Value::SingleQuotedString(t) => Literal::Str(t.as_str().into()),
+                    ast::Value::Number(n, _) => Literal::Number(n, false),
+                    _ => return None,
+                },
                 ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match expr.as_ref() {
-                    ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => (true, &v.value),
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::Number(n, _) => Literal::Number(n, true),
+                        _ => return None,
+                    },
                     _ => return None,
                 },
                 _ => return None,
             };
-            let b = &mut builders[k];
-            match v {
-                ast::Value::Null => b.push_null(),
-                ast::Value::SingleQuotedString(t) => b.push_text(t).ok()?,
-                ast::Value::Number(n, _) => {
-                    let text = if neg { format!("-{n}") } else { n.clone() };
-                    match ty {
-                        SqlType::Float8 => {
-                            let f: f64 = text.parse().ok()?;
-                            if !f.is_finite() {
-                                return None;
-                            }
-                            b.push_text(&text).ok()?
-                        }
-                        SqlType::Int8 => {
-                            text.parse::<i64>().ok()?;
-                            b.push_text(&text).ok()?
-                        }
-                        _ => return None,
+            push_literal(&mut builders[k], types[k], lit)?;
+        }
+    }
+    if let Some(more) = more {
+        for i in 0..more.len() {
+            let row = more.row(i);
+            if row.len() != targets.len() {
+                return None;
+            }
+            for (k, lit) in row.enumerate() {
+                push_literal(&mut builders[k], types[k], lit)?;
+            }
+        }
+    }
+    Some((builders.iter_mut().map(|b| b.finish()).collect(), nrows))
+}
+
+/// One literal cell into a column of type `ty`; None when the general path
+/// must decide (a cast, an error).
+fn push_literal(b: &mut super::copy::ColumnBuilder, ty: SqlType, lit: Literal<'_>) -> Option<()> {
+    match lit {
+        Literal::Null => b.push_null(),
+        Literal::Str(t) => b.push_text(&t).ok()?,
+        Literal::Number(n, neg) => {
+            // The sign joins the digits without a copy when the cell is
+            // the usual non-negative number.
+            let signed;
+            let text = if neg {
+                signed = format!("-{n}");
+                signed.as_str()
+            } else {
+                n
+            };
+            match ty {
+                SqlType::Float8 => {
+                    if super::copy::fast_f64(text.as_bytes()).is_none() && !text.parse::<f64>().ok()?.is_finite() {
+                        return None;
                     }
+                    b.push_text(text).ok()?
+                }
+                SqlType::Int8 => {
+                    text.parse::<i64>().ok()?;
+                    b.push_text(text).ok()?
                 }
                 _ => return None,
             }
         }
+        Literal::Bool(_) => return None,
     }
-    Some((builders.iter_mut().map(|b| b.finish()).collect(), rows.len()))
+    Some(())
 }
 
 /// Whether a value of type `from` may be stored in a column of type `to`.

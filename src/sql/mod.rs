@@ -246,6 +246,11 @@ pub struct Session {
     /// Query strings parsed before (simple protocol): a repeated text is
     /// not parsed again.
     parse_cache: parser::ParseCache,
+    /// The rows after the first of a bulk INSERT of literals running now
+    /// (`parser::parse_literal_insert`), for its writer (`dml.rs`) to read
+    /// straight into columns; whatever rewrites the statement's rows first
+    /// puts them into its VALUES.
+    pub(crate) literal_rows: Option<parser::LiteralRows>,
     /// nextval and its family, with this session's currval / lastval.
     sequences: Arc<sequence::SessionSequences>,
     /// SQL-level prepared statements by name (`prepare.rs`).
@@ -306,6 +311,7 @@ impl Session {
             with_scope: None,
             rule_context: Default::default(),
             parse_cache: Default::default(),
+            literal_rows: None,
             sql_prepared: HashMap::new(),
             notices: Default::default(),
             transition_old: Default::default(),
@@ -435,6 +441,27 @@ impl Session {
 
     fn execute_sql_inner(&mut self, sql: &str) -> (Vec<QueryResult>, Option<WeirError>) {
         let standard_strings = self.standard_strings();
+        // A bulk loader's INSERT of many literal rows: the statement is
+        // parsed through its first row, the others stay compact
+        // (`literal_rows`) until the writer reads them into columns, so no
+        // AST is built (or dropped) per cell.
+        if let Some((head, rows)) = parser::parse_literal_insert(sql, standard_strings) {
+            self.literal_rows = Some(rows);
+            self.stream_now = self.stream_results;
+            let r = self.guard(|sess| sess.execute_statement(&head, Params::default()));
+            self.stream_now = false;
+            let unread = self.literal_rows.take().is_some();
+            return match r {
+                // Every path that writes an INSERT's rows reads them: a
+                // success that did not is a bug, not rows silently lost.
+                Ok(_) if unread => {
+                    self.fail();
+                    (vec![], Some(err!(Internal, "bulk INSERT rows were not written")))
+                }
+                Ok(r) => (vec![r], None),
+                Err(e) => (vec![], Some(e)),
+            };
+        }
         let stmts = match self.parse_cache.parse(sql, standard_strings) {
             Ok(s) => s,
             Err(e) => {

@@ -256,6 +256,12 @@ fn rule_table(s: &Session, name: &ast::ObjectName) -> Result<TableDef> {
 
 /// INSERT / UPDATE / DELETE: through the target's rules when it has some.
 pub fn execute_dml(s: &mut Session, stmt: &Statement, params: Params) -> Result<QueryResult> {
+    // Rules rewrite the statement's rows as AST: a scanned bulk INSERT's
+    // other rows join its VALUES first.
+    if let (Statement::Insert(ins), true) = (stmt, s.literal_rows.is_some() && s.engine.catalog.has_rules()) {
+        let rows = s.literal_rows.take().expect("checked");
+        return execute_dml(s, &Statement::Insert(dml::with_literal_rows(ins, &rows)), params);
+    }
     let Some(event) = event_of(stmt).filter(|_| s.engine.catalog.has_rules()) else { return dml::execute(s, stmt, params) };
     let def = {
         let planner = s.planner(params.clone());
@@ -339,7 +345,7 @@ fn pseudo_relations(s: &Session, stmt: &Statement, def: &TableDef, params: &Para
     let planner = s.planner(params.clone());
     let (from, using, selection, sets): (String, Vec<String>, Option<&ast::Expr>, Vec<ast::Assignment>) = match stmt {
         Statement::Insert(ins) => {
-            let batch = dml::insert_batch(&planner, def, ins)?;
+            let batch = dml::insert_batch(&planner, def, ins, None)?;
             return Ok(vec![with_row_numbers(def, "new", &batch)?]);
         }
         Statement::Update(u) => {

@@ -581,6 +581,12 @@ fn lit(v: &Option<String>) -> ast::Expr {
     }
 }
 
+/// Whether `ins` writes a child table ([`rewrite_insert`] rewrites it).
+fn is_child_insert(s: &Session, ins: &ast::Insert) -> bool {
+    let ast::TableObject::TableName(n) = &ins.table else { return false };
+    td::qualified(&s.database, n).is_ok_and(|(db, name)| s.engine.catalog.child_table(&db, &name).is_some())
+}
+
 /// INSERT into a child table → INSERT into its supertable (None: not a
 /// child table).
 pub fn rewrite_insert(s: &Session, stmt: &ast::Statement) -> Result<Option<ast::Statement>> {
@@ -643,6 +649,13 @@ pub fn rewrite_insert(s: &Session, stmt: &ast::Statement) -> Result<Option<ast::
 /// table or a supertable.
 pub fn intercept(s: &mut Session, stmt: &ast::Statement, params: &Params) -> Option<Result<QueryResult>> {
     match stmt {
+        // A child table's rows are rewritten as AST: a scanned bulk
+        // INSERT's other rows join its VALUES first.
+        ast::Statement::Insert(ins) if s.literal_rows.is_some() && is_child_insert(s, ins) => {
+            let rows = s.literal_rows.take().expect("checked");
+            let full = ast::Statement::Insert(dml::with_literal_rows(ins, &rows));
+            intercept(s, &full, params).or_else(|| Some(s.execute_sql_statement(&full, params.clone())))
+        }
         ast::Statement::Insert(_) => match rewrite_insert(s, stmt) {
             Ok(Some(rewritten)) => Some(dml::execute(s, &rewritten, params.clone())),
             Ok(None) => None,
