@@ -302,7 +302,7 @@ fn version_order(cols: &[SortColumn]) -> Result<UInt32Array> {
         match a.data_type() {
             DataType::Utf8 => {
                 let s = a.as_string::<i32>();
-                let mut ids: HashMap<ShortKey<'_>, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
+                let mut ids: HashMap<&[u8], u32, BuildHasherDefault<FxHasher>> = HashMap::default();
                 let mut distinct: Vec<&[u8]> = Vec::new();
                 let mut code = vec![0u32; n];
                 for (i, c) in code.iter_mut().enumerate() {
@@ -310,7 +310,7 @@ fn version_order(cols: &[SortColumn]) -> Result<UInt32Array> {
                         continue;
                     }
                     let v = s.value(i).as_bytes();
-                    *c = *ids.entry(ShortKey(v)).or_insert_with(|| {
+                    *c = *ids.entry(v).or_insert_with(|| {
                         distinct.push(v);
                         distinct.len() as u32
                     });
@@ -370,21 +370,6 @@ fn version_order(cols: &[SortColumn]) -> Result<UInt32Array> {
     }
     Ok(UInt32Array::from_iter_values(rows.iter().map(|r| !r.2)))
 }
-
-/// A text key compared inline: most are a few bytes, where a call to
-/// `memcmp` costs more than the comparison.
-#[derive(Clone, Copy, Hash)]
-struct ShortKey<'a>(&'a [u8]);
-
-impl PartialEq for ShortKey<'_> {
-    #[inline]
-    fn eq(&self, other: &Self) -> bool {
-        let (a, b) = (self.0, other.0);
-        a.len() == b.len() && if a.len() <= 16 { a.iter().zip(b).all(|(x, y)| x == y) } else { a == b }
-    }
-}
-
-impl Eq for ShortKey<'_> {}
 
 /// [`sort_versions`] of the concatenation of `batches`, without
 /// materializing it: only the sort columns are concatenated, the rest is
