@@ -18,7 +18,7 @@ use sqlparser::ast::{self, CopyOption, CopySource, CopyTarget};
 
 use super::{QueryResult, Session};
 use crate::catalog::TableDef;
-use crate::error::Result;
+use crate::error::{Result, WeirError};
 use crate::exec::expr::parse_text_as;
 use crate::planner::ident;
 use crate::storage::{region_id, BulkWrite, Region, TEMP_ROWID_BASE};
@@ -570,18 +570,31 @@ impl CopyParser {
                     self.builders[k].push_text(field)
                 };
                 if let Err(e) = r {
-                    return Err(e.with_detail(format!("COPY {}, line {line_no}, column {}", self.table, self.names[k])));
+                    return Err(self.in_field(e, line_no, k));
                 }
             }
             i = next;
-            self.chunk_rows += 1;
-            self.chunk_bytes += field_bytes;
-            self.stats.max_record_bytes = self.stats.max_record_bytes.max(field_bytes);
-            if self.chunk_rows >= self.chunk_rows_max || self.chunk_bytes >= self.chunk_bytes_max {
-                self.emit_chunk(emit)?;
-            }
+            self.row_done(field_bytes, emit)?;
         }
         Ok(i)
+    }
+
+    /// An error of field `k` on line `line_no`, with where it is.
+    fn in_field(&self, e: WeirError, line_no: impl std::fmt::Display, k: usize) -> WeirError {
+        let column = self.names.get(k).map_or("?", String::as_str);
+        e.with_detail(format!("COPY {}, line {line_no}, column {column}", self.table))
+    }
+
+    /// A record of `bytes` bytes is in the builders: count it, and hand
+    /// the chunk on once it is full.
+    fn row_done(&mut self, bytes: usize, emit: &mut Emit) -> Result<()> {
+        self.chunk_rows += 1;
+        self.chunk_bytes += bytes;
+        self.stats.max_record_bytes = self.stats.max_record_bytes.max(bytes);
+        if self.chunk_rows >= self.chunk_rows_max || self.chunk_bytes >= self.chunk_bytes_max {
+            self.emit_chunk(emit)?;
+        }
+        Ok(())
     }
 
     /// Bytes the record may still take before it passes
@@ -672,18 +685,13 @@ impl CopyParser {
             if let Err(e) = r {
                 // Columns before k got this row's value: the chunk is
                 // dropped with the whole COPY, so no rollback is needed.
-                return Err(e.with_detail(format!("COPY {}, line {line_no}, column {}", self.table, self.names[k])));
+                return Err(self.in_field(e, line_no, k));
             }
         }
-        self.chunk_rows += 1;
-        self.chunk_bytes += self.buf.len();
-        self.stats.max_record_bytes = self.stats.max_record_bytes.max(self.buf.len());
+        let bytes = self.buf.len();
         self.fields.clear();
         self.buf.clear();
-        if self.chunk_rows >= self.chunk_rows_max || self.chunk_bytes >= self.chunk_bytes_max {
-            self.emit_chunk(emit)?;
-        }
-        Ok(())
+        self.row_done(bytes, emit)
     }
 
     /// Binary data: each complete record's fields decoded by their column
@@ -695,8 +703,7 @@ impl CopyParser {
             for (k, raw) in fields.iter().enumerate() {
                 bytes += raw.map_or(0, |b| b.len());
                 let ty = self.builders[k].ty();
-                let v = super::wire::decode_param(*raw, ty, true)
-                    .map_err(|e| e.with_detail(format!("COPY {}, line {record}, column {}", self.table, self.names[k])))?;
+                let v = super::wire::decode_param(*raw, ty, true).map_err(|e| self.in_field(e, record, k))?;
                 self.builders[k].push_value(v);
             }
             self.chunk_rows += 1;

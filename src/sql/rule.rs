@@ -259,8 +259,9 @@ pub fn execute_dml(s: &mut Session, stmt: &Statement, params: Params) -> Result<
     // Rules rewrite the statement's rows as AST: a scanned bulk INSERT's
     // other rows join its VALUES first.
     if let (Statement::Insert(ins), true) = (stmt, s.literal_rows.is_some() && s.engine.catalog.has_rules()) {
-        let rows = s.literal_rows.take().expect("checked");
-        return execute_dml(s, &Statement::Insert(dml::with_literal_rows(ins, &rows)), params);
+        if let Some(rows) = s.literal_rows.take() {
+            return execute_dml(s, &Statement::Insert(dml::with_literal_rows(ins, &rows)), params);
+        }
     }
     let Some(event) = event_of(stmt).filter(|_| s.engine.catalog.has_rules()) else { return dml::execute(s, stmt, params) };
     let def = {

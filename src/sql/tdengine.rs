@@ -652,7 +652,7 @@ pub fn intercept(s: &mut Session, stmt: &ast::Statement, params: &Params) -> Opt
         // A child table's rows are rewritten as AST: a scanned bulk
         // INSERT's other rows join its VALUES first.
         ast::Statement::Insert(ins) if s.literal_rows.is_some() && is_child_insert(s, ins) => {
-            let rows = s.literal_rows.take().expect("checked");
+            let rows = s.literal_rows.take()?;
             let full = ast::Statement::Insert(dml::with_literal_rows(ins, &rows));
             intercept(s, &full, params).or_else(|| Some(s.execute_sql_statement(&full, params.clone())))
         }

@@ -679,7 +679,7 @@ impl SstScan {
             let data = a.to_data();
             let a = if a.get_array_memory_size() > 2 * data.get_slice_memory_size()? + 256 {
                 let mut m = arrow::array::MutableArrayData::new(vec![&data], false, data.len());
-                m.extend(0, 0, data.len());
+                m.try_extend(0, 0, data.len())?;
                 arrow::array::make_array(m.freeze())
             } else {
                 a

@@ -1043,6 +1043,16 @@ fn last_row_applies_ttl() {
     assert_eq!(last_rows(&r, None), vec![("new".into(), now, Some(2))]);
 }
 
+/// An engine without WAL fsync whose decoded-column cache has `budget` bytes.
+fn engine_with_cache(dir: &std::path::Path, budget: usize) -> StorageEngine {
+    StorageEngine::open_tuned(
+        dir,
+        StorageConfig { wal_fsync: false, ..Default::default() },
+        StorageTuning { decoded_cache_bytes_max: budget, ..tuning() },
+    )
+    .unwrap()
+}
+
 /// The decoded-column cache: a second read of flushed data decodes nothing
 /// and answers the same (time slices filtered from the cached row groups);
 /// a budget of 0 turns it off.
@@ -1051,12 +1061,7 @@ fn decoded_column_cache_serves_repeated_reads() {
     for budget in [256usize << 20, 0] {
         let dir = tempfile::tempdir().unwrap();
         let d = desc(false, None);
-        let e = StorageEngine::open_tuned(
-            dir.path(),
-            StorageConfig { wal_fsync: false, ..Default::default() },
-            StorageTuning { decoded_cache_bytes_max: budget, ..tuning() },
-        )
-        .unwrap();
+        let e = engine_with_cache(dir.path(), budget);
         let r = e.open_region(1, d.clone()).unwrap();
         let rows: Vec<(String, i64, Option<i64>)> = (0..40).map(|i| (format!("h{}", i % 3), i * 1000, Some(i))).collect();
         let refs: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
@@ -1091,12 +1096,7 @@ fn decoded_column_cache_admits_only_scans_within_half_its_budget() {
     let d = desc(false, None);
     // 500 row groups of 4 rows: a budget of 64 KiB admits a slice of a
     // few row groups, not the whole table.
-    let e = StorageEngine::open_tuned(
-        dir.path(),
-        StorageConfig { wal_fsync: false, ..Default::default() },
-        StorageTuning { decoded_cache_bytes_max: 64 << 10, ..tuning() },
-    )
-    .unwrap();
+    let e = engine_with_cache(dir.path(), 64 << 10);
     let r = e.open_region(1, d.clone()).unwrap();
     let rows: Vec<(String, i64, Option<i64>)> = (0..2000).map(|i| (format!("h{}", i % 3), i * 1000, Some(i))).collect();
     let refs: Vec<(&str, i64, Option<i64>)> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
@@ -1166,12 +1166,7 @@ fn last_row_cache_is_within_the_cache_budget() {
     for budget in [256usize << 20, 0] {
         let dir = tempfile::tempdir().unwrap();
         let d = desc(false, None);
-        let e = StorageEngine::open_tuned(
-            dir.path(),
-            StorageConfig { wal_fsync: false, ..Default::default() },
-            StorageTuning { decoded_cache_bytes_max: budget, ..tuning() },
-        )
-        .unwrap();
+        let e = engine_with_cache(dir.path(), budget);
         let r = e.open_region(1, d.clone()).unwrap();
         r.write(&batch(&d, &[("a", 1000, Some(1)), ("b", 2000, Some(2))])).unwrap();
         for _ in 0..2 {
