@@ -132,6 +132,46 @@ pub fn compile<'a>(env: &Env<'a>, def: &FlowDef, settings: &Arc<HashMap<String, 
     Ok(Compiled { planner, logical, shape, sink, fills, version })
 }
 
+/// The tables a plan scans (the scans of its subqueries' plans aside).
+fn scanned<'p>(plan: &'p LogicalPlan, out: &mut Vec<&'p TableDef>) {
+    if let LogicalPlan::Scan(s) = plan {
+        out.push(&s.table);
+    }
+    for i in plan.inputs() {
+        scanned(i, out);
+    }
+}
+
+impl Compiled<'_> {
+    /// The source table `database.name` as the plan reads it; the
+    /// catalog's for a table only a subquery reads. An evaluation takes
+    /// its sources' regions from here, never from the catalog again: a
+    /// TRUNCATE between planning and reading gives the table new regions,
+    /// and a run that recorded progress against the new regions while its
+    /// plan read the old rows left those rows in the sink (the flake of
+    /// sql-tests/flow/truncate.slt).
+    pub fn source(&self, env: &Env, database: &str, name: &str) -> Option<TableDef> {
+        let mut tables = Vec::new();
+        scanned(&self.logical, &mut tables);
+        match tables.into_iter().find(|t| t.database == database && t.name == name) {
+            Some(t) => Some(t.clone()),
+            None => env.catalog.table(database, name),
+        }
+    }
+
+    /// Whether the tables the plan scans are still the catalog's (no
+    /// TRUNCATE, no table dropped and created again since planning).
+    fn current(&self, env: &Env) -> bool {
+        let mut tables = Vec::new();
+        scanned(&self.logical, &mut tables);
+        tables.iter().all(|t| env.catalog.table(&t.database, &t.name).is_some_and(|now| now.id == t.id))
+    }
+}
+
+/// How many times an evaluation plans again when its sources change while
+/// it plans (each TRUNCATE of a source replaces the table's regions).
+const REPLANS_MAX: usize = 3;
+
 /// Timestamps (time index, microseconds) of the changes of a region in
 /// (after, upto]; from a scan of the whole region when `after` is 0. None
 /// when the versions needed are gone: rows deleted then left no trace, so
@@ -171,9 +211,21 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
         return super::tql::run(env, def, &t, st, trigger, settings);
     }
     // Incremental flows keep their plans while nothing they read changed.
-    let c = match super::incremental::cached(env, def, st, settings, now * 1000) {
-        Some(c) => c,
-        None => compile(env, def, settings, now * 1000)?,
+    // A plan made before a TRUNCATE of a source is made again, so a run
+    // right after a TRUNCATE reads the new regions.
+    let mut replans = 0;
+    let c = loop {
+        let c = match super::incremental::cached(env, def, st, settings, now * 1000) {
+            Some(c) => c,
+            None => compile(env, def, settings, now * 1000)?,
+        };
+        if crate::failpoint::any_hook() {
+            crate::failpoint::run_hook(&format!("flow_planned:{}", def.name));
+        }
+        if c.current(env) || replans == REPLANS_MAX {
+            break c;
+        }
+        replans += 1;
     };
     st.more = false;
     if let Refresh::Stream { .. } = c.shape.refresh {
@@ -192,7 +244,7 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, trigger: Trigger, setti
     let mut added = false;
     let mut regions_now: Vec<(TableDef, Arc<Region>)> = Vec::new();
     for (d, t) in &def.sources {
-        let Some(src) = env.catalog.table(d, t) else { continue };
+        let Some(src) = c.source(env, d, t) else { continue };
         for region in table_regions(env, &src)? {
             regions_now.push((src.clone(), region));
         }

@@ -179,13 +179,34 @@ pub fn drop_state(env: &Env, def: &FlowDef, task: &StreamTask) {
     }
 }
 
-/// One epoch of a streaming flow. Returns the sink rows written.
+/// One epoch of a streaming flow. Returns the sink rows written. A flow
+/// that starts over (a source truncated) renders again and runs its first
+/// epoch at once: after ADMIN FLUSH_FLOW the sink holds the query over the
+/// sources as they are, not an emptied sink.
 pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64) -> Result<u64> {
+    for _ in 0..2 {
+        render(env, def, st, c, now_ms)?;
+        match epoch(env, def, st, c, now_ms) {
+            Ok(Some(rows)) => return Ok(rows),
+            Ok(None) => {}
+            Err(e) => {
+                st.stream.df = None;
+                return Err(e);
+            }
+        }
+    }
+    // Started over twice: the sources' plan is behind the catalog; the
+    // next run plans again.
+    Ok(0)
+}
+
+/// Render the flow's dataflow unless it runs.
+fn render(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64) -> Result<()> {
     if st.stream.df.is_none() {
         let (kv, cache) = state_kv(env, st.stream.tuning.state_cache_bytes_max)?;
         let plan = crate::planner::rewrite::optimize(c.logical.clone(), &c.planner.ctx);
         let instant: HashSet<u32> =
-            def.sources.iter().filter_map(|(d, t)| env.catalog.table(d, t)).filter(|t| t.ttl_ms == Some(0)).map(|t| t.id).collect();
+            def.sources.iter().filter_map(|(d, t)| c.source(env, d, t)).filter(|t| t.ttl_ms == Some(0)).map(|t| t.id).collect();
         let ns = namespace(def);
         let df = Dataflow::render(kv, cache, &ns, &plan, &|id| instant.contains(&id), &c.planner.ctx)?;
         // The last epoch's sink write again: a crash may have come between
@@ -199,14 +220,11 @@ pub fn run(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i
         st.stream.namespace = ns;
         st.stream.recovered = false;
     }
-    let r = epoch(env, def, st, c, now_ms);
-    if r.is_err() {
-        st.stream.df = None;
-    }
-    r
+    Ok(())
 }
 
-fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64) -> Result<u64> {
+/// One epoch; None when the flow started over instead (`reset`).
+fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64) -> Result<Option<u64>> {
     let df = st.stream.df.as_mut().expect("rendered");
     let positions = df.positions()?;
     let mut next = BTreeMap::new();
@@ -222,7 +240,8 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     };
     let mut consumed: Vec<(u64, u64)> = Vec::new();
     for (d, t) in &def.sources {
-        let Some(src) = env.catalog.table(d, t) else { continue };
+        // The tables the plan reads (`Compiled::source`).
+        let Some(src) = c.source(env, d, t) else { continue };
         let mut parts: Vec<Changes> = Vec::new();
         if src.ttl_ms == Some(0) {
             instant_ids.push(src.id);
@@ -263,10 +282,11 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     if positions.keys().any(|r| !next.contains_key(r)) {
         // A source was truncated (new regions): its rows left without
         // retractions. Start over from the sources as they are.
-        return reset(env, def, st, c);
+        reset(env, def, st, c)?;
+        return Ok(None);
     }
     if fed == 0 && df.epoch() > 0 && next == positions {
-        return Ok(0);
+        return Ok(Some(0));
     }
     if df.epoch() == 0 {
         // A fresh state (a new flow, one started over, or one whose
@@ -330,7 +350,7 @@ fn epoch(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled, now_ms: i64
     st.progress.last_execution_ms = Some(now_ms);
     st.progress.rows_written += rows;
     env.catalog.put_flow_progress(&def.name, &st.progress)?;
-    Ok(rows)
+    Ok(Some(rows))
 }
 
 /// At most how often a streaming flow with EXPIRE AFTER scans its state
@@ -366,15 +386,14 @@ fn publish(env: &Env, def: &FlowDef, df: &Dataflow, epoch_us: u64) {
     env.catalog.flow_operators.write().insert(def.name.clone(), rows);
 }
 
-/// Start a flow over: drop its state, empty its sink, read the sources
-/// whole at the next epoch.
-fn reset(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled) -> Result<u64> {
+/// Start a flow over: drop its state and empty its sink; the caller
+/// renders the flow again, whose first epoch reads the sources whole.
+fn reset(env: &Env, def: &FlowDef, st: &mut TaskState, c: &Compiled) -> Result<()> {
     tracing::warn!(flow = %def.name, "a source of a streaming flow was truncated; the flow starts over");
     st.stream.df = None;
     let (kv, cache) = state_kv(env, st.stream.tuning.state_cache_bytes_max)?;
     StateStore::destroy(kv.as_ref(), &cache, &std::mem::take(&mut st.stream.namespace))?;
-    empty_sink(env, c)?;
-    Ok(0)
+    empty_sink(env, c)
 }
 
 fn empty_sink(env: &Env, c: &Compiled) -> Result<()> {

@@ -15,6 +15,8 @@ mod ddl;
 mod dml;
 mod dml_with;
 mod flow_ddl;
+#[cfg(test)]
+mod flow_truncate_race_tests;
 mod function;
 mod inherit;
 mod insert_targets;
