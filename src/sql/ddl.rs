@@ -138,14 +138,18 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                 for old in super::partition::with_partitions(s, &top) {
                     // New id, new empty regions: sequences never go backwards
                     // for a region id, so incremental readers of the old regions
-                    // fall back to a full read instead of missing rows.
-                    let mut def = old.clone();
-                    def.id = cat.next_table_id()?;
-                    engine.open_table_regions(&def)?;
-                    cat.replace_table(def)?;
-                    for r in 0..old.regions.max(1) {
-                        engine.storage.drop_region(region_id(old.id, r))?;
-                    }
+                    // fall back to a full read instead of missing rows. No
+                    // flow over the table evaluates meanwhile.
+                    engine.flows.excluding_readers(&old.database, &old.name, || -> Result<()> {
+                        let mut def = old.clone();
+                        def.id = cat.next_table_id()?;
+                        engine.open_table_regions(&def)?;
+                        cat.replace_table(def)?;
+                        for r in 0..old.regions.max(1) {
+                            engine.storage.drop_region(region_id(old.id, r))?;
+                        }
+                        Ok(())
+                    })?;
                 }
             }
             Ok(QueryResult::Command("TRUNCATE TABLE".into()))
