@@ -751,6 +751,28 @@ impl Plan {
                 if !request.filters.is_empty() {
                     l.push_str(&format!(" tag filters: {}", request.filters.len()));
                 }
+                if !request.cmps.is_empty() {
+                    use crate::storage::{CmpOp, CmpValue};
+                    let cmps: Vec<String> = request
+                        .cmps
+                        .iter()
+                        .map(|c| {
+                            let name =
+                                regions.0.first().and_then(|r| r.desc.schema.fields().get(c.column)).map_or("?", |f| f.name().as_str());
+                            let op = match c.op {
+                                CmpOp::Lt => "<",
+                                CmpOp::LtEq => "<=",
+                                CmpOp::Gt => ">",
+                                CmpOp::GtEq => ">=",
+                            };
+                            match c.value {
+                                CmpValue::F64(v) => format!("{name} {op} {v}"),
+                                CmpValue::I64(v) => format!("{name} {op} {v}"),
+                            }
+                        })
+                        .collect();
+                    l.push_str(&format!(" read filters: [{}]", cmps.join(", ")));
+                }
                 if !regions.1.is_empty() {
                     l.push_str(" incremental");
                 }

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use super::logical::{logical_subplan, LogicalPlan, Scan};
 use super::rewrite::{and_all, optimize};
 use crate::error::{Result, WeirError};
-use crate::exec::expr::{Expr, SubPlan, SubqueryCache, SubqueryKind};
+use crate::exec::expr::{BinOp, Expr, SubPlan, SubqueryCache, SubqueryKind};
 use crate::exec::plan::{AggCall, Plan, SortKey, SrfCall, WindowCall};
 use crate::exec::ExecCtx;
-use crate::storage::{ColumnEq, ScanRequest};
+use crate::storage::{CmpOp, CmpValue, ColumnCmp, ColumnEq, ScanRequest};
 use crate::types::SqlType;
 
 /// Build the physical plan of an optimized logical plan.
@@ -134,10 +134,38 @@ fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
         .filter(|c| !super::rewrite::pushdown::implied_by_time_range(s, c))
         .map(|f| physical_expr(&f.remap_columns(&out_of), ctx))
         .collect::<Result<_>>()?;
+    let mut plan = plan;
+    if let Plan::Scan { request, .. } = &mut plan {
+        request.cmps = conj.iter().filter_map(column_cmp).collect();
+    }
     Ok(match and_all(filters) {
         Some(predicate) => Plan::Filter { input: Box::new(plan), predicate },
         None => plan,
     })
+}
+
+/// A conjunct storage can evaluate as it reads (`ColumnCmp`): a float8 or
+/// integer table column compared with a constant of its own kind.
+fn column_cmp(e: &Expr) -> Option<ColumnCmp> {
+    let Expr::Binary { op, left, right, .. } = e else { return None };
+    let (op, flipped) = match op {
+        BinOp::Lt => (CmpOp::Lt, CmpOp::Gt),
+        BinOp::LtEq => (CmpOp::LtEq, CmpOp::GtEq),
+        BinOp::Gt => (CmpOp::Gt, CmpOp::Lt),
+        BinOp::GtEq => (CmpOp::GtEq, CmpOp::LtEq),
+        _ => return None,
+    };
+    let (column, ty, value, op) = match (left.as_ref(), right.as_ref()) {
+        (Expr::Column { index, ty }, Expr::Literal { value, .. }) => (*index, *ty, value, op),
+        (Expr::Literal { value, .. }, Expr::Column { index, ty }) => (*index, *ty, value, flipped),
+        _ => return None,
+    };
+    let value = match (ty, value) {
+        (SqlType::Float8, crate::types::Value::Float(f)) => CmpValue::F64(*f),
+        (SqlType::Int2 | SqlType::Int4 | SqlType::Int8, crate::types::Value::Int(i)) => CmpValue::I64(*i),
+        _ => return None,
+    };
+    Some(ColumnCmp { column, op, value })
 }
 
 /// An expression with its subqueries optimized and physically planned.

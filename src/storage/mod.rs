@@ -117,6 +117,33 @@ pub struct ColumnEq {
     pub value: arrow::array::ArrayRef, // a one-element array
 }
 
+/// A comparison of a column with a constant, `column op value`, that a
+/// scan may evaluate while it reads SSTs whose rows need no merge, before
+/// it materialises the other columns (rows are still filtered above). Only
+/// on columns of the value's kind: `F64` on float8, `I64` on int2/4/8.
+/// Floats compare as PostgreSQL orders them: NaN above every number and
+/// equal to NaN, -0 equal to 0; NULL never matches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ColumnCmp {
+    pub column: usize,
+    pub op: CmpOp,
+    pub value: CmpValue,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CmpValue {
+    F64(f64),
+    I64(i64),
+}
+
 /// A scan of one region.
 #[derive(Debug, Clone, Default)]
 pub struct ScanRequest {
@@ -126,6 +153,8 @@ pub struct ScanRequest {
     pub time_range: Option<(i64, i64)>,
     /// Equality filters (may be used for pruning; rows still filtered above).
     pub filters: Vec<ColumnEq>,
+    /// Comparisons storage may apply early (see [`ColumnCmp`]).
+    pub cmps: Vec<ColumnCmp>,
     pub seq: SeqBounds,
     /// Append a UInt64 `__rowid` column (identity for DELETE / UPDATE).
     pub with_rowid: bool,

@@ -26,6 +26,7 @@ use super::column_cache::{ColumnCache, ColumnKey};
 use super::meta::FileMeta;
 use super::object::{ObjectReader, ObjectStore, PrefetchReader};
 use super::version::{time_bounds, Layout, OP_PUT};
+use super::{CmpOp, CmpValue, ColumnCmp};
 
 /// Rows per data page: the page index then bounds the time range of each
 /// page, so a time slice decodes only the pages it overlaps (rows are sorted
@@ -42,6 +43,10 @@ use crate::error::{Result, WeirError};
 pub struct SstFile {
     pub meta: FileMeta,
     pub reader_meta: ArrowReaderMetadata,
+    /// The text columns whose every page is dictionary-encoded: reads
+    /// into the decoded-column cache may keep them as dictionaries (the
+    /// page dictionary kept, not expanded per row; see [`SstScan::fill`]).
+    dict_cols: Vec<usize>,
     store: Arc<dyn ObjectStore>,
     obsolete: AtomicBool,
 }
@@ -200,8 +205,9 @@ pub fn write_sst(
         mem_bytes: batch.get_array_memory_size() as u64,
     };
     let reader_meta = ArrowReaderMetadata::load(&FooterCopy(&buf), reader_options())?;
+    let dict_cols = dictionary_columns(&reader_meta);
     store.put(&path, buf)?;
-    Ok(SstFile { meta, reader_meta, store: store.clone(), obsolete: AtomicBool::new(false) })
+    Ok(SstFile { meta, reader_meta, dict_cols, store: store.clone(), obsolete: AtomicBool::new(false) })
 }
 
 /// A whole file in memory, read for its metadata only. Parsed metadata
@@ -253,7 +259,113 @@ pub fn open_sst(store: &Arc<dyn ObjectStore>, meta: &FileMeta, verify_crc: bool)
         ArrowReaderMetadata::load(&r, reader_options())
     }
     .map_err(|e| corrupt(path, e.to_string()))?;
-    Ok(SstFile { meta: meta.clone(), reader_meta, store: store.clone(), obsolete: AtomicBool::new(false) })
+    let dict_cols = dictionary_columns(&reader_meta);
+    Ok(SstFile { meta: meta.clone(), reader_meta, dict_cols, store: store.clone(), obsolete: AtomicBool::new(false) })
+}
+
+/// Whether every data page of a column chunk is dictionary-encoded.
+fn all_dictionary_encoded(c: &parquet::file::metadata::ColumnChunkMetaData) -> bool {
+    use parquet::basic::Encoding;
+    c.dictionary_page_offset().is_some()
+        && c.page_encoding_stats_mask().is_some_and(|m| m.is_only(Encoding::PLAIN_DICTIONARY) || m.is_only(Encoding::RLE_DICTIONARY))
+}
+
+/// The text columns of a file whose every chunk is all dictionary pages.
+fn dictionary_columns(m: &ArrowReaderMetadata) -> Vec<usize> {
+    let md = m.metadata();
+    (0..m.schema().fields().len())
+        .filter(|&c| {
+            m.schema().field(c).data_type() == &DataType::Utf8
+                && md.num_row_groups() > 0
+                && md.row_groups().iter().all(|rg| c < rg.num_columns() && all_dictionary_encoded(rg.column(c)))
+        })
+        .collect()
+}
+
+impl SstFile {
+    /// Reader metadata that reads the columns `dict` as
+    /// `Dictionary(Int32, Utf8)` (the others as they are).
+    fn dictionary_meta(&self, dict: &[usize]) -> Result<ArrowReaderMetadata> {
+        if dict.is_empty() {
+            return Ok(self.reader_meta.clone());
+        }
+        let schema = self.reader_meta.schema();
+        let fields: Vec<Arc<Field>> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(c, f)| {
+                if dict.contains(&c) {
+                    Arc::new(f.as_ref().clone().with_data_type(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))))
+                } else {
+                    f.clone()
+                }
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+        ArrowReaderMetadata::try_new(self.reader_meta.metadata().clone(), reader_options().with_schema(schema))
+            .map_err(|e| corrupt(&self.meta.path, e.to_string()))
+    }
+}
+
+/// A dictionary-coded text column as plain text (other columns as they are).
+fn undictionary(a: &ArrayRef) -> Result<ArrayRef> {
+    Ok(match a.data_type() {
+        DataType::Dictionary(_, v) if v.as_ref() == &DataType::Utf8 => arrow::compute::cast(a, &DataType::Utf8)?,
+        _ => a.clone(),
+    })
+}
+
+/// A dictionary column's keys narrowed to 16 bits when its dictionary
+/// allows (the cache keeps 2 bytes a row instead of 4).
+fn narrow_keys(a: ArrayRef) -> Result<ArrayRef> {
+    if let DataType::Dictionary(k, v) = a.data_type() {
+        if k.as_ref() == &DataType::Int32 {
+            let d = a.as_dictionary::<arrow::datatypes::Int32Type>();
+            if d.values().len() <= u16::MAX as usize + 1 {
+                return Ok(arrow::compute::cast(&a, &DataType::Dictionary(Box::new(DataType::UInt16), v.clone()))?);
+            }
+        }
+    }
+    Ok(a)
+}
+
+/// `column op value` over one array, PostgreSQL's comparison (see
+/// [`ColumnCmp`]): a mask of the rows that match (NULL: no); None when the
+/// array is not of the value's kind (nothing is filtered).
+pub fn cmp_mask(a: &dyn Array, op: CmpOp, value: CmpValue) -> Option<arrow::buffer::BooleanBuffer> {
+    use arrow::buffer::BooleanBuffer;
+    let mask = match (a.data_type(), value) {
+        (DataType::Float64, CmpValue::F64(c)) => {
+            let v = a.as_primitive::<arrow::datatypes::Float64Type>().values();
+            // NaN sorts above every number; -0 and 0 are equal (IEEE).
+            match (op, c.is_nan()) {
+                (CmpOp::Gt, false) => BooleanBuffer::collect_bool(v.len(), |i| v[i] > c || v[i].is_nan()),
+                (CmpOp::GtEq, false) => BooleanBuffer::collect_bool(v.len(), |i| v[i] >= c || v[i].is_nan()),
+                (CmpOp::Lt, false) => BooleanBuffer::collect_bool(v.len(), |i| v[i] < c),
+                (CmpOp::LtEq, false) => BooleanBuffer::collect_bool(v.len(), |i| v[i] <= c),
+                (CmpOp::Gt, true) => BooleanBuffer::new_unset(v.len()),
+                (CmpOp::GtEq, true) => BooleanBuffer::collect_bool(v.len(), |i| v[i].is_nan()),
+                (CmpOp::Lt, true) => BooleanBuffer::collect_bool(v.len(), |i| !v[i].is_nan()),
+                (CmpOp::LtEq, true) => BooleanBuffer::new_set(v.len()),
+            }
+        }
+        (DataType::Int64 | DataType::Int32 | DataType::Int16, CmpValue::I64(c)) => {
+            let t = arrow::compute::cast(a, &DataType::Int64).ok()?;
+            let v = t.as_primitive::<Int64Type>().values();
+            match op {
+                CmpOp::Gt => BooleanBuffer::collect_bool(v.len(), |i| v[i] > c),
+                CmpOp::GtEq => BooleanBuffer::collect_bool(v.len(), |i| v[i] >= c),
+                CmpOp::Lt => BooleanBuffer::collect_bool(v.len(), |i| v[i] < c),
+                CmpOp::LtEq => BooleanBuffer::collect_bool(v.len(), |i| v[i] <= c),
+            }
+        }
+        _ => return None,
+    };
+    Some(match a.nulls() {
+        Some(n) => &mask & n.inner(),
+        None => mask,
+    })
 }
 
 /// A value a column must equal, for pruning by statistics.
@@ -436,6 +548,10 @@ pub struct SstScan {
     seek: Option<(usize, Vec<PruneValue>)>,
     /// Runs of a cut row group not yet returned.
     pending: std::collections::VecDeque<RecordBatch>,
+    /// Comparisons applied with the time filter (see [`SstScan::with_cmps`]).
+    cmps: Vec<ColumnCmp>,
+    /// Text columns the cache keeps as text (see [`SstScan::keep_text`]).
+    plain: Vec<usize>,
 }
 
 /// Binary search: the first `i` in `lo..hi` where `before(i)` is false
@@ -471,6 +587,28 @@ fn equal_runs(a: &dyn Array, values: &[PruneValue]) -> Option<Vec<(usize, usize)
                 let lo = first_not(nulls, n, |i| s.value(i).as_bytes() < x);
                 (lo, first_not(lo, n, |i| s.value(i).as_bytes() <= x))
             }
+            (DataType::Dictionary(k, t), PruneValue::Bytes(x)) if t.as_ref() == &DataType::Utf8 => {
+                let x = x.as_slice();
+                // The i-th row's text through its key (keys of null rows
+                // are never looked at: they are the prefix).
+                fn run<'a>(nulls: usize, n: usize, x: &[u8], text: impl Fn(usize) -> &'a [u8]) -> (usize, usize) {
+                    let lo = first_not(nulls, n, |i| text(i) < x);
+                    (lo, first_not(lo, n, |i| text(i) <= x))
+                }
+                match k.as_ref() {
+                    DataType::UInt16 => {
+                        let d = a.as_dictionary::<arrow::datatypes::UInt16Type>();
+                        let (keys, s) = (d.keys().values(), d.values().as_string::<i32>());
+                        run(nulls, n, x, |i| s.value(keys[i] as usize).as_bytes())
+                    }
+                    DataType::Int32 => {
+                        let d = a.as_dictionary::<arrow::datatypes::Int32Type>();
+                        let (keys, s) = (d.keys().values(), d.values().as_string::<i32>());
+                        run(nulls, n, x, |i| s.value(keys[i] as usize).as_bytes())
+                    }
+                    _ => return None,
+                }
+            }
             (DataType::Int64, PruneValue::Int(x)) => {
                 let p = a.as_primitive::<Int64Type>().values();
                 let lo = first_not(nulls, n, |i| p[i] < *x);
@@ -496,8 +634,12 @@ fn equal_runs(a: &dyn Array, values: &[PruneValue]) -> Option<Vec<(usize, usize)
 /// take decoded, from the metadata alone: the column chunks' uncompressed
 /// sizes, but at least the type's width a row (delta-encoded integers are
 /// smaller on disk than in memory), 16 bytes for strings (dictionary pages
-/// and codes on disk).
-pub fn decoded_estimate(f: &SstFile, cols: &[usize], p: &SstPredicate<'_>) -> usize {
+/// and codes on disk) — or the offset and the mean of the shortest and the
+/// longest value by the statistics —, 2 for text the cache keeps as a
+/// dictionary (16-bit keys; the dictionary pages count in the chunk's
+/// size): all-dictionary text columns not in `plain` (see
+/// [`SstScan::keep_text`]).
+pub fn decoded_estimate(f: &SstFile, cols: &[usize], p: &SstPredicate<'_>, plain: &[usize]) -> usize {
     let md = f.reader_meta.metadata();
     let schema = f.reader_meta.schema();
     let mut total = 0usize;
@@ -505,7 +647,17 @@ pub fn decoded_estimate(f: &SstFile, cols: &[usize], p: &SstPredicate<'_>) -> us
         let rows = rg.num_rows().max(0) as usize;
         for &c in cols.iter().filter(|&&c| c < rg.num_columns()) {
             let disk = rg.column(c).uncompressed_size().max(0) as usize;
-            let width = schema.fields().get(c).map_or(0, |f| f.data_type().primitive_width().unwrap_or(16));
+            let width = schema.fields().get(c).map_or(0, |field| match field.data_type() {
+                DataType::Utf8 if f.dict_cols.contains(&c) && !plain.contains(&c) => 2,
+                DataType::Utf8 => match rg.column(c).statistics() {
+                    Some(Statistics::ByteArray(s)) => match (s.min_opt(), s.max_opt()) {
+                        (Some(lo), Some(hi)) => 4 + (lo.len() + hi.len()) / 2,
+                        _ => 16,
+                    },
+                    _ => 16,
+                },
+                t => t.primitive_width().unwrap_or(16),
+            });
             let floor = rows.saturating_mul(width);
             total = total.saturating_add(disk.max(floor));
         }
@@ -546,6 +698,8 @@ pub fn scan_sst(f: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> SstSc
         filling: None,
         seek: None,
         pending: Default::default(),
+        cmps: Vec::new(),
+        plain: Vec::new(),
     }
 }
 
@@ -576,6 +730,25 @@ impl SstScan {
         if self.cols.contains(&col) && !values.is_empty() {
             self.seek = Some((col, values));
         }
+        self
+    }
+
+    /// Drop the rows that fail any of `cmps` (on columns this scan reads)
+    /// before the other columns are materialised. Only for a file whose
+    /// rows need no merge: an older version must not surface because the
+    /// newest one was filtered away.
+    pub fn with_cmps(mut self, cmps: &[ColumnCmp]) -> SstScan {
+        self.cmps = cmps.iter().filter(|c| self.cols.contains(&c.column)).copied().collect();
+        self
+    }
+
+    /// Decode `cols` into the cache as text even where the file holds
+    /// them as dictionaries: columns queries group, sort and merge by (a
+    /// region's primary key), which would otherwise be expanded on every
+    /// read; other text is cached as 16-bit dictionary keys and expanded
+    /// after the rows are filtered.
+    pub fn keep_text(mut self, cols: &[usize]) -> SstScan {
+        self.plain = cols.to_vec();
         self
     }
 
@@ -616,8 +789,7 @@ impl SstScan {
 
     /// A row group from cached arrays (`group_cols`).
     fn from_cached(&mut self, arrays: Vec<ArrayRef>) -> Result<Option<RecordBatch>> {
-        let gc = self.group_cols();
-        let schema = Arc::new(self.file.reader_meta.schema().project(&gc)?);
+        let schema = self.group_schema(&arrays)?;
         let n = arrays.first().map_or(0, |a| a.len());
         let b = RecordBatch::try_new_with_options(schema, arrays, &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)))?;
         self.cut(b)
@@ -640,28 +812,59 @@ impl SstScan {
         Ok(self.pending.pop_front())
     }
 
-    /// A batch of `group_cols` of a whole row group: the time filter
-    /// applied, the projection kept.
+    /// The schema of `group_cols` as `arrays` hold them (text columns may
+    /// be dictionaries).
+    fn group_schema(&self, arrays: &[ArrayRef]) -> Result<arrow::datatypes::SchemaRef> {
+        let gc = self.group_cols();
+        let schema = self.file.reader_meta.schema().project(&gc)?;
+        let fields: Vec<Field> =
+            schema.fields().iter().zip(arrays).map(|(f, a)| f.as_ref().clone().with_data_type(a.data_type().clone())).collect();
+        Ok(Arc::new(Schema::new(fields)))
+    }
+
+    /// A batch of `group_cols` of a whole row group: the time filter and
+    /// the comparisons applied, the projection kept, text columns plain.
     fn finish(&self, b: RecordBatch) -> Result<Option<RecordBatch>> {
         let gc = self.group_cols();
-        let b = match self.time {
-            Some(((lo, hi), tc)) => {
-                let t = arrow::compute::cast(b.column(gc.iter().position(|&c| c == tc).unwrap()), &DataType::Int64)?;
-                let t = t.as_primitive::<Int64Type>();
-                let v = t.values();
-                let mask =
-                    arrow::array::BooleanArray::from(arrow::buffer::BooleanBuffer::collect_bool(t.len(), |i| v[i] >= lo && v[i] < hi));
-                arrow::compute::filter_record_batch(&b, &mask)?
+        let at = |c: usize| gc.iter().position(|&x| x == c);
+        let mut mask: Option<arrow::buffer::BooleanBuffer> = None;
+        let mut and = |m: arrow::buffer::BooleanBuffer| {
+            mask = Some(match mask.take() {
+                Some(x) => &x & &m,
+                None => m,
+            })
+        };
+        if let Some(((lo, hi), tc)) = self.time {
+            if let Some(pos) = at(tc) {
+                let t = arrow::compute::cast(b.column(pos), &DataType::Int64)?;
+                let v = t.as_primitive::<Int64Type>().values();
+                and(arrow::buffer::BooleanBuffer::collect_bool(v.len(), |i| v[i] >= lo && v[i] < hi));
             }
-            None => b,
+        }
+        for c in &self.cmps {
+            if let Some(m) = at(c.column).and_then(|pos| cmp_mask(b.column(pos).as_ref(), c.op, c.value)) {
+                and(m);
+            }
+        }
+        let keep: Vec<usize> = self.cols.iter().filter_map(|&c| at(c)).collect();
+        let b = b.project(&keep)?;
+        let b = match mask {
+            Some(m) if m.count_set_bits() < m.len() => arrow::compute::filter_record_batch(&b, &arrow::array::BooleanArray::new(m, None))?,
+            _ => b,
         };
-        let b = if gc.len() == self.cols.len() {
-            b
-        } else {
-            let keep: Vec<usize> = self.cols.iter().map(|c| gc.iter().position(|x| x == c).unwrap()).collect();
-            b.project(&keep)?
-        };
-        Ok((b.num_rows() > 0).then_some(b))
+        if b.num_rows() == 0 {
+            return Ok(None);
+        }
+        if !b.columns().iter().any(|a| matches!(a.data_type(), DataType::Dictionary(..))) {
+            return Ok(Some(b));
+        }
+        let cols = b.columns().iter().map(undictionary).collect::<Result<Vec<_>>>()?;
+        let schema = self.file.reader_meta.schema().project(&self.cols)?;
+        Ok(Some(RecordBatch::try_new_with_options(
+            Arc::new(schema),
+            cols,
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+        )?))
     }
 
     /// Put the decoded row group into the cache, column by column.
@@ -684,6 +887,7 @@ impl SstScan {
             } else {
                 a
             };
+            let a = narrow_keys(a)?;
             cache.insert(ColumnKey { column: c, ..base.clone() }, a);
         }
         Ok(())
@@ -769,7 +973,9 @@ impl SstScan {
         let gc = self.group_cols();
         let reader = self.prefetch(rg, &gc)?;
         let mask = ProjectionMask::roots(md.file_metadata().schema_descr(), gc.iter().copied());
-        ParquetRecordBatchReaderBuilder::new_with_metadata(reader, f.reader_meta.clone())
+        // Text kept as dictionaries, but for the columns asked as text.
+        let dict: Vec<usize> = f.dict_cols.iter().copied().filter(|c| gc.contains(c) && !self.plain.contains(c)).collect();
+        ParquetRecordBatchReaderBuilder::new_with_metadata(reader, f.dictionary_meta(&dict)?)
             .with_projection(mask)
             .with_row_groups(vec![rg])
             .with_batch_size(64 * 1024)
@@ -903,6 +1109,62 @@ mod tests {
         assert_eq!(equal_runs(a, &[PruneValue::Bytes(b"k00".to_vec())]), Some(vec![(7, 44)]));
         assert_eq!(equal_runs(a, &[PruneValue::Bytes(b"a".to_vec()), PruneValue::Bytes(b"z".to_vec())]), Some(vec![]));
         assert_eq!(equal_runs(a, &[PruneValue::Int(1)]), None);
+        // The text column is all dictionary pages: the cache keeps it as a
+        // dictionary of 16-bit keys, and the search reads through keys alike.
+        assert_eq!(f.dict_cols, vec![0]);
+        let cached = (0..f.reader_meta.metadata().num_row_groups())
+            .find_map(|rg| cache.get_all(&ColumnKey { path: f.meta.path.as_str().into(), crc: f.meta.crc, row_group: rg, column: 0 }, &[0]))
+            .expect("a row group is cached");
+        assert_eq!(cached[0].data_type(), &DataType::Dictionary(Box::new(DataType::UInt16), Box::new(DataType::Utf8)));
+        for t in [DataType::UInt16, DataType::Int32] {
+            let d = arrow::compute::cast(a, &DataType::Dictionary(Box::new(t), Box::new(DataType::Utf8))).unwrap();
+            for v in [&values[..], &[PruneValue::Bytes(b"k00".to_vec())], &[PruneValue::Bytes(b"zz".to_vec())]] {
+                assert_eq!(equal_runs(d.as_ref(), v), equal_runs(a, v));
+            }
+        }
+    }
+
+    /// PostgreSQL's order of float8: NaN above every number and equal to
+    /// itself, -0 equal to 0.
+    fn pg_float_cmp(a: f64, b: f64) -> std::cmp::Ordering {
+        match (a.is_nan(), b.is_nan()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Greater,
+            (false, true) => std::cmp::Ordering::Less,
+            _ => a.partial_cmp(&b).unwrap(),
+        }
+    }
+
+    #[test]
+    fn comparisons_follow_postgresql_order_and_skip_nulls() {
+        let xs = [f64::NAN, -f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0, 1.5, -1.5, 90.0, 90.000001];
+        let mut rows: Vec<Option<f64>> = xs.iter().copied().map(Some).collect();
+        rows.push(None);
+        let a = Float64Array::from(rows.clone());
+        let ops = [CmpOp::Lt, CmpOp::LtEq, CmpOp::Gt, CmpOp::GtEq];
+        for &c in &xs {
+            for op in ops {
+                let m = cmp_mask(&a, op, CmpValue::F64(c)).unwrap();
+                for (i, r) in rows.iter().enumerate() {
+                    let want = r.is_some_and(|v| {
+                        let o = pg_float_cmp(v, c);
+                        match op {
+                            CmpOp::Lt => o.is_lt(),
+                            CmpOp::LtEq => o.is_le(),
+                            CmpOp::Gt => o.is_gt(),
+                            CmpOp::GtEq => o.is_ge(),
+                        }
+                    });
+                    assert_eq!(m.value(i), want, "{r:?} {op:?} {c}");
+                }
+            }
+        }
+        let ints = arrow::array::Int32Array::from(vec![Some(-3), None, Some(0), Some(7)]);
+        let m = cmp_mask(&ints, CmpOp::GtEq, CmpValue::I64(0)).unwrap();
+        assert_eq!((0..4).map(|i| m.value(i)).collect::<Vec<_>>(), vec![false, false, true, true]);
+        // Another kind: not evaluated.
+        assert!(cmp_mask(&ints, CmpOp::Gt, CmpValue::F64(0.0)).is_none());
+        assert!(cmp_mask(&StringArray::from(vec!["a"]), CmpOp::Gt, CmpValue::I64(0)).is_none());
     }
 
     /// Bytes per row of a TSBS-shaped SST (host and region tags, 10 s

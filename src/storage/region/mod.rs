@@ -63,7 +63,7 @@ use super::version::{
     concat_all, prune_versions, put_mask, sort_batches, time_bounds, time_values, with_version, KeyEncoder, Layout, OP_DELETE, OP_PUT,
 };
 use super::wal::{LocalLog, LogStore};
-use super::{RegionDescriptor, RegionId, ScanRequest, SeqBounds, SeqMode, SeqNo, Shared, WriteNotice, DIFF_COLUMN};
+use super::{ColumnCmp, RegionDescriptor, RegionId, ScanRequest, SeqBounds, SeqMode, SeqNo, Shared, WriteNotice, DIFF_COLUMN};
 use crate::error::Result;
 
 /// WAL record op for a write that stores nothing (instant TTL).

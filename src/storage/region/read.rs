@@ -260,7 +260,7 @@ impl Region {
     }
 
     fn cached_scan(&self, scan: SstScan, fill: bool) -> SstScan {
-        let scan = scan.with_cache(&self.shared.column_cache, &self.cache_counts);
+        let scan = scan.with_cache(&self.shared.column_cache, &self.cache_counts).keep_text(&self.layout.primary_key);
         if fill {
             scan
         } else {
@@ -274,8 +274,11 @@ impl Region {
     fn admits(&self, files: &[Arc<SstFile>], cols: &[usize], f: &RowFilter) -> bool {
         let eq = prune_eq(f);
         let p = self.sst_predicate(f, &eq);
-        let bytes =
-            files.iter().filter(|x| file_may_match(&x.meta, &p)).map(|x| decoded_estimate(x, cols, &p)).fold(0usize, usize::saturating_add);
+        let bytes = files
+            .iter()
+            .filter(|x| file_may_match(&x.meta, &p))
+            .map(|x| decoded_estimate(x, cols, &p, &self.layout.primary_key))
+            .fold(0usize, usize::saturating_add);
         self.shared.column_cache.admits(bytes)
     }
 
@@ -339,6 +342,7 @@ impl Region {
         with_rowid: bool,
         chunk: Option<(usize, usize)>,
         fill: bool,
+        cmps: &[ColumnCmp],
     ) -> Result<Option<IsolatedRead>> {
         let m = &file.meta;
         let seq_after = f.seq_after.filter(|&a| m.seq_range.0 <= a);
@@ -374,7 +378,8 @@ impl Region {
         }
         let eq = prune_eq(f);
         let p = SstPredicate { seq_after, seq_upto, time, ts_col: self.layout.time_index, eq: &eq, seq_col };
-        let mut scan = self.seek_leading(self.cached_scan(scan_sst(file, &cols, &p), fill), &eq);
+        // Its rows need no merge: comparisons may drop rows as they are read.
+        let mut scan = self.seek_leading(self.cached_scan(scan_sst(file, &cols, &p), fill), &eq).with_cmps(cmps);
         if let Some((k, n)) = chunk {
             scan = scan.keep_chunk(k, n);
         }
@@ -552,6 +557,7 @@ impl Region {
             with_rowid: req.with_rowid,
             with_ssts: !memtable_only,
             fill: false,
+            cmps: req.cmps.clone(),
         };
         if self.desc.ttl_ms == Some(0) {
             return Ok(scan);
@@ -714,6 +720,8 @@ pub struct RegionScan {
     with_ssts: bool,
     /// Whether the scan's SST reads fill the decoded-column cache.
     fill: bool,
+    /// Comparisons isolated SST reads apply early (`ScanRequest::cmps`).
+    cmps: Vec<ColumnCmp>,
 }
 
 impl RegionScan {
@@ -736,6 +744,7 @@ impl RegionScan {
             with_rowid: false,
             with_ssts: false,
             fill: false,
+            cmps: vec![],
         }
     }
 
@@ -768,7 +777,7 @@ impl RegionScan {
             match self.work.pop_front() {
                 None => return Ok(None),
                 Some(Work::Isolated(file, chunk)) => {
-                    self.isolated = region.open_isolated(&file, &self.proj, &self.filter, self.with_rowid, chunk, self.fill)?
+                    self.isolated = region.open_isolated(&file, &self.proj, &self.filter, self.with_rowid, chunk, self.fill, &self.cmps)?
                 }
                 Some(Work::Group(group)) => {
                     let with_mem = group.iter().any(|s| matches!(s, Spec::Mem));
