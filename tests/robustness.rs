@@ -160,3 +160,46 @@ async fn alter_table_loses_no_concurrent_insert() {
     let n: i64 = c.query_one("SELECT count(*) FROM r WHERE c5 = 5 AND id <= 20000", &[]).await.unwrap().get(0);
     assert_eq!(n, 20000);
 }
+
+/// A large result moves to a producer thread after its first rows
+/// (`RowStream::pipelined`): rows keep their order across the hand-over,
+/// an error after it reaches the client after the rows before it, a
+/// portal read in pieces goes on where it stopped, and the connection
+/// carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_results_computed_ahead_keep_order_errors_and_portals() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::spawn(dir.path()).unwrap();
+    let mut c = server.connect(None).await.unwrap();
+    let n = 300_000i64;
+    let rows = c.query("SELECT g::bigint, g::text || 'x' FROM generate_series(1, 300000) g", &[]).await.unwrap();
+    assert_eq!(rows.len() as i64, n);
+    for (i, r) in rows.iter().enumerate() {
+        let g: i64 = r.get(0);
+        assert_eq!(g as usize, i + 1);
+        assert_eq!(r.get::<_, String>(1), format!("{g}x"));
+    }
+    // Division by zero at row 250,000: past the hand-over.
+    let msgs = c.simple_query("SELECT 1 / (g - 250000) FROM generate_series(1, 300000) g").await;
+    let e = msgs.unwrap_err();
+    assert_eq!(state(&e), "22012", "{e}");
+    assert_eq!(c.query_one("SELECT 1 + 1", &[]).await.unwrap().get::<_, i32>(0), 2);
+    // A portal read 100,000 rows at a time.
+    let tx = c.transaction().await.unwrap();
+    let st = tx.prepare("SELECT g::bigint FROM generate_series(1, 300000) g").await.unwrap();
+    let portal = tx.bind(&st, &[]).await.unwrap();
+    let mut next = 1i64;
+    loop {
+        let part = tx.query_portal(&portal, 100_000).await.unwrap();
+        if part.is_empty() {
+            break;
+        }
+        for r in part {
+            assert_eq!(r.get::<_, i64>(0), next);
+            next += 1;
+        }
+    }
+    assert_eq!(next, n + 1);
+    tx.commit().await.unwrap();
+    assert_eq!(c.query_one("SELECT 2 + 2", &[]).await.unwrap().get::<_, i32>(0), 4);
+}

@@ -934,6 +934,17 @@ pub fn has_volatile<P: PlanNode + ?Sized>(plan: &P) -> bool {
     volatility(plan) == Volatility::Volatile
 }
 
+/// Whether a result of `plan` may be computed on another thread than the
+/// session's (`RowStream::pipelined`): only immutable functions (stable
+/// ones read the session's time and settings; volatile ones its order of
+/// calls) and no subquery anywhere.
+pub fn may_run_elsewhere<P: PlanNode + ?Sized>(plan: &P) -> bool {
+    fn no_subquery<P: PlanNode + ?Sized>(p: &P) -> bool {
+        !p.own_exprs().into_iter().any(has_subquery) && inputs(p).into_iter().all(no_subquery)
+    }
+    volatility(plan) == Volatility::Immutable && no_subquery(plan)
+}
+
 pub fn has_subquery(e: &Expr) -> bool {
     let mut found = false;
     e.walk(&mut |x| {

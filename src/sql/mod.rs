@@ -764,6 +764,7 @@ impl Session {
                     let plan = planner.physical(plan)?;
                     let rows = stream::RowStream::new(crate::exec::build(&plan, &planner.ctx)?, planner.ctx.clone());
                     if stream {
+                        let rows = rows.pipelined(crate::planner::analysis::may_run_elsewhere(&plan));
                         return Ok(QueryResult::Stream { columns, rows });
                     }
                     Ok(QueryResult::Rows { columns, batches: rows.collect()? })
