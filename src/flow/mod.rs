@@ -349,20 +349,23 @@ impl FlowManager {
         Ok(())
     }
 
-    /// Run `f` — TRUNCATE of `database.table`, which gives the table new
-    /// regions — while no evaluation of a flow reading the table runs: an
-    /// evaluation that started before waits to end first, one due meanwhile
-    /// waits for `f`. So no evaluation straddles the TRUNCATE and writes
-    /// rows of the old table into a sink after it. Then the flows run soon
-    /// (adaptive ones; EVAL INTERVAL ones at their tick), so their sinks
-    /// lose the old rows without waiting for a write.
-    pub fn excluding_readers<R>(&self, database: &str, table: &str, f: impl FnOnce() -> R) -> R {
+    /// Run `f` — TRUNCATE of `tables` (database, name: a table and its
+    /// partitions), which gives them new regions — while no evaluation of
+    /// a flow reading one of them runs: an evaluation that started before
+    /// ends first, one due meanwhile waits for `f`. So no evaluation
+    /// straddles the TRUNCATE and writes rows of the old table into a sink
+    /// after it. Then the flows run soon (adaptive ones; EVAL INTERVAL ones
+    /// at their tick), so their sinks lose the old rows without waiting for
+    /// a write.
+    pub fn excluding_readers<R>(&self, tables: &[(String, String)], f: impl FnOnce() -> R) -> R {
         // Name order (the map's), so two TRUNCATEs lock shared flows in
         // one order.
         let readers: Vec<Arc<FlowTask>> =
-            self.flows.read().values().filter(|t| t.def.read().sources.iter().any(|(d, n)| d == database && n == table)).cloned().collect();
+            self.flows.read().values().filter(|t| t.def.read().sources.iter().any(|s| tables.contains(s))).cloned().collect();
         if crate::failpoint::any_hook() {
-            crate::failpoint::run_hook(&format!("flow_readers_excluded:{table}"));
+            for (_, table) in tables {
+                crate::failpoint::run_hook(&format!("flow_readers_excluded:{table}"));
+            }
         }
         let guards: Vec<_> = readers.iter().map(|t| t.state.lock()).collect();
         let r = f();

@@ -134,13 +134,15 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                     }
                     bail!(UndefinedTable, "relation \"{}\" does not exist", rel.display());
                 };
-                // A partitioned table's partitions are truncated with it.
-                for old in super::partition::with_partitions(s, &top) {
-                    // New id, new empty regions: sequences never go backwards
-                    // for a region id, so incremental readers of the old regions
-                    // fall back to a full read instead of missing rows. No
-                    // flow over the table evaluates meanwhile.
-                    engine.flows.excluding_readers(&old.database, &old.name, || -> Result<()> {
+                // A partitioned table's partitions are truncated with it. No
+                // flow over any of them evaluates meanwhile.
+                let tables = super::partition::with_partitions(s, &top);
+                let names: Vec<(String, String)> = tables.iter().map(|t| (t.database.clone(), t.name.clone())).collect();
+                engine.flows.excluding_readers(&names, || -> Result<()> {
+                    for old in &tables {
+                        // New id, new empty regions: sequences never go backwards
+                        // for a region id, so incremental readers of the old regions
+                        // fall back to a full read instead of missing rows.
                         let mut def = old.clone();
                         def.id = cat.next_table_id()?;
                         engine.open_table_regions(&def)?;
@@ -148,9 +150,9 @@ pub fn execute(s: &mut Session, stmt: &Statement) -> Result<QueryResult> {
                         for r in 0..old.regions.max(1) {
                             engine.storage.drop_region(region_id(old.id, r))?;
                         }
-                        Ok(())
-                    })?;
-                }
+                    }
+                    Ok(())
+                })?;
             }
             Ok(QueryResult::Command("TRUNCATE TABLE".into()))
         }
