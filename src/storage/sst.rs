@@ -308,6 +308,22 @@ impl SstFile {
     }
 }
 
+/// A batch with its dictionary-coded text columns as plain text (see
+/// [`SstScan::dictionaries_out`]).
+pub fn plain_text(b: RecordBatch) -> Result<RecordBatch> {
+    if !b.columns().iter().any(|a| matches!(a.data_type(), DataType::Dictionary(..))) {
+        return Ok(b);
+    }
+    let cols = b.columns().iter().map(undictionary).collect::<Result<Vec<_>>>()?;
+    let fields: Vec<Field> =
+        b.schema().fields().iter().zip(&cols).map(|(f, a)| f.as_ref().clone().with_data_type(a.data_type().clone())).collect();
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new_with_metadata(fields, b.schema().metadata().clone())),
+        cols,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+    )?)
+}
+
 /// A dictionary-coded text column as plain text (other columns as they are).
 fn undictionary(a: &ArrayRef) -> Result<ArrayRef> {
     Ok(match a.data_type() {
@@ -552,6 +568,9 @@ pub struct SstScan {
     cmps: Vec<ColumnCmp>,
     /// Text columns the cache keeps as text (see [`SstScan::keep_text`]).
     plain: Vec<usize>,
+    /// Whether batches leave with text columns expanded (see
+    /// [`SstScan::dictionaries_out`]).
+    expand: bool,
 }
 
 /// Binary search: the first `i` in `lo..hi` where `before(i)` is false
@@ -700,6 +719,7 @@ pub fn scan_sst(f: &Arc<SstFile>, cols: &[usize], p: &SstPredicate<'_>) -> SstSc
         pending: Default::default(),
         cmps: Vec::new(),
         plain: Vec::new(),
+        expand: true,
     }
 }
 
@@ -749,6 +769,14 @@ impl SstScan {
     /// after the rows are filtered.
     pub fn keep_text(mut self, cols: &[usize]) -> SstScan {
         self.plain = cols.to_vec();
+        self
+    }
+
+    /// Leave text the cache holds as dictionaries coded in the batches:
+    /// for a caller that keeps a few rows of each batch (then
+    /// [`plain_text`] on those), so whole row groups are not expanded.
+    pub fn dictionaries_out(mut self) -> SstScan {
+        self.expand = false;
         self
     }
 
@@ -855,16 +883,7 @@ impl SstScan {
         if b.num_rows() == 0 {
             return Ok(None);
         }
-        if !b.columns().iter().any(|a| matches!(a.data_type(), DataType::Dictionary(..))) {
-            return Ok(Some(b));
-        }
-        let cols = b.columns().iter().map(undictionary).collect::<Result<Vec<_>>>()?;
-        let schema = self.file.reader_meta.schema().project(&self.cols)?;
-        Ok(Some(RecordBatch::try_new_with_options(
-            Arc::new(schema),
-            cols,
-            &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
-        )?))
+        Ok(Some(if self.expand { plain_text(b)? } else { b }))
     }
 
     /// Put the decoded row group into the cache, column by column.

@@ -259,7 +259,9 @@ impl Region {
             }
             // Rows newer than `after` only in a file flushed since.
             let check_seq = file.meta.seq_range.1 > after;
-            let Some(mut scan) = self.open_sst(file, &cols, &p_rg, true) else { continue };
+            // Attribute text stays dictionary-coded until the few matching
+            // rows are taken (identity columns are text).
+            let Some(mut scan) = self.open_sst(file, &cols, &p_rg, true).map(|s| s.dictionaries_out()) else { continue };
             while let Some(b) = scan.next_batch()? {
                 let n = b.num_rows();
                 if n == 0 {
@@ -314,7 +316,8 @@ impl Region {
                     }
                 }
                 if !rows.is_empty() {
-                    out.push((arrow::compute::take_record_batch(&b, &arrow::array::UInt32Array::from(rows))?, of));
+                    let taken = arrow::compute::take_record_batch(&b, &arrow::array::UInt32Array::from(rows))?;
+                    out.push((crate::storage::sst::plain_text(taken)?, of));
                 }
             }
         }
