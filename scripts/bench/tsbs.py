@@ -25,7 +25,17 @@ What it does (fixed seed, so every run sees the same bytes):
      timing the query and the fetch of every row;
   5. cross-checks every query's answer between engines (floats to 1e-9
      relative) and exits non-zero on a mismatch;
-  6. prints a Markdown table and writes --json.
+  6. flow freshness: a continuous per-minute, per-host aggregate of `cpu`
+     (weir: CREATE FLOW; PostgreSQL: a materialized view; DuckDB: a table
+     made by CREATE TABLE AS), created over the loaded rows (backfill), then
+     --fresh-rounds rounds of writes — the next 10 s tick of every host and
+     --fresh-late UPDATEs of random old rows (late data) — each followed by
+     a refresh (ADMIN FLUSH_FLOW / REFRESH MATERIALIZED VIEW / CREATE OR
+     REPLACE TABLE AS), timed from the first write to the refresh's end;
+     then 3 rounds of new ticks where weir refreshes by itself (its
+     background lag: the time until the sink shows the tick without being
+     asked). The three sinks are cross-checked at the end;
+  7. prints a Markdown table and writes --json.
 
 DuckDB runs in a child process (this program with --duck-worker) so its
 peak RSS is its own.
@@ -381,6 +391,68 @@ class Weir:
                 self.proc.wait()
 
 
+# --------------------------------------------------------------------------
+# flow freshness
+
+FRESH_SQL = ("SELECT date_trunc('minute', time) AS minute, hostname, max(usage_user) AS max_user, "
+             "avg(usage_system) AS avg_system, count(*) AS n FROM cpu GROUP BY minute, hostname")
+FRESH_READ = "SELECT minute, hostname, max_user, avg_system, n FROM cpu_1m ORDER BY minute, hostname"
+FRESH_LAG_ROUNDS = 3
+
+
+def fresh_rounds(hosts, ticks, seed, rounds, late):
+    """The writes of each freshness round: an INSERT of the next tick of
+    every host (the hosts' tags as generated), then `late` UPDATEs of random
+    old rows; the last FRESH_LAG_ROUNDS rounds have no late rows. Returns
+    [(statements, time of the new tick)]."""
+    tags = host_tags(hosts, random.Random(seed))
+    rnd = random.Random(seed + 7)
+    out = []
+    for r in range(rounds + FRESH_LAG_ROUNDS):
+        t = START + dt.timedelta(seconds=(ticks + r) * TICK_S)
+        vals = [f"('{ts_text(t)}', " + ", ".join(f"'{x}'" for x in tags[h]) + ", " +
+                ", ".join(str(rnd.randrange(101)) for _ in FIELDS) + ")" for h in range(hosts)]
+        stmts = ["INSERT INTO cpu VALUES " + ", ".join(vals)]
+        for _ in range(late if r < rounds else 0):
+            old = START + dt.timedelta(seconds=rnd.randrange(ticks) * TICK_S)
+            stmts.append(f"UPDATE cpu SET usage_user = {rnd.randrange(101)}, usage_system = {rnd.randrange(101)} "
+                         f"WHERE hostname = 'host_{rnd.randrange(hosts)}' AND time = '{ts_text(old)}'")
+        out.append((stmts, ts_text(t)))
+    return out
+
+
+def freshness(execute, create, refresh, rounds, nrounds, wait_for=None):
+    """Backfill, then the rounds: each round's writes and refresh are timed
+    together. With `wait_for`, the last rounds are not refreshed: the time
+    until wait_for(tick) holds is the engine's own lag."""
+    out = {}
+    t0 = time.perf_counter()
+    create()
+    out["backfill_seconds"] = time.perf_counter() - t0
+    out["round_seconds"], out["lag_seconds"] = [], []
+    for i, (stmts, tick) in enumerate(rounds):
+        t0 = time.perf_counter()
+        for s in stmts:
+            execute(s)
+        if i >= nrounds and wait_for is not None:
+            deadline = t0 + 120
+            while not wait_for(tick):
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"the sink did not show the tick {tick} within 120 s")
+                time.sleep(0.002)
+            out["lag_seconds"].append(time.perf_counter() - t0)
+        else:
+            refresh()
+            out["round_seconds"].append(time.perf_counter() - t0)
+    return out
+
+
+def fresh_log(engine, f):
+    lag = f" , own lag median {statistics.median(f['lag_seconds']) * 1e3:.0f} ms" if f.get("lag_seconds") else ""
+    log(f"{engine}: freshness: backfill {f['backfill_seconds']:.2f} s, write + refresh median "
+        f"{statistics.median(f['round_seconds']) * 1e3:.0f} ms{lag}")
+
+
 def run_sql(conn, binary=False):
     """The query method of both wire-protocol engines (same client call for
     weir and PostgreSQL): psycopg's simple protocol with text results, or
@@ -436,6 +508,23 @@ def bench_weir(args, csv_path, nrows, ins_stmts, qs, res):
             out["queries"][name] = {"times": times, "rows": len(rows)}
             res["answers"].setdefault(name, {})["weir"] = norm_rows(rows, ordered)
             log(f"weir: {name}: median {statistics.median(times) * 1e3:.1f} ms, {len(rows)} rows")
+        if args.fresh_rounds > 0:
+            c = e.conn
+
+            def sink_has(tick):
+                want = c.execute(f"SELECT count(*) FROM cpu WHERE time >= date_trunc('minute', TIMESTAMP '{tick}') "
+                                 f"AND time <= '{tick}'").fetchone()[0]
+                got = c.execute(f"SELECT sum(n) FROM cpu_1m WHERE minute = date_trunc('minute', TIMESTAMP '{tick}')").fetchone()[0]
+                return got == want
+
+            log("weir: flow freshness")
+            f = freshness(c.execute,
+                          lambda: (c.execute(f"CREATE FLOW cpu_1m_flow SINK TO cpu_1m AS {FRESH_SQL}"),
+                                   c.execute("ADMIN FLUSH_FLOW('cpu_1m_flow')")),
+                          lambda: c.execute("ADMIN FLUSH_FLOW('cpu_1m_flow')"), res["fresh"], args.fresh_rounds, sink_has)
+            out["freshness"] = f
+            fresh_log("weir", f)
+            res["answers"].setdefault("flow sink", {})["weir"] = norm_rows(c.execute(FRESH_READ).fetchall(), True)
         out["rss_end"] = e.rss()
     finally:
         e.stop()
@@ -465,7 +554,7 @@ def bench_pg(args, csv_path, nrows, ins_stmts, qs, res):
 
     note_pid(conn)
     for t in ("cpu", "cpu_ins1", "cpu_ins2"):
-        conn.execute(f"DROP TABLE IF EXISTS {t}")
+        conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
     for s in pg_ddl("cpu"):
         conn.execute(s)
     log("PostgreSQL: COPY")
@@ -506,6 +595,15 @@ def bench_pg(args, csv_path, nrows, ins_stmts, qs, res):
         out["queries"][name] = {"times": times, "rows": len(rows)}
         res["answers"].setdefault(name, {})["PostgreSQL"] = norm_rows(rows, ordered)
         log(f"PostgreSQL: {name}: median {statistics.median(times) * 1e3:.1f} ms, {len(rows)} rows")
+    if args.fresh_rounds > 0:
+        log("PostgreSQL: flow freshness (materialized view)")
+        conn.execute("DROP MATERIALIZED VIEW IF EXISTS cpu_1m")
+        f = freshness(conn.execute, lambda: conn.execute(f"CREATE MATERIALIZED VIEW cpu_1m AS {FRESH_SQL}"),
+                      lambda: conn.execute("REFRESH MATERIALIZED VIEW cpu_1m"), res["fresh"], args.fresh_rounds)
+        out["freshness"] = f
+        fresh_log("PostgreSQL", f)
+        res["answers"].setdefault("flow sink", {})["PostgreSQL"] = norm_rows(conn.execute(FRESH_READ).fetchall(), True)
+        conn.execute("DROP MATERIALIZED VIEW IF EXISTS cpu_1m")
     out["rss_end"] = {"VmHWM": peak(), "note": "largest VmHWM of the benchmark's backends (shared buffers count)"}
     for t in ("cpu_ins1", "cpu_ins2"):
         conn.execute(f"DROP TABLE IF EXISTS {t}")
@@ -548,6 +646,11 @@ def duck_worker(spec_path):
             continue
         out["queries"][name] = {"times": times, "rows": len(rows)}
         answers[name] = norm_rows(rows, ordered)
+    if spec["fresh_rounds"] > 0:
+        out["freshness"] = freshness(con.execute, lambda: con.execute(f"CREATE TABLE cpu_1m AS {FRESH_SQL}"),
+                                     lambda: con.execute(f"CREATE OR REPLACE TABLE cpu_1m AS {FRESH_SQL}"),
+                                     spec["fresh"], spec["fresh_rounds"])
+        answers["flow sink"] = norm_rows(con.execute(FRESH_READ).fetchall(), True)
     out["rss_end"] = {"VmHWM": proc_kb(os.getpid(), "VmHWM")}
     con.close()
     json.dump({"result": out, "answers": answers}, open(spec["out"], "w"))
@@ -555,7 +658,7 @@ def duck_worker(spec_path):
 
 def bench_duck(args, csv_path, qs, res):
     spec = {"db": os.path.join(args.tmp, "duck.db"), "csv": csv_path, "queries": qs, "runs": args.runs,
-            "out": os.path.join(args.tmp, "duck.json")}
+            "out": os.path.join(args.tmp, "duck.json"), "fresh": res["fresh"], "fresh_rounds": args.fresh_rounds}
     with open(os.path.join(args.tmp, "duck-spec.json"), "w") as f:
         json.dump(spec, f)
     log("DuckDB: load and queries (child process)")
@@ -571,6 +674,8 @@ def bench_duck(args, csv_path, qs, res):
             log(f"DuckDB: {name}: median {statistics.median(q['times']) * 1e3:.1f} ms, {q['rows']} rows")
         else:
             log(f"DuckDB: {name}: {q['error']}")
+    if "freshness" in d["result"]:
+        fresh_log("DuckDB", d["result"]["freshness"])
 
 
 # --------------------------------------------------------------------------
@@ -620,6 +725,19 @@ def report(res, qs):
             m = res["engines"][e]["ingest"].get(method)
             cells.append(f"{m['rows_per_s']:,.0f}" if m else "n/a")
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    if any("freshness" in res["engines"][e] for e in engines):
+        lines.append("")
+        lines.append("| flow freshness (per-minute, per-host aggregate) | " + " | ".join(engines) + " |")
+        lines.append("|---|" + "---:|" * len(engines))
+        rows = [("backfill over the loaded rows, s", lambda f: f"{f['backfill_seconds']:.2f}"),
+                (f"write a tick of every host + {res.get('fresh_late', 0)} late UPDATEs, then refresh: median ms (min-max)",
+                 lambda f: f"{fmt_ms(statistics.median(f['round_seconds']))} ({fmt_ms(min(f['round_seconds']))}-"
+                           f"{fmt_ms(max(f['round_seconds']))})"),
+                ("write a tick, sink shows it with no refresh asked: median ms",
+                 lambda f: fmt_ms(statistics.median(f["lag_seconds"])) if f.get("lag_seconds") else "n/a")]
+        for label, cell in rows:
+            cells = [cell(res["engines"][e]["freshness"]) if "freshness" in res["engines"][e] else "n/a" for e in engines]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("| engine | bytes on disk / row | peak RSS after ingest | peak RSS at end |")
     lines.append("|---|---:|---:|---:|")
@@ -647,6 +765,8 @@ def main():
     ap.add_argument("--binary-results", action="store_true",
                     help="weir and PostgreSQL send results in binary (psycopg binary cursors); default text")
     ap.add_argument("--json", default="tsbs-result.json")
+    ap.add_argument("--fresh-rounds", type=int, default=5, help="flow freshness rounds with late rows (0: none)")
+    ap.add_argument("--fresh-late", type=int, default=20, help="late UPDATEs per freshness round")
     args = ap.parse_args()
     if args.duck_worker:
         duck_worker(args.duck_worker)
@@ -661,7 +781,8 @@ def main():
     log(f"generated {nrows:,} rows, {os.path.getsize(csv_path) / 2**20:.0f} MiB, in {time.perf_counter() - t0:.1f} s")
     ins_stmts = insert_statements(csv_lines(csv_path, args.insert_rows), "cpu_ins")
     qs = queries(args.hosts, args.hours, args.seed)
-    res = {"rows": nrows, "hosts": args.hosts, "ticks": ticks, "runs": args.runs, "seed": args.seed,
+    fresh = fresh_rounds(args.hosts, ticks, args.seed, args.fresh_rounds, args.fresh_late) if args.fresh_rounds > 0 else []
+    res = {"fresh": fresh, "fresh_late": args.fresh_late, "rows": nrows, "hosts": args.hosts, "ticks": ticks, "runs": args.runs, "seed": args.seed,
            "insert_rows": min(args.insert_rows, nrows), "results": "binary" if args.binary_results else "text", "started": dt.datetime.utcnow().isoformat() + "Z",
            "loadavg_start": open("/proc/loadavg").read().split()[:3], "engines": {}, "answers": {},
            "queries": [{"name": n, "sql": s} for n, s, _ in qs], "query_errors": []}
@@ -686,6 +807,7 @@ def main():
                 mismatches.append(f"{name}: {names[0]} vs {names[i]}: {d[:300]}")
     res["mismatches"] = mismatches
     answers = res.pop("answers")
+    res.pop("fresh")
     res["answer_rows"] = {n: {e: len(r) for e, r in a.items()} for n, a in answers.items()}
     res["seconds_total"] = time.perf_counter() - t_all
     res["failures"] = failures
