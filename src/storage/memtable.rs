@@ -17,8 +17,10 @@ use super::version::{concat_all, time_bounds, time_values, FxBuild, Layout};
 use super::SeqNo;
 use crate::error::Result;
 
-/// Chunks smaller than this are coalesced; 1024 rows, a guess.
-const SMALL_ROWS: usize = 1024;
+/// Chunks smaller than this are coalesced. Under 1000 rows, so a
+/// 1000-row INSERT (TSBS's loader's statement) stays a chunk of its own
+/// instead of being copied again into a coalesced one.
+const SMALL_ROWS: usize = 512;
 /// Coalesce once this many small chunks wait.
 const SMALL_CHUNKS_MAX: usize = 32;
 

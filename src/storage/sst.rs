@@ -14,6 +14,7 @@ use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
     ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter, RowSelection, RowSelector,
 };
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::file::metadata::PageIndexPolicy;
@@ -25,7 +26,7 @@ use parquet::file::statistics::Statistics;
 use super::column_cache::{ColumnCache, ColumnKey};
 use super::meta::FileMeta;
 use super::object::{ObjectReader, ObjectStore, PrefetchReader};
-use super::version::{time_bounds, Layout, OP_PUT};
+use super::version::{on_two_threads, time_bounds, Layout, OP_PUT, PARALLEL_ROWS};
 use super::{CmpOp, CmpValue, ColumnCmp};
 
 /// Rows per data page: the page index then bounds the time range of each
@@ -182,9 +183,7 @@ pub fn write_sst(
 ) -> Result<SstFile> {
     let props = sst_properties(layout, row_group_rows);
     let disk = intervals_to_disk(batch)?;
-    let mut w = ArrowWriter::try_new(Vec::new(), disk.schema(), Some(props))?;
-    w.write(&disk)?;
-    let buf = Bytes::from(w.into_inner()?);
+    let buf = Bytes::from(encode_sst(&disk, props, row_group_rows)?);
     let seq = batch.column(layout.seq()).as_primitive::<arrow::datatypes::UInt64Type>();
     let seq_range = (arrow::compute::min(seq).unwrap_or(0), arrow::compute::max(seq).unwrap_or(0));
     let time_range = match layout.time_index {
@@ -208,6 +207,45 @@ pub fn write_sst(
     let dict_cols = dictionary_columns(&reader_meta);
     store.put(&path, buf)?;
     Ok(SstFile { meta, reader_meta, dict_cols, store: store.clone(), obsolete: AtomicBool::new(false) })
+}
+
+/// `batch` as Parquet bytes. From [`PARALLEL_ROWS`] rows on, each row
+/// group's columns are encoded on two threads (parquet's column writers,
+/// the same pages as `ArrowWriter::write` makes), then appended in order.
+fn encode_sst(batch: &RecordBatch, props: WriterProperties, row_group_rows: usize) -> Result<Vec<u8>> {
+    let mut w = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props))?;
+    let n = batch.num_rows();
+    if n < PARALLEL_ROWS {
+        w.write(batch)?;
+        return Ok(w.into_inner()?);
+    }
+    let (mut file, columns) = w.into_serialized_writer()?;
+    let schema = batch.schema();
+    let group_rows = row_group_rows.max(1);
+    let (mut start, mut group) = (0, 0);
+    while start < n {
+        let rows = batch.slice(start, group_rows.min(n - start));
+        let mut leaves = Vec::with_capacity(schema.fields().len());
+        for (f, c) in schema.fields().iter().zip(rows.columns()) {
+            leaves.extend(compute_leaves(f, c)?);
+        }
+        let writers = columns.create_column_writers(group)?;
+        if writers.len() != leaves.len() {
+            crate::bail!(Internal, "sst writer: {} column writers for {} leaf columns", writers.len(), leaves.len());
+        }
+        let chunks = on_two_threads(writers.into_iter().zip(leaves).collect(), |(mut w, leaf)| -> Result<ArrowColumnChunk> {
+            w.write(&leaf)?;
+            Ok(w.close()?)
+        })?;
+        let mut g = file.next_row_group()?;
+        for c in chunks {
+            c.append_to_row_group(&mut g)?;
+        }
+        g.close()?;
+        start += rows.num_rows();
+        group += 1;
+    }
+    Ok(file.into_inner()?)
 }
 
 /// A whole file in memory, read for its metadata only. Parsed metadata
@@ -1184,6 +1222,46 @@ mod tests {
         // Another kind: not evaluated.
         assert!(cmp_mask(&ints, CmpOp::Gt, CmpValue::F64(0.0)).is_none());
         assert!(cmp_mask(&StringArray::from(vec!["a"]), CmpOp::Gt, CmpValue::I64(0)).is_none());
+    }
+
+    /// Columns encoded on two threads make the very bytes one
+    /// `ArrowWriter::write` makes (row groups, pages, statistics, footer),
+    /// nulls, a last short row group and an interval column included.
+    #[test]
+    fn parallel_encoding_is_arrow_writers() {
+        let n = PARALLEL_ROWS * 2 + 777;
+        let iv: Vec<Option<IntervalMonthDayNano>> =
+            (0..n).map(|i| (i % 5 != 0).then(|| IntervalMonthDayNano::new(i as i32, 1, i as i64))).collect();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("host", DataType::Utf8, true),
+            Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), false),
+            Field::new("v", DataType::Float64, true),
+            Field::new("iv", DataType::Interval(IntervalUnit::MonthDayNano), true),
+        ]));
+        let desc = RegionDescriptor {
+            table_name: "t".into(),
+            schema: schema.clone(),
+            primary_key: vec![0],
+            time_index: Some(1),
+            append_mode: false,
+            ttl_ms: None,
+        };
+        let layout = Layout::new(&desc);
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter((0..n).map(|i| (i % 7 != 0).then(|| format!("host_{}", i / 1000))))),
+            Arc::new(TimestampMicrosecondArray::from_iter_values((0..n).map(|i| (i % 1000) as i64 * 10))),
+            Arc::new(Float64Array::from_iter((0..n).map(|i| (i % 3 != 0).then_some(i as f64 / 8.0)))),
+            Arc::new(IntervalMonthDayNanoArray::from(iv)),
+            Arc::new(UInt64Array::from_iter_values(0..n as u64)),
+        ];
+        let batch = intervals_to_disk(&with_version(&layout, cols, 3, OP_PUT).unwrap()).unwrap();
+        for rg in [PARALLEL_ROWS, 100_000] {
+            let props = || sst_properties(&layout, rg);
+            let mut w = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props())).unwrap();
+            w.write(&batch).unwrap();
+            let serial = w.into_inner().unwrap();
+            assert_eq!(encode_sst(&batch, props(), rg).unwrap(), serial, "row groups of {rg} rows");
+        }
     }
 
     /// Bytes per row of a TSBS-shaped SST (host and region tags, 10 s
