@@ -238,7 +238,10 @@ pub struct IndexDef {
 
 #[derive(Default)]
 struct State {
-    databases: BTreeMap<String, ()>,
+    /// Each database's slot: a small number it keeps while it exists
+    /// (its namespace's and pg_database's OIDs), so those OIDs do not move
+    /// when another database is created or dropped.
+    databases: BTreeMap<String, u32>,
     tables: BTreeMap<(String, String), TableDef>,
     views: BTreeMap<(String, String), ViewDef>,
     indexes: BTreeMap<(String, String), IndexDef>,
@@ -297,18 +300,31 @@ const ROLE_PREFIX: &str = "role/";
 const ACL_PREFIX: &str = "acl/";
 const FUNCTION_PREFIX: &str = "function/";
 
+/// The smallest slot no database holds.
+fn free_slot(databases: &BTreeMap<String, u32>) -> u32 {
+    let used: std::collections::BTreeSet<u32> = databases.values().copied().collect();
+    (0..).find(|n| !used.contains(n)).unwrap_or(0)
+}
+
 impl Catalog {
     pub fn open(dir: &Path) -> Result<Catalog> {
         let db = crate::sled_open::open(&sled::Config::new().path(dir.join("catalog")))?;
         let tree = db.open_tree("catalog")?;
         let mut state = State::default();
         let mut sequence_values = BTreeMap::new();
+        // Databases stored before slots existed (an empty entry).
+        let mut unslotted: Vec<String> = Vec::new();
         for item in tree.iter() {
             let (k, v) = item?;
             let key = String::from_utf8_lossy(&k).to_string();
             let corrupt = |e: serde_json::Error| err!(Corrupt, "catalog entry {key} is corrupt: {e}");
             if let Some(name) = key.strip_prefix(DB_PREFIX) {
-                state.databases.insert(name.to_string(), ());
+                match <[u8; 4]>::try_from(v.as_ref()) {
+                    Ok(b) => {
+                        state.databases.insert(name.to_string(), u32::from_le_bytes(b));
+                    }
+                    Err(_) => unslotted.push(name.to_string()),
+                }
             } else if key.starts_with(TABLE_PREFIX) {
                 let t: TableDef = serde_json::from_slice(&v).map_err(corrupt)?;
                 state.tables.insert((t.database.clone(), t.name.clone()), t);
@@ -355,6 +371,14 @@ impl Catalog {
             } else if key.starts_with(flow::PROGRESS_PREFIX) {
                 serde_json::from_slice::<FlowProgress>(&v).map_err(corrupt)?;
             }
+        }
+        // In name order, the smallest free slots: a catalog of only such
+        // entries keeps the OIDs it had (the index in name order), and the
+        // slots are stored so they stay.
+        for name in unslotted {
+            let slot = free_slot(&state.databases);
+            tree.insert(format!("{DB_PREFIX}{name}").as_bytes(), &slot.to_le_bytes()[..])?;
+            state.databases.insert(name, slot);
         }
         let cat = Catalog {
             tree,
@@ -457,13 +481,19 @@ impl Catalog {
         self.state.read().databases.keys().cloned().collect()
     }
 
+    /// The databases with their slots (see `State::databases`), by name.
+    pub fn database_slots(&self) -> Vec<(String, u32)> {
+        self.state.read().databases.iter().map(|(d, n)| (d.clone(), *n)).collect()
+    }
+
     pub fn create_database(&self, name: &str) -> Result<()> {
         let mut st = self.state.write();
         if st.databases.contains_key(name) {
             bail!(DuplicateDatabase, "database \"{name}\" already exists");
         }
-        self.put(format!("{DB_PREFIX}{name}"), vec![])?;
-        st.databases.insert(name.to_string(), ());
+        let slot = free_slot(&st.databases);
+        self.put(format!("{DB_PREFIX}{name}"), slot.to_le_bytes().to_vec())?;
+        st.databases.insert(name.to_string(), slot);
         Ok(())
     }
 
@@ -728,6 +758,40 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Namespace and pg_database OIDs came from a database's index in name
+    /// order, so creating or dropping another database moved them; a query
+    /// joining pg_class to pg_namespace while slt files created their
+    /// databases found no row (ddl/temp_tables.slt:246, session 15).
+    #[test]
+    fn a_database_keeps_its_slot_while_others_come_and_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let slots = |cat: &Catalog| cat.database_slots().into_iter().collect::<BTreeMap<String, u32>>();
+        {
+            let cat = Catalog::open(dir.path()).unwrap();
+            for d in ["m", "t", "z"] {
+                cat.create_database(d).unwrap();
+            }
+            let before = slots(&cat);
+            cat.drop_database("m").unwrap();
+            cat.create_database("a").unwrap();
+            let after = slots(&cat);
+            assert_eq!(after["t"], before["t"]);
+            assert_eq!(after["z"], before["z"]);
+            // A dropped database's slot is free again; slots stay distinct.
+            assert_eq!(after["a"], before["m"]);
+            cat.create_database("b").unwrap();
+            let all = slots(&cat);
+            assert_eq!(all.values().collect::<std::collections::BTreeSet<_>>().len(), all.len());
+            // Entries of a catalog from before slots (empty values).
+            cat.put(format!("{DB_PREFIX}old1"), vec![]).unwrap();
+            cat.put(format!("{DB_PREFIX}old2"), vec![]).unwrap();
+        }
+        let first = slots(&Catalog::open(dir.path()).unwrap());
+        let again = slots(&Catalog::open(dir.path()).unwrap());
+        assert_eq!(first, again, "slots survive a reopen");
+        assert_eq!(first.values().collect::<std::collections::BTreeSet<_>>().len(), first.len());
+    }
 
     #[test]
     fn a_damaged_flow_entry_is_corrupt_at_open() {

@@ -10,7 +10,7 @@
 use sqlparser::ast;
 
 use super::bind::AggCollector;
-use super::system::{database_namespace_oid, is_reserved_schema, table_oid, view_oid, SYSTEM_RELATIONS};
+use super::system::{database_namespace_oid, database_oid, is_reserved_schema, table_oid, view_oid, SYSTEM_RELATIONS};
 use super::{Planner, Scope};
 use crate::catalog::acl::{self, AclObject};
 use crate::error::Result;
@@ -86,12 +86,7 @@ impl Planner<'_> {
     }
 
     fn database_objects(&self) -> Vec<(i64, String, Obj)> {
-        self.catalog
-            .databases()
-            .into_iter()
-            .enumerate()
-            .map(|(i, d)| (16000 + i as i64, d.clone(), Obj::Acl(AclObject::Database(d))))
-            .collect()
+        self.catalog.database_slots().into_iter().map(|(d, n)| (database_oid(n), d.clone(), Obj::Acl(AclObject::Database(d)))).collect()
     }
 
     fn schema_objects(&self) -> Vec<(i64, String, Obj)> {
@@ -100,8 +95,8 @@ impl Planner<'_> {
             (2200, "public".to_string(), Obj::Schema(Some(self.database.clone()))),
             (13000, "information_schema".to_string(), Obj::Schema(None)),
         ];
-        for (i, d) in self.catalog.databases().iter().enumerate().filter(|(_, d)| !is_reserved_schema(d)) {
-            v.push((database_namespace_oid(i), d.clone(), Obj::Schema(Some(d.clone()))));
+        for (d, n) in self.catalog.database_slots().into_iter().filter(|(d, _)| !is_reserved_schema(d)) {
+            v.push((database_namespace_oid(n), d.clone(), Obj::Schema(Some(d))));
         }
         v
     }

@@ -16,7 +16,7 @@ use sqlparser::ast;
 
 use super::bind::AggCollector;
 use super::system::{
-    database_namespace_oid, index_oid, is_reserved_schema, pk_columns, pk_constraintdef, pk_indexdef, quote_ident, table_oid,
+    database_namespace_oid, database_oid, index_oid, is_reserved_schema, pk_columns, pk_constraintdef, pk_indexdef, quote_ident, table_oid,
     user_index_oid, user_indexdef, view_oid, SYSTEM_RELATIONS,
 };
 use super::{Planner, Scope};
@@ -218,8 +218,8 @@ impl Planner<'_> {
                 .collect(),
             RegKind::Namespace => {
                 let mut v = vec![entry(11, "pg_catalog"), entry(2200, "public"), entry(13000, "information_schema")];
-                for (i, d) in self.catalog.databases().iter().enumerate().filter(|(_, d)| !is_reserved_schema(d)) {
-                    v.push(entry(database_namespace_oid(i), d));
+                for (d, n) in self.catalog.database_slots().iter().filter(|(d, _)| !is_reserved_schema(d)) {
+                    v.push(entry(database_namespace_oid(*n), d));
                 }
                 v
             }
@@ -548,14 +548,14 @@ impl Planner<'_> {
                 self.infer_param(&arg, SqlType::Text);
                 let mut by_name = Vec::new();
                 let mut by_oid = Vec::new();
-                for (i, d) in self.catalog.databases().iter().enumerate() {
+                for (d, n) in &self.catalog.database_slots() {
                     let mut total = 0;
                     for t in self.catalog.tables(d) {
                         let (data, wal) = table_bytes(&t)?;
                         total += data + wal;
                     }
                     by_name.push((Expr::lit(Value::Text(d.clone()), SqlType::Text), Expr::lit(Value::Int(total), SqlType::Int8)));
-                    by_oid.push((16000 + i as i64, Value::Int(total)));
+                    by_oid.push((database_oid(*n), Value::Int(total)));
                 }
                 if arg.ty().is_integer() {
                     let key = if arg.ty() == SqlType::Int8 { arg } else { Expr::Cast { expr: Box::new(arg), ty: SqlType::Int8 } };

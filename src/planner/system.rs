@@ -247,9 +247,15 @@ pub fn is_reserved_schema(name: &str) -> bool {
 /// only its own, so one OID serves them all.
 pub const TEMP_NAMESPACE_OID: i64 = 13900;
 
-/// OID of the namespace of the i-th database (in `databases()` order).
-pub fn database_namespace_oid(i: usize) -> i64 {
-    14000 + i as i64
+/// The OID of a database's namespace (a database is a schema), from its
+/// catalog slot: it stays while the database exists.
+pub fn database_namespace_oid(slot: u32) -> i64 {
+    14000 + slot as i64
+}
+
+/// The OID of a database in pg_database, from its catalog slot.
+pub fn database_oid(slot: u32) -> i64 {
+    16000 + slot as i64
 }
 
 /// A system table as a memory node named `schema.name`.
@@ -661,7 +667,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
         }
         // ALTER DEFAULT PRIVILEGES entries (psql's \ddp); namespace 0: every database.
         ("pg_catalog", "pg_default_acl") => {
-            let dbs = p.catalog.databases();
+            let dbs = p.catalog.database_slots();
             let rows = p
                 .catalog
                 .default_acls()
@@ -675,7 +681,7 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                     let ns = match schema {
                         None => 0,
                         Some(d) if d == db => 2200,
-                        Some(d) => dbs.iter().position(|x| *x == d).map(database_namespace_oid).unwrap_or(0),
+                        Some(d) => dbs.iter().find(|x| x.0 == d).map(|x| database_namespace_oid(x.1)).unwrap_or(0),
                     };
                     vec![Value::Int(90000 + i as i64), Value::Int(role_oid(p, &role)), Value::Int(ns), t("r"), t(&acl_text(&items))]
                 })
@@ -695,22 +701,21 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
                 let schema: String = stored.splitn(4, '_').take(3).collect::<Vec<_>>().join("_");
                 rows.push(vec![Value::Int(TEMP_NAMESPACE_OID), t(&schema), Value::Int(10), Value::Null]);
             }
-            for (i, d) in p.catalog.databases().iter().enumerate().filter(|(_, d)| !is_reserved_schema(d)) {
+            for (d, n) in p.catalog.database_slots().iter().filter(|(d, _)| !is_reserved_schema(d)) {
                 let owner = role_oid(p, &p.catalog.owner_of(&AclObject::Database(d.clone())));
-                rows.push(vec![Value::Int(database_namespace_oid(i)), t(d), Value::Int(owner), Value::Null]);
+                rows.push(vec![Value::Int(database_namespace_oid(*n)), t(d), Value::Int(owner), Value::Null]);
             }
             table(&[("oid", Oid), ("nspname", Text), ("nspowner", Oid), ("nspacl", Text)], rows)
         }
         ("pg_catalog", "pg_database") => {
             let rows = p
                 .catalog
-                .databases()
+                .database_slots()
                 .iter()
-                .enumerate()
-                .map(|(i, d)| {
+                .map(|(d, n)| {
                     let obj = AclObject::Database(d.clone());
                     vec![
-                        Value::Int(16000 + i as i64),
+                        Value::Int(database_oid(*n)),
                         t(d),
                         Value::Int(role_oid(p, &p.catalog.owner_of(&obj))),
                         Value::Int(6),
@@ -753,9 +758,9 @@ fn system_table_rows(p: &Planner, schema: &str, name: &str) -> Result<(LogicalPl
             // relations of every other.
             let path = p.search_databases();
             let mut schemas = vec![(db.to_string(), 2200)];
-            for (i, d) in p.catalog.databases().iter().enumerate() {
-                if d != db && !is_reserved_schema(d) && path.contains(d) {
-                    schemas.push((d.clone(), database_namespace_oid(i)));
+            for (d, n) in p.catalog.database_slots() {
+                if d != db && !is_reserved_schema(&d) && path.contains(&d) {
+                    schemas.push((d.clone(), database_namespace_oid(n)));
                 }
             }
             let placed = |d: &str, nsp: i64, name: &str| -> Option<(i64, String)> {
