@@ -144,6 +144,39 @@ fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
     })
 }
 
+/// The storage request of an UPDATE's or DELETE's read of `region`, a
+/// region of `table`: narrowed by the statement's predicate (over the
+/// table's columns) as a query's scan is, by time range, primary-key value
+/// sets and early comparisons. The predicate is still evaluated over what
+/// it returns; without this a point UPDATE read every row of the table.
+pub fn narrowed_request(table: &crate::catalog::TableDef, region: &crate::storage::Region, pred: &Expr) -> ScanRequest {
+    let mut s = Scan {
+        table: table.clone(),
+        regions: crate::exec::plan::Regions(Vec::new(), Vec::new()),
+        projection: None,
+        columns: Vec::new(),
+        filters: Vec::new(),
+        time_range: None,
+        tag_sets: Vec::new(),
+        last_row: false,
+    };
+    super::rewrite::pushdown::narrow_scan(&mut s, pred);
+    let mut request = ScanRequest { time_range: s.time_range, ..Default::default() };
+    for (col, set) in &s.tag_sets {
+        if set.is_empty() || set.iter().any(|v| matches!(v, crate::types::Value::Null)) || *col >= region.desc.schema.fields().len() {
+            continue;
+        }
+        let ty = SqlType::from_arrow(region.desc.schema.field(*col).data_type());
+        if let Ok(a) = crate::types::values_to_array(set, ty) {
+            request.filters.push(ColumnEq { column: *col, value: a });
+        }
+    }
+    let mut conj = Vec::new();
+    super::rewrite::conjuncts(pred.clone(), &mut conj);
+    request.cmps = conj.iter().filter_map(column_cmp).collect();
+    request
+}
+
 /// A conjunct storage can evaluate as it reads (`ColumnCmp`): a float8 or
 /// integer table column compared with a constant of its own kind.
 fn column_cmp(e: &Expr) -> Option<ColumnCmp> {

@@ -667,7 +667,7 @@ fn upsert(
     let mut stored: Vec<RecordBatch> = Vec::with_capacity(regions.len());
     let mut by_key: Vec<HashMap<Vec<Key>, (usize, usize)>> = vec![HashMap::new(); arbiters.len()];
     for (ri, r) in regions.iter().enumerate() {
-        let rows = matching_rows(planner, r, None)?;
+        let rows = matching_rows(planner, def, r, None)?;
         let b = match rows.len() {
             0 => RecordBatch::new_empty(r.stored_schema()),
             1 => rows.into_iter().next().expect("one"),
@@ -1149,8 +1149,12 @@ fn updated_rows(planner: &Planner, def: &TableDef, base: &[ArrayRef], input: &Re
 }
 
 /// Rows of a region matching a predicate, with their row ids.
-pub(super) fn matching_rows(planner: &Planner, region: &Region, pred: Option<&Expr>) -> Result<Vec<RecordBatch>> {
-    let batches = scan_region(planner, region, ScanRequest { with_rowid: true, ..Default::default() })?;
+pub(super) fn matching_rows(planner: &Planner, def: &TableDef, region: &Region, pred: Option<&Expr>) -> Result<Vec<RecordBatch>> {
+    let request = match pred {
+        Some(p) => crate::planner::physical::narrowed_request(def, region, p),
+        None => ScanRequest::default(),
+    };
+    let batches = scan_region(planner, region, ScanRequest { with_rowid: true, ..request })?;
     let mut out = Vec::new();
     for b in batches {
         if b.num_rows() == 0 {
@@ -1207,7 +1211,7 @@ fn delete_where(
     let pred = and_opt(bind_where(planner, def, alias, w)?, policy_where(planner, def, PolicyCommand::Delete)?);
     let mut n = 0;
     for r in regions {
-        for b in matching_rows(planner, r, pred.as_ref())? {
+        for b in matching_rows(planner, def, r, pred.as_ref())? {
             // BEFORE DELETE row triggers returning NULL keep their rows.
             let b = match super::trigger::before_row(s, def, TriggerOp::Delete, Some(&b), None)? {
                 Some((kept, _)) => arrow::compute::take_record_batch(&b, &UInt32Array::from(kept))?,
@@ -1297,7 +1301,7 @@ fn joined_change(
     let mut n = 0;
     let pred = policy_where(planner, def, if set_cols.is_empty() { PolicyCommand::Delete } else { PolicyCommand::Update })?;
     for region in regions {
-        for b in matching_rows(planner, region, pred.as_ref())? {
+        for b in matching_rows(planner, def, region, pred.as_ref())? {
             let keep: arrow::array::BooleanArray = (0..b.num_rows())
                 .map(|i| {
                     let key: Vec<Key> = (0..nc).map(|c| Key::from(&crate::types::value_at(b.column(c).as_ref(), i))).collect();
@@ -1375,7 +1379,7 @@ fn update(
     // partition must not be met again there.
     let mut found = Vec::new();
     for r in regions {
-        for old in matching_rows(planner, r, pred.as_ref())? {
+        for old in matching_rows(planner, def, r, pred.as_ref())? {
             found.push((r, old));
         }
     }

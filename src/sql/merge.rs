@@ -242,7 +242,7 @@ pub fn execute(s: &mut Session, m: &ast::Merge, params: Params) -> Result<QueryR
     let regions = planner.regions(&def)?;
     if !updates.is_empty() {
         for region in &regions {
-            for b in matching_rows(&planner, region, None)? {
+            for b in matching_rows(&planner, &def, region, None)? {
                 let keys: Vec<Vec<Key>> = (0..b.num_rows())
                     .map(|i| (0..nc).map(|c| Key::from(&crate::types::value_at(b.column(c).as_ref(), i))).collect())
                     .collect();
