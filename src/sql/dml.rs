@@ -639,6 +639,62 @@ fn arbiters(planner: &Planner, def: &TableDef, target: Option<&ast::ConflictTarg
 /// proposed one as `excluded`); the other rows are inserted. Rows are matched by
 /// value against a scan of the table as the statement sees it.
 #[allow(clippy::too_many_arguments)]
+/// Primary-key values an ON CONFLICT read narrows to, at most; more
+/// proposed values read the column whole.
+const CONFLICT_VALUES_MAX: usize = 4096;
+
+/// The read of an INSERT … ON CONFLICT in `region`: only stored rows that
+/// can share an arbiter key with a proposed row of `batch` (both in the
+/// table's column order). When every arbiter holds the time index, the
+/// proposed rows' time range; for each primary-key column every arbiter
+/// holds, the proposed values (a NULL conflicts with nothing). Without
+/// this, each such INSERT read the whole table.
+fn conflict_request(def: &TableDef, region: &Region, arbiters: &[Vec<usize>], batch: &RecordBatch) -> ScanRequest {
+    use arrow::array::AsArray;
+    use arrow::datatypes::{DataType, TimeUnit, TimestampMicrosecondType};
+    let mut req = ScanRequest::default();
+    if arbiters.is_empty() || batch.num_rows() == 0 {
+        return req;
+    }
+    let in_all = |c: usize| arbiters.iter().all(|a| a.contains(&c));
+    if let Some(ti) = def.time_index.filter(|&ti| in_all(ti) && ti < batch.num_columns()) {
+        if let DataType::Timestamp(TimeUnit::Microsecond, _) = batch.column(ti).data_type() {
+            let t = batch.column(ti).as_primitive::<TimestampMicrosecondType>();
+            match (arrow::compute::min(t), arrow::compute::max(t)) {
+                (Some(lo), Some(hi)) => req.time_range = Some((lo, hi.saturating_add(1))),
+                // Every proposed time is NULL: nothing can conflict.
+                _ => req.time_range = Some((0, 0)),
+            }
+        }
+    }
+    for &c in def.primary_key.iter().filter(|&&c| in_all(c) && c < batch.num_columns()) {
+        let Some(field) = region.desc.schema.fields().get(c) else { continue };
+        // Text and integers, whose equality is storage's (not floats: -0 = 0).
+        let exact = matches!(field.data_type(), DataType::Utf8 | DataType::Int16 | DataType::Int32 | DataType::Int64);
+        if !exact || field.data_type() != batch.column(c).data_type() {
+            continue;
+        }
+        let mut set: Vec<Value> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..batch.num_rows() {
+            let v = crate::types::value_at(batch.column(c).as_ref(), i);
+            if !v.is_null() && seen.insert(crate::exec::expr::Key::from(&v)) {
+                set.push(v);
+            }
+            if set.len() > CONFLICT_VALUES_MAX {
+                break;
+            }
+        }
+        if set.is_empty() || set.len() > CONFLICT_VALUES_MAX {
+            continue;
+        }
+        if let Ok(a) = crate::types::values_to_array(&set, SqlType::from_arrow(field.data_type())) {
+            req.filters.push(crate::storage::ColumnEq { column: c, value: a });
+        }
+    }
+    req
+}
+
 fn upsert(
     s: &Session,
     planner: &Planner,
@@ -667,7 +723,11 @@ fn upsert(
     let mut stored: Vec<RecordBatch> = Vec::with_capacity(regions.len());
     let mut by_key: Vec<HashMap<Vec<Key>, (usize, usize)>> = vec![HashMap::new(); arbiters.len()];
     for (ri, r) in regions.iter().enumerate() {
-        let rows = matching_rows(planner, def, r, None)?;
+        let rows: Vec<RecordBatch> =
+            scan_region(planner, r, ScanRequest { with_rowid: true, ..conflict_request(def, r, &arbiters, &batch) })?
+                .into_iter()
+                .filter(|b| b.num_rows() > 0)
+                .collect();
         let b = match rows.len() {
             0 => RecordBatch::new_empty(r.stored_schema()),
             1 => rows.into_iter().next().expect("one"),
