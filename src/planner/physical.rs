@@ -110,15 +110,7 @@ fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
     if let Some(first) = s.regions.0.first() {
         // Storage prunes by each tag column's set of values (an equality
         // or IN-list); the selection above still filters.
-        for (col, set) in &s.tag_sets {
-            if set.is_empty() || set.iter().any(|v| matches!(v, crate::types::Value::Null)) {
-                continue;
-            }
-            let ty = SqlType::from_arrow(first.desc.schema.field(*col).data_type());
-            if let Ok(a) = crate::types::values_to_array(set, ty) {
-                request.filters.push(ColumnEq { column: *col, value: a });
-            }
-        }
+        request.filters = tag_filters(&s.tag_sets, first);
     }
     let plan = Plan::Scan { regions: s.regions.clone(), request, columns: s.columns.clone() };
     // Filters address table columns; the selection sees the projection.
@@ -144,6 +136,19 @@ fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
     })
 }
 
+/// A scan's tag value sets as storage's pruning filters over `region`'s
+/// columns (an empty set or one holding NULL prunes nothing).
+fn tag_filters(sets: &[(usize, Vec<crate::types::Value>)], region: &crate::storage::Region) -> Vec<ColumnEq> {
+    let fields = region.desc.schema.fields();
+    sets.iter()
+        .filter(|(col, set)| !set.is_empty() && !set.iter().any(|v| v.is_null()) && *col < fields.len())
+        .filter_map(|(col, set)| {
+            let ty = SqlType::from_arrow(fields[*col].data_type());
+            crate::types::values_to_array(set, ty).ok().map(|value| ColumnEq { column: *col, value })
+        })
+        .collect()
+}
+
 /// The storage request of an UPDATE's or DELETE's read of `region`, a
 /// region of `table`: narrowed by the statement's predicate (over the
 /// table's columns) as a query's scan is, by time range, primary-key value
@@ -161,16 +166,7 @@ pub fn narrowed_request(table: &crate::catalog::TableDef, region: &crate::storag
         last_row: false,
     };
     super::rewrite::pushdown::narrow_scan(&mut s, pred);
-    let mut request = ScanRequest { time_range: s.time_range, ..Default::default() };
-    for (col, set) in &s.tag_sets {
-        if set.is_empty() || set.iter().any(|v| matches!(v, crate::types::Value::Null)) || *col >= region.desc.schema.fields().len() {
-            continue;
-        }
-        let ty = SqlType::from_arrow(region.desc.schema.field(*col).data_type());
-        if let Ok(a) = crate::types::values_to_array(set, ty) {
-            request.filters.push(ColumnEq { column: *col, value: a });
-        }
-    }
+    let mut request = ScanRequest { time_range: s.time_range, filters: tag_filters(&s.tag_sets, region), ..Default::default() };
     let mut conj = Vec::new();
     super::rewrite::conjuncts(pred.clone(), &mut conj);
     request.cmps = conj.iter().filter_map(column_cmp).collect();
