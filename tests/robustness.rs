@@ -73,7 +73,7 @@ async fn memory_budget_answers_53200_and_54000() {
     let rows = c.simple_query("SELECT g FROM generate_series(1, 300000) g").await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(rows.iter().filter(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))).count(), 300000);
     // Nor does a small top-k: it keeps k rows and a chunk, not its input.
-    let top: i64 = c
+    let top: i32 = c
         .query_one("SELECT g FROM generate_series(1, 300000) g ORDER BY g DESC LIMIT 1", &[])
         .await
         .unwrap_or_else(|e| panic!("{:?}", common::format_error(&e)))

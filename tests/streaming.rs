@@ -55,7 +55,7 @@ async fn large_results_stream_in_bounded_memory() {
     let mut n = 0i64;
     while let Some(r) = rows.try_next().await.unwrap() {
         n += 1;
-        assert_eq!(r.get::<_, i64>(0), n);
+        assert_eq!(r.get::<_, i32>(0) as i64, n);
     }
     assert_eq!(n, ROWS);
     // And through the simple protocol (its client keeps the rows; the

@@ -1138,14 +1138,24 @@ impl<'a> Planner<'a> {
                 if bound.iter().any(|b| !b.ty().is_integer() && b.ty() != SqlType::Unknown) {
                     return self.plan_function_in_from(&fname, alias.as_ref(), &asts, false, outer);
                 }
+                // PostgreSQL's generate_series(int4, int4) is a set of int4;
+                // with a bigint argument, of bigint. The series itself counts
+                // in bigint.
+                let ty = if bound.iter().any(|b| b.ty() == SqlType::Int8) { SqlType::Int8 } else { SqlType::Int4 };
                 let exprs = bound.into_iter().map(|b| super::coerce(b, SqlType::Int8)).collect::<Result<Vec<_>>>()?;
                 if !(2..=3).contains(&exprs.len()) {
                     bail!(UndefinedFunction, "function generate_series needs 2 or 3 arguments");
                 }
                 let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| fname.clone());
                 let col_name = alias.as_ref().and_then(|a| a.columns.first()).map(|c| ident(&c.name)).unwrap_or_else(|| qual.clone());
-                let cols = vec![PlanColumn { name: col_name, qualifier: Some(qual), ty: SqlType::Int8 }];
-                Ok(Rel { plan: Plan::Series { args: exprs, columns: cols.clone() }, columns: cols })
+                let wide = vec![PlanColumn { name: col_name, qualifier: Some(qual), ty: SqlType::Int8 }];
+                let series = Plan::Series { args: exprs, columns: wide.clone() };
+                if ty == SqlType::Int8 {
+                    return Ok(Rel { plan: series, columns: wide });
+                }
+                let cols = vec![PlanColumn { ty, ..wide[0].clone() }];
+                let narrow = Expr::Cast { expr: Box::new(Expr::Column { index: 0, ty: SqlType::Int8 }), ty };
+                Ok(Rel { plan: Plan::Project { input: Box::new(series), exprs: vec![narrow], columns: cols.clone() }, columns: cols })
             }
             TableFactor::Table { name, alias, inheritance, .. } => {
                 let rel = self.lookup(name)?;
