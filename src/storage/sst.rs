@@ -652,15 +652,26 @@ fn equal_runs(a: &dyn Array, values: &[PruneValue]) -> Option<Vec<(usize, usize)
                     let lo = first_not(nulls, n, |i| text(i) < x);
                     (lo, first_not(lo, n, |i| text(i) <= x))
                 }
+                // Keys of the non-null rows index the dictionary (they come
+                // from a file: one that does not is not searched).
+                fn valid<K: Copy + TryInto<usize>>(keys: &[K], from: usize, len: usize) -> bool {
+                    keys.get(from..).is_some_and(|ks| ks.iter().all(|&k| k.try_into().is_ok_and(|k: usize| k < len)))
+                }
                 match k.as_ref() {
                     DataType::UInt16 => {
                         let d = a.as_dictionary::<arrow::datatypes::UInt16Type>();
                         let (keys, s) = (d.keys().values(), d.values().as_string::<i32>());
+                        if !valid(keys, nulls, s.len()) {
+                            return None;
+                        }
                         run(nulls, n, x, |i| s.value(keys[i] as usize).as_bytes())
                     }
                     DataType::Int32 => {
                         let d = a.as_dictionary::<arrow::datatypes::Int32Type>();
                         let (keys, s) = (d.keys().values(), d.values().as_string::<i32>());
+                        if !valid(keys, nulls, s.len()) {
+                            return None;
+                        }
                         run(nulls, n, x, |i| s.value(keys[i] as usize).as_bytes())
                     }
                     _ => return None,
@@ -1179,6 +1190,19 @@ mod tests {
                 assert_eq!(equal_runs(d.as_ref(), v), equal_runs(a, v));
             }
         }
+    }
+
+    /// A dictionary whose keys do not index it (a damaged file) is not
+    /// searched, rather than read out of bounds.
+    #[test]
+    fn equal_runs_refuses_keys_outside_the_dictionary() {
+        let text: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
+        let x = [PruneValue::Bytes(b"b".to_vec())];
+        let ok = arrow::array::DictionaryArray::<arrow::datatypes::Int32Type>::try_new(vec![0, 1, 1].into(), text.clone()).unwrap();
+        assert_eq!(equal_runs(&ok, &x), Some(vec![(1, 3)]));
+        // SAFETY: the array is only searched, which checks its keys first.
+        let bad = unsafe { arrow::array::DictionaryArray::<arrow::datatypes::Int32Type>::new_unchecked(vec![0, 7, -1].into(), text) };
+        assert_eq!(equal_runs(&bad, &x), None);
     }
 
     /// PostgreSQL's order of float8: NaN above every number and equal to
