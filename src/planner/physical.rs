@@ -138,7 +138,7 @@ fn scan(s: &Scan, ctx: &ExecCtx) -> Result<Plan> {
 
 /// A scan's tag value sets as storage's pruning filters over `region`'s
 /// columns (an empty set or one holding NULL prunes nothing).
-fn tag_filters(sets: &[(usize, Vec<crate::types::Value>)], region: &crate::storage::Region) -> Vec<ColumnEq> {
+pub fn tag_filters(sets: &[(usize, Vec<crate::types::Value>)], region: &crate::storage::Region) -> Vec<ColumnEq> {
     let fields = region.desc.schema.fields();
     sets.iter()
         .filter(|(col, set)| !set.is_empty() && !set.iter().any(|v| v.is_null()) && *col < fields.len())

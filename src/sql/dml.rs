@@ -667,6 +667,7 @@ fn conflict_request(def: &TableDef, region: &Region, arbiters: &[Vec<usize>], ba
             }
         }
     }
+    let mut sets: Vec<(usize, Vec<Value>)> = Vec::new();
     for &c in def.primary_key.iter().filter(|&&c| in_all(c) && c < batch.num_columns()) {
         let Some(field) = region.desc.schema.fields().get(c) else { continue };
         // Text and integers, whose equality is storage's (not floats: -0 = 0).
@@ -685,13 +686,11 @@ fn conflict_request(def: &TableDef, region: &Region, arbiters: &[Vec<usize>], ba
                 break;
             }
         }
-        if set.is_empty() || set.len() > CONFLICT_VALUES_MAX {
-            continue;
-        }
-        if let Ok(a) = crate::types::values_to_array(&set, SqlType::from_arrow(field.data_type())) {
-            req.filters.push(crate::storage::ColumnEq { column: c, value: a });
+        if set.len() <= CONFLICT_VALUES_MAX {
+            sets.push((c, set));
         }
     }
+    req.filters = crate::planner::physical::tag_filters(&sets, region);
     req
 }
 
